@@ -1,0 +1,81 @@
+"""Shared fixtures: a clean environment, CLI runners, and schema validation of every report."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SCHEMA = json.loads((REPO / "vkdoctor" / "data" / "report.schema.json").read_text())
+
+#: variables that change what the loader, ld.so or wgpu do; tests start without them
+SCRUBBED_PREFIXES = ("VK_", "XDG_", "WGPU", "MESA_", "LP_", "VKDOCTOR_")
+SCRUBBED = ("LD_LIBRARY_PATH", "LD_PRELOAD", "NO_COLOR", "FORCE_COLOR", "NODEVICE_SELECT",
+            "GITHUB_STEP_SUMMARY", "CONDA_PREFIX", "CARGO_TARGET_DIR")
+
+
+def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(SCRUBBED_PREFIXES) and k not in SCRUBBED
+    }
+    env.update(extra or {})
+    return env
+
+
+@pytest.fixture(autouse=True)
+def _scrub_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for key in list(os.environ):
+        if key.startswith(SCRUBBED_PREFIXES) or key in SCRUBBED:
+            monkeypatch.delenv(key)
+    yield
+
+
+def validate_report(doc: Mapping[str, Any]) -> None:
+    """Every report the tests produce goes through the shipped schema."""
+    jsonschema.validate(doc, SCHEMA)
+
+
+def run_vkdoctor(
+    args: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300,
+    cwd: Path | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run `python -m vkdoctor ARGS` as a user would, in a real child process."""
+    full_env = clean_env(env)
+    full_env["PYTHONPATH"] = str(REPO) + (
+        ":" + full_env["PYTHONPATH"] if full_env.get("PYTHONPATH") else ""
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "vkdoctor", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+        cwd=cwd or REPO,
+        check=False,
+    )
+
+
+def run_json(
+    args: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 300
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """Run with `--json -` and return the process and the validated report."""
+    proc = run_vkdoctor([*args, "--json", "-"], env=env, timeout=timeout)
+    try:
+        doc = json.loads(proc.stdout)
+    except json.JSONDecodeError as exc:
+        raise AssertionError(f"not JSON (rc={proc.returncode}):\n{proc.stdout}\n{proc.stderr}") from exc
+    validate_report(doc)
+    return proc, doc

@@ -1,0 +1,150 @@
+"""The runner, the report model, the exit-code contract and the CLI skeleton."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+from click.testing import CliRunner
+from conftest import run_json, run_vkdoctor, validate_report
+
+from vkdoctor.checks.base import Check
+from vkdoctor.cli import cli
+from vkdoctor.context import Context
+from vkdoctor.model import Finding, Report, ReportStatus, Severity, exit_code
+from vkdoctor.runner import run_checks, select
+
+
+class Boom(Check):
+    """Always raises."""
+
+    code = "VKZ901"
+    family = "test"
+    title = "explodes"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        raise RuntimeError("kaboom")
+
+
+class Fails(Check):
+    """Always fails."""
+
+    code = "VKZ902"
+    family = "test"
+    title = "fails"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        yield self.fail("it failed", "because", remedy="do the thing")
+
+
+class NeedsFails(Check):
+    """Depends on VKZ902."""
+
+    code = "VKZ903"
+    family = "test"
+    title = "depends"
+    requires = frozenset({"VKZ902"})
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        raise AssertionError("must not run when its prerequisite failed")
+
+
+class Quiet(Check):
+    """Yields nothing."""
+
+    code = "VKZ904"
+    family = "test"
+    title = "quiet"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        return ()
+
+
+def _report(checks) -> Report:
+    return Report(vkdoctor_version="0", host={}, checks=checks)
+
+
+def test_exception_in_a_check_becomes_an_error_finding_naming_it():
+    results = run_checks(Context(), [Boom])
+    (res,) = results
+    assert res.status.value == "error"
+    (f,) = res.findings
+    assert f.severity is Severity.ERROR
+    assert "VKZ901" in f.title and "kaboom" in f.message
+    report = _report(results)
+    assert report.status() is ReportStatus.ERROR
+    assert exit_code(report.status()) == 3
+
+
+def test_failed_prerequisite_skips_dependent_and_fail_beats_error():
+    results = run_checks(Context(), [NeedsFails, Fails, Boom])
+    by = {r.code: r for r in results}
+    assert by["VKZ903"].status.value == "skipped"
+    assert "VKZ902" in (by["VKZ903"].skip_reason or "")
+    report = _report(results)
+    assert report.status() is ReportStatus.FAIL
+    assert exit_code(report.status()) == 1
+
+
+def test_quiet_check_is_ok_and_strict_turns_warnings_into_failure():
+    results = run_checks(Context(), [Quiet])
+    assert results[0].findings[0].severity is Severity.OK
+    warn = Finding(code="VKH001", severity=Severity.WARN, title="w")
+    from vkdoctor.model import CheckResult, CheckStatus
+
+    r = _report((CheckResult(code="VKH001", family="host", title="t", status=CheckStatus.RAN,
+                             findings=(warn,)),))
+    assert exit_code(r.status()) == 0
+    assert exit_code(r.status(strict=True)) == 1
+
+
+def test_select_and_ignore_by_prefix():
+    assert select([Boom, Fails, Quiet], ["VKZ90"], ["VKZ902"]) == [Boom, Quiet]
+
+
+def test_failed_probe_fails_the_report():
+    r = Report(vkdoctor_version="0", host={}, checks=(), probe={"status": "timeout"})
+    assert r.status() is ReportStatus.FAIL
+
+
+def test_check_json_report_validates(tmp_path: Path):
+    out = tmp_path / "r.json"
+    proc = run_vkdoctor(["check", "--no-probe", "--select", "VKH", "--json", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    validate_report(doc)
+    assert doc["schema_version"] == 1
+    host = doc["host"]
+    assert host["distro"]["id"] == "debian"
+    assert host["python"] and host["kernel"] and host["memory"]["total_bytes"] > 0
+    assert "vkdoctor: OK" in proc.stdout
+
+
+def test_explain_lists_codes_and_shows_a_page():
+    runner = CliRunner()
+    listing = runner.invoke(cli, ["explain"])
+    assert listing.exit_code == 0
+    assert "VKH001" in listing.output and "VKX000" in listing.output
+    page = runner.invoke(cli, ["explain", "vkh001"])
+    assert page.exit_code == 0 and page.output.startswith("# VKH001")
+    bad = runner.invoke(cli, ["explain", "nope"])
+    assert bad.exit_code == 2 and "unknown finding code" in bad.output
+
+
+def test_usage_error_exits_2():
+    proc = run_vkdoctor(["check", "--no-such-flag"])
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+
+
+def test_unwritable_json_target_is_a_clear_error(tmp_path: Path):
+    proc = run_vkdoctor(["check", "--no-probe", "--select", "VKH", "--json",
+                         str(tmp_path / "missing-dir" / "r.json")])
+    assert proc.returncode != 0
+    assert "cannot write" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_json_to_stdout_is_pure_json():
+    proc, doc = run_json(["check", "--no-probe", "--select", "VKH"])
+    assert doc["status"] == "ok"

@@ -1,0 +1,3 @@
+from vkdoctor.cli import main
+
+main()

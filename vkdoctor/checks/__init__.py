@@ -1,0 +1,13 @@
+"""The static registry of checks, in the order their families appear in reports."""
+
+from __future__ import annotations
+
+from vkdoctor.checks import host
+from vkdoctor.checks.base import Check
+
+#: every check, by module; a module lists its checks in CHECKS
+REGISTRY: tuple[type[Check], ...] = (*host.CHECKS,)
+
+
+def by_code() -> dict[str, type[Check]]:
+    return {c.code: c for c in REGISTRY}

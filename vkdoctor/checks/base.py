@@ -1,0 +1,68 @@
+"""The shape of a check: a small class with a stable code whose docstring is its explanation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
+
+from vkdoctor.context import Context
+from vkdoctor.model import Finding, Severity
+
+
+class Check:
+    """Base class. Subclasses set `code`, `family`, `title`, and write a docstring.
+
+    `run` yields findings and never prints. Yielding nothing means "ok". A check whose
+    `requires` did not pass is skipped with the reason, so one root cause gives one finding.
+    `live_only` checks are skipped, as not applicable, when inspecting another root.
+    """
+
+    code: ClassVar[str]
+    family: ClassVar[str]
+    title: ClassVar[str]
+    requires: ClassVar[frozenset[str]] = frozenset()
+    live_only: ClassVar[bool] = False
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        raise NotImplementedError
+
+    # Helpers so that checks build findings with their own code, and one line each.
+    def finding(
+        self,
+        severity: Severity,
+        title: str,
+        message: str = "",
+        *,
+        remedy: str | None = None,
+        evidence: Mapping[str, Any] | None = None,
+    ) -> Finding:
+        return Finding(
+            code=self.code,
+            severity=severity,
+            title=title,
+            message=message,
+            remedy=remedy,
+            evidence=dict(evidence or {}),
+        )
+
+    def ok(self, title: str, message: str = "", **evidence: Any) -> Finding:
+        return self.finding(Severity.OK, title, message, evidence=evidence)
+
+    def info(self, title: str, message: str = "", **evidence: Any) -> Finding:
+        return self.finding(Severity.INFO, title, message, evidence=evidence)
+
+    def warn(
+        self, title: str, message: str = "", *, remedy: str | None = None, **evidence: Any
+    ) -> Finding:
+        return self.finding(Severity.WARN, title, message, remedy=remedy, evidence=evidence)
+
+    def fail(
+        self, title: str, message: str = "", *, remedy: str | None = None, **evidence: Any
+    ) -> Finding:
+        return self.finding(Severity.FAIL, title, message, remedy=remedy, evidence=evidence)
+
+    @classmethod
+    def explanation(cls) -> str:
+        import inspect
+
+        return inspect.cleandoc(cls.__doc__ or "")

@@ -1,0 +1,37 @@
+"""VKH: facts about the host that decide what else can work."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from vkdoctor.checks.base import Check
+from vkdoctor.context import Context
+from vkdoctor.host import collect
+from vkdoctor.model import Finding
+
+
+class HostFacts(Check):
+    """The host vkdoctor inspected: distro, kernel, architecture, CPU, memory, Python, wgpu.
+
+    Informational. It is the context for every other finding: a report pasted into an issue
+    should say which distribution and versions it came from.
+    """
+
+    code = "VKH001"
+    family = "host"
+    title = "Host"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        facts = ctx.fact(collect)
+        distro = facts["distro"]
+        parts = [
+            distro.get("name") or distro.get("id") or "unknown distribution",
+            f"kernel {facts['kernel']}" if facts["kernel"] else None,
+            facts["machine"],
+            f"Python {facts['python']}",
+            f"wgpu {facts['wgpu']}" if facts["wgpu"] else "wgpu not installed",
+        ]
+        yield self.info("Host", ", ".join(p for p in parts if p), **facts)
+
+
+CHECKS: tuple[type[Check], ...] = (HostFacts,)

@@ -1,0 +1,1 @@
+"""One module per subcommand; cli.py adds each to the group."""

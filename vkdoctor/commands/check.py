@@ -1,0 +1,59 @@
+"""vkdoctor check: everything, static checks first, then the probe."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from vkdoctor.checks import REGISTRY
+from vkdoctor.commands import common
+from vkdoctor.host import collect
+from vkdoctor.model import Report
+from vkdoctor.runner import run_checks, select
+
+
+@click.command()
+@common.root_option
+@common.search_path_option
+@common.timeout_option
+@common.output_options
+@click.option("--no-probe", is_flag=True, help="Static checks only; do not run the compute probe.")
+@click.option("--cpu", is_flag=True, help="The probe must use a CPU adapter on Vulkan (lavapipe).")
+@click.option("--adapter", metavar="TEXT", help="The probe must use the adapter whose name contains TEXT.")
+@click.option("--select", "selected", multiple=True, metavar="CODE", help="Run only checks with this code or prefix.")
+@click.option("--ignore", "ignored", multiple=True, metavar="CODE", help="Do not run checks with this code or prefix.")
+def check(
+    root: str | None,
+    search_path: tuple[str, ...],
+    timeout: float,
+    json_file: str | None,
+    fmt: str,
+    strict: bool,
+    verbose: bool,
+    debug: bool,
+    no_probe: bool,
+    cpu: bool,
+    adapter: str | None,
+    selected: tuple[str, ...],
+    ignored: tuple[str, ...],
+) -> None:
+    """Inspect drivers, loader, libraries, packages, disk and environment, then run the probe."""
+    if cpu and adapter:
+        raise click.UsageError("--cpu and --adapter choose the adapter two ways; give one")
+    ctx = common.host_context(
+        root=root,
+        search_path=search_path,
+        timeout=timeout,
+        cpu=cpu,
+        adapter=adapter,
+        probe=not no_probe and root is None,
+    )
+    results = run_checks(ctx, select(REGISTRY, selected, ignored), debug=debug)
+    report = Report(
+        vkdoctor_version=common.version(),
+        host=ctx.fact(collect),
+        checks=results,
+        command="check",
+    )
+    sys.exit(common.emit(report, fmt=fmt, json_file=json_file, strict=strict, verbose=verbose))

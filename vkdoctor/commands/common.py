@@ -1,0 +1,164 @@
+"""What the commands share: the context from the real host, shared options, report output."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from vkdoctor import __version__
+from vkdoctor.context import Context, Options, cache_home
+from vkdoctor.model import Report, exit_code
+from vkdoctor.render import json as json_render
+from vkdoctor.render import text as text_render
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+FORMATS = ("text", "json", "github")
+
+
+def elevated() -> bool:
+    """True when this process runs with AT_SECURE (setuid/setgid): the loader then ignores env vars."""
+    try:
+        return os.getuid() != os.geteuid() or os.getgid() != os.getegid()
+    except AttributeError:
+        return False
+
+
+def search_paths_from(given: tuple[str, ...], env: Mapping[str, str]) -> tuple[Path, ...]:
+    paths = [Path(p) for p in given]
+    paths += [Path(p) for p in env.get("VKDOCTOR_SEARCH_PATH", "").split(":") if p]
+    return tuple(paths)
+
+
+def host_context(
+    *,
+    root: str | None = None,
+    search_path: tuple[str, ...] = (),
+    timeout: float = 60.0,
+    **options: Any,
+) -> Context:
+    env = dict(os.environ)
+    return Context(
+        root=Path(root).resolve() if root else Path("/"),
+        env=env,
+        elevated=elevated(),
+        machine=platform.machine() or "x86_64",
+        cwd=Path.cwd(),
+        options=Options(
+            search_paths=search_paths_from(search_path, env),
+            timeout=timeout,
+            cache_dir=cache_home(env),
+            **options,
+        ),
+    )
+
+
+def root_option(f: F) -> F:
+    return click.option(
+        "--root",
+        type=click.Path(exists=True, file_okay=False, dir_okay=True),
+        help="Inspect this tree (a container image, a chroot) instead of the live host. Static checks only.",
+    )(f)
+
+
+def search_path_option(f: F) -> F:
+    return click.option(
+        "--search-path",
+        multiple=True,
+        type=click.Path(),
+        help="A directory to look in for missing libraries (repeatable; also VKDOCTOR_SEARCH_PATH).",
+    )(f)
+
+
+def timeout_option(f: F) -> F:
+    return click.option(
+        "--timeout",
+        type=click.FloatRange(min=0.1),
+        default=60.0,
+        show_default=True,
+        help="Seconds each child process (load test, probe) may run before it is killed.",
+    )(f)
+
+
+def output_options(f: F) -> F:
+    f = click.option("--json", "json_file", metavar="FILE", help="Write the JSON report to FILE ('-' for stdout).")(f)
+    f = click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(FORMATS),
+        default="text",
+        show_default=True,
+        help="How to print the report on stdout.",
+    )(f)
+    f = click.option("--strict", is_flag=True, help="Treat warnings as failures (exit 1).")(f)
+    f = click.option("-v", "--verbose", is_flag=True, help="Show details and evidence for every finding.")(f)
+    f = click.option("--debug", is_flag=True, help="Keep tracebacks of vkdoctor's own errors in the report.")(f)
+    return f
+
+
+def _want_colour(stream: Any, env: Mapping[str, str]) -> bool:
+    if "NO_COLOR" in env and env["NO_COLOR"] != "":
+        return False
+    if env.get("FORCE_COLOR"):
+        return True
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty()) and env.get("TERM") != "dumb"
+
+
+def text_style(verbose: bool) -> text_render.Style:
+    env = os.environ
+    encoding = (getattr(sys.stdout, "encoding", None) or "").lower()
+    return text_render.Style(
+        colour=_want_colour(sys.stdout, env),
+        unicode="utf" in encoding,
+        verbose=verbose,
+    )
+
+
+def write_file(path: str, text: str) -> None:
+    """Write atomically (temp file + rename) so a crash never leaves half a report."""
+    if path == "-":
+        click.echo(text, nl=False)
+        return
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(target)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise click.ClickException(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def emit(
+    report: Report,
+    *,
+    fmt: str,
+    json_file: str | None,
+    strict: bool,
+    verbose: bool,
+    **extra: Any,
+) -> int:
+    """Print the report in `fmt`, write the requested files, and return the exit code."""
+    if json_file:
+        write_file(json_file, json_render.render(report, strict=strict))
+    if json_file != "-":
+        if fmt == "json":
+            click.echo(json_render.render(report, strict=strict), nl=False)
+        elif fmt == "github":
+            from vkdoctor.render import github
+
+            click.echo(github.render(report, strict=strict), nl=False)
+        else:
+            click.echo(text_render.render(report, style=text_style(verbose), strict=strict), nl=False)
+    return exit_code(report.status(strict=strict))
+
+
+def version() -> str:
+    return __version__

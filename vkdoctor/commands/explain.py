@@ -1,0 +1,51 @@
+"""vkdoctor explain [CODE]: the page of one finding code, or the list of all codes."""
+
+from __future__ import annotations
+
+import re
+
+import click
+
+from vkdoctor.checks import REGISTRY
+from vkdoctor.resources import codes_dir
+from vkdoctor.runner import INTERNAL_ERROR_CODE
+
+_CODE = re.compile(r"^VK[A-Z][0-9]{3}$")
+
+
+def known_codes() -> dict[str, str]:
+    """code -> title for every code vkdoctor can emit."""
+    codes = {c.code: c.title for c in REGISTRY}
+    codes[INTERNAL_ERROR_CODE] = "vkdoctor's own check broke"
+    return dict(sorted(codes.items()))
+
+
+def page(code: str) -> str | None:
+    path = codes_dir() / f"{code}.md"
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
+@click.command()
+@click.argument("code", required=False)
+def explain(code: str | None) -> None:
+    """Show what a finding CODE means, why it matters, and how to fix it.
+
+    Without CODE, list every code with its title.
+    """
+    codes = known_codes()
+    if code is None:
+        width = max(len(c) for c in codes)
+        for c, title in codes.items():
+            click.echo(f"{c:<{width}}  {title}")
+        return
+    code = code.strip().upper()
+    if not _CODE.match(code) or code not in codes:
+        hint = "" if _CODE.match(code) else " (codes look like VKD001)"
+        raise click.UsageError(f"unknown finding code {code!r}{hint}; `vkdoctor explain` lists them all")
+    text = page(code)
+    if text is None:
+        raise click.ClickException(f"the page for {code} is missing from this installation ({codes_dir()})")
+    click.echo(text.rstrip("\n"))

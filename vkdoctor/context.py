@@ -1,0 +1,88 @@
+"""Context: the one object every check reads instead of the host.
+
+Analysis code takes a `root` prefix and an `env` mapping and touches nothing else, so every rule is
+testable on a tree built in tmp_path, and `--root` can inspect an image or chroot without running it.
+Facts that several checks share (the driver scan, parsed ELF files, package queries) are computed
+once per run through `Context.fact`, never cached at module level.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    """What the user asked for on the command line, for the checks that care."""
+
+    #: extra places to look for missing libraries (--search-path, VKDOCTOR_SEARCH_PATH)
+    search_paths: tuple[Path, ...] = ()
+    #: per child process (load test, probe), seconds
+    timeout: float = 60.0
+    #: probe adapter choice: "cpu", a name substring, or None for wgpu's high-performance pick
+    cpu: bool = False
+    adapter: str | None = None
+    #: disk thresholds, in bytes free
+    disk_warn_bytes: int = 5 * 1024**3
+    disk_fail_bytes: int = 1024**3
+    #: where vkdoctor keeps overlays and extracted libraries
+    cache_dir: Path | None = None
+    #: run the probe (check) or not (--no-probe)
+    probe: bool = True
+
+
+@dataclass(kw_only=True)
+class Context:
+    """Where and how to look. `root` is "/" for the live host."""
+
+    root: Path = Path("/")
+    env: Mapping[str, str] = field(default_factory=dict)
+    #: the process we reason about runs with AT_SECURE (setuid/setgid/capabilities)
+    elevated: bool = False
+    #: `uname -m` of the process we reason about, e.g. "x86_64"
+    machine: str = "x86_64"
+    #: the working directory of the process we reason about (relative manifest paths)
+    cwd: Path = Path("/")
+    options: Options = field(default_factory=Options)
+    _facts: dict[Callable[..., Any], Any] = field(default_factory=dict, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+
+    @property
+    def live(self) -> bool:
+        """True when we inspect the machine we run on, so loading libraries and probing makes sense."""
+        return self.root == Path("/")
+
+    def under(self, path: str | PurePosixPath) -> Path:
+        """The host path of `path` as seen inside root. The single place that prefixes root."""
+        p = PurePosixPath(path)
+        if not p.is_absolute():
+            p = PurePosixPath(self.cwd) / p
+        if self.live:
+            return Path(p)
+        return self.root / p.relative_to("/")
+
+    def getenv(self, name: str) -> str | None:
+        return self.env.get(name)
+
+    def fact(self, compute: Callable[[Context], T]) -> T:
+        """`compute(self)`, evaluated once per Context. Exceptions are not cached."""
+        with self._lock:
+            if compute not in self._facts:
+                self._facts[compute] = compute(self)
+            return self._facts[compute]  # type: ignore[no-any-return]
+
+
+def cache_home(env: Mapping[str, str]) -> Path:
+    """$XDG_CACHE_HOME/vkdoctor, else ~/.cache/vkdoctor."""
+    base = env.get("XDG_CACHE_HOME") or ""
+    if not base.startswith("/"):
+        home = env.get("HOME") or os.path.expanduser("~")
+        base = str(Path(home) / ".cache")
+    return Path(base) / "vkdoctor"

@@ -1,0 +1,90 @@
+"""Facts about the host (or the --root tree) for the report header. Never fails: unknown is None."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import sys
+from typing import Any
+
+from vkdoctor import __version__
+from vkdoctor.context import Context
+
+
+def _os_release(ctx: Context) -> dict[str, str]:
+    for candidate in ("/etc/os-release", "/usr/lib/os-release"):
+        path = ctx.under(candidate)
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        out = {}
+        for line in text.splitlines():
+            key, sep, value = line.partition("=")
+            if sep and key.strip() and not key.startswith("#"):
+                out[key.strip()] = value.strip().strip("\"'")
+        return out
+    return {}
+
+
+def _distro(ctx: Context) -> dict[str, Any]:
+    if ctx.live:
+        import distro
+
+        return {
+            "id": distro.id() or None,
+            "name": distro.name(pretty=True) or None,
+            "version": distro.version(best=True) or None,
+            "like": distro.like() or None,
+        }
+    rel = _os_release(ctx)
+    return {
+        "id": rel.get("ID"),
+        "name": rel.get("PRETTY_NAME") or rel.get("NAME"),
+        "version": rel.get("VERSION_ID"),
+        "like": rel.get("ID_LIKE"),
+    }
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _version_of(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def collect(ctx: Context) -> dict[str, Any]:
+    """Distro, kernel, architecture, CPU, memory, Python and tool versions."""
+    facts: dict[str, Any] = {
+        "root": str(ctx.root),
+        "distro": _distro(ctx),
+        "machine": ctx.machine,
+        "python": platform.python_version(),
+        "python_executable": sys.executable,
+        "vkdoctor": __version__,
+        "wgpu": _version_of("wgpu"),
+    }
+    if ctx.live:
+        import psutil
+
+        uname = platform.uname()
+        facts["kernel"] = uname.release
+        facts["cpu"] = {"model": _cpu_model(), "count": psutil.cpu_count(logical=True)}
+        vm = psutil.virtual_memory()
+        facts["memory"] = {"total_bytes": vm.total, "available_bytes": vm.available}
+    else:
+        facts["kernel"] = None
+        facts["cpu"] = None
+        facts["memory"] = None
+    return facts

@@ -1,0 +1,1 @@
+"""Renderers: Report -> str, nothing else."""

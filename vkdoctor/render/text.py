@@ -1,0 +1,128 @@
+"""Text for people: one line per check, details for what needs attention, a verdict at the end."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from vkdoctor.model import CheckResult, CheckStatus, Finding, Report, ReportStatus, Severity
+
+_GLYPH = {
+    Severity.OK: "✓",
+    Severity.INFO: "·",
+    Severity.WARN: "!",
+    Severity.FAIL: "✗",
+    Severity.ERROR: "✗",
+}
+_ASCII = {Severity.OK: "ok", Severity.INFO: "--", Severity.WARN: "!!", Severity.FAIL: "XX",
+          Severity.ERROR: "EE"}
+_COLOUR = {
+    Severity.OK: "32",
+    Severity.INFO: "2",
+    Severity.WARN: "33",
+    Severity.FAIL: "31",
+    Severity.ERROR: "35",
+}
+
+
+@dataclass(frozen=True)
+class Style:
+    colour: bool = False
+    unicode: bool = True
+    verbose: bool = False
+
+    def paint(self, text: str, sev: Severity, *, bold: bool = False) -> str:
+        if not self.colour:
+            return text
+        code = _COLOUR[sev] + (";1" if bold else "")
+        return f"\x1b[{code}m{text}\x1b[0m"
+
+    def glyph(self, sev: Severity) -> str:
+        return (_GLYPH if self.unicode else _ASCII)[sev]
+
+
+def _indent(text: str, prefix: str) -> str:
+    return "\n".join(prefix + line if line else line for line in text.splitlines())
+
+
+def _finding(f: Finding, style: Style) -> list[str]:
+    lines = [f"  {style.paint(style.glyph(f.severity), f.severity)} {f.code} {f.title}"]
+    show_details = style.verbose or f.severity.rank >= Severity.WARN.rank
+    if f.message and show_details:
+        lines.append(_indent(f.message, "      "))
+    if f.remedy and f.severity.rank >= Severity.WARN.rank:
+        lines.append(_indent("fix: " + f.remedy, "      "))
+    if style.verbose and f.evidence:
+        dumped = json.dumps(dict(f.evidence), indent=2, default=str)
+        lines.append(_indent("evidence: " + dumped, "      "))
+    return lines
+
+
+def _check(c: CheckResult, style: Style) -> list[str]:
+    if c.status is CheckStatus.SKIPPED:
+        if not style.verbose:
+            return [f"  {style.paint('-', Severity.INFO)} {c.code} {c.title}: skipped ({c.skip_reason})"]
+        return [f"  - {c.code} {c.title}: skipped ({c.skip_reason})"]
+    out: list[str] = []
+    for f in c.findings:
+        out.extend(_finding(f, style))
+    return out
+
+
+def _probe(probe: dict[str, object], style: Style) -> list[str]:
+    status = str(probe.get("status"))
+    sev = Severity.OK if status == "pass" else Severity.FAIL
+    adapter = probe.get("adapter") or {}
+    name = adapter.get("name") if isinstance(adapter, dict) else None
+    head = f"  {style.paint(style.glyph(sev), sev)} probe: {status}"
+    if name:
+        head += f" on {name}"
+    lines = [head]
+    summary = probe.get("summary")
+    if summary:
+        lines.append(_indent(str(summary), "      "))
+    return lines
+
+
+def render(report: Report, *, style: Style, strict: bool = False) -> str:
+    lines: list[str] = []
+    family = None
+    for c in report.checks:
+        if c.family != family:
+            family = c.family
+            if lines:
+                lines.append("")
+            lines.append(family.capitalize())
+        lines.extend(_check(c, style))
+    if report.overlay:
+        lines += ["", "Overlay", f"  export LD_LIBRARY_PATH={report.overlay.get('ld_library_path')}"]
+    if report.probe is not None:
+        lines += ["", "Probe", *_probe(dict(report.probe), style)]
+    lines += ["", verdict(report, style=style, strict=strict)]
+    return "\n".join(lines) + "\n"
+
+
+def verdict(report: Report, *, style: Style, strict: bool = False) -> str:
+    status = report.status(strict=strict)
+    counts = {s: 0 for s in Severity}
+    for f in report.findings:
+        counts[f.severity] += 1
+    parts = []
+    if counts[Severity.FAIL]:
+        parts.append(f"{counts[Severity.FAIL]} failed")
+    if report.probe is not None and report.probe.get("status") != "pass":
+        parts.append(f"probe {report.probe.get('status')}")
+    if counts[Severity.ERROR]:
+        parts.append(f"{counts[Severity.ERROR]} internal error(s)")
+    if counts[Severity.WARN]:
+        parts.append(f"{counts[Severity.WARN]} warning(s)" + (" (--strict)" if strict else ""))
+    word = {
+        ReportStatus.OK: "OK",
+        ReportStatus.WARN: "OK with warnings",
+        ReportStatus.FAIL: "FAIL",
+        ReportStatus.ERROR: "ERROR",
+    }[status]
+    sev = {ReportStatus.OK: Severity.OK, ReportStatus.WARN: Severity.WARN,
+           ReportStatus.FAIL: Severity.FAIL, ReportStatus.ERROR: Severity.ERROR}[status]
+    tail = f": {', '.join(parts)}" if parts else ""
+    return style.paint(f"vkdoctor: {word}{tail}", sev, bold=True)
