@@ -18,8 +18,16 @@ SCHEMA = json.loads((REPO / "vkdoctor" / "data" / "report.schema.json").read_tex
 
 #: variables that change what the loader, ld.so or wgpu do; tests start without them
 SCRUBBED_PREFIXES = ("VK_", "XDG_", "WGPU", "MESA_", "LP_", "VKDOCTOR_")
-SCRUBBED = ("LD_LIBRARY_PATH", "LD_PRELOAD", "NO_COLOR", "FORCE_COLOR", "NODEVICE_SELECT",
-            "GITHUB_STEP_SUMMARY", "CONDA_PREFIX", "CARGO_TARGET_DIR")
+SCRUBBED = (
+    "LD_LIBRARY_PATH",
+    "LD_PRELOAD",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "NODEVICE_SELECT",
+    "GITHUB_STEP_SUMMARY",
+    "CONDA_PREFIX",
+    "CARGO_TARGET_DIR",
+)
 
 
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -76,6 +84,8 @@ def run_json(
     try:
         doc = json.loads(proc.stdout)
     except json.JSONDecodeError as exc:
-        raise AssertionError(f"not JSON (rc={proc.returncode}):\n{proc.stdout}\n{proc.stderr}") from exc
+        raise AssertionError(
+            f"not JSON (rc={proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+        ) from exc
     validate_report(doc)
     return proc, doc

@@ -93,8 +93,13 @@ def test_quiet_check_is_ok_and_strict_turns_warnings_into_failure():
     warn = Finding(code="VKH001", severity=Severity.WARN, title="w")
     from vkdoctor.model import CheckResult, CheckStatus
 
-    r = _report((CheckResult(code="VKH001", family="host", title="t", status=CheckStatus.RAN,
-                             findings=(warn,)),))
+    r = _report(
+        (
+            CheckResult(
+                code="VKH001", family="host", title="t", status=CheckStatus.RAN, findings=(warn,)
+            ),
+        )
+    )
     assert exit_code(r.status()) == 0
     assert exit_code(r.status(strict=True)) == 1
 
@@ -139,12 +144,20 @@ def test_usage_error_exits_2():
 
 
 def test_unwritable_json_target_is_a_clear_error(tmp_path: Path):
-    proc = run_vkdoctor(["check", "--no-probe", "--select", "VKH", "--json",
-                         str(tmp_path / "missing-dir" / "r.json")])
+    proc = run_vkdoctor(
+        [
+            "check",
+            "--no-probe",
+            "--select",
+            "VKH",
+            "--json",
+            str(tmp_path / "missing-dir" / "r.json"),
+        ]
+    )
     assert proc.returncode != 0
     assert "cannot write" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_json_to_stdout_is_pure_json():
-    proc, doc = run_json(["check", "--no-probe", "--select", "VKH"])
+    _, doc = run_json(["check", "--no-probe", "--select", "VKH"])
     assert doc["status"] == "ok"

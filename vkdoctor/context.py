@@ -8,7 +8,6 @@ once per run through `Context.fact`, never cached at module level.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -83,6 +82,6 @@ def cache_home(env: Mapping[str, str]) -> Path:
     """$XDG_CACHE_HOME/vkdoctor, else ~/.cache/vkdoctor."""
     base = env.get("XDG_CACHE_HOME") or ""
     if not base.startswith("/"):
-        home = env.get("HOME") or os.path.expanduser("~")
+        home = env.get("HOME") or str(Path("~").expanduser())
         base = str(Path(home) / ".cache")
     return Path(base) / "vkdoctor"

@@ -6,6 +6,7 @@ import graphlib
 import time
 import traceback
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
@@ -58,18 +59,20 @@ def _blocking(check: type[Check], results: dict[str, CheckResult]) -> list[str]:
 def _run_one(
     ctx: Context, check: type[Check], results: dict[str, CheckResult], *, debug: bool
 ) -> CheckResult:
-    base = {"code": check.code, "family": check.family, "title": check.title}
-    if check.live_only and not ctx.live:
+    def result(status: CheckStatus, **kw: Any) -> CheckResult:
         return CheckResult(
-            **base,
-            status=CheckStatus.SKIPPED,
+            code=check.code, family=check.family, title=check.title, status=status, **kw
+        )
+
+    if check.live_only and not ctx.live:
+        return result(
+            CheckStatus.SKIPPED,
             skip_reason=f"not applicable with --root {ctx.root}: needs the live machine",
         )
     blocked = _blocking(check, results)
     if blocked:
-        return CheckResult(
-            **base,
-            status=CheckStatus.SKIPPED,
+        return result(
+            CheckStatus.SKIPPED,
             skip_reason="requires " + ", ".join(blocked) + ", which did not pass",
         )
     start = time.perf_counter()
@@ -88,14 +91,11 @@ def _run_one(
             remedy="Re-run with --debug and report the traceback to the vkdoctor maintainers.",
             evidence=evidence,
         )
-        return CheckResult(
-            **base,
-            status=CheckStatus.ERROR,
+        return result(
+            CheckStatus.ERROR,
             findings=(err,),
             seconds=time.perf_counter() - start,
         )
     if not findings:
         findings = (Finding(code=check.code, severity=Severity.OK, title=check.title),)
-    return CheckResult(
-        **base, status=CheckStatus.RAN, findings=findings, seconds=time.perf_counter() - start
-    )
+    return result(CheckStatus.RAN, findings=findings, seconds=time.perf_counter() - start)

@@ -20,9 +20,23 @@ from vkdoctor.runner import run_checks, select
 @common.output_options
 @click.option("--no-probe", is_flag=True, help="Static checks only; do not run the compute probe.")
 @click.option("--cpu", is_flag=True, help="The probe must use a CPU adapter on Vulkan (lavapipe).")
-@click.option("--adapter", metavar="TEXT", help="The probe must use the adapter whose name contains TEXT.")
-@click.option("--select", "selected", multiple=True, metavar="CODE", help="Run only checks with this code or prefix.")
-@click.option("--ignore", "ignored", multiple=True, metavar="CODE", help="Do not run checks with this code or prefix.")
+@click.option(
+    "--adapter", metavar="TEXT", help="The probe must use the adapter whose name contains TEXT."
+)
+@click.option(
+    "--select",
+    "selected",
+    multiple=True,
+    metavar="CODE",
+    help="Run only checks with this code or prefix.",
+)
+@click.option(
+    "--ignore",
+    "ignored",
+    multiple=True,
+    metavar="CODE",
+    help="Do not run checks with this code or prefix.",
+)
 def check(
     root: str | None,
     search_path: tuple[str, ...],

@@ -19,7 +19,7 @@ from vkdoctor.render import text as text_render
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-FORMATS = ("text", "json", "github")
+FORMATS = ("text", "json")
 
 
 def elevated() -> bool:
@@ -87,7 +87,12 @@ def timeout_option(f: F) -> F:
 
 
 def output_options(f: F) -> F:
-    f = click.option("--json", "json_file", metavar="FILE", help="Write the JSON report to FILE ('-' for stdout).")(f)
+    f = click.option(
+        "--json",
+        "json_file",
+        metavar="FILE",
+        help="Write the JSON report to FILE ('-' for stdout).",
+    )(f)
     f = click.option(
         "--format",
         "fmt",
@@ -97,8 +102,12 @@ def output_options(f: F) -> F:
         help="How to print the report on stdout.",
     )(f)
     f = click.option("--strict", is_flag=True, help="Treat warnings as failures (exit 1).")(f)
-    f = click.option("-v", "--verbose", is_flag=True, help="Show details and evidence for every finding.")(f)
-    f = click.option("--debug", is_flag=True, help="Keep tracebacks of vkdoctor's own errors in the report.")(f)
+    f = click.option(
+        "-v", "--verbose", is_flag=True, help="Show details and evidence for every finding."
+    )(f)
+    f = click.option(
+        "--debug", is_flag=True, help="Keep tracebacks of vkdoctor's own errors in the report."
+    )(f)
     return f
 
 
@@ -151,12 +160,10 @@ def emit(
     if json_file != "-":
         if fmt == "json":
             click.echo(json_render.render(report, strict=strict), nl=False)
-        elif fmt == "github":
-            from vkdoctor.render import github
-
-            click.echo(github.render(report, strict=strict), nl=False)
         else:
-            click.echo(text_render.render(report, style=text_style(verbose), strict=strict), nl=False)
+            click.echo(
+                text_render.render(report, style=text_style(verbose), strict=strict), nl=False
+            )
     return exit_code(report.status(strict=strict))
 
 

@@ -44,8 +44,12 @@ def explain(code: str | None) -> None:
     code = code.strip().upper()
     if not _CODE.match(code) or code not in codes:
         hint = "" if _CODE.match(code) else " (codes look like VKD001)"
-        raise click.UsageError(f"unknown finding code {code!r}{hint}; `vkdoctor explain` lists them all")
+        raise click.UsageError(
+            f"unknown finding code {code!r}{hint}; `vkdoctor explain` lists them all"
+        )
     text = page(code)
     if text is None:
-        raise click.ClickException(f"the page for {code} is missing from this installation ({codes_dir()})")
+        raise click.ClickException(
+            f"the page for {code} is missing from this installation ({codes_dir()})"
+        )
     click.echo(text.rstrip("\n"))

@@ -14,8 +14,13 @@ _GLYPH = {
     Severity.FAIL: "✗",
     Severity.ERROR: "✗",
 }
-_ASCII = {Severity.OK: "ok", Severity.INFO: "--", Severity.WARN: "!!", Severity.FAIL: "XX",
-          Severity.ERROR: "EE"}
+_ASCII = {
+    Severity.OK: "ok",
+    Severity.INFO: "--",
+    Severity.WARN: "!!",
+    Severity.FAIL: "XX",
+    Severity.ERROR: "EE",
+}
 _COLOUR = {
     Severity.OK: "32",
     Severity.INFO: "2",
@@ -61,7 +66,9 @@ def _finding(f: Finding, style: Style) -> list[str]:
 def _check(c: CheckResult, style: Style) -> list[str]:
     if c.status is CheckStatus.SKIPPED:
         if not style.verbose:
-            return [f"  {style.paint('-', Severity.INFO)} {c.code} {c.title}: skipped ({c.skip_reason})"]
+            return [
+                f"  {style.paint('-', Severity.INFO)} {c.code} {c.title}: skipped ({c.skip_reason})"
+            ]
         return [f"  - {c.code} {c.title}: skipped ({c.skip_reason})"]
     out: list[str] = []
     for f in c.findings:
@@ -95,7 +102,11 @@ def render(report: Report, *, style: Style, strict: bool = False) -> str:
             lines.append(family.capitalize())
         lines.extend(_check(c, style))
     if report.overlay:
-        lines += ["", "Overlay", f"  export LD_LIBRARY_PATH={report.overlay.get('ld_library_path')}"]
+        lines += [
+            "",
+            "Overlay",
+            f"  export LD_LIBRARY_PATH={report.overlay.get('ld_library_path')}",
+        ]
     if report.probe is not None:
         lines += ["", "Probe", *_probe(dict(report.probe), style)]
     lines += ["", verdict(report, style=style, strict=strict)]
@@ -122,7 +133,11 @@ def verdict(report: Report, *, style: Style, strict: bool = False) -> str:
         ReportStatus.FAIL: "FAIL",
         ReportStatus.ERROR: "ERROR",
     }[status]
-    sev = {ReportStatus.OK: Severity.OK, ReportStatus.WARN: Severity.WARN,
-           ReportStatus.FAIL: Severity.FAIL, ReportStatus.ERROR: Severity.ERROR}[status]
+    sev = {
+        ReportStatus.OK: Severity.OK,
+        ReportStatus.WARN: Severity.WARN,
+        ReportStatus.FAIL: Severity.FAIL,
+        ReportStatus.ERROR: Severity.ERROR,
+    }[status]
     tail = f": {', '.join(parts)}" if parts else ""
     return style.paint(f"vkdoctor: {word}{tail}", sev, bold=True)
