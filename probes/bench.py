@@ -216,7 +216,7 @@ def main() -> int:
     align = int(limits["min-storage-buffer-offset-alignment"])
     max_dim = int(limits["max-compute-workgroups-per-dimension"])
     wg_storage = int(limits["max-compute-workgroup-storage-size"])
-    if WG * 4 > wg_storage:
+    if wg_storage < WG * 4:
         emit(
             {
                 "status": "error",
@@ -324,16 +324,19 @@ def main() -> int:
 
             return run
 
-        def buffer_copy(i: int | None) -> None:
+        def buffer_copy(src: Any, dst: Any, size: int) -> Callable[[int | None], None]:
             from wgpu.backends.wgpu_native.extras import write_timestamp
 
-            enc = device.create_command_encoder()
-            if i is not None and timer.encoders:
-                write_timestamp(enc, timer.qs, 2 * i)
-            enc.copy_buffer_to_buffer(bx, 0, bdst, 0, total)
-            if i is not None and timer.encoders:
-                write_timestamp(enc, timer.qs, 2 * i + 1)
-            device.queue.submit([enc.finish()])
+            def run(i: int | None) -> None:
+                enc = device.create_command_encoder()
+                if i is not None and timer.encoders:
+                    write_timestamp(enc, timer.qs, 2 * i)
+                enc.copy_buffer_to_buffer(src, 0, dst, 0, size)
+                if i is not None and timer.encoders:
+                    write_timestamp(enc, timer.qs, 2 * i + 1)
+                device.queue.submit([enc.finish()])
+
+            return run
 
         reps = {"warmup": args.warmup, "repeat": args.repeat, "timer": timer}
         stage(f"rmsnorm {rows}x{d}")
@@ -342,7 +345,7 @@ def main() -> int:
         y = np.frombuffer(device.queue.read_buffer(by), dtype=np.float32).reshape(rows, d)
         check = compare(x, w, y)
         stage(f"copy {rows}x{d}")
-        copy_s = timed(device, buffer_copy, on_device=timer.encoders, **reps)
+        copy_s = timed(device, buffer_copy(bx, bdst, total), on_device=timer.encoders, **reps)
         copy_method = "timestamp-query-inside-encoders" if timer.encoders else "host"
         kcopy_s = timed(
             device, compute_pass(copy_pipe, copy_groups), on_device=timer.passes, **reps
