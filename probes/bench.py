@@ -17,12 +17,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+#: workgroup size for the copy kernel; RMSNorm picks its own per d (workgroup_size_for)
 WG = 256
+#: vec4 values each RMSNorm invocation keeps in registers; more spills on real GPUs
+MAX_VPT = 4
 EPS = 1e-6
 REL_TOL = 1e-5
 #: relative error is taken against max(|ref|, FLOOR * rms(ref row)) so that near-zero outputs do
 #: not turn rounding noise into huge ratios (the probe's metric, docs/probe.md)
 FLOOR = 1e-3
+
+Encode = Callable[[Any, "tuple[int, int] | None"], None]
 
 
 def stage(name: str) -> None:
@@ -84,8 +89,8 @@ def choose_adapter(wgpu: Any, args: argparse.Namespace) -> Any:
 
 
 class Timer:
-    """Timestamp queries around compute passes (and around copies inside the encoder when the
-    adapter has `timestamp-query-inside-encoders`); host timing when it has neither."""
+    """Timestamp queries around compute passes, and around copies inside the encoder when the
+    adapter has `timestamp-query-inside-encoders`."""
 
     def __init__(self, wgpu: Any, device: Any, features: set[str], count: int) -> None:
         self.device = device
@@ -114,6 +119,14 @@ class Timer:
         return list((ticks[1::2] - ticks[0::2]) * self.period * 1e-9)
 
 
+def workgroup_size_for(d4: int, max_invocations: int) -> int:
+    """The smallest power-of-two workgroup (64..max) that keeps each invocation at MAX_VPT vec4s."""
+    wg = 64
+    while wg * MAX_VPT < d4 and wg * 2 <= max_invocations:
+        wg *= 2
+    return wg
+
+
 def chunk_rows(rows: int, row_bytes: int, limit: int, align: int) -> list[tuple[int, int]]:
     """Split rows into (first_row, count) chunks whose bindings fit `limit` and start aligned."""
     per = max(1, limit // row_bytes)
@@ -122,31 +135,73 @@ def chunk_rows(rows: int, row_bytes: int, limit: int, align: int) -> list[tuple[
     return [(r, min(per, rows - r)) for r in range(0, rows, per)]
 
 
-def timed(
-    device: Any,
-    run: Callable[[int | None], None],
-    *,
-    on_device: bool,
-    warmup: int,
-    repeat: int,
-    timer: Timer,
-) -> float:
-    """Median seconds of `repeat` runs after `warmup`: device timestamps, or host wall time."""
-    for _ in range(warmup):
-        run(None)
+def pass_encoder(
+    timer: Timer, pipeline: Any, groups: list[tuple[Any, tuple[int, int, int]]]
+) -> Encode:
+    """One compute pass that runs `pipeline` over every (bind group, grid) chunk."""
+
+    def encode(enc: Any, q: tuple[int, int] | None) -> None:
+        if q is not None:
+            tw = {
+                "query_set": timer.qs,
+                "beginning_of_pass_write_index": q[0],
+                "end_of_pass_write_index": q[1],
+            }
+            cp = enc.begin_compute_pass(timestamp_writes=tw)
+        else:
+            cp = enc.begin_compute_pass()
+        cp.set_pipeline(pipeline)
+        for bg, grid in groups:
+            cp.set_bind_group(0, bg)
+            cp.dispatch_workgroups(*grid)
+        cp.end()
+
+    return encode
+
+
+def copy_encoder(timer: Timer, src: Any, dst: Any, size: int) -> Encode:
+    """copy_buffer_to_buffer, between encoder timestamps."""
+    from wgpu.backends.wgpu_native.extras import write_timestamp
+
+    def encode(enc: Any, q: tuple[int, int] | None) -> None:
+        if q is not None:
+            write_timestamp(enc, timer.qs, q[0])
+        enc.copy_buffer_to_buffer(src, 0, dst, 0, size)
+        if q is not None:
+            write_timestamp(enc, timer.qs, q[1])
+
+    return encode
+
+
+def measure(
+    device: Any, timer: Timer, encode: Encode, *, repeat: int, warm_s: float, on_device: bool
+) -> dict[str, Any]:
+    """Warm up until `warm_s` of wall time has passed (clocks ramp up under load), then run
+    `repeat` times back to back in one command buffer, each between two timestamps when
+    `on_device`. Returns the median device time per run, and the host's wall time per run of the
+    same batch as a cross-check."""
+    start = time.perf_counter()
+    while True:
+        enc = device.create_command_encoder()
+        for _ in range(repeat):
+            encode(enc, None)
+        device.queue.submit([enc.finish()])
+        device._poll_wait()
+        if time.perf_counter() - start >= warm_s:
+            break
+    enc = device.create_command_encoder()
+    for i in range(repeat):
+        encode(enc, (2 * i, 2 * i + 1) if on_device else None)
+    t0 = time.perf_counter()
+    device.queue.submit([enc.finish()])
     device._poll_wait()
-    if on_device:
-        for i in range(repeat):
-            run(i)
-        device._poll_wait()
-        return statistics.median(timer.durations(repeat))
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        run(None)
-        device._poll_wait()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    host_s = (time.perf_counter() - t0) / repeat
+    device_s = statistics.median(timer.durations(repeat)) if on_device else None
+    return {
+        "s": device_s if device_s is not None else host_s,
+        "device_s": device_s,
+        "host_s": host_s,
+    }
 
 
 def compare(x: Any, w: Any, y: Any) -> dict[str, Any]:
@@ -184,6 +239,123 @@ def numpy_time(x: Any, w: Any, repeat: int) -> float:
     return statistics.median(times)
 
 
+def bench_size(
+    wgpu: Any,
+    device: Any,
+    timer: Timer,
+    args: argparse.Namespace,
+    rows: int,
+    d: int,
+    rng: Any,
+    shaders: dict[str, str],
+) -> dict[str, Any]:
+    import numpy as np
+
+    limits = device.limits
+    bind_limit = int(limits["max-storage-buffer-binding-size"])
+    align = int(limits["min-storage-buffer-offset-alignment"])
+    max_dim = int(limits["max-compute-workgroups-per-dimension"])
+    d4, row_bytes = d // 4, d * 4
+    total = rows * row_bytes
+    wg = workgroup_size_for(d4, int(limits["max-compute-invocations-per-workgroup"]))
+    if wg * 4 > int(limits["max-compute-workgroup-storage-size"]):
+        raise ValueError(
+            f"RMSNorm at d={d} needs {wg * 4} bytes of workgroup storage, more than the device allows"
+        )
+    src = shaders["rmsnorm"].replace("{{WG}}", str(wg)).replace("{{VPT}}", str(-(-d4 // wg)))
+    module = device.create_shader_module(code=src)
+    pipe = device.create_compute_pipeline(
+        layout="auto", compute={"module": module, "entry_point": "main"}
+    )
+    copy_module = device.create_shader_module(code=shaders["copy"])
+    copy_pipe = device.create_compute_pipeline(
+        layout="auto", compute={"module": copy_module, "entry_point": "main"}
+    )
+    x = rng.standard_normal((rows, d), dtype=np.float32)
+    w = (1.0 + 0.1 * rng.standard_normal(d)).astype(np.float32)
+    usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+    bx = device.create_buffer_with_data(data=x, usage=usage)
+    bw = device.create_buffer_with_data(data=w, usage=usage)
+    by = device.create_buffer_with_data(data=np.full_like(x, np.nan), usage=usage)
+    bdst = device.create_buffer(size=total, usage=usage)
+    chunks = chunk_rows(rows, row_bytes, bind_limit, align)
+    rms_groups, copy_groups = [], []
+    for first, count in chunks:
+        off, size = first * row_bytes, count * row_bytes
+        per_dim = min(count, max_dim)
+        params = np.array([count, d4, 0, per_dim], dtype=np.uint32)
+        params[2] = np.array([EPS], dtype=np.float32).view(np.uint32)[0]
+        bp = device.create_buffer_with_data(data=params, usage=wgpu.BufferUsage.UNIFORM)
+        bg = device.create_bind_group(
+            layout=pipe.get_bind_group_layout(0),
+            entries=[
+                {"binding": 0, "resource": {"buffer": bx, "offset": off, "size": size}},
+                {"binding": 1, "resource": {"buffer": bw, "offset": 0, "size": row_bytes}},
+                {"binding": 2, "resource": {"buffer": by, "offset": off, "size": size}},
+                {"binding": 3, "resource": {"buffer": bp}},
+            ],
+        )
+        rms_groups.append((bg, (per_dim, -(-count // per_dim), 1)))
+        n4 = count * d4
+        wgs = min(max_dim, -(-n4 // 256))
+        cbp = device.create_buffer_with_data(
+            data=np.array([n4, wgs * 256], dtype=np.uint32), usage=wgpu.BufferUsage.UNIFORM
+        )
+        cbg = device.create_bind_group(
+            layout=copy_pipe.get_bind_group_layout(0),
+            entries=[
+                {"binding": 0, "resource": {"buffer": bx, "offset": off, "size": size}},
+                {"binding": 1, "resource": {"buffer": bdst, "offset": off, "size": size}},
+                {"binding": 2, "resource": {"buffer": cbp}},
+            ],
+        )
+        copy_groups.append((cbg, (wgs, 1, 1)))
+
+    opts = {"repeat": args.repeat, "warm_s": args.warm}
+    stage(f"rmsnorm {rows}x{d}")
+    rms = measure(
+        device, timer, pass_encoder(timer, pipe, rms_groups), on_device=timer.passes, **opts
+    )
+    stage(f"readback {rows}x{d}")
+    y = np.frombuffer(device.queue.read_buffer(by), dtype=np.float32).reshape(rows, d)
+    check = compare(x, w, y)
+    stage(f"copy {rows}x{d}")
+    copy = measure(
+        device, timer, copy_encoder(timer, bx, bdst, total), on_device=timer.encoders, **opts
+    )
+    kcopy = measure(
+        device, timer, pass_encoder(timer, copy_pipe, copy_groups), on_device=timer.passes, **opts
+    )
+    copied = np.frombuffer(device.queue.read_buffer(bdst), dtype=np.float32).reshape(rows, d)
+    copy_ok = bool(np.array_equal(copied, x))
+    stage(f"numpy {rows}x{d}")
+    host_s = numpy_time(x, w, max(3, min(args.repeat, 7)))
+    for b in (bx, bw, by, bdst):
+        b.destroy()
+    rms_bytes, copy_bytes = 2 * total + row_bytes, 2 * total
+    rms_gbps = rms_bytes / rms["s"] / 1e9
+    copy_gbps = copy_bytes / copy["s"] / 1e9
+    kcopy_gbps = copy_bytes / kcopy["s"] / 1e9
+    return {
+        "rows": rows,
+        "d": d,
+        "chunks": len(chunks),
+        "workgroup_size": wg,
+        "rmsnorm": rms,
+        "rmsnorm_gbps": rms_gbps,
+        "copy": copy,
+        "copy_gbps": copy_gbps,
+        "copy_timing": "timestamp-query-inside-encoders" if timer.encoders else "host",
+        "kernel_copy": kcopy,
+        "kernel_copy_gbps": kcopy_gbps,
+        "copy_ok": copy_ok,
+        "rmsnorm_pct_of_copy": 100.0 * rms_gbps / max(copy_gbps, kcopy_gbps),
+        "numpy_s": host_s,
+        "numpy_gbps": rms_bytes / host_s / 1e9,
+        **check,
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cpu", action="store_true")
@@ -191,10 +363,22 @@ def main() -> int:
     ap.add_argument("--backend", default="Vulkan")
     ap.add_argument("--sizes", default="16384x4096")
     ap.add_argument("--repeat", type=int, default=20)
-    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument(
+        "--warm", type=float, default=0.5, help="seconds of warm-up per kernel and size"
+    )
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--shader-dir", required=True)
     args = ap.parse_args()
+    sizes = parse_sizes(args.sizes)
+    bad = [f"{r}x{d}" for r, d in sizes if d % 4 or r < 1 or d < 4]
+    if bad:
+        emit(
+            {
+                "status": "error",
+                "message": f"bench sizes need rows >= 1 and d a multiple of 4: {', '.join(bad)}",
+            }
+        )
+        return 0
 
     stage("import")
     import numpy as np
@@ -211,11 +395,7 @@ def main() -> int:
     ]
     stage("device")
     device = adapter.request_device_sync(required_features=wanted)
-    limits = device.limits
-    bind_limit = int(limits["max-storage-buffer-binding-size"])
-    align = int(limits["min-storage-buffer-offset-alignment"])
-    max_dim = int(limits["max-compute-workgroups-per-dimension"])
-    wg_storage = int(limits["max-compute-workgroup-storage-size"])
+    wg_storage = int(device.limits["max-compute-workgroup-storage-size"])
     if wg_storage < WG * 4:
         emit(
             {
@@ -225,160 +405,17 @@ def main() -> int:
         )
         return 0
     shader_dir = Path(args.shader_dir)
+    shaders = {
+        "rmsnorm": (shader_dir / "bench_rmsnorm_vec4.wgsl").read_text(),
+        "copy": (shader_dir / "bench_copy_vec4.wgsl").read_text(),
+    }
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
     rng = np.random.default_rng(seed)
     timer = Timer(wgpu, device, set(wanted), args.repeat)
-    copy_module = device.create_shader_module(
-        code=(shader_dir / "bench_copy_vec4.wgsl").read_text()
-    )
-    copy_pipe = device.create_compute_pipeline(
-        layout="auto", compute={"module": copy_module, "entry_point": "main"}
-    )
-    rms_template = (shader_dir / "bench_rmsnorm_vec4.wgsl").read_text()
-    usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
     results = []
-    for rows, d in parse_sizes(args.sizes):
-        if d % 4:
-            emit(
-                {"status": "error", "message": f"bench sizes need d divisible by 4, got {rows}x{d}"}
-            )
-            return 0
+    for rows, d in sizes:
         stage(f"setup {rows}x{d}")
-        d4, row_bytes = d // 4, d * 4
-        total = rows * row_bytes
-        src = rms_template.replace("{{WG}}", str(WG)).replace("{{VPT}}", str(-(-d4 // WG)))
-        pipe = device.create_compute_pipeline(
-            layout="auto",
-            compute={"module": device.create_shader_module(code=src), "entry_point": "main"},
-        )
-        x = rng.standard_normal((rows, d), dtype=np.float32)
-        w = (1.0 + 0.1 * rng.standard_normal(d)).astype(np.float32)
-        bx = device.create_buffer_with_data(data=x, usage=usage)
-        bw = device.create_buffer_with_data(data=w, usage=usage)
-        by = device.create_buffer_with_data(data=np.full_like(x, np.nan), usage=usage)
-        bdst = device.create_buffer(size=total, usage=usage)
-        chunks = chunk_rows(rows, row_bytes, bind_limit, align)
-        rms_groups, copy_groups = [], []
-        for first, count in chunks:
-            off, size = first * row_bytes, count * row_bytes
-            per_dim = min(count, max_dim)
-            params = np.array([count, d4, 0, per_dim], dtype=np.uint32)
-            params[2] = np.array([EPS], dtype=np.float32).view(np.uint32)[0]
-            bp = device.create_buffer_with_data(data=params, usage=wgpu.BufferUsage.UNIFORM)
-            rms_groups.append(
-                (
-                    device.create_bind_group(
-                        layout=pipe.get_bind_group_layout(0),
-                        entries=[
-                            {"binding": 0, "resource": {"buffer": bx, "offset": off, "size": size}},
-                            {
-                                "binding": 1,
-                                "resource": {"buffer": bw, "offset": 0, "size": row_bytes},
-                            },
-                            {"binding": 2, "resource": {"buffer": by, "offset": off, "size": size}},
-                            {"binding": 3, "resource": {"buffer": bp}},
-                        ],
-                    ),
-                    (per_dim, -(-count // per_dim), 1),
-                )
-            )
-            n4 = count * d4
-            wgs = min(max_dim, -(-n4 // 256))
-            cparams = np.array([n4, wgs * 256], dtype=np.uint32)
-            cbp = device.create_buffer_with_data(data=cparams, usage=wgpu.BufferUsage.UNIFORM)
-            copy_groups.append(
-                (
-                    device.create_bind_group(
-                        layout=copy_pipe.get_bind_group_layout(0),
-                        entries=[
-                            {"binding": 0, "resource": {"buffer": bx, "offset": off, "size": size}},
-                            {
-                                "binding": 1,
-                                "resource": {"buffer": bdst, "offset": off, "size": size},
-                            },
-                            {"binding": 2, "resource": {"buffer": cbp}},
-                        ],
-                    ),
-                    (wgs, 1, 1),
-                )
-            )
-
-        def compute_pass(pipeline: Any, groups: list[Any]) -> Callable[[int | None], None]:
-            def run(i: int | None) -> None:
-                enc = device.create_command_encoder()
-                if i is not None and timer.passes:
-                    tw = {
-                        "query_set": timer.qs,
-                        "beginning_of_pass_write_index": 2 * i,
-                        "end_of_pass_write_index": 2 * i + 1,
-                    }
-                    cp = enc.begin_compute_pass(timestamp_writes=tw)
-                else:
-                    cp = enc.begin_compute_pass()
-                cp.set_pipeline(pipeline)
-                for bg, grid in groups:
-                    cp.set_bind_group(0, bg)
-                    cp.dispatch_workgroups(*grid)
-                cp.end()
-                device.queue.submit([enc.finish()])
-
-            return run
-
-        def buffer_copy(src: Any, dst: Any, size: int) -> Callable[[int | None], None]:
-            from wgpu.backends.wgpu_native.extras import write_timestamp
-
-            def run(i: int | None) -> None:
-                enc = device.create_command_encoder()
-                if i is not None and timer.encoders:
-                    write_timestamp(enc, timer.qs, 2 * i)
-                enc.copy_buffer_to_buffer(src, 0, dst, 0, size)
-                if i is not None and timer.encoders:
-                    write_timestamp(enc, timer.qs, 2 * i + 1)
-                device.queue.submit([enc.finish()])
-
-            return run
-
-        reps = {"warmup": args.warmup, "repeat": args.repeat, "timer": timer}
-        stage(f"rmsnorm {rows}x{d}")
-        rms_s = timed(device, compute_pass(pipe, rms_groups), on_device=timer.passes, **reps)
-        stage(f"readback {rows}x{d}")
-        y = np.frombuffer(device.queue.read_buffer(by), dtype=np.float32).reshape(rows, d)
-        check = compare(x, w, y)
-        stage(f"copy {rows}x{d}")
-        copy_s = timed(device, buffer_copy(bx, bdst, total), on_device=timer.encoders, **reps)
-        copy_method = "timestamp-query-inside-encoders" if timer.encoders else "host"
-        kcopy_s = timed(
-            device, compute_pass(copy_pipe, copy_groups), on_device=timer.passes, **reps
-        )
-        copied = np.frombuffer(device.queue.read_buffer(bdst), dtype=np.float32).reshape(rows, d)
-        copy_ok = bool(np.array_equal(copied, x))
-        stage(f"numpy {rows}x{d}")
-        host_s = numpy_time(x, w, max(3, min(args.repeat, 7)))
-        rms_bytes, copy_bytes = 2 * total + row_bytes, 2 * total
-        copy_gbps = copy_bytes / copy_s / 1e9
-        kcopy_gbps = copy_bytes / kcopy_s / 1e9
-        rms_gbps = rms_bytes / rms_s / 1e9
-        results.append(
-            {
-                "rows": rows,
-                "d": d,
-                "chunks": len(chunks),
-                "rmsnorm_s": rms_s,
-                "rmsnorm_gbps": rms_gbps,
-                "copy_s": copy_s,
-                "copy_gbps": copy_gbps,
-                "copy_timing": copy_method,
-                "kernel_copy_s": kcopy_s,
-                "kernel_copy_gbps": kcopy_gbps,
-                "copy_ok": copy_ok,
-                "rmsnorm_pct_of_copy": 100.0 * rms_gbps / max(copy_gbps, kcopy_gbps),
-                "numpy_s": host_s,
-                "numpy_gbps": rms_bytes / host_s / 1e9,
-                **check,
-            }
-        )
-        for b in (bx, bw, by, bdst):
-            b.destroy()
+        results.append(bench_size(wgpu, device, timer, args, rows, d, rng, shaders))
     ok = all(r["ok"] and r["copy_ok"] for r in results)
     emit(
         {
@@ -388,8 +425,9 @@ def main() -> int:
             "timestamp_period_ns": timer.period,
             "seed": seed,
             "repeat": args.repeat,
-            "workgroup_size": WG,
-            "max_storage_buffer_binding_size": bind_limit,
+            "max_storage_buffer_binding_size": int(
+                device.limits["max-storage-buffer-binding-size"]
+            ),
             "results": results,
         }
     )
