@@ -277,16 +277,12 @@ def get(node: Node, key: str) -> Node | None:
 
 
 def _print_string(b: bytes) -> bytes:
+    """The loader's modified print_string_ptr: quotes, backslashes and \\b\\f\\n\\r\\t are kept
+    as they are (no escaping), other control characters become "u%04x" without a backslash."""
     out = bytearray(b'"')
     for c in b:
-        if c == 0x22:
-            out += b'\\"'
-        elif c == 0x5C:
-            out += b"\\\\"
-        elif c in (8, 12, 10, 13, 9):
-            out += b"\\" + {8: b"b", 12: b"f", 10: b"n", 13: b"r", 9: b"t"}[c]
-        elif 0 < c < 32:
-            out += b"\\u%04x" % c
+        if 0 < c < 32 and c not in (8, 12, 10, 13, 9):
+            out += b"u%04x" % c
         else:
             out.append(c)
     out += b'"'

@@ -158,6 +158,8 @@ def parse(stderr: str) -> LoaderLog:
                 drivers.outcomes.setdefault(f, SILENT)
         if state in ("llocs", "lfiles"):
             state = "lbody"
+        if "Found no drivers!" in stripped:
+            drivers.no_drivers = True
         if not driver_done and drivers.seen:
             current = _driver_line(drivers, stripped, current)
             if drivers.aborted_by is not None:

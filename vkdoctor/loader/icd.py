@@ -28,6 +28,7 @@ from vkdoctor.loader.search import (
     scan,
     secure_getenv,
 )
+from vkdoctor.loader.stdlib import find_bare
 from vkdoctor.loader.version import LoaderVersion, loader_version
 
 #: nesting we follow before giving up (the loader's recursive cJSON has no limit)
@@ -280,15 +281,22 @@ def _fields(
                 FILTER_NOT_SELECTED,
                 f'driver "{name}" is not selected by VK_LOADER_DRIVERS_SELECT={select.raw}',
             )
+    target = library
     if rule == "bare":
-        return out(
-            LOADS,
-            f"{mf.path}: library {library} is a bare name; the dynamic linker searches for it",
-        )
-    state = inspect_library(ctx, library)
+        found = find_bare(ctx, library)
+        if found is None:
+            return out(
+                LIBRARY_MISSING,
+                f"{mf.path}: library {library!r} is a bare name and is in neither LD_LIBRARY_PATH "
+                "nor the standard library directories",
+            )
+        evidence["library_found"] = found
+        target = found
+    state = inspect_library(ctx, target)
     evidence["library_state"] = state.state
     if state.state == "ok":
-        return out(LOADS, f"{mf.path}: library {library} is present")
+        where = f" (bare name, found as {target})" if rule == "bare" else ""
+        return out(LOADS, f"{mf.path}: library {library} is present{where}")
     if state.state == "missing":
         return out(
             LIBRARY_MISSING,

@@ -30,7 +30,7 @@ from vkdoctor.loader.search import (
     scan,
     secure_getenv,
 )
-from vkdoctor.loader.stdlib import find_in_standard_dirs
+from vkdoctor.loader.stdlib import find_bare
 from vkdoctor.loader.version import LoaderVersion, loader_version
 
 # Manifest-level outcomes (one per file)
@@ -169,7 +169,7 @@ def _layer(
         library, rule = resolve_library(mf.path, raw)
         base.update(library_path=raw, library=library, library_rule=rule)
         if rule == "bare":
-            found = find_in_standard_dirs(ctx, library)
+            found = find_bare(ctx, library)
             base["library_found"] = found
             base["library_state"] = inspect_library(ctx, found).state if found else "unknown"
         else:

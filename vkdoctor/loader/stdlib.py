@@ -41,6 +41,18 @@ def find_in_standard_dirs(ctx: Context, name: str) -> str | None:
     return None
 
 
+def find_bare(ctx: Context, name: str) -> str | None:
+    """Where dlopen(name) would look, roughly: LD_LIBRARY_PATH, then the standard directories.
+
+    ld.so.cache and ld.so.conf directories are not read here (the elf part does that).
+    """
+    lib_path = None if ctx.elevated else ctx.getenv("LD_LIBRARY_PATH")
+    for d in (lib_path or "").replace(";", ":").split(":"):
+        if d and ctx.under(f"{d}/{name}").exists():
+            return f"{d}/{name}"
+    return find_in_standard_dirs(ctx, name)
+
+
 def final_name(ctx: Context, path: str, *, max_links: int = 40) -> str | None:
     """The file name at the end of `path`'s symlink chain, resolving links inside the root."""
     current = path
