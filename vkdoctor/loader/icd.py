@@ -146,9 +146,17 @@ def _analyse(
         if problem in (fileio.MISSING, fileio.UNREADABLE, fileio.LOOP):
             return out(OPEN_FAILED, f"{mf.path}: cannot be opened ({got.detail}); skipped")
         if problem == fileio.DIRECTORY:
-            return out(SILENT_SKIP, f"{mf.path} is a directory; skipped without a message")
+            return out(
+                SILENT_SKIP,
+                f"{mf.path} is a directory; skipped without a message",
+                evidence={"read_problem": problem},
+            )
         if problem == fileio.EMPTY:
-            return out(SILENT_SKIP, f"{mf.path} is empty (0 bytes); skipped without a message")
+            return out(
+                SILENT_SKIP,
+                f"{mf.path} is empty (0 bytes); skipped without a message",
+                evidence={"read_problem": problem},
+            )
         if problem == fileio.FIFO:
             return out(
                 FIFO_HANGS,
@@ -350,6 +358,46 @@ def driver_scan(ctx: Context, *, portability_enumeration: bool = False) -> Drive
         disable=disable,
         aborted_by=aborted,
     )
+
+
+_VERDICT = {
+    LOADS: "ok",
+    LIBRARY_MISSING: "warn",
+    LIBRARY_UNLOADABLE: "warn",
+    WRONG_CLASS: "info",
+    OPEN_FAILED: "warn",
+    FIFO_HANGS: "fail",
+    SPECIAL_FILE: "warn",
+    TOO_LARGE: "warn",
+    TOO_DEEP: "warn",
+    CRASH: "fail",
+    NO_FILE_FORMAT: "warn",
+    NO_ICD: "warn",
+    NO_LIBRARY_PATH: "warn",
+    EMPTY_LIBRARY_PATH: "warn",
+    NO_API_VERSION: "warn",
+    API_VARIANT: "warn",
+    PORTABILITY: "info",
+    ARCH_MISMATCH: "info",
+    FILTER_DISABLED: "info",
+    FILTER_NOT_SELECTED: "info",
+    NOT_REACHED: "info",
+}
+
+
+def verdict(d: Driver, scan: DriverScan) -> tuple[str, str]:
+    """(ok|info|warn|fail, reason) for one driver, in the context of the whole scan."""
+    if d.outcome == JSON_ERROR:
+        return ("fail" if scan.loader.json_error_aborts else "warn"), d.reason
+    if d.outcome == SILENT_SKIP:
+        is_dir = d.evidence.get("read_problem") == fileio.DIRECTORY
+        return ("info" if is_dir else "warn"), d.reason
+    v = _VERDICT.get(d.outcome, "warn")
+    if d.outcome == LOADS and scan.aborted_by is not None:
+        return "fail", (
+            f"{d.reason}, but vkCreateInstance fails anyway because of {scan.aborted_by.manifest}"
+        )
+    return v, d.reason
 
 
 def default_driver_scan(ctx: Context) -> DriverScan:
