@@ -11,6 +11,7 @@ from vkdoctor.host import collect
 from vkdoctor.loader import driver_scan
 from vkdoctor.loader import icd as I
 from vkdoctor.loader.icd import Driver, DriverScan
+from vkdoctor.loader.known import known_driver
 from vkdoctor.model import Finding
 
 #: distro family -> how to install Mesa's Vulkan drivers (lavapipe is the CPU one)
@@ -18,17 +19,6 @@ _INSTALL = {
     "debian": "sudo apt-get install mesa-vulkan-drivers",
     "arch": "sudo pacman -S vulkan-swrast   (CPU, lavapipe; GPUs: vulkan-radeon, vulkan-intel, nvidia-utils)",
     "fedora": "sudo dnf install mesa-vulkan-drivers",
-}
-
-#: Mesa/NVIDIA library names -> what the driver drives
-_KNOWN = {
-    "libvulkan_lvp.so": "lavapipe, Mesa's CPU driver (works without a GPU)",
-    "libvulkan_intel.so": "Mesa ANV, Intel GPUs (Gen9 and newer); finds no device without one",
-    "libvulkan_intel_hasvk.so": "Mesa HASVK, older Intel GPUs (Gen7/Gen8); finds no device without one",
-    "libvulkan_radeon.so": "Mesa RADV, AMD GPUs; finds no device without one",
-    "libvulkan_nouveau.so": "Mesa NVK, NVIDIA GPUs (nouveau kernel driver)",
-    "libGLX_nvidia.so.0": "NVIDIA's proprietary driver",
-    "libEGL_nvidia.so.0": "NVIDIA's proprietary driver",
 }
 
 
@@ -43,8 +33,7 @@ def install_command(ctx: Context) -> str:
 
 
 def describe(d: Driver) -> str:
-    lib = PurePosixPath(d.library or "").name
-    kind = _KNOWN.get(lib)
+    kind = known_driver(d.library)
     return f"{d.basename} -> {d.library}" + (f" ({kind})" if kind else "")
 
 

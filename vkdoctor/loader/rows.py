@@ -7,6 +7,7 @@ from typing import Any
 from vkdoctor.context import Context
 from vkdoctor.loader import driver_scan
 from vkdoctor.loader.icd import verdict
+from vkdoctor.loader.known import known_driver
 
 
 def driver_rows(ctx: Context) -> tuple[dict[str, Any], ...]:
@@ -29,6 +30,7 @@ def driver_rows(ctx: Context) -> tuple[dict[str, Any], ...]:
                 "file_format_version": d.file_format_version,
                 "library_arch": d.library_arch,
                 "is_portability_driver": d.is_portability_driver,
+                "driver": known_driver(d.library),
                 "outcome": d.outcome,
                 "verdict": v,
                 "reason": reason,
