@@ -70,6 +70,7 @@ class RealLoader:
         cwd: Path,
         portability: bool = False,
         timeout: float = 20.0,
+        uid: int | None = None,
     ) -> Real:
         full = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"}
         full.update(
@@ -89,6 +90,7 @@ class RealLoader:
             text=True,
             errors="surrogateescape",
             start_new_session=True,
+            **({"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}),
         )
         timed_out = False
         try:
@@ -119,10 +121,9 @@ def predicted_result(scan: DriverScan) -> int:
     return 0 if scan.usable else -9
 
 
-def compare(scan: DriverScan, real: Real) -> dict[str, Any]:
-    """Both views of the first driver block; equal dicts mean vkdoctor matched the loader."""
-    log = real.log.drivers
-    predicted = {
+def predicted_view(scan: DriverScan) -> dict[str, Any]:
+    """vkdoctor's prediction in the terms the loader's log can show."""
+    return {
         "locations": [e.path for e in scan.plan.entries],
         "files": [d.manifest for d in scan.drivers],
         "outcomes": {d.manifest: LOG_OUTCOME.get(d.outcome, d.outcome) for d in scan.drivers},
@@ -133,14 +134,22 @@ def compare(scan: DriverScan, real: Real) -> dict[str, Any]:
         },
         "result": predicted_result(scan),
     }
-    observed = {
+
+
+def observed_view(real: Real) -> dict[str, Any]:
+    log = real.log.drivers
+    return {
         "locations": log.locations,
         "files": log.files,
         "outcomes": log.outcomes,
         "library_paths": {k: v for k, v in log.library_paths.items() if v},
         "result": real.create_result,
     }
-    return {"predicted": predicted, "observed": observed}
+
+
+def compare(scan: DriverScan, real: Real) -> dict[str, Any]:
+    """Both views of the first driver block; equal dicts mean vkdoctor matched the loader."""
+    return {"predicted": predicted_view(scan), "observed": observed_view(real)}
 
 
 def _printable(text: str) -> bool:
@@ -149,8 +158,11 @@ def _printable(text: str) -> bool:
 
 
 def assert_match(scan: DriverScan, real: Real) -> None:
-    both = compare(scan, real)
-    p, o = both["predicted"], both["observed"]
+    assert_views_match(predicted_view(scan), real)
+
+
+def assert_views_match(p: dict[str, Any], real: Real) -> None:
+    o = observed_view(real)
     diff = []
     for key in p:
         if isinstance(p[key], dict):

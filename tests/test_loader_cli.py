@@ -221,3 +221,23 @@ def test_root_tree_with_a_newer_loader_only_warns_on_bad_json(tmp_path):
     assert rows["fake.json"]["verdict"] == "ok"
     text = run_vkdoctor(["drivers", "--root", str(root)], env={"HOME": "/nonexistent-home"}).stdout
     assert "Vulkan loader 1.3.280 (/usr/lib/x86_64-linux-gnu/libvulkan.so.1); root" in text
+
+
+def test_override_pointing_at_nothing_and_ignored_additions(tmp_path):
+    (tmp_path / "manifest.txt").write_text(LVP_MANIFEST.read_text())
+    env = {
+        "HOME": str(tmp_path),
+        "VK_ICD_FILENAMES": f"{tmp_path}/nonexistent_dir:{tmp_path}/manifest.txt",
+        "VK_ADD_DRIVER_FILES": str(LVP_MANIFEST),
+    }
+    proc, doc = run_json(["check", "--no-probe"], env=env)
+    assert proc.returncode == 1
+    vkd002 = findings(doc, "VKD002")
+    titles = [f["title"] for f in vkd002]
+    assert "VK_ADD_DRIVER_FILES is ignored" in titles
+    assert f"VK_ICD_FILENAMES entry {tmp_path}/nonexistent_dir gives no driver manifest" in titles
+    txt = next(f for f in vkd002 if "manifest.txt" in f["title"])
+    assert "does not end in .json, so the loader treats it as a directory" in txt["message"]
+    (fail,) = [f for f in vkd002 if f["severity"] == "fail"]
+    assert fail["title"] == "VK_ICD_FILENAMES points at no driver manifest"
+    assert fail["remedy"].startswith("unset VK_ICD_FILENAMES")

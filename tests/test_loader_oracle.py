@@ -500,3 +500,72 @@ def test_implicit_layer_disable_all_implicit(oracle, tmp_path):
     assert (
         dsel.name == "VK_LAYER_MESA_device_select" and "VK_LOADER_LAYERS_DISABLE" in dsel.activation
     )
+
+
+NOBODY = 65534
+
+
+def _predict_as(uid: int, env: dict[str, str], cwd: Path) -> dict:
+    """vkdoctor's prediction computed in a forked child that dropped to `uid` (permissions apply)."""
+    from tests.loader_oracle import predicted_view
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: no return from here
+        code = 0
+        try:
+            os.close(r)
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            payload = json.dumps(predicted_view(predict(env, cwd))).encode()
+            with os.fdopen(w, "wb") as f:
+                f.write(payload)
+        except BaseException:
+            code = 1
+        os._exit(code)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        data = f.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "the unprivileged prediction failed"
+    return json.loads(data)
+
+
+def test_unreadable_files_and_directories_as_an_unprivileged_user(oracle):
+    """Tests run as root, which reads everything; the loader and vkdoctor both run as nobody here."""
+    import shutil
+    import tempfile
+
+    top = Path(tempfile.mkdtemp(prefix="vkdoctor-nobody-", dir="/tmp"))
+    try:
+        top.chmod(0o755)
+        probe = top / "vkprobe"
+        shutil.copy2(oracle.probe, probe)
+        probe.chmod(0o755)
+        lvp(top / "icd/good.json")
+        lvp(top / "icd/secret.json").chmod(0o000)
+        lvp(top / "locked/hidden.json")
+        (top / "locked").chmod(0o000)
+        lvp(top / "noexec/listed_but_unopenable.json")
+        (top / "noexec").chmod(0o644)
+        for p in (top / "icd", top / "icd/good.json"):
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        env = {
+            "HOME": str(top),
+            "NODEVICE_SELECT": "1",
+            "VK_DRIVER_FILES": f"{top}/icd:{top}/locked:{top}/noexec",
+        }
+        real = RealLoader(probe).run(env, cwd=top, uid=NOBODY)
+        predicted = _predict_as(NOBODY, env, top)
+        from tests.loader_oracle import assert_views_match
+
+        assert_views_match(predicted, real)
+        assert predicted["outcomes"][f"{top}/icd/secret.json"] == "open-failed"
+        assert predicted["outcomes"]["listed_but_unopenable.json"] == "open-failed"
+        assert not any("hidden.json" in f for f in predicted["files"])
+        assert real.create_result == 0
+    finally:
+        for p in (top / "locked", top / "noexec"):
+            p.chmod(0o755)
+        shutil.rmtree(top)
