@@ -164,15 +164,14 @@ def assert_match(scan: DriverScan, real: Real) -> None:
 def assert_views_match(p: dict[str, Any], real: Real) -> None:
     o = observed_view(real)
     diff = []
-    for key in p:
-        if isinstance(p[key], dict):
-            for k in sorted(set(p[key]) | set(o[key])):
-                if p[key].get(k) != o[key].get(k):
-                    diff.append(
-                        f"{key}[{k}]: vkdoctor {p[key].get(k)!r} / loader {o[key].get(k)!r}"
-                    )
-        elif p[key] != o[key]:
-            diff.append(f"{key}: vkdoctor {p[key]!r} / loader {o[key]!r}")
+    for key, mine in p.items():
+        theirs = o[key]
+        if isinstance(mine, dict):
+            for k in sorted(set(mine) | set(theirs)):
+                if mine.get(k) != theirs.get(k):
+                    diff.append(f"{key}[{k}]: vkdoctor {mine.get(k)!r} / loader {theirs.get(k)!r}")
+        elif mine != theirs:
+            diff.append(f"{key}: vkdoctor {mine!r} / loader {theirs!r}")
     assert not diff, (
         "vkdoctor and the real loader disagree:\n"
         + "\n".join(diff)
