@@ -115,9 +115,10 @@ def near_misses(
     seen_real: set[str] = set()
     cached = _cached_names(searcher)
     for d, where in _scan_dirs(ctx, searcher, tried):
-        for entry in list_dir(ctx, d):
-            if entry != base and (stem is None or family(entry) != stem):
-                continue
+        entries = [e for e in list_dir(ctx, d) if e == base or (stem and family(e) == stem)]
+        # a file named like its soname first, so that links to it (libLLVM-15.so) are folded in
+        entries.sort(key=lambda e: 0 if e == base or _is_soname_file(ctx, d, e) else 1)
+        for entry in entries:
             path = posixpath.join(d, entry)
             real = searcher.realpath(path)
             if real in seen_real:
@@ -152,6 +153,11 @@ def near_misses(
             if len(out) >= MAX_NEAR:
                 return tuple(out)
     return tuple(out)
+
+
+def _is_soname_file(ctx: Context, d: str, entry: str) -> bool:
+    info = read_elf(ctx, posixpath.join(d, entry))
+    return isinstance(info, ElfInfo) and info.soname == entry
 
 
 def other_copies(

@@ -15,6 +15,7 @@ would show: the first mapping error, else the first missing version in load orde
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,7 @@ from vkdoctor.context import Context
 from vkdoctor.elf.nearmiss import NearMiss, near_misses, other_copies
 from vkdoctor.elf.reader import ElfInfo
 from vkdoctor.elf.search import How, LoadedObject, Lookup, Searcher, SearchInputs, Tried
+from vkdoctor.loader.targets import LoadTarget
 
 LOADER_SONAME = "libvulkan.so.1"
 
@@ -265,11 +267,46 @@ def resolve(
     inputs: SearchInputs | None = None,
     caller: str = "loader",
     near: bool = True,
+    with_loader: bool = True,
 ) -> Resolution:
-    """Resolve `dlopen(dlopen_name)` called from libvulkan.so.1 ("loader") or the executable."""
+    """Resolve `dlopen(dlopen_name)` called from libvulkan.so.1 ("loader") or the executable.
+
+    `with_loader=False` models a process that has not loaded libvulkan.so.1 (to check the
+    loader's own closure). `inputs` overrides the environment (LD_LIBRARY_PATH, LD_PRELOAD).
+    """
     inputs = inputs or SearchInputs.from_context(ctx)
-    proc = build_process(ctx, inputs)
+    proc = _process(ctx, inputs, with_loader)
     return _resolve_in(ctx, proc, dlopen_name, caller=caller, near=near)
+
+
+def _processes(ctx: Context) -> dict[tuple[SearchInputs, bool], Process]:
+    return {}
+
+
+def _process(ctx: Context, inputs: SearchInputs, with_loader: bool) -> Process:
+    processes = ctx.fact(_processes)
+    proc = processes.get((inputs, with_loader))
+    if proc is None:
+        proc = processes[inputs, with_loader] = build_process(ctx, inputs, with_loader=with_loader)
+    return proc
+
+
+def loader_lookup(ctx: Context, inputs: SearchInputs | None = None) -> Lookup:
+    """How the modelled process found libvulkan.so.1 (as NEEDED of an executable without RPATH)."""
+    inputs = inputs or SearchInputs.from_context(ctx)
+    return _process(ctx, inputs, True).lookups[LOADER_SONAME]
+
+
+def resolve_target(
+    ctx: Context, target: LoadTarget, *, inputs: SearchInputs | None = None
+) -> Resolution:
+    """What ld.so does when the Vulkan loader dlopens `target` (from libvulkan.so.1)."""
+    return resolve(ctx, target.dlopen_name, inputs=inputs, caller="loader")
+
+
+def version_key(name: str) -> tuple[int, ...]:
+    """GLIBCXX_3.4.30 > GLIBCXX_3.4.9: compare the numbers, not the text."""
+    return tuple(int(x) for x in re.findall(r"[0-9]+", name))
 
 
 def _resolve_in(
@@ -307,6 +344,7 @@ def _resolve_in(
     first_by: dict[int, tuple[LoadedObject | None, tuple[str, ...]]] = {
         id(root): (None, (root.path,))
     }
+    first_name: dict[int, str] = {id(root): dlopen_name}
     needed_by_all: dict[int, list[str]] = {}
     order: list[LoadedObject] = [root]
     for obj in queue:
@@ -320,12 +358,13 @@ def _resolve_in(
             needed_by_all.setdefault(fid, []).append(obj.path)
             if fid not in first_by:
                 first_by[fid] = (obj, (*chain, lk.found.path))
+                first_name[fid] = name
                 order.append(lk.found)
     for obj in order:
         requester_obj, chain = first_by[id(obj)]
         libs.append(
             Library(
-                name=next(iter(sorted(obj.names))) if obj is not root else dlopen_name,
+                name=first_name[id(obj)],
                 path=obj.path,
                 realpath=obj.realpath,
                 how=obj.how,
@@ -391,7 +430,9 @@ def _check_versions(
                 continue
             weak_only = all(v in need.weak for v in missing)
             family = missing[0].rsplit("_", 1)[0] if "_" in missing[0] else missing[0]
-            same_family = tuple(v for v in provider.elf.verdef if v.startswith(family))
+            same_family = tuple(
+                sorted((v for v in provider.elf.verdef if v.startswith(family)), key=version_key)
+            )
             better = (
                 other_copies(ctx, searcher, need.file, provider.realpath, missing) if near else ()
             )
