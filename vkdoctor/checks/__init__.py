@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from vkdoctor.checks import drivers, host, layers
+from vkdoctor.checks import drivers, host, layers, libraries
 from vkdoctor.checks.base import Check
 
 #: every check, by module; a module lists its checks in CHECKS
-REGISTRY: tuple[type[Check], ...] = (*host.CHECKS, *drivers.CHECKS, *layers.CHECKS)
+REGISTRY: tuple[type[Check], ...] = (
+    *host.CHECKS,
+    *drivers.CHECKS,
+    *layers.CHECKS,
+    *libraries.CHECKS,
+)
 
 
 def by_code() -> dict[str, type[Check]]:
