@@ -409,7 +409,7 @@ def test_fifo_hangs_the_loader_but_not_vkdoctor(oracle, tmp_path):
 def _layer(path: Path, name: str, library: str, **extra: object) -> None:
     layer = {
         "name": name,
-        "type": "GLOBAL",
+        "type": extra.pop("type", "GLOBAL"),
         "library_path": library,
         "api_version": "1.3.211",
         "implementation_version": "1",
@@ -569,3 +569,49 @@ def test_unreadable_files_and_directories_as_an_unprivileged_user(oracle):
         for p in (top / "locked", top / "noexec"):
             p.chmod(0o755)
         shutil.rmtree(top)
+
+
+def test_duplicate_layer_names_and_dropped_layers(oracle, tmp_path):
+    env = base_env(tmp_path)
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "cfg")
+    env["XDG_DATA_HOME"] = str(tmp_path / "data")
+    nullhw = "/usr/lib/x86_64-linux-gnu/libVkLayer_INTEL_nullhw.so"
+    overlay = "/usr/lib/x86_64-linux-gnu/libVkLayer_MESA_overlay.so"
+    first = tmp_path / "cfg/vulkan/implicit_layer.d"
+    later = tmp_path / "data/vulkan/implicit_layer.d"
+    _layer(first / "dup.json", "VK_LAYER_TEST_dup", nullhw, disable_environment={"T_D1": "1"})
+    _layer(later / "dup.json", "VK_LAYER_TEST_dup", overlay, disable_environment={"T_D2": "1"})
+    _layer(later / "nodisable.json", "VK_LAYER_TEST_nodisable", nullhw)
+    _layer(
+        later / "device.json",
+        "VK_LAYER_TEST_device",
+        nullhw,
+        type="DEVICE",
+        disable_environment={"X": "1"},
+    )
+    lvp(tmp_path / "share/vulkan/icd.d/lvp.json")  # layers are inserted only once a driver exists
+    real = oracle.run(env, cwd=tmp_path)
+    layers = predict_layers(env, tmp_path)
+    # loader 1.3.239: for a duplicate name the manifest found later wins
+    assert {x.name: x.library for x in layers.active} == {"VK_LAYER_TEST_dup": overlay}
+    assert real.log.layers.inserted == {"VK_LAYER_TEST_dup": overlay}
+    dropped = {x.name: x.invalid for x in layers.layers if x.invalid}
+    assert set(dropped) == {"VK_LAYER_TEST_nodisable", "VK_LAYER_TEST_device"}
+
+
+def test_bad_json_implicit_layer_breaks_every_instance(oracle, tmp_path):
+    env = base_env(tmp_path)
+    env["VK_LOADER_LAYERS_DISABLE"] = "~all~"  # does not help: parsing comes first
+    lvp(tmp_path / "share/vulkan/icd.d/lvp.json")
+    _raw(
+        tmp_path / "share/vulkan/implicit_layer.d/broken.json",
+        '{"file_format_version": "1.0.0", "layer": {,}}',
+    )
+    real = oracle.run(env, cwd=tmp_path)
+    layers = predict_layers(env, tmp_path)
+    assert real.create_result == -1
+    assert real.log.layers.json_errors == [f"{tmp_path}/share/vulkan/implicit_layer.d/broken.json"]
+    assert (
+        layers.aborted_by is not None
+        and layers.aborted_by.manifest == real.log.layers.json_errors[0]
+    )

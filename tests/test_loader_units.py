@@ -170,3 +170,34 @@ def test_loader_version_from_root_decides_the_json_rule(tmp_path, version, abort
     scan = driver_scan(c)
     assert (scan.aborted_by is not None) is aborts
     assert scan.drivers[0].manifest == "/usr/share/vulkan/icd.d/bad.json"
+
+
+def test_root_links_are_followed_inside_the_root(tmp_path):
+    """An image's absolute links (alternatives) point into the image, never at the host."""
+    from vkdoctor.loader.rootpath import host_path
+
+    root = tmp_path / "img"
+    (root / "opt/nv/lib").mkdir(parents=True)
+    (root / "etc/alternatives").mkdir(parents=True)
+    icd = root / "usr/share/vulkan/icd.d"
+    icd.mkdir(parents=True)
+    lib = root / "opt/nv/lib/libvk_fake.so"
+    lib.write_bytes(
+        b"\x7fELF" + bytes([2, 1, 1]) + bytes(9) + (62).to_bytes(2, "little") + bytes(64)
+    )
+    (root / "opt/nv/icd.json").write_text(
+        '{"file_format_version": "1.0.0", "ICD": {"library_path": "lib/libvk_fake.so", "api_version": "1.3.0"}}'
+    )
+    (root / "etc/alternatives/nv.json").symlink_to("/opt/nv/icd.json")
+    (icd / "nv.json").symlink_to("/etc/alternatives/nv.json")
+    (icd / "loop.json").symlink_to("/usr/share/vulkan/icd.d/loop.json")
+    c = ctx({}, root=root)
+    assert host_path(c, "/usr/share/vulkan/icd.d/nv.json") == root / "opt/nv/icd.json"
+    by_name = {d.basename: d for d in driver_scan(c).drivers}
+    nv = by_name["nv.json"]
+    # the loader joins library_path to the directory of the manifest path it holds, not the target's
+    assert (nv.outcome, nv.library) == (
+        "library-missing",
+        "/usr/share/vulkan/icd.d/lib/libvk_fake.so",
+    )
+    assert by_name["loop.json"].outcome == "open-failed"

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from vkdoctor.context import Context
+from vkdoctor.loader.rootpath import host_path
 
 _ATOI = re.compile(rb"^[ \t\n\v\f\r]*([+-]?[0-9]+)")
 
@@ -84,7 +85,7 @@ class LibraryFile:
 
 def inspect_library(ctx: Context, path: str) -> LibraryFile:
     """Existence, ELF magic, class and machine of `path` (a loader path, mapped through ctx.under)."""
-    host = ctx.under(path)
+    host = host_path(ctx, path)
     try:
         if host.is_dir():
             return LibraryFile("directory", "is a directory")

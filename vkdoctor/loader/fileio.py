@@ -73,6 +73,8 @@ def read_manifest(host_path: Path) -> ReadResult:
             return ReadResult(problem=UNREADABLE, detail=exc.strerror or "permission denied")
         return ReadResult(problem=MISSING, detail=exc.strerror or "cannot open")
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced between stat and open
+            return ReadResult(problem=SPECIAL, detail="not a regular file when opened")
         chunks = []
         total = 0
         while total <= MAX_MANIFEST_BYTES:

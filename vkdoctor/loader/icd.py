@@ -20,6 +20,7 @@ from vkdoctor.loader.fields import (
     version_text,
 )
 from vkdoctor.loader.filters import Filter, matches, parse_filter
+from vkdoctor.loader.rootpath import host_path
 from vkdoctor.loader.search import (
     DirProblem,
     ManifestFile,
@@ -140,7 +141,7 @@ def _analyse(
     def out(outcome: str, reason: str, **kw: Any) -> Driver:
         return Driver(**base, outcome=outcome, reason=reason, **kw)
 
-    got = fileio.read_manifest(ctx.under(mf.path))
+    got = fileio.read_manifest(host_path(ctx, mf.path))
     if got.data is None:
         problem = got.problem
         if problem in (fileio.MISSING, fileio.UNREADABLE, fileio.LOOP):

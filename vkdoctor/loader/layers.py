@@ -23,6 +23,7 @@ from vkdoctor.loader.fields import (
 )
 from vkdoctor.loader.filters import Filter, matches, parse_filter, parse_layer_disable
 from vkdoctor.loader.icd import MAX_DEPTH
+from vkdoctor.loader.rootpath import host_path
 from vkdoctor.loader.search import (
     ManifestFile,
     SearchPlan,
@@ -240,7 +241,7 @@ def _file(
     disable: Filter,
 ) -> LayerFile:
     base: dict[str, Any] = {"manifest": mf.path, "origin": mf.origin}
-    got = fileio.read_manifest(ctx.under(mf.path))
+    got = fileio.read_manifest(host_path(ctx, mf.path))
     if got.data is None:
         p = got.problem
         if p in (fileio.MISSING, fileio.UNREADABLE, fileio.LOOP):

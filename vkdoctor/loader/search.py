@@ -2,7 +2,7 @@
 
 Each search entry and each manifest file carries its origin: the variable (or compiled-in default)
 it came from. Paths are the loader's own strings; every file system access goes through
-`ctx.under`, so `--root` works.
+`ctx.under` (through rootpath.host_path), so `--root` works.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 
 from vkdoctor.context import Context
+from vkdoctor.loader.rootpath import host_path
 
 DRIVERS = "vulkan/icd.d"
 IMPLICIT_LAYERS = "vulkan/implicit_layer.d"
@@ -203,7 +204,7 @@ class DirProblem:
 def _exists(ctx: Context, path: str) -> bool:
     """access(path, F_OK): follows links, so a dangling link does not exist."""
     try:
-        ctx.under(path).stat()
+        host_path(ctx, path).stat()
     except (OSError, ValueError):
         return False
     return True
@@ -217,7 +218,7 @@ def scan(ctx: Context, plan: SearchPlan) -> tuple[tuple[ManifestFile, ...], tupl
         if entry.is_file:
             files.append(ManifestFile(path=entry.path, entry=entry))
             continue
-        host = ctx.under(entry.path)
+        host = host_path(ctx, entry.path)
         try:
             with os.scandir(host) as it:
                 names = [d.name for d in it]

@@ -7,6 +7,7 @@ small function is what the loader part uses until that is wired in, so it is the
 from __future__ import annotations
 
 from vkdoctor.context import Context
+from vkdoctor.loader.rootpath import host_path
 
 _TRIPLETS = {
     "x86_64": "x86_64-linux-gnu",
@@ -36,7 +37,7 @@ def find_in_standard_dirs(ctx: Context, name: str) -> str | None:
     """The first standard directory holding `name` (a file or a link that resolves), as a root path."""
     for d in standard_lib_dirs(ctx):
         path = f"{d}/{name}"
-        if ctx.under(path).exists():
+        if host_path(ctx, path).exists():
             return path
     return None
 
@@ -48,7 +49,7 @@ def find_bare(ctx: Context, name: str) -> str | None:
     """
     lib_path = None if ctx.elevated else ctx.getenv("LD_LIBRARY_PATH")
     for d in (lib_path or "").replace(";", ":").split(":"):
-        if d and ctx.under(f"{d}/{name}").exists():
+        if d and host_path(ctx, f"{d}/{name}").exists():
             return f"{d}/{name}"
     return find_in_standard_dirs(ctx, name)
 
