@@ -615,3 +615,54 @@ def test_bad_json_implicit_layer_breaks_every_instance(oracle, tmp_path):
         layers.aborted_by is not None
         and layers.aborted_by.manifest == real.log.layers.json_errors[0]
     )
+
+
+@pytest.mark.parametrize(
+    ("layer", "crashes"),
+    [
+        ([1], True),
+        (
+            {
+                "name": "VK_LAYER_x",
+                "type": "GLOBAL",
+                "library_path": "/x.so",
+                "api_version": "1.0.0",
+                "implementation_version": "1",
+                "description": "d",
+                "disable_environment": {"A": 1},
+            },
+            True,
+        ),
+        (
+            {
+                "name": 5,
+                "type": "GLOBAL",
+                "library_path": "/nonexistent/x.so",
+                "api_version": "1.0.0",
+                "implementation_version": "1",
+                "description": "d",
+                "disable_environment": {"A": "1"},
+            },
+            False,
+        ),
+    ],
+)
+def test_implicit_layer_wrong_types(oracle, tmp_path, layer, crashes):
+    env = base_env(tmp_path)
+    del env["NODEVICE_SELECT"]
+    lvp(tmp_path / "share/vulkan/icd.d/lvp.json")
+    _raw(
+        tmp_path / "home/.local/share/vulkan/implicit_layer.d/l.json",
+        json.dumps({"file_format_version": "1.0.0", "layer": layer}),
+    )
+    real = oracle.run(env, cwd=tmp_path)
+    layers = predict_layers(env, tmp_path)
+    if crashes:
+        assert real.returncode < 0
+        assert [f.outcome for f in layers.files] == ["loader-crash"]
+    else:
+        # a one-digit name is read as "": the layer is active under an empty name, its library fails
+        assert real.log.layers.failed == [""]
+        assert [(x.name, x.active, x.library_state) for x in layers.active] == [
+            ("", True, "missing")
+        ]

@@ -123,7 +123,7 @@ class BrokenImplicitLayer(Check):
                 "wrong-class": "is for another architecture",
             }.get(state or "", f"cannot be loaded ({state})")
             yield self.warn(
-                f"Active implicit layer {layer.name}: library {where} {why}",
+                f"Active implicit layer {layer.name or repr('')}: library {where} {why}",
                 f"{layer.manifest} puts {layer.name} into every application ({layer.activation}), "
                 f"but its library {where} {why}; the loader logs an error and goes on without it.",
                 remedy=layer.remedy,

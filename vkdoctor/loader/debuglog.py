@@ -207,7 +207,7 @@ def _layer_line(block: LayerBlock, msg: str, *, in_layer_scan: bool) -> None:
     if m:
         block.inserted[m.group(1)] = m.group(2)
         return
-    m = re.match(r'Requested layer "(.+)" failed to load', msg)
+    m = re.match(r'Requested layer "(.*)" failed to load', msg)
     if m:
         block.failed.append(m.group(1))
         return

@@ -131,10 +131,26 @@ def _text(b: bytes) -> str:
 
 
 def _item_text(node: cjson.Node | None) -> str | None:
-    """GET_JSON_ITEM: cJSON_Print minus first and last character."""
+    """GET_JSON_ITEM: cJSON_Print minus first and last character.
+
+    A one-character value (a digit) leaves the loader reading past the text; observed: empty.
+    """
     if node is None:
         return None
-    return _text(cjson.field_text(node))
+    printed = cjson.print_value(node)
+    return _text(printed[1:-1]) if len(printed) >= 2 else ""
+
+
+def _env_pair(node: cjson.Node) -> tuple[str, str] | None:
+    """The first key/value of an enable/disable_environment object, as the loader copies it."""
+    if not node.children or node.children[0].key is None:
+        return None
+    first = node.children[0]
+    if first.type != cjson.STRING:
+        raise cjson.LoaderCrash(
+            f"the value of {_text(first.key or b'')!r} is not a string; the loader copies from NULL"
+        )
+    return _text(first.key or b""), _text(first.string)
 
 
 _REQUIRED = ("name", "type", "api_version", "implementation_version", "description")
@@ -176,19 +192,19 @@ def _layer(
         else:
             base["library_state"] = inspect_library(ctx, library).state
     elif comps is not None:
-        names = tuple(_text(cjson.field_text(c)) for c in comps.children)
+        names = tuple(_item_text(c) or "" for c in comps.children)
         base["component_layers"] = names
     else:
         return Layer(**base, invalid="has neither library_path nor component_layers")
     dis = cjson.get(node, "disable_environment")
-    if dis is None or not dis.children or dis.children[0].key is None:
+    pair = _env_pair(dis) if dis is not None else None
+    if pair is None:
         return Layer(**base, invalid="required 'disable_environment' missing or empty")
-    base["disable_env"] = _text(dis.children[0].key)
-    base["disable_value"] = _text(dis.children[0].string)
+    base["disable_env"], base["disable_value"] = pair
     ena = cjson.get(node, "enable_environment")
-    if ena is not None and ena.children and ena.children[0].key is not None:
-        base["enable_env"] = _text(ena.children[0].key)
-        base["enable_value"] = _text(ena.children[0].string)
+    pair = _env_pair(ena) if ena is not None else None
+    if pair is not None:
+        base["enable_env"], base["enable_value"] = pair
     arch = cjson.get(node, "library_arch")
     if arch is not None:
         arch_text = _item_text(arch) or ""
