@@ -102,12 +102,14 @@ class RealLoader:
         return Real(proc.returncode, out, err, debuglog.parse(err), timed_out)
 
 
-def context(env: dict[str, str], cwd: Path) -> Context:
-    return Context(env=dict(env), cwd=cwd, machine="x86_64")
+def context(env: dict[str, str], cwd: Path, *, elevated: bool = False) -> Context:
+    return Context(env=dict(env), cwd=cwd, machine="x86_64", elevated=elevated)
 
 
-def predict(env: dict[str, str], cwd: Path, *, portability: bool = False) -> DriverScan:
-    return driver_scan(context(env, cwd), portability_enumeration=portability)
+def predict(
+    env: dict[str, str], cwd: Path, *, portability: bool = False, elevated: bool = False
+) -> DriverScan:
+    return driver_scan(context(env, cwd, elevated=elevated), portability_enumeration=portability)
 
 
 def predict_layers(env: dict[str, str], cwd: Path) -> LayerScan:

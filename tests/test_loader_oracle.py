@@ -666,3 +666,36 @@ def test_implicit_layer_wrong_types(oracle, tmp_path, layer, crashes):
         assert [(x.name, x.active, x.library_state) for x in layers.active] == [
             ("", True, "missing")
         ]
+
+
+def test_setuid_process_ignores_the_secure_variables(oracle):
+    """A setuid-root copy of the probe run as nobody: AT_SECURE, so secure_getenv returns NULL."""
+    import shutil
+    import tempfile
+
+    top = Path(tempfile.mkdtemp(prefix="vkdoctor-suid-", dir="/tmp"))
+    try:
+        top.chmod(0o755)
+        probe = top / "vkprobe"
+        shutil.copy2(oracle.probe, probe)
+        probe.chmod(0o4755)
+        lvp(top / "icd/only_this.json")
+        (top / "icd").chmod(0o755)
+        (top / "icd/only_this.json").chmod(0o644)
+        env = {
+            "HOME": str(top),
+            "XDG_CONFIG_HOME": str(top),
+            "XDG_DATA_DIRS": str(top),
+            "VK_DRIVER_FILES": f"{top}/icd",
+            "VK_LOADER_DRIVERS_DISABLE": "*",
+            "NODEVICE_SELECT": "1",
+        }
+        real = RealLoader(probe).run(env, cwd=top, uid=NOBODY)
+        scan = predict(env, top, elevated=True)
+        assert_match(scan, real)
+        assert scan.plan.entries[0].path == "/etc/xdg/vulkan/icd.d"
+        assert real.create_result == 0
+        # the same environment without AT_SECURE honours every variable
+        assert predict(env, top).plan.override == "VK_DRIVER_FILES"
+    finally:
+        shutil.rmtree(top)
