@@ -10,6 +10,8 @@ import struct
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_json, run_vkdoctor
 from tests.loader_oracle import LVP_MANIFEST
 from tests.test_loader_oracle import base_env, oracle  # noqa: F401  (session fixture)
@@ -86,8 +88,24 @@ def test_empty_override_fails_with_install_command(tmp_path):
     assert vkd002["remedy"] == "unset VK_DRIVER_FILES"
     (vkd001,) = findings(doc, "VKD001")
     assert vkd001["severity"] == "fail"
-    assert vkd001["remedy"] == "sudo apt-get install mesa-vulkan-drivers"
+    assert vkd001["remedy"].startswith("unset VK_DRIVER_FILES")
     assert doc["drivers"] == []
+
+
+def test_no_manifest_anywhere_fails_with_the_distro_install_command(tmp_path):
+    env = {
+        "HOME": str(tmp_path),
+        "XDG_DATA_DIRS": str(tmp_path / "nothing"),
+        "XDG_CONFIG_DIRS": str(tmp_path / "nothing"),
+    }
+    proc, doc = run_json(["check", "--no-probe"], env=env)
+    assert proc.returncode == 1
+    (vkd001,) = findings(doc, "VKD001")
+    assert vkd001["severity"] == "fail"
+    assert vkd001["remedy"] == "sudo apt-get install mesa-vulkan-drivers"  # Debian 12 here
+    assert f"{tmp_path}/nothing/vulkan/icd.d" in vkd001["message"]
+    text = run_vkdoctor(["drivers"], env=env).stdout
+    assert "fix: sudo apt-get install mesa-vulkan-drivers" in text
 
 
 def test_bad_input_is_named_bounded_and_never_a_traceback(tmp_path):
@@ -241,3 +259,20 @@ def test_override_pointing_at_nothing_and_ignored_additions(tmp_path):
     (fail,) = [f for f in vkd002 if f["severity"] == "fail"]
     assert fail["title"] == "VK_ICD_FILENAMES points at no driver manifest"
     assert fail["remedy"].startswith("unset VK_ICD_FILENAMES")
+
+
+@pytest.mark.parametrize(
+    ("os_release", "command"),
+    [
+        ('ID=arch\nNAME="Arch Linux"\n', "sudo pacman -S vulkan-swrast"),
+        ("ID=fedora\nVERSION_ID=40\n", "sudo dnf install mesa-vulkan-drivers"),
+        ("ID=ubuntu\nID_LIKE=debian\n", "sudo apt-get install mesa-vulkan-drivers"),
+    ],
+)
+def test_install_command_follows_the_inspected_distribution(tmp_path, os_release, command):
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc/os-release").write_text(os_release)
+    proc, doc = run_json(["drivers", "--root", str(tmp_path)], env={"HOME": "/nonexistent-home"})
+    assert proc.returncode == 1
+    (vkd001,) = findings(doc, "VKD001")
+    assert vkd001["remedy"].startswith(command)

@@ -94,10 +94,20 @@ class DriversFound(Check):
         else:
             skipped = "\n".join(f"- {d.reason}" for d in scan.drivers)
             message = f"Every driver manifest is skipped:\n{skipped}"
+        filtered = {I.FILTER_DISABLED, I.FILTER_NOT_SELECTED}
+        if scan.plan.override is not None:
+            remedy = (
+                f"unset {scan.plan.override} (it replaces the driver search path), "
+                "or point it at an existing driver manifest"
+            )
+        elif scan.drivers and any(d.outcome in filtered for d in scan.drivers):
+            remedy = "unset VK_LOADER_DRIVERS_SELECT VK_LOADER_DRIVERS_DISABLE"
+        else:
+            remedy = install_command(ctx)
         yield self.fail(
             "No Vulkan driver will load: every application gets VK_ERROR_INCOMPATIBLE_DRIVER",
             message,
-            remedy=install_command(ctx),
+            remedy=remedy,
             **evidence,
         )
 

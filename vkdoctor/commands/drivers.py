@@ -26,7 +26,14 @@ _MARK = {"ok": "✓", "info": "·", "warn": "!", "fail": "✗", "error": "✗"}
 _ASCII = {"ok": "ok", "info": "--", "warn": "!!", "fail": "XX", "error": "EE"}
 
 
-def render_text(ctx: Context, rows: tuple[Mapping[str, Any], ...], *, unicode: bool) -> str:
+def render_text(
+    ctx: Context,
+    rows: tuple[Mapping[str, Any], ...],
+    *,
+    unicode: bool,
+    problems: tuple[tuple[str, str, str | None], ...] = (),
+) -> str:
+    """The listing; `problems` are (code, title, remedy) of the fail/error findings, shown last."""
     from vkdoctor.loader import driver_scan, layer_scan
 
     scan = driver_scan(ctx)
@@ -64,6 +71,12 @@ def render_text(ctx: Context, rows: tuple[Mapping[str, Any], ...], *, unicode: b
     loads = [r for r in rows if r["outcome"] == "loads"]
     failing = [r for r in rows if r["verdict"] == "fail"]
     out.append("")
+    for code, title, remedy in problems:
+        out.append(f"{marks['fail']} {code} {title}")
+        if remedy:
+            out.append(f"    fix: {remedy}")
+    if problems:
+        out.append("")
     if failing:
         out.append(f"vkdoctor: FAIL: {failing[0]['reason']}")
     elif loads:
@@ -97,7 +110,7 @@ def drivers(root: str | None, json_file: str | None, fmt: str, strict: bool, deb
     """List the drivers the Vulkan loader will try, in its order, each with its verdict and origin."""
     from vkdoctor.checks import REGISTRY
     from vkdoctor.host import collect
-    from vkdoctor.model import Report, exit_code
+    from vkdoctor.model import Report, Severity, exit_code
     from vkdoctor.render import json as json_render
     from vkdoctor.runner import run_checks
 
@@ -119,5 +132,12 @@ def drivers(root: str | None, json_file: str | None, fmt: str, strict: bool, deb
             click.echo(json_render.render(report, strict=strict), nl=False)
         else:
             encoding = (getattr(sys.stdout, "encoding", None) or "").lower()
-            click.echo(render_text(ctx, rows, unicode="utf" in encoding), nl=False)
+            problems = tuple(
+                (f.code, f.title, f.remedy)
+                for f in report.findings
+                if f.severity.rank >= Severity.FAIL.rank
+            )
+            click.echo(
+                render_text(ctx, rows, unicode="utf" in encoding, problems=problems), nl=False
+            )
     sys.exit(exit_code(report.status(strict=strict)))
