@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from vkdoctor.checks import container, host
+from vkdoctor.checks import container, drivers, host, layers, libraries
 from vkdoctor.checks.base import Check
 
 #: every check, by module; a module lists its checks in CHECKS
-REGISTRY: tuple[type[Check], ...] = (*host.CHECKS, *container.CHECKS)
+REGISTRY: tuple[type[Check], ...] = (
+    *host.CHECKS,
+    *drivers.CHECKS,
+    *layers.CHECKS,
+    *libraries.CHECKS,
+    *container.CHECKS,
+)
 
 
 def by_code() -> dict[str, type[Check]]:
