@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, clean_env, run_json
+from elfbuild import build_lib
 
 from vkdoctor.checks.container import GpuDeviceNodes, NvidiaContainerCapabilities
 from vkdoctor.context import Context
@@ -128,3 +129,80 @@ def test_render_node_accessible_and_absent(tmp_path: Path):
     assert res.findings[0].severity is Severity.OK
     (res,) = run_checks(Context(root=tmp_path / "nothing"), [GpuDeviceNodes])
     assert res.findings[0].severity is Severity.INFO
+
+
+NVIDIA_ICD = '{"file_format_version": "1.0.1", "ICD": {"library_path": "libGLX_nvidia.so.0", "api_version": "1.4.312"}}'
+NVIDIA_LAYERS = (
+    '{"file_format_version": "1.0.1", "layers": [{"name": "VK_LAYER_NV_optimus", "type": "INSTANCE",'
+    ' "library_path": "libGLX_nvidia.so.0", "api_version": "1.4.312", "implementation_version": "1",'
+    ' "description": "NVIDIA Optimus layer", "disable_environment": {"DISABLE_LAYER_NV_OPTIMUS_1": ""}}]}'
+)
+
+
+def _nvidia_tree(root: Path, *, link_icd: bool, egl: bool) -> None:
+    """The H200 machine's layout (docs/gpu-h200.md): the driver under /usr/local/nvidia, its ICD
+    manifest there and (optionally) linked into /usr/share/vulkan/icd.d."""
+    libdir = root / "usr/lib/x86_64-linux-gnu"
+    libdir.mkdir(parents=True)
+    shutil.copyfile("/usr/lib/x86_64-linux-gnu/libvulkan.so.1", libdir / "libvulkan.so.1.3.239")
+    (libdir / "libvulkan.so.1").symlink_to("libvulkan.so.1.3.239")
+    for base in ("libc.so.6", "libm.so.6", "ld-linux-x86-64.so.2"):
+        shutil.copyfile(f"/lib/x86_64-linux-gnu/{base}", libdir / base)
+    build_lib(root / "usr/local/nvidia/lib64/libGLX_nvidia.so.0", soname="libGLX_nvidia.so.0")
+    # the driver is reached the way the container toolkit arranges it: a link in a system dir
+    (libdir / "libGLX_nvidia.so.0").symlink_to("/usr/local/nvidia/lib64/libGLX_nvidia.so.0")
+    if egl:
+        build_lib(libdir / "libEGL.so.1", soname="libEGL.so.1")
+    icd = root / "usr/local/nvidia/share/vulkan/icd.d"
+    icd.mkdir(parents=True)
+    (icd / "nvidia_icd.json").write_text(NVIDIA_ICD)
+    layers = root / "usr/local/nvidia/share/vulkan/implicit_layer.d"
+    layers.mkdir(parents=True)
+    (layers / "nvidia_layers.json").write_text(NVIDIA_LAYERS)
+    if link_icd:
+        sys_icd = root / "usr/share/vulkan/icd.d"
+        sys_icd.mkdir(parents=True)
+        (sys_icd / "nvidia_icd.json").symlink_to(
+            "/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json"
+        )
+
+
+def test_manifests_outside_the_search_path(tmp_path: Path):
+    _nvidia_tree(tmp_path, link_icd=False, egl=True)
+    _, doc = run_json(["check", "--no-probe", "--root", str(tmp_path), "--select", "VKC003"])
+    found = {f["evidence"]["manifest"]: f for f in _findings(doc, "VKC003")}
+    drv = found["/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json"]
+    assert drv["severity"] == "warn" and "never reads it" in drv["message"]
+    assert (
+        "VK_ADD_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json" in drv["remedy"]
+    )
+    layer = found["/usr/local/nvidia/share/vulkan/implicit_layer.d/nvidia_layers.json"]
+    assert layer["severity"] == "info"
+
+
+def test_a_link_in_a_searched_directory_makes_the_driver_visible(tmp_path: Path):
+    _nvidia_tree(tmp_path, link_icd=True, egl=True)
+    _, doc = run_json(["check", "--no-probe", "--root", str(tmp_path), "--select", "VKC003"])
+    manifests = [f["evidence"].get("manifest") for f in _findings(doc, "VKC003")]
+    assert manifests == ["/usr/local/nvidia/share/vulkan/implicit_layer.d/nvidia_layers.json"]
+
+
+def test_nvidia_driver_without_glvnd_egl_fails_with_the_install_command(tmp_path: Path):
+    _nvidia_tree(tmp_path, link_icd=True, egl=False)
+    proc, doc = run_json(
+        ["check", "--no-probe", "--root", str(tmp_path), "--select", "VKC004", "--select", "VKH002"]
+    )
+    (f,) = _findings(doc, "VKC004")
+    assert proc.returncode == 1, proc.stdout
+    assert f["severity"] == "fail"
+    assert "libEGL.so.1: cannot open shared object file" in f["message"]
+    assert "apt install libegl1" in f["remedy"] and "libglvnd-egl" in f["remedy"]
+
+
+def test_nvidia_driver_with_glvnd_egl_passes(tmp_path: Path):
+    _nvidia_tree(tmp_path, link_icd=True, egl=True)
+    _, doc = run_json(
+        ["check", "--no-probe", "--root", str(tmp_path), "--select", "VKC004", "--select", "VKH002"]
+    )
+    (f,) = _findings(doc, "VKC004")
+    assert f["severity"] == "ok" and "libEGL.so.1" in f["message"]

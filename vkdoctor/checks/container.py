@@ -9,6 +9,9 @@ from pathlib import Path
 
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
+from vkdoctor.elf.resolve import resolve
+from vkdoctor.loader import load_targets
+from vkdoctor.loader.search import driver_plan, implicit_layer_plan
 from vkdoctor.model import Finding
 
 #: NVIDIA_DRIVER_CAPABILITIES values that make the container runtime mount the Vulkan ICD
@@ -178,4 +181,144 @@ class GpuDeviceNodes(Check):
             yield self.ok("GPU device nodes accessible", ", ".join(results), **evidence)
 
 
-CHECKS: tuple[type[Check], ...] = (NvidiaContainerCapabilities, GpuDeviceNodes)
+#: where driver bundles put Vulkan manifests that the Khronos loader does not search
+#: (container toolkits mount the NVIDIA driver under /usr/local/nvidia; /usr/local/etc is only
+#: searched by loaders built with a /usr/local prefix)
+OFF_PATH_PATTERNS = (
+    "/usr/local/nvidia/share/vulkan/{kind}",
+    "/usr/local/nvidia/etc/vulkan/{kind}",
+    "/usr/local/etc/vulkan/{kind}",
+    "/opt/*/share/vulkan/{kind}",
+    "/opt/*/etc/vulkan/{kind}",
+)
+
+
+def _off_path_manifests(ctx: Context, kind: str, searched: tuple[str, ...]) -> list[str]:
+    """Manifests in OFF_PATH_PATTERNS dirs that the loader reaches neither directly nor by a link."""
+    searched_real = {ctx.resolve(d) for d in searched}
+    seen_real: set[Path] = set()
+    for d in searched:
+        try:
+            names = [e.name for e in ctx.resolve(d).iterdir()]
+        except OSError:
+            continue
+        seen_real |= {ctx.resolve(f"{d.rstrip('/')}/{n}") for n in names}
+    found = []
+    for pattern in OFF_PATH_PATTERNS:
+        host_pattern = str(ctx.under(pattern.format(kind=kind)))
+        for host_dir in sorted(Path("/").glob(host_pattern.lstrip("/"))):
+            inside = "/" + str(host_dir.relative_to(ctx.root)) if not ctx.live else str(host_dir)
+            if ctx.resolve(inside) in searched_real:
+                continue
+            for f in sorted(host_dir.glob("*.json")):
+                manifest = f"{inside}/{f.name}"
+                if ctx.resolve(manifest) not in seen_real:
+                    found.append(manifest)
+    return found
+
+
+class ManifestsOutsideSearchPath(Check):
+    """Vulkan manifests in places the Khronos loader never searches.
+
+    Driver bundles and container runtimes sometimes install a driver's manifest under their own
+    prefix, for example /usr/local/nvidia/share/vulkan/icd.d from the NVIDIA container toolkit,
+    or /opt/<vendor>/share/vulkan. The loader searches only XDG_CONFIG_HOME, XDG_CONFIG_DIRS,
+    /etc, XDG_DATA_HOME and XDG_DATA_DIRS (each with vulkan/icd.d or vulkan/implicit_layer.d), so
+    such a driver is invisible unless a link or a variable points at it. vkdoctor lists those
+    manifests that are not reachable through a searched directory (a symlink there counts).
+    """
+
+    code = "VKC003"
+    family = "container"
+    title = "Vulkan manifests outside the loader's search path"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        drivers = _off_path_manifests(ctx, "icd.d", tuple(e.path for e in driver_plan(ctx).entries))
+        layers = _off_path_manifests(
+            ctx, "implicit_layer.d", tuple(e.path for e in implicit_layer_plan(ctx).entries)
+        )
+        for manifest in drivers:
+            yield self.warn(
+                f"Driver manifest outside the search path: {manifest}",
+                f"{manifest} is not in any directory the Vulkan loader searches, and no searched "
+                "directory links to it: the loader never reads it, so its driver is not used.",
+                remedy=(
+                    f"export VK_ADD_DRIVER_FILES={manifest} (for one shell or CI step), or link it "
+                    f"into the system directory: sudo ln -s {manifest} /usr/share/vulkan/icd.d/"
+                ),
+                manifest=manifest,
+                kind="driver",
+            )
+        for manifest in layers:
+            yield self.info(
+                f"Implicit layer manifest outside the search path: {manifest}",
+                f"{manifest} is not searched, so its layers are never active. Compute does not need "
+                "them; link it into /usr/share/vulkan/implicit_layer.d if you do "
+                "(loaders from 1.3.296 also read VK_ADD_IMPLICIT_LAYER_PATH).",
+                manifest=manifest,
+                kind="implicit layer",
+            )
+
+
+#: NVIDIA's Vulkan driver is its GLX/EGL vendor library
+_NVIDIA_ICD_PREFIXES = ("libGLX_nvidia.so", "libEGL_nvidia.so")
+_GLVND_EGL = "libEGL.so.1"
+
+
+class NvidiaNeedsGlvnd(Check):
+    """NVIDIA's Vulkan driver needs the GLVND EGL library (libEGL.so.1) to create an instance.
+
+    The NVIDIA ICD is libGLX_nvidia.so.0. It loads without GLVND, but without libEGL.so.1 (and its
+    libGLdispatch.so.0) its vk_icdGetInstanceProcAddr returns no vkCreateInstance, and the loader
+    prints `loader_scanned_icd_add: Could not get 'vkCreateInstance' via
+    'vk_icdGetInstanceProcAddr' for ICD libGLX_nvidia.so.0` and then `Found no drivers!`.
+    Measured with driver 580.159.04 on an H200 (docs/gpu-h200.md): unpacking GLVND's libEGL
+    turned VK_ERROR_INCOMPATIBLE_DRIVER into one NVIDIA H200 device. Minimal container images
+    with only the CUDA libraries hit this.
+    """
+
+    code = "VKC004"
+    family = "container"
+    title = "GLVND EGL library for the NVIDIA Vulkan driver"
+    requires = frozenset({"VKH002"})
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        nvidia = [
+            t
+            for t in load_targets(ctx)
+            if t.kind == "driver"
+            and t.dlopen_name.rsplit("/", 1)[-1].startswith(_NVIDIA_ICD_PREFIXES)
+        ]
+        if not nvidia:
+            yield self.ok(
+                "No NVIDIA Vulkan driver to check", "no driver manifest names libGLX_nvidia"
+            )
+            return
+        egl = resolve(ctx, _GLVND_EGL, caller="loader", near=False)
+        names = ", ".join(t.name for t in nvidia)
+        if egl.ok:
+            root = egl.root
+            where = root.path if root is not None else _GLVND_EGL
+            yield self.ok("GLVND libEGL.so.1 present", f"{names}: {where}", egl=where)
+            return
+        yield self.fail(
+            "NVIDIA Vulkan driver will find no vkCreateInstance: libEGL.so.1 (GLVND) is missing",
+            f"The NVIDIA driver ({names}, {nvidia[0].dlopen_name}) needs GLVND's libEGL.so.1 to "
+            f"create a Vulkan instance, and ld.so cannot load it: {egl.predicted_error}. "
+            "The loader will report \"Could not get 'vkCreateInstance' via "
+            '\'vk_icdGetInstanceProcAddr\'" and then "Found no drivers!".',
+            remedy=(
+                "Install GLVND's EGL library: sudo apt install libegl1 (Debian/Ubuntu), "
+                "sudo dnf install libglvnd-egl (Fedora), sudo pacman -S libglvnd (Arch)."
+            ),
+            error=egl.predicted_error,
+            drivers=[t.manifest for t in nvidia],
+        )
+
+
+CHECKS: tuple[type[Check], ...] = (
+    NvidiaContainerCapabilities,
+    GpuDeviceNodes,
+    ManifestsOutsideSearchPath,
+    NvidiaNeedsGlvnd,
+)
