@@ -1,0 +1,217 @@
+"""dpkg: reads /var/lib/dpkg/status and info/*.list directly (locale-free, no process per file).
+
+Only the consistency check runs tools: `dpkg --audit` and `apt-get check`, each once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+
+from vkdoctor.context import Context
+from vkdoctor.packages.model import Consistency, Family, Package, Relation
+from vkdoctor.packages.paths import spellings
+from vkdoctor.packages.proc import ToolRun, run_tool, which
+from vkdoctor.packages.versions import dpkg_compare
+
+ADMINDIR = "/var/lib/dpkg"
+#: Status "want flag status": the last word, for packages whose files are on disk
+ON_DISK = {
+    "installed",
+    "unpacked",
+    "half-configured",
+    "half-installed",
+    "triggers-awaited",
+    "triggers-pending",
+}
+_ABBREV = {
+    "installed": "ii",
+    "unpacked": "iU",
+    "half-configured": "iF",
+    "half-installed": "iH",
+    "triggers-awaited": "iW",
+    "triggers-pending": "iT",
+}
+_REL = re.compile(r"^\s*([^\s(:]+)(?::[a-z0-9-]+)?\s*(?:\(\s*([<>=]+)\s*([^)\s]+)\s*\))?")
+
+
+def parse_paragraphs(text: str) -> Iterator[dict[str, str]]:
+    """deb822 paragraphs: `Field: value` with continuation lines; blank lines separate."""
+    para: dict[str, str] = {}
+    key: str | None = None
+    for line in text.splitlines():
+        if not line.strip():
+            if para:
+                yield para
+            para, key = {}, None
+            continue
+        if line[0] in " \t" and key is not None:
+            para[key] += "\n" + line.strip()
+            continue
+        name, sep, value = line.partition(":")
+        if sep:
+            key = name.strip()
+            para[key] = value.strip()
+    if para:
+        yield para
+
+
+def parse_relations(text: str) -> tuple[tuple[Relation, ...], ...]:
+    """`a (>= 1) | b, c` -> ((a>=1, b), (c,)). Arch qualifiers (`python3:any`) are dropped."""
+    groups: list[tuple[Relation, ...]] = []
+    for group in text.replace("\n", " ").split(","):
+        alts: list[Relation] = []
+        for alt in group.split("|"):
+            m = _REL.match(alt)
+            if m and m.group(1):
+                alts.append(Relation(name=m.group(1), op=m.group(2), version=m.group(3)))
+        if alts:
+            groups.append(tuple(alts))
+    return tuple(groups)
+
+
+def _package(para: Mapping[str, str]) -> Package | None:
+    status = para.get("Status", "").split()
+    if len(status) != 3 or status[2] not in ON_DISK or "Package" not in para:
+        return None
+    version = para.get("Version", "")
+    source, source_version = para.get("Source", para["Package"]), version
+    m = re.match(r"^(\S+)\s*\((\S+)\)", source)
+    if m:
+        source, source_version = m.group(1), m.group(2)
+    deps = parse_relations(para.get("Pre-Depends", "")) + parse_relations(para.get("Depends", ""))
+    provides = tuple(alt for group in parse_relations(para.get("Provides", "")) for alt in group)
+    return Package(
+        family="dpkg",
+        name=para["Package"],
+        version=version,
+        arch=para.get("Architecture", ""),
+        source=source.strip(),
+        source_version=source_version,
+        depends=deps,
+        provides=provides,
+        packager=para.get("Maintainer"),
+        state=None if status[2] == "installed" else _ABBREV.get(status[2], status[2]),
+        multi_arch=para.get("Multi-Arch"),
+    )
+
+
+class DpkgDB:
+    """The dpkg database of `ctx.root`."""
+
+    family: Family = "dpkg"
+
+    def __init__(self, ctx: Context, admindir: str = ADMINDIR) -> None:
+        self._ctx = ctx
+        self.db_path = admindir
+        self._packages: tuple[Package, ...] | None = None
+        self._files: dict[str, list[str]] | None = None
+
+    @property
+    def _admin(self) -> Path:
+        return self._ctx.under(self.db_path)
+
+    def packages(self) -> tuple[Package, ...]:
+        if self._packages is None:
+            text = (self._admin / "status").read_text(encoding="utf-8", errors="replace")
+            pkgs = (_package(p) for p in parse_paragraphs(text))
+            self._packages = tuple(p for p in pkgs if p is not None)
+        return self._packages
+
+    def by_name(self, name: str) -> tuple[Package, ...]:
+        base, _, arch = name.partition(":")
+        return tuple(p for p in self.packages() if p.name == base and (not arch or p.arch == arch))
+
+    def _index(self) -> dict[str, list[str]]:
+        """path -> list-file stems (`libllvm22:amd64`, `libc6`), read once."""
+        if self._files is None:
+            files: dict[str, list[str]] = {}
+            info = self._admin / "info"
+            for lst in sorted(info.glob("*.list")):
+                stem = lst.name[: -len(".list")]
+                try:
+                    text = lst.read_bytes().decode("utf-8", errors="surrogateescape")
+                except OSError:
+                    continue
+                for line in text.splitlines():
+                    if line and line != "/.":
+                        files.setdefault(line, []).append(stem)
+            self._files = files
+        return self._files
+
+    def _by_stem(self, stem: str) -> Package | None:
+        name, _, arch = stem.partition(":")
+        for p in self.packages():
+            if p.name == name and (not arch or p.arch == arch):
+                return p
+        return None
+
+    def owners(self, paths: Iterable[str]) -> dict[str, tuple[Package, ...]]:
+        index = self._index()
+        out: dict[str, tuple[Package, ...]] = {}
+        for path in paths:
+            for spelling in spellings(self._ctx, path):
+                stems = index.get(spelling)
+                if stems:
+                    pkgs = (self._by_stem(s) for s in stems)
+                    found = tuple(p for p in pkgs if p is not None)
+                    if found:
+                        out[path] = found
+                        break
+        return out
+
+    def compare(self, a: str, b: str) -> int:
+        return dpkg_compare(a, b)
+
+    def consistency(self) -> Consistency:
+        ctx = self._ctx
+        timeout = min(ctx.options.timeout, 60.0)
+        admin = str(self._admin)
+        audit = run_tool(["dpkg", f"--admindir={admin}", "--audit"], env=ctx.env, timeout=timeout)
+        runs = [audit]
+        problems = [f"dpkg --audit: {line.strip()}" for line in _audit_packages(audit)]
+        if which("apt-get", ctx.env):
+            argv = ["apt-get"]
+            if not ctx.live:
+                root = str(ctx.root)
+                argv += [
+                    "-o",
+                    f"Dir={root}",
+                    "-o",
+                    f"Dir::State::status={admin}/status",
+                    "-o",
+                    "Debug::NoLocking=1",
+                ]
+            check = run_tool([*argv, "check"], env=ctx.env, timeout=timeout)
+            runs.append(check)
+            problems += [f"apt-get check: {p}" for p in _apt_unmet(check)]
+        unavailable = audit.problem if audit.returncode is None else None
+        return Consistency(
+            family="dpkg", problems=tuple(problems), runs=tuple(runs), unavailable=unavailable
+        )
+
+
+def _audit_packages(run: ToolRun) -> list[str]:
+    """`dpkg --audit` exits 0 even when it lists problems: the indented lines are the packages."""
+    return [line for line in run.stdout.splitlines() if line.startswith(" ") and line.strip()]
+
+
+def _apt_unmet(run: ToolRun) -> list[str]:
+    out: list[str] = []
+    seen = False
+    pkg = ""
+    for line in run.stdout.splitlines():
+        if line.startswith("The following packages have unmet dependencies"):
+            seen = True
+            continue
+        if seen and line.startswith(" "):
+            text = " ".join(line.split())
+            head, sep, rest = text.partition(" : ")
+            if sep and " " not in head:
+                pkg, text = head, rest
+            out.append(f"{pkg} : {text}" if pkg else text)
+    for line in run.stderr.splitlines():
+        if line.startswith("E: ") and not out:
+            out.append(line[3:])
+    return out
