@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from vkdoctor.context import Context
+from vkdoctor.packages.deps import unmet
 from vkdoctor.packages.model import Consistency, Family, Package, Relation
 from vkdoctor.packages.paths import spellings
 from vkdoctor.packages.proc import ToolRun, run_tool, which
@@ -171,7 +172,8 @@ class DpkgDB:
         audit = run_tool(["dpkg", f"--admindir={admin}", "--audit"], env=ctx.env, timeout=timeout)
         runs = [audit]
         problems = [f"dpkg --audit: {line.strip()}" for line in _audit_packages(audit)]
-        if which("apt-get", ctx.env):
+        missing = tuple(str(u) for u in unmet(self))
+        if missing and which("apt-get", ctx.env):
             argv = ["apt-get"]
             if not ctx.live:
                 root = str(ctx.root)
@@ -188,7 +190,11 @@ class DpkgDB:
             problems += [f"apt-get check: {p}" for p in _apt_unmet(check)]
         unavailable = audit.problem if audit.returncode is None else None
         return Consistency(
-            family="dpkg", problems=tuple(problems), runs=tuple(runs), unavailable=unavailable
+            family="dpkg",
+            problems=tuple(problems),
+            runs=tuple(runs),
+            unavailable=unavailable,
+            unmet=missing,
         )
 
 

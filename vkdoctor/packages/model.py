@@ -90,6 +90,8 @@ class Consistency:
     runs: tuple[ToolRun, ...]
     #: the tool could not answer (missing, timed out): why
     unavailable: str | None = None
+    #: declared dependencies no installed package satisfies, computed from the parsed database
+    unmet: tuple[str, ...] = ()
 
 
 class PackageDB(Protocol):

@@ -64,19 +64,20 @@ def usrmerge_alias(path: str) -> str | None:
     return None
 
 
+def merged(ctx: Context, path: str) -> bool:
+    """Whether the top-level directory of `path` (or of its /usr twin) is merged into /usr here."""
+    parts = PurePosixPath(path).parts
+    top = parts[2] if len(parts) > 2 and parts[1] == "usr" else parts[1] if len(parts) > 1 else ""
+    return top in USRMERGE and ctx.under(f"/{top}").is_symlink()
+
+
 def spellings(ctx: Context, path: str) -> tuple[str, ...]:
     """Every spelling of `path` to look up, most literal first, without duplicates."""
     norm = os.path.normpath(path) if path.startswith("/") else path
-    first = [norm, resolve_in_root(ctx, norm, last=False)]
     out: list[str] = []
-    for p in first:
+    for p in (norm, resolve_in_root(ctx, norm, last=False), resolve_in_root(ctx, norm)):
         out.append(p)
         alias = usrmerge_alias(p)
-        if alias:
+        if alias and merged(ctx, p):
             out.append(alias)
-    full = resolve_in_root(ctx, norm)
-    out.append(full)
-    alias = usrmerge_alias(full)
-    if alias:
-        out.append(alias)
     return tuple(dict.fromkeys(out))

@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterable
 
 from vkdoctor.context import Context
+from vkdoctor.packages.deps import unmet
 from vkdoctor.packages.model import Consistency, Family, Package, Relation
 from vkdoctor.packages.paths import resolve_in_root
 from vkdoctor.packages.proc import ToolRun, run_tool, which
@@ -172,6 +173,9 @@ class RpmDB:
         return rpm_compare(a, b)
 
     def consistency(self) -> Consistency:
+        missing = tuple(str(u) for u in unmet(self))
+        if not missing:
+            return Consistency(family="rpm", problems=(), runs=())
         run = self._run("-Va", "--nofiles", "--noscripts")
         problems: list[str] = []
         current = ""
@@ -195,5 +199,9 @@ class RpmDB:
             ]
         unavailable = run.problem if run.returncode is None else None
         return Consistency(
-            family="rpm", problems=tuple(problems), runs=tuple(runs), unavailable=unavailable
+            family="rpm",
+            problems=tuple(problems),
+            runs=tuple(runs),
+            unavailable=unavailable,
+            unmet=missing,
         )
