@@ -32,9 +32,14 @@ def deb_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("dpkg")
     s = work / "scratch"
     cxx = build_lib(
-        s / "cxx" / "libstdc++.so.6.0.30", "libstdc++.so.6", version_node=NODES[-1], extra_nodes=NODES[:-1]
+        s / "cxx" / "libstdc++.so.6.0.30",
+        "libstdc++.so.6",
+        version_node=NODES[-1],
+        extra_nodes=NODES[:-1],
     )
-    llvm22 = build_lib(s / "22" / "libLLVM.so.22.1", "libLLVM.so.22.1", needs=[cxx], version_node="LLVM_22.1")
+    llvm22 = build_lib(
+        s / "22" / "libLLVM.so.22.1", "libLLVM.so.22.1", needs=[cxx], version_node="LLVM_22.1"
+    )
     llvm23 = stub(s / "23", "libLLVM.so.23.1", version_node="LLVM_23.1")
     lvp = build_lib(s / "lvp" / "libvulkan_lvp.so", "libvulkan_lvp.so", needs=[llvm23])
     dri32 = build_lib(s / "dri32" / "libgallium.so", "libgallium-26.2.2.so", m32=True)
@@ -82,7 +87,10 @@ def deb_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # a conda environment whose old libstdc++ wins through LD_LIBRARY_PATH
     env = root / "opt/conda/envs/ml"
     old = build_lib(
-        env / "lib/libstdc++.so.6.0.29", "libstdc++.so.6", version_node=NODES[-2], extra_nodes=NODES[:-2]
+        env / "lib/libstdc++.so.6.0.29",
+        "libstdc++.so.6",
+        version_node=NODES[-2],
+        extra_nodes=NODES[:-2],
     )
     (env / "lib/libstdc++.so.6").symlink_to(old.name)
     (env / "conda-meta").mkdir()
@@ -110,7 +118,11 @@ def test_status_and_lists_are_read_directly(deb_tree: Path):
     assert "the rpm tool is installed, but holds no database here" in inv.absent["rpm"]
     (db,) = inv.databases
     (llvm,) = db.by_name("libllvm22")
-    assert (llvm.version, llvm.source, llvm.source_version) == ("1:22.1.8-1", "llvm-toolchain-22", "1:22.1.8-1")
+    assert (llvm.version, llvm.source, llvm.source_version) == (
+        "1:22.1.8-1",
+        "llvm-toolchain-22",
+        "1:22.1.8-1",
+    )
     assert llvm.display_name == "libllvm22:amd64"
     (mesa,) = db.by_name("mesa-vulkan-drivers")
     assert [str(g[0]) for g in mesa.depends] == ["libllvm23 (>= 1:23.1.0)", "libstdc++6 (>= 12)"]
@@ -162,11 +174,15 @@ def test_undeclared_llvm_of_a_vendor_build(deb_tree: Path, tmp_path: Path):
     s = tmp_path / "s"
     llvm21 = stub(s, "libLLVM.so.21.1")
     lvp = build_lib(s / "v" / "libvulkan_radeon.so", "libvulkan_radeon.so", needs=[llvm21])
-    deb = build_deb(tmp_path, "vendor-vulkan", "26.0-1", {"/usr/lib/x86_64-linux-gnu/libvulkan_radeon.so": lvp})
+    deb = build_deb(
+        tmp_path, "vendor-vulkan", "26.0-1", {"/usr/lib/x86_64-linux-gnu/libvulkan_radeon.so": lvp}
+    )
     root = dpkg_root(tmp_path / "root")
     dpkg_install(root, deb)
     facts = StackFacts(
-        missing_sonames=(MissingSoname(consumer=f"{LIB}/libvulkan_radeon.so", soname="libLLVM.so.21.1"),)
+        missing_sonames=(
+            MissingSoname(consumer=f"{LIB}/libvulkan_radeon.so", soname="libLLVM.so.21.1"),
+        )
     )
     (f,) = MissingSonameSkew().findings(ctx_for(root), facts)
     assert "RADV" in f.message and "vendor-vulkan:amd64 26.0-1" in f.message
@@ -185,12 +201,17 @@ def test_i386_sibling_behind_native(deb_tree: Path):
 def test_apt_get_check_reports_the_forced_dependency(deb_tree: Path):
     (f,) = ManagerConsistency().run(ctx_for(deb_tree))
     assert f.severity is Severity.FAIL
-    assert "mesa-vulkan-drivers : Depends: libllvm23 (>= 1:23.1.0) but it is not installable" in f.message
+    assert (
+        "mesa-vulkan-drivers : Depends: libllvm23 (>= 1:23.1.0) but it is not installable"
+        in f.message
+    )
     assert "Fix: sudo apt --fix-broken install." in f.message
     commands = [r["command"] for r in f.evidence["runs"]]
     assert commands[0].startswith("dpkg --admindir=") and commands[0].endswith("--audit")
     assert commands[1].startswith("apt-get -o Dir=") and commands[1].endswith("check")
-    assert f.evidence["unmet"] == ["mesa-vulkan-drivers:amd64 26.2.3-1 depends on libllvm23 (>= 1:23.1.0)"]
+    assert f.evidence["unmet"] == [
+        "mesa-vulkan-drivers:amd64 26.2.3-1 depends on libllvm23 (>= 1:23.1.0)"
+    ]
 
 
 def test_conda_libstdcxx_tied_to_its_conda_package_and_the_system_package(deb_tree: Path):
@@ -238,13 +259,22 @@ def test_multiarch_same_at_two_versions_is_left_unconfigured_and_audited(tmp_pat
     from pkgtools import sh
 
     proc = sh(
-        "dpkg", f"--root={root}", f"--admindir={root / 'var/lib/dpkg'}", "--force-script-chrootless",
-        "--force-not-root", "-i", *debs, check=False,
+        "dpkg",
+        f"--root={root}",
+        f"--admindir={root / 'var/lib/dpkg'}",
+        "--force-script-chrootless",
+        "--force-not-root",
+        "-i",
+        *debs,
+        check=False,
     )
     assert "is at a different version" in proc.stdout + proc.stderr
     ctx = ctx_for(root)
     (sib,) = SiblingSkew().run(ctx)
-    assert "mesa-vulkan-drivers:i386 26.2.2-1 is behind mesa-vulkan-drivers:amd64 26.2.3-1" in sib.message
+    assert (
+        "mesa-vulkan-drivers:i386 26.2.2-1 is behind mesa-vulkan-drivers:amd64 26.2.3-1"
+        in sib.message
+    )
     (db,) = inventory(ctx).databases
     assert {p.state for p in db.packages()} == {"iU"}
     (f,) = ManagerConsistency().run(ctx)

@@ -33,7 +33,9 @@ TARGET = (
 def arch_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("pacman")
     scratch = work / "scratch"
-    llvm22 = build_lib(scratch / "22" / "libLLVM.so.22.1", "libLLVM.so.22.1", version_node="LLVM_22.1")
+    llvm22 = build_lib(
+        scratch / "22" / "libLLVM.so.22.1", "libLLVM.so.22.1", version_node="LLVM_22.1"
+    )
     llvm23 = stub(scratch / "23", "libLLVM.so.23.1", version_node="LLVM_23.1")
     lvp = build_lib(scratch / "lvp" / "libvulkan_lvp.so", "libvulkan_lvp.so", needs=[llvm23])
     icd = scratch / "lvp_icd.x86_64.json"

@@ -21,6 +21,7 @@ from vkdoctor.packages.skew import (
     sibling_skews,
     unowned_files,
 )
+from vkdoctor.packages.stack import stack_facts
 
 
 def _finding(check: Check, d: Diagnosis) -> Finding:
@@ -180,6 +181,9 @@ class MissingSonameSkew(Check):
     family = "packages"
     title = "Missing library explained by packages"
 
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        return self.findings(ctx, ctx.fact(stack_facts))
+
     def findings(self, ctx: Context, facts: StackFacts) -> Iterable[Finding]:
         inv = ctx.fact(inventory)
         if not inv.databases or not facts.missing_sonames:
@@ -206,6 +210,9 @@ class UnownedOrForeign(Check):
     code = "VKP004"
     family = "packages"
     title = "Driver files owned by the distribution"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        return self.findings(ctx, ctx.fact(stack_facts))
 
     def findings(self, ctx: Context, facts: StackFacts) -> Iterable[Finding]:
         inv = ctx.fact(inventory)
@@ -247,6 +254,9 @@ class MissingVersionOwner(Check):
     family = "packages"
     title = "Missing symbol version explained by packages"
 
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        return self.findings(ctx, ctx.fact(stack_facts))
+
     def findings(self, ctx: Context, facts: StackFacts) -> Iterable[Finding]:
         if not facts.missing_versions:
             return
@@ -260,4 +270,11 @@ class MissingVersionOwner(Check):
             yield _finding(self, explain_missing_version(fact, owners, conda))
 
 
-CHECKS: tuple[type[Check], ...] = (PackageDatabases, SiblingSkew, ManagerConsistency)
+CHECKS: tuple[type[Check], ...] = (
+    PackageDatabases,
+    MissingSonameSkew,
+    MissingVersionOwner,
+    UnownedOrForeign,
+    SiblingSkew,
+    ManagerConsistency,
+)
