@@ -252,6 +252,7 @@ def build_rpms(
     subpackages: Mapping[str, Mapping[str, Path | str]],
     *,
     arch: str = "x86_64",
+    vendor: str | None = None,
 ) -> dict[str, Path]:
     """rpmbuild one source with binary subpackages (`-n NAME`); requires/provides are generated
     from the ELF files by rpm itself (libLLVM.so.23.1()(64bit) and the version nodes)."""
@@ -277,6 +278,7 @@ def build_rpms(
             Release: {release}
             Summary: {source} built by the vkdoctor tests
             License: MIT
+            {f"Vendor: {vendor}" if vendor else ""}
             %description
             test source package
             %install

@@ -52,6 +52,7 @@ def rpm_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "26.2.3",
         "1.fc43",
         {"mesa-vulkan-drivers": {LVP: lvp, "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json": icd}},
+        vendor="Fedora Copr - user mesa-fan",
     )
     mesa_old = build_rpms(
         work,
