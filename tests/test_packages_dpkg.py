@@ -14,6 +14,7 @@ from vkdoctor.checks.packages import (
     MissingSonameSkew,
     MissingVersionOwner,
     SiblingSkew,
+    UnownedOrForeign,
 )
 from vkdoctor.context import Context
 from vkdoctor.model import Severity
@@ -281,3 +282,32 @@ def test_multiarch_same_at_two_versions_is_left_unconfigured_and_audited(tmp_pat
     assert f.severity is Severity.FAIL
     assert "dpkg --audit: mesa-vulkan-drivers:amd64" in f.message
     assert "Fix: sudo dpkg --configure -a && sudo apt --fix-broken install." in f.message
+
+
+def _target(path: str, name: str = "lvp_icd.x86_64.json"):
+    from vkdoctor.loader.targets import LoadTarget
+
+    return LoadTarget(
+        kind="driver", name=name, manifest=f"/usr/share/vulkan/icd.d/{name}", dlopen_name=path
+    )
+
+
+def test_resolution_feeds_the_rules(deb_tree: Path, monkeypatch: pytest.MonkeyPatch):
+    """The real library resolution (vkdoctor.elf) of the tree, then the package rules."""
+    from vkdoctor.checks import libraries
+
+    monkeypatch.setattr(libraries, "targets", lambda _ctx: (_target(LVP), _target(LLVM22, "llvm")))
+    ctx = Context(
+        root=deb_tree, env={"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": "/opt/conda/envs/ml/lib"}
+    )
+    (soname,) = MissingSonameSkew().run(ctx)
+    assert soname.message.startswith(
+        f"lavapipe ({LVP}, mesa-vulkan-drivers:amd64 26.2.3-1) needs libLLVM.so.23.1, but "
+        "libllvm22:amd64 1:22.1.8-1 provides only libLLVM.so.22.1: mesa was upgraded without LLVM"
+    )
+    (version,) = MissingVersionOwner().run(ctx)
+    assert "conda package libstdcxx-ng 11.2.0" in version.message
+    assert "libstdc++6:amd64 12.2.0-14) has it" in version.message
+    assert version.message.endswith("Fix: conda install -c conda-forge 'libstdcxx-ng>=12'.")
+    (unowned,) = UnownedOrForeign().run(ctx)
+    assert unowned.evidence["unowned"] == ["/opt/conda/envs/ml/lib/libstdc++.so.6"]

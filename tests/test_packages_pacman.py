@@ -188,3 +188,23 @@ def test_database_listing(arch_tree: Path):
     (f,) = PackageDatabases().run(ctx_for(arch_tree))
     assert f.evidence["packages"] == {"pacman": 3}
     assert "pacman (/var/lib/pacman, 3 packages)" in f.message
+
+
+def test_resolution_feeds_the_rule(arch_tree: Path, monkeypatch: pytest.MonkeyPatch):
+    """The real library resolution (vkdoctor.elf) of the ICD in the tree, then the package rule."""
+    from vkdoctor.checks import libraries
+    from vkdoctor.loader.targets import LoadTarget
+
+    target = LoadTarget(
+        kind="driver",
+        name="lvp_icd.x86_64.json",
+        manifest="/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
+        dlopen_name=LVP,
+    )
+    monkeypatch.setattr(libraries, "targets", lambda _ctx: (target,))
+    ctx = ctx_for(arch_tree)
+    (f,) = MissingSonameSkew().run(ctx)
+    assert f.message == TARGET
+    assert "/usr/lib/libLLVM.so.22.1" in f.evidence["near_misses"]
+    files = {d.evidence["target"]: d for d in UnownedOrForeign().run(ctx)}
+    assert files == {}

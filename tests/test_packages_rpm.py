@@ -160,3 +160,21 @@ def test_unowned_library_in_opt(rpm_tree: Path):
     assert f.message.startswith(
         "lavapipe loads files that no rpm package owns: /opt/amdgpu/lib64/libdrm_amdgpu.so.1 (/opt"
     )
+
+
+def test_resolution_feeds_the_rule(rpm_tree: Path, monkeypatch: pytest.MonkeyPatch):
+    from vkdoctor.checks import libraries
+    from vkdoctor.loader.targets import LoadTarget
+
+    target = LoadTarget(
+        kind="driver",
+        name="lvp_icd.x86_64.json",
+        manifest="/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
+        dlopen_name=LVP,
+    )
+    monkeypatch.setattr(libraries, "targets", lambda _ctx: (target,))
+    (f,) = MissingSonameSkew().run(ctx_for(rpm_tree))
+    assert f.message.startswith(
+        f"lavapipe ({LVP}, mesa-vulkan-drivers.x86_64 26.2.3-1.fc43) needs libLLVM.so.23.1, but "
+        "llvm-libs.x86_64 22.1.8-1.fc43 provides only libLLVM.so.22.1"
+    )
