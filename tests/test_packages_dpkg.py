@@ -20,7 +20,7 @@ from vkdoctor.context import Context
 from vkdoctor.model import Severity
 from vkdoctor.packages import inventory
 from vkdoctor.packages.dpkg import DpkgDB
-from vkdoctor.packages.facts import MissingSoname, MissingVersion, StackFacts
+from vkdoctor.packages.facts import MissingSoname, MissingVersion, StackFacts, StackFile
 
 LIB = "/usr/lib/x86_64-linux-gnu"
 LVP = f"{LIB}/libvulkan_lvp.so"
@@ -311,3 +311,48 @@ def test_resolution_feeds_the_rules(deb_tree: Path, monkeypatch: pytest.MonkeyPa
     assert version.message.endswith("Fix: conda install -c conda-forge 'libstdcxx-ng>=12'.")
     (unowned,) = UnownedOrForeign().run(ctx)
     assert unowned.evidence["unowned"] == ["/opt/conda/envs/ml/lib/libstdc++.so.6"]
+
+
+def test_ppa_and_local_origins_from_apt_cache_policy(deb_tree: Path):
+    """A PPA mesa and a libllvm that no configured repository has, from the tree's apt lists."""
+    etc = deb_tree / "etc/apt"
+    lists = deb_tree / "var/lib/apt/lists"
+    (etc / "preferences.d").mkdir(parents=True)
+    (lists / "partial").mkdir(parents=True)
+    (etc / "sources.list").write_text(
+        "deb [trusted=yes] http://ppa.launchpadcontent.net/kisak/kisak-mesa/ubuntu noble main\n"
+    )
+    stem = "ppa.launchpadcontent.net_kisak_kisak-mesa_ubuntu_dists_noble"
+    (lists / f"{stem}_InRelease").write_text(
+        "Origin: LP-PPA-kisak-kisak-mesa\nSuite: noble\nCodename: noble\nArchitectures: amd64\nComponents: main\n"
+    )
+    (lists / f"{stem}_main_binary-amd64_Packages").write_text(
+        "Package: mesa-vulkan-drivers\nVersion: 26.2.3-1\nArchitecture: amd64\nSource: mesa\n"
+        "Multi-Arch: same\nFilename: pool/m/mesa-vulkan-drivers_26.2.3-1_amd64.deb\nSize: 1\n"
+        "Description: x\n\n"
+    )
+    try:
+        facts = StackFacts(
+            files=(
+                StackFile(path=LVP, role="driver"),
+                StackFile(path=LLVM22, role="library", target=LVP),
+            )
+        )
+        found = {
+            f.evidence["package"]["name"]: f
+            for f in UnownedOrForeign().findings(ctx_for(deb_tree), facts)
+        }
+    finally:
+        import shutil
+
+        shutil.rmtree(deb_tree / "etc/apt")
+        shutil.rmtree(deb_tree / "var/lib/apt")
+    assert found["mesa-vulkan-drivers"].message == (
+        "mesa-vulkan-drivers:amd64 26.2.3-1 owns driver-stack files and is from "
+        "ppa:kisak/kisak-mesa (a PPA, not the distribution's archive)."
+    )
+    assert (
+        found["mesa-vulkan-drivers"].remedy
+        == "sudo ppa-purge ppa:kisak/kisak-mesa returns to the archive's packages."
+    )
+    assert "not in any configured repository" in found["libllvm22"].message

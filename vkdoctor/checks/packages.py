@@ -10,6 +10,7 @@ from vkdoctor.context import Context
 from vkdoctor.model import Finding
 from vkdoctor.packages import Inventory, Package, inventory
 from vkdoctor.packages.conda import conda_owner
+from vkdoctor.packages.dpkg import DpkgDB
 from vkdoctor.packages.facts import StackFacts
 from vkdoctor.packages.pacman import PacmanDB
 from vkdoctor.packages.remedy import FIX_BROKEN, NOTES
@@ -234,6 +235,8 @@ class UnownedOrForeign(Check):
                             if p.name in names
                         }
                     )
+            elif isinstance(db, DpkgDB):
+                foreign.update(db.origins(mine))
             elif db.family == "rpm":
                 foreign.update(rpm_foreign(db, mine))
         for d in unowned_files(facts.files, inv, owners, foreign):

@@ -165,6 +165,51 @@ class DpkgDB:
     def compare(self, a: str, b: str) -> int:
         return dpkg_compare(a, b)
 
+    def origins(self, pkgs: Iterable[Package]) -> dict[Package, str]:
+        """Packages not installed from the configured archive: from a PPA, or from no repository.
+
+        One `apt-cache policy` for all of them, only when the tree has apt lists to compare with.
+        """
+        pkgs = list(pkgs)
+        lists = self._ctx.under("/var/lib/apt/lists")
+        if not pkgs or not which("apt-cache", self._ctx.env) or not any(lists.glob("*_Packages")):
+            return {}
+        argv = ["apt-cache"]
+        if not self._ctx.live:
+            argv += [
+                "-o",
+                f"Dir={self._ctx.root}",
+                "-o",
+                f"Dir::State::status={self._admin}/status",
+            ]
+        names = [p.display_name for p in pkgs]
+        run = run_tool(
+            [*argv, "policy", *names],
+            env=self._ctx.env,
+            timeout=min(self._ctx.options.timeout, 60.0),
+        )
+        if run.returncode != 0:
+            return {}
+        policy = parse_policy(run.stdout)
+        out: dict[Package, str] = {}
+        for pkg, name in zip(pkgs, names, strict=True):
+            entry = policy.get(name) or policy.get(pkg.name)
+            if entry is None:
+                continue
+            installed, candidate, origins = entry
+            ppa = next((m for o in origins if (m := _PPA.search(o))), None)
+            local = bool(origins) and all(o.endswith("/var/lib/dpkg/status") for o in origins)
+            if ppa is not None:
+                out[pkg] = (
+                    f"from ppa:{ppa.group(1)}/{ppa.group(2)} (a PPA, not the distribution's archive)"
+                )
+            elif local and candidate == installed:
+                out[pkg] = (
+                    "not in any configured repository (installed from a local .deb or "
+                    "a repository since removed)"
+                )
+        return out
+
     def consistency(self) -> Consistency:
         ctx = self._ctx
         timeout = min(ctx.options.timeout, 60.0)
@@ -196,6 +241,34 @@ class DpkgDB:
             unavailable=unavailable,
             unmet=missing,
         )
+
+
+_VERSION_LINE = re.compile(r"^ (\*\*\*| {3}) (\S+) (-?[0-9]+)$")
+_PPA = re.compile(r"ppa\.launchpad(?:content)?\.net/([^/\s]+)/([^/\s]+)/")
+
+
+def parse_policy(text: str) -> dict[str, tuple[str, str, list[str]]]:
+    """`apt-cache policy` -> name -> (installed, candidate, origins of the installed version)."""
+    out: dict[str, tuple[str, str, list[str]]] = {}
+    name = installed = candidate = ""
+    origins: list[str] = []
+    current: str | None = None
+    for line in text.splitlines():
+        if line and not line.startswith(" ") and line.endswith(":"):
+            if name:
+                out[name] = (installed, candidate, origins)
+            name, installed, candidate, origins, current = line[:-1], "", "", [], None
+        elif line.startswith("  Installed: "):
+            installed = line.split(": ", 1)[1].strip()
+        elif line.startswith("  Candidate: "):
+            candidate = line.split(": ", 1)[1].strip()
+        elif m := _VERSION_LINE.match(line):
+            current = m.group(2)
+        elif current is not None and current == installed and line.startswith("        "):
+            origins.append(line.strip().split(" ", 1)[1] if " " in line.strip() else line.strip())
+    if name:
+        out[name] = (installed, candidate, origins)
+    return out
 
 
 def _audit_packages(run: ToolRun) -> list[str]:
