@@ -22,6 +22,7 @@ from vkdoctor.packages.facts import MissingSoname, StackFacts, StackFile
 from vkdoctor.packages.pacman import PacmanDB
 
 LVP = "/usr/lib/libvulkan_lvp.so"
+LVP32 = "/usr/lib32/libvulkan_lvp.so"
 TARGET = (
     "lavapipe (/usr/lib/libvulkan_lvp.so, vulkan-swrast 1:26.2.3-1) needs libLLVM.so.23.1, "
     "but llvm-libs 22.1.8-1 provides only libLLVM.so.22.1: mesa was upgraded without LLVM, "
@@ -41,6 +42,11 @@ def arch_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     icd = scratch / "lvp_icd.x86_64.json"
     icd.write_text(icd_manifest(LVP))
     gl = build_lib(scratch / "gl" / "libgallium-26.2.2.so", "libgallium-26.2.2.so", needs=[llvm22])
+    llvm21_32 = build_lib(scratch / "21" / "libLLVM.so.21.1", "libLLVM.so.21.1", m32=True)
+    llvm23_32 = build_lib(scratch / "23-32" / "libLLVM.so.23.1", "libLLVM.so.23.1", m32=True)
+    lvp32 = build_lib(
+        scratch / "lvp32" / "libvulkan_lvp.so", "libvulkan_lvp.so", needs=[llvm23_32], m32=True
+    )
     pkgs = [
         build_pkg(
             work,
@@ -70,6 +76,22 @@ def arch_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
             {"/usr/lib/libgallium-26.2.2.so": gl},
             base="mesa",
             depends=["llvm-libs"],
+        ),
+        build_pkg(
+            work,
+            "lib32-llvm-libs",
+            "21.1.8-1",
+            {"/usr/lib32/libLLVM.so.21.1": llvm21_32},
+            base="lib32-llvm",
+            provides=["libLLVM.so=21.1-32"],
+        ),
+        build_pkg(
+            work,
+            "lib32-vulkan-swrast",
+            "1:26.2.3-1",
+            {LVP32: lvp32},
+            base="lib32-mesa",
+            depends=["lib32-llvm-libs"],
         ),
     ]
     root = pacman_root(work / "root")
@@ -135,11 +157,36 @@ def test_missing_soname_gives_the_target_sentence(arch_tree: Path):
     assert ev["declared_unversioned"] is True
 
 
-def test_siblings_of_mesa_at_two_versions(arch_tree: Path):
-    (f,) = SiblingSkew().run(ctx_for(arch_tree))
-    assert f.code == "VKP003" and f.severity is Severity.WARN
-    assert "mesa 1:26.2.2-1 is behind vulkan-swrast 1:26.2.3-1" in f.message
-    assert "sudo pacman -Syu" in f.message
+def test_siblings_of_mesa_at_two_versions_and_lib32_llvm_behind(arch_tree: Path):
+    llvm, mesa = SiblingSkew().run(ctx_for(arch_tree))
+    assert mesa.code == "VKP003" and mesa.severity is Severity.WARN
+    assert (
+        "Packages built from mesa are at different versions: mesa 1:26.2.2-1 is behind "
+        "lib32-vulkan-swrast 1:26.2.3-1, vulkan-swrast 1:26.2.3-1" in mesa.message
+    )
+    assert "sudo pacman -Syu" in mesa.message
+    assert "lib32-llvm-libs 21.1.8-1 is behind llvm-libs 22.1.8-1" in llvm.message
+
+
+def test_lib32_driver_uses_32_bit_soname_capability(arch_tree: Path):
+    facts = StackFacts(
+        missing_sonames=(
+            MissingSoname(
+                consumer=LVP32,
+                soname="libLLVM.so.23.1",
+                near_misses=("/usr/lib32/libLLVM.so.21.1",),
+                target=LVP32,
+                elf_class=32,
+            ),
+        )
+    )
+    (f,) = MissingSonameSkew().findings(ctx_for(arch_tree), facts)
+    assert f.message == (
+        "lavapipe (/usr/lib32/libvulkan_lvp.so, lib32-vulkan-swrast 1:26.2.3-1) needs "
+        "libLLVM.so.23.1, but lib32-llvm-libs 21.1.8-1 provides only libLLVM.so.21.1: lib32-mesa "
+        "was upgraded without LLVM, a partial upgrade. Fix: sudo pacman -Syu."
+    )
+    assert f.evidence["capability"] == "libLLVM.so=23.1-32"
 
 
 def test_clean_dk_is_reported_with_the_unversioned_caveat(arch_tree: Path):
@@ -186,8 +233,8 @@ def test_foreign_package_when_sync_databases_exist(arch_tree: Path, tmp_path: Pa
 
 def test_database_listing(arch_tree: Path):
     (f,) = PackageDatabases().run(ctx_for(arch_tree))
-    assert f.evidence["packages"] == {"pacman": 3}
-    assert "pacman (/var/lib/pacman, 3 packages)" in f.message
+    assert f.evidence["packages"] == {"pacman": 5}
+    assert "pacman (/var/lib/pacman, 5 packages)" in f.message
 
 
 def test_resolution_feeds_the_rule(arch_tree: Path, monkeypatch: pytest.MonkeyPatch):

@@ -16,6 +16,8 @@ class MissingSoname:
     near_misses: tuple[str, ...] = ()
     #: the library the loader dlopens whose closure this is in (the driver), when known
     target: str | None = None
+    #: the consumer's ELF class (32 or 64), which picks lib32 vs native soname capabilities
+    elf_class: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -122,11 +122,16 @@ def _dpkg_clause(
     )
 
 
+def _is64(pkg: Package, elf_class: int | None) -> bool:
+    """lib32-* packages on Arch are arch x86_64 but hold 32-bit files: the ELF class decides."""
+    return elf_class == 64 if elf_class else pkg.arch in _64BIT_ARCHES
+
+
 def _rpm_clause(
-    db: PackageDB, cpkg: Package, soname: str
+    db: PackageDB, cpkg: Package, soname: str, elf_class: int | None
 ) -> tuple[str, str, dict[str, Any], str | None]:
     """rpm requires the soname itself: libLLVM.so.23.1()(64bit)."""
-    suffix = "()(64bit)" if cpkg.arch in _64BIT_ARCHES else ""
+    suffix = "()(64bit)" if _is64(cpkg, elf_class) else ""
     cap = f"{soname}{suffix}"
     required = [rel for group in cpkg.depends for rel in group if rel.name == cap]
     providers = [p for p in db.packages() if any(r.name == cap for r in p.provides)]
@@ -145,11 +150,11 @@ def _rpm_clause(
 
 
 def _pacman_clause(
-    db: PackageDB, cpkg: Package, ppkg: Package | None, soname: str
+    db: PackageDB, cpkg: Package, ppkg: Package | None, soname: str, elf_class: int | None
 ) -> tuple[str, str, dict[str, Any], str | None]:
     """Arch declares llvm-libs without a version; soname provides read `libLLVM.so=23.1-64`."""
     name, _, ver = soname.partition(".so.")
-    bits = "64" if cpkg.arch in _64BIT_ARCHES else "32"
+    bits = "64" if _is64(cpkg, elf_class) else "32"
     cap = f"{name}.so={ver}-{bits}" if ver else f"{soname}-{bits}"
     cap_name = cap.split("=", 1)[0]
     names = [cap_name] + ([ppkg.name] if ppkg else [])
@@ -203,9 +208,9 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
         if cpkg.family == "dpkg":
             clause, fix, extra, guess = _dpkg_clause(db, cpkg, fact.soname)
         elif cpkg.family == "rpm":
-            clause, fix, extra, guess = _rpm_clause(db, cpkg, fact.soname)
+            clause, fix, extra, guess = _rpm_clause(db, cpkg, fact.soname, fact.elf_class)
         else:
-            clause, fix, extra, guess = _pacman_clause(db, cpkg, ppkg, fact.soname)
+            clause, fix, extra, guess = _pacman_clause(db, cpkg, ppkg, fact.soname, fact.elf_class)
         evidence.update(extra)
 
     if ppkg is not None:

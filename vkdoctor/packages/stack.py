@@ -34,6 +34,7 @@ def stack_facts(ctx: Context) -> StackFacts:
                 continue
             role = "driver" if lib.needed_by is None else "library"
             files[lib.path] = StackFile(path=lib.path, role=role, target=target_path)
+        classes = {lib.path: lib.elf.elf_class for lib in res.libraries}
         for miss in res.misses:
             if miss.needed_by is None:
                 continue  # the driver file itself: the VKL checks say so
@@ -44,6 +45,7 @@ def stack_facts(ctx: Context) -> StackFacts:
                     soname=miss.name,
                     near_misses=near,
                     target=target_path,
+                    elf_class=classes.get(miss.needed_by),
                 )
             )
         for problem in res.versions:
