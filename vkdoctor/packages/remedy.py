@@ -18,7 +18,7 @@ FIX_BROKEN = {
 
 NOTES = {
     "pacman": (
-        "Upgrade everything together with sudo pacman -Syu (lib32-* packages come along when "
+        "Upgrade everything together, never a single package (lib32-* packages come along when "
         "multilib is enabled). If the mirror does not carry the matching package yet, refresh or "
         "rank the mirrors first (reflector, pacman-mirrors), then -Syu; never `pacman -Sy <pkg>`, "
         "which makes the next partial upgrade. Take the packages out of IgnorePkg in "
