@@ -107,7 +107,7 @@ class DpkgDB:
         self._ctx = ctx
         self.db_path = admindir
         self._packages: tuple[Package, ...] | None = None
-        self._files: dict[str, list[str]] | None = None
+        self._files: dict[bytes, str] | None = None
 
     @property
     def _admin(self) -> Path:
@@ -124,20 +124,20 @@ class DpkgDB:
         base, _, arch = name.partition(":")
         return tuple(p for p in self.packages() if p.name == base and (not arch or p.arch == arch))
 
-    def _index(self) -> dict[str, list[str]]:
-        """path -> list-file stems (`libllvm22:amd64`, `libc6`), read once."""
+    def _index(self) -> dict[bytes, str]:
+        """path -> list-file stem (`libllvm22:amd64`, `libc6`), read once, at C speed.
+
+        A path listed by several packages (shared directories) keeps the last one; library
+        files have one owner.
+        """
         if self._files is None:
-            files: dict[str, list[str]] = {}
-            info = self._admin / "info"
-            for lst in sorted(info.glob("*.list")):
-                stem = lst.name[: -len(".list")]
+            files: dict[bytes, str] = {}
+            for lst in sorted((self._admin / "info").glob("*.list")):
                 try:
-                    text = lst.read_bytes().decode("utf-8", errors="surrogateescape")
+                    data = lst.read_bytes()
                 except OSError:
                     continue
-                for line in text.splitlines():
-                    if line and line != "/.":
-                        files.setdefault(line, []).append(stem)
+                files.update(dict.fromkeys(data.split(b"\n"), lst.name[: -len(".list")]))
             self._files = files
         return self._files
 
@@ -153,13 +153,11 @@ class DpkgDB:
         out: dict[str, tuple[Package, ...]] = {}
         for path in paths:
             for spelling in spellings(self._ctx, path):
-                stems = index.get(spelling)
-                if stems:
-                    pkgs = (self._by_stem(s) for s in stems)
-                    found = tuple(p for p in pkgs if p is not None)
-                    if found:
-                        out[path] = found
-                        break
+                stem = index.get(spelling.encode("utf-8", "surrogateescape"))
+                pkg = self._by_stem(stem) if stem else None
+                if pkg is not None:
+                    out[path] = (pkg,)
+                    break
         return out
 
     def compare(self, a: str, b: str) -> int:
