@@ -3,11 +3,11 @@ root (dependency forced, as a partial upgrade leaves it), on a merged-/usr tree.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from pkgtools import build_deb, build_lib, dpkg_install, dpkg_root, icd_manifest, stub
+from pkgtools import build_deb, build_lib, dpkg_install, dpkg_root, stub
+from pkgtrees import debian_skew_tree
 
 from vkdoctor.checks.packages import (
     ManagerConsistency,
@@ -30,83 +30,7 @@ NODES = [f"GLIBCXX_3.4.{n}" for n in range(28, 31)]
 
 @pytest.fixture(scope="module")
 def deb_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("dpkg")
-    s = work / "scratch"
-    cxx = build_lib(
-        s / "cxx" / "libstdc++.so.6.0.30",
-        "libstdc++.so.6",
-        version_node=NODES[-1],
-        extra_nodes=NODES[:-1],
-    )
-    llvm22 = build_lib(
-        s / "22" / "libLLVM.so.22.1", "libLLVM.so.22.1", needs=[cxx], version_node="LLVM_22.1"
-    )
-    llvm23 = stub(s / "23", "libLLVM.so.23.1", version_node="LLVM_23.1")
-    lvp = build_lib(s / "lvp" / "libvulkan_lvp.so", "libvulkan_lvp.so", needs=[llvm23])
-    dri32 = build_lib(s / "dri32" / "libgallium.so", "libgallium-26.2.2.so", m32=True)
-    icd = s / "lvp_icd.x86_64.json"
-    icd.write_text(icd_manifest(LVP))
-    debs = [
-        # libstdc++6 ships under /lib (as libc6 did before the usrmerge move); dpkg records /lib
-        build_deb(
-            work,
-            "libstdc++6",
-            "12.2.0-14",
-            {
-                "/lib/x86_64-linux-gnu/libstdc++.so.6.0.30": cxx,
-                "/lib/x86_64-linux-gnu/libstdc++.so.6": "libstdc++.so.6.0.30",
-            },
-            source="gcc-12",
-        ),
-        build_deb(
-            work,
-            "libllvm22",
-            "1:22.1.8-1",
-            {LLVM22: llvm22, f"{LIB}/libLLVM-22.so": "libLLVM.so.22.1"},
-            source="llvm-toolchain-22 (1:22.1.8-1)",
-            depends="libstdc++6 (>= 12)",
-        ),
-        build_deb(
-            work,
-            "mesa-vulkan-drivers",
-            "26.2.3-1",
-            {LVP: lvp, "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json": icd},
-            source="mesa",
-            depends="libllvm23 (>= 1:23.1.0), libstdc++6 (>= 12)",
-        ),
-        build_deb(
-            work,
-            "libgl1-mesa-dri",
-            "26.2.2-1",
-            {"/usr/lib/i386-linux-gnu/libgallium-26.2.2.so": dri32},
-            source="mesa",
-            arch="i386",
-        ),
-    ]
-    root = dpkg_root(work / "root", foreign_arches=["i386"])
-    dpkg_install(root, *debs)
-    # a conda environment whose old libstdc++ wins through LD_LIBRARY_PATH
-    env = root / "opt/conda/envs/ml"
-    old = build_lib(
-        env / "lib/libstdc++.so.6.0.29",
-        "libstdc++.so.6",
-        version_node=NODES[-2],
-        extra_nodes=NODES[:-2],
-    )
-    (env / "lib/libstdc++.so.6").symlink_to(old.name)
-    (env / "conda-meta").mkdir()
-    (env / "conda-meta/libstdcxx-ng-11.2.0-h1234567_1.json").write_text(
-        json.dumps(
-            {
-                "name": "libstdcxx-ng",
-                "version": "11.2.0",
-                "build": "h1234567_1",
-                "channel": "https://repo.anaconda.com/pkgs/main",
-                "files": ["lib/libstdc++.so.6", "lib/libstdc++.so.6.0.29"],
-            }
-        )
-    )
-    return root
+    return debian_skew_tree(tmp_path_factory.mktemp("dpkg"))
 
 
 def ctx_for(root: Path) -> Context:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pkgtools import build_lib, build_pkg, icd_manifest, pacman_install, pacman_root, stub
+from pkgtrees import arch_skew_tree
 
 from vkdoctor.checks.packages import (
     ManagerConsistency,
@@ -32,73 +32,7 @@ TARGET = (
 
 @pytest.fixture(scope="module")
 def arch_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("pacman")
-    scratch = work / "scratch"
-    llvm22 = build_lib(
-        scratch / "22" / "libLLVM.so.22.1", "libLLVM.so.22.1", version_node="LLVM_22.1"
-    )
-    llvm23 = stub(scratch / "23", "libLLVM.so.23.1", version_node="LLVM_23.1")
-    lvp = build_lib(scratch / "lvp" / "libvulkan_lvp.so", "libvulkan_lvp.so", needs=[llvm23])
-    icd = scratch / "lvp_icd.x86_64.json"
-    icd.write_text(icd_manifest(LVP))
-    gl = build_lib(scratch / "gl" / "libgallium-26.2.2.so", "libgallium-26.2.2.so", needs=[llvm22])
-    llvm21_32 = build_lib(scratch / "21" / "libLLVM.so.21.1", "libLLVM.so.21.1", m32=True)
-    llvm23_32 = build_lib(scratch / "23-32" / "libLLVM.so.23.1", "libLLVM.so.23.1", m32=True)
-    lvp32 = build_lib(
-        scratch / "lvp32" / "libvulkan_lvp.so", "libvulkan_lvp.so", needs=[llvm23_32], m32=True
-    )
-    pkgs = [
-        build_pkg(
-            work,
-            "llvm-libs",
-            "22.1.8-1",
-            {
-                "/usr/lib/libLLVM.so.22.1": llvm22,
-                "/usr/lib/libLLVM-22.so": "libLLVM.so.22.1",
-                "/usr/lib/libLLVM.so": "libLLVM.so.22.1",
-            },
-            base="llvm",
-            provides=["libLLVM.so=22.1-64"],
-        ),
-        build_pkg(
-            work,
-            "vulkan-swrast",
-            "1:26.2.3-1",
-            {LVP: lvp, "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json": icd},
-            base="mesa",
-            depends=["llvm-libs"],
-            provides=["vulkan-driver"],
-        ),
-        build_pkg(
-            work,
-            "mesa",
-            "1:26.2.2-1",
-            {"/usr/lib/libgallium-26.2.2.so": gl},
-            base="mesa",
-            depends=["llvm-libs"],
-        ),
-        build_pkg(
-            work,
-            "lib32-llvm-libs",
-            "21.1.8-1",
-            {"/usr/lib32/libLLVM.so.21.1": llvm21_32},
-            base="lib32-llvm",
-            provides=["libLLVM.so=21.1-32"],
-        ),
-        build_pkg(
-            work,
-            "lib32-vulkan-swrast",
-            "1:26.2.3-1",
-            {LVP32: lvp32},
-            base="lib32-mesa",
-            depends=["lib32-llvm-libs"],
-        ),
-    ]
-    root = pacman_root(work / "root")
-    pacman_install(root, *pkgs)
-    # a hand-installed driver beside the packaged one
-    build_lib(root / "usr/local/lib/libvulkan_custom.so", "libvulkan_custom.so", needs=[llvm22])
-    return root
+    return arch_skew_tree(tmp_path_factory.mktemp("pacman"))
 
 
 def ctx_for(root: Path) -> Context:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pkgtools import build_lib, build_rpms, icd_manifest, rpm_install, stub
+from pkgtools import build_lib
+from pkgtrees import fedora_skew_tree
 
 from vkdoctor.checks.packages import (
     ManagerConsistency,
@@ -26,46 +27,7 @@ LVP = f"{LIB}/libvulkan_lvp.so"
 
 @pytest.fixture(scope="module")
 def rpm_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("rpm")
-    s = work / "scratch"
-    llvm22 = build_lib(s / "22" / "libLLVM.so.22.1", "libLLVM.so.22.1", version_node="LLVM_22.1")
-    llvm23 = stub(s / "23", "libLLVM.so.23.1", version_node="LLVM_23.1")
-    lvp = build_lib(s / "lvp" / "libvulkan_lvp.so", "libvulkan_lvp.so", needs=[llvm23])
-    gallium = build_lib(s / "g" / "libgallium-26.2.2.so", "libgallium-26.2.2.so", needs=[llvm22])
-    icd = s / "lvp_icd.x86_64.json"
-    icd.write_text(icd_manifest(LVP))
-    llvm = build_rpms(
-        work,
-        "llvm",
-        "22.1.8",
-        "1.fc43",
-        {
-            "llvm-libs": {
-                f"{LIB}/libLLVM.so.22.1": llvm22,
-                f"{LIB}/libLLVM-22.so": "libLLVM.so.22.1",
-            }
-        },
-    )
-    mesa_new = build_rpms(
-        work,
-        "mesa",
-        "26.2.3",
-        "1.fc43",
-        {"mesa-vulkan-drivers": {LVP: lvp, "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json": icd}},
-        vendor="Fedora Copr - user mesa-fan",
-    )
-    mesa_old = build_rpms(
-        work,
-        "mesa",
-        "26.2.2",
-        "1.fc43",
-        {"mesa-dri-drivers": {f"{LIB}/libgallium-26.2.2.so": gallium}},
-    )
-    root = work / "root"
-    rpm_install(
-        root, llvm["llvm-libs"], mesa_new["mesa-vulkan-drivers"], mesa_old["mesa-dri-drivers"]
-    )
-    return root
+    return fedora_skew_tree(tmp_path_factory.mktemp("rpm"))
 
 
 def ctx_for(root: Path) -> Context:
