@@ -253,18 +253,26 @@ def build_rpms(
     *,
     arch: str = "x86_64",
     vendor: str | None = None,
+    provides: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Path]:
     """rpmbuild one source with binary subpackages (`-n NAME`); requires/provides are generated
     from the ELF files by rpm itself (libLLVM.so.23.1()(64bit) and the version nodes)."""
     top = work / f"rpmbuild-{source}-{version}"
     payload = top / "payload"
+    payload.mkdir(parents=True, exist_ok=True)
     stanzas = []
     installs = []
+    header_provides: list[str] = []
     for name, files in subpackages.items():
         lay_out(payload, files)
         listed = "\n".join(files)
+        extra = "".join(f"Provides: {p}\n" for p in (provides or {}).get(name, ()))
+        if name == source:  # the main package
+            header_provides.append(extra)
+            stanzas.append(f"%files\n{listed}\n")
+            continue
         stanzas.append(
-            f"%package -n {name}\nSummary: {name}\n%description -n {name}\n{name}\n"
+            f"%package -n {name}\nSummary: {name}\n{extra}%description -n {name}\n{name}\n"
             f"%files -n {name}\n{listed}\n"
         )
     installs.append(f"cp -a {payload}/. %{{buildroot}}/")
@@ -279,6 +287,7 @@ def build_rpms(
             Summary: {source} built by the vkdoctor tests
             License: MIT
             {f"Vendor: {vendor}" if vendor else ""}
+            {"".join(header_provides).strip()}
             %description
             test source package
             %install
@@ -308,7 +317,7 @@ def build_rpms(
     )
     rpms = {}
     for name in subpackages:
-        (found,) = (top / "RPMS" / arch).glob(f"{name}-{version}-{release}.*.rpm")
+        (found,) = (top / "RPMS").glob(f"*/{name}-{version}-{release}.*.rpm")
         rpms[name] = found
     return rpms
 

@@ -212,6 +212,16 @@ def fedora_skew_tree(work: Path) -> Path:
                 f"{LIB}/libLLVM-22.so": "libLLVM.so.22.1",
             }
         },
+        vendor="Fedora Project",
+    )
+    glibc = build_rpms(
+        work,
+        "glibc",
+        "2.42",
+        "3.fc43",
+        {"glibc": {}},
+        vendor="Fedora Project",
+        provides={"glibc": ["rtld(GNU_HASH)"]},
     )
     mesa_new = build_rpms(
         work,
@@ -227,10 +237,15 @@ def fedora_skew_tree(work: Path) -> Path:
         "26.2.2",
         "1.fc43",
         {"mesa-dri-drivers": {f"{LIB}/libgallium-26.2.2.so": gallium}},
+        vendor="Fedora Project",
     )
     root = work / "root"
     rpm_install(
-        root, llvm["llvm-libs"], mesa_new["mesa-vulkan-drivers"], mesa_old["mesa-dri-drivers"]
+        root,
+        glibc["glibc"],
+        llvm["llvm-libs"],
+        mesa_new["mesa-vulkan-drivers"],
+        mesa_old["mesa-dri-drivers"],
     )
     return root
 

@@ -89,8 +89,11 @@ def test_missing_llvm_names_both_packages_versions_and_apt_fix(deb_tree: Path):
         "LLVM, a partial upgrade (mesa-vulkan-drivers depends on libllvm23 (>= 1:23.1.0), which "
         "is not installed). Fix: sudo apt --fix-broken install."
     )
-    assert "sudo apt update && sudo apt full-upgrade" in (f.remedy or "")
+    assert (f.remedy or "").startswith(
+        "sudo apt --fix-broken install. Then sudo apt update && sudo apt full-upgrade. "
+    )
     assert "ppa-purge" in (f.remedy or "")
+    assert "DIR holds libLLVM.so.23.1 from the matching libllvm23 package" in (f.remedy or "")
     assert f.evidence["expected_package"] == "libllvm23:amd64"
 
 

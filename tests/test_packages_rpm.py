@@ -116,12 +116,17 @@ def test_unowned_library_in_opt(rpm_tree: Path):
         )
     )
     try:
-        (f,) = UnownedOrForeign().findings(ctx_for(rpm_tree), facts)
+        unowned, foreign = UnownedOrForeign().findings(ctx_for(rpm_tree), facts)
     finally:
         lib.unlink()
-    assert f.message.startswith(
+    assert unowned.message.startswith(
         "lavapipe loads files that no rpm package owns: /opt/amdgpu/lib64/libdrm_amdgpu.so.1 (/opt"
     )
+    assert foreign.message == (
+        "mesa-vulkan-drivers.x86_64 26.2.3-1.fc43 owns driver-stack files and is from vendor "
+        "'Fedora Copr - user mesa-fan', not 'Fedora Project' like most installed packages."
+    )
+    assert "dnf copr disable" in (foreign.remedy or "")
 
 
 def test_resolution_feeds_the_rule(rpm_tree: Path, monkeypatch: pytest.MonkeyPatch):

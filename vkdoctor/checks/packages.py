@@ -13,7 +13,7 @@ from vkdoctor.packages.conda import conda_owner
 from vkdoctor.packages.dpkg import DpkgDB
 from vkdoctor.packages.facts import StackFacts
 from vkdoctor.packages.pacman import PacmanDB
-from vkdoctor.packages.remedy import FIX_BROKEN, NOTES
+from vkdoctor.packages.remedy import FIX_BROKEN, NOTES, then_upgrade
 from vkdoctor.packages.skew import (
     Diagnosis,
     explain_missing_soname,
@@ -122,10 +122,11 @@ class ManagerConsistency(Check):
                 fix = FIX_BROKEN[db.family]
                 if any(p.startswith("dpkg --audit") for p in c.problems):
                     fix = "sudo dpkg --configure -a && " + fix
+                then = then_upgrade(db.family, fix)
                 yield self.fail(
                     f"{db.family}: the package database reports problems",
                     f"{tools}: {shown}. Fix: {fix}.",
-                    remedy=f"{fix}. {NOTES[db.family]}",
+                    remedy=" ".join(p for p in (f"{fix}.", then, NOTES[db.family]) if p),
                     **evidence,
                 )
                 continue

@@ -25,9 +25,9 @@ NOTES = {
         "/etc/pacman.conf if they are held there."
     ),
     "dpkg": (
-        "Then sudo apt update && sudo apt full-upgrade. If the driver comes from a PPA that is "
-        "ahead of the archive (kisak, oibaf), sudo ppa-purge ppa:OWNER/NAME returns to the "
-        "archive's packages; apt-mark showhold lists held packages."
+        "If the driver comes from a PPA that is ahead of the archive (kisak, oibaf), "
+        "sudo ppa-purge ppa:OWNER/NAME returns to the archive's packages; apt-mark showhold "
+        "lists held packages."
     ),
     "rpm": (
         "dnf distro-sync also downgrades to the repositories' versions; add --allowerasing if it "
@@ -50,3 +50,9 @@ def overlay_hint(soname: str, provider: str) -> str:
         f"holds {soname} from the matching {provider} package (for example extracted from the "
         "package cache); the overlay is private to the process and ends with it."
     )
+
+
+def then_upgrade(family: str, fix: str) -> str:
+    """After a repair command, the full upgrade that brings the rest in step (when different)."""
+    upgrade = UPGRADE[family]
+    return "" if upgrade in fix else f"Then {upgrade}."

@@ -18,7 +18,14 @@ from vkdoctor.packages.conda import CondaPackage
 from vkdoctor.packages.facts import MissingSoname, MissingVersion, StackFile
 from vkdoctor.packages.model import Inventory, Package, PackageDB, Relation
 from vkdoctor.packages.names import driver_name, library_label, numbers, stem
-from vkdoctor.packages.remedy import FIX_BROKEN, NOTES, UPGRADE, no_symlink, overlay_hint
+from vkdoctor.packages.remedy import (
+    FIX_BROKEN,
+    NOTES,
+    UPGRADE,
+    no_symlink,
+    overlay_hint,
+    then_upgrade,
+)
 
 Owners = Mapping[str, tuple[Package, ...]]
 
@@ -243,6 +250,8 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
     if fix:
         message += f" Fix: {fix}."
     if family:
+        if fix:
+            notes.append(then_upgrade(family, fix))
         notes.append(NOTES[family])
     if evidence.get("declared_unversioned"):
         notes.append(
@@ -254,8 +263,9 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
     if offered:
         notes.append(no_symlink(offered[0], fact.soname))
     if direction > 0 or ppkg is None:
-        notes.append(overlay_hint(fact.soname, ppkg.name if ppkg else lib))
-    remedy = " ".join([f"{fix}." if fix else "", *notes]).strip()
+        wanted = evidence.get("expected_package") or (ppkg.name if ppkg else lib)
+        notes.append(overlay_hint(fact.soname, str(wanted)))
+    remedy = " ".join(n for n in [f"{fix}." if fix else "", *notes] if n)
     return Diagnosis(
         severity=Severity.FAIL,
         title=f"{driver_name(fact.target or fact.consumer)} needs {fact.soname}: package skew",
