@@ -93,7 +93,7 @@ def test_missing_llvm_names_both_packages_versions_and_apt_fix(deb_tree: Path):
         "sudo apt --fix-broken install. Then sudo apt update && sudo apt full-upgrade. "
     )
     assert "ppa-purge" in (f.remedy or "")
-    assert "DIR holds libLLVM.so.23.1 from the matching libllvm23 package" in (f.remedy or "")
+    assert "DIR holds libLLVM.so.23.1 from the matching libllvm23:amd64 package" in (f.remedy or "")
     assert f.evidence["expected_package"] == "libllvm23:amd64"
 
 
