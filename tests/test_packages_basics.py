@@ -207,3 +207,18 @@ def test_missing_version_in_an_application_bundle_without_any_package(tmp_path: 
     assert "offers only up to GLIBCXX_3.4.29" in f.message
     assert "(no package: bundled by an application or copied by hand)" in f.message
     assert f.remedy and f.remedy.startswith("Update the application that bundles the old copy")
+
+
+def test_unreadable_databases_are_warnings_not_crashes(tmp_path: Path):
+    (tmp_path / "var/lib/dpkg/status").mkdir(parents=True)  # a directory where a file belongs
+    rpmdb = tmp_path / "var/lib/rpm"
+    rpmdb.mkdir(parents=True)
+    (rpmdb / "rpmdb.sqlite").write_bytes(b"this is not a database" * 100)
+    ctx = Context(root=tmp_path, env=ENV)
+    found = {
+        f.evidence["manager"]: f for f in PackageDatabases().run(ctx) if "manager" in f.evidence
+    }
+    assert set(found) == {"dpkg", "rpm"}
+    assert found["dpkg"].severity is Severity.WARN and "Is a directory" in found["dpkg"].message
+    assert "rpm --root" in found["rpm"].message and found["rpm"].remedy == "sudo rpm --rebuilddb"
+    assert list(SiblingSkew().run(ctx)) == []

@@ -24,6 +24,14 @@ from vkdoctor.packages.skew import (
 )
 from vkdoctor.packages.stack import stack_facts
 
+#: how each manager repairs or rebuilds its own database
+_REPAIR = {
+    "dpkg": "Check /var/lib/dpkg/status (dpkg keeps a backup in /var/backups/dpkg.status.*); "
+    "sudo dpkg --configure -a",
+    "pacman": "Check /var/lib/pacman/local; pacman -Dk lists what is wrong",
+    "rpm": "sudo rpm --rebuilddb",
+}
+
 
 def _finding(check: Check, d: Diagnosis) -> Finding:
     return check.finding(d.severity, d.title, d.message, remedy=d.remedy, evidence=d.evidence)
@@ -45,7 +53,18 @@ class PackageDatabases(Check):
     def run(self, ctx: Context) -> Iterable[Finding]:
         inv = ctx.fact(inventory)
         absent = dict(inv.absent)
+        for family, why in sorted(inv.unreadable.items()):
+            yield self.warn(
+                f"{family} database cannot be read",
+                f"The {family} database is present but could not be read ({why}); the package "
+                "rules cannot use it.",
+                remedy=_REPAIR[family],
+                manager=family,
+                reason=why,
+            )
         if not inv.databases:
+            if inv.unreadable:
+                return
             yield self.info(
                 "No package database",
                 f"No dpkg, pacman or rpm database in {ctx.root}: the package rules have nothing "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from vkdoctor.context import Context
 from vkdoctor.packages.dpkg import ADMINDIR, DpkgDB
-from vkdoctor.packages.model import Inventory, PackageDB
+from vkdoctor.packages.model import Inventory, PackageDB, PackageDBError
 from vkdoctor.packages.pacman import PacmanDB, dbpath_from_conf
 from vkdoctor.packages.proc import which
 from vkdoctor.packages.rpm import DBPATHS, RpmDB, find_dbpath
@@ -19,7 +19,7 @@ def inventory(ctx: Context) -> Inventory:
     dbs: list[PackageDB] = []
     absent: dict[str, str] = {}
 
-    if ctx.under(f"{ADMINDIR}/status").is_file():
+    if ctx.under(f"{ADMINDIR}/status").exists():
         dbs.append(DpkgDB(ctx))
     else:
         absent["dpkg"] = f"no {ADMINDIR}/status"
@@ -43,4 +43,14 @@ def inventory(ctx: Context) -> Inventory:
         absent["rpm"] = f"an rpm database is in {rpm_db}, but the rpm tool is not installed here"
     else:
         dbs.append(RpmDB(ctx, rpm_db))
-    return Inventory(databases=tuple(dbs), absent=absent)
+
+    readable: list[PackageDB] = []
+    unreadable: dict[str, str] = {}
+    for db in dbs:
+        try:
+            db.packages()
+        except (OSError, UnicodeError, ValueError, PackageDBError) as exc:
+            unreadable[db.family] = f"{db.db_path}: {exc}"
+            continue
+        readable.append(db)
+    return Inventory(databases=tuple(readable), absent=absent, unreadable=unreadable)

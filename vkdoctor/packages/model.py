@@ -11,6 +11,10 @@ from vkdoctor.packages.proc import ToolRun
 Family = Literal["dpkg", "pacman", "rpm"]
 
 
+class PackageDBError(Exception):
+    """The database is there but cannot be read (corrupt, unreadable, the tool failed)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Relation:
     """One dependency or provide: `name`, optionally `op version` (ops: = < <= > >= << >>)."""
@@ -129,6 +133,8 @@ class Inventory:
     databases: tuple[PackageDB, ...]
     #: family -> why it is not usable ("no database", "database present but tool missing")
     absent: Mapping[str, str] = field(default_factory=dict)
+    #: family -> why a database that is present could not be read
+    unreadable: Mapping[str, str] = field(default_factory=dict)
 
     def owners(self, paths: Iterable[str]) -> dict[str, tuple[Package, ...]]:
         wanted = list(dict.fromkeys(paths))

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from vkdoctor.context import Context
 from vkdoctor.packages.deps import unmet
-from vkdoctor.packages.model import Consistency, Family, Package, Relation
+from vkdoctor.packages.model import Consistency, Family, Package, PackageDBError, Relation
 from vkdoctor.packages.paths import resolve_in_root
 from vkdoctor.packages.proc import ToolRun, run_tool, which
 from vkdoctor.packages.versions import rpm_compare
@@ -124,7 +124,7 @@ class RpmDB:
         if self._packages is None:
             run = self._run("-qa", "--qf", _QF)
             if run.returncode != 0:
-                raise RuntimeError(
+                raise PackageDBError(
                     f"{run.command} failed: {run.problem or run.stderr.strip()[:300]}"
                 )
             self._packages = parse_qa(run.stdout)
