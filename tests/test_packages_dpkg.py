@@ -283,3 +283,33 @@ def test_ppa_and_local_origins_from_apt_cache_policy(deb_tree: Path):
         == "sudo ppa-purge ppa:kisak/kisak-mesa returns to the archive's packages."
     )
     assert "not in any configured repository" in found["libllvm22"].message
+
+
+def test_installed_provider_with_its_file_deleted(tmp_path: Path):
+    s = tmp_path / "s"
+    llvm23 = build_lib(s / "23" / "libLLVM.so.23.1", "libLLVM.so.23.1")
+    lvp = build_lib(s / "lvp" / "libvulkan_lvp.so", "libvulkan_lvp.so", needs=[llvm23])
+    root = dpkg_root(tmp_path / "root")
+    dpkg_install(
+        root,
+        build_deb(tmp_path, "libllvm23", "1:23.1.0-1", {f"{LIB}/libLLVM.so.23.1": llvm23}),
+        build_deb(
+            tmp_path,
+            "mesa-vulkan-drivers",
+            "26.2.3-1",
+            {LVP: lvp},
+            source="mesa",
+            depends="libllvm23",
+        ),
+    )
+    (root / LIB.lstrip("/") / "libLLVM.so.23.1").unlink()
+    facts = StackFacts(
+        missing_sonames=(MissingSoname(consumer=LVP, soname="libLLVM.so.23.1", target=LVP),)
+    )
+    (f,) = MissingSonameSkew().findings(ctx_for(root), facts)
+    assert f.message == (
+        f"lavapipe ({LVP}, mesa-vulkan-drivers:amd64 26.2.3-1) needs libLLVM.so.23.1, but no installed "
+        "package provides it: an installed package's file was deleted or damaged (libllvm23:amd64 "
+        "1:23.1.0-1 is installed, but its libLLVM.so.23.1 is gone). "
+        "Fix: sudo apt install --reinstall libllvm23:amd64."
+    )

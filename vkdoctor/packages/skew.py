@@ -6,6 +6,7 @@ returns `Diagnosis` values; the checks in vkdoctor.checks.packages turn them int
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
@@ -113,7 +114,9 @@ def _dpkg_clause(
     have = _installed(db, guess, arch)
     evidence = {"expected_package": qualified, "declared": [str(d) for d in deps]}
     if have:
-        return "", FIX_BROKEN["dpkg"], evidence, None
+        evidence["damaged"] = have[0].label
+        clause = f" ({have[0].label} is installed, but its {soname} is gone)"
+        return clause, f"sudo apt install --reinstall {qualified}", evidence, None
     if deps:
         clause = f" ({cpkg.name} depends on {deps[0]}, which is not installed)"
         return clause, FIX_BROKEN["dpkg"], evidence, None
@@ -147,7 +150,11 @@ def _rpm_clause(
         "required": bool(required),
         "providers": [p.label for p in providers],
     }
-    if required and not providers:
+    if providers:
+        evidence["damaged"] = providers[0].label
+        clause = f" ({providers[0].label} provides {cap}, but the file is gone)"
+        return clause, f"sudo dnf reinstall {providers[0].name}", evidence, None
+    if required:
         clause = (
             f" ({cpkg.name} requires {cap}, which no installed package provides: it was "
             "installed with --nodeps or from another repository)"
@@ -167,16 +174,20 @@ def _pacman_clause(
     names = [cap_name] + ([ppkg.name] if ppkg else [])
     declared = _declared(cpkg, names)
     providers = [
-        p.label
+        p
         for p in db.packages()
         if any(r.name == cap_name and f"{r.name}={r.version}" == cap for r in p.provides)
     ]
     evidence = {
         "capability": cap,
         "declared": [str(d) for d in declared],
-        "providers": providers,
+        "providers": [p.label for p in providers],
         "declared_unversioned": bool(declared) and not any(d.versioned for d in declared),
     }
+    if providers:
+        evidence["damaged"] = providers[0].label
+        clause = f" ({providers[0].label} provides {cap}, but the file is gone)"
+        return clause, f"sudo pacman -S {providers[0].name}", evidence, None
     return "", UPGRADE["pacman"], evidence, None
 
 
@@ -233,6 +244,8 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
     csrc = cpkg.source if cpkg else driver_name(fact.target or fact.consumer)
     if cpkg is None:
         cause = f"the driver was built or copied outside the package manager against another {lib}"
+    elif evidence.get("damaged"):
+        cause = "an installed package's file was deleted or damaged"
     elif direction > 0:
         cause = f"{csrc} was upgraded without {lib}, a partial upgrade"
     elif direction < 0:
@@ -262,7 +275,7 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
         notes.append(f"Debian names LLVM runtime packages libllvmN; here that is {guess}.")
     if offered:
         notes.append(no_symlink(offered[0], fact.soname))
-    if direction > 0 or ppkg is None:
+    if (direction > 0 or ppkg is None) and not evidence.get("damaged"):
         wanted = evidence.get("expected_package") or (ppkg.name if ppkg else lib)
         notes.append(overlay_hint(fact.soname, str(wanted)))
     remedy = " ".join(n for n in [f"{fix}." if fix else "", *notes] if n)
@@ -278,7 +291,7 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
 # siblings ----------------------------------------------------------------------------------
 
 
-def _upstream(family: str, version: str) -> str:
+def _upstream(version: str) -> str:
     """The version without the packager's release: pkgrel, Debian revision, rpm release."""
     return version.rsplit("-", 1)[0] if "-" in version else version
 
@@ -301,7 +314,7 @@ def _sibling_group(db: PackageDB, source: str, pkgs: list[Package]) -> list[Diag
     cross = db.family == "pacman" and len({p.source for p in pkgs}) > 1
 
     def key(p: Package) -> str:
-        return _upstream(db.family, p.source_version) if cross else p.source_version
+        return _upstream(p.source_version) if cross else p.source_version
 
     versions = {key(p) for p in pkgs}
     if len(versions) < 2:
@@ -336,8 +349,6 @@ def _sibling_group(db: PackageDB, source: str, pkgs: list[Package]) -> list[Diag
 
 
 def _cmp_key(db: PackageDB) -> Any:
-    import functools
-
     return functools.cmp_to_key(db.compare)
 
 
