@@ -222,3 +222,26 @@ def test_unreadable_databases_are_warnings_not_crashes(tmp_path: Path):
     assert found["dpkg"].severity is Severity.WARN and "Is a directory" in found["dpkg"].message
     assert "rpm --root" in found["rpm"].message and found["rpm"].remedy == "sudo rpm --rebuilddb"
     assert list(SiblingSkew().run(ctx)) == []
+
+
+def test_this_hosts_real_dpkg_database():
+    """The real Debian 12 database: Mesa's lavapipe and libc (recorded under /lib, merged /usr)."""
+    ctx = Context(env=ENV)
+    inv = inventory(ctx)
+    assert [db.family for db in inv.databases] == ["dpkg"]
+    (db,) = inv.databases
+    owners = db.owners(
+        ["/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so", "/usr/lib/x86_64-linux-gnu/libc.so.6"]
+    )
+    (mesa,) = owners["/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so"]
+    assert (mesa.name, mesa.source, mesa.arch) == ("mesa-vulkan-drivers", "mesa", "amd64")
+    (libc,) = owners["/usr/lib/x86_64-linux-gnu/libc.so.6"]
+    assert libc.name == "libc6" and libc.source == "glibc"
+    real = subprocess.run(
+        ["dpkg-query", "-W", "-f=${Version}", "mesa-vulkan-drivers"],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        check=True,
+    ).stdout
+    assert mesa.version == real
