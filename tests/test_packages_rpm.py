@@ -145,3 +145,14 @@ def test_resolution_feeds_the_rule(rpm_tree: Path, monkeypatch: pytest.MonkeyPat
         f"lavapipe ({LVP}, mesa-vulkan-drivers.x86_64 26.2.3-1.fc43) needs libLLVM.so.23.1, but "
         "llvm-libs.x86_64 22.1.8-1.fc43 provides only libLLVM.so.22.1"
     )
+
+
+def test_dnf_check_output_recorded_on_fedora():
+    """dnf cannot run on this Debian machine: its real output, recorded in the skew lab."""
+    from vkdoctor.packages.rpm import parse_dnf_check
+
+    text = (Path(__file__).parent / "data" / "dnf-check.txt").read_text()
+    assert parse_dnf_check(text) == [
+        "mesa-vulkan-drivers-26.2.3-1.x86_64 has missing requires of libLLVM.so.23.1()(64bit)",
+        "mesa-vulkan-drivers-26.2.3-1.x86_64 has missing requires of libLLVM.so.23.1(LLVM_23.1)(64bit)",
+    ]

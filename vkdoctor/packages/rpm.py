@@ -96,6 +96,26 @@ def parse_qa(text: str) -> tuple[Package, ...]:
     return tuple(pkgs)
 
 
+def parse_dnf_check(text: str) -> list[str]:
+    """The problem lines of `dnf check` (dnf 4 and dnf5 print one per problem)."""
+    keys = (" has missing requires of ", " has installed conflict ", " is a duplicate with ")
+    return [ln.strip() for ln in text.splitlines() if any(k in ln for k in keys)]
+
+
+def parse_rpm_verify(text: str) -> list[str]:
+    """The unsatisfied dependencies in `rpm -Va --nofiles` output."""
+    problems: list[str] = []
+    current = False
+    for line in text.splitlines():
+        if line.startswith("Unsatisfied dependencies for "):
+            current = True
+        elif line.startswith(("\t", " ")) and current:
+            problems.append(line.strip())
+        else:
+            current = False
+    return problems
+
+
 class RpmDB:
     """The rpm database of `ctx.root` at `dbpath` (inside the tree)."""
 
@@ -177,13 +197,7 @@ class RpmDB:
         if not missing:
             return Consistency(family="rpm", problems=(), runs=())
         run = self._run("-Va", "--nofiles", "--noscripts")
-        problems: list[str] = []
-        current = ""
-        for line in run.stdout.splitlines():
-            if line.startswith("Unsatisfied dependencies for "):
-                current = line[len("Unsatisfied dependencies for ") :].rstrip(":")
-            elif line.startswith(("\t", " ")) and current:
-                problems.append(line.strip())
+        problems = parse_rpm_verify(run.stdout)
         runs = [run]
         if self._ctx.live and which("dnf", self._ctx.env):
             dnf = run_tool(
@@ -192,11 +206,7 @@ class RpmDB:
                 timeout=min(self._ctx.options.timeout, 60.0),
             )
             runs.append(dnf)
-            problems += [
-                f"dnf check: {ln.strip()}"
-                for ln in dnf.stdout.splitlines()
-                if " has missing requires of " in ln or " has installed conflict " in ln
-            ]
+            problems += [f"dnf check: {p}" for p in parse_dnf_check(dnf.stdout + dnf.stderr)]
         unavailable = run.problem if run.returncode is None else None
         return Consistency(
             family="rpm",
