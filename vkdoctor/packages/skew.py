@@ -501,11 +501,13 @@ def explain_missing_version(
     }
     is_cxx = fact.soname.startswith("libstdc++")
     if conda is not None:
-        n = gcc_for(fact.version, apkg) if is_cxx else None
-        spec = f"'{conda.name}>={n}'" if n and conda.name in ("libstdcxx-ng", "libstdcxx") else None
         if is_cxx:
-            spec = f"'libstdcxx-ng>={n}'" if n else "libstdcxx-ng"
-        fix = f"conda install -c conda-forge {spec or conda.name}"
+            n = gcc_for(fact.version, apkg)
+            fix = "conda install -c conda-forge " + (
+                f"'libstdcxx-ng>={n}'" if n else "libstdcxx-ng"
+            )
+        else:
+            fix = f"conda update -c conda-forge {conda.name}"
         remedy = (
             f"{fix} (in the environment {conda.prefix}), so the environment's copy is at least as "
             f"new as the system's; or stop exporting LD_LIBRARY_PATH={conda.prefix}/lib. "
