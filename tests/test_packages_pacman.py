@@ -126,7 +126,7 @@ def test_lib32_driver_uses_32_bit_soname_capability(arch_tree: Path):
 def test_clean_dk_is_reported_with_the_unversioned_caveat(arch_tree: Path):
     (f,) = ManagerConsistency().run(ctx_for(arch_tree))
     assert f.severity is Severity.INFO
-    assert f.title == "pacman: no database problems, which proves little here"
+    assert f.title == "pacman -Dk is clean, but blind to mesa -> llvm-libs and 2 more (no version)"
     assert f.evidence["runs"][0]["command"].startswith("pacman --config /dev/stdin --root")
     assert "No database errors have been found!" in f.evidence["runs"][0]["stdout"]
     assert "proves nothing about" in f.message

@@ -156,12 +156,17 @@ class ManagerConsistency(Check):
                     **evidence,
                 )
                 continue
-            note = _unversioned_note(db.family, inv)
-            if note:
+            pairs = _unversioned_pairs(db.family, inv)
+            if pairs:
                 # a clean result that must not be read as "the packages fit together"
+                more = f" and {len(pairs) - 1} more" if len(pairs) > 1 else ""
                 yield self.info(
-                    f"{db.family}: no database problems, which proves little here",
-                    f"{tools} found no problems. {note}",
+                    f"pacman -Dk is clean, but blind to {pairs[0]}{more} (no version)",
+                    f"{tools} found no problems. That proves nothing about "
+                    + ", ".join(pairs[:6])
+                    + ": these dependencies carry no version, so pacman accepts any version of "
+                    "the library package; the ELF checks decide.",
+                    unversioned=pairs,
                     **evidence,
                 )
                 continue
@@ -172,25 +177,20 @@ class ManagerConsistency(Check):
             )
 
 
-def _unversioned_note(family: str, inv: Inventory) -> str:
-    """On Arch: which unversioned dependencies on soname-providing packages -Dk cannot judge."""
+def _unversioned_pairs(family: str, inv: Inventory) -> list[str]:
+    """On Arch: unversioned dependencies on soname-providing packages, which -Dk cannot judge."""
     if family != "pacman":
-        return ""
+        return []
     db = next(d for d in inv.databases if d.family == "pacman")
-    libs = {p.name: p for p in db.packages() if any(r.name.endswith(".so") for r in p.provides)}
-    pairs = sorted(
+    libs = {p.name for p in db.packages() if any(r.name.endswith(".so") for r in p.provides)}
+    pairs = [
         f"{p.name} -> {rel.name}"
         for p in db.packages()
         for group in p.depends
         for rel in group
         if rel.name in libs and not rel.versioned
-    )
-    if not pairs:
-        return ""
-    return (
-        "That proves nothing about " + ", ".join(pairs[:6]) + ": these dependencies carry no "
-        "version, so pacman accepts any version of the library package; the ELF checks decide."
-    )
+    ]
+    return sorted(pairs, key=lambda pair: (pair.startswith("lib32-"), pair))
 
 
 # Rules fed by library resolution -----------------------------------------------------------
