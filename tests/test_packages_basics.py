@@ -245,3 +245,24 @@ def test_this_hosts_real_dpkg_database():
         check=True,
     ).stdout
     assert mesa.version == real
+
+
+def test_dpkg_order_on_random_versions_matches_dpkg():
+    import random
+
+    rng = random.Random(20261130)
+    alphabet = "0123456789.~+-:ab"
+
+    def version() -> str:
+        v = str(rng.randint(0, 30)) + "".join(
+            rng.choice(alphabet[:-4] + "ab~+.") for _ in range(rng.randint(0, 6))
+        )
+        if rng.random() < 0.3:
+            v = f"{rng.randint(0, 2)}:{v}"
+        if rng.random() < 0.5:
+            v += f"-{rng.randint(0, 9)}{rng.choice(['', '+b1', '~bpo1', 'ubuntu1', '.1'])}"
+        return v
+
+    pairs = [(version(), version()) for _ in range(40)]
+    for a, b in pairs:
+        assert dpkg_compare(a, b) == _dpkg(a, b), (a, b)

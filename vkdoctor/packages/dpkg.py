@@ -5,6 +5,7 @@ Only the consistency check runs tools: `dpkg --audit` and `apt-get check`, each 
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -107,7 +108,7 @@ class DpkgDB:
         self._ctx = ctx
         self.db_path = admindir
         self._packages: tuple[Package, ...] | None = None
-        self._files: dict[bytes, str] | None = None
+        self._answers: dict[bytes, str | None] = {}
 
     @property
     def _admin(self) -> Path:
@@ -124,22 +125,32 @@ class DpkgDB:
         base, _, arch = name.partition(":")
         return tuple(p for p in self.packages() if p.name == base and (not arch or p.arch == arch))
 
-    def _index(self) -> dict[bytes, str]:
-        """path -> list-file stem (`libllvm22:amd64`, `libc6`), read once, at C speed.
+    def _lookup(self, wanted: set[bytes]) -> dict[bytes, str]:
+        """Which list file (`libllvm22:amd64`, `libc6`) names each wanted path.
 
-        A path listed by several packages (shared directories) keeps the last one; library
-        files have one owner.
+        One pass over info/*.list per batch of new paths: each file is split into lines and
+        intersected with the wanted set (C speed); answers, including "nobody", are kept.
         """
-        if self._files is None:
-            files: dict[bytes, str] = {}
-            for lst in sorted((self._admin / "info").glob("*.list")):
+        new = wanted - self._answers.keys()
+        if new:
+            # plain strings, not Path objects: ~800 files, and Path's sort order costs more
+            # than reading them
+            try:
+                with os.scandir(self._admin / "info") as it:
+                    lists = sorted((e.name, e.path) for e in it if e.name.endswith(".list"))
+            except OSError:
+                lists = []
+            for name, path in lists:
                 try:
-                    data = lst.read_bytes()
+                    with open(path, "rb") as fh:
+                        lines = fh.read().split(b"\n")
                 except OSError:
                     continue
-                files.update(dict.fromkeys(data.split(b"\n"), lst.name[: -len(".list")]))
-            self._files = files
-        return self._files
+                for hit in new.intersection(lines):
+                    self._answers.setdefault(hit, name[: -len(".list")])
+            for missing in new:
+                self._answers.setdefault(missing, None)
+        return {w: stem for w in wanted if (stem := self._answers.get(w)) is not None}
 
     def _by_stem(self, stem: str) -> Package | None:
         name, _, arch = stem.partition(":")
@@ -149,11 +160,15 @@ class DpkgDB:
         return None
 
     def owners(self, paths: Iterable[str]) -> dict[str, tuple[Package, ...]]:
-        index = self._index()
+        def key(spelling: str) -> bytes:
+            return spelling.encode("utf-8", "surrogateescape")
+
+        asked = {path: spellings(self._ctx, path) for path in dict.fromkeys(paths)}
+        found = self._lookup({key(s) for sp in asked.values() for s in sp})
         out: dict[str, tuple[Package, ...]] = {}
-        for path in paths:
-            for spelling in spellings(self._ctx, path):
-                stem = index.get(spelling.encode("utf-8", "surrogateescape"))
+        for path, candidates in asked.items():
+            for spelling in candidates:
+                stem = found.get(key(spelling))
                 pkg = self._by_stem(stem) if stem else None
                 if pkg is not None:
                     out[path] = (pkg,)

@@ -7,6 +7,7 @@ check them against `dpkg --compare-versions`, `vercmp` and `rpm.vercmp` on trick
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Literal
 
@@ -20,43 +21,29 @@ def _sign(n: int) -> int:
 # dpkg ---------------------------------------------------------------------------------------
 
 
-def _dpkg_order(c: str) -> int:
-    if not c or c.isdigit():
-        return 0
-    if c.isascii() and c.isalpha():
-        return ord(c)
-    if c == "~":
-        return -1
-    return ord(c) + 256
+_SEGMENTS = re.compile(r"([^0-9]*)([0-9]*)")
+#: dpkg's character order as code points: "~" < end of part < letters < everything else
+_DPKG_ORDER = {ord("~"): "\x01"}
+_DPKG_ORDER.update({c: chr(c + 0x100) for c in range(ord("A"), ord("Z") + 1)})
+_DPKG_ORDER.update({c: chr(c + 0x100) for c in range(ord("a"), ord("z") + 1)})
+_DPKG_ORDER.update(
+    {c: chr(c + 0x200) for c in range(0x20, 0x7F) if c not in _DPKG_ORDER and not chr(c).isdigit()}
+)
+_END = "\x02"
+
+
+def _dpkg_key(part: str) -> tuple[tuple[str, int], ...]:
+    """A sort key equal to dpkg's verrevcmp order: (non-digits, number) pairs, each non-digit
+    run translated so that Python's string order is dpkg's, and ended by a marker that sorts
+    between "~" and everything else (so "1.0~" < "1.0" < "1.0a" < "1.0.1")."""
+    return tuple(
+        (text.translate(_DPKG_ORDER) + _END, int(num or 0)) for text, num in _SEGMENTS.findall(part)
+    )
 
 
 def _verrevcmp(a: str, b: str) -> int:
-    i = j = 0
-    while i < len(a) or j < len(b):
-        first_diff = 0
-        while (i < len(a) and not a[i].isdigit()) or (j < len(b) and not b[j].isdigit()):
-            ac = _dpkg_order(a[i] if i < len(a) else "")
-            bc = _dpkg_order(b[j] if j < len(b) else "")
-            if ac != bc:
-                return _sign(ac - bc)
-            i += 1
-            j += 1
-        while i < len(a) and a[i] == "0":
-            i += 1
-        while j < len(b) and b[j] == "0":
-            j += 1
-        while i < len(a) and j < len(b) and a[i].isdigit() and b[j].isdigit():
-            if not first_diff:
-                first_diff = ord(a[i]) - ord(b[j])
-            i += 1
-            j += 1
-        if i < len(a) and a[i].isdigit():
-            return 1
-        if j < len(b) and b[j].isdigit():
-            return -1
-        if first_diff:
-            return _sign(first_diff)
-    return 0
+    ka, kb = _dpkg_key(a), _dpkg_key(b)
+    return (ka > kb) - (ka < kb)
 
 
 def _dpkg_split(v: str) -> tuple[int, str, str]:
