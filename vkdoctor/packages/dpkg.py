@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from vkdoctor.context import Context
@@ -38,25 +38,17 @@ _ABBREV = {
 _REL = re.compile(r"^\s*([^\s(:]+)(?::[a-z0-9-]+)?\s*(?:\(\s*([<>=]+)\s*([^)\s]+)\s*\))?")
 
 
-def parse_paragraphs(text: str) -> Iterator[dict[str, str]]:
-    """deb822 paragraphs: `Field: value` with continuation lines; blank lines separate."""
-    para: dict[str, str] = {}
-    key: str | None = None
-    for line in text.splitlines():
-        if not line.strip():
-            if para:
-                yield para
-            para, key = {}, None
-            continue
-        if line[0] in " \t" and key is not None:
-            para[key] += "\n" + line.strip()
-            continue
-        name, sep, value = line.partition(":")
-        if sep:
-            key = name.strip()
-            para[key] = value.strip()
-    if para:
-        yield para
+#: the fields the backend uses; Description and Conffiles (most of the file) are skipped
+_FIELD = re.compile(
+    r"^(Package|Status|Version|Architecture|Source|Depends|Pre-Depends|Provides|Maintainer"
+    r"|Multi-Arch):[ \t]*(.*(?:\n[ \t].*)*)",
+    re.M,
+)
+
+
+def parse_status(text: str) -> list[dict[str, str]]:
+    """The status file's paragraphs (deb822, blank-line separated), with the fields we use."""
+    return [fields for chunk in text.split("\n\n") if (fields := dict(_FIELD.findall(chunk)))]
 
 
 def parse_relations(text: str) -> tuple[tuple[Relation, ...], ...]:
@@ -117,7 +109,7 @@ class DpkgDB:
     def packages(self) -> tuple[Package, ...]:
         if self._packages is None:
             text = (self._admin / "status").read_text(encoding="utf-8", errors="replace")
-            pkgs = (_package(p) for p in parse_paragraphs(text))
+            pkgs = (_package(p) for p in parse_status(text))
             self._packages = tuple(p for p in pkgs if p is not None)
         return self._packages
 
