@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vkdoctor.checks import container, drivers, host, layers, libraries
+from vkdoctor.checks import container, drivers, host, layers, libraries, packages
 from vkdoctor.checks.base import Check
 
 #: every check, by module; a module lists its checks in CHECKS
@@ -11,6 +11,7 @@ REGISTRY: tuple[type[Check], ...] = (
     *drivers.CHECKS,
     *layers.CHECKS,
     *libraries.CHECKS,
+    *packages.CHECKS,
     *container.CHECKS,
 )
 
