@@ -100,7 +100,7 @@ class SiblingSkew(Check):
 
     code = "VKP003"
     family = "packages"
-    title = "Sibling packages at one version"
+    title = "Sibling packages at different versions"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         inv = ctx.fact(inventory)
@@ -238,7 +238,7 @@ class UnownedOrForeign(Check):
 
     code = "VKP004"
     family = "packages"
-    title = "Driver files owned by the distribution"
+    title = "Driver files no package owns, or from a foreign origin"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         return self.findings(ctx, ctx.fact(stack_facts))
