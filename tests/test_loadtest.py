@@ -1,0 +1,271 @@
+"""The real load test against real misbehaving drivers built with gcc, and the real lavapipe."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from vkdoctor.loader.targets import LoadTarget
+from vkdoctor.loadtest import (
+    Prediction,
+    TargetOutcome,
+    apply_event,
+    classify,
+    disagreements,
+    parse_line,
+    run_load_test,
+)
+from vkdoctor.model import Severity
+
+DATA = Path(__file__).resolve().parent / "data"
+LVP_MANIFEST = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"
+INTEL_MANIFEST = "/usr/share/vulkan/icd.d/intel_icd.x86_64.json"
+DEVICE_SELECT = "/usr/share/vulkan/implicit_layer.d/VkLayer_MESA_device_select.json"
+
+
+def manifest_target(path: str) -> LoadTarget:
+    doc = json.loads(Path(path).read_text())
+    return LoadTarget(
+        kind="driver",
+        name=Path(path).name,
+        manifest=path,
+        dlopen_name=doc["ICD"]["library_path"],
+    )
+
+
+def layer_target(path: str) -> LoadTarget:
+    layer = json.loads(Path(path).read_text())["layer"]
+    return LoadTarget(
+        kind="layer", name=layer["name"], manifest=path, dlopen_name=layer["library_path"]
+    )
+
+
+@pytest.fixture(scope="module")
+def fakes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, LoadTarget]:
+    """Driver libraries and their manifests: one per way of misbehaving."""
+    root = tmp_path_factory.mktemp("fake-icds")
+    out = {}
+    for flag in ("CTOR_SEGV", "CTOR_HANG", "GIPA_ABORT", "MISSING_DEP"):
+        lib = root / f"libvulkan_{flag.lower()}.so"
+        define = [] if flag == "MISSING_DEP" else [f"-D{flag}"]
+        subprocess.run(
+            ["gcc", "-shared", "-fPIC", "-O1", *define, "-o", str(lib), str(DATA / "fake_icd.c")],
+            check=True,
+            timeout=60,
+        )
+        if flag == "MISSING_DEP":
+            subprocess.run(
+                ["patchelf", "--add-needed", "libvkdoctor_absent.so.7", str(lib)],
+                check=True,
+                timeout=60,
+            )
+        manifest = root / f"{flag.lower()}_icd.json"
+        manifest.write_text(
+            json.dumps(
+                {
+                    "file_format_version": "1.0.0",
+                    "ICD": {"library_path": str(lib), "api_version": "1.3.0"},
+                }
+            )
+        )
+        out[flag] = LoadTarget(
+            kind="driver", name=manifest.name, manifest=str(manifest), dlopen_name=str(lib)
+        )
+    return out
+
+
+def descendants() -> list[psutil.Process]:
+    return psutil.Process().children(recursive=True)
+
+
+def test_crash_hang_abort_and_lavapipe_in_one_bounded_run(fakes):
+    lvp = manifest_target(LVP_MANIFEST)
+    layer = layer_target(DEVICE_SELECT)
+    targets = [
+        fakes["CTOR_SEGV"],
+        lvp,
+        fakes["CTOR_HANG"],
+        fakes["MISSING_DEP"],
+        fakes["GIPA_ABORT"],
+        layer,
+    ]
+    start = time.monotonic()
+    run = run_load_test(
+        targets, env=dict(os.environ), cwd=Path.cwd(), step_timeout=2.0, total_timeout=30.0
+    )
+    elapsed = time.monotonic() - start
+    segv, lvp_out, hang, missing, abort, layer_out = run.outcomes
+
+    assert segv.dlopen == "crash" and segv.signal == "SIGSEGV"
+    assert hang.dlopen == "timeout" and hang.signal is None
+    assert abort.dlopen == "ok" and abort.instance == "crash" and abort.signal == "SIGABRT"
+    assert missing.dlopen == "failed"
+    assert (
+        missing.dlerror
+        == "libvkdoctor_absent.so.7: cannot open shared object file: No such file or directory"
+    )
+    assert lvp_out.dlopen == "ok" and lvp_out.instance == "ok" and lvp_out.vk_result == 0
+    assert len(lvp_out.devices) == 1
+    device = lvp_out.devices[0]
+    assert device.name.startswith("llvmpipe") and device.type == "cpu"
+    assert device.vendor_id == "0x10005" and device.driver_name == "llvmpipe"
+    assert device.driver_info and device.driver_info.startswith("Mesa ")
+    assert layer_out.dlopen == "ok" and layer_out.instance == "ok" and layer_out.devices
+    assert run.loader_version and run.loader_version.startswith("1.")
+    # one child at first, then one more after each crash or hang with targets left
+    assert run.children == 4
+    assert run.stopped is None
+    # the hang costs one step timeout; everything else is quick
+    assert elapsed < 2.0 + 6.0
+    assert descendants() == []
+
+    verdicts = {
+        o.target.name: classify(o, others=[LVP_MANIFEST], loader_version=run.loader_version)
+        for o in run.outcomes
+    }
+    v = verdicts["ctor_segv_icd.json"]
+    assert v.severity is Severity.FAIL and v.kind == "crash"
+    assert "SIGSEGV" in v.message and "constructors" in v.message
+    assert v.remedy and v.remedy.startswith("export VK_LOADER_DRIVERS_DISABLE=ctor_segv_icd.json")
+    v = verdicts["ctor_hang_icd.json"]
+    assert v.severity is Severity.FAIL and v.kind == "timeout" and "hung" in v.message
+    v = verdicts["gipa_abort_icd.json"]
+    assert v.kind == "crash" and "SIGABRT" in v.message and "vkCreateInstance" in v.message
+    v = verdicts["missing_dep_icd.json"]
+    assert v.severity is Severity.FAIL and v.kind == "dlopen-failed"
+    assert "libvkdoctor_absent.so.7: cannot open shared object file" in v.message
+    v = verdicts["lvp_icd.x86_64.json"]
+    assert v.severity is Severity.OK and v.kind == "device" and "llvmpipe" in v.title
+    assert verdicts[layer.name].severity is Severity.OK
+
+
+def test_global_bound_stops_the_run_and_reports_the_rest(fakes):
+    targets = [fakes["CTOR_HANG"], manifest_target(LVP_MANIFEST)]
+    start = time.monotonic()
+    run = run_load_test(
+        targets, env=dict(os.environ), cwd=Path.cwd(), step_timeout=10.0, total_timeout=1.0
+    )
+    assert time.monotonic() - start < 4.0
+    hang, lvp = run.outcomes
+    assert hang.dlopen == "timeout"
+    assert run.stopped and "time bound (1 s)" in run.stopped
+    assert lvp.dlopen == "not-run" and lvp.reason == run.stopped
+    assert classify(lvp).kind == "not-run"
+    assert descendants() == []
+
+
+def test_each_instance_sees_only_its_own_manifest(tmp_path):
+    """The loader re-reads VK_DRIVER_FILES and rescans on every vkCreateInstance in one process."""
+    intel, lvp = manifest_target(INTEL_MANIFEST), manifest_target(LVP_MANIFEST)
+    env = {**os.environ, "VK_LOADER_DEBUG": "driver"}
+    run = run_load_test([intel, lvp], env=env, cwd=tmp_path, step_timeout=10.0, total_timeout=30.0)
+    assert run.children == 1
+    intel_out, lvp_out = run.outcomes
+    for outcome, other in ((intel_out, lvp), (lvp_out, intel)):
+        log = outcome.output["instance"]
+        assert f"Found ICD manifest file {outcome.target.manifest}" in log
+        assert other.manifest not in log
+    # No Intel hardware here: intel loads, creates an instance, sees no device.
+    assert intel_out.instance == "ok" and intel_out.devices == ()
+    verdict = classify(intel_out)
+    assert verdict.severity is Severity.INFO and verdict.kind == "no-device"
+    assert lvp_out.devices and lvp_out.devices[0].type == "cpu"
+
+
+def test_wrong_class_driver_is_info(tmp_path):
+    lib = tmp_path / "libvulkan_i386.so"
+    subprocess.run(
+        ["gcc", "-m32", "-shared", "-fPIC", "-nostdlib", "-o", str(lib), str(DATA / "fake_icd.c")],
+        check=True,
+        timeout=60,
+    )
+    target = LoadTarget(
+        kind="driver",
+        name="i386_icd.json",
+        manifest=str(tmp_path / "i386_icd.json"),
+        dlopen_name=str(lib),
+    )
+    run = run_load_test(
+        [target], env=dict(os.environ), cwd=tmp_path, step_timeout=10.0, total_timeout=30.0
+    )
+    (outcome,) = run.outcomes
+    assert outcome.dlopen == "failed" and "wrong ELF class: ELFCLASS32" in (outcome.dlerror or "")
+    verdict = classify(outcome)
+    assert verdict.severity is Severity.INFO and verdict.kind == "wrong-class"
+
+
+def test_missing_loader_skips_instances_but_still_dlopens(tmp_path):
+    lvp = manifest_target(LVP_MANIFEST)
+    run = run_load_test(
+        [lvp],
+        env=dict(os.environ),
+        cwd=tmp_path,
+        step_timeout=10.0,
+        total_timeout=30.0,
+        loader="libvulkan_absent.so.9",
+    )
+    (outcome,) = run.outcomes
+    assert run.loader_error and "libvulkan_absent.so.9" in run.loader_error
+    assert outcome.dlopen == "ok" and outcome.instance == "skipped"
+    assert "could not be loaded" in (outcome.reason or "")
+
+
+def test_parse_line_and_apply_event_are_strict():
+    assert parse_line("garbage") is None
+    assert parse_line("[1, 2]") is None
+    assert parse_line('{"no": "event"}') is None
+    target = LoadTarget(kind="driver", name="x.json", manifest="/x.json", dlopen_name="/x.so")
+    outcome = TargetOutcome(target=target)
+    outcome = apply_event(
+        outcome, {"event": "end", "step": "dlopen", "ok": True, "error": None, "seconds": 0.5}
+    )
+    assert outcome.dlopen == "ok" and outcome.seconds == {"dlopen": 0.5}
+    outcome = apply_event(
+        outcome, {"event": "end", "step": "instance", "result": -9, "seconds": 0.1}
+    )
+    assert outcome.instance == "failed" and outcome.vk_result == -9
+    verdict = classify(outcome)
+    assert verdict.severity is Severity.WARN and "VK_ERROR_INCOMPATIBLE_DRIVER" in verdict.message
+
+
+def test_remedy_keeps_existing_filters_and_old_loaders():
+    target = LoadTarget(
+        kind="driver", name="bad.json", manifest="/etc/vulkan/icd.d/bad.json", dlopen_name="/bad.so"
+    )
+    outcome = TargetOutcome(target=target, dlopen="crash", signal="SIGSEGV")
+    v = classify(outcome, env={"VK_LOADER_DRIVERS_DISABLE": "nvidia*"}, loader_version="1.3.239")
+    assert v.remedy and v.remedy.startswith("export VK_LOADER_DRIVERS_DISABLE=nvidia*,bad.json")
+    v = classify(outcome, others=["/a.json", "/b.json"], loader_version="1.3.204")
+    assert v.remedy and v.remedy.startswith("export VK_DRIVER_FILES=/a.json:/b.json")
+
+
+def test_disagreements_compare_only_real_dlopen_results():
+    a = LoadTarget(kind="driver", name="a.json", manifest="/a.json", dlopen_name="/a.so")
+    b = LoadTarget(kind="driver", name="b.json", manifest="/b.json", dlopen_name="/b.so")
+    c = LoadTarget(kind="driver", name="c.json", manifest="/c.json", dlopen_name="/c.so")
+    from vkdoctor.loadtest import LoadTestRun
+
+    run = LoadTestRun(
+        outcomes=(
+            TargetOutcome(
+                target=a, dlopen="failed", dlerror="libLLVM.so.23.1: cannot open shared object file"
+            ),
+            TargetOutcome(target=b, dlopen="ok", instance="ok"),
+            TargetOutcome(target=c, dlopen="crash", signal="SIGSEGV"),
+        )
+    )
+    predictions = {
+        a: Prediction(loadable=True, reason="every DT_NEEDED resolves"),
+        b: Prediction(loadable=True, reason="every DT_NEEDED resolves"),
+        c: Prediction(loadable=False, reason="libfoo.so.1 missing"),
+    }
+    (d,) = disagreements(predictions, run)
+    assert d.target == a and not d.loaded
+    assert "predicted /a.so (a.json) loadable (every DT_NEEDED resolves)" in d.message()
+    assert "libLLVM.so.23.1" in d.message()
