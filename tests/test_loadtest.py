@@ -269,3 +269,74 @@ def test_disagreements_compare_only_real_dlopen_results():
     assert d.target == a and not d.loaded
     assert "predicted /a.so (a.json) loadable (every DT_NEEDED resolves)" in d.message()
     assert "libLLVM.so.23.1" in d.message()
+
+
+# --- the checks, through the runner, with targets built here (load_targets is the loader's) ---
+
+
+def run_load_checks(monkeypatch, targets, *, timeout=30.0, predictor=None):
+    from vkdoctor.checks import loadtest as checks
+    from vkdoctor.context import Context, Options
+    from vkdoctor.runner import run_checks
+
+    monkeypatch.setattr(checks, "targets_of", lambda ctx: tuple(targets))
+    ctx = Context(env=dict(os.environ), cwd=Path.cwd(), options=Options(timeout=timeout))
+    selected = [checks.DriversLoad, checks.DeviceAvailable, checks.LayersLoad]
+    if predictor is not None:
+
+        class Predicted(checks.PredictionAgrees):
+            def predictions(self, ctx):
+                return predictor
+
+        selected.append(Predicted)
+    results = run_checks(ctx, selected)
+    return {r.code: r for r in results}
+
+
+def test_checks_report_each_driver_and_the_device(monkeypatch, fakes):
+    lvp = manifest_target(LVP_MANIFEST)
+    targets = [
+        manifest_target(INTEL_MANIFEST),
+        lvp,
+        fakes["MISSING_DEP"],
+        fakes["GIPA_ABORT"],
+        layer_target(DEVICE_SELECT),
+    ]
+    predictor = {
+        fakes["MISSING_DEP"]: Prediction(loadable=True, reason="every DT_NEEDED resolves"),
+        lvp: Prediction(loadable=True, reason="every DT_NEEDED resolves"),
+    }
+    results = run_load_checks(monkeypatch, targets, predictor=predictor)
+    drivers = {f.evidence["manifest"]: f for f in results["VKT001"].findings}
+    intel = drivers[INTEL_MANIFEST]
+    assert intel.severity is Severity.INFO and intel.evidence["verdict"] == "no-device"
+    ok = drivers[LVP_MANIFEST]
+    assert ok.severity is Severity.OK and "llvmpipe" in ok.message
+    assert ok.evidence["devices"][0]["type"] == "cpu"
+    missing = drivers[fakes["MISSING_DEP"].manifest]
+    assert missing.severity is Severity.FAIL
+    assert "dlopen: libvkdoctor_absent.so.7: cannot open shared object file: No such file or directory" in missing.message
+    aborted = drivers[fakes["GIPA_ABORT"].manifest]
+    assert aborted.severity is Severity.FAIL and "SIGABRT" in aborted.title
+    assert aborted.remedy and "VK_LOADER_DRIVERS_DISABLE=gipa_abort_icd.json" in aborted.remedy
+
+    (device,) = results["VKT002"].findings
+    assert device.severity is Severity.OK and "llvmpipe" in device.title
+    assert device.evidence["children"] == 2 and device.evidence["loader_version"].startswith("1.")
+
+    (layer,) = results["VKT003"].findings
+    assert layer.severity is Severity.OK and "VK_LAYER_MESA_device_select" in layer.title
+
+    (disagree,) = results["VKT004"].findings
+    assert disagree.severity is Severity.WARN
+    assert disagree.evidence["predicted_loadable"] is True and disagree.evidence["loaded"] is False
+    assert "libvkdoctor_absent.so.7" in disagree.message
+
+
+def test_no_device_from_any_driver_fails(monkeypatch, fakes):
+    results = run_load_checks(monkeypatch, [manifest_target(INTEL_MANIFEST), fakes["MISSING_DEP"]])
+    (device,) = results["VKT002"].findings
+    assert device.severity is Severity.FAIL and device.title == "No Vulkan device from any driver"
+    assert "intel_icd.x86_64.json" in device.message and "missing_dep_icd.json" in device.message
+    assert device.remedy and "mesa-vulkan-drivers" in device.remedy
+    assert descendants() == []
