@@ -315,7 +315,10 @@ def test_checks_report_each_driver_and_the_device(monkeypatch, fakes):
     assert ok.evidence["devices"][0]["type"] == "cpu"
     missing = drivers[fakes["MISSING_DEP"].manifest]
     assert missing.severity is Severity.FAIL
-    assert "dlopen: libvkdoctor_absent.so.7: cannot open shared object file: No such file or directory" in missing.message
+    assert (
+        "dlopen: libvkdoctor_absent.so.7: cannot open shared object file: No such file or directory"
+        in missing.message
+    )
     aborted = drivers[fakes["GIPA_ABORT"].manifest]
     assert aborted.severity is Severity.FAIL and "SIGABRT" in aborted.title
     assert aborted.remedy and "VK_LOADER_DRIVERS_DISABLE=gipa_abort_icd.json" in aborted.remedy

@@ -32,11 +32,16 @@ def load_test(ctx: Context) -> LoadTestRun:
     return load_test_for(ctx, targets_of(ctx))
 
 
-def _verdict_finding(check: Check, ctx: Context, run: LoadTestRun, outcome: TargetOutcome) -> Finding:
+def _verdict_finding(
+    check: Check, ctx: Context, run: LoadTestRun, outcome: TargetOutcome
+) -> Finding:
     others = [
         o.target.manifest
         for o in run.outcomes
-        if o.target.kind == "driver" and o is not outcome and o.dlopen == "ok" and o.failed_step is None
+        if o.target.kind == "driver"
+        and o is not outcome
+        and o.dlopen == "ok"
+        and o.failed_step is None
     ]
     verdict = classify(outcome, others=others, env=ctx.env, loader_version=run.loader_version)
     evidence = {**outcome.as_dict(), "verdict": verdict.kind}
@@ -91,12 +96,12 @@ class DeviceAvailable(Check):
         found = [(o, d) for o in drivers for d in o.devices]
         evidence = {
             **run.evidence(),
-            "devices": [
-                {"manifest": o.target.manifest, **d.as_dict()} for o, d in found
-            ],
+            "devices": [{"manifest": o.target.manifest, **d.as_dict()} for o, d in found],
         }
         if found:
-            listed = "; ".join(f"{d.describe()} from {Path(o.target.manifest).name}" for o, d in found)
+            listed = "; ".join(
+                f"{d.describe()} from {Path(o.target.manifest).name}" for o, d in found
+            )
             yield self.finding(
                 Severity.OK,
                 f"{len(found)} Vulkan device(s): {', '.join(d.name for _, d in found)}",
@@ -186,7 +191,9 @@ class PredictionAgrees(Check):
                 dlerror=d.dlerror,
             )
         if not found:
-            compared = sum(1 for o in run.outcomes if o.target in predicted and o.dlopen in ("ok", "failed"))
+            compared = sum(
+                1 for o in run.outcomes if o.target in predicted and o.dlopen in ("ok", "failed")
+            )
             yield self.ok("Prediction matches", f"{compared} load(s) went as predicted.")
 
 
