@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from vkdoctor.checks import env, host, loadtest
+from vkdoctor.checks import disk, env, host, loadtest
 from vkdoctor.checks.base import Check
 
 #: every check, by module; a module lists its checks in CHECKS
-REGISTRY: tuple[type[Check], ...] = (*host.CHECKS, *loadtest.CHECKS, *env.CHECKS)
+REGISTRY: tuple[type[Check], ...] = (*host.CHECKS, *loadtest.CHECKS, *disk.CHECKS, *env.CHECKS)
 
 
 def by_code() -> dict[str, type[Check]]:
