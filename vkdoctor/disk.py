@@ -7,7 +7,6 @@ call to psutil, which tests replace with fake numbers.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -118,7 +117,7 @@ def filesystems(
     groups: dict[int, list[tuple[Place, str]]] = {}
     for place in found:
         measured = nearest_existing(Path(place.path))
-        groups.setdefault(os.stat(measured).st_dev, []).append((place, str(measured)))
+        groups.setdefault(measured.stat().st_dev, []).append((place, str(measured)))
     out = []
     for dev, members in groups.items():
         first = Path(members[0][1])
