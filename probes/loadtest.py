@@ -25,6 +25,8 @@ import os
 import sys
 import time
 
+PR_SET_PDEATHSIG = 1
+SIGKILL = 9
 RTLD_LAZY = 0x1
 RTLD_LOCAL = 0x0
 VK_SUCCESS = 0
@@ -253,6 +255,15 @@ def libdl() -> ctypes.CDLL:
     raise OSError("no dlopen in libc or libdl.so.2")
 
 
+def die_with_parent(parent: int | None) -> None:
+    """SIGKILL this process when vkdoctor dies, so that a hanging driver does not outlive it."""
+    libc = ctypes.CDLL(None)
+    if hasattr(libc, "prctl"):
+        libc.prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)
+
+
 def isolate(env: dict[str, str]) -> None:
     for key in STEP_OVERRIDES:
         os.environ.pop(key, None)
@@ -265,6 +276,7 @@ def main() -> int:
     out = Output(request["logdir"])
     out.to("child.log")
     dl = libdl()
+    die_with_parent(request.get("parent"))
     handles: list[int] = []
     isolate({"VK_DRIVER_FILES": "", "VK_LOADER_LAYERS_DISABLE": "~implicit~"})
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -343,3 +344,37 @@ def test_no_device_from_any_driver_fails(monkeypatch, fakes):
     assert "intel_icd.x86_64.json" in device.message and "missing_dep_icd.json" in device.message
     assert device.remedy and "mesa-vulkan-drivers" in device.remedy
     assert descendants() == []
+
+
+def test_a_hanging_child_dies_with_vkdoctor(fakes):
+    """vkdoctor killed while a driver hangs: the child must not outlive it (PR_SET_PDEATHSIG)."""
+    script = (
+        "import os, sys, time\n"
+        "from pathlib import Path\n"
+        "from vkdoctor.loader.targets import LoadTarget\n"
+        "from vkdoctor.loadtest import LoadTest\n"
+        f"t = LoadTarget(kind='driver', name='h.json', manifest='/h.json', dlopen_name={fakes['CTOR_HANG'].dlopen_name!r})\n"
+        "test = LoadTest([t], env=dict(os.environ), cwd=Path('/'), step_timeout=60, total_timeout=60).start()\n"
+        "print(test._child.proc.pid, flush=True)\n"
+        "time.sleep(1.0)\n"
+        "os._exit(0)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=Path(__file__).resolve().parent.parent,
+        check=True,
+    )
+    pid = int(proc.stdout.split()[0])
+    deadline = time.monotonic() + 5
+    while psutil.pid_exists(pid) and time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                break
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.05)
+    alive = psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    assert not alive, f"load test child {pid} outlived its parent"

@@ -348,6 +348,165 @@ def _drive(
         sel.close()
 
 
+class LoadTest:
+    """One load test: `start()` spawns the first child and returns at once, so the test runs
+    while the caller does other work; `result()` drives it to the end (once) and cleans up."""
+
+    def __init__(
+        self,
+        targets: Sequence[LoadTarget],
+        *,
+        env: Mapping[str, str],
+        cwd: Path,
+        step_timeout: float = STEP_TIMEOUT,
+        total_timeout: float = 60.0,
+        loader: str = "libvulkan.so.1",
+    ) -> None:
+        self.targets = tuple(targets)
+        self.env = dict(env)
+        self.cwd = cwd
+        self.step_timeout = step_timeout
+        self.total_timeout = total_timeout
+        self.loader = loader
+        self.outcomes = {i: TargetOutcome(target=t) for i, t in enumerate(self.targets)}
+        # Drivers first: a layer's instance step runs on top of the drivers that already passed.
+        self.order = sorted(self.outcomes, key=lambda i: (self.targets[i].kind != "driver", i))
+        self.loader_version: str | None = None
+        self.loader_error: str | None = None
+        self.children = 0
+        self.stopped: str | None = None
+        self._started = 0.0
+        self._deadline = 0.0
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._child: _Child | None = None
+        self._pending: list[int] = []
+        self._result: LoadTestRun | None = None
+
+    @property
+    def _logdir(self) -> Path:
+        assert self._tmp is not None
+        return Path(self._tmp.name)
+
+    def _out_of_time(self) -> str:
+        return f"the load test's time bound ({self.total_timeout:g} s) ran out"
+
+    def start(self) -> LoadTest:
+        if self._tmp is None:
+            self._started = time.monotonic()
+            self._deadline = self._started + self.total_timeout
+            self._tmp = tempfile.TemporaryDirectory(prefix="vkdoctor-load-")
+            self._spawn_next()
+        return self
+
+    def _spawn_next(self) -> None:
+        """Start a child for the targets not finished yet; no child when none is left."""
+        self._child = None
+        self._pending = [i for i in self.order if not self.outcomes[i].finished]
+        if not self._pending or self.stopped:
+            return
+        if time.monotonic() >= self._deadline:
+            self.stopped = self._out_of_time()
+            return
+        t = self.targets
+        good = [
+            t[i].manifest
+            for i in self.order
+            if t[i].kind == "driver"
+            and self.outcomes[i].instance == "ok"
+            and self.outcomes[i].devices
+        ]
+        request = {
+            "logdir": str(self._logdir),
+            "parent": os.getpid(),
+            "loader": self.loader,
+            "good_drivers": good,
+            "targets": [
+                {
+                    "index": i,
+                    "kind": t[i].kind,
+                    "name": t[i].name,
+                    "manifest": t[i].manifest,
+                    "dlopen_name": t[i].dlopen_name,
+                }
+                for i in self._pending
+            ],
+        }
+        try:
+            proc = _spawn(request, env=self.env, cwd=self.cwd, logdir=self._logdir)
+        except OSError as exc:
+            self.stopped = f"cannot start the load test child ({_command()[0]}): {exc}"
+            return
+        self.children += 1
+        self._child = _Child(proc=proc)
+
+    def result(self) -> LoadTestRun:
+        if self._result is not None:
+            return self._result
+        self.start()
+        try:
+            while self._child is not None:
+                self._finish_child(self._child)
+        finally:
+            if self._child is not None:
+                _kill_group(self._child.proc)
+            if self._tmp is not None:
+                self._tmp.cleanup()
+        for i in self.order:
+            if not self.outcomes[i].finished:
+                self.outcomes[i] = replace(self.outcomes[i], reason=self.stopped or "not run")
+        self._result = LoadTestRun(
+            outcomes=tuple(self.outcomes[i] for i in range(len(self.targets))),
+            loader_version=self.loader_version,
+            loader_error=self.loader_error,
+            children=self.children,
+            seconds=time.monotonic() - self._started,
+            stopped=self.stopped,
+        )
+        return self._result
+
+    def _finish_child(self, child: _Child) -> None:
+        """Read one child to its end, blame what it died on, and start the next if needed."""
+        try:
+            how = _drive(
+                child, self.outcomes, step_timeout=self.step_timeout, deadline=self._deadline
+            )
+        finally:
+            # Before reaping: the group id cannot be reused while the child is unreaped.
+            _kill_group(child.proc)
+        self._child = None
+        if child.hello:
+            self.loader_version = child.hello.get("loader_version") or self.loader_version
+            self.loader_error = child.hello.get("loader_error") or self.loader_error
+        for i in self._pending:
+            out = {s: _tail(_read_log(self._logdir, i, s)) for s in ("dlopen", "instance")}
+            self.outcomes[i] = replace(self.outcomes[i], output={**self.outcomes[i].output, **out})
+        if how == "global":
+            self.stopped = self._out_of_time()
+        if child.in_flight is not None:
+            index, step = child.in_flight
+            sig = None
+            if how == "eof":
+                rc = child.proc.returncode
+                # a driver that calls exit() in mid-step is reported like a crash
+                sig = signal_name(rc) if rc is not None and rc < 0 else f"exit status {rc}"
+            self.outcomes[index] = blame(self.outcomes[index], step, signal_name=sig)
+            self._spawn_next()
+            return
+        if how == "global":
+            return
+        if not child.done:
+            self.stopped = _child_broke(self._logdir, child.proc.returncode, how)
+            return
+        for i in self._pending:
+            if not self.outcomes[i].finished and self.outcomes[i].dlopen == "ok":
+                reason = (
+                    f"the Vulkan loader could not be loaded: {self.loader_error}"
+                    if self.loader_error
+                    else "the load test child did not try it"
+                )
+                self.outcomes[i] = replace(self.outcomes[i], instance="skipped", reason=reason)
+
+
 def run_load_test(
     targets: Sequence[LoadTarget],
     *,
@@ -358,101 +517,17 @@ def run_load_test(
     loader: str = "libvulkan.so.1",
 ) -> LoadTestRun:
     """Load every target for real, in as few child processes as the targets allow."""
-    start = time.monotonic()
-    deadline = start + total_timeout
-    outcomes = {i: TargetOutcome(target=t) for i, t in enumerate(targets)}
-    loader_version: str | None = None
-    loader_error: str | None = None
-    children = 0
-    stopped: str | None = None
-    # Drivers first: a layer's instance step runs on top of the drivers that already passed.
-    order = sorted(outcomes, key=lambda i: (targets[i].kind != "driver", i))
-    with tempfile.TemporaryDirectory(prefix="vkdoctor-load-") as tmp:
-        logdir = Path(tmp)
-        while True:
-            pending = [i for i in order if not outcomes[i].finished]
-            if not pending:
-                break
-            if time.monotonic() >= deadline:
-                stopped = f"the load test's time bound ({total_timeout:g} s) ran out"
-                break
-            good = [
-                targets[i].manifest
-                for i in order
-                if targets[i].kind == "driver"
-                and outcomes[i].instance == "ok"
-                and outcomes[i].devices
-            ]
-            request = {
-                "logdir": str(logdir),
-                "loader": loader,
-                "good_drivers": good,
-                "targets": [
-                    {
-                        "index": i,
-                        "kind": targets[i].kind,
-                        "name": targets[i].name,
-                        "manifest": targets[i].manifest,
-                        "dlopen_name": targets[i].dlopen_name,
-                    }
-                    for i in pending
-                ],
-            }
-            try:
-                proc = _spawn(request, env=env, cwd=cwd, logdir=logdir)
-            except OSError as exc:
-                stopped = f"cannot start the load test child ({_command()[0]}): {exc}"
-                break
-            children += 1
-            child = _Child(proc=proc)
-            try:
-                how = _drive(child, outcomes, step_timeout=step_timeout, deadline=deadline)
-            finally:
-                # Before reaping: the group id cannot be reused while the child is unreaped.
-                _kill_group(child.proc)
-            if child.hello:
-                loader_version = child.hello.get("loader_version") or loader_version
-                loader_error = child.hello.get("loader_error") or loader_error
-            for i in pending:
-                out = {s: _tail(_read_log(logdir, i, s)) for s in ("dlopen", "instance")}
-                outcomes[i] = replace(outcomes[i], output={**outcomes[i].output, **out})
-            if how == "global":
-                stopped = f"the load test's time bound ({total_timeout:g} s) ran out"
-            if child.in_flight is not None:
-                index, step = child.in_flight
-                sig = None
-                if how == "eof":
-                    rc = child.proc.returncode
-                    # a driver that calls exit() in mid-step is reported like a crash
-                    sig = signal_name(rc) if rc is not None and rc < 0 else f"exit status {rc}"
-                outcomes[index] = blame(outcomes[index], step, signal_name=sig)
-                if how == "global":
-                    break
-                continue
-            if how == "global":
-                break
-            if not child.done:
-                stopped = _child_broke(logdir, child.proc.returncode, how)
-                break
-            for i in pending:
-                if not outcomes[i].finished and outcomes[i].dlopen == "ok":
-                    reason = (
-                        f"the Vulkan loader could not be loaded: {loader_error}"
-                        if loader_error
-                        else "the load test child did not try it"
-                    )
-                    outcomes[i] = replace(outcomes[i], instance="skipped", reason=reason)
-            break
-        for i in order:
-            if not outcomes[i].finished:
-                outcomes[i] = replace(outcomes[i], reason=stopped or "not run")
-    return LoadTestRun(
-        outcomes=tuple(outcomes[i] for i in range(len(targets))),
-        loader_version=loader_version,
-        loader_error=loader_error,
-        children=children,
-        seconds=time.monotonic() - start,
-        stopped=stopped,
+    return (
+        LoadTest(
+            targets,
+            env=env,
+            cwd=cwd,
+            step_timeout=step_timeout,
+            total_timeout=total_timeout,
+            loader=loader,
+        )
+        .start()
+        .result()
     )
 
 
@@ -465,15 +540,15 @@ def _child_broke(logdir: Path, rc: int | None, how: str) -> str:
     return f"the load test child {what} between steps: {_tail(text) or 'no output'}"
 
 
-def load_test_for(ctx: Context, targets: Sequence[LoadTarget]) -> LoadTestRun:
-    """The load test for `targets` in ctx's environment, bounded by ctx.options.timeout."""
-    return run_load_test(
+def load_test_for(ctx: Context, targets: Sequence[LoadTarget]) -> LoadTest:
+    """The load test for `targets` in ctx's environment, bounded by ctx.options.timeout, started."""
+    return LoadTest(
         targets,
         env=ctx.env,
         cwd=ctx.cwd,
         step_timeout=min(STEP_TIMEOUT, ctx.options.timeout),
         total_timeout=ctx.options.timeout,
-    )
+    ).start()
 
 
 # ---------------------------------------------------------------------------------------------

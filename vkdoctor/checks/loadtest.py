@@ -10,6 +10,7 @@ from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.loadtest import (
+    LoadTest,
     LoadTestRun,
     Prediction,
     TargetOutcome,
@@ -27,9 +28,25 @@ def targets_of(ctx: Context) -> tuple[LoadTarget, ...]:
     return tuple(ctx.fact(load_targets))
 
 
-def load_test(ctx: Context) -> LoadTestRun:
-    """The one load test run of this vkdoctor run (a per-run fact)."""
+def started_load_test(ctx: Context) -> LoadTest:
+    """The one load test of this vkdoctor run, started (a per-run fact)."""
     return load_test_for(ctx, targets_of(ctx))
+
+
+def load_test(ctx: Context) -> LoadTestRun:
+    """The load test's result; waits for it."""
+    return ctx.fact(started_load_test).result()
+
+
+def prefetch(ctx: Context) -> None:
+    """Start the load test's child now, so that it runs while the other checks do. Never raises:
+    a failure here is reported by the checks themselves when they ask for the result."""
+    if not ctx.live:
+        return
+    try:
+        ctx.fact(started_load_test)
+    except Exception:  # the VKT checks hit it again and report it as theirs
+        return
 
 
 def _verdict_finding(

@@ -70,7 +70,12 @@ def check(
         disk_warn_bytes=disk_warn,
         disk_fail_bytes=disk_fail,
     )
-    results = run_checks(ctx, select(REGISTRY, selected, ignored), debug=debug)
+    checks = select(REGISTRY, selected, ignored)
+    if any(c.family == "load" for c in checks):
+        from vkdoctor.checks.loadtest import prefetch
+
+        prefetch(ctx)
+    results = run_checks(ctx, checks, debug=debug)
     report = Report(
         vkdoctor_version=common.version(),
         host=ctx.fact(collect),
