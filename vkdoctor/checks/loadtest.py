@@ -129,10 +129,7 @@ class DeviceAvailable(Check):
         if not drivers:
             why = "the loader has no driver to try"
         else:
-            why = "; ".join(
-                f"{Path(o.target.manifest).name}: {classify(o, loader_version=run.loader_version).title}"
-                for o in drivers
-            )
+            why = "; ".join(classify(o, loader_version=run.loader_version).title for o in drivers)
         if run.loader_error:
             why = f"the Vulkan loader itself does not load ({run.loader_error}); " + why
         yield self.fail(
