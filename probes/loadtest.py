@@ -323,7 +323,11 @@ def main() -> int:
         emit(event="begin", index=index, step="instance")
         out.to(f"{index}.instance.log")
         start = time.perf_counter()
-        outcome = loader.instance_devices()
+        try:
+            outcome = loader.instance_devices()
+        except Exception as exc:  # a bug of ours (or data we cannot read), not the driver's
+            emit(event="error", index=index, step="instance", error=f"{type(exc).__name__}: {exc}")
+            continue
         emit(
             event="end",
             index=index,

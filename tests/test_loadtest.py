@@ -233,6 +233,13 @@ def test_parse_line_and_apply_event_are_strict():
     assert outcome.instance == "failed" and outcome.vk_result == -9
     verdict = classify(outcome)
     assert verdict.severity is Severity.WARN and "VK_ERROR_INCOMPATIBLE_DRIVER" in verdict.message
+    broken = apply_event(
+        TargetOutcome(target=target, dlopen="ok"),
+        {"event": "error", "step": "instance", "error": "ValueError: bad"},
+    )
+    assert broken.finished and broken.instance == "error"
+    verdict = classify(broken)
+    assert verdict.severity is Severity.ERROR and "ValueError: bad" in verdict.message
 
 
 def test_remedy_keeps_existing_filters_and_old_loaders():

@@ -36,7 +36,7 @@ OUTPUT_TAIL = 2000
 #: loader version that has VK_LOADER_DRIVERS_DISABLE / VK_LOADER_LAYERS_DISABLE
 FILTERS_SINCE = (1, 3, 234)
 
-StepState = Literal["ok", "failed", "crash", "timeout", "skipped", "not-run"]
+StepState = Literal["ok", "failed", "crash", "timeout", "skipped", "error", "not-run"]
 
 VK_RESULTS = {
     0: "VK_SUCCESS",
@@ -196,6 +196,8 @@ def apply_event(outcome: TargetOutcome, event: Mapping[str, Any]) -> TargetOutco
         seconds[step] = float(event["seconds"])
     if event["event"] == "skip" and step == "instance":
         return replace(outcome, instance="skipped", reason=str(event.get("reason", "")))
+    if event["event"] == "error" and step == "instance":
+        return replace(outcome, instance="error", reason=str(event.get("error", "")))
     if event["event"] != "end":
         return outcome
     if step == "dlopen":
@@ -340,7 +342,7 @@ def _drive(
                     child.done = True
                 elif kind == "begin":
                     child.in_flight = (int(event["index"]), str(event["step"]))
-                elif kind in ("end", "skip"):
+                elif kind in ("end", "skip", "error"):
                     index = int(event["index"])
                     outcomes[index] = apply_event(outcomes[index], event)
                     child.in_flight = None
@@ -559,7 +561,7 @@ def load_test_for(ctx: Context, targets: Sequence[LoadTarget]) -> LoadTest:
 class Verdict:
     severity: Severity
     #: short machine word: device, no-device, wrong-class, dlopen-failed, crash, timeout,
-    #: instance-failed, layer-ok, layer-failed, not-run
+    #: instance-failed, layer-ok, layer-failed, not-run, internal-error
     kind: str
     title: str
     message: str
@@ -671,6 +673,15 @@ def classify(
             kind="not-run",
             title=f"{what} was not load-tested",
             message=outcome.reason or "not run",
+        )
+    if outcome.instance == "error":
+        return Verdict(
+            severity=Severity.ERROR,
+            kind="internal-error",
+            title=f"{what}: vkdoctor could not read the instance test",
+            message=f"dlopen succeeded; the load test child broke while reading vkCreateInstance's "
+            f"results: {outcome.reason}. This is a bug in vkdoctor, not in the driver.",
+            remedy="Report it with `vkdoctor check --json -` to the vkdoctor maintainers.",
         )
     if outcome.instance == "skipped":
         return Verdict(
