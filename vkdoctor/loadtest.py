@@ -314,7 +314,6 @@ def _drive(
     sel = selectors.DefaultSelector()
     sel.register(fd, selectors.EVENT_READ)
     buf = b""
-    child.last_event = time.monotonic()
     try:
         while True:
             now = time.monotonic()
@@ -439,7 +438,7 @@ class LoadTest:
             self.stopped = f"cannot start the load test child ({_command()[0]}): {exc}"
             return
         self.children += 1
-        self._child = _Child(proc=proc)
+        self._child = _Child(proc=proc, last_event=time.monotonic())
 
     def result(self) -> LoadTestRun:
         if self._result is not None:
