@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -24,12 +25,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, int]:
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds (user+system, children included) and the exit code."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(
         cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, timeout=300, check=False
     )
-    return time.perf_counter() - start, proc.returncode
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, proc.returncode
 
 
 def breakdown(cmd: list[str], env: dict[str, str]) -> list[tuple[str, float, str]]:
@@ -72,20 +78,31 @@ def main() -> int:
     timed(info, env)
     t_doctor: list[float] = []
     t_info: list[float] = []
+    c_doctor: list[float] = []
+    c_info: list[float] = []
     codes: set[int] = set()
     for _ in range(args.n):
-        t, rc = timed(doctor, env)
-        t_doctor.append(t)
+        wall, cpu, rc = timed(doctor, env)
+        t_doctor.append(wall)
+        c_doctor.append(cpu)
         codes.add(rc)
-        t_info.append(timed(info, env)[0])
+        wall, cpu, _ = timed(info, env)
+        t_info.append(wall)
+        c_info.append(cpu)
 
     m_doctor = statistics.median(t_doctor)
     m_info = statistics.median(t_info)
     ratio = m_doctor / m_info
-    print(f"runs: {args.n} each, alternating")
-    print(f"vkdoctor check --no-probe: median {m_doctor * 1000:7.1f} ms  (exit codes {sorted(codes)})")
-    print(f"vulkaninfo --summary:      median {m_info * 1000:7.1f} ms")
-    print(f"ratio: {ratio:.2f}  (budget {args.budget:.2f})")
+    print(f"runs: {args.n} each, alternating; load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"vkdoctor check --no-probe: median {m_doctor * 1000:7.1f} ms wall, "
+        f"{statistics.median(c_doctor) * 1000:7.1f} ms CPU  (exit codes {sorted(codes)})"
+    )
+    print(
+        f"vulkaninfo --summary:      median {m_info * 1000:7.1f} ms wall, "
+        f"{statistics.median(c_info) * 1000:7.1f} ms CPU"
+    )
+    print(f"ratio (wall medians): {ratio:.2f}  (budget {args.budget:.2f})")
     rows = breakdown(doctor, env)
     if rows:
         print("per check (one run):")
