@@ -6,7 +6,7 @@ from vkdoctor.checks import disk, env, host, loadtest
 from vkdoctor.checks.base import Check
 
 #: every check, by module; a module lists its checks in CHECKS
-REGISTRY: tuple[type[Check], ...] = (*host.CHECKS, *loadtest.CHECKS, *disk.CHECKS, *env.CHECKS)
+REGISTRY: tuple[type[Check], ...] = (*host.CHECKS, *disk.CHECKS, *env.CHECKS, *loadtest.CHECKS)
 
 
 def by_code() -> dict[str, type[Check]]:
