@@ -387,3 +387,15 @@ def test_a_hanging_child_dies_with_vkdoctor(fakes):
         time.sleep(0.05)
     alive = psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     assert not alive, f"load test child {pid} outlived its parent"
+
+
+def test_relative_manifest_is_read_from_the_working_directory(tmp_path):
+    """A manifest named relative to the cwd (as VK_DRIVER_FILES allows) is found from ctx.cwd."""
+    lvp = manifest_target(LVP_MANIFEST)
+    (tmp_path / "mine.json").write_text(Path(LVP_MANIFEST).read_text())
+    target = LoadTarget(
+        kind="driver", name="mine.json", manifest="mine.json", dlopen_name=lvp.dlopen_name
+    )
+    run = run_load_test([target], env=dict(os.environ), cwd=tmp_path, total_timeout=30.0)
+    (outcome,) = run.outcomes
+    assert outcome.instance == "ok" and [d.type for d in outcome.devices] == ["cpu"]
