@@ -23,7 +23,7 @@ from vkdoctor.model import Finding, Severity
 
 def targets_of(ctx: Context) -> tuple[LoadTarget, ...]:
     """What the loader will dlopen, from the loader emulation."""
-    from vkdoctor.loader import load_targets  # type: ignore[attr-defined, unused-ignore]
+    from vkdoctor.loader import load_targets
 
     return tuple(ctx.fact(load_targets))
 
