@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from conftest import run_json
 
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.loadtest import (
@@ -276,9 +277,15 @@ def test_disagreements_compare_only_real_dlopen_results():
         c: Prediction(loadable=False, reason="libfoo.so.1 missing"),
     }
     (d,) = disagreements(predictions, run)
-    assert d.target == a and not d.loaded
+    assert d.target == a and not d.loaded and d.kind == "outcome"
     assert "predicted /a.so (a.json) loadable (every DT_NEEDED resolves)" in d.message()
     assert "libLLVM.so.23.1" in d.message()
+    other = "libz.so.1: cannot open shared object file: No such file or directory"
+    predictions[a] = Prediction(loadable=False, reason=other, error=other)
+    (d,) = disagreements(predictions, run)
+    assert d.kind == "reason" and "different reasons" in d.message()
+    predictions[a] = Prediction(loadable=False, reason="x", error=run.outcomes[0].dlerror)
+    assert list(disagreements(predictions, run)) == []
 
 
 # --- the checks, through the runner, with targets built here (load_targets is the loader's) ---
@@ -399,3 +406,56 @@ def test_relative_manifest_is_read_from_the_working_directory(tmp_path):
     run = run_load_test([target], env=dict(os.environ), cwd=tmp_path, total_timeout=30.0)
     (outcome,) = run.outcomes
     assert outcome.instance == "ok" and [d.type for d in outcome.devices] == ["cpu"]
+
+
+def marked_processes(mark: str) -> list[int]:
+    """Processes, anywhere, whose environment carries `mark` (the load test's children inherit it)."""
+    pids = []
+    for p in psutil.process_iter(["pid"]):
+        try:
+            if p.environ().get("LOADTEST_MARK") == mark:
+                pids.append(p.pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return pids
+
+
+def test_cli_load_test_through_the_real_loader_emulation(fakes):
+    """VK_DRIVER_FILES picks the drivers; the loader emulation lists them; the load test loads them."""
+    mark = f"vkdoctor-{os.getpid()}-{time.monotonic_ns()}"
+    files = [fakes[k].manifest for k in ("CTOR_SEGV", "CTOR_HANG", "MISSING_DEP")] + [LVP_MANIFEST]
+    start = time.monotonic()
+    proc, doc = run_json(
+        ["check", "--no-probe", "--select", "VKT", "--select", "VKL001", "--timeout", "6"],
+        env={"VK_DRIVER_FILES": ":".join(files), "LOADTEST_MARK": mark},
+        timeout=60,
+    )
+    elapsed = time.monotonic() - start
+    assert proc.returncode == 1, proc.stderr
+    assert elapsed < 15
+    drivers = {f["evidence"]["name"]: f for f in doc["findings"] if f["code"] == "VKT001"}
+    assert list(drivers) == [
+        "ctor_segv_icd.json",
+        "ctor_hang_icd.json",
+        "missing_dep_icd.json",
+        "lvp_icd.x86_64.json",
+    ]
+    segv = drivers["ctor_segv_icd.json"]
+    assert segv["severity"] == "fail" and segv["evidence"]["signal"] == "SIGSEGV"
+    assert segv["remedy"].startswith("export VK_LOADER_DRIVERS_DISABLE=ctor_segv_icd.json")
+    hang = drivers["ctor_hang_icd.json"]
+    assert hang["severity"] == "fail" and hang["evidence"]["verdict"] == "timeout"
+    missing = drivers["missing_dep_icd.json"]
+    assert missing["evidence"]["dlerror"] == (
+        "libvkdoctor_absent.so.7: cannot open shared object file: No such file or directory"
+    )
+    lvp = drivers["lvp_icd.x86_64.json"]
+    assert lvp["severity"] == "ok" and lvp["evidence"]["devices"][0]["type"] == "cpu"
+    (device,) = [f for f in doc["findings"] if f["code"] == "VKT002"]
+    assert device["severity"] == "ok" and device["evidence"]["children"] == 3
+    (layer,) = [f for f in doc["findings"] if f["code"] == "VKT003"]
+    assert layer["severity"] == "ok" and layer["evidence"]["name"] == "VK_LAYER_MESA_device_select"
+    # the ld.so emulation predicted the missing library; the real dlopen agrees, word for word
+    (agree,) = [f for f in doc["findings"] if f["code"] == "VKT004"]
+    assert agree["severity"] == "ok", agree
+    assert marked_processes(mark) == []

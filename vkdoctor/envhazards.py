@@ -13,6 +13,13 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from vkdoctor.context import Context
+from vkdoctor.loader.search import (
+    SECURE_VARIABLES,
+    SearchEntry,
+    driver_plan,
+    implicit_layer_plan,
+    secure_getenv,
+)
 
 #: the driver override variables, in the loader's order of precedence
 OVERRIDES = ("VK_DRIVER_FILES", "VK_ICD_FILENAMES")
@@ -38,8 +45,6 @@ SECURE_LOADER_VARS = (
     "XDG_DATA_DIRS",
 )
 SECURE_LDSO_VARS = ("LD_LIBRARY_PATH", "LD_PRELOAD", "LD_AUDIT", "LD_DEBUG_OUTPUT")
-
-MANIFEST_KINDS = ("icd.d", "implicit_layer.d", "explicit_layer.d")
 
 
 def split_list(value: str) -> list[str]:
@@ -191,71 +196,42 @@ def writable_by_others(
 
 
 def _secure(ctx: Context, name: str) -> str | None:
-    """What the loader's secure_getenv returns."""
-    return None if ctx.elevated else ctx.env.get(name)
-
-
-def _home_based(ctx: Context, var: str, fallback: str) -> list[str]:
-    value = _secure(ctx, var)
-    if value:
-        return [value]
-    home = _secure(ctx, "HOME")
-    return [f"{home}/{fallback}"] if home else []
-
-
-def _dirs(ctx: Context, var: str, fallback: str) -> list[str]:
-    value = _secure(ctx, var)
-    return [e for e in (value or fallback).split(":") if e]
-
-
-def search_roots(ctx: Context) -> list[str]:
-    """The loader's search roots in its order (Linux, loader 1.3.x): config home, config dirs,
-    /etc, data home, data dirs. Each gets vulkan/<kind> appended."""
-    roots = [
-        *_home_based(ctx, "XDG_CONFIG_HOME", ".config"),
-        *_dirs(ctx, "XDG_CONFIG_DIRS", "/etc/xdg"),
-        "/etc",
-        *_home_based(ctx, "XDG_DATA_HOME", ".local/share"),
-        *_dirs(ctx, "XDG_DATA_DIRS", "/usr/local/share:/usr/share"),
-    ]
-    out: list[str] = []
-    for r in roots:
-        if r not in out:
-            out.append(r)
-    return out
+    """What the loader sees of a variable: nothing of a secure one in an elevated process."""
+    if name in SECURE_VARIABLES or name in SECURE_LOADER_VARS:
+        return None if ctx.elevated else secure_getenv(ctx, name)
+    return ctx.env.get(name)
 
 
 def _override_entries(ctx: Context, var: str) -> list[str]:
     return [e for e in split_list(_secure(ctx, var) or "") if e]
 
 
+def _entry_dir(entry: SearchEntry) -> str:
+    return str(PurePosixPath(entry.path).parent) if entry.is_file else entry.path
+
+
 def manifest_dirs(ctx: Context) -> list[tuple[str, str]]:
-    """(directory, purpose) for every place a driver or layer manifest is read from."""
+    """(directory, purpose) for every place a driver or layer manifest is read from: the loader
+    emulation's driver and implicit-layer search lists, and the explicit-layer directories."""
     out: list[tuple[str, str]] = []
-    effective = effective_override(ctx)
-    if effective is not None:
-        for entry in _override_entries(ctx, effective):
-            d = entry if not entry.endswith(".json") else str(PurePosixPath(entry).parent)
-            out.append((d, f"{effective} entry"))
+    for e in driver_plan(ctx).entries:
+        variable = e.origin in (*OVERRIDES, ADDITIVE)
+        out.append(
+            (_entry_dir(e), f"{e.origin} entry" if variable else "driver manifest directory")
+        )
+    implicit = implicit_layer_plan(ctx).entries
+    out += [(_entry_dir(e), "implicit layer manifest directory") for e in implicit]
+    explicit_override = _override_entries(ctx, "VK_LAYER_PATH")
+    if explicit_override:
+        out += [(e, "VK_LAYER_PATH entry") for e in explicit_override]
     else:
-        for entry in _override_entries(ctx, ADDITIVE):
-            d = entry if not entry.endswith(".json") else str(PurePosixPath(entry).parent)
-            out.append((d, f"{ADDITIVE} entry"))
-    for var in ("VK_LAYER_PATH", "VK_ADD_LAYER_PATH"):
-        for entry in _override_entries(ctx, var):
-            out.append((entry, f"{var} entry"))
-    roots = search_roots(ctx)
-    purposes = {
-        "icd.d": "driver manifest directory",
-        "implicit_layer.d": "implicit layer manifest directory",
-        "explicit_layer.d": "explicit layer manifest directory",
-    }
-    for kind in MANIFEST_KINDS:
-        if kind == "icd.d" and effective is not None:
-            continue
-        if kind == "explicit_layer.d" and _secure(ctx, "VK_LAYER_PATH"):
-            continue
-        out.extend((f"{r.rstrip('/')}/vulkan/{kind}", purposes[kind]) for r in roots)
+        suffix = "implicit_layer.d"
+        out += [
+            (e.path[: -len(suffix)] + "explicit_layer.d", "explicit layer manifest directory")
+            for e in implicit
+            if e.path.endswith(suffix)
+        ]
+    out += [(e, "VK_ADD_LAYER_PATH entry") for e in _override_entries(ctx, "VK_ADD_LAYER_PATH")]
     return out
 
 
@@ -286,12 +262,9 @@ def hazards_writable(ctx: Context, me: Identity) -> list[WritableByOthers]:
 
 
 def effective_override(ctx: Context) -> str | None:
-    """The override variable the loader uses: VK_DRIVER_FILES wins over VK_ICD_FILENAMES; set
-    but empty still counts as set."""
-    for var in OVERRIDES:
-        if _secure(ctx, var) is not None:
-            return var
-    return None
+    """The override variable the loader uses (VK_DRIVER_FILES wins over VK_ICD_FILENAMES; set but
+    empty still counts), as the loader emulation decides it."""
+    return driver_plan(ctx).override
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -329,9 +302,11 @@ def set_secure_vars(ctx: Context) -> list[str]:
 
 
 def installed_layer(ctx: Context, file_name: str) -> str | None:
-    """The first implicit layer manifest named `file_name` in the loader's search roots."""
-    for root in search_roots(ctx):
-        path = f"{root.rstrip('/')}/vulkan/implicit_layer.d/{file_name}"
+    """The first implicit layer manifest named `file_name` in the loader's search list."""
+    for entry in implicit_layer_plan(ctx).entries:
+        if entry.is_file:
+            continue
+        path = f"{entry.path.rstrip('/')}/{file_name}"
         if ctx.under(path).is_file():
             return path
     return None

@@ -547,7 +547,8 @@ def load_test_for(ctx: Context, targets: Sequence[LoadTarget]) -> LoadTest:
         targets,
         env=ctx.env,
         cwd=ctx.cwd,
-        step_timeout=min(STEP_TIMEOUT, ctx.options.timeout),
+        # a hang costs one step; a third of the budget leaves room for the others
+        step_timeout=min(STEP_TIMEOUT, ctx.options.timeout / 3),
         total_timeout=ctx.options.timeout,
     ).start()
 
@@ -748,6 +749,8 @@ class Prediction:
 
     loadable: bool
     reason: str
+    #: the dlerror() text it expects when not loadable, if it predicts one
+    error: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -757,13 +760,21 @@ class Disagreement:
     #: what dlopen really did: True loaded, False failed (dlerror below)
     loaded: bool
     dlerror: str | None
+    #: "outcome": loads where it should not, or the reverse; "reason": both fail, differently
+    kind: Literal["outcome", "reason"] = "outcome"
 
     def message(self) -> str:
+        lib = f"{self.target.dlopen_name} ({self.target.name})"
+        if self.kind == "reason":
+            return (
+                f"Both the static analysis and the real dlopen say {lib} does not load, but for "
+                f"different reasons: predicted {self.predicted.error!r}, real {self.dlerror!r}."
+            )
         said = "loadable" if self.predicted.loadable else "not loadable"
         real = "loads" if self.loaded else f"fails: {self.dlerror}"
         return (
-            f"The static analysis predicted {self.target.dlopen_name} ({self.target.name}) "
-            f"{said} ({self.predicted.reason}), but the real dlopen {real}."
+            f"The static analysis predicted {lib} {said} ({self.predicted.reason}), "
+            f"but the real dlopen {real}."
         )
 
 
@@ -780,4 +791,12 @@ def disagreements(
         if loaded != predicted.loadable:
             yield Disagreement(
                 target=outcome.target, predicted=predicted, loaded=loaded, dlerror=outcome.dlerror
+            )
+        elif not loaded and predicted.error is not None and predicted.error != outcome.dlerror:
+            yield Disagreement(
+                target=outcome.target,
+                predicted=predicted,
+                loaded=loaded,
+                dlerror=outcome.dlerror,
+                kind="reason",
             )

@@ -177,32 +177,43 @@ class PredictionAgrees(Check):
     title = "Static prediction matches the real load"
     live_only = True
 
-    def predictions(self, ctx: Context) -> Mapping[LoadTarget, Prediction] | None:
-        """The static prediction per target; None where no predictor is connected."""
-        return None
+    def predictions(self, ctx: Context) -> Mapping[LoadTarget, Prediction]:
+        """The ld.so emulation's verdict on each target (vkdoctor.checks.libraries)."""
+        from vkdoctor.checks.libraries import target_resolutions
+
+        return {
+            target: Prediction(
+                loadable=r.ok,
+                reason=r.predicted_error
+                or "the library, its DT_NEEDED closure and every symbol version resolve",
+                error=r.predicted_error,
+            )
+            for target, r in ctx.fact(target_resolutions)
+        }
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         predicted = self.predictions(ctx)
-        if predicted is None:
-            yield self.info(
-                "Not compared",
-                "No static load prediction is available in this build to compare with the load test.",
-            )
-            return
         run = ctx.fact(load_test)
         found = list(disagreements(predicted, run))
         for d in found:
-            yield self.warn(
-                f"{d.target.dlopen_name}: prediction and real load disagree",
+            yield self.finding(
+                Severity.WARN if d.kind == "outcome" else Severity.INFO,
+                f"{d.target.dlopen_name}: prediction and real load disagree"
+                if d.kind == "outcome"
+                else f"{d.target.dlopen_name}: predicted and real dlerror differ",
                 d.message(),
                 remedy="Trust the real load (VKT001/VKT003); please report the disagreement "
                 "with `vkdoctor check --json -` to the vkdoctor maintainers.",
-                manifest=d.target.manifest,
-                library=d.target.dlopen_name,
-                predicted_loadable=d.predicted.loadable,
-                predicted_reason=d.predicted.reason,
-                loaded=d.loaded,
-                dlerror=d.dlerror,
+                evidence={
+                    "manifest": d.target.manifest,
+                    "library": d.target.dlopen_name,
+                    "kind": d.kind,
+                    "predicted_loadable": d.predicted.loadable,
+                    "predicted_reason": d.predicted.reason,
+                    "predicted_error": d.predicted.error,
+                    "loaded": d.loaded,
+                    "dlerror": d.dlerror,
+                },
             )
         if not found:
             compared = sum(
