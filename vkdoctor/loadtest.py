@@ -351,7 +351,10 @@ def _drive(
 
 class LoadTest:
     """One load test: `start()` spawns the first child and returns at once, so the test runs
-    while the caller does other work; `result()` drives it to the end (once) and cleans up."""
+    while the caller does other work; `result()` drives it to the end (once) and cleans up.
+
+    The child dies with the thread that spawned it (PR_SET_PDEATHSIG follows the thread), so
+    call `start()` from a thread that lives until `result()`: the main thread."""
 
     def __init__(
         self,
