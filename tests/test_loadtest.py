@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -459,3 +460,49 @@ def test_cli_load_test_through_the_real_loader_emulation(fakes):
     (agree,) = [f for f in doc["findings"] if f["code"] == "VKT004"]
     assert agree["severity"] == "ok", agree
     assert marked_processes(mark) == []
+
+
+def test_cli_implicit_layer_that_aborts_in_vkcreateinstance(tmp_path):
+    """A broken implicit layer kills every Vulkan program (vulkaninfo too); VKT003 names it."""
+    lib = tmp_path / "libVkLayer_vkdoctor_crash.so"
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-o", str(lib), str(DATA / "fake_layer.c")],
+        check=True,
+        timeout=60,
+    )
+    layers = tmp_path / "share" / "vulkan" / "implicit_layer.d"
+    layers.mkdir(parents=True)
+    (layers / "crash.json").write_text(
+        json.dumps(
+            {
+                "file_format_version": "1.1.0",
+                "layer": {
+                    "name": "VK_LAYER_VKDOCTOR_crash",
+                    "type": "GLOBAL",
+                    "library_path": str(lib),
+                    "api_version": "1.3.0",
+                    "implementation_version": "1",
+                    "description": "aborts in vkGetInstanceProcAddr",
+                    "disable_environment": {"VKDOCTOR_NO_CRASH_LAYER": "1"},
+                },
+            }
+        )
+    )
+    env = {"XDG_DATA_HOME": str(tmp_path / "share"), "VK_DRIVER_FILES": LVP_MANIFEST}
+    oracle = subprocess.run(
+        ["vulkaninfo", "--summary"],
+        env={**os.environ, **env},
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert oracle.returncode == -signal.SIGABRT
+    proc, doc = run_json(["check", "--no-probe", "--select", "VKT003"], env=env, timeout=60)
+    assert proc.returncode == 1
+    layers_found = {f["evidence"]["name"]: f for f in doc["findings"] if f["code"] == "VKT003"}
+    crash = layers_found["VK_LAYER_VKDOCTOR_crash"]
+    assert crash["severity"] == "fail" and crash["evidence"]["signal"] == "SIGABRT"
+    assert crash["evidence"]["instance"] == "crash" and crash["evidence"]["dlopen"] == "ok"
+    assert "Every Vulkan application loads this implicit layer" in crash["message"]
+    assert crash["remedy"].startswith("export VK_LOADER_LAYERS_DISABLE=VK_LAYER_VKDOCTOR_crash")
+    assert layers_found["VK_LAYER_MESA_device_select"]["severity"] == "ok"
