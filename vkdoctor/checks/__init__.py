@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
-from vkdoctor.checks import container, drivers, host, layers, libraries, packages
+from vkdoctor.checks import (
+    container,
+    disk,
+    drivers,
+    env,
+    host,
+    layers,
+    libraries,
+    loadtest,
+    packages,
+)
 from vkdoctor.checks.base import Check
 
-#: every check, by module; a module lists its checks in CHECKS
+#: every check, by module; a module lists its checks in CHECKS. The load test stays last: its
+#: child process is started before the first check and overlaps the static analysis.
 REGISTRY: tuple[type[Check], ...] = (
     *host.CHECKS,
     *drivers.CHECKS,
@@ -13,6 +24,9 @@ REGISTRY: tuple[type[Check], ...] = (
     *libraries.CHECKS,
     *packages.CHECKS,
     *container.CHECKS,
+    *disk.CHECKS,
+    *env.CHECKS,
+    *loadtest.CHECKS,
 )
 
 
