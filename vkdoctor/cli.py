@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import traceback
 
 import click
 
@@ -37,6 +36,8 @@ def main() -> None:
     except Exception as exc:  # a bug of ours: say so, exit 3, keep the traceback for --debug
         click.echo(f"vkdoctor: internal error: {type(exc).__name__}: {exc}", err=True)
         if "--debug" in sys.argv:
+            import traceback
+
             traceback.print_exc()
         else:
             click.echo("Re-run with --debug for the traceback, and please report it.", err=True)
