@@ -127,9 +127,37 @@ def _cache(ctx: Context) -> dict[str, ElfResult]:
     return {}
 
 
+def _by_path(ctx: Context) -> dict[str, ElfResult]:
+    return {}
+
+
+def _resolved(ctx: Context) -> dict[str, Path | OSError]:
+    return {}
+
+
+def resolved(ctx: Context, path: str) -> Path:
+    """`ctx.resolve(path)`, once per path per Context: the library search asks for the same
+    candidates again and again (each one a chain of lstat calls)."""
+    memo = ctx.fact(_resolved)
+    hit = memo.get(path)
+    if hit is None:
+        try:
+            hit = ctx.resolve(path)
+        except OSError as exc:
+            hit = exc
+        memo[path] = hit
+    if isinstance(hit, OSError):
+        raise hit
+    return hit
+
+
 def read_elf(ctx: Context, path: str) -> ElfResult:
     """Parse `path` (inside the root) once per Context; the same file under two names is parsed once."""
-    host = ctx.resolve(path)
+    seen = ctx.fact(_by_path)
+    hit = seen.get(path)
+    if hit is not None:
+        return hit
+    host = resolved(ctx, path)
     key = str(host)
     cache = ctx.fact(_cache)
     hit = cache.get(key)
@@ -139,7 +167,8 @@ def read_elf(ctx: Context, path: str) -> ElfResult:
     if hit.path != path:
         from dataclasses import replace
 
-        return replace(hit, path=path)
+        hit = replace(hit, path=path)
+    seen[path] = hit
     return hit
 
 
