@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import re
 import sys
@@ -59,6 +60,20 @@ def _cpu_model() -> str | None:
     except OSError:
         pass
     return platform.processor() or None
+
+
+def _memory() -> dict[str, int | None]:
+    """MemTotal and MemAvailable from /proc/meminfo, in bytes (what psutil.virtual_memory reads)."""
+    values: dict[str, int] = {}
+    try:
+        with open("/proc/meminfo", encoding="ascii", errors="replace") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                if key in ("MemTotal", "MemAvailable"):
+                    values[key] = int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return {"total_bytes": values.get("MemTotal"), "available_bytes": values.get("MemAvailable")}
 
 
 def _version_of(dist: str) -> str | None:
@@ -127,13 +142,10 @@ def collect(ctx: Context) -> dict[str, Any]:
         "wgpu": _version_of("wgpu"),
     }
     if ctx.live:
-        import psutil
-
         uname = platform.uname()
         facts["kernel"] = uname.release
-        facts["cpu"] = {"model": _cpu_model(), "count": psutil.cpu_count(logical=True)}
-        vm = psutil.virtual_memory()
-        facts["memory"] = {"total_bytes": vm.total, "available_bytes": vm.available}
+        facts["cpu"] = {"model": _cpu_model(), "count": os.cpu_count()}
+        facts["memory"] = _memory()
     else:
         facts["kernel"] = None
         facts["cpu"] = None
