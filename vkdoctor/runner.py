@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import graphlib
 import time
 from collections.abc import Iterable, Sequence
@@ -35,6 +36,11 @@ def run_checks(
     by_code = {c.code: c for c in checks}
     position = {c.code: i for i, c in enumerate(checks)}
     results: dict[str, CheckResult] = {}
+    for c in checks:
+        if not c.requires and (ctx.live or not c.live_only):
+            # the check's run meets the same problem and reports it
+            with contextlib.suppress(Exception):
+                c().prefetch(ctx)
     order.prepare()
     while order.is_active():
         ready = sorted(order.get_ready(), key=position.__getitem__)

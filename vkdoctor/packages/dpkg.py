@@ -14,7 +14,7 @@ from vkdoctor.context import Context
 from vkdoctor.packages.deps import unmet
 from vkdoctor.packages.model import Consistency, Family, Package, Relation
 from vkdoctor.packages.paths import spellings
-from vkdoctor.packages.proc import ToolRun, run_tool, which
+from vkdoctor.packages.proc import RunningTool, ToolRun, run_tool, start_tool, which
 from vkdoctor.packages.versions import dpkg_compare
 
 ADMINDIR = "/var/lib/dpkg"
@@ -120,6 +120,7 @@ class DpkgDB:
         self.db_path = admindir
         self._packages: tuple[Package, ...] | None = None
         self._answers: dict[bytes, str | None] = {}
+        self._audit: RunningTool | None = None
 
     @property
     def _admin(self) -> Path:
@@ -235,11 +236,21 @@ class DpkgDB:
                 )
         return out
 
+    def prefetch(self) -> None:
+        if self._audit is None:
+            self._audit = start_tool(
+                ["dpkg", f"--admindir={self._admin}", "--audit"],
+                env=self._ctx.env,
+                timeout=min(self._ctx.options.timeout, 60.0),
+            )
+
     def consistency(self) -> Consistency:
         ctx = self._ctx
         timeout = min(ctx.options.timeout, 60.0)
         admin = str(self._admin)
-        audit = run_tool(["dpkg", f"--admindir={admin}", "--audit"], env=ctx.env, timeout=timeout)
+        self.prefetch()
+        assert self._audit is not None
+        audit = self._audit.result()
         runs = [audit]
         problems = [f"dpkg --audit: {line.strip()}" for line in _audit_packages(audit)]
         missing = tuple(str(u) for u in unmet(self))
