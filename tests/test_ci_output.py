@@ -239,9 +239,22 @@ def _report_with_probe(**probe) -> Report:
                 "vendor_id": 65541,
                 "device_id": 0,
             },
+            "ladder": [
+                {"rung": "add_one", "ok": True, "seconds": 0.01},
+                {"rung": "reduce", "ok": True, "seconds": 0.02},
+                {"rung": "matmul", "ok": True, "seconds": 0.02},
+            ],
+            "tolerance": 1e-5,
             "cases": [
-                {"rows": 64, "d": 8, "max_rel_err": 2.1e-7, "ok": True, "seconds": 0.01},
-                {"rows": 64, "d": 4096, "max_rel_err": 0.37, "ok": False, "worst_index": 17},
+                {"rows": 64, "d": 8, "max_rel_err": 2.1e-7, "norm_rel_err": 1e-7, "ok": True},
+                {
+                    "rows": 64,
+                    "d": 4096,
+                    "max_rel_err": 0.37,
+                    "norm_rel_err": 0.02,
+                    "ok": False,
+                    "worst": {"index": [3, 17], "value": 1.37, "reference": 1.0, "rel_err": 0.37},
+                },
             ],
             "seconds": 1.25,
             **probe,
@@ -259,6 +272,9 @@ def test_junit_has_a_case_per_probe_case_and_survives_control_characters(tmp_pat
     cases = {c.name: c for c in probe_suite}
     assert set(cases) == {
         "probe on llvmpipe (LLVM 23.1.0, 256 bits) (vulkan)",
+        "ladder add_one",
+        "ladder reduce",
+        "ladder matmul",
         "rmsnorm rows=64 d=8",
         "rmsnorm rows=64 d=4096",
     }
@@ -267,7 +283,11 @@ def test_junit_has_a_case_per_probe_case_and_survives_control_characters(tmp_pat
     assert cases["rmsnorm rows=64 d=8"].is_passed
     (wrong,) = cases["rmsnorm rows=64 d=4096"].result
     assert wrong.message == "wrong numbers: max_rel_err=0.37"
-    assert "worst_index=17" in wrong.text
+    assert wrong.text == (
+        "max_rel_err=0.37, norm_rel_err=0.02, tolerance=1e-05\n"
+        "worst element [3, 17]: value 1.37, reference 1.0"
+    )
+    assert cases["ladder matmul"].is_passed
     assert probe_suite.time == pytest.approx(1.25)
 
 
@@ -296,6 +316,7 @@ def test_step_summary_is_appended_with_verdict_drivers_probe_and_overlay(
     assert "### Drivers" in md and "libLLVM.so.23.1 \\| not found" in md
     assert "### Probe: fail on llvmpipe (LLVM 23.1.0, 256 bits) (vulkan)" in md
     assert "| 64 | 4096 | 0.37 | ❌ |" in md
+    assert "Ladder: add_one ✅, reduce ✅, matmul ✅" in md
     assert "export LD_LIBRARY_PATH=/home/u/.cache/vkdoctor/overlay/ab12" in md
     assert "| `libLLVM.so.23.1` | /opt/llvm23/lib/libLLVM.so.23.1 |" in md
 

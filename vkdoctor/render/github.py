@@ -190,6 +190,10 @@ def summary(report: Report, *, strict: bool = False) -> str:
         failure = probe_failure(probe)
         if failure:
             lines += [_cell(failure), ""]
+        rungs = [r for r in probe.get("ladder") or () if isinstance(r, Mapping)]
+        if rungs:
+            marks = ", ".join(f"{r.get('rung')} {'✅' if r.get('ok') else '❌'}" for r in rungs)
+            lines += [f"Ladder: {_cell(marks)}", ""]
         cases = [c for c in probe.get("cases") or () if isinstance(c, Mapping)]
         if cases:
             lines += _table(

@@ -66,6 +66,12 @@ def _check_case(c: CheckResult, *, strict: bool) -> _Case:
     return case
 
 
+def _mappings(value: object) -> list[Mapping[str, Any]]:
+    if not isinstance(value, Sequence) or isinstance(value, str):
+        return []
+    return [v for v in value if isinstance(v, Mapping)]
+
+
 def _probe_cases(probe: Mapping[str, Any]) -> list[_Case]:
     status = str(probe.get("status"))
     adapter = probe.get("adapter") or {}
@@ -85,25 +91,46 @@ def _probe_cases(probe: Mapping[str, Any]) -> list[_Case]:
     else:
         overall.output = details
     cases = [overall]
-    raw: Sequence[Any] = probe.get("cases") or ()
-    for item in raw:
-        if not isinstance(item, Mapping):
-            continue
-        label = item.get("name") or "rmsnorm"
+    for rung in _mappings(probe.get("ladder")):
         case = _Case(
             classname="vkdoctor.probe",
-            name=f"{label} rows={item.get('rows')} d={item.get('d')}",
+            name=f"ladder {rung.get('rung')}",
+            seconds=float(rung.get("seconds") or 0.0),
+        )
+        if rung.get("ok"):
+            case.output = [f"rung {rung.get('rung')} passed"]
+        else:
+            error = str(rung.get("error") or "failed")
+            case.outcome = ("failure", f"ladder rung {rung.get('rung')}: {error}", "fail", error)
+        cases.append(case)
+    tolerance = probe.get("tolerance")
+    for item in _mappings(probe.get("cases")):
+        case = _Case(
+            classname="vkdoctor.probe",
+            name=f"{item.get('name') or 'rmsnorm'} rows={item.get('rows')} d={item.get('d')}",
             seconds=float(item.get("seconds") or 0.0),
         )
-        err = item.get("max_rel_err")
-        text = f"max_rel_err={err}"
-        for key in ("tolerance", "worst_index", "worst_value", "worst_reference", "error"):
+        figures = [f"max_rel_err={item.get('max_rel_err')}"]
+        if item.get("norm_rel_err") is not None:
+            figures.append(f"norm_rel_err={item['norm_rel_err']}")
+        if tolerance is not None:
+            figures.append(f"tolerance={tolerance}")
+        if item.get("nonfinite"):
+            figures.append(f"nonfinite={item['nonfinite']}")
+        text = ", ".join(figures)
+        worst = item.get("worst")
+        if isinstance(worst, Mapping):
+            text += (
+                f"\nworst element {worst.get('index')}: value {worst.get('value')}, "
+                f"reference {worst.get('reference')}"
+            )
+        for key in ("worst_index", "error"):
             if item.get(key) is not None:
                 text += f"\n{key}={item[key]}"
         if item.get("ok"):
             case.output = [text]
         else:
-            case.outcome = ("failure", f"wrong numbers: {text.splitlines()[0]}", "fail", text)
+            case.outcome = ("failure", f"wrong numbers: {figures[0]}", "fail", text)
         cases.append(case)
     # The overall case carries the time the cases do not account for (start-up, adapter).
     overall.seconds = max(0.0, overall.seconds - sum(c.seconds for c in cases[1:]))
