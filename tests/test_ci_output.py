@@ -348,3 +348,40 @@ def test_real_cli_github_and_junit_on_this_host(tmp_path: Path):
     assert len([m for m in found if m.group(1) == "error"]) >= len(failing)
     assert proc.returncode == (1 if failing else 0)
     assert summary.read_text().startswith("## vkdoctor check: ")
+
+
+def test_a_probe_finding_is_not_repeated_by_the_probe_annotation_or_case(tmp_path: Path):
+    base = _report_with_probe(
+        status="no-adapter", ladder=[], cases=[], summary="no Vulkan CPU adapter"
+    )
+    vkr = CheckResult(
+        code="VKR001",
+        family="compute",
+        title="Compute probe (RMSNorm)",
+        status=CheckStatus.RAN,
+        findings=(
+            Finding(
+                code="VKR001",
+                severity=Severity.FAIL,
+                title="No adapter for the compute probe",
+                message="no Vulkan CPU adapter; OpenGL llvmpipe is present but does not count",
+            ),
+        ),
+    )
+    report = Report(vkdoctor_version="0", host={}, checks=(*base.checks, vkr), probe=base.probe)
+    (line,) = github.annotation_lines(report)
+    assert line.startswith("::error title=VKR001%3A No adapter for the compute probe::")
+    path = tmp_path / "j.xml"
+    path.write_text(junit.render(report))
+    doc = junitparser.JUnitXml.fromfile(str(path))
+    names = [c.name for s in doc for c in s]
+    assert names == ["VKH001 Host", "VKR001 Compute probe (RMSNorm)"]
+    assert doc.failures == 1
+    # without the check, the probe's own case carries the failure
+    alone = Report(vkdoctor_version="0", host={}, checks=base.checks, probe=base.probe)
+    path.write_text(junit.render(alone))
+    doc = junitparser.JUnitXml.fromfile(str(path))
+    assert [c.name for s in doc for c in s][
+        -1
+    ] == "probe on llvmpipe (LLVM 23.1.0, 256 bits) (vulkan)"
+    assert doc.failures == 1

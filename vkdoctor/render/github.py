@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from vkdoctor.model import CheckResult, Finding, Report, ReportStatus, Severity
+from vkdoctor.render import PROBE_FAMILY_PREFIX
 from vkdoctor.render import text as text_render
 
 
@@ -65,13 +66,16 @@ def probe_failure(probe: Mapping[str, Any]) -> str | None:
 
 
 def annotation_lines(report: Report, *, strict: bool = False) -> list[str]:
-    """One `::error` / `::warning` per failing or warning finding, and one for a failed probe."""
+    """One `::error` / `::warning` per failing or warning finding, and one for a failed probe
+    unless a probe finding (VKR...) already says it."""
     out = []
+    probe_said = False
     for f in report.findings:
         level = _level(f.severity, strict=strict)
         if level:
             out.append(command(level, _body(f), title=f"{f.code}: {f.title}"))
-    if report.probe is not None:
+            probe_said |= level == "error" and f.code.startswith(PROBE_FAMILY_PREFIX)
+    if report.probe is not None and not probe_said:
         failure = probe_failure(report.probe)
         if failure:
             out.append(command("error", failure, title="vkdoctor probe"))
