@@ -254,6 +254,7 @@ def _report_with_probe(**probe) -> Report:
                     "norm_rel_err": 0.02,
                     "ok": False,
                     "worst": {"index": [3, 17], "value": 1.37, "reference": 1.0, "rel_err": 0.37},
+                    "timing": {"upload_s": 0.25, "dispatch_s": 0.125, "repeat_s": [0.5, 0.125]},
                 },
             ],
             "seconds": 1.25,
@@ -288,6 +289,7 @@ def test_junit_has_a_case_per_probe_case_and_survives_control_characters(tmp_pat
         "worst element [3, 17]: value 1.37, reference 1.0"
     )
     assert cases["ladder matmul"].is_passed
+    assert cases["rmsnorm rows=64 d=4096"].time == 1.0
     assert probe_suite.time == pytest.approx(1.25)
 
 
@@ -385,3 +387,11 @@ def test_a_probe_finding_is_not_repeated_by_the_probe_annotation_or_case(tmp_pat
         -1
     ] == "probe on llvmpipe (LLVM 23.1.0, 256 bits) (vulkan)"
     assert doc.failures == 1
+
+
+def test_junit_to_stdout_is_pure_xml_and_two_stdout_reports_are_a_usage_error(monkeypatch):
+    result = invoke(monkeypatch, (HostFacts, NastyFail), "--junit", "-")
+    assert result.exit_code == 1
+    assert result.output.startswith('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites ')
+    clash = invoke(monkeypatch, (HostFacts,), "--junit", "-", "--json", "-")
+    assert clash.exit_code == 2 and "both want stdout" in clash.output

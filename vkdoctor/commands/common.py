@@ -230,11 +230,13 @@ def emit(
     """
     click_ctx = click.get_current_context(silent=True)
     meta = click_ctx.meta if click_ctx is not None else {}
+    junit_file = meta.get(_META_JUNIT)
+    if json_file == "-" and junit_file == "-":
+        raise click.UsageError("--json - and --junit - both want stdout; send one to a file")
     if meta.get(_META_REDACT):
         report = redact(report, host_identity())
     if json_file:
         write_file(json_file, json_render.render(report, strict=strict))
-    junit_file = meta.get(_META_JUNIT)
     if junit_file:
         write_file(junit_file, junit_render.render(report, strict=strict))
     if json_file != "-" and junit_file != "-":

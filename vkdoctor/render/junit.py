@@ -67,6 +67,21 @@ def _check_case(c: CheckResult, *, strict: bool) -> _Case:
     return case
 
 
+def _case_seconds(item: Mapping[str, Any]) -> float:
+    """`seconds`, else the sum of the `timing` object's `*_s` figures (numbers or lists)."""
+    if isinstance(item.get("seconds"), int | float):
+        return float(item["seconds"])
+    timing = item.get("timing")
+    total = 0.0
+    if isinstance(timing, Mapping):
+        for key, value in timing.items():
+            if not str(key).endswith("_s"):
+                continue
+            values = value if isinstance(value, list) else [value]
+            total += sum(float(v) for v in values if isinstance(v, int | float))
+    return total
+
+
 def _mappings(value: object) -> list[Mapping[str, Any]]:
     if not isinstance(value, Sequence) or isinstance(value, str):
         return []
@@ -111,7 +126,7 @@ def _probe_cases(probe: Mapping[str, Any], *, overall_case: bool) -> list[_Case]
         case = _Case(
             classname="vkdoctor.probe",
             name=f"{item.get('name') or 'rmsnorm'} rows={item.get('rows')} d={item.get('d')}",
-            seconds=float(item.get("seconds") or 0.0),
+            seconds=_case_seconds(item),
         )
         figures = [f"max_rel_err={item.get('max_rel_err')}"]
         if item.get("norm_rel_err") is not None:
