@@ -46,7 +46,7 @@ def run_recipe(
     """Run the vkdoctor lines; the gate after `exec --` becomes `true`."""
     ran = []
     for line, env in commands:
-        argv = shlex.split(line)
+        argv = shlex.split(line, comments=True)
         if argv[0] != "vkdoctor":
             continue
         if argv[1] == "exec":
