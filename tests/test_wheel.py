@@ -1,9 +1,10 @@
 """The package: a wheel built from this repository works on its own, installed outside it.
 
-The wheel is built with the build backend from the test environment (`--no-isolation`: hatchling is
-in the test extra, so no download is needed for the build itself) and installed with its
-dependencies into a fresh virtual environment (no system site-packages) in a temporary folder. pip
-takes the dependencies from its cache or the configured index, like a user's `pip install`.
+The wheel is built from the sdist, as `python -m build` does, with the build backend of the test
+environment (`--no-isolation`: hatchling is in the test extra, so the build downloads nothing), and
+installed with its dependencies into a fresh virtual environment (no system site-packages) in a
+temporary folder. pip takes the dependencies from its cache or the configured index, like a user's
+`pip install`.
 """
 
 from __future__ import annotations
