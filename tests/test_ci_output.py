@@ -318,6 +318,7 @@ def test_step_summary_is_appended_with_verdict_drivers_probe_and_overlay(
     assert "### Drivers" in md and "libLLVM.so.23.1 \\| not found" in md
     assert "### Probe: fail on llvmpipe (LLVM 23.1.0, 256 bits) (vulkan)" in md
     assert "| 64 | 4096 | 0.37 | ❌ |" in md
+    assert "rows=64 d=4096: max_rel_err=0.37, worst element [3, 17] = 1.37 (reference 1.0)" in md
     assert "Ladder: add_one ✅, reduce ✅, matmul ✅" in md
     assert "export LD_LIBRARY_PATH=/home/u/.cache/vkdoctor/overlay/ab12" in md
     assert "| `libLLVM.so.23.1` | /opt/llvm23/lib/libLLVM.so.23.1 |" in md

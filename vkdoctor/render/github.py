@@ -59,9 +59,14 @@ def probe_failure(probe: Mapping[str, Any]) -> str | None:
         lines.append(str(probe["summary"]))
     bad = [c for c in probe.get("cases") or () if isinstance(c, Mapping) and not c.get("ok")]
     for case in bad[:5]:
-        lines.append(
-            f"rows={case.get('rows')} d={case.get('d')}: max_rel_err={case.get('max_rel_err')}"
-        )
+        line = f"rows={case.get('rows')} d={case.get('d')}: max_rel_err={case.get('max_rel_err')}"
+        worst = case.get("worst")
+        if isinstance(worst, Mapping):
+            line += (
+                f", worst element {worst.get('index')} = {worst.get('value')}"
+                f" (reference {worst.get('reference')})"
+            )
+        lines.append(line)
     return "\n".join(lines)
 
 
