@@ -8,7 +8,7 @@ import traceback
 import click
 
 from vkdoctor import __version__
-from vkdoctor.commands import check, explain
+from vkdoctor.commands import check, drivers, explain
 from vkdoctor.model import EXIT_INTERNAL
 
 
@@ -22,6 +22,7 @@ def cli() -> None:
 
 
 cli.add_command(check.check)
+cli.add_command(drivers.drivers)
 cli.add_command(explain.explain)
 
 

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from vkdoctor.checks import host
+from vkdoctor.checks import container, drivers, host, layers, libraries, packages
 from vkdoctor.checks.base import Check
 
 #: every check, by module; a module lists its checks in CHECKS
-REGISTRY: tuple[type[Check], ...] = (*host.CHECKS,)
+REGISTRY: tuple[type[Check], ...] = (
+    *host.CHECKS,
+    *drivers.CHECKS,
+    *layers.CHECKS,
+    *libraries.CHECKS,
+    *packages.CHECKS,
+    *container.CHECKS,
+)
 
 
 def by_code() -> dict[str, type[Check]]:

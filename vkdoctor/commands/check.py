@@ -8,6 +8,7 @@ import click
 
 from vkdoctor.checks import REGISTRY
 from vkdoctor.commands import common
+from vkdoctor.commands.drivers import drivers_report
 from vkdoctor.host import collect
 from vkdoctor.model import Report
 from vkdoctor.runner import run_checks, select
@@ -68,6 +69,7 @@ def check(
         vkdoctor_version=common.version(),
         host=ctx.fact(collect),
         checks=results,
+        drivers=drivers_report(ctx),
         command="check",
     )
     sys.exit(common.emit(report, fmt=fmt, json_file=json_file, strict=strict, verbose=verbose))
