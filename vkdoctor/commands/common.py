@@ -7,18 +7,17 @@ import platform
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from vkdoctor import __version__
 from vkdoctor.context import Context, Options, cache_home
 from vkdoctor.model import Report, exit_code
-from vkdoctor.redact import Identity, redact
-from vkdoctor.render import github as github_render
-from vkdoctor.render import json as json_render
-from vkdoctor.render import junit as junit_render
-from vkdoctor.render import text as text_render
+
+if TYPE_CHECKING:
+    from vkdoctor.redact import Identity
+    from vkdoctor.render import text as text_render
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -154,6 +153,8 @@ def _want_colour(stream: Any, env: Mapping[str, str]) -> bool:
 
 
 def text_style(verbose: bool) -> text_render.Style:
+    from vkdoctor.render import text as text_render
+
     env = os.environ
     encoding = (getattr(sys.stdout, "encoding", None) or "").lower()
     return text_render.Style(
@@ -183,6 +184,8 @@ def host_identity() -> Identity:
     import pwd
     import socket
 
+    from vkdoctor.redact import Identity
+
     homes = {os.environ.get("HOME", ""), str(Path.home())}
     users = {os.environ.get(k, "") for k in ("USER", "LOGNAME", "SUDO_USER")}
     for uid in (os.getuid(), os.geteuid()):
@@ -206,6 +209,8 @@ def _append_step_summary(report: Report, *, strict: bool) -> None:
     path = os.environ.get("GITHUB_STEP_SUMMARY")
     if not path:
         return
+    from vkdoctor.render import github as github_render
+
     try:
         with open(path, "a", encoding="utf-8") as f:
             f.write(github_render.summary(report, strict=strict))
@@ -224,25 +229,32 @@ def emit(
     verbose: bool,
     **extra: Any,
 ) -> int:
-    """Print the report in `fmt`, write the requested files, and return the exit code.
+    """Print the report in `fmt`, write the requested files, and return the exit code."""
+    from vkdoctor.render import json as json_render
+    from vkdoctor.render import text as text_render
 
-    The exit code depends only on the report and --strict, never on the format.
-    """
+    # The exit code depends only on the report and --strict, never on the format or the files.
     click_ctx = click.get_current_context(silent=True)
     meta = click_ctx.meta if click_ctx is not None else {}
     junit_file = meta.get(_META_JUNIT)
     if json_file == "-" and junit_file == "-":
         raise click.UsageError("--json - and --junit - both want stdout; send one to a file")
     if meta.get(_META_REDACT):
+        from vkdoctor.redact import redact
+
         report = redact(report, host_identity())
     if json_file:
         write_file(json_file, json_render.render(report, strict=strict))
     if junit_file:
+        from vkdoctor.render import junit as junit_render
+
         write_file(junit_file, junit_render.render(report, strict=strict))
     if json_file != "-" and junit_file != "-":
         if fmt == "json":
             click.echo(json_render.render(report, strict=strict), nl=False)
         elif fmt == "github":
+            from vkdoctor.render import github as github_render
+
             click.echo(github_render.render(report, strict=strict), nl=False)
         else:
             click.echo(
