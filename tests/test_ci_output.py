@@ -396,3 +396,14 @@ def test_junit_to_stdout_is_pure_xml_and_two_stdout_reports_are_a_usage_error(mo
     assert result.output.startswith('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites ')
     clash = invoke(monkeypatch, (HostFacts,), "--junit", "-", "--json", "-")
     assert clash.exit_code == 2 and "both want stdout" in clash.output
+
+
+def test_drivers_command_speaks_github_too(tmp_path: Path):
+    proc = run_vkdoctor(
+        ["drivers", "--format", "github"], env={"VK_DRIVER_FILES": "/nonexistent.json"}
+    )
+    assert proc.returncode == 1, proc.stderr
+    found = annotation_lines(proc.stdout)
+    assert found and all(m.group(1) in ("error", "warning") for m in found)
+    assert any("nonexistent.json" in unescape(m.group(3)) for m in found)
+    assert proc.stdout.splitlines()[-1].startswith("vkdoctor: FAIL")
