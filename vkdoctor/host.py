@@ -35,7 +35,10 @@ def _distro(ctx: Context) -> dict[str, Any]:
 
         # os-release and the distribution's release file; not lsb_release and uname, which
         # distro would run as processes (tens of milliseconds) for nothing they add here
-        d = distro.LinuxDistribution(include_lsb=False, include_uname=False)
+        try:
+            d = distro.LinuxDistribution(include_lsb=False, include_uname=False)
+        except TypeError:  # distro < 1.6 has no uname source at all
+            d = distro.LinuxDistribution(include_lsb=False)
         return {
             "id": d.id() or None,
             "name": d.name(pretty=True) or None,

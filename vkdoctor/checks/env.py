@@ -32,7 +32,7 @@ class LdLibraryPathSyntax(Check):
 
     code = "VKE001"
     family = "environment"
-    title = "LD_LIBRARY_PATH entries are absolute"
+    title = "Empty or relative LD_LIBRARY_PATH entries"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         if ctx.elevated:
@@ -76,7 +76,7 @@ class LdLibraryPathExists(Check):
 
     code = "VKE002"
     family = "environment"
-    title = "LD_LIBRARY_PATH entries exist"
+    title = "LD_LIBRARY_PATH entries that do not exist"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         if ctx.elevated:
@@ -108,7 +108,7 @@ class WritableByOthers(Check):
 
     code = "VKE003"
     family = "environment"
-    title = "Library and manifest directories are not writable by others"
+    title = "Library and manifest directories writable by others"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         for h in eh.hazards_writable(ctx, _identity(ctx)):
@@ -135,7 +135,7 @@ class IcdFilenamesDeprecated(Check):
 
     code = "VKE004"
     family = "environment"
-    title = "VK_ICD_FILENAMES is not used"
+    title = "Deprecated VK_ICD_FILENAMES in use"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         value = ctx.env.get("VK_ICD_FILENAMES")
@@ -171,7 +171,7 @@ class OverridesPointAtDrivers(Check):
 
     code = "VKE005"
     family = "environment"
-    title = "Driver override variables point at drivers"
+    title = "Driver override variables that point at nothing"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         if ctx.elevated:
@@ -248,7 +248,7 @@ class ElevatedIgnoresVariables(Check):
 
     code = "VKE006"
     family = "environment"
-    title = "No variables ignored for an elevated process"
+    title = "Variables an elevated process ignores"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         if not ctx.elevated:
