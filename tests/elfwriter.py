@@ -8,6 +8,7 @@ which read versions through sections, can be used as oracles).
 
 from __future__ import annotations
 
+import itertools
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -49,6 +50,19 @@ class Spec:
     verdef: Sequence[str] = ()
     #: extra dynamic entries (tag, value), written before DT_NULL
     extra: Sequence[tuple[int, int]] = field(default_factory=list)
+    #: dynamic symbols (name, kind), kind one of SYMBOL_KINDS; written with a SysV DT_HASH
+    symbols: Sequence[tuple[str, str]] = ()
+
+
+#: kind -> (binding, type, defined)
+SYMBOL_KINDS = {
+    "global": (1, 2, True),
+    "weak": (2, 2, True),
+    "unique": (10, 1, True),
+    "local": (0, 2, True),
+    "undef": (1, 0, False),
+    "undef_weak": (2, 0, False),
+}
 
 
 def elf_hash(name: bytes) -> int:
@@ -91,6 +105,8 @@ def write(spec: Spec) -> bytes:
             strings.add(v)
     for v in spec.verdef:
         strings.add(v)
+    for name, _ in spec.symbols:
+        strings.add(name)
 
     body = bytearray(ehdr_size + 2 * ph_size)
     strtab_off = len(body)
@@ -126,6 +142,33 @@ def write(spec: Spec) -> bytes:
         body += struct.pack(e + "II", strings.add(name), 0)
     _align(body)
 
+    symtab_off = len(body)
+    sym_size = 24 if spec.is64 else 16
+    # .dynsym's sh_info: the first non-local symbol
+    first_global = 1 + len(list(itertools.takewhile(lambda s: s[1] == "local", spec.symbols)))
+    if spec.symbols:
+        body += b"\0" * sym_size
+        for name, kind in spec.symbols:
+            bind, typ, defined = SYMBOL_KINDS[kind]
+            info, shndx = (bind << 4) | typ, 1 if defined else 0
+            if spec.is64:
+                body += struct.pack(e + "IBBHQQ", strings.add(name), info, 0, shndx, 0x100, 8)
+            else:
+                body += struct.pack(e + "IIIBBH", strings.add(name), 0x100, 8, info, 0, shndx)
+    hash_off = len(body)
+    if spec.symbols:
+        # SysV hash; 8-byte words on 64-bit s390 (and alpha), as glibc reads them there
+        word = "Q" if spec.is64 and spec.machine == EM_S390 else "I"
+        nsyms = len(spec.symbols) + 1
+        nbucket = max(1, nsyms // 2)
+        buckets, chains = [0] * nbucket, [0] * nsyms
+        for i, (name, _) in enumerate(spec.symbols, start=1):
+            h = elf_hash(name.encode()) % nbucket
+            chains[i], buckets[h] = buckets[h], i
+        body += struct.pack(e + word * (2 + nbucket + nsyms), nbucket, nsyms, *buckets, *chains)
+    hash_end = len(body)
+    _align(body)
+
     entries: list[tuple[int, int]] = [(DT["NEEDED"], strings.add(n)) for n in spec.needed]
     if spec.soname is not None:
         entries.append((DT["SONAME"], strings.add(spec.soname)))
@@ -142,6 +185,8 @@ def write(spec: Spec) -> bytes:
         entries += [(DT["VERNEED"], verneed_off), (DT["VERNEEDNUM"], len(spec.verneed))]
     if defs:
         entries += [(DT["VERDEF"], verdef_off), (DT["VERDEFNUM"], len(defs))]
+    if spec.symbols:
+        entries += [(6, symtab_off), (11, sym_size), (4, hash_off)]  # SYMTAB, SYMENT, HASH
     entries += [*spec.extra, (0, 0)]
     dynamic_off = len(body)
     for tag, val in entries:
@@ -150,6 +195,8 @@ def write(spec: Spec) -> bytes:
     shstr = _Strings()
     sections = [
         (".dynstr", 3, strtab_off, len(strings.data), 0, 0, 1, 0),
+        (".dynsym", 11, symtab_off, hash_off - symtab_off, 1, first_global, 8, sym_size),
+        (".hash", 5, hash_off, hash_end - hash_off, 2, 0, 4, 8 if spec.machine == EM_S390 and spec.is64 else 4),
         (".gnu.version_r", 0x6FFFFFFE, verneed_off, verdef_off - verneed_off, 1, len(spec.verneed), 4, 0),
         (".gnu.version_d", 0x6FFFFFFD, verdef_off, 28 * len(defs), 1, len(defs), 4, 0),
         (".dynamic", 6, dynamic_off, len(body) - dynamic_off, 1, 0, 8, dyn.size),

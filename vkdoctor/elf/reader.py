@@ -231,6 +231,7 @@ class _Image:
         self.is64 = is64
         self.e = "<" if little else ">"
         self.loads: list[tuple[int, int, int]] = []
+        self.machine = 0
 
     def unpack(self, fmt: str, offset: int, what: str) -> tuple[int, ...]:
         s = struct.Struct(self.e + fmt)
@@ -262,6 +263,16 @@ def _parse_bytes(data: bytes | mmap.mmap, path: str) -> ElfResult:
 
 
 def _extract(image: _Image, path: str) -> ElfInfo:
+    base, raw = _layout(image)
+    base["path"] = path
+    if raw is None:
+        return ElfInfo(**base, warnings=("no PT_DYNAMIC segment",))
+    return _dynamic_facts(image, base, raw)
+
+
+def _layout(image: _Image) -> tuple[dict[str, Any], dict[int, list[int]] | None]:
+    """The header's facts, and the dynamic entries by tag (None: no PT_DYNAMIC); records the
+    PT_LOAD mapping in `image.loads`."""
     from vkdoctor.elf.names import machine_name, osabi_name, type_name
 
     if image.is64:
@@ -274,8 +285,8 @@ def _extract(image: _Image, path: str) -> ElfInfo:
             "HHIIIIIHHH", 16, "ELF header"
         )
         ph_fmt, ph_size, dyn_fmt = "IIIIIIII", 32, "iI"
+    image.machine = e_machine
     base: dict[str, Any] = {
-        "path": path,
         "elf_class": 64 if image.is64 else 32,
         "data": "little" if image.e == "<" else "big",
         "machine": machine_name(e_machine),
@@ -296,7 +307,7 @@ def _extract(image: _Image, path: str) -> ElfInfo:
         elif p_type == PT_DYNAMIC and dynamic is None:
             dynamic = (p_offset, p_filesz)
     if dynamic is None:
-        return ElfInfo(**base, warnings=("no PT_DYNAMIC segment",))
+        return base, None
     if dynamic[0] + dynamic[1] > image.size:
         raise _Bad("truncated", "PT_DYNAMIC lies beyond the end of the file")
 
@@ -307,7 +318,10 @@ def _extract(image: _Image, path: str) -> ElfInfo:
         if tag == DT_NULL:
             break
         raw.setdefault(tag, []).append(val)
+    return base, raw
 
+
+def _dynamic_facts(image: _Image, base: dict[str, Any], raw: dict[int, list[int]]) -> ElfInfo:
     strtab = _strtab(image, raw)
 
     def string(off: int) -> str:
