@@ -178,10 +178,12 @@ def unresolved(
     """For each path of `new`, its strong undefined references (name, versioned) that no object
     of `scope` (paths inside the root) defines. Paths whose symbols cannot be read have nothing
     to report; their tables' `error` says why."""
-    tables = [symbol_table(ctx, p) for p in scope]
+    tables = list({id(t): t for t in (symbol_table(ctx, p) for p in scope)}.values())
     in_scope = {id(t) for t in tables}
-    # the table that defined a name for the previous driver is asked first: the drivers of one
-    # run share most of their closure, and the answer (any table of the scope) is the same
+    # The answer is "any table of the scope", so the order tables are asked in is free: the one
+    # that defined a name for the previous driver first (the drivers of one run share most of
+    # their closure), then the most recently useful (one library's references cluster on a
+    # few providers: libc, libstdc++, libLLVM).
     last = ctx.fact(_definers)
     answers: dict[str, bool] = {}
     out: dict[str, tuple[tuple[str, bool], ...]] = {}
@@ -196,10 +198,12 @@ def unresolved(
                 if hint is not None and id(hint) in in_scope and hint.defines(n):
                     found = True
                 else:
-                    for t in tables:
+                    for k, t in enumerate(tables):
                         if t.defines(n):
                             last[text] = t
                             found = True
+                            if k:
+                                tables.insert(0, tables.pop(k))
                             break
                 answers[text] = found
             if not found:
