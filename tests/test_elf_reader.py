@@ -396,3 +396,23 @@ def test_runtime_does_not_import_pyelftools() -> None:
     )
     assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout + proc.stderr
     assert '"code": "VKL001"' in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_filesystem_without_mmap_is_read_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Some FUSE filesystems refuse mmap (ENODEV): the file is then read, with the same answer."""
+    import errno
+    import mmap
+
+    from vkdoctor.elf.dynsym import read_symbol_table
+
+    lib = Path(os.path.realpath("/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so"))
+    mapped_info, mapped_syms = _parse(lib, str(lib)), read_symbol_table(lib)
+
+    def refuse(*args: object, **kwargs: object) -> mmap.mmap:
+        raise OSError(errno.ENODEV, "No such device")
+
+    monkeypatch.setattr(mmap, "mmap", refuse)
+    assert _parse(lib, str(lib)) == mapped_info
+    read = read_symbol_table(lib)
+    assert (read.undefined, read.count) == (mapped_syms.undefined, mapped_syms.count)
+    assert read.defines("vk_icdGetInstanceProcAddr")

@@ -20,7 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vkdoctor.context import Context
-from vkdoctor.elf.reader import DT_STRSZ, DT_STRTAB, _Bad, _Image, _layout, _short, resolved
+from vkdoctor.elf.reader import (
+    DT_STRSZ,
+    DT_STRTAB,
+    _Bad,
+    _Image,
+    _layout,
+    _short,
+    mapped,
+    resolved,
+)
 
 DT_HASH, DT_SYMTAB, DT_SYMENT = 4, 6, 11
 DT_GNU_HASH = 0x6FFFFEF5
@@ -221,7 +230,7 @@ def read_symbol_table(host: Path) -> SymbolTable:
                 return SymbolTable(error="not an ELF file")
             if head[5] not in (1, 2):
                 return SymbolTable(error="invalid ELF data encoding")
-            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            with mapped(f) as data:
                 return _read(_Image(data, is64=head[4] == 2, little=head[5] == 1))
     except (OSError, ValueError) as exc:
         return SymbolTable(error=str(exc))

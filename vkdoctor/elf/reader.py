@@ -10,12 +10,14 @@ per Context; a file that cannot be read gives an `ElfError`, never an exception.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import stat
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 from vkdoctor.context import Context
 
@@ -188,12 +190,33 @@ def _parse(host: Path, path: str) -> ElfResult:
             head = f.read(64)
             if _short(head) or head[:4] != b"\x7fELF" or st.st_size <= len(head):
                 return _parse_bytes(head, path)
-            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as image:
+            with mapped(f) as image:
                 return _parse_bytes(image, path)
     except OSError as exc:
         return ElfError(path=path, kind="unreadable", message=exc.strerror or str(exc))
     except ValueError as exc:  # mmap of a file that shrank to nothing meanwhile
         return ElfError(path=path, kind="truncated", message=str(exc))
+
+
+#: where a filesystem cannot map files, the whole file is read instead, up to this size
+MAX_READ = 256 * 1024 * 1024
+
+
+@contextlib.contextmanager
+def mapped(f: BinaryIO) -> Iterator[bytes | mmap.mmap]:
+    """The open file's bytes: a read-only mmap (only the pages looked at are read), or, on a
+    filesystem that cannot map files, the file read whole when it is at most MAX_READ."""
+    try:
+        view = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except OSError:
+        f.seek(0)
+        data = f.read(MAX_READ + 1)
+        if len(data) > MAX_READ:
+            raise
+        yield data
+        return
+    with view:
+        yield view
 
 
 def _short(ident: bytes) -> bool:
