@@ -66,7 +66,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     choice = p.add_mutually_exclusive_group()
     choice.add_argument("--cpu", action="store_true", help="a CPU adapter (lavapipe, llvmpipe)")
-    choice.add_argument("--adapter", metavar="TEXT", help="the first adapter whose name contains TEXT")
+    choice.add_argument(
+        "--adapter", metavar="TEXT", help="the first adapter whose name contains TEXT"
+    )
     p.add_argument("--backend", choices=sorted(BACKENDS), default="vulkan")
     p.add_argument("--seed", type=int, help="repeat a run's random inputs")
     p.add_argument("--shader-dir", type=Path, default=default_shaders)
@@ -186,7 +188,9 @@ def _json_float(v: float) -> float | str:
     return v if math.isfinite(v) else str(v)
 
 
-def ladder(device: Any, kernels: Any, shader_dir: Path, rng: Any, rungs: list[dict[str, Any]]) -> None:
+def ladder(
+    device: Any, kernels: Any, shader_dir: Path, rng: Any, rungs: list[dict[str, Any]]
+) -> None:
     """Climb the rungs, appending each result to `rungs`; raise RungFailed at the first failure."""
     import numpy as np
 
@@ -197,23 +201,41 @@ def ladder(device: Any, kernels: Any, shader_dir: Path, rng: Any, rungs: list[di
             detail = fn()
         except RungFailed as exc:
             rungs.append(
-                {"rung": name, "ok": False, "error": str(exc), **exc.detail,
-                 "seconds": round(time.perf_counter() - t, 6)}
+                {
+                    "rung": name,
+                    "ok": False,
+                    "error": str(exc),
+                    **exc.detail,
+                    "seconds": round(time.perf_counter() - t, 6),
+                }
             )
             raise
         except kernels.ShaderLimitError as exc:
-            rungs.append({"rung": name, "ok": False, "error": f"device limits: {exc}",
-                          "seconds": round(time.perf_counter() - t, 6)})
+            rungs.append(
+                {
+                    "rung": name,
+                    "ok": False,
+                    "error": f"device limits: {exc}",
+                    "seconds": round(time.perf_counter() - t, 6),
+                }
+            )
             raise RungFailed(name, f"device limits: {exc}") from exc
         except Exception as exc:
             if not _is_gpu_error(exc):
                 raise
             msg = f"{type(exc).__name__}: {exc}"
-            rungs.append({"rung": name, "ok": False, "error": msg,
-                          "seconds": round(time.perf_counter() - t, 6)})
+            rungs.append(
+                {
+                    "rung": name,
+                    "ok": False,
+                    "error": msg,
+                    "seconds": round(time.perf_counter() - t, 6),
+                }
+            )
             raise RungFailed(name, msg) from exc
-        rungs.append({"rung": name, "ok": True, **detail,
-                      "seconds": round(time.perf_counter() - t, 6)})
+        rungs.append(
+            {"rung": name, "ok": True, **detail, "seconds": round(time.perf_counter() - t, 6)}
+        )
 
     def do_add_one() -> dict[str, Any]:
         k = kernels.load_kernel(device, shader_dir, "add_one")
@@ -222,9 +244,15 @@ def ladder(device: Any, kernels: Any, shader_dir: Path, rng: Any, rungs: list[di
         bad = np.flatnonzero(~(y == x + 1))
         if bad.size:
             i = int(bad[0])
-            raise RungFailed("add-one", f"{bad.size} of {x.size} elements wrong; first at [{i}]: "
-                             f"{y[i]!r}, expected {x[i] + 1!r}", wrong=int(bad.size), index=i,
-                             value=_json_float(float(y[i])), expected=float(x[i] + 1))
+            raise RungFailed(
+                "add-one",
+                f"{bad.size} of {x.size} elements wrong; first at [{i}]: "
+                f"{y[i]!r}, expected {x[i] + 1!r}",
+                wrong=int(bad.size),
+                index=i,
+                value=_json_float(float(y[i])),
+                expected=float(x[i] + 1),
+            )
         return {"n": int(x.size), "wrong": 0}
 
     def do_reduce() -> dict[str, Any]:
@@ -232,15 +260,23 @@ def ladder(device: Any, kernels: Any, shader_dir: Path, rng: Any, rungs: list[di
         x = rng.integers(0, 1000, 64 * 4 * 5 + 37).astype(np.uint32)
         got = kernels.reduce_sum(device, k, x)
         per = k.needs["workgroup_size"][0] * 4
-        want = np.array([int(x[i:i + per].sum()) for i in range(0, x.size, per)], dtype=np.uint64)
+        want = np.array([int(x[i : i + per].sum()) for i in range(0, x.size, per)], dtype=np.uint64)
         bad = np.flatnonzero(got.astype(np.uint64) != want)
         if bad.size:
             i = int(bad[0])
-            raise RungFailed("workgroup-reduction", f"{bad.size} of {want.size} workgroup sums wrong; "
-                             f"group {i}: {int(got[i])}, expected {int(want[i])}",
-                             group=i, value=int(got[i]), expected=int(want[i]))
-        return {"n": int(x.size), "groups": int(want.size),
-                "workgroup_storage_bytes": k.needs["workgroup_storage_bytes"]}
+            raise RungFailed(
+                "workgroup-reduction",
+                f"{bad.size} of {want.size} workgroup sums wrong; "
+                f"group {i}: {int(got[i])}, expected {int(want[i])}",
+                group=i,
+                value=int(got[i]),
+                expected=int(want[i]),
+            )
+        return {
+            "n": int(x.size),
+            "groups": int(want.size),
+            "workgroup_storage_bytes": k.needs["workgroup_storage_bytes"],
+        }
 
     def do_matmul() -> dict[str, Any]:
         k = kernels.load_kernel(device, shader_dir, "matmul")
@@ -253,10 +289,15 @@ def ladder(device: Any, kernels: Any, shader_dir: Path, rng: Any, rungs: list[di
             want = a @ b
             if not np.array_equal(got, want.astype(np.float32)):
                 r, c = np.argwhere(~(got == want))[0]
-                raise RungFailed("matmul", f"{a.shape[0]}x{a.shape[1]} by {b.shape[0]}x{b.shape[1]}: "
-                                 f"c[{r},{c}] = {got[r, c]!r}, expected {want[r, c]}",
-                                 index=[int(r), int(c)], value=_json_float(float(got[r, c])),
-                                 expected=int(want[r, c]), got=got.tolist() if got.size <= 4 else None)
+                raise RungFailed(
+                    "matmul",
+                    f"{a.shape[0]}x{a.shape[1]} by {b.shape[0]}x{b.shape[1]}: "
+                    f"c[{r},{c}] = {got[r, c]!r}, expected {want[r, c]}",
+                    index=[int(r), int(c)],
+                    value=_json_float(float(got[r, c])),
+                    expected=int(want[r, c]),
+                    got=got.tolist() if got.size <= 4 else None,
+                )
         return {"result_2x2": kernels.matmul(device, k, *pairs[0]).astype(int).tolist()}
 
     rung("add-one", do_add_one)
@@ -286,7 +327,12 @@ def run_cases(device: Any, kernels: Any, shader_dir: Path, rng: Any) -> list[dic
         w = (rng.uniform(0.5, 1.5, d) * rng.choice([-1.0, 1.0], d)).astype(np.float32)
         repeats = REPEATS if d == 4096 and not split else 0
         y, timing = kernels.rmsnorm(
-            device, kernel, x, w, binding_limit=binding_limit, max_groups=max_groups,
+            device,
+            kernel,
+            x,
+            w,
+            binding_limit=binding_limit,
+            max_groups=max_groups,
             repeats=repeats,
         )
         case = {"rows": rows, "d": d, **errors(y, kernels.rmsnorm_reference(x, w))}
@@ -342,7 +388,9 @@ def run(args: argparse.Namespace, doc: dict[str, Any]) -> None:
         import wgpu
     except ImportError as exc:
         doc["reason"] = "wgpu-missing" if "wgpu" in str(exc) else "numpy-missing"
-        doc["summary"] = f"cannot import {exc.name or exc}: {exc}; install it with `pip install wgpu`"
+        doc["summary"] = (
+            f"cannot import {exc.name or exc}: {exc}; install it with `pip install wgpu`"
+        )
         return
     doc["wgpu"] = wgpu.__version__
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -424,6 +472,11 @@ def run(args: argparse.Namespace, doc: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
+    import faulthandler
+    import signal
+
+    # a parent that is about to kill a hung probe asks for the Python stacks first
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     # Native code that prints to stdout would corrupt the JSON: stdout goes to stderr, and the
     # document to a private copy of the original stdout.
     sys.stdout.flush()

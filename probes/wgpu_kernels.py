@@ -18,7 +18,15 @@ import wgpu
 
 EPS = 1e-6
 
-_SCALAR_BYTES = {"f32": 4, "i32": 4, "u32": 4, "f16": 2, "bool": 4, "atomic<u32>": 4, "atomic<i32>": 4}
+_SCALAR_BYTES = {
+    "f32": 4,
+    "i32": 4,
+    "u32": 4,
+    "f16": 2,
+    "bool": 4,
+    "atomic<u32>": 4,
+    "atomic<i32>": 4,
+}
 _CONST = re.compile(r"\bconst\s+(\w+)\s*(?::\s*\w+\s*)?=\s*([0-9]+)u?\s*;")
 _WORKGROUP_VAR = re.compile(r"\bvar\s*<\s*workgroup\s*>\s*(\w+)\s*:\s*([^;]+);")
 _WORKGROUP_SIZE = re.compile(r"@workgroup_size\s*\(([^)]*)\)")
@@ -38,7 +46,9 @@ def _count(token: str, consts: dict[str, int]) -> int:
         return int(token)
     if token in consts:
         return consts[token]
-    raise ShaderLimitError(f"cannot evaluate {token!r}: only integer literals and consts are understood")
+    raise ShaderLimitError(
+        f"cannot evaluate {token!r}: only integer literals and consts are understood"
+    )
 
 
 def _type_size(wgsl_type: str, consts: dict[str, int]) -> tuple[int, int]:
@@ -96,10 +106,12 @@ def check_limits(name: str, source: str, limits: Any) -> dict[str, Any]:
         raise ShaderLimitError(
             f"{name}: workgroup of {size[0] * size[1] * size[2]} invocations, the device allows {max_inv}"
         )
-    for axis, dim in zip("xyz", size):
+    for axis, dim in zip("xyz", size, strict=False):
         allowed = int(limits[f"max-compute-workgroup-size-{axis}"])
         if dim > allowed:
-            raise ShaderLimitError(f"{name}: workgroup size {axis}={dim}, the device allows {allowed}")
+            raise ShaderLimitError(
+                f"{name}: workgroup size {axis}={dim}, the device allows {allowed}"
+            )
     return {"workgroup_storage_bytes": storage, "workgroup_size": list(size)}
 
 

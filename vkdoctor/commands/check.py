@@ -7,6 +7,7 @@ import sys
 import click
 
 from vkdoctor.checks import REGISTRY
+from vkdoctor.checks.probe import probe_result
 from vkdoctor.commands import common
 from vkdoctor.host import collect
 from vkdoctor.model import Report
@@ -63,11 +64,16 @@ def check(
         adapter=adapter,
         probe=not no_probe and root is None,
     )
-    results = run_checks(ctx, select(REGISTRY, selected, ignored), debug=debug)
+    # the probe runs after every static check, and not at all with --no-probe or --root
+    chosen = select(REGISTRY, selected, ignored)
+    static = [c for c in chosen if c.code[:3] != "VKR"]
+    probes = [c for c in chosen if c.code[:3] == "VKR"] if ctx.options.probe else []
+    results = run_checks(ctx, [*static, *probes], debug=debug)
     report = Report(
         vkdoctor_version=common.version(),
         host=ctx.fact(collect),
         checks=results,
+        probe=ctx.fact(probe_result) if probes else None,
         command="check",
     )
     sys.exit(common.emit(report, fmt=fmt, json_file=json_file, strict=strict, verbose=verbose))

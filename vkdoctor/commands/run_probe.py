@@ -1,0 +1,82 @@
+"""vkdoctor run-probe: the compute probe alone, in the current environment exactly."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from vkdoctor.commands import common
+
+
+@click.command("run-probe")
+@click.option("--cpu", is_flag=True, help="Use a CPU adapter on the chosen backend (lavapipe).")
+@click.option("--adapter", metavar="TEXT", help="Use the adapter whose name contains TEXT.")
+@click.option(
+    "--backend",
+    type=click.Choice(["vulkan", "opengl"]),
+    default="vulkan",
+    show_default=True,
+    help="Which wgpu backend to probe; adapters on other backends never count.",
+)
+@click.option(
+    "--seed", type=click.IntRange(min=0), help="Repeat a run's random inputs (see its report)."
+)
+@click.option(
+    "--shader-dir",
+    type=click.Path(exists=True, file_okay=False, dir_okay=True),
+    help="Run the kernels from this directory instead of vkdoctor's own shaders.",
+)
+@common.timeout_option
+@common.output_options
+def run_probe(
+    cpu: bool,
+    adapter: str | None,
+    backend: str,
+    seed: int | None,
+    shader_dir: str | None,
+    timeout: float,
+    json_file: str | None,
+    fmt: str,
+    strict: bool,
+    verbose: bool,
+    debug: bool,
+) -> None:
+    """Run the RMSNorm compute probe on one adapter and check its numbers.
+
+    Lists every adapter wgpu sees, climbs the ladder (add one, workgroup reduction, small matmul)
+    and runs RMSNorm cases against a float64 reference. Exits 1 when the probe fails, crashes,
+    hangs or finds no suitable adapter.
+    """
+    if cpu and adapter:
+        raise click.UsageError("--cpu and --adapter choose the adapter two ways; give one")
+    from vkdoctor import probe
+
+    request = probe.ProbeRequest(
+        cpu=cpu,
+        adapter=adapter,
+        backend=backend,
+        seed=seed,
+        shader_dir=Path(shader_dir).resolve() if shader_dir else None,
+        timeout=timeout,
+    )
+    # start the child first; everything else happens while it runs
+    running = probe.start(dict(os.environ), request)
+
+    from vkdoctor.checks.probe import check_result
+    from vkdoctor.host import collect
+    from vkdoctor.model import Report
+
+    ctx = common.host_context(timeout=timeout, cpu=cpu, adapter=adapter)
+    host = collect(ctx)
+    result = probe.finish(running)
+    report = Report(
+        vkdoctor_version=common.version(),
+        host=host,
+        checks=(check_result(result),),
+        probe=result,
+        command="run-probe",
+    )
+    sys.exit(common.emit(report, fmt=fmt, json_file=json_file, strict=strict, verbose=verbose))
