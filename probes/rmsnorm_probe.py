@@ -384,12 +384,21 @@ def main(argv: list[str], out: Any) -> int:
 def run(args: argparse.Namespace, doc: dict[str, Any]) -> None:
     stage("import")
     try:
-        import numpy as np
         import wgpu
     except ImportError as exc:
-        doc["reason"] = "wgpu-missing" if "wgpu" in str(exc) else "numpy-missing"
+        doc["reason"] = "wgpu-missing"
         doc["summary"] = (
-            f"cannot import {exc.name or exc}: {exc}; install it with `pip install wgpu`"
+            f"wgpu is not importable in {sys.executable} ({exc}); "
+            "install it with `python -m pip install wgpu`"
+        )
+        return
+    try:
+        import numpy as np
+    except ImportError as exc:
+        doc["reason"] = "numpy-missing"
+        doc["summary"] = (
+            f"numpy is not importable in {sys.executable} ({exc}); "
+            "install it with `python -m pip install numpy`"
         )
         return
     doc["wgpu"] = wgpu.__version__

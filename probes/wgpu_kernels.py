@@ -245,14 +245,14 @@ class RmsTiming:
 def rows_per_chunk(rows: int, d: int, binding_limit: int, alignment: int) -> int:
     """Most rows whose x (or y) slice fits one storage binding, at an offset the device accepts."""
     row_bytes = d * 4
-    fit = max(1, binding_limit // row_bytes)
+    fit = binding_limit // row_bytes
     if fit >= rows:
         return rows
     step = alignment // math.gcd(row_bytes, alignment)
     fit = (fit // step) * step
     if fit == 0:
         raise ShaderLimitError(
-            f"one row of d={d} ({row_bytes} bytes) at offset alignment {alignment} "
+            f"a chunk of rows of d={d} ({row_bytes} bytes each) at offset alignment {alignment} "
             f"does not fit a {binding_limit}-byte storage binding"
         )
     return fit

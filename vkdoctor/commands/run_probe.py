@@ -29,6 +29,12 @@ from vkdoctor.commands import common
     type=click.Path(exists=True, file_okay=False, dir_okay=True),
     help="Run the kernels from this directory instead of vkdoctor's own shaders.",
 )
+@click.option(
+    "--python",
+    "python",
+    type=click.Path(exists=True, dir_okay=False),
+    help="The Python interpreter that runs the probe, e.g. your test suite's (default: vkdoctor's).",
+)
 @common.timeout_option
 @common.output_options
 def run_probe(
@@ -37,6 +43,7 @@ def run_probe(
     backend: str,
     seed: int | None,
     shader_dir: str | None,
+    python: str | None,
     timeout: float,
     json_file: str | None,
     fmt: str,
@@ -61,6 +68,7 @@ def run_probe(
         seed=seed,
         shader_dir=Path(shader_dir).resolve() if shader_dir else None,
         timeout=timeout,
+        python=python or sys.executable,
     )
     # start the child first; everything else happens while it runs
     running = probe.start(dict(os.environ), request)

@@ -1,0 +1,77 @@
+"""The probe's pure parts: workgroup-storage accounting, binding splits, stderr parsing."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from tests.conftest import REPO
+from vkdoctor.probe import stages_of, stderr_tail
+
+_spec = importlib.util.spec_from_file_location("wgpu_kernels", REPO / "probes" / "wgpu_kernels.py")
+assert _spec and _spec.loader
+wgpu_kernels = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(wgpu_kernels)
+
+LIMITS = {
+    "max-compute-workgroup-storage-size": 32768,
+    "max-compute-invocations-per-workgroup": 1024,
+    "max-compute-workgroup-size-x": 1024,
+    "max-compute-workgroup-size-y": 1024,
+    "max-compute-workgroup-size-z": 64,
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "storage", "size"),
+    [("rmsnorm", 256, [64, 1, 1]), ("reduce", 256, [64, 1, 1]), ("matmul", 0, [8, 8, 1])],
+)
+def test_shipped_kernels_declare_what_they_need(name, storage, size):
+    source = (REPO / "shaders" / f"{name}.wgsl").read_text()
+    needs = wgpu_kernels.check_limits(name, source, LIMITS)
+    assert needs == {"workgroup_storage_bytes": storage, "workgroup_size": size}
+
+
+def test_workgroup_storage_over_the_limit_is_refused():
+    src = """
+    const N: u32 = 1048576u;
+    var<workgroup> big: array<f32, N>;
+    var<workgroup> flag: u32;
+    @compute @workgroup_size(64) fn main() {}
+    """
+    assert wgpu_kernels.workgroup_storage_bytes(src) == 4 * 1048576 + 4
+    with pytest.raises(wgpu_kernels.ShaderLimitError, match="4194308 bytes of workgroup memory"):
+        wgpu_kernels.check_limits("big", src, LIMITS)
+
+
+def test_vec3_arrays_use_their_16_byte_stride_and_unknown_types_are_not_guessed():
+    assert wgpu_kernels.workgroup_storage_bytes("var<workgroup> v: array<vec3<f32>, 10>;") == 160
+    with pytest.raises(wgpu_kernels.ShaderLimitError, match="cannot size"):
+        wgpu_kernels.workgroup_storage_bytes("var<workgroup> s: MyStruct;")
+
+
+def test_too_many_invocations_are_refused():
+    src = "@compute @workgroup_size(32, 32, 2) fn main() {}"
+    with pytest.raises(wgpu_kernels.ShaderLimitError, match="2048 invocations"):
+        wgpu_kernels.check_limits("wide", src, LIMITS)
+
+
+def test_binding_split_keeps_offsets_aligned():
+    # d = 33: 132-byte rows; alignment 256 needs a multiple of 64 rows
+    rows = wgpu_kernels.rows_per_chunk(10_000, 33, 1 << 20, 256)
+    assert rows * 132 <= 1 << 20 and (rows * 132) % 256 == 0
+    assert wgpu_kernels.rows_per_chunk(4, 4096, 1 << 27, 32) == 4
+    with pytest.raises(wgpu_kernels.ShaderLimitError):
+        wgpu_kernels.rows_per_chunk(10, 1 << 20, 1 << 20, 32)
+
+
+def test_stderr_tail_drops_stage_lines_and_counts_known_noise():
+    err = (
+        "vkdoctor-probe: stage import\n"
+        "error: XDG_RUNTIME_DIR is invalid or not set in the environment.\n"
+        "vkdoctor-probe: stage enumerate-adapters\n"
+        "real problem\n"
+    )
+    assert stages_of(err) == ["import", "enumerate-adapters"]
+    assert stderr_tail(err) == (["real problem"], 1)
