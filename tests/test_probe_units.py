@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 
 import pytest
 
@@ -12,6 +13,7 @@ from vkdoctor.probe import stages_of, stderr_tail
 _spec = importlib.util.spec_from_file_location("wgpu_kernels", REPO / "probes" / "wgpu_kernels.py")
 assert _spec and _spec.loader
 wgpu_kernels = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault("wgpu_kernels", wgpu_kernels)  # dataclasses look their module up
 _spec.loader.exec_module(wgpu_kernels)
 
 LIMITS = {
