@@ -41,7 +41,7 @@ CASES: tuple[tuple[int, int, int | None, int | None], ...] = (
     (300, 4096, 1 << 20, 16),
 )
 #: warm repeats of the d = 4096 case, for its bandwidth figure
-REPEATS = 2
+REPEATS = 1
 BACKENDS = {"vulkan": "Vulkan", "opengl": "OpenGL"}
 #: wgpu's preference order for power_preference="high-performance"
 TYPE_ORDER = {"DiscreteGPU": 0, "IntegratedGPU": 1, "Unknown": 2, "VirtualGPU": 3, "CPU": 4}

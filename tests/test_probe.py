@@ -327,3 +327,39 @@ def test_cpu_and_adapter_together_is_a_usage_error():
     proc = run_vkdoctor(["run-probe", "--cpu", "--adapter", "llvmpipe"])
     assert proc.returncode == 2
     assert "--cpu and --adapter choose the adapter two ways" in proc.stderr
+
+
+def test_a_child_started_early_is_killed_when_the_command_line_is_rejected():
+    # plain enough for vkdoctor.launch to start the child, but click rejects --format xml
+    marker = "987654321"
+    start = time.monotonic()
+    proc = run_vkdoctor(["run-probe", "--cpu", "--seed", marker, "--format", "xml"])
+    assert proc.returncode == 2 and "xml" in proc.stderr
+    assert time.monotonic() - start < 20
+    left = []
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = p.info["cmdline"] or []
+        if marker in cmd and any(c.endswith("rmsnorm_probe.py") for c in cmd):
+            left.append(p)
+    assert left == []
+
+
+def test_request_from_argv_only_understands_plain_command_lines(tmp_path):
+    from vkdoctor.probe import ProbeRequest, request_from_argv
+
+    assert request_from_argv(["--cpu", "--seed=7", "--timeout", "5", "--json", "-"]) == (
+        ProbeRequest(cpu=True, seed=7, timeout=5.0)
+    )
+    assert request_from_argv(["--shader-dir", str(tmp_path)]) == ProbeRequest(
+        shader_dir=tmp_path.resolve()
+    )
+    for argv in (
+        ["--help"],
+        ["--cpu", "--adapter", "x"],
+        ["--seed", "-1"],
+        ["--backend", "metal"],
+        ["--timeout"],
+        ["--shader-dir", str(tmp_path / "missing")],
+        ["--seed", "1", "--seed", "2"],
+    ):
+        assert request_from_argv(argv) is None, argv

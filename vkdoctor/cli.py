@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-import traceback
 
 import click
 
@@ -52,7 +51,14 @@ def main() -> None:
     except Exception as exc:  # a bug of ours: say so, exit 3, keep the traceback for --debug
         click.echo(f"vkdoctor: internal error: {type(exc).__name__}: {exc}", err=True)
         if "--debug" in sys.argv:
+            import traceback
+
             traceback.print_exc()
         else:
             click.echo("Re-run with --debug for the traceback, and please report it.", err=True)
         sys.exit(EXIT_INTERNAL)
+    finally:
+        # a probe started early (vkdoctor.launch) that no command adopted
+        early = sys.modules.get("vkdoctor.probe")
+        if early is not None:
+            early.discard_early()

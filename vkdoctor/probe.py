@@ -10,7 +10,6 @@ the child before it loads anything else.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -119,13 +118,7 @@ def finish(running: RunningProbe) -> dict[str, Any]:
         except (ProcessLookupError, subprocess.TimeoutExpired):
             pass
         _kill_group(proc.pid)
-        try:
-            out, err = proc.communicate(timeout=REAP_SECONDS)
-        except subprocess.TimeoutExpired:
-            # something outside the group holds the pipes open; stop reading
-            proc.kill()
-            out, err = b"", b""
-            proc.wait()
+        out, err = _reap(proc)
     # the child's own children (if any) go with it
     _kill_group(proc.pid)
     return interpret(
@@ -140,6 +133,17 @@ def finish(running: RunningProbe) -> dict[str, Any]:
 def run_probe(env: Mapping[str, str], request: ProbeRequest) -> dict[str, Any]:
     """Run the probe with exactly `env` and return the report's `probe` object."""
     return finish(start(env, request))
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+    """Collect a killed child's output and status, without waiting forever on its pipes."""
+    try:
+        return proc.communicate(timeout=REAP_SECONDS)
+    except subprocess.TimeoutExpired:
+        # something outside the group holds the pipes open; stop reading
+        proc.kill()
+        proc.wait()
+        return b"", b""
 
 
 def _kill_group(pgid: int) -> None:
@@ -173,6 +177,8 @@ def stderr_tail(stderr: str) -> tuple[list[str], int]:
 
 
 def _document(stdout: str) -> dict[str, Any] | None:
+    import json
+
     for line in reversed(stdout.splitlines()):
         if line.strip():
             try:
@@ -290,3 +296,101 @@ def _result(
 def relevant_env(env: Mapping[str, str]) -> dict[str, str]:
     """The variables that decide what the probe sees, for the report."""
     return {k: v for k, v in sorted(env.items()) if k in ENV_NAMES or k.startswith(ENV_PREFIXES)}
+
+
+# --- starting the child before the command line is parsed -------------------------------------
+# `vkdoctor run-probe` spends ~0.1 s importing click and vkdoctor before it could start the child.
+# vkdoctor.launch reads a plain command line here with the standard library only and starts the
+# child at once; the click command then adopts it if its validated request is the same, and
+# otherwise kills it. Anything this parser does not understand means: no head start.
+
+_VALUED = ("--adapter", "--backend", "--seed", "--shader-dir", "--timeout", "--python")
+_IGNORED_VALUED = ("--json", "--format")
+_IGNORED_FLAGS = ("--strict", "-v", "--verbose", "--debug")
+
+_early: list[tuple[RunningProbe, dict[str, str]]] = []
+
+
+def request_from_argv(argv: list[str]) -> ProbeRequest | None:
+    """The request `run-probe ARGV` will make, or None when ARGV is anything but plain."""
+    values: dict[str, str] = {}
+    cpu = False
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        name, eq, inline = arg.partition("=")
+        if arg == "--cpu":
+            cpu = True
+        elif arg in _IGNORED_FLAGS:
+            pass
+        elif name in _VALUED or name in _IGNORED_VALUED:
+            if eq:
+                value = inline
+            elif i + 1 < len(argv):
+                i += 1
+                value = argv[i]
+            else:
+                return None
+            if name in values:
+                return None
+            values[name] = value
+        else:
+            return None
+        i += 1
+    try:
+        timeout = float(values.get("--timeout", "60"))
+        seed = int(values["--seed"]) if "--seed" in values else None
+    except ValueError:
+        return None
+    backend = values.get("--backend", "vulkan")
+    shader_dir = values.get("--shader-dir")
+    python = values.get("--python", sys.executable)
+    if (
+        timeout < 0.1
+        or (seed is not None and seed < 0)
+        or backend not in ("vulkan", "opengl")
+        or (cpu and "--adapter" in values)
+        or (shader_dir is not None and not Path(shader_dir).is_dir())
+        or not Path(python).is_file()
+    ):
+        return None
+    return ProbeRequest(
+        cpu=cpu,
+        adapter=values.get("--adapter"),
+        backend=backend,
+        seed=seed,
+        shader_dir=Path(shader_dir).resolve() if shader_dir else None,
+        timeout=timeout,
+        python=python,
+    )
+
+
+def start_early(argv: list[str], env: Mapping[str, str]) -> None:
+    """Start the child for `run-probe ARGV` now, if ARGV is plain; `adopt` picks it up."""
+    request = request_from_argv(argv)
+    if request is not None:
+        running = start(env, request)
+        if running.process is not None:
+            _early.append((running, dict(env)))
+
+
+def adopt(request: ProbeRequest, env: Mapping[str, str]) -> RunningProbe | None:
+    """The child started early for exactly this request and environment; else None (and it dies)."""
+    while _early:
+        running, early_env = _early.pop()
+        if running.request == request and early_env == dict(env):
+            return running
+        _discard(running)
+    return None
+
+
+def discard_early() -> None:
+    """Kill a child started early that no command adopted (a usage error, --help)."""
+    while _early:
+        _discard(_early.pop()[0])
+
+
+def _discard(running: RunningProbe) -> None:
+    if running.process is not None:
+        _kill_group(running.process.pid)
+        _reap(running.process)

@@ -7,15 +7,16 @@ import platform
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from vkdoctor import __version__
 from vkdoctor.context import Context, Options, cache_home
 from vkdoctor.model import Report, exit_code
-from vkdoctor.render import json as json_render
-from vkdoctor.render import text as text_render
+
+if TYPE_CHECKING:
+    from vkdoctor.render import text as text_render
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -121,6 +122,8 @@ def _want_colour(stream: Any, env: Mapping[str, str]) -> bool:
 
 
 def text_style(verbose: bool) -> text_render.Style:
+    from vkdoctor.render import text as text_render
+
     env = os.environ
     encoding = (getattr(sys.stdout, "encoding", None) or "").lower()
     return text_render.Style(
@@ -155,6 +158,9 @@ def emit(
     **extra: Any,
 ) -> int:
     """Print the report in `fmt`, write the requested files, and return the exit code."""
+    from vkdoctor.render import json as json_render
+    from vkdoctor.render import text as text_render
+
     if json_file:
         write_file(json_file, json_render.render(report, strict=strict))
     if json_file != "-":

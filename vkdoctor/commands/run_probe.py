@@ -70,8 +70,9 @@ def run_probe(
         timeout=timeout,
         python=python or sys.executable,
     )
-    # start the child first; everything else happens while it runs
-    running = probe.start(dict(os.environ), request)
+    # start the child first (or adopt the one vkdoctor.launch started); the rest happens meanwhile
+    env = dict(os.environ)
+    running = probe.adopt(request, env) or probe.start(env, request)
 
     from vkdoctor.checks.probe import check_result
     from vkdoctor.host import collect

@@ -1,0 +1,75 @@
+"""`vkdoctor run-probe --cpu` against the minimal wgpu-py RMSNorm script, on the same adapter.
+
+Alternates the two commands N times in fresh processes (python -m vkdoctor, python script), and
+prints the median wall time of each, their ratio (target <= 1.15), and the probe's GB/s on the
+d = 4096 case. Usage: python benchmarks/probe_vs_wgpu.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TARGET = 1.15
+
+
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[str]]:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
+    return time.perf_counter() - start, proc
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=7)
+    args = ap.parse_args()
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    report = Path(tempfile.mkdtemp()) / "probe.json"
+    probe_cmd = [sys.executable, "-m", "vkdoctor", "run-probe", "--cpu", "--json", str(report)]
+    minimal_cmd = [sys.executable, str(REPO / "benchmarks" / "minimal_rmsnorm.py")]
+
+    probe_s: list[float] = []
+    minimal_s: list[float] = []
+    gbps: list[float] = []
+    adapters: set[str] = set()
+    for i in range(args.runs):
+        order = [("probe", probe_cmd), ("minimal", minimal_cmd)]
+        for name, cmd in order if i % 2 == 0 else order[::-1]:
+            wall, proc = timed(cmd, env)
+            if proc.returncode != 0:
+                print(f"{name} failed (rc={proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+                return 2
+            if name == "probe":
+                probe_s.append(wall)
+                doc = json.loads(report.read_text())["probe"]
+                adapters.add(f"{doc['adapter']['name']} ({doc['backend']})")
+                for case in doc["cases"]:
+                    if case["d"] == 4096 and case["timing"].get("repeat_s"):
+                        gbps.append(case["timing"]["gbps"])
+                        big = f"{case['rows']}x{case['d']}"
+            else:
+                minimal_s.append(wall)
+                summary = proc.stdout.strip().split(": worst")[0]
+                adapters.add(summary.replace(" (CPU) via Vulkan", " (Vulkan)"))
+    p, m = statistics.median(probe_s), statistics.median(minimal_s)
+    ratio = p / m
+    print(f"adapter(s): {sorted(adapters)}")
+    print(f"runs: {args.runs} each, alternating")
+    print(f"vkdoctor run-probe --cpu: median {p:.3f} s  (min {min(probe_s):.3f}, max {max(probe_s):.3f})")
+    print(f"minimal wgpu-py RMSNorm:  median {m:.3f} s  (min {min(minimal_s):.3f}, max {max(minimal_s):.3f})")
+    print(f"ratio of medians: {ratio:.3f} (target <= {TARGET})")
+    print(f"probe RMSNorm {big}: {statistics.median(gbps):.2f} GB/s median of warm dispatches")
+    return 0 if ratio <= TARGET and len(adapters) == 1 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,16 @@
+"""The console entry point: gives `run-probe` a head start, then runs the click CLI."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "run-probe":
+        from vkdoctor import probe
+
+        probe.start_early(sys.argv[2:], os.environ)
+    from vkdoctor.cli import main as cli_main
+
+    cli_main()
