@@ -1,8 +1,11 @@
 """`vkdoctor run-probe --cpu` against the minimal wgpu-py RMSNorm script, on the same adapter.
 
 Alternates the two commands N times in fresh processes (python -m vkdoctor, python script), and
-prints the median wall time of each, their ratio (target <= 1.15), and the probe's GB/s on the
-d = 4096 case. Usage: python benchmarks/probe_vs_wgpu.py [--runs N]
+prints the median wall time of each, their ratio (target <= 1.15), the ratio of median CPU time
+(children's user + sys, a figure less sensitive to other load on the machine), and the probe's
+GB/s on the d = 4096 case. The sources are byte-compiled first, as pip does on install (a
+PYTHONDONTWRITEBYTECODE environment would otherwise recompile vkdoctor on every run).
+Usage: python benchmarks/probe_vs_wgpu.py [--runs N]
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -21,10 +25,16 @@ REPO = Path(__file__).resolve().parent.parent
 TARGET = 1.15
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[str]]:
+def timed(
+    cmd: list[str], env: dict[str, str]
+) -> tuple[float, float, subprocess.CompletedProcess[str]]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
-    return time.perf_counter() - start, proc
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return wall, cpu, proc
 
 
 def main() -> int:
@@ -37,14 +47,22 @@ def main() -> int:
     probe_cmd = [sys.executable, "-m", "vkdoctor", "run-probe", "--cpu", "--json", str(report)]
     minimal_cmd = [sys.executable, str(REPO / "benchmarks" / "minimal_rmsnorm.py")]
 
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "vkdoctor", "probes", "benchmarks"],
+        cwd=REPO,
+        check=True,
+        timeout=120,
+    )
     probe_s: list[float] = []
     minimal_s: list[float] = []
+    cpu: dict[str, list[float]] = {"probe": [], "minimal": []}
     gbps: list[float] = []
     adapters: set[str] = set()
     for i in range(args.runs):
         order = [("probe", probe_cmd), ("minimal", minimal_cmd)]
         for name, cmd in order if i % 2 == 0 else order[::-1]:
-            wall, proc = timed(cmd, env)
+            wall, cpu_s, proc = timed(cmd, env)
+            cpu[name].append(cpu_s)
             if proc.returncode != 0:
                 print(f"{name} failed (rc={proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
                 return 2
@@ -64,9 +82,18 @@ def main() -> int:
     ratio = p / m
     print(f"adapter(s): {sorted(adapters)}")
     print(f"runs: {args.runs} each, alternating")
-    print(f"vkdoctor run-probe --cpu: median {p:.3f} s  (min {min(probe_s):.3f}, max {max(probe_s):.3f})")
-    print(f"minimal wgpu-py RMSNorm:  median {m:.3f} s  (min {min(minimal_s):.3f}, max {max(minimal_s):.3f})")
+    print(
+        f"vkdoctor run-probe --cpu: median {p:.3f} s  (min {min(probe_s):.3f}, max {max(probe_s):.3f})"
+    )
+    print(
+        f"minimal wgpu-py RMSNorm:  median {m:.3f} s  (min {min(minimal_s):.3f}, max {max(minimal_s):.3f})"
+    )
     print(f"ratio of medians: {ratio:.3f} (target <= {TARGET})")
+    cpu_ratio = statistics.median(cpu["probe"]) / statistics.median(cpu["minimal"])
+    print(
+        f"CPU time (user+sys): probe {statistics.median(cpu['probe']):.3f} s, minimal "
+        f"{statistics.median(cpu['minimal']):.3f} s, ratio {cpu_ratio:.3f}"
+    )
     print(f"probe RMSNorm {big}: {statistics.median(gbps):.2f} GB/s median of warm dispatches")
     return 0 if ratio <= TARGET and len(adapters) == 1 else 1
 
