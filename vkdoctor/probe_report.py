@@ -61,7 +61,7 @@ def remedy(probe: Mapping[str, Any]) -> str | None:
         if requested.get("cpu"):
             return _INSTALL_CPU
         if requested.get("adapter"):
-            return "Pick an adapter from the list above with --adapter, or install its driver."
+            return "Pick one of the adapters listed in the probe section with --adapter, or install its driver."
         return (
             "Install the Vulkan driver for your GPU, or "
             + _INSTALL_CPU[0].lower()
