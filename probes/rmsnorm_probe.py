@@ -247,7 +247,7 @@ def ladder(
             raise RungFailed(
                 "add-one",
                 f"{bad.size} of {x.size} elements wrong; first at [{i}]: "
-                f"{y[i]!r}, expected {x[i] + 1!r}",
+                f"{float(y[i]):g}, expected {float(x[i] + 1):g}",
                 wrong=int(bad.size),
                 index=i,
                 value=_json_float(float(y[i])),
@@ -292,7 +292,7 @@ def ladder(
                 raise RungFailed(
                     "matmul",
                     f"{a.shape[0]}x{a.shape[1]} by {b.shape[0]}x{b.shape[1]}: "
-                    f"c[{r},{c}] = {got[r, c]!r}, expected {want[r, c]}",
+                    f"c[{r},{c}] = {float(got[r, c]):g}, expected {int(want[r, c])}",
                     index=[int(r), int(c)],
                     value=_json_float(float(got[r, c])),
                     expected=int(want[r, c]),
@@ -364,6 +364,10 @@ def main(argv: list[str], out: Any) -> int:
     }
     try:
         run(args, doc)
+    except OSError as exc:
+        doc["status"] = "error"
+        doc["reason"] = "shader-unreadable"
+        doc["summary"] = f"cannot read a kernel: {exc}"
     except Exception as exc:
         doc["status"] = "error"
         doc["reason"] = "python-error"

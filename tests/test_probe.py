@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import REPO, run_vkdoctor, validate_report
 
 LVP_ICD = Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")
-HANG_TIMEOUT = 3.0
+HANG_TIMEOUT = 5.0
 
 FAKE_ICD_C = r"""
 #include <stdint.h>
@@ -250,6 +250,44 @@ def test_broken_kernel_fails_with_the_error_and_the_worst_element(broken_kernel)
     assert "max relative error 0.0607" in probe["summary"]
     assert f"worst y[{row},{col}]" in probe["summary"]
     assert "WRONG" in proc.stdout and "worst y[" in proc.stdout
+
+
+def test_broken_ladder_rung_stops_the_probe_and_is_named(tmp_path):
+    shaders = tmp_path / "shaders"
+    shutil.copytree(REPO / "shaders", shaders)
+    mm = shaders / "matmul.wgsl"
+    good = "b[i * p.n + col]"
+    text = mm.read_text()
+    assert good in text
+    mm.write_text(text.replace(good, "b[col * p.n + i]"))  # multiplies by b transposed
+    proc, doc, _ = _probe_run(
+        ["--cpu", "--shader-dir", str(shaders)], env={"VK_DRIVER_FILES": str(LVP_ICD)}, tmp=tmp_path
+    )
+    probe = doc["probe"]
+    assert proc.returncode == 1
+    assert probe["status"] == "fail" and probe["reason"] == "ladder"
+    assert probe["failed_rung"] == "matmul" and probe["cases"] == []
+    assert [(r["rung"], r["ok"]) for r in probe["ladder"]] == [
+        ("add-one", True),
+        ("workgroup-reduction", True),
+        ("matmul", False),
+    ]
+    # [[1,2],[3,4]] x [[2,4],[3,5]] = [[8,14],[18,32]]: c[0,0] is 8, not 10
+    assert "c[0,0] = 8, expected 10" in probe["summary"]
+    assert "matmul               FAILED" in proc.stdout
+
+
+def test_missing_shader_is_a_clear_error(tmp_path):
+    (tmp_path / "shaders").mkdir()
+    proc, doc, _ = _probe_run(
+        ["--cpu", "--shader-dir", str(tmp_path / "shaders")],
+        env={"VK_DRIVER_FILES": str(LVP_ICD)},
+        tmp=tmp_path,
+    )
+    probe = doc["probe"]
+    assert proc.returncode == 1
+    assert probe["status"] == "error" and probe["reason"] == "shader-unreadable"
+    assert "add_one.wgsl" in probe["summary"]
 
 
 # --- a driver that crashes, one that hangs -----------------------------------------------------

@@ -50,6 +50,7 @@ _REMEDY: dict[str, str] = {
     "numpy-missing": "Install numpy in the Python that runs vkdoctor: `python -m pip install numpy`.",
     "python-error": "This is probably a bug in vkdoctor's probe: report it with the stderr lines.",
     "no-output": "This is probably a bug in vkdoctor's probe: report it with the stderr lines.",
+    "shader-unreadable": "Point --shader-dir at a directory with add_one, reduce, matmul and rmsnorm .wgsl.",
     "spawn-failed": "Check that the Python interpreter running vkdoctor can be executed.",
 }
 
