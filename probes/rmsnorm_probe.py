@@ -184,6 +184,17 @@ def errors(y: Any, ref: Any) -> dict[str, Any]:
     }
 
 
+def _finite(v: Any) -> Any:
+    """JSON has no NaN or infinity: such floats become the strings 'nan', 'inf', '-inf'."""
+    if isinstance(v, float):
+        return _json_float(v)
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_finite(x) for x in v]
+    return v
+
+
 def _json_float(v: float) -> float | str:
     return v if math.isfinite(v) else str(v)
 
@@ -380,7 +391,7 @@ def main(argv: list[str], out: Any) -> int:
     doc["seconds"] = round(time.perf_counter() - _started, 6)
     import json
 
-    out.write(json.dumps(doc, allow_nan=False) + "\n")
+    out.write(json.dumps(_finite(doc), allow_nan=False) + "\n")
     out.flush()
     return 0 if doc["status"] == "pass" else 1
 

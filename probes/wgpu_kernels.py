@@ -327,4 +327,5 @@ def rmsnorm_reference(x: np.ndarray, w: np.ndarray, eps: float = EPS) -> np.ndar
     """The float64 reference, from the same f32 inputs."""
     x64 = x.astype(np.float64)
     inv = 1.0 / np.sqrt(np.mean(x64 * x64, axis=1, keepdims=True) + eps)
-    return x64 * inv * w.astype(np.float64)
+    ref: np.ndarray = x64 * inv * w.astype(np.float64)
+    return ref

@@ -57,8 +57,3 @@ def main() -> None:
         else:
             click.echo("Re-run with --debug for the traceback, and please report it.", err=True)
         sys.exit(EXIT_INTERNAL)
-    finally:
-        # a probe started early (vkdoctor.launch) that no command adopted
-        early = sys.modules.get("vkdoctor.probe")
-        if early is not None:
-            early.discard_early()

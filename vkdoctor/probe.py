@@ -109,7 +109,12 @@ def finish(running: RunningProbe) -> dict[str, Any]:
     timed_out = False
     try:
         out, err = proc.communicate(timeout=running.request.timeout)
-    except subprocess.TimeoutExpired:
+    except BaseException as exc:
+        if not isinstance(exc, subprocess.TimeoutExpired):
+            # interrupted (Ctrl-C reaches only our session): the child must not outlive us
+            _kill_group(proc.pid)
+            _reap(proc)
+            raise
         timed_out = True
         # the child dumps its Python stacks on SIGUSR1 (faulthandler), even inside native code
         try:
