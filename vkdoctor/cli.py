@@ -14,6 +14,7 @@ from vkdoctor.model import EXIT_INTERNAL
 #: `vkdoctor run-probe` starts its child without loading every check first
 LAZY_COMMANDS = {
     "check": "vkdoctor.commands.check:check",
+    "drivers": "vkdoctor.commands.drivers:drivers",
     "explain": "vkdoctor.commands.explain:explain",
     "run-probe": "vkdoctor.commands.run_probe:run_probe",
 }

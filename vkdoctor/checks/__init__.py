@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from vkdoctor.checks import host, probe
+from vkdoctor.checks import drivers, host, layers, libraries, probe
 from vkdoctor.checks.base import Check
 
 #: every check, by module; a module lists its checks in CHECKS
-REGISTRY: tuple[type[Check], ...] = (*host.CHECKS, *probe.CHECKS)
+REGISTRY: tuple[type[Check], ...] = (
+    *host.CHECKS,
+    *drivers.CHECKS,
+    *layers.CHECKS,
+    *libraries.CHECKS,
+    *probe.CHECKS,
+)
 
 
 def by_code() -> dict[str, type[Check]]:

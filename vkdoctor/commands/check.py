@@ -9,6 +9,7 @@ import click
 from vkdoctor.checks import REGISTRY
 from vkdoctor.checks.probe import probe_result
 from vkdoctor.commands import common
+from vkdoctor.commands.drivers import drivers_report
 from vkdoctor.host import collect
 from vkdoctor.model import Report
 from vkdoctor.runner import run_checks, select
@@ -73,6 +74,7 @@ def check(
         vkdoctor_version=common.version(),
         host=ctx.fact(collect),
         checks=results,
+        drivers=drivers_report(ctx),
         probe=ctx.fact(probe_result) if probes else None,
         command="check",
     )

@@ -1,0 +1,28 @@
+"""The loader's library lookups: bare names through the ld.so emulation, symlink chains by hand."""
+
+from __future__ import annotations
+
+from vkdoctor.context import Context
+
+
+def find_bare(ctx: Context, name: str) -> str | None:
+    """Where dlopen(name) from libvulkan.so.1 finds a bare library_path, by the ld.so emulation."""
+    from vkdoctor.elf.resolve import dlopen_lookup
+
+    found = dlopen_lookup(ctx, name).found
+    return found.path if found is not None else None
+
+
+def final_name(ctx: Context, path: str, *, max_links: int = 40) -> str | None:
+    """The file name at the end of `path`'s symlink chain, resolving links inside the root."""
+    current = path
+    for _ in range(max_links):
+        host = ctx.under(current)
+        try:
+            target = str(host.readlink())
+        except OSError:
+            return current.rsplit("/", 1)[-1] if host.exists() else None
+        if not target.startswith("/"):
+            target = current.rsplit("/", 1)[0] + "/" + target
+        current = target
+    return None
