@@ -490,7 +490,7 @@ def run(args: argparse.Namespace, doc: dict[str, Any]) -> None:
     doc["status"] = "pass"
     doc["reason"] = "pass"
     doc["summary"] = (
-        f"{chosen['name']} ({chosen['backend']}): ladder passed, {len(doc['cases'])} RMSNorm cases "
+        f"{chosen['name']} on {chosen['backend']}: ladder passed, {len(doc['cases'])} RMSNorm cases "
         f"within {TOLERANCE:g} (worst {worst:.2g})"
     )
 

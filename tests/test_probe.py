@@ -183,7 +183,8 @@ def test_lavapipe_passes_the_ladder_and_every_case(passing):
     assert big["rows"] >= 512 and big["timing"]["gbps"] > 0
     assert isinstance(probe["seed"], int)
     (finding,) = [f for f in doc["findings"] if f["code"] == "VKR001"]
-    assert finding["severity"] == "ok" and "llvmpipe" in finding["title"]
+    assert finding["severity"] == "ok" and finding["title"] == "Compute probe passed"
+    assert "llvmpipe" in finding["message"] and "on Vulkan" in finding["message"]
 
 
 def test_lavapipe_text_shows_adapters_ladder_cases_and_verdict(passing):

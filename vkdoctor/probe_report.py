@@ -74,8 +74,6 @@ def remedy(probe: Mapping[str, Any]) -> str | None:
 def finding(probe: Mapping[str, Any]) -> Finding:
     """The VKR001 finding for a probe result: ok when it passed, fail with the summary otherwise."""
     status = str(probe.get("status"))
-    adapter = probe.get("adapter") or {}
-    name = adapter.get("name") if isinstance(adapter, Mapping) else None
     evidence = {
         k: probe.get(k)
         for k in (
@@ -97,7 +95,7 @@ def finding(probe: Mapping[str, Any]) -> Finding:
         evidence["stderr_tail"] = probe.get("stderr_tail")
     message = str(probe.get("summary") or f"the probe ended with status {status}")
     if status == "pass":
-        title = f"Compute probe passed on {name}" if name else "Compute probe passed"
+        title = "Compute probe passed"
         return Finding(
             code=CODE,
             severity=Severity.OK,
