@@ -40,8 +40,6 @@ CASES: tuple[tuple[int, int, int | None, int | None], ...] = (
     (512, 4096, None, None),
     (300, 4096, 1 << 20, 16),
 )
-#: warm repeats of the d = 4096 case, for its bandwidth figure
-REPEATS = 1
 BACKENDS = {"vulkan": "Vulkan", "opengl": "OpenGL"}
 #: wgpu's preference order for power_preference="high-performance"
 TYPE_ORDER = {"DiscreteGPU": 0, "IntegratedGPU": 1, "Unknown": 2, "VirtualGPU": 3, "CPU": 4}
@@ -336,15 +334,8 @@ def run_cases(device: Any, kernels: Any, shader_dir: Path, rng: Any) -> list[dic
         x = rng.standard_normal((rows, d), dtype=np.float32)
         x *= (10.0 ** rng.uniform(-2, 2, (rows, 1))).astype(np.float32)
         w = (rng.uniform(0.5, 1.5, d) * rng.choice([-1.0, 1.0], d)).astype(np.float32)
-        repeats = REPEATS if d == 4096 and not split else 0
         y, timing = kernels.rmsnorm(
-            device,
-            kernel,
-            x,
-            w,
-            binding_limit=binding_limit,
-            max_groups=max_groups,
-            repeats=repeats,
+            device, kernel, x, w, binding_limit=binding_limit, max_groups=max_groups
         )
         case = {"rows": rows, "d": d, **errors(y, kernels.rmsnorm_reference(x, w))}
         if split:

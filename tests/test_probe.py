@@ -181,6 +181,7 @@ def test_lavapipe_passes_the_ladder_and_every_case(passing):
     assert split and split[0]["timing"]["chunks"] == 5
     big = next(c for c in probe["cases"] if c["d"] == 4096 and c["timing"]["chunks"] == 1)
     assert big["rows"] >= 512 and big["timing"]["gbps"] > 0
+    assert big["timing"]["bytes"] == (2 * big["rows"] * 4096 + 4096) * 4
     assert isinstance(probe["seed"], int)
     (finding,) = [f for f in doc["findings"] if f["code"] == "VKR001"]
     assert finding["severity"] == "ok" and finding["title"] == "Compute probe passed"

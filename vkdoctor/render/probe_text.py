@@ -61,7 +61,7 @@ def _cases(probe: Mapping[str, Any]) -> list[str]:
         notes = []
         if (timing.get("chunks") or 1) > 1:
             notes.append(f"{timing['chunks']} bindings")
-        if timing.get("repeat_s") and timing.get("gbps"):
+        if (c.get("d") or 0) >= 1024 and (timing.get("chunks") or 1) == 1 and timing.get("gbps"):
             notes.append(f"{timing['gbps']:.2f} GB/s")
         verdict = "ok" if c.get("ok") else "WRONG"
         if not c.get("ok"):
