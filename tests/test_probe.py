@@ -21,6 +21,7 @@ HANG_TIMEOUT = 5.0
 
 FAKE_ICD_C = r"""
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 typedef int VkResult;
@@ -32,6 +33,9 @@ static VkResult create_instance(const void *info, const void *alloc, void **inst
 #endif
 #ifdef FAKE_HANG
     for (;;) sleep(1000);
+#endif
+#ifdef FAKE_ABRT
+    abort();
 #endif
     return -3; /* VK_ERROR_INITIALIZATION_FAILED */
 }
@@ -82,7 +86,7 @@ def fake_icds(tmp_path_factory) -> dict[str, Path]:
     src = d / "fake_icd.c"
     src.write_text(FAKE_ICD_C)
     manifests = {}
-    for mode in ("SEGV", "HANG"):
+    for mode in ("SEGV", "HANG", "ABRT"):
         lib = d / f"libfake_{mode.lower()}.so"
         subprocess.run(
             ["gcc", "-shared", "-fPIC", f"-DFAKE_{mode}", "-o", str(lib), str(src)],
@@ -321,6 +325,19 @@ def test_hanging_driver_is_a_timeout_killed_in_time_with_nothing_left(hang):
     assert any("enumerate_adapters" in line for line in probe["stderr_tail"])
     assert _leftovers(probe["pid"]) == []
     assert "hung and was killed" in proc.stdout
+
+
+def test_aborting_driver_is_a_crash_named_sigabrt(tmp_path, fake_icds):
+    proc, doc, _ = _probe_run(
+        ["--cpu", "--timeout", "30"], env={"VK_DRIVER_FILES": str(fake_icds["abrt"])}, tmp=tmp_path
+    )
+    probe = doc["probe"]
+    assert proc.returncode == 1
+    assert probe["status"] == "crash" and probe["signal"] == "SIGABRT"
+    assert probe["returncode"] == -6 and probe["stage"] == "enumerate-adapters"
+    assert "an abort (a Rust panic in wgpu-native" in probe["summary"]
+    assert any("Aborted" in line for line in probe["stderr_tail"])
+    assert _leftovers(probe["pid"]) == []
 
 
 # --- other outcomes, through the real runner ---------------------------------------------------
