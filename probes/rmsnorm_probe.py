@@ -119,15 +119,19 @@ def choose(
         else f"{backend} adapter"
     )
     if usable:
+        if args.cpu or args.adapter:
+            return usable[0], f"the first {what}", refused
         best = min(usable, key=lambda i: (TYPE_ORDER.get(records[i]["type"], 2), i))
-        return best, f"the {what}", refused
+        return best, f"the {what} wgpu prefers for high performance", refused
     why = f"no {what}"
     if refused:
         names = "; ".join(f"{r['backend']} {r['name']} ({r['driver']})" for r in refused)
         kinds = sorted({r["backend"] for r in refused})
         cpu_gl = [r for r in refused if r["backend"] == "OpenGL" and r["type"] == "CPU"]
         if cpu_gl and backend == "Vulkan":
-            why += "; OpenGL llvmpipe is present but does not count"
+            name = cpu_gl[0]["name"]
+            short = "llvmpipe" if "llvmpipe" in name.lower() else name
+            why += f"; OpenGL {short} is present but does not count"
         else:
             why += f"; {', '.join(kinds)} adapters are present but do not count"
         why += f" (refused: {names})"
@@ -416,6 +420,7 @@ def run(args: argparse.Namespace, doc: dict[str, Any]) -> None:
     records = [adapter_record(a) for a in adapters]
     doc["adapters"] = records
     index, why, refused = choose(adapters, records, args)
+    doc["choice"] = why
     if index is None:
         doc["refused"] = refused
         doc["status"] = "no-adapter"

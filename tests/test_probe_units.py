@@ -10,11 +10,18 @@ import pytest
 from tests.conftest import REPO
 from vkdoctor.probe import stages_of, stderr_tail
 
-_spec = importlib.util.spec_from_file_location("wgpu_kernels", REPO / "probes" / "wgpu_kernels.py")
-assert _spec and _spec.loader
-wgpu_kernels = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("wgpu_kernels", wgpu_kernels)  # dataclasses look their module up
-_spec.loader.exec_module(wgpu_kernels)
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, REPO / "probes" / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, module)  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+wgpu_kernels = _load("wgpu_kernels")
+rmsnorm_probe = _load("rmsnorm_probe")
 
 LIMITS = {
     "max-compute-workgroup-storage-size": 32768,
@@ -77,3 +84,28 @@ def test_stderr_tail_drops_stage_lines_and_counts_known_noise():
     )
     assert stages_of(err) == ["import", "enumerate-adapters"]
     assert stderr_tail(err) == (["real problem"], 1)
+
+
+def test_error_metrics_floor_nan_and_worst_element():
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4, 16), dtype=np.float32)
+    x[1, 5] = 0.0  # an exact zero in the reference: the floor keeps it from dividing by zero
+    w = rng.uniform(0.5, 1.5, 16).astype(np.float32)
+    ref = wgpu_kernels.rmsnorm_reference(x, w)
+    exact = rmsnorm_probe.errors(ref.astype(np.float32), ref)
+    assert exact["ok"] and exact["nonfinite"] == 0
+    assert 0 < exact["max_rel_err"] < 1e-7 and exact["norm_rel_err"] < 1e-7
+
+    y = ref.astype(np.float32)
+    y[2, 3] *= 1.001
+    off = rmsnorm_probe.errors(y, ref)
+    assert not off["ok"] and off["worst"]["index"] == [2, 3]
+    assert off["max_rel_err"] == pytest.approx(1e-3, rel=1e-3)
+
+    y[3, 7] = np.nan  # an element the kernel never wrote
+    unwritten = rmsnorm_probe.errors(y, ref)
+    assert not unwritten["ok"] and unwritten["nonfinite"] == 1
+    assert unwritten["max_rel_err"] is None and unwritten["worst"]["index"] == [3, 7]
+    assert unwritten["worst"]["value"] == "nan"
