@@ -210,45 +210,30 @@ def ladder(
     def rung(name: str, fn: Any) -> None:
         stage(f"ladder:{name}")
         t = time.perf_counter()
+        failure: RungFailed | None = None
         try:
             detail = fn()
         except RungFailed as exc:
-            rungs.append(
-                {
-                    "rung": name,
-                    "ok": False,
-                    "error": str(exc),
-                    **exc.detail,
-                    "seconds": round(time.perf_counter() - t, 6),
-                }
-            )
-            raise
+            failure = exc
         except kernels.ShaderLimitError as exc:
-            rungs.append(
-                {
-                    "rung": name,
-                    "ok": False,
-                    "error": f"device limits: {exc}",
-                    "seconds": round(time.perf_counter() - t, 6),
-                }
-            )
-            raise RungFailed(name, f"device limits: {exc}") from exc
+            failure = RungFailed(name, f"device limits: {exc}")
         except Exception as exc:
             if not _is_gpu_error(exc):
                 raise
-            msg = f"{type(exc).__name__}: {exc}"
+            failure = RungFailed(name, f"{type(exc).__name__}: {exc}")
+        seconds = round(time.perf_counter() - t, 6)
+        if failure is not None:
             rungs.append(
                 {
                     "rung": name,
                     "ok": False,
-                    "error": msg,
-                    "seconds": round(time.perf_counter() - t, 6),
+                    "error": str(failure),
+                    **failure.detail,
+                    "seconds": seconds,
                 }
             )
-            raise RungFailed(name, msg) from exc
-        rungs.append(
-            {"rung": name, "ok": True, **detail, "seconds": round(time.perf_counter() - t, 6)}
-        )
+            raise failure
+        rungs.append({"rung": name, "ok": True, **detail, "seconds": seconds})
 
     def do_add_one() -> dict[str, Any]:
         k = kernels.load_kernel(device, shader_dir, "add_one")
@@ -297,8 +282,10 @@ def ladder(
             (np.array([[1, 2], [3, 4]]), np.array([[2, 3], [4, 5]])),
             (rng.integers(-8, 9, (13, 7)), rng.integers(-8, 9, (7, 11))),
         ]
+        results = []
         for a, b in pairs:
             got = kernels.matmul(device, k, a, b)
+            results.append(got)
             want = a @ b
             if not np.array_equal(got, want.astype(np.float32)):
                 r, c = np.argwhere(~(got == want))[0]
@@ -311,7 +298,7 @@ def ladder(
                     expected=int(want[r, c]),
                     got=got.tolist() if got.size <= 4 else None,
                 )
-        return {"result_2x2": kernels.matmul(device, k, *pairs[0]).astype(int).tolist()}
+        return {"result_2x2": results[0].astype(int).tolist()}
 
     rung("add-one", do_add_one)
     rung("workgroup-reduction", do_reduce)
