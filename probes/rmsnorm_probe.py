@@ -357,10 +357,6 @@ def main(argv: list[str], out: Any) -> int:
     }
     try:
         run(args, doc)
-    except OSError as exc:
-        doc["status"] = "error"
-        doc["reason"] = "shader-unreadable"
-        doc["summary"] = f"cannot read a kernel: {exc}"
     except Exception as exc:
         doc["status"] = "error"
         doc["reason"] = "python-error"
@@ -434,7 +430,19 @@ def run(args: argparse.Namespace, doc: dict[str, Any]) -> None:
     }
     rng = np.random.default_rng(doc["seed"])
     try:
-        ladder(device, kernels, args.shader_dir, rng, doc["ladder"])
+        kernels_run(device, kernels, args.shader_dir, rng, doc, chosen)
+    except kernels.ShaderFileError as exc:
+        doc["status"] = "error"
+        doc["reason"] = "shader-unreadable"
+        doc["summary"] = str(exc)
+
+
+def kernels_run(
+    device: Any, kernels: Any, shader_dir: Path, rng: Any, doc: dict[str, Any], chosen: Any
+) -> None:
+    """The ladder, then the RMSNorm cases; fills doc's status, reason and summary."""
+    try:
+        ladder(device, kernels, shader_dir, rng, doc["ladder"])
     except RungFailed as exc:
         doc["status"] = "fail"
         doc["reason"] = "ladder"
@@ -442,7 +450,7 @@ def run(args: argparse.Namespace, doc: dict[str, Any]) -> None:
         doc["summary"] = f"ladder rung {exc.rung} failed on {chosen['name']}: {exc}"
         return
     try:
-        doc["cases"] = run_cases(device, kernels, args.shader_dir, rng)
+        doc["cases"] = run_cases(device, kernels, shader_dir, rng)
     except kernels.ShaderLimitError as exc:
         doc["status"] = "fail"
         doc["reason"] = "limits"

@@ -32,6 +32,10 @@ _WORKGROUP_VAR = re.compile(r"\bvar\s*<\s*workgroup\s*>\s*(\w+)\s*:\s*([^;]+);")
 _WORKGROUP_SIZE = re.compile(r"@workgroup_size\s*\(([^)]*)\)")
 
 
+class ShaderFileError(Exception):
+    """A kernel's .wgsl file cannot be read."""
+
+
 class ShaderLimitError(Exception):
     """A kernel needs more than the device allows, or we cannot tell how much it needs."""
 
@@ -127,7 +131,10 @@ class Kernel:
 def load_kernel(device: Any, shader_dir: Path, name: str) -> Kernel:
     """Read shaders/NAME.wgsl, check it against the device's limits, and build its pipeline."""
     path = Path(shader_dir) / f"{name}.wgsl"
-    source = path.read_text(encoding="utf-8")
+    try:
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ShaderFileError(f"cannot read {path}: {exc}") from exc
     needs = check_limits(name, source, device.limits)
     module = device.create_shader_module(code=source, label=name)
     pipeline = device.create_compute_pipeline(
