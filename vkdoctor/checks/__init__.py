@@ -2,15 +2,32 @@
 
 from __future__ import annotations
 
-from vkdoctor.checks import drivers, host, layers, libraries, probe
+from vkdoctor.checks import (
+    container,
+    disk,
+    drivers,
+    env,
+    host,
+    layers,
+    libraries,
+    loadtest,
+    packages,
+    probe,
+)
 from vkdoctor.checks.base import Check
 
-#: every check, by module; a module lists its checks in CHECKS
+#: every check, by module; a module lists its checks in CHECKS. The load test stays last: its
+#: child process is started before the first check and overlaps the static analysis.
 REGISTRY: tuple[type[Check], ...] = (
     *host.CHECKS,
     *drivers.CHECKS,
     *layers.CHECKS,
     *libraries.CHECKS,
+    *packages.CHECKS,
+    *container.CHECKS,
+    *disk.CHECKS,
+    *env.CHECKS,
+    *loadtest.CHECKS,
     *probe.CHECKS,
 )
 

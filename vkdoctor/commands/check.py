@@ -20,6 +20,7 @@ from vkdoctor.runner import run_checks, select
 @common.search_path_option
 @common.timeout_option
 @common.output_options
+@common.disk_options
 @click.option("--no-probe", is_flag=True, help="Static checks only; do not run the compute probe.")
 @click.option("--cpu", is_flag=True, help="The probe must use a CPU adapter on Vulkan (lavapipe).")
 @click.option(
@@ -48,6 +49,8 @@ def check(
     strict: bool,
     verbose: bool,
     debug: bool,
+    disk_warn: int,
+    disk_fail: int,
     no_probe: bool,
     cpu: bool,
     adapter: str | None,
@@ -57,6 +60,8 @@ def check(
     """Inspect drivers, loader, libraries, packages, disk and environment, then run the probe."""
     if cpu and adapter:
         raise click.UsageError("--cpu and --adapter choose the adapter two ways; give one")
+    if disk_fail > disk_warn:
+        raise click.UsageError("--disk-fail must not be larger than --disk-warn")
     ctx = common.host_context(
         root=root,
         search_path=search_path,
@@ -64,11 +69,17 @@ def check(
         cpu=cpu,
         adapter=adapter,
         probe=not no_probe and root is None,
+        disk_warn_bytes=disk_warn,
+        disk_fail_bytes=disk_fail,
     )
+    checks = select(REGISTRY, selected, ignored)
+    if any(c.family == "load" for c in checks):
+        from vkdoctor.checks.loadtest import prefetch
+
+        prefetch(ctx)
     # the probe runs after every static check, and not at all with --no-probe or --root
-    chosen = select(REGISTRY, selected, ignored)
-    static = [c for c in chosen if c.code[:3] != "VKR"]
-    probes = [c for c in chosen if c.code[:3] == "VKR"] if ctx.options.probe else []
+    static = [c for c in checks if c.code[:3] != "VKR"]
+    probes = [c for c in checks if c.code[:3] == "VKR"] if ctx.options.probe else []
     results = run_checks(ctx, [*static, *probes], debug=debug)
     report = Report(
         vkdoctor_version=common.version(),
