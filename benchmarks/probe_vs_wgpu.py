@@ -89,6 +89,9 @@ def main() -> int:
         f"minimal wgpu-py RMSNorm:  median {m:.3f} s  (min {min(minimal_s):.3f}, max {max(minimal_s):.3f})"
     )
     print(f"ratio of medians: {ratio:.3f} (target <= {TARGET})")
+    # each probe run against the baseline run next to it: less sensitive to load that drifts
+    pairs = statistics.median(a / b for a, b in zip(probe_s, minimal_s, strict=True))
+    print(f"median of paired ratios: {pairs:.3f}")
     cpu_ratio = statistics.median(cpu["probe"]) / statistics.median(cpu["minimal"])
     print(
         f"CPU time (user+sys): probe {statistics.median(cpu['probe']):.3f} s, minimal "
