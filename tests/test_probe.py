@@ -129,8 +129,13 @@ def broken_kernel(tmp_path_factory):
     good = "inverseSqrt(partial[0] / f32(p.d) + p.eps)"
     text = rms.read_text()
     assert good in text
-    # the mean divides by d + 1: every element is off by sqrt((d + 1) / d)
-    rms.write_text(text.replace(good, "inverseSqrt(partial[0] / f32(p.d + 1u) + p.eps)"))
+    store = "y[base + i] = x[base + i] * inv * w[i];"
+    assert store in text
+    # two bugs: the mean divides by d + 1, so every element is off by sqrt((d + 1) / d); and
+    # for odd d the last element of each row is never written, so it stays NaN
+    text = text.replace(good, "inverseSqrt(partial[0] / f32(p.d + 1u) + p.eps)")
+    text = text.replace(store, "if (i + 1u < p.d || p.d % 2u == 0u) { " + store + " }")
+    rms.write_text(text)
     return _probe_run(
         ["--cpu", "--seed", "1234", "--shader-dir", str(shaders)],
         env={"VK_DRIVER_FILES": str(LVP_ICD)},
@@ -256,6 +261,23 @@ def test_broken_kernel_fails_with_the_error_and_the_worst_element(broken_kernel)
     assert "max relative error 0.0607" in probe["summary"]
     assert f"worst y[{row},{col}]" in probe["summary"]
     assert "WRONG" in proc.stdout and "worst y[" in proc.stdout
+    d33 = next(c for c in bad if c["d"] == 33)
+    assert d33["nonfinite"] == d33["rows"] and d33["max_rel_err"] is None
+    assert d33["worst"]["value"] == "nan" and d33["worst"]["index"][1] == 32
+    assert "5 non-finite" in proc.stdout
+
+
+def test_opengl_on_purpose_is_probed_while_vulkan_is_gone(tmp_path):
+    proc, doc, _ = _probe_run(
+        ["--cpu", "--backend", "opengl"],
+        env={"VK_DRIVER_FILES": "/nonexistent.json"},
+        tmp=tmp_path,
+    )
+    probe = doc["probe"]
+    assert proc.returncode == 0, proc.stdout
+    assert probe["status"] == "pass" and probe["backend"] == "OpenGL"
+    assert probe["requested"]["backend"] == "opengl"
+    assert all(c["ok"] for c in probe["cases"]) and len(probe["ladder"]) == 3
 
 
 def test_broken_ladder_rung_stops_the_probe_and_is_named(tmp_path):
