@@ -162,10 +162,12 @@ def errors(y: Any, ref: Any) -> dict[str, Any]:
     floor = np.maximum(FLOOR * np.sqrt(ref_sq / ref.shape[1]), 1e-30)[:, None]
     diff = y.astype(np.float64)
     diff -= ref
+    denom = np.abs(ref)
+    np.maximum(denom, floor, out=denom)
     with np.errstate(invalid="ignore", over="ignore"):
         norm = np.sqrt(np.einsum("ij,ij->i", diff, diff) / np.maximum(ref_sq, 1e-60))
         elem = np.abs(diff, out=diff)
-        elem /= np.maximum(np.abs(ref), floor)
+        elem /= denom
     flat = int(np.argmax(elem))
     row, col = divmod(flat, ref.shape[1])
     max_elem = float(elem.flat[flat])
