@@ -16,9 +16,8 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from vkdoctor.resources import probes_dir
 
@@ -39,9 +38,12 @@ DUMP_SECONDS = 0.5
 REAP_SECONDS = 5.0
 
 
-@dataclass(frozen=True, kw_only=True)
-class ProbeRequest:
-    """How to run the probe. The environment is passed separately and used exactly."""
+class ProbeRequest(NamedTuple):
+    """How to run the probe. The environment is passed separately and used exactly.
+
+    (A NamedTuple, not a dataclass: `vkdoctor run-probe` imports this module before it starts the
+    child, and dataclasses costs ~10 ms of imports on that path.)
+    """
 
     cpu: bool = False
     adapter: str | None = None
@@ -66,14 +68,24 @@ class ProbeRequest:
         return cmd
 
 
-@dataclass
 class RunningProbe:
-    request: ProbeRequest
-    argv: list[str]
-    started: float
-    process: subprocess.Popen[bytes] | None
-    env: dict[str, str]
-    spawn_error: str | None = None
+    """A started child, or why it could not start."""
+
+    def __init__(
+        self,
+        request: ProbeRequest,
+        argv: list[str],
+        started: float,
+        process: subprocess.Popen[bytes] | None,
+        env: dict[str, str],
+        spawn_error: str | None = None,
+    ) -> None:
+        self.request = request
+        self.argv = argv
+        self.started = started
+        self.process = process
+        self.env = env
+        self.spawn_error = spawn_error
 
 
 def start(env: Mapping[str, str], request: ProbeRequest) -> RunningProbe:
