@@ -426,9 +426,9 @@ def test_a_child_started_early_is_killed_when_the_command_line_is_rejected():
 def test_request_from_argv_only_understands_plain_command_lines(tmp_path):
     from vkdoctor.probe import ProbeRequest, request_from_argv
 
-    assert request_from_argv(["--cpu", "--seed=7", "--timeout", "5", "--json", "-"]) == (
-        ProbeRequest(cpu=True, seed=7, timeout=5.0)
-    )
+    assert request_from_argv(
+        ["--cpu", "--seed=7", "--timeout", "5", "--json", "-", "--junit", "j.xml", "--redact"]
+    ) == ProbeRequest(cpu=True, seed=7, timeout=5.0)
     assert request_from_argv(["--shader-dir", str(tmp_path)]) == ProbeRequest(
         shader_dir=tmp_path.resolve()
     )

@@ -322,8 +322,8 @@ def relevant_env(env: Mapping[str, str]) -> dict[str, str]:
 # otherwise kills it. Anything this parser does not understand means: no head start.
 
 _VALUED = ("--adapter", "--backend", "--seed", "--shader-dir", "--timeout", "--python")
-_IGNORED_VALUED = ("--json", "--format")
-_IGNORED_FLAGS = ("--strict", "-v", "--verbose", "--debug")
+_IGNORED_VALUED = ("--json", "--format", "--junit")
+_IGNORED_FLAGS = ("--strict", "-v", "--verbose", "--debug", "--redact")
 
 _early: list[tuple[RunningProbe, dict[str, str]]] = []
 
