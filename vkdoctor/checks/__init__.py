@@ -12,6 +12,7 @@ from vkdoctor.checks import (
     libraries,
     loadtest,
     packages,
+    probe,
 )
 from vkdoctor.checks.base import Check
 
@@ -27,6 +28,7 @@ REGISTRY: tuple[type[Check], ...] = (
     *disk.CHECKS,
     *env.CHECKS,
     *loadtest.CHECKS,
+    *probe.CHECKS,
 )
 
 

@@ -7,6 +7,7 @@ import sys
 import click
 
 from vkdoctor.checks import REGISTRY
+from vkdoctor.checks.probe import probe_result
 from vkdoctor.commands import common
 from vkdoctor.commands.drivers import drivers_report
 from vkdoctor.host import collect
@@ -76,12 +77,16 @@ def check(
         from vkdoctor.checks.loadtest import prefetch
 
         prefetch(ctx)
-    results = run_checks(ctx, checks, debug=debug)
+    # the probe runs after every static check, and not at all with --no-probe or --root
+    static = [c for c in checks if c.code[:3] != "VKR"]
+    probes = [c for c in checks if c.code[:3] == "VKR"] if ctx.options.probe else []
+    results = run_checks(ctx, [*static, *probes], debug=debug)
     report = Report(
         vkdoctor_version=common.version(),
         host=ctx.fact(collect),
         checks=results,
         drivers=drivers_report(ctx),
+        probe=ctx.fact(probe_result) if probes else None,
         command="check",
     )
     sys.exit(common.emit(report, fmt=fmt, json_file=json_file, strict=strict, verbose=verbose))
