@@ -17,6 +17,7 @@ LAZY_COMMANDS = {
     "drivers": "vkdoctor.commands.drivers:drivers",
     "explain": "vkdoctor.commands.explain:explain",
     "run-probe": "vkdoctor.commands.run_probe:run_probe",
+    "bench": "vkdoctor.commands.bench:bench",
 }
 
 

@@ -53,6 +53,8 @@ class ProbeRequest(NamedTuple):
     timeout: float = 60.0
     python: str = sys.executable
     script: Path | None = None
+    #: more arguments for the script (the bench's sizes and repeats)
+    extra_args: tuple[str, ...] = ()
 
     def argv(self) -> list[str]:
         script = self.script or probes_dir() / PROBE_SCRIPT
@@ -65,7 +67,7 @@ class ProbeRequest(NamedTuple):
             cmd += ["--seed", str(self.seed)]
         if self.shader_dir is not None:
             cmd += ["--shader-dir", str(self.shader_dir)]
-        return cmd
+        return cmd + list(self.extra_args)
 
 
 class RunningProbe:
