@@ -293,11 +293,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     choice.add_argument("--cpu", action="store_true")
     choice.add_argument("--adapter")
     ap.add_argument("--backend", choices=sorted(probe.BACKENDS), default="vulkan")
-    ap.add_argument("--sizes", default="16384x4096")
-    ap.add_argument("--repeat", type=int, default=20)
-    ap.add_argument(
-        "--warm", type=float, default=0.5, help="seconds of warm-up per kernel and size"
-    )
+    ap.add_argument("--sizes", help="ROWSxD[,ROWSxD...]; default: sizes that fill the adapter")
+    ap.add_argument("--repeat", type=int, help="timed runs per kernel and size")
+    ap.add_argument("--warm", type=float, help="seconds of warm-up per kernel and size")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--shader-dir", type=Path, required=True)
     return ap.parse_args(argv)
