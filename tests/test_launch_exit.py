@@ -66,3 +66,23 @@ def test_a_running_thread_is_waited_for() -> None:
         "exit_now(4)\n"
     )
     assert (proc.returncode, proc.stdout.strip()) == (4, "thread finished")
+
+
+def test_a_profiler_still_gets_its_results(tmp_path) -> None:
+    """`python -m cProfile -o FILE -m vkdoctor ...` writes FILE after vkdoctor returns."""
+    out = tmp_path / "prof.out"
+    env = clean_env({"PYTHONPATH": str(REPO)})
+    proc = subprocess.run(
+        [sys.executable, "-m", "cProfile", "-o", str(out), "-m", "vkdoctor", "--version"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "vkdoctor, version" in proc.stdout
+    import pstats
+
+    assert pstats.Stats(str(out)).total_calls > 0
