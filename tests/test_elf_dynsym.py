@@ -197,3 +197,19 @@ def test_unresolved_agrees_with_the_real_dynamic_linker(tmp_path: Path) -> None:
     real = DlopenProbe.build(tmp_path / "probe").load(str(need), env={"LD_BIND_NOW": "1"})
     assert real.error is not None and "undefined symbol: absent_fn" in real.error
     assert symbol_table(ctx, str(need)) is symbol_table(ctx, str(need))
+
+
+def test_corrupted_gnu_hash_libraries_never_raise(tmp_path: Path) -> None:
+    """Seeded corruptions of a real gcc build (GNU hash), aimed at its headers and tables."""
+    good = build_lib(tmp_path / "libg.so", soname="libg.so", source=SOURCE).read_bytes()
+    rng = random.Random(11)
+    path = tmp_path / "bad.so"
+    for _ in range(400):
+        bad = bytearray(good)
+        for _ in range(rng.randint(1, 4)):
+            bad[rng.randrange(0x40, 0x600)] = rng.randrange(256)
+        path.write_bytes(bytes(bad))
+        table = read_symbol_table(path)
+        table.defines("foo")
+        table.defines(SymbolName("absent_fn"))
+        assert table.error is not None or table.count < 100
