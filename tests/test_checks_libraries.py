@@ -127,7 +127,7 @@ def test_seed_failure_missing_llvm_soname(monkeypatch: pytest.MonkeyPatch, seed:
     assert [(f.code, f.severity) for f in findings] == [("VKL002", Severity.FAIL)]
     f = findings[0]
     assert "libLLVM.so.23.1" in f.title
-    assert f"{seed.driver} (via libvulkan_lvp.so) needs libLLVM.so.23.1" in f.message
+    assert f"{seed.driver} needs libLLVM.so.23.1; ld.so cannot find libLLVM.so.23.1" in f.message
     assert "system directories /lib/x86_64-linux-gnu, /usr/lib/x86_64-linux-gnu" in f.message
     assert "/lib/x86_64-linux-gnu/libLLVM-15.so.1: another version" in f.message
     assert f"{seed.llvm_dir}/libLLVM.so.23.1: right name" in f.message

@@ -67,6 +67,18 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Lab:
         link=[root / "o" / "lib" / "libdep.so.2"],
         runpath=["$ORIGIN/../lib"],
     )
+    # $LIB and $PLATFORM, placed where this host's ld.so should expand them
+    plat = ldso_platform(Context())
+    build_lib(root / "dst" / plat.lib / "libdlib.so.1", soname="libdlib.so.1")
+    build_lib(root / "dst" / plat.platform / "libdplat.so.1", soname="libdplat.so.1")
+    build_lib(
+        root / "dst" / "libdstuser.so",
+        link=[
+            root / "dst" / plat.lib / "libdlib.so.1",
+            root / "dst" / plat.platform / "libdplat.so.1",
+        ],
+        runpath=["$ORIGIN/$LIB", "${ORIGIN}/${PLATFORM}"],
+    )
     # classes
     build_lib(root / "c32" / "libcls.so.1", soname="libcls.so.1", m32=True)
     build_lib(root / "c64" / "libcls.so.1", soname="libcls.so.1")
@@ -272,6 +284,13 @@ def test_origin_expansion(lab: Lab) -> None:
     assert dep is not None and dep.how is How.RUNPATH
     assert dep.directory == str(lab.root / "o" / "bin" / ".." / "lib")
     assert_matches_real(lab, str(lab.root / "o" / "bin" / "libuser.so"), {})
+
+
+def test_lib_and_platform_expansion(lab: Lab) -> None:
+    target = str(lab.root / "dst" / "libdstuser.so")
+    r = resolve(ctx_for(), target)
+    assert r.ok and {lib.how for lib in r.libraries if lib.name.startswith("libd")} == {How.RUNPATH}
+    assert_matches_real(lab, target, {})
 
 
 def test_wrong_class_skipped_and_kept_as_evidence(lab: Lab) -> None:

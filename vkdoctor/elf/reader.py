@@ -223,23 +223,40 @@ def _extract(elf: Any, path: str, size: int) -> ElfInfo:
         "e_type": str(hdr["e_type"]),
     }
     warnings: list[str] = []
-    dyn = None
-    for seg in elf.iter_segments():
-        if seg["p_type"] == "PT_DYNAMIC":
-            if seg["p_offset"] + seg["p_filesz"] > size:
-                raise ValueError("PT_DYNAMIC lies beyond the end of the file (truncated)")
-            dyn = seg
-            break
+    # Program headers and dynamic entries parsed with pyelftools' structs one by one: its
+    # DynamicSegment object would also walk every section header, which costs more than all
+    # the rest for a large library.
+    structs = elf.structs
+    phdrs = []
+    for i in range(min(hdr["e_phnum"], 4096)):
+        raw_ph = _read(elf, hdr["e_phoff"] + i * hdr["e_phentsize"], structs.Elf_Phdr.sizeof())
+        phdrs.append(structs.Elf_Phdr.parse(raw_ph))
+    loads = [
+        (ph["p_vaddr"], ph["p_offset"], ph["p_filesz"]) for ph in phdrs if ph["p_type"] == "PT_LOAD"
+    ]
+    dyn = next((ph for ph in phdrs if ph["p_type"] == "PT_DYNAMIC"), None)
     if dyn is None:
         return ElfInfo(**base, warnings=("no PT_DYNAMIC segment",))
+    if dyn["p_offset"] + dyn["p_filesz"] > size:
+        raise ValueError("PT_DYNAMIC lies beyond the end of the file (truncated)")
 
     raw: dict[str, list[int]] = {}
-    for tag in dyn._iter_tags():  # raw containers: no string lookups until we ask
+    entry = structs.Elf_Dyn.sizeof()
+    table = _read(elf, dyn["p_offset"], dyn["p_filesz"] // entry * entry)
+    for k in range(len(table) // entry):
+        tag = structs.Elf_Dyn.parse(table[k * entry : (k + 1) * entry])
+        if tag["d_tag"] == "DT_NULL":
+            break
         raw.setdefault(str(tag["d_tag"]), []).append(int(tag["d_val"]))
-    strtab = dyn._get_stringtable()
+    strtab = b""
+    if "DT_STRTAB" in raw:
+        strtab = _read(elf, _offset(loads, raw["DT_STRTAB"][0]), raw.get("DT_STRSZ", [0])[0])
 
     def string(off: int) -> str:
-        return str(strtab.get_string(off))
+        end = strtab.find(b"\0", off)
+        if off >= len(strtab) or end < 0:
+            raise ValueError(f"string offset {off} outside DT_STRTAB")
+        return strtab[off:end].decode("utf-8", "surrogateescape")
 
     def dirs(tag: str) -> tuple[str, ...]:
         out: list[str] = []
@@ -252,11 +269,11 @@ def _extract(elf: Any, path: str, size: int) -> ElfInfo:
     verneed: tuple[VersionNeed, ...] = ()
     verdef: tuple[str, ...] = ()
     try:
-        verneed = _verneed(elf, raw, string)
+        verneed = _verneed(elf, loads, raw, string)
     except Exception as exc:
         warnings.append(f"cannot read DT_VERNEED: {exc}")
     try:
-        verdef = _verdef(elf, raw, string)
+        verdef = _verdef(elf, loads, raw, string)
     except Exception as exc:
         warnings.append(f"cannot read DT_VERDEF: {exc}")
     return ElfInfo(
@@ -276,19 +293,22 @@ def _extract(elf: Any, path: str, size: int) -> ElfInfo:
     )
 
 
-def _offset(elf: Any, vaddr: int) -> int:
-    off = next(elf.address_offsets(vaddr), None)
-    if off is None:
-        raise ValueError(f"address {vaddr:#x} is in no PT_LOAD segment")
-    return int(off)
+def _offset(loads: list[tuple[int, int, int]], vaddr: int) -> int:
+    """File offset of a virtual address, through the PT_LOAD mapping (as ld.so maps it)."""
+    for start, offset, filesz in loads:
+        if start <= vaddr < start + filesz:
+            return vaddr - start + offset
+    raise ValueError(f"address {vaddr:#x} is in no PT_LOAD segment")
 
 
-def _verneed(elf: Any, raw: dict[str, list[int]], string: Any) -> tuple[VersionNeed, ...]:
+def _verneed(
+    elf: Any, loads: list[tuple[int, int, int]], raw: dict[str, list[int]], string: Any
+) -> tuple[VersionNeed, ...]:
     if "DT_VERNEED" not in raw:
         return ()
     count = raw.get("DT_VERNEEDNUM", [0])[0]
     s = elf.structs
-    pos = _offset(elf, raw["DT_VERNEED"][0])
+    pos = _offset(loads, raw["DT_VERNEED"][0])
     out: list[VersionNeed] = []
     for _ in range(min(count, 4096)):
         vn = s.Elf_Verneed.parse(_read(elf, pos, s.Elf_Verneed.sizeof()))
@@ -311,12 +331,14 @@ def _verneed(elf: Any, raw: dict[str, list[int]], string: Any) -> tuple[VersionN
     return tuple(out)
 
 
-def _verdef(elf: Any, raw: dict[str, list[int]], string: Any) -> tuple[str, ...]:
+def _verdef(
+    elf: Any, loads: list[tuple[int, int, int]], raw: dict[str, list[int]], string: Any
+) -> tuple[str, ...]:
     if "DT_VERDEF" not in raw:
         return ()
     count = raw.get("DT_VERDEFNUM", [0])[0]
     s = elf.structs
-    pos = _offset(elf, raw["DT_VERDEF"][0])
+    pos = _offset(loads, raw["DT_VERDEF"][0])
     out: list[str] = []
     for _ in range(min(count, 65536)):
         vd = s.Elf_Verdef.parse(_read(elf, pos, s.Elf_Verdef.sizeof()))
