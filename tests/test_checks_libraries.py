@@ -98,7 +98,7 @@ def run(
     monkeypatch: pytest.MonkeyPatch,
     ctx: Context,
     targets: Sequence[LoadTarget],
-    codes: Sequence[str] = ("VKL001", "VKL002", "VKL003", "VKL004"),
+    codes: Sequence[str] = ("VKL001", "VKL002", "VKL003", "VKL004", "VKL006"),
 ) -> list[Finding]:
     monkeypatch.setattr(libraries, "targets", lambda _ctx: tuple(targets))
     checks = [c for c in libraries.CHECKS if c.code in codes]
@@ -251,3 +251,48 @@ def test_wgpu_native(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert f.severity is Severity.FAIL
     assert "libnot-there.so.7: cannot open shared object file" in f.message
     assert f.evidence["source"] == "WGPU_LIB_PATH"
+
+
+def test_undefined_symbol_from_a_shadowing_build(
+    monkeypatch: pytest.MonkeyPatch, seed: SeedLab, tmp_path: Path
+) -> None:
+    """A same-soname library without versions that lacks a function (the AMDGPU-PRO libdrm case)."""
+    full = build_lib(
+        tmp_path / "sys" / "libdrmx.so.2",
+        soname="libdrmx.so.2",
+        source="int drmx_old(void){return 1;}\nint drmx_new(void){return 2;}\n",
+    )
+    build_lib(
+        tmp_path / "vendor" / "libdrmx.so.2",
+        soname="libdrmx.so.2",
+        source="int drmx_old(void){return 1;}\n",
+    )
+    src = "int drmx_new(void);\nint vk_icdGetInstanceProcAddr(void){return drmx_new();}\n"
+    now = build_lib(
+        tmp_path / "drv" / "libvulkan_now.so",
+        source=src,
+        link=[full],
+        runpath=[str(full.parent)],
+        flags=["-Wl,-z,now"],
+    )
+    lazy = build_lib(
+        tmp_path / "drv" / "libvulkan_lazy.so",
+        source=src,
+        link=[full],
+        runpath=[str(full.parent)],
+        flags=["-Wl,-z,lazy"],
+    )
+    targets = [driver("now_icd.json", now), driver("lazy_icd.json", lazy)]
+    assert bad(run(monkeypatch, Context(), targets, ("VKL006",))) == []
+    env = {"LD_LIBRARY_PATH": str(tmp_path / "vendor")}
+    findings = {
+        f.evidence["path"]: f for f in bad(run(monkeypatch, Context(env=env), targets, ("VKL006",)))
+    }
+    f_now, f_lazy = findings[str(now)], findings[str(lazy)]
+    assert (f_now.severity, f_lazy.severity) == (Severity.FAIL, Severity.WARN)
+    assert f_now.evidence["symbols"] == ["drmx_new"] == f_lazy.evidence["symbols"]
+    real_now = seed.probe.load(str(now), env=env)
+    assert real_now.error == f"{now}: undefined symbol: drmx_new"
+    assert real_now.error in f_now.message
+    assert seed.probe.load(str(lazy), env=env).error is None
+    assert "symbol lookup error" in f_lazy.message

@@ -136,7 +136,7 @@ def _read(ctx: Context, path: str) -> Symbols:
 def _names(strings: bytes, offsets: Any) -> frozenset[bytes]:
     """The strings at `offsets` in a string table, without a Python loop per symbol."""
     parts = strings.split(b"\0")
-    lengths = np.fromiter((len(x) for x in parts), dtype=np.int64, count=len(parts))
+    lengths = np.array(list(map(len, parts)), dtype=np.int64)
     starts = np.concatenate(([0], np.cumsum(lengths + 1)[:-1]))
     offs = np.asarray(offsets, dtype=np.int64)
     idx = np.searchsorted(starts, offs, side="right") - 1
@@ -170,10 +170,12 @@ def undefined_symbols(
     `scope` is every object ld.so searches for this dlopen: the process's global scope
     (executable, its libraries, LD_PRELOAD) and the dlopened closure.
     """
-    tables = [dynamic_symbols(ctx, p) for p in scope]
+    defined: set[bytes] = set()
+    for p in scope:
+        defined |= dynamic_symbols(ctx, p).defined
     out: list[Undefined] = []
     for path, bind_now in new:
         for name, versioned in dynamic_symbols(ctx, path).undefined:
-            if not any(t.defines(name) for t in tables):
+            if name.encode() not in defined:
                 out.append(Undefined(path=path, name=name, versioned=versioned, bind_now=bind_now))
     return tuple(out)
