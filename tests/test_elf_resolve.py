@@ -351,6 +351,14 @@ def test_empty_ld_library_path_entry_is_cwd(lab: Lab) -> None:
     assert_matches_real(lab, target, env, cwd=lab.root / "l")
 
 
+def test_empty_ld_library_path_is_ignored(lab: Lab) -> None:
+    target = str(lab.root / "a_runpath" / "liba.so")
+    r = resolve(Context(env={"LD_LIBRARY_PATH": ""}, cwd=lab.root / "l"), target)
+    b = r.library("libb.so.1")
+    assert b is not None and b.how is How.RUNPATH
+    assert_matches_real(lab, target, {"LD_LIBRARY_PATH": ""}, cwd=lab.root / "l")
+
+
 def test_elevated_ignores_ld_library_path(lab: Lab) -> None:
     env = {"LD_LIBRARY_PATH": str(lab.root / "l")}
     r = resolve(Context(env=env, elevated=True), str(lab.root / "a_runpath" / "liba.so"))
