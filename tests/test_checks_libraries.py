@@ -118,6 +118,11 @@ def test_healthy_mesa_drivers_resolve(monkeypatch: pytest.MonkeyPatch) -> None:
     assert bad(findings) == []
     oks = [f for f in findings if f.code == "VKL001"]
     assert [f.evidence["path"] for f in oks] == [str(SYSLIB / f"libvulkan_{d}.so") for d in MESA]
+    lvp = {lib["name"]: lib for lib in oks[-1].evidence["libraries"]}
+    assert lvp["libLLVM-15.so.1"]["how"] == "ld.so.cache"
+    assert lvp["libLLVM-15.so.1"]["path"] == "/lib/x86_64-linux-gnu/libLLVM-15.so.1"
+    assert lvp["libc.so.6"]["how"] == "ld.so.cache"  # loaded with libvulkan, before the driver
+    assert lvp["libstdc++.so.6"]["needed_by"] == str(SYSLIB / "libvulkan_lvp.so")
 
 
 def test_seed_failure_missing_llvm_soname(monkeypatch: pytest.MonkeyPatch, seed: SeedLab) -> None:

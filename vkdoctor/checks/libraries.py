@@ -86,6 +86,17 @@ class LibraryOpens(Check):
                     how=root.how.value,
                     elf_class=root.elf.bits,
                     closure=counts,
+                    libraries=[
+                        {
+                            "name": lib.name,
+                            "path": lib.path,
+                            "how": lib.how.value,
+                            "directory": lib.directory,
+                            "needed_by": lib.needed_by,
+                            "already_in_process": lib.preloaded,
+                        }
+                        for lib in res.libraries[1:]
+                    ],
                 )
                 continue
             miss = res.misses[0]
