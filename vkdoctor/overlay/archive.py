@@ -175,6 +175,7 @@ class _Child:
         self._timer.cancel()
         self.proc.stdout.close()
         err = self.proc.stderr.read().decode("utf-8", "replace")
+        self.proc.stderr.close()
         rc = self.proc.wait()
         return rc, err.strip()
 
