@@ -65,6 +65,41 @@ def with_ld_path(ctx: Context, value: str | None) -> Context:
     return dataclasses.replace(ctx, env=env, _facts={})
 
 
-def resolve_chain(ctx: Context, path: str) -> Chain:
-    """The closure of `path` in ctx's environment, from the ELF helper's resolver."""
-    raise NotImplementedError("wired to vkdoctor.elf once it lands")
+def resolve_chain(ctx: Context, target: str) -> Chain:
+    """The closure of `dlopen(target)` from libvulkan.so.1 in ctx's environment (vkdoctor.elf)."""
+    from vkdoctor.elf.resolve import resolve
+
+    res = resolve(ctx, target, near=False)
+    elves = {lib.path: lib.elf for lib in res.libraries}
+    edges: list[Edge] = []
+    for lib in res.libraries:
+        if lib.needed_by is None:
+            continue
+        name = lib.soname or lib.name
+        for consumer in lib.needed_by_all or (lib.needed_by,):
+            edges.append(Edge(consumer=consumer, soname=name, resolved=lib.realpath))
+    for miss in res.misses:
+        if miss.needed_by is None:
+            return Chain(root=target, edges=tuple(edges), error=miss.error or "not found")
+        elf = elves.get(miss.needed_by)
+        versions: tuple[str, ...] = ()
+        elf_class, machine = 64, "EM_X86_64"
+        if elf is not None:
+            elf_class, machine = elf.elf_class, elf.machine
+            versions = tuple(
+                v
+                for need in elf.versions_needed_from(miss.name)
+                for v in need.versions
+                if v not in need.weak
+            )
+        edges.append(
+            Edge(
+                consumer=miss.needed_by,
+                soname=miss.name,
+                resolved=None,
+                versions=versions,
+                elf_class=elf_class,
+                machine=machine,
+            )
+        )
+    return Chain(root=target, edges=tuple(edges))
