@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 SYSTEM_LIB = Path("/usr/lib/x86_64-linux-gnu")
@@ -42,20 +43,31 @@ def shared_lib(
     """A real .so named `out` with DT_SONAME `soname`; optionally defining symbols in a version node
     and linked against `needs` (whose versioned symbol `use_symbol` it calls)."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    src = out.with_suffix(".c")
     name = soname.split(".so")[0].removeprefix("lib").replace("-", "_").replace("+", "p")
     body = f"int {name}_fn(void) {{ return 42; }}\n"
     if use_symbol:
-        body += f"extern int {use_symbol}(void);\nint {name}_use(void) {{ return {use_symbol}(); }}\n"
-    src.write_text(body)
-    argv = ["gcc", f"-m{bits}", "-shared", "-fPIC", f"-Wl,-soname,{soname}", "-o", str(out), str(src)]
-    if version_node:
-        script = out.with_suffix(".map")
-        script.write_text(f"{version_node} {{ global: *; }};\n")
-        argv.append(f"-Wl,--version-script,{script}")
-    for lib in needs or []:
-        argv += [str(lib)]
-    run(argv)
+        body += (
+            f"extern int {use_symbol}(void);\nint {name}_use(void) {{ return {use_symbol}(); }}\n"
+        )
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "lib.c"
+        src.write_text(body)
+        argv = [
+            "gcc",
+            f"-m{bits}",
+            "-shared",
+            "-fPIC",
+            f"-Wl,-soname,{soname}",
+            "-o",
+            str(out),
+            str(src),
+        ]
+        if version_node:
+            script = Path(tmp) / "lib.map"
+            script.write_text(f"{version_node} {{ global: *; }};\n")
+            argv.append(f"-Wl,--version-script,{script}")
+        argv += [str(lib) for lib in needs or []]
+        run(argv)
     return out
 
 
@@ -67,7 +79,17 @@ def deb(root: Path, out: Path, name: str = "libfoo1", compression: str = "zstd")
         f"Package: {name}\nVersion: 1.0-1\nArchitecture: amd64\nMaintainer: t <t@example.org>\n"
         "Description: test\n"
     )
-    run(["dpkg-deb", f"-Z{compression}", "-z1", "--root-owner-group", "--build", str(root), str(out)])
+    run(
+        [
+            "dpkg-deb",
+            f"-Z{compression}",
+            "-z1",
+            "--root-owner-group",
+            "--build",
+            str(root),
+            str(out),
+        ]
+    )
     shutil.rmtree(control)
     return out
 
@@ -75,7 +97,20 @@ def deb(root: Path, out: Path, name: str = "libfoo1", compression: str = "zstd")
 def pkg_tar_zst(root: Path, out: Path) -> Path:
     """An Arch-style .pkg.tar.zst of the tree under `root` (bsdtar --zstd)."""
     (root / ".PKGINFO").write_text("pkgname = llvm-libs\npkgver = 23.1.0-1\narch = x86_64\n")
-    run(["bsdtar", "--zstd", "--options", "zstd:compression-level=1", "-cf", str(out), "-C", str(root), ".PKGINFO", "usr"])
+    run(
+        [
+            "bsdtar",
+            "--zstd",
+            "--options",
+            "zstd:compression-level=1",
+            "-cf",
+            str(out),
+            "-C",
+            str(root),
+            ".PKGINFO",
+            "usr",
+        ]
+    )
     (root / ".PKGINFO").unlink()
     return out
 
@@ -111,7 +146,10 @@ def rpm(root: Path, topdir: Path, name: str = "libfoo") -> Path:
 def manifest(path: Path, library: Path) -> Path:
     path.write_text(
         json.dumps(
-            {"file_format_version": "1.0.0", "ICD": {"library_path": str(library), "api_version": "1.3.0"}}
+            {
+                "file_format_version": "1.0.0",
+                "ICD": {"library_path": str(library), "api_version": "1.3.0"},
+            }
         )
     )
     return path

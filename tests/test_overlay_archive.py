@@ -20,8 +20,6 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     libdir = root / "usr/lib/x86_64-linux-gnu"
     lab.shared_lib(libdir / "libfoo.so.1.2.3", "libfoo.so.1")
     lab.shared_lib(libdir / "libbar.so.7", "libbar.so.7")
-    for p in libdir.glob("*.c"):
-        p.unlink()
     (libdir / "libfoo.so.1").symlink_to("libfoo.so.1.2.3")
     (root / "usr/share/doc").mkdir(parents=True)
     (root / "usr/share/doc/README").write_text("not a library\n")
@@ -63,7 +61,11 @@ def test_only_the_needed_library_is_extracted(
 def test_corrupt_and_mislabelled_packages(packages: dict[str, Path], tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     cases: dict[str, tuple[bytes, str]] = {}
-    for kind, name in (("deb-zst", "t_1_amd64.deb"), ("pkg", "t-1-1-x86_64.pkg.tar.zst"), ("rpm", "t.rpm")):
+    for kind, name in (
+        ("deb-zst", "t_1_amd64.deb"),
+        ("pkg", "t-1-1-x86_64.pkg.tar.zst"),
+        ("rpm", "t.rpm"),
+    ):
         data = packages[kind].read_bytes()
         cases[name] = (data[: len(data) // 2], "is corrupt or truncated")
     cases["liar.deb"] = (packages["pkg"].read_bytes(), "the name says deb, the content is zstd")

@@ -1,0 +1,183 @@
+"""The overlay's rules on small real libraries built with gcc: candidates, refusals, bad inputs.
+
+Each scenario is a fake driver (a gcc-built .so selected with VK_DRIVER_FILES) whose DT_NEEDED
+names a soname the system lacks; `vkdoctor overlay` plans statically, so the fake need not work
+as a Vulkan driver.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+from tests import overlay_lab as lab
+from tests.conftest import run_vkdoctor
+
+
+def _driver(tmp: Path, name: str, needs: list[Path], *, extra_needed: tuple[str, ...] = ()) -> Path:
+    """A fake ICD linked against `needs` (and naming `extra_needed`); returns its manifest."""
+    drv = lab.shared_lib(
+        tmp / "drv" / f"libvulkan_{name}.so",
+        f"libvulkan_{name}.so",
+        needs=needs,
+        use_symbol=_fn(needs[0]) if needs else None,
+    )
+    for soname in extra_needed:
+        lab.run(["patchelf", "--add-needed", soname, str(drv)])
+    (tmp / "icd").mkdir(exist_ok=True)
+    return lab.manifest(tmp / "icd" / f"{name}.json", drv)
+
+
+def _fn(lib: Path) -> str:
+    """The function overlay_lab.shared_lib defines in `lib`."""
+    return lib.name.split(".so")[0].removeprefix("lib").replace("-", "_").replace("+", "p") + "_fn"
+
+
+def _env(tmp: Path, *manifests: Path, **extra: str) -> dict[str, str]:
+    return {
+        "VK_DRIVER_FILES": ":".join(str(m) for m in manifests),
+        "XDG_CACHE_HOME": str(tmp / "cache"),
+        **extra,
+    }
+
+
+def _overlay(
+    args: list[str], env: dict[str, str]
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    proc = run_vkdoctor(["overlay", *args], env=env, timeout=120)
+    lines = [ln.removeprefix("vkdoctor overlay: ") for ln in proc.stderr.splitlines()]
+    return proc, lines
+
+
+def _build_provider(tmp: Path, soname: str, node: str | None) -> Path:
+    """A library `soname` (with symbols in version node `node`) that a fake driver links against."""
+    return lab.shared_lib(tmp / "build" / soname, soname, version_node=node)
+
+
+def test_version_lacking_candidate_refused_and_good_one_chosen(tmp_path: Path) -> None:
+    provider = _build_provider(tmp_path, "libfoo.so.2", "FOO_2")
+    manifest = _driver(tmp_path, "foo", [provider])
+    # The library the driver was built against is not installed: the soname is missing.
+    old = lab.shared_lib(tmp_path / "old" / "libfoo.so.2", "libfoo.so.2", version_node="FOO_1")
+    good = tmp_path / "good"
+    good.mkdir()
+    shutil.copy(provider, good / "libfoo.so.2")
+    twin = tmp_path / "twin"
+    twin.mkdir()
+    shutil.copy(provider, twin / "libfoo.so.2")
+    env = _env(tmp_path, manifest)
+
+    proc, lines = _overlay(
+        ["--search-path", str(old.parent), "--search-path", str(good), "--search-path", str(twin)],
+        env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"{old} (search path): refused: lacks symbol version FOO_2 that " in "\n".join(lines)
+    assert any(
+        ln.startswith(f"libfoo.so.2 (needed by ") and f"using {good}/libfoo.so.2" in ln
+        for ln in lines
+    )
+    assert f"  {twin}/libfoo.so.2 (search path): also acceptable, not chosen" in lines
+    out = proc.stdout.strip()
+    assert out.startswith("export LD_LIBRARY_PATH=") and str(tmp_path / "cache") in out
+
+    proc, _ = _overlay(["--search-path", str(old.parent), "--format", "json"], env)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert "cannot build an overlay" in proc.stderr
+    assert "lacks symbol version FOO_2" in proc.stderr
+
+
+def test_bad_search_paths_and_bad_candidates_are_named(tmp_path: Path) -> None:
+    provider = _build_provider(tmp_path, "libbar.so.1", None)
+    manifest = _driver(tmp_path, "bar", [provider])
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "libbar.so.1").symlink_to(tmp_path / "nowhere" / "libbar.so.1")
+    (bad / "libbar.so.1.0").write_text(
+        "INPUT(libbar.so.1.2.3) /* a linker script, not a library */\n" * 2
+    )
+    (bad / "libbar.so.1.1").write_bytes(provider.read_bytes()[:100])
+    lab.shared_lib(bad / "libbar.so.1.2", "libbar.so.1", bits=32)
+    lab.shared_lib(bad / "libbar.so.1.3", "libbaz.so.1")
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    good = tmp_path / "good"
+    good.mkdir()
+    shutil.copy(provider, good / "libbar.so.1.0.0")
+    env = _env(tmp_path, manifest, VKDOCTOR_SEARCH_PATH=str(good))
+
+    proc, lines = _overlay(
+        [
+            "--search-path",
+            str(tmp_path / "missing"),
+            "--search-path",
+            str(a_file),
+            "--search-path",
+            str(bad),
+            "--format",
+            "json",
+        ],
+        env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    text = "\n".join(lines)
+    assert f"search path {tmp_path / 'missing'}: does not exist" in text
+    assert f"search path {a_file}: is not a directory" in text
+    assert (
+        f"{bad}/libbar.so.1 (search path): refused: a broken symbolic link (to {tmp_path}/nowhere/libbar.so.1)"
+        in text
+    )
+    assert f"{bad}/libbar.so.1.0 (search path): refused: not an ELF file" in text
+    assert f"{bad}/libbar.so.1.1 (search path): refused: a truncated ELF file" in text or (
+        f"{bad}/libbar.so.1.1 (search path): refused: a malformed ELF file" in text
+    )
+    assert f"{bad}/libbar.so.1.2 (search path): refused: ELFCLASS32, but " in text
+    assert (
+        f"{bad}/libbar.so.1.3 (search path): refused: has DT_SONAME libbaz.so.1, not libbar.so.1"
+        in text
+    )
+    doc = json.loads(proc.stdout)
+    assert [lib["soname"] for lib in doc["libraries"]] == ["libbar.so.1"]
+    assert doc["libraries"][0]["target"] == str(good / "libbar.so.1.0.0")
+    assert doc["libraries"][0]["needed_by"] == [str(tmp_path / "drv" / "libvulkan_bar.so")]
+    ovl = Path(doc["dir"])
+    assert [p.name for p in ovl.iterdir()] == ["libbar.so.1"]
+    assert doc["ld_library_path"] == str(ovl)
+
+
+def test_protected_soname_and_second_llvm_are_refused(tmp_path: Path) -> None:
+    # A driver that needs libdrm.so.3 (the system has libdrm.so.2): an overlay never supplies libdrm.
+    drm = _build_provider(tmp_path, "libdrm.so.3", None)
+    m_drm = _driver(tmp_path, "drm", [drm])
+    supply = tmp_path / "supply"
+    supply.mkdir()
+    shutil.copy(drm, supply / "libdrm.so.3")
+    proc, lines = _overlay(["--search-path", str(supply)], _env(tmp_path, m_drm))
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert (
+        "not in the overlay: libdrm.so.3: libdrm.so.3 is libdrm, which the kernel graphics drivers "
+        "and Mesa share; an overlay never supplies it, install it from the distribution instead"
+    ) in lines
+    assert not (tmp_path / "cache" / "vkdoctor" / "overlays").exists() or not list(
+        (tmp_path / "cache" / "vkdoctor" / "overlays").iterdir()
+    )
+
+    # Two drivers in one process: one loads the system's libLLVM-15.so.1, the other wants
+    # libLLVM.so.23.1: a second LLVM in the process is refused.
+    newllvm = _build_provider(tmp_path, "libLLVM.so.23.1", None)
+    m_new = _driver(tmp_path, "newllvm", [newllvm])
+    m_sys = _driver(tmp_path, "sysllvm", [], extra_needed=("libLLVM-15.so.1",))
+    shutil.copy(newllvm, supply / "libLLVM.so.23.1")
+    proc, lines = _overlay(["--search-path", str(supply)], _env(tmp_path, m_sys, m_new))
+    assert proc.returncode == 1, proc.stdout
+    refusal = next(ln for ln in lines if ln.startswith("not in the overlay: libLLVM.so.23.1"))
+    assert "would be a second llvm library in the process" in refusal
+    assert f"{tmp_path}/drv/libvulkan_sysllvm.so already loads libLLVM-15.so.1" in refusal
+
+
+def test_nothing_to_do_is_silent_on_stdout(tmp_path: Path) -> None:
+    proc, lines = _overlay([], _env(tmp_path, Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")))
+    assert proc.returncode == 0 and proc.stdout == ""
+    assert lines == ["nothing to do: every library the Vulkan drivers need resolves"]
