@@ -43,7 +43,9 @@ def shared_lib(
     """A real .so named `out` with DT_SONAME `soname`; optionally defining symbols in a version node
     and linked against `needs` (whose versioned symbol `use_symbol` it calls)."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    name = soname.split(".so")[0].removeprefix("lib").replace("-", "_").replace("+", "p")
+    name = (
+        soname.split(".so", maxsplit=1)[0].removeprefix("lib").replace("-", "_").replace("+", "p")
+    )
     body = f"int {name}_fn(void) {{ return 42; }}\n"
     if use_symbol:
         body += (

@@ -76,7 +76,7 @@ def test_version_lacking_candidate_refused_and_good_one_chosen(tmp_path: Path) -
     assert proc.returncode == 0, proc.stderr
     assert f"{old} (search path): refused: lacks symbol version FOO_2 that " in "\n".join(lines)
     assert any(
-        ln.startswith(f"libfoo.so.2 (needed by ") and f"using {good}/libfoo.so.2" in ln
+        ln.startswith("libfoo.so.2 (needed by ") and f"using {good}/libfoo.so.2" in ln
         for ln in lines
     )
     assert f"  {twin}/libfoo.so.2 (search path): also acceptable, not chosen" in lines

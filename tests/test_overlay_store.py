@@ -123,7 +123,7 @@ def test_read_only_and_full_cache_give_clear_errors(tmp_path: Path) -> None:
     assert f"ERR cannot create vkdoctor's store {ro}/vkdoctor: the file system is read-only" in out
     assert f"LEFT {[]}" in out
     assert any(
-        line.startswith(f"ERR cannot") and "no space left on the device" in line for line in out
+        line.startswith("ERR cannot") and "no space left on the device" in line for line in out
     ), out
     # Nothing half-written: the full store holds only the directories that fitted, no temp dirs.
     left = [line for line in out if line.startswith("LEFT")][-1]
