@@ -51,16 +51,24 @@ def _indent(text: str, prefix: str) -> str:
 
 
 def _finding(f: Finding, style: Style) -> list[str]:
-    lines = [f"  {style.paint(style.glyph(f.severity), f.severity)} {f.code} {f.title}"]
-    show_details = style.verbose or f.severity.rank >= Severity.WARN.rank
-    if f.message and show_details:
+    head = f"  {style.paint(style.glyph(f.severity), f.severity)} {f.code} {f.title}"
+    serious = f.severity.rank >= Severity.WARN.rank
+    one_line = f.message and "\n" not in f.message and len(f.message) <= 110
+    if f.message and not serious and one_line:
+        return [f"{head}: {f.message}", *_evidence(f, style)]
+    lines = [head]
+    if f.message and (style.verbose or serious):
         lines.append(_indent(f.message, "      "))
     if f.remedy and f.severity.rank >= Severity.WARN.rank:
         lines.append(_indent("fix: " + f.remedy, "      "))
-    if style.verbose and f.evidence:
-        dumped = json.dumps(dict(f.evidence), indent=2, default=str)
-        lines.append(_indent("evidence: " + dumped, "      "))
-    return lines
+    return lines + _evidence(f, style)
+
+
+def _evidence(f: Finding, style: Style) -> list[str]:
+    if not (style.verbose and f.evidence):
+        return []
+    dumped = json.dumps(dict(f.evidence), indent=2, default=str)
+    return [_indent("evidence: " + dumped, "      ")]
 
 
 def _check(c: CheckResult, style: Style) -> list[str]:

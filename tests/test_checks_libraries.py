@@ -1,0 +1,253 @@
+"""VKL checks and VKH002 on real failures: the seed's lavapipe, a shadowing libstdc++, the loader."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import clean_env, validate_report
+from elfbuild import DlopenProbe, build_lib, copy, patchelf
+
+from vkdoctor.checks import libraries
+from vkdoctor.context import Context, Options
+from vkdoctor.loader.targets import LoadTarget
+from vkdoctor.model import Finding, Report, Severity
+from vkdoctor.runner import run_checks
+
+SYSLIB = Path("/usr/lib/x86_64-linux-gnu")
+MESA = ("intel", "intel_hasvk", "radeon", "lvp")
+
+
+@dataclass(frozen=True)
+class SeedLab:
+    root: Path
+    driver: Path
+    manifest: Path
+    llvm_dir: Path
+    shadow_dir: Path
+    lib32: Path
+    probe: DlopenProbe
+
+
+def _shadow_map() -> str:
+    """Version nodes GLIBCXX_3.4 .. 3.4.29 and CXXABI_1.3 .. 1.3.13 (a GCC 11 libstdc++), as in
+    the reference lab's shadow-old.map."""
+    nodes = [f"GLIBCXX_3.4.{i}" for i in range(1, 30)] + ["GLIBCXX_3.4"]
+    nodes += [f"CXXABI_1.3.{i}" for i in range(1, 14)] + ["CXXABI_1.3"]
+    return "".join(f"{n} {{ }};\n" for n in nodes)
+
+
+@pytest.fixture(scope="session")
+def seed(tmp_path_factory: pytest.TempPathFactory) -> SeedLab:
+    root = tmp_path_factory.mktemp("seed")
+    # lavapipe rebuilt against an LLVM the system does not have
+    driver = copy(SYSLIB / "libvulkan_lvp.so", root / "drv" / "libvulkan_lvp.so")
+    patchelf(driver, "--replace-needed", "libLLVM-15.so.1", "libLLVM.so.23.1")
+    llvm = copy(SYSLIB / "libLLVM-15.so.1", root / "private-llvm" / "libLLVM.so.23.1")
+    patchelf(llvm, "--set-soname", "libLLVM.so.23.1")
+    manifest = root / "lvp_icd.x86_64.json"
+    manifest.write_text(
+        json.dumps(
+            {
+                "file_format_version": "1.0.0",
+                "ICD": {"library_path": str(driver), "api_version": "1.3.230"},
+            }
+        )
+    )
+    # a libstdc++.so.6 that stops at GLIBCXX_3.4.29
+    shadow = build_lib(
+        root / "shadow" / "libstdc++.so.6",
+        soname="libstdc++.so.6",
+        source="void shadow_stub(void) {}\n",
+        version_script=_shadow_map(),
+    )
+    lib32 = build_lib(
+        root / "lib32" / "libvulkan_fake32.so", soname="libvulkan_fake32.so", m32=True
+    )
+    return SeedLab(
+        root=root,
+        driver=driver,
+        manifest=manifest,
+        llvm_dir=llvm.parent,
+        shadow_dir=shadow.parent,
+        lib32=lib32,
+        probe=DlopenProbe.build(root / "p"),
+    )
+
+
+def driver(name: str, path: str | Path, manifest: str = "/m.json") -> LoadTarget:
+    return LoadTarget(kind="driver", name=name, manifest=manifest, dlopen_name=str(path))
+
+
+def mesa_targets() -> list[LoadTarget]:
+    return [
+        driver(
+            f"{d}_icd.x86_64.json",
+            SYSLIB / f"libvulkan_{d}.so",
+            f"/usr/share/vulkan/icd.d/{d}_icd.x86_64.json",
+        )
+        for d in MESA
+    ]
+
+
+def run(
+    monkeypatch: pytest.MonkeyPatch,
+    ctx: Context,
+    targets: Sequence[LoadTarget],
+    codes: Sequence[str] = ("VKL001", "VKL002", "VKL003", "VKL004"),
+) -> list[Finding]:
+    monkeypatch.setattr(libraries, "targets", lambda _ctx: tuple(targets))
+    checks = [c for c in libraries.CHECKS if c.code in codes]
+    results = run_checks(ctx, checks)
+    report = Report(vkdoctor_version="test", host={}, checks=results)
+    doc = json.loads(json.dumps(report.as_dict()))
+    validate_report(doc)
+    return [f for r in results for f in r.findings]
+
+
+def bad(findings: list[Finding]) -> list[Finding]:
+    return [f for f in findings if f.severity.rank >= Severity.INFO.rank]
+
+
+def test_healthy_mesa_drivers_resolve(monkeypatch: pytest.MonkeyPatch) -> None:
+    findings = run(monkeypatch, Context(), mesa_targets())
+    assert bad(findings) == []
+    oks = [f for f in findings if f.code == "VKL001"]
+    assert [f.evidence["path"] for f in oks] == [str(SYSLIB / f"libvulkan_{d}.so") for d in MESA]
+
+
+def test_seed_failure_missing_llvm_soname(monkeypatch: pytest.MonkeyPatch, seed: SeedLab) -> None:
+    target = driver("lvp_icd.x86_64.json", seed.driver, str(seed.manifest))
+    ctx = Context(options=Options(search_paths=(seed.llvm_dir,)))
+    findings = bad(run(monkeypatch, ctx, [target]))
+    assert [(f.code, f.severity) for f in findings] == [("VKL002", Severity.FAIL)]
+    f = findings[0]
+    assert "libLLVM.so.23.1" in f.title
+    assert f"{seed.driver} (via libvulkan_lvp.so) needs libLLVM.so.23.1" in f.message
+    assert "system directories /lib/x86_64-linux-gnu, /usr/lib/x86_64-linux-gnu" in f.message
+    assert "/lib/x86_64-linux-gnu/libLLVM-15.so.1: another version" in f.message
+    assert f"{seed.llvm_dir}/libLLVM.so.23.1: right name" in f.message
+    assert f.remedy is not None and str(seed.llvm_dir) in f.remedy
+    near = {n["path"]: n["kind"] for n in f.evidence["near_misses"]}
+    assert near["/lib/x86_64-linux-gnu/libLLVM-15.so.1"] == "other-version"
+    # the real loader, restricted to this manifest, fails the same way
+    real = subprocess.run(
+        ["vulkaninfo", "--summary"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=clean_env({"VK_DRIVER_FILES": str(seed.manifest), "LC_ALL": "C"}),
+        check=False,
+    )
+    assert f.evidence["error"] in real.stdout + real.stderr
+    assert "Failed loading library associated with ICD JSON" in real.stdout + real.stderr
+    # and with the private LLVM on LD_LIBRARY_PATH it loads, as vkdoctor predicts
+    env = {"LD_LIBRARY_PATH": str(seed.llvm_dir)}
+    fixed = run(monkeypatch, Context(env=env), [target])
+    assert [(f.code, f.severity) for f in bad(fixed)] == [("VKL004", Severity.WARN)]
+    assert seed.probe.load(str(seed.driver), env=env).error is None
+
+
+def test_libstdcxx_shadowing(monkeypatch: pytest.MonkeyPatch, seed: SeedLab) -> None:
+    env = {"LD_LIBRARY_PATH": str(seed.shadow_dir)}
+    findings = bad(run(monkeypatch, Context(env=env), mesa_targets()))
+    versions = [f for f in findings if f.code == "VKL003"]
+    assert len(versions) == 1
+    f = versions[0]
+    assert f.severity is Severity.FAIL
+    assert f.title == f"GLIBCXX_3.4.30 not found in {seed.shadow_dir}/libstdc++.so.6"
+    assert (
+        "/lib/x86_64-linux-gnu/libLLVM-15.so.1 needs GLIBCXX_3.4.30 from libstdc++.so.6"
+        in f.message
+    )
+    assert f"{seed.shadow_dir} shadows /lib/x86_64-linux-gnu/libstdc++.so.6" in f.message
+    assert "defines only up to GLIBCXX_3.4.29" in f.message
+    assert sorted(f.evidence["targets"]) == ["lvp_icd.x86_64.json", "radeon_icd.x86_64.json"]
+    assert f.remedy is not None and f"Remove {seed.shadow_dir} from LD_LIBRARY_PATH" in f.remedy
+    # the error vkdoctor predicts is the one dlopen really gives
+    for d in ("lvp", "radeon"):
+        real = seed.probe.load(str(SYSLIB / f"libvulkan_{d}.so"), env=env)
+        assert real.error == (
+            f"{seed.shadow_dir}/libstdc++.so.6: version `GLIBCXX_3.4.30' not "
+            "found (required by /lib/x86_64-linux-gnu/libLLVM-15.so.1)"
+        )
+        assert real.error in f.message
+    shadow_warn = [f for f in findings if f.code == "VKL004"]
+    assert len(shadow_warn) == 1
+    assert "shadows the system copy /lib/x86_64-linux-gnu/libstdc++.so.6" in shadow_warn[0].message
+
+
+def test_driver_library_missing_and_wrong_class(
+    monkeypatch: pytest.MonkeyPatch, seed: SeedLab, tmp_path: Path
+) -> None:
+    targets = [
+        driver("gone_icd.json", tmp_path / "libvulkan_gone.so"),
+        driver("fake32_icd.i686.json", seed.lib32),
+        LoadTarget(
+            kind="layer",
+            name="VK_LAYER_nothere",
+            manifest="/l.json",
+            dlopen_name="libVkLayer_nothere.so",
+        ),
+    ]
+    findings = bad(run(monkeypatch, Context(), targets, ("VKL001",)))
+    by = {f.evidence["target"]: f for f in findings}
+    assert by["gone_icd.json"].severity is Severity.FAIL
+    assert (
+        f"{tmp_path}/libvulkan_gone.so: cannot open shared object file"
+        in by["gone_icd.json"].message
+    )
+    assert by["fake32_icd.i686.json"].severity is Severity.INFO
+    assert "ELFCLASS32" in by["fake32_icd.i686.json"].title
+    layer = by["VK_LAYER_nothere"]
+    assert layer.severity is Severity.WARN
+    assert "ld.so.cache" in layer.message and "/usr/lib/x86_64-linux-gnu" in layer.message
+    real = seed.probe.load(str(seed.lib32))
+    assert real.error == f"{seed.lib32}: wrong ELF class: ELFCLASS32"
+    assert by["fake32_icd.i686.json"].evidence["error"] == real.error
+
+
+def test_vulkan_loader_found_with_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    (f,) = run(monkeypatch, Context(), [], ("VKH002",))
+    assert f.severity is Severity.OK
+    assert f.title == "Vulkan loader 1.3.239"
+    assert f.evidence["realpath"] == "/usr/lib/x86_64-linux-gnu/libvulkan.so.1.3.239"
+    assert f.evidence["how"] == "ld.so.cache"
+
+
+@pytest.mark.parametrize(
+    ("distro", "command"),
+    [
+        ("debian", "sudo apt install libvulkan1"),
+        ("arch", "sudo pacman -S vulkan-icd-loader"),
+        ("fedora", "sudo dnf install vulkan-loader"),
+    ],
+)
+def test_no_vulkan_loader_fails_with_install_command(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, distro: str, command: str
+) -> None:
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "os-release").write_text(f"ID={distro}\n")
+    (tmp_path / "usr" / "lib").mkdir(parents=True)
+    (f,) = run(monkeypatch, Context(root=tmp_path), [], ("VKH002",))
+    assert f.severity is Severity.FAIL
+    assert "libvulkan.so.1: cannot open shared object file" in f.message
+    assert f.remedy == command
+
+
+def test_wgpu_native(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (ok,) = run(monkeypatch, Context(), [], ("VKL005",))
+    assert ok.severity is Severity.OK
+    assert ok.evidence["path"].endswith("wgpu/resources/libwgpu_native-release.so")
+    assert ok.evidence["source"] == "resources"
+    broken = copy(ok.evidence["path"], tmp_path / "libwgpu_native.so")
+    patchelf(broken, "--add-needed", "libnot-there.so.7")
+    env = {"WGPU_LIB_PATH": str(broken)}
+    (f,) = run(monkeypatch, Context(env=env), [], ("VKL005",))
+    assert f.severity is Severity.FAIL
+    assert "libnot-there.so.7: cannot open shared object file" in f.message
+    assert f.evidence["source"] == "WGPU_LIB_PATH"

@@ -1,0 +1,483 @@
+"""VKL: can every library the Vulkan loader will dlopen really be loaded, and if not, why.
+
+Each load target (driver or active implicit layer, from vkdoctor.loader.load_targets) is resolved
+as glibc's ld.so would (vkdoctor.elf): the file itself, its whole DT_NEEDED closure, ELF class and
+machine, and every required symbol version, without loading anything.
+"""
+
+from __future__ import annotations
+
+import importlib
+import posixpath
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from vkdoctor.checks.base import Check
+from vkdoctor.context import Context
+from vkdoctor.elf.explain import (
+    how_found,
+    near_text,
+    places_tried,
+    system_copy,
+    version_sentence,
+)
+from vkdoctor.elf.resolve import Miss, Resolution, VersionProblem, resolve, resolve_target
+from vkdoctor.elf.search import How
+from vkdoctor.elf.wgpu import find_wgpu_native
+from vkdoctor.loader.targets import LoadTarget
+from vkdoctor.model import Finding, Severity
+
+
+def targets(ctx: Context) -> tuple[LoadTarget, ...]:
+    """The libraries the loader will dlopen. The one seam tests replace."""
+    load_targets = importlib.import_module("vkdoctor.loader").load_targets
+    return tuple(load_targets(ctx))
+
+
+def target_resolutions(ctx: Context) -> tuple[tuple[LoadTarget, Resolution], ...]:
+    """Each load target with its resolution; computed once per run (`ctx.fact`)."""
+    return tuple((t, resolve_target(ctx, t)) for t in targets(ctx))
+
+
+def label(t: LoadTarget) -> str:
+    kind = "driver" if t.kind == "driver" else "layer"
+    return f"{kind} {t.name} ({t.dlopen_name})"
+
+
+def _severity(t: LoadTarget) -> Severity:
+    """A driver that cannot load is lost; the loader ignores a broken implicit layer."""
+    return Severity.FAIL if t.kind == "driver" else Severity.WARN
+
+
+def _is_wrong_class_only(m: Miss) -> bool:
+    return bool(m.wrong_class) and m.bad_file is None
+
+
+class LibraryOpens(Check):
+    """Each driver and layer library named by a manifest exists and is an ELF file ld.so accepts.
+
+    The Vulkan loader dlopens `library_path` as written: an absolute path, a path relative to
+    the manifest, or a bare name that ld.so searches (LD_LIBRARY_PATH, ld.so.cache, the system
+    directories). A missing file, or one that is not a shared object, makes the loader print
+    "Failed loading library associated with ICD JSON ... Ignoring this JSON". A 32-bit driver seen
+    by a 64-bit process (multilib installs ship both manifests in the same directory) is skipped
+    by the loader at INFO level: reported as info, not as a failure.
+    """
+
+    code = "VKL001"
+    family = "libraries"
+    title = "Driver and layer libraries"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        for t, res in ctx.fact(target_resolutions):
+            root = res.root
+            if root is not None:
+                counts: dict[str, int] = {}
+                for lib in res.libraries[1:]:
+                    counts[lib.how.value] = counts.get(lib.how.value, 0) + 1
+                yield self.ok(
+                    f"{t.name}: {root.path}",
+                    f"{label(t)} found {how_found(root)}; {len(res.libraries) - 1} libraries in "
+                    f"its closure.",
+                    target=t.name,
+                    path=root.path,
+                    how=root.how.value,
+                    elf_class=root.elf.bits,
+                    closure=counts,
+                )
+                continue
+            miss = res.misses[0]
+            ev: dict[str, Any] = {"target": t.name, "manifest": t.manifest, **miss.as_dict()}
+            if _is_wrong_class_only(miss):
+                cls = miss.wrong_class[0]
+                yield self.info(
+                    f"{t.name}: {cls.detail} library, skipped by a {ctx.machine} process",
+                    f"{label(t)} is {cls.path}, a {cls.detail} file; the loader logs this at INFO "
+                    f"and uses the other drivers. Normal on a multilib system.",
+                    **ev,
+                )
+                continue
+            if miss.bad_file is not None:
+                bad = miss.bad_file
+                yield self.finding(
+                    _severity(t),
+                    f"{t.name}: {bad.path} is not a loadable shared object",
+                    f'{label(t)}: ld.so would fail with "{res.predicted_error}".',
+                    remedy=f"Reinstall the package that owns {bad.path}, or fix library_path "
+                    f"in {t.manifest}.",
+                    evidence=ev,
+                )
+                continue
+            where = (
+                f"Looked in: {places_tried(miss.tried, ctx)}."
+                if "/" not in t.dlopen_name
+                else "The file does not exist."
+            )
+            near = near_text(miss.near)
+            yield self.finding(
+                _severity(t),
+                f"{t.name}: library {t.dlopen_name} not found",
+                f"{label(t)}: {res.predicted_error}. {where} {near}".strip(),
+                remedy=f"Reinstall the package that provides {posixpath.basename(t.dlopen_name)}, "
+                f"or remove the stale manifest {t.manifest}.",
+                evidence=ev,
+            )
+
+
+class NeededLibraries(Check):
+    """Every DT_NEEDED library of each driver and layer, transitively, is found by ld.so.
+
+    The closure is resolved with glibc's rules: DT_RPATH (inherited, and only without DT_RUNPATH),
+    LD_LIBRARY_PATH, DT_RUNPATH, ld.so.cache, the system directories, with glibc-hwcaps
+    subdirectories, $ORIGIN, and libraries already in the process winning. A missing one is the
+    seed's failure: lavapipe built against libLLVM.so.23.1 on a system that has only
+    libLLVM.so.22.1 prints only "cannot open shared object file". The finding names the driver,
+    the library that needs the missing one, every place ld.so looked, and the near misses
+    (another version of the same library, the right name in the wrong class or in a directory
+    ld.so does not search).
+    """
+
+    code = "VKL002"
+    family = "libraries"
+    title = "Needed libraries resolve"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        groups: dict[tuple[str, str | None], list[tuple[LoadTarget, Miss]]] = {}
+        for t, res in ctx.fact(target_resolutions):
+            if res.root is None:
+                continue
+            for m in res.misses:
+                groups.setdefault((m.name, m.needed_by), []).append((t, m))
+        for (name, needed_by), items in groups.items():
+            ts = [t for t, _ in items]
+            m = items[0][1]
+            sev = Severity.FAIL if any(t.kind == "driver" for t in ts) else Severity.WARN
+            who = ", ".join(label(t) for t in ts)
+            chain = " -> ".join(posixpath.basename(p) for p in m.chain)
+            if _is_wrong_class_only(m):
+                what = f"{name} exists only as {m.wrong_class[0].detail} ({m.wrong_class[0].path})"
+            elif m.bad_file is not None:
+                what = f"{m.bad_file.path} is not a loadable shared object ({m.bad_file.detail})"
+            else:
+                what = f"ld.so cannot find {name}"
+            message = (
+                f"{who}: {needed_by} (via {chain}) needs {name}; {what}. "
+                f'dlopen would fail with "{m.error}". Looked in: {places_tried(m.tried, ctx)}. '
+                f"{near_text(m.near)}"
+            ).strip()
+            yield self.finding(
+                sev,
+                f"{name} missing (needed by {posixpath.basename(needed_by or '')})",
+                message,
+                remedy=_missing_remedy(name, m),
+                evidence={"targets": [t.name for t in ts], **m.as_dict()},
+            )
+
+
+def _missing_remedy(name: str, m: Miss) -> str:
+    exact = [n for n in m.near if n.kind in ("not-searched", "stale-cache")]
+    stale = [n for n in exact if n.kind == "stale-cache"]
+    if stale:
+        return f"Run `sudo ldconfig`: {stale[0].path} is in an ld.so.conf directory but not in the cache."
+    if exact:
+        d = posixpath.dirname(exact[0].path)
+        return (
+            f"A matching {name} exists in {d}. For this process only: "
+            f"LD_LIBRARY_PATH={d}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}} (or `vkdoctor overlay`). "
+            f"The lasting fix is to install the package that provides {name}."
+        )
+    others = [n for n in m.near if n.kind == "other-version"]
+    if others:
+        return (
+            f"Only other versions of this library are installed ({others[0].path}). The driver "
+            f"and the library come from mismatched package versions: upgrade both together "
+            f"(for example `sudo pacman -Syu`, `sudo apt full-upgrade`, `sudo dnf distro-sync`)."
+        )
+    return f"Install the package that provides {name}."
+
+
+class SymbolVersions(Check):
+    """Each symbol version a library requires (.gnu.version_r) is defined by the copy that wins.
+
+    ld.so checks versions after finding every file and before running any code: a copy of
+    libstdc++.so.6 that defines only up to GLIBCXX_3.4.29 (a conda environment, an AppImage, a
+    private directory on LD_LIBRARY_PATH) in front of the system one breaks
+    /lib/x86_64-linux-gnu/libLLVM-15.so.1, which needs GLIBCXX_3.4.30, and with it lavapipe and
+    radv. The same check predicts "version `LLVM_23.1' not found". The finding names the
+    library that needs the version, the copy that won and the directory it came from (the one
+    that shadows), and the copy elsewhere on the system that has the version.
+    """
+
+    code = "VKL003"
+    family = "libraries"
+    title = "Symbol versions"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        groups: dict[tuple[str, tuple[str, ...]], list[tuple[LoadTarget, VersionProblem]]] = {}
+        for t, res in ctx.fact(target_resolutions):
+            for v in res.versions:
+                groups.setdefault((v.provider, v.missing), []).append((t, v))
+        for items in groups.values():
+            ts = list(dict.fromkeys(t for t, _ in items))
+            v = items[0][1]
+            requirers = list(dict.fromkeys(x.required_by for _, x in items))
+            who = ", ".join(label(t) for t in ts)
+            also = f" Also required by {', '.join(requirers[1:])}." if len(requirers) > 1 else ""
+            ev = {"targets": [t.name for t in ts], "required_by_all": requirers, **v.as_dict()}
+            if v.weak_only:
+                yield self.info(
+                    f"weak version {', '.join(v.missing)} missing from {v.provider}",
+                    f"{who}: {version_sentence(v)}{also} The requirement is weak: ld.so does "
+                    f"not fail.",
+                    **ev,
+                )
+                continue
+            sev = Severity.FAIL if any(t.kind == "driver" for t in ts) else Severity.WARN
+            yield self.finding(
+                sev,
+                f"{v.missing[0]} not found in {v.provider}",
+                f'{who}: {version_sentence(v)}{also} dlopen would fail with "{v.error}".',
+                remedy=_version_remedy(
+                    v.provider_how, v.provider_dir, v.soname, [n.path for n in v.better]
+                ),
+                evidence=ev,
+            )
+
+
+def _version_remedy(how: How, directory: str, soname: str, better: list[str]) -> str:
+    if how is How.LD_LIBRARY_PATH:
+        text = (
+            f"Remove {directory} from LD_LIBRARY_PATH for Vulkan programs"
+            + (f" so that {better[0]} is used" if better else "")
+            + "."
+        )
+        if "conda" in directory or "/envs/" in directory:
+            text += (
+                " In a conda environment, update its C++ runtime instead: "
+                "`conda install -c conda-forge 'libstdcxx-ng>=12'`."
+            )
+        return text
+    if how is How.RPATH:
+        return (
+            f"{directory} comes from a DT_RPATH; the library carrying it bundles an old {soname}."
+        )
+    if how is How.PRELOAD:
+        return f"Stop preloading {soname} from {directory} (LD_PRELOAD)."
+    return f"Upgrade the package that provides {soname} in {directory} to match its users."
+
+
+class LdLibraryPathOnly(Check):
+    """Libraries of a driver's closure that are found only because LD_LIBRARY_PATH is set.
+
+    Such a driver works in the shell that exported the variable and nowhere else (a desktop
+    launcher, a systemd unit, a CI step, sudo, or a setuid program, which ignores it). When the
+    same soname also exists in the system directories, the LD_LIBRARY_PATH copy shadows it for
+    every program, which is how an old libstdc++ or libdrm breaks unrelated drivers.
+    """
+
+    code = "VKL004"
+    family = "libraries"
+    title = "Libraries found through LD_LIBRARY_PATH"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        seen: dict[str, list[str]] = {}
+        libs: dict[str, Any] = {}
+        for t, res in ctx.fact(target_resolutions):
+            for lib in res.libraries:
+                if lib.how is How.LD_LIBRARY_PATH:
+                    seen.setdefault(lib.path, []).append(t.name)
+                    libs.setdefault(lib.path, lib)
+        for path, names in seen.items():
+            lib = libs[path]
+            name = lib.soname or lib.name
+            system = system_copy(ctx, name) if lib.needed_by is not None else None
+            if system and system != path:
+                msg = (
+                    f"{path} (for {', '.join(names)}) is found through LD_LIBRARY_PATH entry "
+                    f"{lib.directory or '(empty: the current directory)'} and shadows the system "
+                    f"copy {system}."
+                )
+            else:
+                msg = (
+                    f"{path} (for {', '.join(names)}) is found only through LD_LIBRARY_PATH entry "
+                    f"{lib.directory or '(empty: the current directory)'}: programs started "
+                    f"without that variable (or elevated ones) will not find it."
+                )
+            yield self.warn(
+                f"{name} comes from LD_LIBRARY_PATH",
+                msg,
+                remedy="Install the library where ld.so finds it by default, or keep the "
+                "variable scoped to the one command that needs it (`vkdoctor exec -- CMD`).",
+                path=path,
+                directory=lib.directory,
+                targets=names,
+                system_copy=system,
+            )
+
+
+class WgpuNativeLibrary(Check):
+    """wgpu-py's native library (wgpu-native) exists and all its libraries resolve.
+
+    wgpu-py loads libwgpu_native-release.so from its package's resources/ directory (or the
+    file WGPU_LIB_PATH names) and wgpu-native then dlopens libvulkan.so.1. If the file is
+    missing, or one of its libraries cannot be loaded, no Vulkan adapter can be used from
+    Python whatever the drivers do.
+    """
+
+    code = "VKL005"
+    family = "libraries"
+    title = "wgpu-native library"
+    live_only = True
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        native = find_wgpu_native(ctx)
+        if native.package_dir is None and native.source != "WGPU_LIB_PATH":
+            yield self.info(
+                "wgpu is not installed",
+                "The wgpu Python package is not importable from this Python, so the compute "
+                "probe cannot run here.",
+                remedy="pip install wgpu",
+            )
+            return
+        if native.path is None:
+            yield self.fail(
+                "wgpu-native library not found",
+                f"wgpu is installed in {native.package_dir} but none of "
+                f"{', '.join(native.candidates)} exists.",
+                remedy="Reinstall wgpu (`pip install --force-reinstall wgpu`), or set "
+                "WGPU_LIB_PATH to a libwgpu_native.so.",
+                candidates=list(native.candidates),
+            )
+            return
+        res = resolve(ctx, native.path, caller="executable")
+        ev = {"path": native.path, "source": native.source, **res.as_dict()}
+        if res.ok and res.root is not None:
+            yield self.ok(
+                f"wgpu-native: {native.path}",
+                f"Found through {native.source}; {len(res.libraries) - 1} libraries resolve.",
+                **ev,
+            )
+            return
+        detail = ""
+        if res.misses:
+            m = res.misses[0]
+            detail = f" Looked in: {places_tried(m.tried, ctx)}. {near_text(m.near)}"
+        elif res.versions:
+            detail = " " + version_sentence(res.versions[0])
+        yield self.fail(
+            "wgpu-native cannot be loaded",
+            f"{native.path} (from {native.source}): dlopen would fail with "
+            f'"{res.predicted_error}".{detail}'.strip(),
+            remedy="Fix the library named above, or point WGPU_LIB_PATH at a working build.",
+            **ev,
+        )
+
+
+_SO_VERSION = re.compile(r"\.so\.([0-9]+\.[0-9]+\.[0-9]+)$")
+
+
+def loader_version(realpath: str) -> str | None:
+    """1.3.239 from /usr/lib/x86_64-linux-gnu/libvulkan.so.1.3.239."""
+    m = _SO_VERSION.search(realpath)
+    return m.group(1) if m else None
+
+
+def _os_ids(ctx: Context) -> list[str]:
+    for candidate in ("/etc/os-release", "/usr/lib/os-release"):
+        try:
+            text = ctx.under(candidate).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        ids: list[str] = []
+        for line in text.splitlines():
+            key, _, value = line.partition("=")
+            if key in ("ID", "ID_LIKE"):
+                ids.extend(value.strip().strip("\"'").split())
+        return ids
+    return []
+
+
+INSTALL = (
+    (("debian", "ubuntu"), "sudo apt install libvulkan1"),
+    (("arch",), "sudo pacman -S vulkan-icd-loader"),
+    (("fedora", "rhel", "centos"), "sudo dnf install vulkan-loader"),
+    (("opensuse", "suse"), "sudo zypper install libvulkan1"),
+    (("alpine",), "sudo apk add vulkan-loader"),
+)
+
+
+def install_loader_command(ctx: Context) -> str:
+    ids = _os_ids(ctx)
+    for names, command in INSTALL:
+        if any(i in names or i.startswith(names) for i in ids):
+            return command
+    return (
+        "Install the Vulkan loader: Debian/Ubuntu `sudo apt install libvulkan1`, Arch "
+        "`sudo pacman -S vulkan-icd-loader`, Fedora `sudo dnf install vulkan-loader`."
+    )
+
+
+class VulkanLoaderLibrary(Check):
+    """The Vulkan loader, libvulkan.so.1, is found by the dynamic linker, and which version it is.
+
+    Every Vulkan program (vulkaninfo, wgpu-native, the probe) links or dlopens libvulkan.so.1
+    by that bare name, so it must be found through ld.so.cache or the system directories (or
+    LD_LIBRARY_PATH). Without it nothing else matters: no driver is ever tried. The version is
+    read from the file name the soname links to (libvulkan.so.1.3.239 on Debian 12).
+    """
+
+    code = "VKH002"
+    family = "host"
+    title = "Vulkan loader library"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        res = resolve(ctx, "libvulkan.so.1", caller="executable", with_loader=False)
+        root = res.root
+        if root is None:
+            m = res.misses[0]
+            yield self.fail(
+                "libvulkan.so.1 not found",
+                f"The Vulkan loader is not installed or not where ld.so looks: "
+                f"{res.predicted_error}. Looked in: {places_tried(m.tried, ctx)}. "
+                f"{near_text(m.near)}".strip(),
+                remedy=install_loader_command(ctx),
+                **m.as_dict(),
+            )
+            return
+        version = loader_version(root.realpath)
+        ev = {
+            "path": root.path,
+            "realpath": root.realpath,
+            "how": root.how.value,
+            "directory": root.directory,
+            "version": version,
+        }
+        if not res.ok:
+            yield self.fail(
+                "libvulkan.so.1 cannot be loaded",
+                f"{root.path} (version {version or 'unknown'}) is found {how_found(root)}, but "
+                f'dlopen would fail with "{res.predicted_error}".',
+                remedy=install_loader_command(ctx).replace("install", "reinstall", 1),
+                **ev,
+                problems=res.as_dict(),
+            )
+            return
+        sev = Severity.WARN if root.how is How.LD_LIBRARY_PATH else Severity.OK
+        note = " (only through LD_LIBRARY_PATH)" if sev is Severity.WARN else ""
+        yield self.finding(
+            sev,
+            f"Vulkan loader {version or '(version unknown)'}",
+            f"libvulkan.so.1 is {root.realpath}, found {how_found(root)}{note}.",
+            evidence=ev,
+        )
+
+
+CHECKS: tuple[type[Check], ...] = (
+    VulkanLoaderLibrary,
+    LibraryOpens,
+    NeededLibraries,
+    SymbolVersions,
+    LdLibraryPathOnly,
+    WgpuNativeLibrary,
+)

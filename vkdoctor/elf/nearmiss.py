@@ -1,0 +1,200 @@
+"""Near misses: what was almost right when a library or a version was not found.
+
+For a missing soname: other versions of the same family (libLLVM.so.22.1 or libLLVM-15.so.1 where
+libLLVM.so.23.1 was needed; the family is the soname's stem), the right name in the wrong class
+or for another machine, and the right name in a directory ld.so does not search (an ld.so.conf
+directory missing from a stale cache, a --search-path directory). For a missing version: other
+copies of the soname that define it (usually the system copy that a private one shadows).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from vkdoctor.context import Context
+from vkdoctor.elf.ldcache import load_conf
+from vkdoctor.elf.reader import ElfInfo, read_elf
+
+if TYPE_CHECKING:
+    from vkdoctor.elf.search import Searcher
+
+_STEM = re.compile(r"^(?P<stem>.+?)(?:-[0-9][0-9.]*)?\.so(?:\.[0-9.]*)?$")
+MAX_NEAR = 12
+
+
+def family(soname: str) -> str | None:
+    """libLLVM.so.23.1, libLLVM-15.so.1 and libLLVM-17.so all give "libLLVM"."""
+    m = _STEM.match(soname)
+    return m.group("stem") if m else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class NearMiss:
+    path: str
+    #: other-version, wrong-class, wrong-machine, not-searched, stale-cache, has-versions
+    kind: str
+    soname: str | None
+    elf_class: int | None
+    machine: str | None
+    #: the directory's origin: a search step, "ld.so.conf", "system", "cache", "search-path"
+    where: str
+    #: the version nodes it defines (the last few)
+    defines: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        what = {
+            "other-version": "another version",
+            "wrong-class": f"wrong class (ELFCLASS{self.elf_class})",
+            "wrong-machine": f"wrong machine ({self.machine})",
+            "not-searched": "right name, in a directory ld.so does not search",
+            "stale-cache": "right name, in an ld.so.conf directory but missing from ld.so.cache "
+            "(run ldconfig)",
+            "has-versions": "defines the missing versions",
+        }.get(self.kind, self.kind)
+        name = (
+            f" (soname {self.soname})"
+            if self.soname and self.soname != posixpath.basename(self.path)
+            else ""
+        )
+        return f"{self.path}{name}: {what}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "kind": self.kind,
+            "soname": self.soname,
+            "class": f"ELFCLASS{self.elf_class}" if self.elf_class else None,
+            "machine": self.machine,
+            "where": self.where,
+            "defines": list(self.defines[-3:]),
+        }
+
+
+def _scan_dirs(ctx: Context, searcher: Searcher, tried: Sequence[str]) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+
+    def add(d: str, where: str) -> None:
+        d = d.rstrip("/") or "/"
+        if d not in seen:
+            seen.add(d)
+            out.append((d, where))
+
+    for d in tried:
+        add(d, "searched")
+    for d in searcher.plat.system_dirs:
+        add(d, "searched" if d in tried else "system")
+    for d, _src in ctx.fact(load_conf).dirs:
+        add(d, "ld.so.conf")
+    if searcher.cache is not None:
+        for e in searcher.cache.entries:
+            add(posixpath.dirname(e.path), "cache")
+    for p in ctx.options.search_paths:
+        add(str(p), "search-path")
+    return out
+
+
+def _cached_names(searcher: Searcher) -> set[str]:
+    if searcher.cache is None:
+        return set()
+    return {e.name for e in searcher.cache.entries}
+
+
+def near_misses(
+    ctx: Context, searcher: Searcher, name: str, tried: Sequence[str]
+) -> tuple[NearMiss, ...]:
+    from vkdoctor.elf.search import list_dir
+
+    stem = family(posixpath.basename(name))
+    base = posixpath.basename(name)
+    out: list[NearMiss] = []
+    seen_real: set[str] = set()
+    cached = _cached_names(searcher)
+    for d, where in _scan_dirs(ctx, searcher, tried):
+        entries = [e for e in list_dir(ctx, d) if e == base or (stem and family(e) == stem)]
+        # a file named like its soname first, so that links to it (libLLVM-15.so) are folded in
+        entries.sort(key=lambda e: 0 if e == base or _is_soname_file(ctx, d, e) else 1)
+        for entry in entries:
+            path = posixpath.join(d, entry)
+            real = searcher.realpath(path)
+            if real in seen_real:
+                continue
+            info = read_elf(ctx, path)
+            if not isinstance(info, ElfInfo):
+                continue
+            seen_real.add(real)
+            if info.elf_class != searcher.plat.elf_class:
+                kind = "wrong-class"
+            elif info.machine != searcher.plat.e_machine:
+                kind = "wrong-machine"
+            elif entry == base and where == "ld.so.conf" and base not in cached:
+                kind = "stale-cache"
+            elif entry == base:
+                kind = "not-searched"
+            else:
+                kind = "other-version"
+            if kind == "other-version" and info.soname and info.soname == name:
+                kind = "not-searched"
+            out.append(
+                NearMiss(
+                    path=path,
+                    kind=kind,
+                    soname=info.soname,
+                    elf_class=info.elf_class,
+                    machine=info.machine,
+                    where=where,
+                    defines=info.verdef[-3:],
+                )
+            )
+            if len(out) >= MAX_NEAR:
+                return tuple(out)
+    return tuple(out)
+
+
+def _is_soname_file(ctx: Context, d: str, entry: str) -> bool:
+    info = read_elf(ctx, posixpath.join(d, entry))
+    return isinstance(info, ElfInfo) and info.soname == entry
+
+
+def other_copies(
+    ctx: Context, searcher: Searcher, soname: str, winner_real: str, missing: Iterable[str]
+) -> tuple[NearMiss, ...]:
+    """Copies of `soname` (cache, system and configured dirs) that define every `missing` node."""
+    from vkdoctor.elf.search import list_dir
+
+    want = set(missing)
+    out: list[NearMiss] = []
+    seen = {winner_real}
+    candidates: list[tuple[str, str]] = []
+    if searcher.cache is not None:
+        for e in searcher.cache.by_name().get(soname, ()):
+            candidates.append((e.path, "cache"))
+    for d, where in _scan_dirs(ctx, searcher, ()):
+        if soname in list_dir(ctx, d):
+            candidates.append((posixpath.join(d, soname), where))
+    for path, where in candidates:
+        real = searcher.realpath(path)
+        if real in seen:
+            continue
+        seen.add(real)
+        info = read_elf(ctx, path)
+        if not isinstance(info, ElfInfo) or info.elf_class != searcher.plat.elf_class:
+            continue
+        if info.machine != searcher.plat.e_machine or not want <= set(info.verdef):
+            continue
+        out.append(
+            NearMiss(
+                path=path,
+                kind="has-versions",
+                soname=info.soname,
+                elf_class=info.elf_class,
+                machine=info.machine,
+                where=where,
+                defines=tuple(v for v in info.verdef if v in want),
+            )
+        )
+    return tuple(out)

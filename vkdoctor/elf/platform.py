@@ -1,0 +1,165 @@
+"""What ld.so on this host adds to every search: system directories, hwcaps subdirectories, $LIB.
+
+glibc 2.36 (Debian 12) searches, in each directory: glibc-hwcaps/<level> for every x86-64 ISA level
+the CPU supports (v4 first), then the legacy hwcaps subdirectories (tls, the AT_PLATFORM name,
+avx512_1, x86_64, in all combinations), then the directory itself. Its system directories are
+compiled into ld.so; we read them from the root's ld.so binary (`ld.so --help` prints the same
+list), so a Fedora (/lib64) or Arch (/usr/lib) root is modelled as it is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from vkdoctor.context import Context
+
+#: the program interpreter per `uname -m`
+INTERPRETERS = {
+    "x86_64": "/lib64/ld-linux-x86-64.so.2",
+    "aarch64": "/lib/ld-linux-aarch64.so.1",
+    "i686": "/lib/ld-linux.so.2",
+    "i386": "/lib/ld-linux.so.2",
+    "ppc64le": "/lib64/ld64.so.2",
+    "s390x": "/lib/ld64.so.1",
+    "riscv64": "/lib/ld-linux-riscv64-lp64d.so.1",
+}
+TRIPLETS = {
+    "x86_64": "x86_64-linux-gnu",
+    "aarch64": "aarch64-linux-gnu",
+    "i686": "i386-linux-gnu",
+    "i386": "i386-linux-gnu",
+    "ppc64le": "powerpc64le-linux-gnu",
+    "s390x": "s390x-linux-gnu",
+    "riscv64": "riscv64-linux-gnu",
+}
+#: e_machine and class of the process we model, per `uname -m`
+MACHINES = {
+    "x86_64": ("EM_X86_64", 64),
+    "aarch64": ("EM_AARCH64", 64),
+    "i686": ("EM_386", 32),
+    "i386": ("EM_386", 32),
+    "ppc64le": ("EM_PPC64", 64),
+    "s390x": ("EM_S390", 64),
+    "riscv64": ("EM_RISCV", 64),
+}
+
+#: x86-64 ISA levels (glibc sysdeps/x86/get-isa-level.h), in /proc/cpuinfo flag names
+X86_LEVELS = (
+    ("x86-64-v2", frozenset({"cx16", "lahf_lm", "popcnt", "sse4_1", "sse4_2", "ssse3"})),
+    ("x86-64-v3", frozenset({"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe"})),
+    ("x86-64-v4", frozenset({"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"})),
+)
+HASWELL = frozenset({"avx2", "bmi1", "bmi2", "abm", "movbe", "popcnt", "fma"})
+AVX512_1 = frozenset({"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"})
+
+_SYSDIRS = re.compile(rb"(?:/[A-Za-z0-9_.+-]+(?:/[A-Za-z0-9_.+-]+)*/\x00){2,}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LdsoPlatform:
+    machine: str
+    e_machine: str
+    elf_class: int
+    interpreter: str
+    #: ld.so's built-in directories, in order
+    system_dirs: tuple[str, ...]
+    #: where system_dirs came from: "ld.so" (read from the binary) or "assumed"
+    system_dirs_source: str
+    #: glibc-hwcaps subdirectories searched, highest priority first
+    hwcaps: tuple[str, ...]
+    #: legacy hwcap subdirectories (without the directory itself), in search order
+    legacy_subdirs: tuple[str, ...]
+    #: $PLATFORM
+    platform: str
+    #: $LIB
+    lib: str
+
+    def subdirs(self) -> tuple[str, ...]:
+        """Relative subdirectories tried in each search directory, before the directory itself."""
+        return tuple(f"glibc-hwcaps/{h}" for h in self.hwcaps) + self.legacy_subdirs
+
+
+def _cpu_flags(ctx: Context) -> tuple[set[str], str]:
+    try:
+        text = ctx.under("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return set(), ""
+    flags: set[str] = set()
+    vendor = ""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key == "flags" and not flags:
+            flags = set(value.split())
+        elif key == "vendor_id" and not vendor:
+            vendor = value.strip()
+    return flags, vendor
+
+
+def _system_dirs(ctx: Context, interpreter: str, machine: str) -> tuple[tuple[str, ...], str]:
+    try:
+        with open(ctx.under(interpreter), "rb") as f:
+            data = f.read(8 * 1024 * 1024)
+        m = _SYSDIRS.search(data)
+        if m:
+            dirs = tuple(s.decode().rstrip("/") or "/" for s in m.group().split(b"\x00") if s)
+            return dirs, "ld.so"
+    except OSError:
+        pass
+    triplet = TRIPLETS.get(machine)
+    if triplet and ctx.under(f"/usr/lib/{triplet}").is_dir():
+        return (f"/lib/{triplet}", f"/usr/lib/{triplet}", "/lib", "/usr/lib"), "assumed"
+    if MACHINES.get(machine, ("", 64))[1] == 64 and ctx.under("/usr/lib64").is_dir():
+        return ("/lib64", "/usr/lib64"), "assumed"
+    return ("/lib", "/usr/lib"), "assumed"
+
+
+def _legacy(flags: set[str], vendor: str, machine: str) -> tuple[tuple[str, ...], str]:
+    if machine != "x86_64":
+        return ("tls",), machine
+    platform = ""
+    if vendor == "GenuineIntel" and flags >= HASWELL:
+        platform = "haswell"
+    names = [n for n in (platform, "avx512_1" if flags >= AVX512_1 else "", "x86_64") if n]
+    combos: list[str] = []
+    for mask in range(2 ** len(names) - 1, -1, -1):
+        picked = [n for i, n in enumerate(names) if mask & (1 << (len(names) - 1 - i))]
+        combos.append("/".join(picked))
+    out = [("tls/" + c).rstrip("/") for c in combos] + [c for c in combos if c]
+    return tuple(out), platform or "x86_64"
+
+
+def ldso_platform(ctx: Context) -> LdsoPlatform:
+    """The Context-level fact: use as `ctx.fact(ldso_platform)`."""
+    machine = ctx.machine
+    e_machine, elf_class = MACHINES.get(machine, ("EM_X86_64", 64))
+    interpreter = INTERPRETERS.get(machine, "/lib64/ld-linux-x86-64.so.2")
+    system_dirs, source = _system_dirs(ctx, interpreter, machine)
+    flags, vendor = _cpu_flags(ctx)
+    hwcaps: list[str] = []
+    if machine == "x86_64" and flags:
+        have = set(flags)
+        if "pni" in have:
+            have.add("sse3")
+        for name, need in X86_LEVELS:
+            if need <= have:
+                hwcaps.append(name)
+            else:
+                break
+    legacy, platform = _legacy(flags, vendor, machine)
+    lib = system_dirs[0].lstrip("/")
+    if lib.startswith("usr/"):
+        lib = lib[4:]
+    return LdsoPlatform(
+        machine=machine,
+        e_machine=e_machine,
+        elf_class=elf_class,
+        interpreter=interpreter,
+        system_dirs=system_dirs,
+        system_dirs_source=source,
+        hwcaps=tuple(reversed(hwcaps)),
+        legacy_subdirs=legacy,
+        platform=platform,
+        lib=lib,
+    )

@@ -1,0 +1,434 @@
+"""One ld.so library search (glibc 2.36 `_dl_map_object`), with every place tried recorded.
+
+Order for a name without a slash, requested by object R (whose loaders are R.loader, ...):
+  already loaded (by SONAME or by a name it was loaded under) -> DT_RPATH of R and of each
+  object up its loading chain (skipped entirely when R has DT_RUNPATH) -> LD_LIBRARY_PATH
+  (ignored when elevated; an empty entry is the current directory) -> DT_RUNPATH of R (not
+  inherited) -> /etc/ld.so.cache -> the system directories (both skipped for R with
+  DF_1_NODEFLIB, the cache only for entries in system directories).
+In each directory the glibc-hwcaps and legacy hwcaps subdirectories come first. A candidate of
+the other ELF class, or of another machine, is skipped and the search goes on; one that is not
+ELF at all (or truncated) ends the search with an error, as it does in glibc.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import posixpath
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from vkdoctor.context import Context
+from vkdoctor.elf.ldcache import LdCache, load_cache
+from vkdoctor.elf.platform import LdsoPlatform, ldso_platform
+from vkdoctor.elf.reader import ElfError, ElfInfo, host_realpath, read_elf
+
+
+class How(str, enum.Enum):
+    """How ld.so found a library."""
+
+    PATH = "path"
+    RPATH = "rpath"
+    LD_LIBRARY_PATH = "LD_LIBRARY_PATH"
+    RUNPATH = "runpath"
+    CACHE = "ld.so.cache"
+    DEFAULT = "default"
+    PRELOAD = "LD_PRELOAD"
+    LOADED = "already-loaded"
+
+
+Outcome = Literal[
+    "absent", "found", "wrong_class", "wrong_machine", "unreadable", "bad_elf", "skipped"
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tried:
+    """One place the search looked: a directory (with its hwcaps subdirectories) or the cache."""
+
+    how: How
+    #: the directory searched (for the cache: the cache file)
+    where: str
+    outcome: Outcome
+    #: the file that was considered, when one existed
+    path: str | None = None
+    detail: str = ""
+    #: which object's DT_RPATH/DT_RUNPATH this directory came from
+    origin_of: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"how": self.how.value, "where": self.where, "outcome": self.outcome}
+        if self.path:
+            d["path"] = self.path
+        if self.detail:
+            d["detail"] = self.detail
+        if self.origin_of:
+            d["from"] = self.origin_of
+        return d
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchInputs:
+    """Everything from the environment that steers ld.so. Override it to ask "what if"."""
+
+    #: LD_LIBRARY_PATH entries in order, as written ("" is the current directory)
+    ld_library_path: tuple[str, ...] = ()
+    #: LD_PRELOAD entries in order
+    preload: tuple[str, ...] = ()
+    elevated: bool = False
+    #: the process's working directory, for relative and empty entries
+    cwd: str = "/"
+
+    @classmethod
+    def from_context(
+        cls, ctx: Context, *, prepend: Sequence[str] = (), env: dict[str, str] | None = None
+    ) -> SearchInputs:
+        """From ctx.env (or `env`), with `prepend` put in front of LD_LIBRARY_PATH."""
+        e = ctx.env if env is None else env
+        llp_raw = e.get("LD_LIBRARY_PATH")
+        llp = tuple(llp_raw.replace(";", ":").split(":")) if llp_raw is not None else ()
+        pre_raw = e.get("LD_PRELOAD") or ""
+        preload = tuple(p for p in pre_raw.replace(":", " ").split() if p)
+        return cls(
+            ld_library_path=(*prepend, *llp),
+            preload=preload,
+            elevated=ctx.elevated,
+            cwd=str(ctx.cwd),
+        )
+
+
+@dataclass(kw_only=True)
+class LoadedObject:
+    """An object in the modelled process (ld.so's link_map)."""
+
+    #: l_name: the path it was opened under
+    path: str
+    realpath: str
+    elf: ElfInfo
+    how: How
+    #: the directory it was found in ("" for a direct path)
+    directory: str = ""
+    #: names it was requested under (l_libname), its SONAME is matched too
+    names: set[str] = field(default_factory=set)
+    #: the object whose NEEDED (or dlopen) loaded it; None for the process's first objects
+    loader: LoadedObject | None = None
+
+    def matches(self, name: str) -> bool:
+        return name == self.path or name in self.names or name == self.elf.soname
+
+    def chain(self) -> tuple[LoadedObject, ...]:
+        out: list[LoadedObject] = []
+        obj: LoadedObject | None = self
+        while obj is not None and len(out) < 256:
+            out.append(obj)
+            obj = obj.loader
+        return tuple(out)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Lookup:
+    """The outcome of one search for one name."""
+
+    name: str
+    #: the object found (new or already loaded), or None
+    found: LoadedObject | None
+    how: How | None
+    tried: tuple[Tried, ...]
+    #: ld.so's error text for this name when nothing was found
+    error: str | None = None
+    #: True when the object was already in the process or loaded earlier in this chain
+    reused: bool = False
+
+
+def expand_dst(entry: str, origin: str | None, plat: LdsoPlatform) -> str | None:
+    """$ORIGIN, $LIB and $PLATFORM (also ${...}); None when $ORIGIN has no value."""
+    out = entry
+    for token, value in (("ORIGIN", origin), ("LIB", plat.lib), ("PLATFORM", plat.platform)):
+        for form in ("${" + token + "}", "$" + token):
+            if form in out:
+                if value is None:
+                    return None
+                out = out.replace(form, value)
+    return out
+
+
+class Searcher:
+    """Searches one modelled process. Pure: everything it reads goes through ctx."""
+
+    def __init__(self, ctx: Context, inputs: SearchInputs) -> None:
+        self.ctx = ctx
+        self.inputs = inputs
+        self.plat: LdsoPlatform = ctx.fact(ldso_platform)
+        self.cache: LdCache | None = ctx.fact(load_cache)
+
+    # -- candidate files ---------------------------------------------------------------
+    def _abs(self, path: str) -> str:
+        return path if path.startswith("/") else posixpath.join(self.inputs.cwd, path)
+
+    def realpath(self, path: str) -> str:
+        try:
+            real = host_realpath(self.ctx, self._abs(path))
+        except OSError:
+            return path
+        if self.ctx.live:
+            return str(real)
+        try:
+            return "/" + str(real.relative_to(self.ctx.root))
+        except ValueError:
+            return str(real)
+
+    def verify(self, path: str) -> tuple[Outcome, ElfInfo | None, str]:
+        """glibc open_verify: is `path` loadable into this process?"""
+        info = read_elf(self.ctx, path)
+        if isinstance(info, ElfError):
+            if info.kind == "missing":
+                return "absent", None, ""
+            if info.kind == "unreadable":
+                return "unreadable", None, info.message
+            if info.kind == "directory":
+                return "bad_elf", None, "cannot read file data: Is a directory"
+            return "bad_elf", None, info.message
+        if info.elf_class != self.plat.elf_class:
+            return "wrong_class", info, info.bits
+        if info.osabi not in ("ELFOSABI_SYSV", "ELFOSABI_LINUX"):
+            return "bad_elf", info, "ELF file OS ABI invalid"
+        if info.machine != self.plat.e_machine:
+            return "wrong_machine", info, info.machine
+        if info.e_type not in ("ET_DYN", "ET_EXEC"):
+            return "bad_elf", info, "only ET_DYN and ET_EXEC can be loaded"
+        return "found", info, ""
+
+    def _try_dir(
+        self, directory: str, name: str, how: How, origin_of: str | None
+    ) -> tuple[Tried, ElfInfo | None]:
+        # glibc keeps relative and empty ("" = cwd) entries relative: the object's name is too
+        first: Tried | None = None
+        for sub in (*self.plat.subdirs(), ""):
+            cand = posixpath.join(directory, sub, name)
+            outcome, info, detail = self.verify(cand)
+            if outcome == "absent":
+                continue
+            tried = Tried(
+                how=how,
+                where=directory,
+                outcome=outcome,
+                path=cand,
+                detail=detail,
+                origin_of=origin_of,
+            )
+            if outcome in ("found", "bad_elf"):
+                return tried, info
+            first = first or tried
+        return first or Tried(how=how, where=directory, outcome="absent", origin_of=origin_of), None
+
+    # -- the search --------------------------------------------------------------------
+    def search(
+        self,
+        name: str,
+        requester: LoadedObject | None,
+        loaded: Sequence[LoadedObject],
+        executable: LoadedObject | None = None,
+    ) -> Lookup:
+        """Find `name` as a DT_NEEDED (or a dlopen) of `requester`, the process holding `loaded`."""
+        for obj in loaded:
+            if obj.matches(name):
+                return Lookup(name=name, found=obj, how=How.LOADED, tried=(), reused=True)
+        if "/" in name:
+            return self._direct(name, requester, loaded)
+
+        tried: list[Tried] = []
+        found: tuple[Tried, ElfInfo] | None = None
+        fatal: Tried | None = None
+
+        def attempt(directory: str, how: How, origin_of: str | None = None) -> bool:
+            nonlocal found, fatal
+            t, info = self._try_dir(directory, name, how, origin_of)
+            tried.append(t)
+            if t.outcome == "found" and info is not None:
+                found = (t, info)
+                return True
+            if t.outcome == "bad_elf":
+                fatal = t
+                return True
+            return False
+
+        def dirs_of(obj: LoadedObject, kind: str) -> list[str]:
+            raw = obj.elf.rpath if kind == "rpath" else obj.elf.runpath
+            origin = posixpath.dirname(self._abs(obj.path))
+            out = []
+            for entry in raw:
+                if self.inputs.elevated and "$" in entry:
+                    continue
+                expanded = expand_dst(entry, origin, self.plat)
+                if expanded is not None:
+                    out.append(expanded)
+            return out
+
+        done = False
+        if requester is None or not requester.elf.has_runpath:
+            chain = list(requester.chain()) if requester is not None else []
+            if executable is not None and executable not in chain:
+                chain.append(executable)
+            for obj in chain:
+                if obj.elf.has_rpath:
+                    for d in dirs_of(obj, "rpath"):
+                        if attempt(d, How.RPATH, obj.path):
+                            done = True
+                            break
+                if done:
+                    break
+        if not done and not self.inputs.elevated:
+            for d in self.inputs.ld_library_path:
+                if attempt(d, How.LD_LIBRARY_PATH):
+                    done = True
+                    break
+        elif not done and self.inputs.ld_library_path:
+            tried.append(
+                Tried(
+                    how=How.LD_LIBRARY_PATH,
+                    where=":".join(self.inputs.ld_library_path),
+                    outcome="skipped",
+                    detail="ignored: the process is elevated (AT_SECURE)",
+                )
+            )
+        if not done and requester is not None and requester.elf.has_runpath:
+            for d in dirs_of(requester, "runpath"):
+                if attempt(d, How.RUNPATH, requester.path):
+                    done = True
+                    break
+        nodeflib_obj = requester or executable
+        nodeflib = nodeflib_obj is not None and nodeflib_obj.elf.nodeflib
+        if not done and self.cache is not None:
+            entry = self.cache.lookup(name, self.plat.machine, self.plat.hwcaps)
+            if entry is None:
+                tried.append(
+                    Tried(
+                        how=How.CACHE,
+                        where=self.cache.path,
+                        outcome="absent",
+                        detail=self.cache.error or "",
+                    )
+                )
+            elif nodeflib and posixpath.dirname(entry.path) in self.plat.system_dirs:
+                tried.append(
+                    Tried(
+                        how=How.CACHE,
+                        where=self.cache.path,
+                        outcome="skipped",
+                        path=entry.path,
+                        detail="DF_1_NODEFLIB",
+                    )
+                )
+            else:
+                outcome, info, detail = self.verify(entry.path)
+                t = Tried(
+                    how=How.CACHE,
+                    where=self.cache.path,
+                    outcome=outcome,
+                    path=entry.path,
+                    detail=detail or "",
+                )
+                tried.append(t)
+                if outcome == "found" and info is not None:
+                    found, done = (t, info), True
+                elif outcome == "bad_elf":
+                    fatal, done = t, True
+        if not done and not nodeflib:
+            for d in self.plat.system_dirs:
+                if attempt(d, How.DEFAULT):
+                    done = True
+                    break
+        if fatal is not None:
+            return Lookup(
+                name=name,
+                found=None,
+                how=fatal.how,
+                tried=tuple(tried),
+                error=f"{fatal.path}: {fatal.detail}",
+            )
+        if found is None:
+            return Lookup(
+                name=name,
+                found=None,
+                how=None,
+                tried=tuple(tried),
+                error=self._not_found_error(name, tried),
+            )
+        t, info = found
+        return self._adopt(name, t.path or name, info, t.how, t.where, requester, loaded, tried)
+
+    def _not_found_error(self, name: str, tried: Sequence[Tried]) -> str:
+        wrong = [t for t in tried if t.outcome == "wrong_class"]
+        if wrong:
+            return f"{name}: wrong ELF class: {wrong[0].detail}"
+        return f"{name}: cannot open shared object file: No such file or directory"
+
+    def _direct(
+        self, name: str, requester: LoadedObject | None, loaded: Sequence[LoadedObject]
+    ) -> Lookup:
+        origin = posixpath.dirname(self._abs(requester.path)) if requester else None
+        path = expand_dst(name, origin, self.plat) or name
+        path = self._abs(path)
+        outcome, info, detail = self.verify(path)
+        t = Tried(
+            how=How.PATH, where=posixpath.dirname(path), outcome=outcome, path=path, detail=detail
+        )
+        if outcome == "found" and info is not None:
+            return self._adopt(
+                name, path, info, How.PATH, posixpath.dirname(path), requester, loaded, [t]
+            )
+        if outcome == "wrong_class":
+            err = f"{path}: wrong ELF class: {detail}"
+        elif outcome == "bad_elf":
+            err = f"{path}: {detail}"
+        elif outcome == "wrong_machine":
+            err = f"{path}: cannot open shared object file: No such file or directory"
+        elif outcome == "unreadable":
+            err = f"{path}: cannot open shared object file: {detail}"
+        else:
+            err = f"{name}: cannot open shared object file: No such file or directory"
+        return Lookup(name=name, found=None, how=None, tried=(t,), error=err)
+
+    def _adopt(
+        self,
+        name: str,
+        path: str,
+        info: ElfInfo,
+        how: How,
+        directory: str,
+        requester: LoadedObject | None,
+        loaded: Sequence[LoadedObject],
+        tried: Sequence[Tried],
+    ) -> Lookup:
+        real = self.realpath(path)
+        for obj in loaded:
+            if obj.realpath == real:
+                obj.names.add(name)
+                return Lookup(name=name, found=obj, how=How.LOADED, tried=tuple(tried), reused=True)
+        obj = LoadedObject(
+            path=path,
+            realpath=real,
+            elf=info,
+            how=how,
+            directory=directory,
+            names={name},
+            loader=requester,
+        )
+        return Lookup(name=name, found=obj, how=how, tried=tuple(tried))
+
+
+def list_dir(ctx: Context, directory: str) -> tuple[str, ...]:
+    """Names in `directory` (inside the root), listed once per Context."""
+    listings: dict[str, tuple[str, ...]] = ctx.fact(_listings)
+    if directory not in listings:
+        try:
+            listings[directory] = tuple(sorted(os.listdir(ctx.under(directory))))  # noqa: PTH208
+        except OSError:
+            listings[directory] = ()
+    return listings[directory]
+
+
+def _listings(ctx: Context) -> dict[str, tuple[str, ...]]:
+    return {}
