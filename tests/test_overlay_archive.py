@@ -87,3 +87,42 @@ def test_corrupt_and_mislabelled_packages(packages: dict[str, Path], tmp_path: P
     # Nothing half-written was left behind by any of the failures.
     extracted = cache / "extracted"
     assert not extracted.exists() or list(extracted.iterdir()) == []
+
+
+def test_package_caches_offer_only_the_soname_family(tmp_path: Path) -> None:
+    from vkdoctor.context import Context
+    from vkdoctor.overlay import pkgcache
+
+    pacman = tmp_path / "var/cache/pacman/pkg"
+    apt = tmp_path / "var/cache/apt/archives"
+    pacman.mkdir(parents=True)
+    apt.mkdir(parents=True)
+    names = {
+        pacman: [
+            "llvm-libs-22.1.8-1-x86_64.pkg.tar.zst",
+            "llvm-libs-23.1.0-1-x86_64.pkg.tar.zst",
+            "llvm-libs-23.1.0-1-x86_64.pkg.tar.zst.sig",
+            "lib32-llvm-libs-23.1.0-1-x86_64.pkg.tar.zst",
+            "mesa-1:26.2.3-1-x86_64.pkg.tar.zst",
+            "llvm-libs-23.1.0-1-aarch64.pkg.tar.zst",
+        ],
+        apt: [
+            "libllvm23_1%3a23.1.0-1_amd64.deb",
+            "libllvm23_1%3a23.1.0-1_i386.deb",
+            "llvm-15-linker-tools_1%3a15.0.6-4+b1_amd64.deb",
+            "libz3-4_4.8.12-3.1_amd64.deb",
+        ],
+    }
+    for i, (d, files) in enumerate(names.items()):
+        for j, name in enumerate(files):
+            f = d / name
+            f.write_bytes(b"")
+            os.utime(f, (1000 + 10 * i + j, 1000 + 10 * i + j))
+    ctx = Context(root=tmp_path, env={})
+    found = pkgcache.find(ctx, "libLLVM.so.23.1", "x86_64")
+    assert [(p.name, p.version, p.arch) for p in found] == [
+        ("libllvm23", "1:23.1.0-1", "amd64"),
+        ("llvm-libs", "23.1.0-1", "x86_64"),
+        ("llvm-libs", "22.1.8-1", "x86_64"),
+    ]
+    assert found[0].path == "/var/cache/apt/archives/libllvm23_1%3a23.1.0-1_amd64.deb"

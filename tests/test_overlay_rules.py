@@ -181,3 +181,45 @@ def test_nothing_to_do_is_silent_on_stdout(tmp_path: Path) -> None:
     proc, lines = _overlay([], _env(tmp_path, Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")))
     assert proc.returncode == 0 and proc.stdout == ""
     assert lines == ["nothing to do: every library the Vulkan drivers need resolves"]
+
+
+def test_check_reports_what_it_looked_for_and_why_candidates_were_refused(tmp_path: Path) -> None:
+    from tests.conftest import run_json
+
+    provider = _build_provider(tmp_path, "libfoo.so.2", "FOO_2")
+    manifest = _driver(tmp_path, "foo", [provider])
+    old = lab.shared_lib(tmp_path / "old" / "libfoo.so.2", "libfoo.so.2", version_node="FOO_1")
+    env = _env(tmp_path, manifest)
+    proc, doc = run_json(
+        [
+            "check",
+            "--no-probe",
+            "--select",
+            "VKO",
+            "--search-path",
+            str(old.parent),
+            "--search-path",
+            str(tmp_path / "typo"),
+        ],
+        env=env,
+    )
+    by_code: dict[str, list[dict[str, object]]] = {}
+    for f in doc["findings"]:
+        by_code.setdefault(f["code"], []).append(f)
+    (vko1,) = by_code["VKO001"]
+    assert vko1["severity"] == "warn" and vko1["title"] == "No safe overlay for libfoo.so.2"
+    assert (
+        f"Looked for libfoo.so.2 in: {old.parent} (search path); {tmp_path}/typo (search path)"
+        in vko1["message"]
+    )
+    assert (
+        f"{old}: lacks symbol version FOO_2 that {tmp_path}/drv/libvulkan_foo.so needs"
+        in vko1["message"]
+    )
+    (vko2,) = by_code["VKO002"]
+    assert vko2["title"] == f"Search path {tmp_path}/typo does not exist"
+    (vko3,) = by_code["VKO003"]
+    assert vko3["severity"] == "warn" and "lacks symbol version FOO_2" in vko3["message"]
+    assert vko3["evidence"]["path"] == str(old)
+    assert doc["overlay"] is None
+    assert proc.returncode == 0

@@ -8,7 +8,7 @@ from typing import Any
 
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
-from vkdoctor.model import Finding
+from vkdoctor.model import Finding, Severity
 from vkdoctor.overlay.checkflow import Outcome, overlay_outcome
 from vkdoctor.overlay.describe import exec_command, export_line
 from vkdoctor.overlay.plan import Plan
@@ -83,11 +83,12 @@ class OverlayFix(Check):
     def run(self, ctx: Context) -> Iterable[Finding]:
         outcome: Outcome = ctx.fact(overlay_outcome)
         if outcome.error is not None:
-            yield self.warn(
+            yield self.finding(
+                Severity.WARN,
                 "Cannot build the overlay",
                 outcome.error,
                 remedy=outcome.hint,
-                error=outcome.error,
+                evidence={"error": outcome.error},
             )
             return
         plan = outcome.plan
@@ -104,7 +105,8 @@ class OverlayFix(Check):
                 for c in cs
                 if not c.accepted
             )
-            yield self.warn(
+            yield self.finding(
+                Severity.WARN,
                 f"No safe overlay for {', '.join(unsupplied)}",
                 " ".join(
                     p
@@ -122,7 +124,7 @@ class OverlayFix(Check):
                 + ", ".join(unsupplied)
                 + " (see the library findings), or give `--search-path DIR` / "
                 "`--from-package FILE` (vkdoctor overlay) with a matching build of it.",
-                **evidence,
+                evidence=evidence,
             )
             return
         targets = _affected(plan)
@@ -137,21 +139,23 @@ class OverlayFix(Check):
             if probe.get("status") != "pass":
                 failures.append(f"the compute probe: {probe.get('summary') or probe.get('status')}")
         if failures:
-            yield self.fail(
+            yield self.finding(
+                Severity.FAIL,
                 "The overlay was built, but the drivers still fail under it",
                 f"Overlay {plan.directory} ({_supplies(plan)}). Under it: "
                 + "; ".join(failures)
                 + ". It is not the fix; the library findings say what else is wrong.",
                 remedy="Fix the driver's packages (see the library and package findings); "
                 f"`rm -rf {plan.directory}` removes the overlay.",
-                **evidence,
+                evidence=evidence,
             )
             return
         proven = "the load test and the compute probe" if probe else "the load test (--no-probe)"
         partial = (
             f" Still missing, not in the overlay: {', '.join(unsupplied)}." if unsupplied else ""
         )
-        yield self.warn(
+        yield self.finding(
+            Severity.WARN,
             f"Works with a private overlay for {', '.join(plan.chosen)} (proven by {proven})",
             f"Without it, {', '.join(plan.chosen)} is missing for {', '.join(targets)}. "
             f"The overlay {plan.directory} holds only {_supplies(plan)}, and changes nothing else "
@@ -161,7 +165,7 @@ class OverlayFix(Check):
             f"{', '.join(plan.chosen)} (on a partial upgrade, upgrade the whole system). "
             f"Until then run programs with `{exec_command(plan)}`, or `{export_line(plan)}` in "
             "that one shell.",
-            **evidence,
+            evidence=evidence,
         )
 
 
@@ -184,18 +188,20 @@ class SearchPlaces(Check):
         if plan is None:
             return
         for p in plan.problems:
-            yield self.warn(
+            yield self.finding(
+                Severity.WARN,
                 f"Search path {p.path} {p.message}",
                 f"The {p.origin} {p.path} {p.message}; it was skipped.",
                 remedy="Fix the path given with --search-path or VKDOCTOR_SEARCH_PATH.",
-                **p.as_dict(),
+                evidence=p.as_dict(),
             )
         for err in plan.package_errors:
-            yield self.warn(
+            yield self.finding(
+                Severity.WARN,
                 "A package file cannot be used",
                 err,
                 remedy="Download the package again (or give the right file).",
-                error=err,
+                evidence={"error": err},
             )
 
 
@@ -223,27 +229,29 @@ class RefusedCandidates(Check):
             chosen = plan.chosen.get(soname)
             for c in cands:
                 if not c.accepted:
-                    yield self.warn(
+                    yield self.finding(
+                        Severity.WARN,
                         f"{c.path} refused for {soname}",
                         f"{c.path} ({c.origin}) cannot supply {soname}: {c.reason}.",
                         remedy=f"Put a build of {soname} that fits next to it, or remove it.",
-                        **c.as_dict(),
+                        evidence=c.as_dict(),
                     )
                 elif chosen is not None and c is not chosen:
-                    yield self.info(
+                    yield self.finding(
+                        Severity.INFO,
                         f"{c.path} also fits {soname}; {chosen.path} was chosen",
                         f"Two candidates for {soname}: {chosen.path} ({chosen.origin}) comes "
                         f"first in the search order and was chosen; {c.path} ({c.origin}) "
                         "was not used.",
-                        chosen=chosen.as_dict(),
-                        other=c.as_dict(),
+                        evidence={"chosen": chosen.as_dict(), "other": c.as_dict()},
                     )
         for r in plan.refused:
-            yield self.warn(
+            yield self.finding(
+                Severity.WARN,
                 f"{r.soname} is not supplied by the overlay",
                 r.reason,
                 remedy="Install the distribution's package that provides it.",
-                **r.as_dict(),
+                evidence=r.as_dict(),
             )
 
 

@@ -63,11 +63,20 @@ def check(
         adapter=adapter,
         probe=not no_probe and root is None,
     )
-    results = run_checks(ctx, select(REGISTRY, selected, ignored), debug=debug)
+    chosen = select(REGISTRY, selected, ignored)
+    if any(c.code == "VKO001" for c in chosen):
+        # A missing library with a safe candidate: every check below runs under the overlay.
+        from vkdoctor.overlay.checkflow import context_for_checks
+
+        ctx = context_for_checks(ctx)
+    results = run_checks(ctx, chosen, debug=debug)
+    from vkdoctor.overlay.checkflow import report_overlay
+
     report = Report(
         vkdoctor_version=common.version(),
         host=ctx.fact(collect),
         checks=results,
+        overlay=report_overlay(ctx) if any(c.code == "VKO001" for c in chosen) else None,
         command="check",
     )
     sys.exit(common.emit(report, fmt=fmt, json_file=json_file, strict=strict, verbose=verbose))

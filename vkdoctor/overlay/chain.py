@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vkdoctor.context import Context
+
+if TYPE_CHECKING:
+    from vkdoctor.elf.resolve import Resolution
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,7 +72,11 @@ def resolve_chain(ctx: Context, target: str) -> Chain:
     """The closure of `dlopen(target)` from libvulkan.so.1 in ctx's environment (vkdoctor.elf)."""
     from vkdoctor.elf.resolve import resolve
 
-    res = resolve(ctx, target, near=False)
+    return from_resolution(target, resolve(ctx, target, near=False))
+
+
+def from_resolution(target: str, res: Resolution) -> Chain:
+    """The edges of an ELF-helper Resolution."""
     elves = {lib.path: lib.elf for lib in res.libraries}
     edges: list[Edge] = []
     for lib in res.libraries:

@@ -6,17 +6,21 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vkdoctor.context import Context
-from vkdoctor.overlay.chain import resolve_chain
+from vkdoctor.overlay.chain import Chain, from_resolution, resolve_chain
 from vkdoctor.overlay.plan import Plan, make_plan
 
 
-def chain_targets(ctx: Context) -> list[str]:
-    """What the Vulkan loader dlopens in ctx's environment (drivers, implicit layers), in order."""
-    from vkdoctor.loader import load_targets
+def target_chains(ctx: Context) -> dict[str, Chain]:
+    """Each load target's chain in ctx's environment, from the library checks' resolutions
+    (computed once per run, shared with the VKL checks)."""
+    from vkdoctor.checks.libraries import target_resolutions
 
-    return [t.dlopen_name for t in load_targets(ctx)]
+    chains: dict[str, Chain] = {}
+    for target, res in ctx.fact(target_resolutions):
+        chains.setdefault(target.dlopen_name, from_resolution(target.dlopen_name, res))
+    return chains
 
 
 def plan_for(ctx: Context, packages: Sequence[Path] = ()) -> Plan:
     """The overlay plan for this environment (built and proven when something is missing)."""
-    return make_plan(ctx, chain_targets(ctx), resolve_chain, packages=packages)
+    return make_plan(ctx, target_chains(ctx), resolve_chain, packages=packages)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,6 +67,8 @@ class Plan:
     ld_path: LdPath | None = None
     #: chains without the overlay, per target
     chains: dict[str, Chain] = field(default_factory=dict)
+    #: package caches looked at, and the packages of the family found there
+    cache_search: list[str] = field(default_factory=list)
 
     @property
     def needed(self) -> bool:
@@ -106,7 +108,7 @@ class Plan:
         }
 
     def looked_in(self) -> list[str]:
-        return [f"{d.path} ({d.origin})" for d in self.search.dirs]
+        return [f"{d.path} ({d.origin})" for d in self.search.dirs] + self.cache_search
 
     def evidence(self) -> dict[str, Any]:
         return {
@@ -209,18 +211,18 @@ def _refused(plan: Plan, need: Need) -> bool:
 
 def make_plan(
     ctx: Context,
-    targets: Sequence[str],
+    chains: Mapping[str, Chain],
     resolve: ChainResolver,
     *,
     packages: Sequence[Path] = (),
     use_package_caches: bool = True,
     near_miss_packages: dict[str, list[str]] | None = None,
 ) -> Plan:
-    """Search, choose, build and prove the overlay for the chains of `targets`."""
-    plan = Plan()
-    for t in targets:
-        if t not in plan.chains:
-            plan.chains[t] = resolve(ctx, t)
+    """Search, choose, build and prove the overlay for `chains` (target -> its chain in ctx).
+
+    `resolve` computes a target's chain in another environment (the overlay applied).
+    """
+    plan = Plan(chains=dict(chains))
     plan.needs = collect_needs(list(plan.chains.values()))
     if not plan.needs:
         return plan
@@ -248,6 +250,11 @@ def make_plan(
         for soname in _open(plan):
             cached = pkgcache.find(
                 ctx, soname, ctx.machine, (near_miss_packages or {}).get(soname, ())
+            )
+            names = ", ".join(c.path.rsplit("/", 1)[-1] for c in cached)
+            plan.cache_search.append(
+                f"package caches {' and '.join(pkgcache.CACHE_DIRS)} "
+                + (f"(packages of its family: {names})" if cached else "(no package of its family)")
             )
             files = [ctx.under(c.path) for c in cached]
             _search_more(ctx, plan, _extract_from(ctx, plan, files, [soname], "cached package"))
