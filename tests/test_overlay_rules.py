@@ -223,3 +223,43 @@ def test_check_reports_what_it_looked_for_and_why_candidates_were_refused(tmp_pa
     assert vko3["evidence"]["path"] == str(old)
     assert doc["overlay"] is None
     assert proc.returncode == 0
+
+
+def test_read_only_cache_is_a_clear_error_and_exec_runs_unchanged(tmp_path: Path) -> None:
+    import sys
+
+    from tests.conftest import REPO, clean_env
+
+    provider = _build_provider(tmp_path, "libqux.so.1", None)
+    manifest = _driver(tmp_path, "qux", [provider])
+    supply = tmp_path / "supply"
+    supply.mkdir()
+    shutil.copy(provider, supply / "libqux.so.1")
+    cache = tmp_path / "rocache"
+    cache.mkdir()
+    env = clean_env(_env(tmp_path, manifest, PYTHONPATH=str(REPO), LD_LIBRARY_PATH="/keep/me"))
+    env["XDG_CACHE_HOME"] = str(cache)
+    vk = f"{sys.executable} -m vkdoctor"
+    script = (
+        f"mount -t tmpfs -o ro,size=64k tmpfs {cache} || exit 99; "
+        f"{vk} overlay --search-path {supply}; echo rc=$?; "
+        f"{vk} exec --search-path {supply} -- sh -c 'echo LLP=$LD_LIBRARY_PATH'; echo rc=$?"
+    )
+    proc = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=REPO,
+        check=False,
+    )
+    out = proc.stdout.splitlines()
+    assert out == ["rc=1", "LLP=/keep/me", "rc=0"], (proc.stdout, proc.stderr)
+    assert (
+        f"vkdoctor overlay: cannot create vkdoctor's store {cache}/vkdoctor: the file system is "
+        "read-only" in proc.stderr
+    )
+    assert "  fix: free some space or point XDG_CACHE_HOME at a writable directory" in proc.stderr
+    assert "vkdoctor exec: no overlay: cannot create vkdoctor's store" in proc.stderr
+    assert "Traceback" not in proc.stderr

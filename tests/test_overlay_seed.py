@@ -12,6 +12,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,3 +173,43 @@ def test_from_package(seed: Seed, tmp_path: Path, kind: str) -> None:
         "libLLVM.so.23.1.0",
     ]
     assert f"using {extracted[0]}/libLLVM.so.23.1.0 (package {package.name})" in proc.stderr
+
+
+def test_shadowing_copies_in_the_search_path_stay_out(seed: Seed, tmp_path: Path) -> None:
+    """The search path also holds libstdc++.so.6 and libz.so.1 (copies of the system's): the
+    overlay holds only the missing LLVM, and the driver still gets the system's libstdc++."""
+    crowded = tmp_path / "crowded"
+    crowded.mkdir()
+    os.link(seed.llvm, crowded / lab.NEW_LLVM)
+    for name in ("libstdc++.so.6", "libz.so.1"):
+        (crowded / name).write_bytes((lab.SYSTEM_LIB / name).read_bytes())
+    env = seed.env(tmp_path / "cache")
+    js = run_vkdoctor(["overlay", "--search-path", str(crowded), "--format", "json"], env=env)
+    assert js.returncode == 0, js.stderr
+    doc = json.loads(js.stdout)
+    assert [lib["soname"] for lib in doc["libraries"]] == [lab.NEW_LLVM]
+    assert str(crowded) not in doc["ld_library_path"].split(":")
+    assert sorted(p.name for p in Path(doc["dir"]).iterdir()) == [lab.NEW_LLVM]
+    maps = run_vkdoctor(
+        [
+            "exec",
+            "-q",
+            "--search-path",
+            str(crowded),
+            "--",
+            sys.executable,
+            "-c",
+            f"import ctypes; ctypes.CDLL({str(seed.driver)!r}); print(open('/proc/self/maps').read())",
+        ],
+        env=env,
+    )
+    assert maps.returncode == 0, maps.stderr
+    mapped = {line.split()[-1] for line in maps.stdout.splitlines() if "/" in line}
+    assert (
+        str(crowded / "libstdc++.so.6") not in mapped and str(crowded / "libz.so.1") not in mapped
+    )
+    assert any(p.endswith("/libstdc++.so.6.0.30") and p.startswith("/usr/lib") for p in mapped), (
+        mapped
+    )
+    # The LLVM is mapped through the overlay's symlink, from the search path.
+    assert str(crowded / lab.NEW_LLVM) in mapped, sorted(mapped)
