@@ -263,3 +263,49 @@ def test_read_only_cache_is_a_clear_error_and_exec_runs_unchanged(tmp_path: Path
     assert "  fix: free some space or point XDG_CACHE_HOME at a writable directory" in proc.stderr
     assert "vkdoctor exec: no overlay: cannot create vkdoctor's store" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_dependencies_of_the_chosen_file_are_supplied_or_refused(tmp_path: Path) -> None:
+    dep = _build_provider(tmp_path, "libdep.so.5", None)
+    top = lab.shared_lib(
+        tmp_path / "build" / "libtop.so.3", "libtop.so.3", needs=[dep], use_symbol="dep_fn"
+    )
+    manifest = _driver(tmp_path, "top", [top])
+    first = tmp_path / "first"
+    second = tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    shutil.copy(top, first / "libtop.so.3")
+    env = _env(tmp_path, manifest)
+
+    # libdep.so.5 exists nowhere: libtop.so.3 is refused, naming what it lacks.
+    proc, lines = _overlay(["--search-path", str(first)], env)
+    assert proc.returncode == 1, proc.stdout
+    assert (
+        f"not in the overlay: libtop.so.3: {first}/libtop.so.3 needs libdep.so.5 (through "
+        f"{first}/libtop.so.3), which does not resolve even with the overlay"
+    ) in lines
+    assert not list((tmp_path / "cache" / "vkdoctor" / "overlays").iterdir())
+
+    # In a second search path it is found and supplied too, needed by the chosen file.
+    shutil.copy(dep, second / "libdep.so.5")
+    proc, _ = _overlay(
+        ["--search-path", str(first), "--search-path", str(second), "--format", "json"], env
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["libraries"] == [
+        {
+            "soname": "libdep.so.5",
+            "target": str(second / "libdep.so.5"),
+            "needed_by": [str(first / "libtop.so.3")],
+        },
+        {
+            "soname": "libtop.so.3",
+            "target": str(first / "libtop.so.3"),
+            "needed_by": [str(tmp_path / "drv" / "libvulkan_top.so")],
+        },
+    ]
+    assert [p.name for p in (tmp_path / "cache" / "vkdoctor" / "overlays").iterdir()] == [
+        Path(doc["dir"]).name
+    ]

@@ -69,6 +69,8 @@ class Plan:
     chains: dict[str, Chain] = field(default_factory=dict)
     #: package caches looked at, and the packages of the family found there
     cache_search: list[str] = field(default_factory=list)
+    #: every overlay directory built on the way (tentative ones are removed at the end)
+    built_dirs: set[Path] = field(default_factory=set)
 
     @property
     def needed(self) -> bool:
@@ -197,11 +199,7 @@ def _search_more(ctx: Context, plan: Plan, dirs: list[SearchDir]) -> None:
     open_needs = [n for n in plan.needs if n.soname not in plan.chosen and not _refused(plan, n)]
     if not open_needs or not dirs:
         return
-    more = search(ctx, open_needs, dirs)
-    plan.search.dirs.extend(more.dirs)
-    plan.search.problems.extend(more.problems)
-    for soname, cands in more.candidates.items():
-        plan.search.candidates.setdefault(soname, []).extend(cands)
+    _merge(plan, search(ctx, open_needs, dirs))
     _choose(plan, [n.soname for n in open_needs])
 
 
@@ -220,37 +218,63 @@ def make_plan(
 ) -> Plan:
     """Search, choose, build and prove the overlay for `chains` (target -> its chain in ctx).
 
-    `resolve` computes a target's chain in another environment (the overlay applied).
+    `resolve` computes a target's chain in another environment (the overlay applied). Sonames
+    that the chosen files themselves lack are searched for too, for a few rounds.
     """
     plan = Plan(chains=dict(chains))
     plan.needs = collect_needs(list(plan.chains.values()))
     if not plan.needs:
         return plan
-    for need in plan.needs:
-        reason = safety.protected_reason(need.soname)
-        if reason:
-            plan.refused.append(
-                Refusal(
-                    soname=need.soname,
-                    reason=f"{need.soname} is {reason}; an overlay never supplies it, "
-                    "install it from the distribution instead",
-                )
-            )
-    open_sonames = [n.soname for n in plan.needs if not _refused(plan, n)]
+    supply = _Supplier(ctx, plan, packages, use_package_caches, near_miss_packages or {})
+    supply(plan.needs)
+    for _ in range(MAX_DEPENDENCY_ROUNDS):
+        more = _dependency_needs(ctx, plan, resolve)
+        if not more:
+            break
+        plan.needs.extend(more)
+        supply(more)
+    _prove(ctx, plan, resolve)
+    for d in plan.built_dirs - {plan.directory}:
+        shutil.rmtree(d, ignore_errors=True)
+    return plan
 
-    plan.search = search(ctx, [n for n in plan.needs if not _refused(plan, n)], user_dirs(ctx))
-    _choose(plan, open_sonames)
-    _search_more(
-        ctx,
-        plan,
-        _extract_from(ctx, plan, list(packages), _open(plan), "package"),
-    )
-    _search_more(ctx, plan, likely_places(ctx))
-    if use_package_caches and _open(plan):
-        for soname in _open(plan):
-            cached = pkgcache.find(
-                ctx, soname, ctx.machine, (near_miss_packages or {}).get(soname, ())
-            )
+
+#: how many times the chosen files' own missing dependencies are searched for
+MAX_DEPENDENCY_ROUNDS = 3
+
+
+@dataclass
+class _Supplier:
+    """Runs the search pipeline (search paths, packages, likely places, caches) for some needs."""
+
+    ctx: Context
+    plan: Plan
+    packages: Sequence[Path]
+    use_caches: bool
+    near: dict[str, list[str]]
+
+    def __call__(self, needs: Sequence[Need]) -> None:
+        ctx, plan = self.ctx, self.plan
+        for need in needs:
+            reason = safety.protected_reason(need.soname)
+            if reason:
+                plan.refused.append(
+                    Refusal(
+                        soname=need.soname,
+                        reason=f"{need.soname} is {reason}; an overlay never supplies it, "
+                        "install it from the distribution instead",
+                    )
+                )
+        wanted = [n for n in needs if not _refused(plan, n)]
+        _merge(plan, search(ctx, wanted, user_dirs(ctx)))
+        _choose(plan, [n.soname for n in wanted])
+        sonames = [n.soname for n in wanted if n.soname not in plan.chosen]
+        _search_more(ctx, plan, _extract_from(ctx, plan, list(self.packages), sonames, "package"))
+        _search_more(ctx, plan, likely_places(ctx))
+        if not self.use_caches:
+            return
+        for soname in [n.soname for n in wanted if n.soname not in plan.chosen]:
+            cached = pkgcache.find(ctx, soname, ctx.machine, self.near.get(soname, ()))
             names = ", ".join(c.path.rsplit("/", 1)[-1] for c in cached)
             plan.cache_search.append(
                 f"package caches {' and '.join(pkgcache.CACHE_DIRS)} "
@@ -259,8 +283,29 @@ def make_plan(
             files = [ctx.under(c.path) for c in cached]
             _search_more(ctx, plan, _extract_from(ctx, plan, files, [soname], "cached package"))
 
-    _prove(ctx, plan, resolve)
-    return plan
+
+def _merge(plan: Plan, more: Search) -> None:
+    known = {(d.path, d.origin) for d in plan.search.dirs}
+    plan.search.dirs.extend(d for d in more.dirs if (d.path, d.origin) not in known)
+    seen = {(p.path, p.message) for p in plan.search.problems}
+    plan.search.problems.extend(p for p in more.problems if (p.path, p.message) not in seen)
+    for soname, cands in more.candidates.items():
+        have = plan.search.candidates.setdefault(soname, [])
+        paths = {c.path for c in have}
+        have.extend(c for c in cands if c.path not in paths)
+
+
+def _dependency_needs(ctx: Context, plan: Plan, resolve: ChainResolver) -> list[Need]:
+    """Sonames the chosen files need that resolve neither normally nor through the overlay."""
+    if not plan.chosen:
+        return []
+    _build(ctx, plan)
+    if plan.ld_path is None or plan.directory is None:
+        return []
+    fixed = with_ld_path(ctx, plan.ld_path.value)
+    chains = [resolve(fixed, c.path) for c in plan.chosen.values()]
+    known = {n.soname for n in plan.needs}
+    return [n for n in collect_needs(chains) if n.soname not in known]
 
 
 def _open(plan: Plan) -> list[str]:
@@ -285,6 +330,7 @@ def _build(ctx: Context, plan: Plan) -> None:
     if cache is None:
         raise OverlayError("no cache directory to build the overlay in")
     plan.directory = store.build_overlay(cache, plan.links)
+    plan.built_dirs.add(plan.directory)
     plan.ld_path = with_overlay(plan.directory, ctx.getenv("LD_LIBRARY_PATH"))
 
 
