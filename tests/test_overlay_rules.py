@@ -309,3 +309,26 @@ def test_dependencies_of_the_chosen_file_are_supplied_or_refused(tmp_path: Path)
     assert [p.name for p in (tmp_path / "cache" / "vkdoctor" / "overlays").iterdir()] == [
         Path(doc["dir"]).name
     ]
+
+
+def test_a_file_others_can_replace_is_refused(tmp_path: Path) -> None:
+    provider = _build_provider(tmp_path, "libwob.so.1", None)
+    manifest = _driver(tmp_path, "wob", [provider])
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shutil.copy(provider, shared / "libwob.so.1")
+    (shared / "libwob.so.1").chmod(0o666)
+    proc, lines = _overlay(["--search-path", str(shared)], _env(tmp_path, manifest))
+    assert proc.returncode == 1
+    assert (
+        f"  {shared}/libwob.so.1 (search path): refused: writable by group or others (mode 0666)"
+        in lines
+    )
+    (shared / "libwob.so.1").chmod(0o644)
+    shared.chmod(0o777)
+    proc, lines = _overlay(["--search-path", str(shared)], _env(tmp_path, manifest))
+    assert proc.returncode == 1
+    assert (
+        f"  {shared}/libwob.so.1 (search path): refused: in {shared}, a directory anyone can write"
+        in lines
+    )

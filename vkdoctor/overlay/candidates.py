@@ -10,6 +10,7 @@ bounded set of likely places (docs/overlay.md).
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,6 +131,28 @@ def _names_for(listing: Sequence[str], soname: str) -> list[str]:
     return (exact + more)[:MAX_FILES_PER_SONAME]
 
 
+def _writable_by_others(real: Path) -> str | None:
+    """Why someone other than you (or root) could change the file, or None.
+
+    The overlay's symlink points at the file; whoever can replace it chooses the code that runs.
+    """
+    try:
+        st = real.stat()
+        parent = real.parent.stat()
+    except OSError:
+        return None  # read_elf reports the file itself
+    me = os.geteuid()
+    if st.st_uid not in (0, me):
+        return f"owned by uid {st.st_uid}, neither you nor root"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
+    if parent.st_mode & stat.S_IWOTH and not parent.st_mode & stat.S_ISVTX:
+        return f"in {real.parent}, a directory anyone can write"
+    if parent.st_uid not in (0, me) and parent.st_mode & stat.S_IWUSR:
+        return f"in {real.parent}, a directory owned by uid {parent.st_uid}"
+    return None
+
+
 def evaluate(ctx: Context, path: str, need: Need, origin: str) -> Candidate:
     """The verdict on one file as a supplier of `need.soname`."""
     host = ctx.under(path)
@@ -148,6 +171,9 @@ def evaluate(ctx: Context, path: str, need: Need, origin: str) -> Candidate:
     if host.is_symlink() and not host.exists():
         return reject(f"a broken symbolic link (to {host.readlink()})")
     real = os.path.realpath(host)
+    unsafe = _writable_by_others(Path(real))
+    if unsafe:
+        return reject(unsafe, real)
     info = read_elf(ctx, path)
     if isinstance(info, ElfError):
         words = {
