@@ -8,7 +8,7 @@ import traceback
 import click
 
 from vkdoctor import __version__
-from vkdoctor.commands import check, explain, overlay
+from vkdoctor.commands import check, drivers, explain, overlay
 from vkdoctor.commands.exec import exec_command
 from vkdoctor.model import EXIT_INTERNAL
 
@@ -23,6 +23,7 @@ def cli() -> None:
 
 
 cli.add_command(check.check)
+cli.add_command(drivers.drivers)
 cli.add_command(explain.explain)
 cli.add_command(overlay.overlay)
 cli.add_command(exec_command)

@@ -8,6 +8,7 @@ import click
 
 from vkdoctor.checks import REGISTRY
 from vkdoctor.commands import common
+from vkdoctor.commands.drivers import drivers_report
 from vkdoctor.host import collect
 from vkdoctor.model import Report
 from vkdoctor.runner import run_checks, select
@@ -76,6 +77,7 @@ def check(
         vkdoctor_version=common.version(),
         host=ctx.fact(collect),
         checks=results,
+        drivers=drivers_report(ctx),
         overlay=report_overlay(ctx) if any(c.code == "VKO001" for c in chosen) else None,
         command="check",
     )

@@ -1,0 +1,278 @@
+"""`vkdoctor check --no-probe` and `vkdoctor drivers` as a user runs them, on this machine and on
+prepared trees; bad input never hangs, never gives a traceback, and every finding names its file."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_json, run_vkdoctor
+from tests.loader_oracle import LVP_MANIFEST
+from tests.test_loader_oracle import base_env, oracle  # noqa: F401  (session fixture)
+
+MESA = [
+    "/usr/share/vulkan/icd.d/intel_icd.x86_64.json",
+    "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
+    "/usr/share/vulkan/icd.d/intel_hasvk_icd.x86_64.json",
+    "/usr/share/vulkan/icd.d/radeon_icd.x86_64.json",
+]
+
+
+def findings(doc: dict, code: str) -> list[dict]:
+    return [f for f in doc["findings"] if f["code"] == code]
+
+
+def test_debian12_four_mesa_drivers_and_device_select(oracle, tmp_path):  # noqa: F811
+    env = {"HOME": str(tmp_path)}
+    proc, doc = run_json(["check", "--no-probe"], env=env)
+    assert proc.returncode == 0, proc.stderr
+    rows = doc["drivers"]
+    real = oracle.run({"HOME": str(tmp_path)}, cwd=tmp_path)
+    # the same four, in the real loader's (readdir) order, all loading, from the default XDG_DATA_DIRS
+    assert [r["manifest"] for r in rows] == real.log.drivers.files
+    assert sorted(r["manifest"] for r in rows) == sorted(MESA)
+    assert {r["verdict"] for r in rows} == {"ok"}
+    assert {r["origin"] for r in rows} == {"default XDG_DATA_DIRS"}
+    assert {r["library"] for r in rows} == {
+        f"/usr/lib/x86_64-linux-gnu/libvulkan_{n}.so"
+        for n in ("intel", "lvp", "intel_hasvk", "radeon")
+    }
+    lvp = next(r for r in rows if "lvp" in r["manifest"])
+    assert "lavapipe" in lvp["driver"]
+    vkd001 = findings(doc, "VKD001")[0]
+    assert vkd001["severity"] == "ok" and vkd001["title"].startswith("4 drivers will load")
+    assert real.create_result == 0 and real.device_count == 1
+    layer = findings(doc, "VKI001")[0]
+    assert "1 of 1 implicit layer active: VK_LAYER_MESA_device_select" in layer["title"]
+    (ev,) = layer["evidence"]["layers"]
+    assert ev["disable_environment"] == {"NODEVICE_SELECT": "1"}
+    assert ev["library_path"] == "libVkLayer_MESA_device_select.so"
+    assert ev["library"].endswith("/x86_64-linux-gnu/libVkLayer_MESA_device_select.so")
+    # the real loader (run without NODEVICE_SELECT) inserts exactly that layer
+    assert ev["active"]
+    assert real.log.layers.inserted == {
+        "VK_LAYER_MESA_device_select": "libVkLayer_MESA_device_select.so"
+    }
+
+
+def test_drivers_text_tells_the_order_origin_and_layer(tmp_path):
+    proc = run_vkdoctor(["drivers"], env={"HOME": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    listing = sorted(MESA, key=out.index)
+    assert listing == [
+        "/usr/share/vulkan/icd.d/" + n for n in os.listdir("/usr/share/vulkan/icd.d")
+    ]
+    assert re.search(r"^  /usr/share/vulkan/icd\.d +\[default XDG_DATA_DIRS\]$", out, re.M)
+    assert "(lavapipe, Mesa's CPU driver (works without a GPU))" in out
+    assert "4 of 4 driver manifests load" in out
+    assert "VK_LAYER_MESA_device_select" in out and "(off with NODEVICE_SELECT=1)" in out
+    # NODEVICE_SELECT defined, even empty, turns the layer off
+    proc = run_vkdoctor(["drivers"], env={"HOME": str(tmp_path), "NODEVICE_SELECT": ""})
+    assert "Implicit layers the loader adds" not in proc.stdout
+
+
+def test_empty_override_fails_with_install_command(tmp_path):
+    proc, doc = run_json(
+        ["check", "--no-probe"], env={"HOME": str(tmp_path), "VK_DRIVER_FILES": ""}
+    )
+    assert proc.returncode == 1
+    (vkd002,) = [f for f in findings(doc, "VKD002") if f["severity"] == "fail"]
+    assert "VK_DRIVER_FILES is set but empty" in vkd002["title"]
+    assert vkd002["remedy"] == "unset VK_DRIVER_FILES"
+    (vkd001,) = findings(doc, "VKD001")
+    assert vkd001["severity"] == "fail"
+    assert vkd001["remedy"].startswith("unset VK_DRIVER_FILES")
+    assert doc["drivers"] == []
+
+
+def test_no_manifest_anywhere_fails_with_the_distro_install_command(tmp_path):
+    env = {
+        "HOME": str(tmp_path),
+        "XDG_DATA_DIRS": str(tmp_path / "nothing"),
+        "XDG_CONFIG_DIRS": str(tmp_path / "nothing"),
+    }
+    proc, doc = run_json(["check", "--no-probe"], env=env)
+    assert proc.returncode == 1
+    (vkd001,) = findings(doc, "VKD001")
+    assert vkd001["severity"] == "fail"
+    assert vkd001["remedy"] == "sudo apt-get install mesa-vulkan-drivers"  # Debian 12 here
+    assert f"{tmp_path}/nothing/vulkan/icd.d" in vkd001["message"]
+    text = run_vkdoctor(["drivers"], env=env).stdout
+    assert "fix: sudo apt-get install mesa-vulkan-drivers" in text
+
+
+def test_bad_input_is_named_bounded_and_never_a_traceback(tmp_path):
+    d = tmp_path / "icd"
+    d.mkdir()
+    os.mkfifo(d / "a_fifo.json")
+    (d / "b_big.json").write_bytes(b"{" + b" " * (1024 * 1024 + 10) + b"}")
+    (d / "c_deep.json").write_text('{"x":' + "[" * 20000 + "]" * 20000 + "}")
+    (d / "d_utf8.json").write_bytes(LVP_MANIFEST.read_bytes().replace(b'"1.0.0"', b'"1.0.0\xff"'))
+    (d / "e_loop.json").symlink_to(d / "e_loop.json")
+    (d / "f_trunc.json").write_bytes(LVP_MANIFEST.read_bytes()[:40])
+    (d / "g_types.json").write_text(
+        '{"file_format_version": [1], "ICD": {"library_path": 12345, "api_version": {}}}'
+    )
+    (d / "h_empty.json").write_bytes(b"")
+    env = {"HOME": str(tmp_path), "VK_DRIVER_FILES": f"{d}/f_trunc.json:{d}"}
+    start = time.monotonic()
+    proc, doc = run_json(["drivers"], env=env, timeout=120)
+    assert time.monotonic() - start < 60
+    assert "Traceback" not in proc.stderr and proc.returncode == 1
+    by_manifest: dict[str, dict] = {}
+    for r in doc["drivers"]:  # f_trunc.json is listed twice: as a file, then from the directory
+        by_manifest.setdefault(Path(r["manifest"]).name, r)
+    # the truncated file (first in VK_DRIVER_FILES) aborts loader 1.3.239's scan: nothing after it is read
+    assert by_manifest["f_trunc.json"]["outcome"] == "json-error"
+    assert by_manifest["f_trunc.json"]["verdict"] == "fail"
+    assert {r["outcome"] for r in doc["drivers"][1:]} == {"not-reached"}
+    assert any(
+        "f_trunc.json" in f["message"] and f["severity"] == "fail" for f in findings(doc, "VKD003")
+    )
+    # without the truncated file, every other defect gets its own finding naming the file
+    env["VK_DRIVER_FILES"] = str(d)
+    proc, doc = run_json(["drivers"], env=env, timeout=120)
+    assert "Traceback" not in proc.stderr and proc.returncode == 1
+    outcomes = {Path(r["manifest"]).name: r["outcome"] for r in doc["drivers"]}
+    first = next(iter(outcomes))
+    expected = {
+        "a_fifo.json": "fifo-hangs",
+        "b_big.json": "too-large",
+        "c_deep.json": "too-deep",
+        "d_utf8.json": "loads",
+        "e_loop.json": "open-failed",
+        "g_types.json": "library-missing",
+        "h_empty.json": "skipped-silently",
+    }
+    # the FIFO stops the loader; files listed after it are never reached
+    for name, outcome in outcomes.items():
+        if outcome != "not-reached":
+            assert expected[name] == outcome, (name, outcome)
+    messages = " ".join(f["message"] + f["title"] for f in doc["findings"])
+    for name, outcome in outcomes.items():
+        if outcome not in ("not-reached", "loads"):
+            assert name in messages, name
+    assert first in outcomes
+
+
+def test_broken_implicit_layers_name_their_disable_variable(tmp_path):
+    d = tmp_path / "data/vulkan/implicit_layer.d"
+    d.mkdir(parents=True)
+    layer = {
+        "file_format_version": "1.0.0",
+        "layer": {
+            "name": "VK_LAYER_TEST_gone",
+            "type": "GLOBAL",
+            "library_path": "/nonexistent/libVkLayer_gone.so",
+            "api_version": "1.3.0",
+            "implementation_version": "1",
+            "description": "x",
+            "disable_environment": {"DISABLE_GONE": "1"},
+        },
+    }
+    (d / "gone.json").write_text(json.dumps(layer))
+    env = {"HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data")}
+    proc, doc = run_json(["check", "--no-probe"], env=env)
+    (broken,) = findings(doc, "VKI002")
+    assert broken["severity"] == "warn"
+    assert (
+        "VK_LAYER_TEST_gone" in broken["title"]
+        and "/nonexistent/libVkLayer_gone.so" in broken["title"]
+    )
+    assert broken["remedy"].startswith("export DISABLE_GONE=1")
+    # defined, even empty, the disable variable turns it off
+    env["DISABLE_GONE"] = ""
+    proc, doc = run_json(["check", "--no-probe"], env=env)
+    assert findings(doc, "VKI002")[0]["severity"] == "ok"
+    # a JSON error in a layer manifest breaks every application on loader 1.3.239
+    (d / "zz_bad.json").write_text('{"file_format_version": "1.0.0", "layer": {,}}')
+    proc, doc = run_json(["check", "--no-probe"], env=env)
+    assert proc.returncode == 1
+    bad = [f for f in findings(doc, "VKI002") if f["severity"] == "fail"]
+    assert (
+        bad
+        and "zz_bad.json" in bad[0]["title"]
+        and "VK_LOADER_LAYERS_DISABLE does not help" in bad[0]["remedy"]
+    )
+
+
+def _elf64(path: Path) -> None:
+    header = b"\x7fELF" + bytes([2, 1, 1]) + bytes(9) + struct.pack("<HH", 3, 62)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(header + bytes(64))
+
+
+def test_root_tree_with_a_newer_loader_only_warns_on_bad_json(tmp_path):
+    root = tmp_path / "root"
+    lib = root / "usr/lib/x86_64-linux-gnu"
+    _elf64(lib / "libvulkan.so.1.3.280")
+    (lib / "libvulkan.so.1").symlink_to("libvulkan.so.1.3.280")
+    _elf64(lib / "libvulkan_fake.so")
+    icd = root / "usr/share/vulkan/icd.d"
+    icd.mkdir(parents=True)
+    (icd / "broken.json").write_text("{")
+    (icd / "fake.json").write_text(
+        json.dumps(
+            {
+                "file_format_version": "1.0.0",
+                "ICD": {
+                    "library_path": "/usr/lib/x86_64-linux-gnu/libvulkan_fake.so",
+                    "api_version": "1.3.0",
+                },
+            }
+        )
+    )
+    proc, doc = run_json(["drivers", "--root", str(root)], env={"HOME": "/nonexistent-home"})
+    assert proc.returncode == 0, proc.stdout
+    rows = {Path(r["manifest"]).name: r for r in doc["drivers"]}
+    assert (
+        rows["broken.json"]["verdict"] == "warn"
+        and "1.3.280 skips it" in rows["broken.json"]["reason"]
+    )
+    assert rows["fake.json"]["verdict"] == "ok"
+    text = run_vkdoctor(["drivers", "--root", str(root)], env={"HOME": "/nonexistent-home"}).stdout
+    assert "Vulkan loader 1.3.280 (/usr/lib/x86_64-linux-gnu/libvulkan.so.1); root" in text
+
+
+def test_override_pointing_at_nothing_and_ignored_additions(tmp_path):
+    (tmp_path / "manifest.txt").write_text(LVP_MANIFEST.read_text())
+    env = {
+        "HOME": str(tmp_path),
+        "VK_ICD_FILENAMES": f"{tmp_path}/nonexistent_dir:{tmp_path}/manifest.txt",
+        "VK_ADD_DRIVER_FILES": str(LVP_MANIFEST),
+    }
+    proc, doc = run_json(["check", "--no-probe"], env=env)
+    assert proc.returncode == 1
+    vkd002 = findings(doc, "VKD002")
+    titles = [f["title"] for f in vkd002]
+    assert "VK_ADD_DRIVER_FILES is ignored" in titles
+    assert f"VK_ICD_FILENAMES entry {tmp_path}/nonexistent_dir gives no driver manifest" in titles
+    txt = next(f for f in vkd002 if "manifest.txt" in f["title"])
+    assert "does not end in .json, so the loader treats it as a directory" in txt["message"]
+    (fail,) = [f for f in vkd002 if f["severity"] == "fail"]
+    assert fail["title"] == "VK_ICD_FILENAMES points at no driver manifest"
+    assert fail["remedy"].startswith("unset VK_ICD_FILENAMES")
+
+
+@pytest.mark.parametrize(
+    ("os_release", "command"),
+    [
+        ('ID=arch\nNAME="Arch Linux"\n', "sudo pacman -S vulkan-swrast"),
+        ("ID=fedora\nVERSION_ID=40\n", "sudo dnf install mesa-vulkan-drivers"),
+        ("ID=ubuntu\nID_LIKE=debian\n", "sudo apt-get install mesa-vulkan-drivers"),
+    ],
+)
+def test_install_command_follows_the_inspected_distribution(tmp_path, os_release, command):
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc/os-release").write_text(os_release)
+    proc, doc = run_json(["drivers", "--root", str(tmp_path)], env={"HOME": "/nonexistent-home"})
+    assert proc.returncode == 1
+    (vkd001,) = findings(doc, "VKD001")
+    assert vkd001["remedy"].startswith(command)

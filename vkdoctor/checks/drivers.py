@@ -1,0 +1,409 @@
+"""VKD: driver (ICD) manifests, found, read and filtered exactly as the Vulkan loader does."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import PurePosixPath
+
+from vkdoctor.checks.base import Check
+from vkdoctor.context import Context
+from vkdoctor.host import collect
+from vkdoctor.loader import driver_scan
+from vkdoctor.loader import icd as I
+from vkdoctor.loader.icd import Driver, DriverScan
+from vkdoctor.loader.known import known_driver
+from vkdoctor.model import Finding
+
+#: distro family -> how to install Mesa's Vulkan drivers (lavapipe is the CPU one)
+_INSTALL = {
+    "debian": "sudo apt-get install mesa-vulkan-drivers",
+    "arch": "sudo pacman -S vulkan-swrast   (CPU, lavapipe; GPUs: vulkan-radeon, vulkan-intel, nvidia-utils)",
+    "fedora": "sudo dnf install mesa-vulkan-drivers",
+}
+
+
+def install_command(ctx: Context) -> str:
+    distro = ctx.fact(collect).get("distro") or {}
+    ids = [str(distro.get("id") or ""), *str(distro.get("like") or "").split()]
+    for family in ("debian", "ubuntu", "arch", "fedora", "rhel", "centos"):
+        if family in ids:
+            key = {"ubuntu": "debian", "rhel": "fedora", "centos": "fedora"}.get(family, family)
+            return _INSTALL[key]
+    return "install your distribution's Mesa Vulkan drivers package (Debian: mesa-vulkan-drivers, Arch: vulkan-swrast, Fedora: mesa-vulkan-drivers)"
+
+
+def describe(d: Driver) -> str:
+    kind = known_driver(d.library)
+    return f"{d.basename} -> {d.library}" + (f" ({kind})" if kind else "")
+
+
+def _ev(d: Driver, scan: DriverScan) -> dict[str, object]:
+    verdict, _ = I.verdict(d, scan)
+    return {
+        "manifest": d.manifest,
+        "origin": d.origin,
+        "search_entry": d.entry,
+        "outcome": d.outcome,
+        "verdict": verdict,
+        "library_path": d.library_path,
+        "library": d.library,
+        **d.evidence,
+    }
+
+
+class DriversFound(Check):
+    """At least one Vulkan driver that the loader will load.
+
+    The loader lists driver manifests (ICD JSON files) in its search directories, reads each, and
+    dlopens the library it names. If none survives, every Vulkan application fails with
+    VK_ERROR_INCOMPATIBLE_DRIVER ("Found no drivers!"). Fix by installing a driver package; on a
+    machine without a GPU, Mesa's lavapipe is the CPU driver.
+    """
+
+    code = "VKD001"
+    family = "drivers"
+    title = "Vulkan drivers the loader will load"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        scan = driver_scan(ctx)
+        loads = [d for d in scan.drivers if d.outcome == I.LOADS]
+        evidence = {
+            "loader_version": scan.loader.text,
+            "search_path": [{"path": e.path, "origin": e.origin} for e in scan.plan.entries],
+            "drivers": [_ev(d, scan) for d in scan.drivers],
+        }
+        if scan.aborted_by is not None:
+            yield self.info(
+                f"Drivers are not reached: {scan.aborted_by.manifest} stops the loader first",
+                scan.aborted_by.reason + " (see VKD003).",
+                **evidence,
+            )
+            return
+        if loads:
+            lines = "\n".join(f"{i + 1}. {describe(d)}" for i, d in enumerate(loads))
+            names = ", ".join(d.basename for d in loads)
+            yield self.ok(
+                f"{len(loads)} driver{'s' if len(loads) != 1 else ''} will load: {names}",
+                f"In the loader's order (loader {scan.loader.text}):\n{lines}",
+                **evidence,
+            )
+            return
+        if not scan.drivers:
+            where = ", ".join(e.path for e in scan.plan.entries) or "(an empty search path)"
+            message = f"The loader finds no driver manifest. It searches: {where}."
+        else:
+            skipped = "\n".join(f"- {d.reason}" for d in scan.drivers)
+            message = f"Every driver manifest is skipped:\n{skipped}"
+        filtered = {I.FILTER_DISABLED, I.FILTER_NOT_SELECTED}
+        if scan.plan.override is not None:
+            remedy = (
+                f"unset {scan.plan.override} (it replaces the driver search path), "
+                "or point it at an existing driver manifest"
+            )
+        elif scan.drivers and any(d.outcome in filtered for d in scan.drivers):
+            remedy = "unset VK_LOADER_DRIVERS_SELECT VK_LOADER_DRIVERS_DISABLE"
+        else:
+            remedy = install_command(ctx)
+        yield self.fail(
+            "No Vulkan driver will load: every application gets VK_ERROR_INCOMPATIBLE_DRIVER",
+            message,
+            remedy=remedy,
+            **evidence,
+        )
+
+
+class DriverSearchPath(Check):
+    """The driver search path, and the variables that replace or extend it.
+
+    VK_DRIVER_FILES (or the older VK_ICD_FILENAMES) replaces the whole search; set but empty, it
+    means no drivers at all. VK_ADD_DRIVER_FILES is prepended, and ignored when an override is
+    set. Entries are files (ending in .json) or directories; anything else is silently useless.
+    A setuid/setgid process ignores all these variables and the XDG ones.
+    """
+
+    code = "VKD002"
+    family = "drivers"
+    title = "Driver search path and override variables"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        scan = driver_scan(ctx)
+        plan = scan.plan
+        search = [{"path": e.path, "origin": e.origin} for e in plan.entries]
+        for var, why in plan.ignored:
+            sev = self.warn if var == "VK_ADD_DRIVER_FILES" else self.info
+            yield sev(f"{var} is {why.split(':')[0]}", f"{var}={ctx.getenv(var)!r}: {why}.")
+        if plan.override is not None and not plan.entries:
+            yield self.fail(
+                f"{plan.override} is set but empty: the loader looks for no drivers at all",
+                f"{plan.override}='' replaces the whole search path with nothing.",
+                remedy=f"unset {plan.override}",
+                variable=plan.override,
+            )
+            return
+        user_vars = {"VK_DRIVER_FILES", "VK_ICD_FILENAMES", "VK_ADD_DRIVER_FILES"}
+        found_from = {d.entry for d in scan.drivers}
+        problems = {p.entry.path: p for p in scan.dir_problems}
+        for e in plan.entries:
+            if e.origin not in user_vars or e.path in found_from:
+                continue
+            if e.is_file:
+                continue  # listed as a manifest; VKD004 reports if it cannot be opened
+            p = problems.get(e.path)
+            detail = p.detail if p else "holds no *.json file"
+            hint = (
+                " (it does not end in .json, so the loader treats it as a directory)"
+                if p is not None and p.problem == "not-a-directory"
+                else ""
+            )
+            yield self.warn(
+                f"{e.origin} entry {e.path} gives no driver manifest",
+                f"{e.origin} entry {e.path}: {detail}{hint}.",
+                remedy=f"fix {e.origin} to name existing *.json files or directories holding them",
+                entry=e.path,
+                variable=e.origin,
+            )
+        if plan.override is not None and not scan.drivers:
+            yield self.fail(
+                f"{plan.override} points at no driver manifest",
+                f"{plan.override}={plan.override_value!r} lists no existing manifest, so the loader finds no drivers.",
+                remedy=f"unset {plan.override}, or point it at an existing *_icd.*.json file",
+                variable=plan.override,
+            )
+        elif ctx.elevated:
+            yield self.info(
+                "Elevated process: driver and XDG variables are ignored",
+                "A setuid/setgid process reads none of VK_DRIVER_FILES, VK_ICD_FILENAMES, "
+                "VK_ADD_DRIVER_FILES, VK_LOADER_DRIVERS_*, HOME or XDG_*; the defaults apply.",
+                search_path=search,
+            )
+        else:
+            text = "\n".join(f"{e.path}   ({e.origin})" for e in plan.entries)
+            yield self.info(
+                f"{len(plan.entries)} search locations"
+                + (f", set by {plan.override}" if plan.override else ""),
+                text,
+                search_path=search,
+            )
+
+
+class DriverManifestSyntax(Check):
+    """Driver manifests that the loader cannot parse at all, or that stop it.
+
+    On loaders older than 1.3.268 (Debian 12 has 1.3.239) one manifest with a JSON syntax error
+    makes *every* vkCreateInstance fail with VK_ERROR_OUT_OF_HOST_MEMORY, even when a filter
+    disables that file. Newer loaders skip the file. A FIFO named *.json makes the loader wait
+    forever; some malformed manifests crash loader 1.3.239 outright.
+    """
+
+    code = "VKD003"
+    family = "drivers"
+    title = "Driver manifests the loader cannot parse"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        scan = driver_scan(ctx)
+        for d in scan.drivers:
+            ev = _ev(d, scan)
+            if d.outcome == I.JSON_ERROR:
+                if scan.loader.json_error_aborts:
+                    yield self.fail(
+                        f"{d.manifest} is not valid JSON: every Vulkan application fails",
+                        d.reason + ".",
+                        remedy=f"fix or remove {d.manifest} (or upgrade the loader to 1.3.268 or newer)",
+                        **ev,
+                    )
+                else:
+                    yield self.warn(
+                        f"{d.manifest} is not valid JSON; the loader skips it",
+                        d.reason + ".",
+                        remedy=f"fix or remove {d.manifest}",
+                        **ev,
+                    )
+            elif d.outcome in (I.FIFO_HANGS, I.CRASH):
+                yield self.fail(
+                    f"{d.manifest} stops every Vulkan application",
+                    d.reason + ".",
+                    remedy=f"remove {d.manifest}",
+                    **ev,
+                )
+            elif d.outcome in (I.TOO_DEEP, I.TOO_LARGE):
+                yield self.warn(
+                    f"{d.manifest} was not parsed by vkdoctor",
+                    d.reason + ".",
+                    remedy=f"check {d.manifest}: a driver manifest is a few hundred bytes",
+                    **ev,
+                )
+
+
+_CONTENT = {
+    I.OPEN_FAILED,
+    I.SILENT_SKIP,
+    I.SPECIAL_FILE,
+    I.NO_FILE_FORMAT,
+    I.NO_ICD,
+    I.NO_LIBRARY_PATH,
+    I.EMPTY_LIBRARY_PATH,
+    I.NO_API_VERSION,
+    I.API_VARIANT,
+}
+
+
+class DriverManifestContent(Check):
+    """Driver manifests the loader reads but skips: missing or wrong fields, unopenable files.
+
+    Required: file_format_version, an "ICD" object, a non-empty library_path and an api_version
+    (a 4-part api_version with a non-zero variant is skipped). A dangling symlink or a link loop
+    named *.json cannot be opened; an empty file or a directory named *.json is skipped without
+    a message. Values of the wrong type are read as garbled text, not rejected.
+    """
+
+    code = "VKD004"
+    family = "drivers"
+    title = "Driver manifests the loader skips"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        scan = driver_scan(ctx)
+        for d in scan.drivers:
+            ev = _ev(d, scan)
+            if d.outcome in _CONTENT:
+                v, _ = I.verdict(d, scan)
+                if v == "info":
+                    yield self.info(f"{d.manifest} is skipped", d.reason + ".", **ev)
+                else:
+                    yield self.warn(
+                        f"{d.manifest} is skipped by the loader",
+                        d.reason + ".",
+                        remedy=f"fix or remove {d.manifest}",
+                        **ev,
+                    )
+            elif "library_path_type" in d.evidence and d.dlopened:
+                yield self.warn(
+                    f"{d.manifest}: library_path is a {d.evidence['library_path_type']}, not a string",
+                    f"The loader reads it as {d.library_path!r}. " + d.reason + ".",
+                    remedy=f"fix {d.manifest}",
+                    **ev,
+                )
+            elif "not_utf8_at" in d.evidence:
+                yield self.info(
+                    f"{d.manifest} is not UTF-8",
+                    f"Byte {d.evidence['not_utf8_at']} is not UTF-8; the loader does not care.",
+                    **ev,
+                )
+            if "unknown_file_format_version" in d.evidence:
+                yield self.info(
+                    f"{d.manifest}: unknown file_format_version {d.file_format_version}",
+                    "The loader knows 1.0.0 and 1.0.1; it uses the manifest anyway.",
+                    **ev,
+                )
+
+
+class DriverLibrary(Check):
+    """The library a driver manifest names must exist and be loadable.
+
+    library_path is absolute, relative to the manifest's directory (when it contains a '/'), or
+    a bare name the dynamic linker searches. A missing or non-ELF library is skipped by the
+    loader with "Failed loading library associated with ICD JSON".
+    """
+
+    code = "VKD005"
+    family = "drivers"
+    title = "Driver libraries named by manifests"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        scan = driver_scan(ctx)
+        for d in scan.drivers:
+            if d.outcome in (I.LIBRARY_MISSING, I.LIBRARY_UNLOADABLE):
+                rule = {
+                    "absolute": "an absolute path",
+                    "relative": f"relative to {PurePosixPath(d.manifest).parent}",
+                    "bare": "a bare name for the dynamic linker",
+                }.get(d.library_rule or "", "")
+                yield self.warn(
+                    f"{d.basename}: library {d.library} cannot be loaded",
+                    f"{d.reason}. library_path {d.library_path!r} is {rule}.",
+                    remedy=(
+                        f"reinstall the package that owns {d.manifest}, or remove the manifest "
+                        "if its driver was uninstalled"
+                    ),
+                    **_ev(d, scan),
+                )
+
+
+class DriverFilters(Check):
+    """Drivers dropped by VK_LOADER_DRIVERS_SELECT / VK_LOADER_DRIVERS_DISABLE.
+
+    Both take comma-separated globs (name, prefix*, *suffix, *substring*, or * for all),
+    matched case-insensitively against the manifest's file name (lvp_icd.x86_64.json), not the
+    library or the GPU name. DISABLE drops a driver unless SELECT also matches it.
+    """
+
+    code = "VKD006"
+    family = "drivers"
+    title = "Drivers filtered out by environment variables"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        scan = driver_scan(ctx)
+        for d in scan.drivers:
+            if d.outcome in (I.FILTER_DISABLED, I.FILTER_NOT_SELECTED):
+                var = (
+                    "VK_LOADER_DRIVERS_DISABLE"
+                    if d.outcome == I.FILTER_DISABLED
+                    else "VK_LOADER_DRIVERS_SELECT"
+                )
+                yield self.info(
+                    f"{d.basename} filtered out by {var}", d.reason + ".", **_ev(d, scan)
+                )
+
+
+class OtherArchitectureDrivers(Check):
+    """Manifests for the other word size (32-bit drivers seen by a 64-bit process).
+
+    Multiarch systems install one manifest per architecture in the same directory; every process
+    reads all of them and skips the other architecture's (by library_arch, or when dlopen reports
+    a wrong ELF class). This is harmless noise in the loader's log.
+    """
+
+    code = "VKD007"
+    family = "drivers"
+    title = "Drivers for another architecture"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        scan = driver_scan(ctx)
+        for d in scan.drivers:
+            if d.outcome in (I.ARCH_MISMATCH, I.WRONG_CLASS):
+                yield self.info(
+                    f"{d.basename} is for another architecture (harmless)",
+                    d.reason + ".",
+                    **_ev(d, scan),
+                )
+
+
+class PortabilityDrivers(Check):
+    """Portability drivers (is_portability_driver: true), e.g. MoltenVK-style layered drivers.
+
+    The loader enumerates them only for applications that enable VK_KHR_portability_enumeration
+    and set VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR; other applications do not see them.
+    """
+
+    code = "VKD008"
+    family = "drivers"
+    title = "Portability drivers"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        scan = driver_scan(ctx)
+        for d in scan.drivers:
+            if d.outcome == I.PORTABILITY:
+                yield self.info(
+                    f"{d.basename} is a portability driver", d.reason + ".", **_ev(d, scan)
+                )
+
+
+CHECKS: tuple[type[Check], ...] = (
+    DriversFound,
+    DriverSearchPath,
+    DriverManifestSyntax,
+    DriverManifestContent,
+    DriverLibrary,
+    DriverFilters,
+    OtherArchitectureDrivers,
+    PortabilityDrivers,
+)

@@ -1,0 +1,177 @@
+"""VKI: implicit layers, which the loader puts into every Vulkan application unless switched off."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from vkdoctor.checks.base import Check
+from vkdoctor.context import Context
+from vkdoctor.loader import layer_scan
+from vkdoctor.loader import layers as L
+from vkdoctor.loader.layers import Layer, LayerScan
+from vkdoctor.model import Finding
+
+
+def _ev(layer: Layer) -> dict[str, object]:
+    return {
+        "name": layer.name,
+        "manifest": layer.manifest,
+        "origin": layer.origin,
+        "active": layer.active,
+        "activation": layer.activation,
+        "library_path": layer.library_path,
+        "library": layer.library_found or layer.library,
+        "library_state": layer.library_state,
+        "disable_environment": {layer.disable_env: layer.disable_value}
+        if layer.disable_env
+        else None,
+        "enable_environment": {layer.enable_env: layer.enable_value} if layer.enable_env else None,
+        "invalid": layer.invalid,
+    }
+
+
+def _summary(layer: Layer) -> str:
+    state = "ACTIVE" if layer.active else "off"
+    lib = layer.library_found or layer.library or "meta-layer: " + ", ".join(layer.component_layers)
+    off = f"; turn off with {layer.disable_env}=<anything>" if layer.disable_env else ""
+    return f"{layer.name} [{state}] {layer.manifest} -> {lib} ({layer.activation}{off})"
+
+
+class ImplicitLayers(Check):
+    """The implicit layers on this system and whether each is active.
+
+    An implicit layer is loaded into every Vulkan application without being asked for. It is on
+    unless its manifest's enable_environment variable is required and not set to the exact value,
+    or VK_LOADER_LAYERS_DISABLE matches it (and VK_LOADER_LAYERS_ENABLE does not). Its
+    disable_environment variable turns it off when defined with any value, even empty. On Debian 12,
+    Mesa's VK_LAYER_MESA_device_select is one (turn it off with NODEVICE_SELECT=1).
+    """
+
+    code = "VKI001"
+    family = "layers"
+    title = "Implicit layers"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        scan: LayerScan = layer_scan(ctx)
+        valid = [x for x in scan.layers if x.invalid is None]
+        active = scan.active
+        evidence = {
+            "search_path": [{"path": e.path, "origin": e.origin} for e in scan.plan.entries],
+            "layers": [_ev(x) for x in scan.layers],
+        }
+        if not valid:
+            yield self.info("No implicit layers", "", **evidence)
+            return
+        lines = "\n".join(_summary(x) for x in valid)
+        yield self.info(
+            f"{len(active)} of {len(valid)} implicit layer{'s' if len(valid) != 1 else ''} active: "
+            + (", ".join(x.name or "?" for x in active) or "none"),
+            lines,
+            **evidence,
+        )
+
+
+class BrokenImplicitLayer(Check):
+    """An active implicit layer whose library cannot be loaded, or a layer manifest that stops the loader.
+
+    A missing or unloadable library of an active implicit layer is skipped by the loader
+    ("Requested layer ... failed to load") and the instance is still created, but the layer's
+    function is lost and every application logs the error: turn it off with its
+    disable_environment variable. A layer manifest with a JSON syntax error is worse on loaders
+    older than 1.3.268: every vkCreateInstance fails, and no variable helps (parsing comes before
+    filtering): the file must be fixed or removed.
+    """
+
+    code = "VKI002"
+    family = "layers"
+    title = "Broken implicit layers"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        scan = layer_scan(ctx)
+        for f in scan.files:
+            ev = {"manifest": f.manifest, "origin": f.origin, "outcome": f.outcome}
+            if f.outcome == L.FILE_JSON_ERROR:
+                if scan.loader.json_error_aborts:
+                    yield self.fail(
+                        f"Implicit layer manifest {f.manifest} is not valid JSON: every Vulkan application fails",
+                        f"{f.manifest}: {f.reason}.",
+                        remedy=f"fix or remove {f.manifest} (VK_LOADER_LAYERS_DISABLE does not help)",
+                        **ev,
+                    )
+                else:
+                    yield self.warn(
+                        f"Implicit layer manifest {f.manifest} is not valid JSON (skipped)",
+                        f"{f.manifest}: {f.reason}.",
+                        remedy=f"fix or remove {f.manifest}",
+                        **ev,
+                    )
+            elif f.outcome in (L.FILE_FIFO, L.FILE_CRASH):
+                yield self.fail(
+                    f"Implicit layer manifest {f.manifest} stops every Vulkan application",
+                    f"{f.manifest}: {f.reason}.",
+                    remedy=f"remove {f.manifest}",
+                    **ev,
+                )
+        for layer in scan.active:
+            if layer.library is None or layer.library_state == "ok":
+                continue
+            state = layer.library_state
+            where = layer.library_found or layer.library
+            why = {
+                "missing": "does not exist",
+                "unknown": "is not in LD_LIBRARY_PATH or the standard library directories",
+                "wrong-class": "is for another architecture",
+            }.get(state or "", f"cannot be loaded ({state})")
+            yield self.warn(
+                f"Active implicit layer {layer.name or repr('')}: library {where} {why}",
+                f"{layer.manifest} puts {layer.name} into every application ({layer.activation}), "
+                f"but its library {where} {why}; the loader logs an error and goes on without it.",
+                remedy=layer.remedy,
+                **_ev(layer),
+            )
+
+
+class ImplicitLayerManifest(Check):
+    """Implicit layer manifests or layer entries the loader drops.
+
+    Required: file_format_version; "layer" (or a "layers" array); in each layer name, type
+    (INSTANCE or GLOBAL), api_version, implementation_version, description, library_path or
+    component_layers, and for implicit layers a disable_environment object.
+    """
+
+    code = "VKI003"
+    family = "layers"
+    title = "Implicit layer manifests the loader drops"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        scan = layer_scan(ctx)
+        for f in scan.files:
+            if f.outcome in (
+                L.FILE_OPEN_FAILED,
+                L.FILE_NOT_OBJECT,
+                L.FILE_NO_FILE_FORMAT,
+                L.FILE_NO_LAYER,
+                L.FILE_MULTIPLE_LAYER,
+                L.FILE_SPECIAL,
+                L.FILE_TOO_LARGE,
+                L.FILE_TOO_DEEP,
+            ):
+                yield self.warn(
+                    f"Implicit layer manifest {f.manifest} is dropped",
+                    f"{f.manifest}: {f.reason}.",
+                    remedy=f"fix or remove {f.manifest}",
+                    manifest=f.manifest,
+                    origin=f.origin,
+                    outcome=f.outcome,
+                )
+            for layer in f.layers:
+                if layer.invalid is not None:
+                    yield self.warn(
+                        f"Implicit layer {layer.name or '(unnamed)'} in {f.manifest} is dropped",
+                        f"{f.manifest}: {layer.invalid}.",
+                        remedy=f"fix or remove {f.manifest}",
+                        **_ev(layer),
+                    )
+
+
+CHECKS: tuple[type[Check], ...] = (ImplicitLayers, BrokenImplicitLayer, ImplicitLayerManifest)

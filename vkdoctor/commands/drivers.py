@@ -1,0 +1,143 @@
+"""vkdoctor drivers: the drivers the Vulkan loader will try, in its order, each with its verdict."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import click
+
+from vkdoctor.commands import common
+from vkdoctor.context import Context
+
+
+def drivers_report(ctx: Context) -> tuple[Mapping[str, Any], ...]:
+    """The report's `drivers` list. A bug here shows up as VKX000 in the VKD checks, not twice."""
+    from vkdoctor.loader.rows import driver_rows
+
+    try:
+        return driver_rows(ctx)
+    except Exception:
+        return ()
+
+
+_MARK = {"ok": "✓", "info": "·", "warn": "!", "fail": "✗", "error": "✗"}
+_ASCII = {"ok": "ok", "info": "--", "warn": "!!", "fail": "XX", "error": "EE"}
+
+
+def render_text(
+    ctx: Context,
+    rows: tuple[Mapping[str, Any], ...],
+    *,
+    unicode: bool,
+    problems: tuple[tuple[str, str, str | None], ...] = (),
+) -> str:
+    """The listing; `problems` are (code, title, remedy) of the fail/error findings, shown last."""
+    from vkdoctor.loader import driver_scan, layer_scan
+
+    scan = driver_scan(ctx)
+    marks = _MARK if unicode else _ASCII
+    arrow = "→" if unicode else "->"
+    out = [
+        f"Vulkan loader {scan.loader.text} ({scan.loader.path or 'libvulkan.so.1 not found'})"
+        + (f"; root {ctx.root}" if not ctx.live else ""),
+        "Driver search path, in order"
+        + (f" (replaced by {scan.plan.override})" if scan.plan.override else "")
+        + ":",
+    ]
+    width = max((len(e.path) for e in scan.plan.entries), default=0)
+    out += [f"  {e.path:<{width}}  [{e.origin}]" for e in scan.plan.entries] or ["  (none)"]
+    out.append("")
+    out.append("Drivers, in the loader's order:" if rows else "Drivers: none found.")
+    for row in rows:
+        v = str(row["verdict"])
+        out.append(f"  {row['index'] + 1:>2} {marks.get(v, '?')} {v:<4} {row['manifest']}")
+        out.append(f"          from {row['origin']}")
+        if row.get("library"):
+            what = f"  ({row['driver']})" if row.get("driver") else ""
+            out.append(f"          {arrow} {row['library']}{what}")
+        reason = str(row["reason"])
+        prefix = f"{row['manifest']}: "
+        out.append(f"          {reason.removeprefix(prefix)}")
+    layers = layer_scan(ctx).active
+    if layers:
+        out.append("")
+        out.append("Implicit layers the loader adds to every application:")
+        for layer in layers:
+            lib = layer.library_found or layer.library
+            off = f" (off with {layer.disable_env}=1)" if layer.disable_env else ""
+            out.append(f"  {layer.name} {arrow} {lib}{off}")
+    loads = [r for r in rows if r["outcome"] == "loads"]
+    failing = [r for r in rows if r["verdict"] == "fail"]
+    out.append("")
+    for code, title, remedy in problems:
+        out.append(f"{marks['fail']} {code} {title}")
+        if remedy:
+            out.append(f"    fix: {remedy}")
+    if problems:
+        out.append("")
+    if failing:
+        out.append(f"vkdoctor: FAIL: {failing[0]['reason']}")
+    elif loads:
+        out.append(
+            f"vkdoctor: {len(loads)} of {len(rows)} driver manifests load: "
+            + ", ".join(str(r["manifest"]).rsplit("/", 1)[-1] for r in loads)
+        )
+    else:
+        out.append("vkdoctor: FAIL: no Vulkan driver will load")
+    return "\n".join(out) + "\n"
+
+
+@click.command()
+@common.root_option
+@click.option(
+    "--json", "json_file", metavar="FILE", help="Write the JSON report to FILE ('-' for stdout)."
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(common.FORMATS),
+    default="text",
+    show_default=True,
+    help="How to print on stdout.",
+)
+@click.option("--strict", is_flag=True, help="Treat warnings as failures (exit 1).")
+@click.option(
+    "--debug", is_flag=True, help="Keep tracebacks of vkdoctor's own errors in the report."
+)
+def drivers(root: str | None, json_file: str | None, fmt: str, strict: bool, debug: bool) -> None:
+    """List the drivers the Vulkan loader will try, in its order, each with its verdict and origin."""
+    from vkdoctor.checks import REGISTRY
+    from vkdoctor.host import collect
+    from vkdoctor.model import Report, Severity, exit_code
+    from vkdoctor.render import json as json_render
+    from vkdoctor.runner import run_checks
+
+    ctx = common.host_context(root=root, probe=False)
+    checks = [c for c in REGISTRY if c.family in ("drivers", "layers")]
+    results = run_checks(ctx, checks, debug=debug)
+    rows = drivers_report(ctx)
+    report = Report(
+        vkdoctor_version=common.version(),
+        host=ctx.fact(collect),
+        checks=results,
+        drivers=rows,
+        command="drivers",
+    )
+    if json_file:
+        common.write_file(json_file, json_render.render(report, strict=strict))
+    if json_file != "-":
+        if fmt == "json":
+            click.echo(json_render.render(report, strict=strict), nl=False)
+        else:
+            encoding = (getattr(sys.stdout, "encoding", None) or "").lower()
+            problems = tuple(
+                (f.code, f.title, f.remedy)
+                for f in report.findings
+                if f.severity.rank >= Severity.FAIL.rank
+            )
+            click.echo(
+                render_text(ctx, rows, unicode="utf" in encoding, problems=problems), nl=False
+            )
+    sys.exit(exit_code(report.status(strict=strict)))

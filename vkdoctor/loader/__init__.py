@@ -1,0 +1,68 @@
+"""The Khronos Vulkan loader's view of this machine, emulated (rules of loader 1.3.239).
+
+Public API:
+- `load_targets(ctx)`: every library the loader will dlopen for a vkCreateInstance, in its order.
+- `driver_scan(ctx)` / `implicit_layer_scan(ctx)`: the full analysis, through `ctx.fact`.
+- `loader_version(ctx)`: which loader the rules are for.
+"""
+
+from __future__ import annotations
+
+from vkdoctor.context import Context
+from vkdoctor.loader.icd import DriverScan, default_driver_scan
+from vkdoctor.loader.layers import LayerScan, implicit_layer_scan
+from vkdoctor.loader.targets import LoadTarget
+from vkdoctor.loader.version import LoaderVersion, loader_version
+
+__all__ = [
+    "DriverScan",
+    "LayerScan",
+    "LoadTarget",
+    "LoaderVersion",
+    "driver_scan",
+    "implicit_layer_scan",
+    "load_targets",
+    "loader_version",
+]
+
+
+def driver_scan(ctx: Context) -> DriverScan:
+    """The driver scan of this run (computed once per Context)."""
+    return ctx.fact(default_driver_scan)
+
+
+def layer_scan(ctx: Context) -> LayerScan:
+    return ctx.fact(implicit_layer_scan)
+
+
+def load_targets(ctx: Context) -> tuple[LoadTarget, ...]:
+    """Active implicit layers (loaded by vkCreateInstance) and the drivers the loader dlopens.
+
+    The loader scans and dlopens drivers first (in manifest order), then loads the active
+    implicit layers while building the instance chain. A scan aborted by a broken manifest lists
+    what is dlopened before the abort.
+    """
+    targets: list[LoadTarget] = []
+    for d in driver_scan(ctx).drivers:
+        if d.dlopened and d.library is not None:
+            targets.append(
+                LoadTarget(
+                    kind="driver",
+                    name=d.basename,
+                    manifest=d.manifest,
+                    dlopen_name=d.library,
+                    library_arch=d.library_arch,
+                )
+            )
+    for layer in layer_scan(ctx).active:
+        if layer.library is not None and layer.name is not None:
+            targets.append(
+                LoadTarget(
+                    kind="layer",
+                    name=layer.name,
+                    manifest=layer.manifest,
+                    dlopen_name=layer.library,
+                    library_arch=layer.library_arch,
+                )
+            )
+    return tuple(targets)

@@ -1,0 +1,406 @@
+"""Driver (ICD) manifests, validated and resolved as loader_icd_scan does (loader 1.3.239 rules).
+
+`driver_scan(ctx)` is the fact every driver check and `vkdoctor drivers` read: the search plan,
+the files in the loader's order, and for each the outcome the loader will reach.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from vkdoctor.context import Context
+from vkdoctor.loader import cjson, fileio
+from vkdoctor.loader.fields import (
+    inspect_library,
+    parse_version,
+    process_bits,
+    resolve_library,
+    variant_of,
+    version_text,
+)
+from vkdoctor.loader.filters import Filter, matches, parse_filter
+from vkdoctor.loader.rootpath import host_path
+from vkdoctor.loader.search import (
+    DirProblem,
+    ManifestFile,
+    SearchPlan,
+    driver_plan,
+    scan,
+    secure_getenv,
+)
+from vkdoctor.loader.stdlib import find_bare
+from vkdoctor.loader.version import LoaderVersion, loader_version
+
+#: nesting we follow before giving up (the loader's recursive cJSON has no limit)
+MAX_DEPTH = 10000
+
+# Outcomes. The loader dlopens the library only for LOADS, LIBRARY_* and WRONG_CLASS.
+LOADS = "loads"
+LIBRARY_MISSING = "library-missing"
+LIBRARY_UNLOADABLE = "library-unloadable"
+WRONG_CLASS = "wrong-elf-class"
+OPEN_FAILED = "open-failed"
+SILENT_SKIP = "skipped-silently"
+FIFO_HANGS = "fifo-hangs"
+SPECIAL_FILE = "special-file"
+TOO_LARGE = "too-large"
+TOO_DEEP = "too-deep"
+JSON_ERROR = "json-error"
+CRASH = "loader-crash"
+NO_FILE_FORMAT = "no-file-format-version"
+NO_ICD = "no-icd-object"
+NO_LIBRARY_PATH = "no-library-path"
+EMPTY_LIBRARY_PATH = "empty-library-path"
+NO_API_VERSION = "no-api-version"
+API_VARIANT = "api-version-variant"
+PORTABILITY = "portability-driver"
+ARCH_MISMATCH = "library-arch-mismatch"
+FILTER_DISABLED = "filtered-disable"
+FILTER_NOT_SELECTED = "filtered-select"
+NOT_REACHED = "not-reached"
+
+#: outcomes where the loader calls dlopen on the library
+DLOPENED = frozenset({LOADS, LIBRARY_MISSING, LIBRARY_UNLOADABLE, WRONG_CLASS})
+#: outcomes that stop the whole scan (vkCreateInstance fails or never returns)
+FATAL = frozenset({FIFO_HANGS, CRASH})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Driver:
+    """One manifest file the loader lists, and what the loader does with it."""
+
+    manifest: str
+    origin: str
+    #: the search entry (directory or file) it was found through
+    entry: str
+    outcome: str
+    #: one line, names the file and the cause
+    reason: str
+    file_format_version: str | None = None
+    api_version: str | None = None
+    #: library_path as the loader reads it (quotes stripped), None when absent
+    library_path: str | None = None
+    #: "absolute", "relative" or "bare"
+    library_rule: str | None = None
+    #: what dlopen gets (absolute or relative path, or bare name)
+    library: str | None = None
+    library_arch: str | None = None
+    is_portability_driver: bool = False
+    #: the manifest's file name, what the select/disable filters match
+    basename: str = ""
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def dlopened(self) -> bool:
+        return self.outcome in DLOPENED
+
+
+@dataclass(frozen=True, kw_only=True)
+class DriverScan:
+    plan: SearchPlan
+    drivers: tuple[Driver, ...]
+    dir_problems: tuple[DirProblem, ...]
+    loader: LoaderVersion
+    select: Filter
+    disable: Filter
+    #: the manifest that makes vkCreateInstance fail for everyone (JSON error on old loaders, crash, hang)
+    aborted_by: Driver | None = None
+
+    @property
+    def usable(self) -> tuple[Driver, ...]:
+        """Drivers that load, when nothing aborts the scan."""
+        if self.aborted_by is not None:
+            return ()
+        return tuple(d for d in self.drivers if d.outcome == LOADS)
+
+
+def _text(b: bytes) -> str:
+    return b.decode("utf-8", "surrogateescape")
+
+
+def _basename(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def _analyse(
+    ctx: Context,
+    mf: ManifestFile,
+    loader: LoaderVersion,
+    select: Filter,
+    disable: Filter,
+    portability_enumeration: bool,
+) -> Driver:
+    base: dict[str, Any] = {
+        "manifest": mf.path,
+        "origin": mf.origin,
+        "entry": mf.entry.path,
+        "basename": _basename(mf.path),
+    }
+
+    def out(outcome: str, reason: str, **kw: Any) -> Driver:
+        return Driver(**base, outcome=outcome, reason=reason, **kw)
+
+    got = fileio.read_manifest(host_path(ctx, mf.path))
+    if got.data is None:
+        problem = got.problem
+        if problem in (fileio.MISSING, fileio.UNREADABLE, fileio.LOOP):
+            return out(OPEN_FAILED, f"{mf.path}: cannot be opened ({got.detail}); skipped")
+        if problem == fileio.DIRECTORY:
+            return out(
+                SILENT_SKIP,
+                f"{mf.path} is a directory; skipped without a message",
+                evidence={"read_problem": problem},
+            )
+        if problem == fileio.EMPTY:
+            return out(
+                SILENT_SKIP,
+                f"{mf.path} is empty (0 bytes); skipped without a message",
+                evidence={"read_problem": problem},
+            )
+        if problem == fileio.FIFO:
+            return out(
+                FIFO_HANGS,
+                f"{mf.path} is a FIFO: the loader opens it and waits for a writer, so every "
+                "Vulkan application hangs in vkCreateInstance",
+            )
+        if problem == fileio.SPECIAL:
+            return out(SPECIAL_FILE, f"{mf.path} is {got.detail}, not a manifest")
+        return out(
+            TOO_LARGE,
+            f"{mf.path} is {got.detail}; vkdoctor refuses to parse it (a real manifest is a few hundred bytes)",
+        )
+    data = got.data
+    evidence: dict[str, Any] = {"size": len(data)}
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        evidence["not_utf8_at"] = exc.start
+    try:
+        root = cjson.parse(data, max_depth=MAX_DEPTH)
+    except (cjson.TooDeep, cjson.TooMany) as exc:
+        return out(
+            TOO_DEEP,
+            f"{mf.path} has {exc}; vkdoctor stopped reading it (loader 1.3.239 parses "
+            "recursively with no limit: measured to survive 100000 levels and to crash at 400000)",
+            evidence=evidence,
+        )
+    except cjson.ParseError as exc:
+        evidence["parse_error"] = str(exc)
+        if loader.json_error_aborts:
+            why = (
+                f"{mf.path} is not valid JSON ({exc}); loader {loader.text} then fails every "
+                "vkCreateInstance with VK_ERROR_OUT_OF_HOST_MEMORY"
+            )
+        else:
+            why = f"{mf.path} is not valid JSON ({exc}); loader {loader.text} skips it"
+        return out(JSON_ERROR, why, evidence=evidence)
+    try:
+        return _fields(ctx, mf, root, base, evidence, select, disable, portability_enumeration)
+    except cjson.LoaderCrash as exc:
+        return out(
+            CRASH,
+            f"{mf.path}: {exc}; the loader crashes reading it (every Vulkan application dies)",
+            evidence=evidence,
+        )
+
+
+def _fields(
+    ctx: Context,
+    mf: ManifestFile,
+    root: cjson.Node,
+    base: dict[str, Any],
+    evidence: dict[str, Any],
+    select: Filter,
+    disable: Filter,
+    portability_enumeration: bool,
+) -> Driver:
+    info: dict[str, Any] = dict(base)
+    info["evidence"] = evidence
+
+    def out(outcome: str, reason: str) -> Driver:
+        return Driver(**info, outcome=outcome, reason=reason)
+
+    item = cjson.get(root, "file_format_version")
+    if item is None:
+        return out(NO_FILE_FORMAT, f"{mf.path} has no 'file_format_version'; skipped")
+    ffv_printed = cjson.print_value(item)
+    info["file_format_version"] = _text(ffv_printed)
+    ffv = parse_version(ffv_printed)
+    if (ffv & 0x1FFFFFFF) >= (1 << 22 | 0 << 12 | 2):
+        evidence["unknown_file_format_version"] = version_text(ffv)
+    icd = cjson.get(root, "ICD")
+    if icd is None:
+        return out(NO_ICD, f"{mf.path} has no 'ICD' object; skipped")
+    lib = cjson.get(icd, "library_path")
+    if lib is None:
+        return out(NO_LIBRARY_PATH, f"{mf.path} has no 'ICD.library_path'; skipped")
+    if lib.type != cjson.STRING:
+        evidence["library_path_type"] = lib.type
+    library_path = _text(cjson.field_text(lib))
+    info["library_path"] = library_path
+    if not library_path:
+        return out(EMPTY_LIBRARY_PATH, f"{mf.path}: 'ICD.library_path' is empty; skipped")
+    library, rule = resolve_library(mf.path, library_path)
+    info["library"] = library
+    info["library_rule"] = rule
+    api = cjson.get(icd, "api_version")
+    if api is None:
+        return out(NO_API_VERSION, f"{mf.path} has no 'ICD.api_version'; skipped")
+    api_v = parse_version(cjson.print_value(api))
+    info["api_version"] = _text(cjson.print_value(api)).strip('"')
+    if variant_of(api_v):
+        return out(
+            API_VARIANT,
+            f"{mf.path}: 'ICD.api_version' {info['api_version']} has a non-zero variant "
+            f"({variant_of(api_v)}); skipped",
+        )
+    port = cjson.get(icd, "is_portability_driver")
+    info["is_portability_driver"] = port is not None and port.type == cjson.TRUE
+    if info["is_portability_driver"] and not portability_enumeration:
+        return out(
+            PORTABILITY,
+            f"{mf.path} is a portability driver: enumerated only by applications that enable "
+            "VK_KHR_portability_enumeration and set the portability bit",
+        )
+    arch = cjson.get(icd, "library_arch")
+    if arch is not None:
+        arch_text = _text(cjson.print_value(arch))
+        info["library_arch"] = arch_text.strip('"') if arch.type == cjson.STRING else arch_text
+        bits = process_bits(ctx.machine)
+        if (arch_text.startswith('"32"') and bits != 32) or (
+            arch_text.startswith('"64"') and bits != 64
+        ):
+            return out(
+                ARCH_MISMATCH,
+                f"{mf.path} is for {info['library_arch']}-bit processes; a {bits}-bit process "
+                "skips it before loading (harmless)",
+            )
+    if select.active or disable.active:
+        name = info["basename"]
+        sel = select.active and matches(name, select)
+        dis = disable.active and matches(name, disable)
+        if dis and not sel:
+            return out(
+                FILTER_DISABLED,
+                f'driver "{name}" is disabled by VK_LOADER_DRIVERS_DISABLE={disable.raw}',
+            )
+        if select.active and not sel:
+            return out(
+                FILTER_NOT_SELECTED,
+                f'driver "{name}" is not selected by VK_LOADER_DRIVERS_SELECT={select.raw}',
+            )
+    target = library
+    if rule == "bare":
+        found = find_bare(ctx, library)
+        if found is None:
+            return out(
+                LIBRARY_MISSING,
+                f"{mf.path}: library {library!r} is a bare name and is in neither LD_LIBRARY_PATH "
+                "nor the standard library directories",
+            )
+        evidence["library_found"] = found
+        target = found
+    state = inspect_library(ctx, target)
+    evidence["library_state"] = state.state
+    if state.state == "ok":
+        where = f" (bare name, found as {target})" if rule == "bare" else ""
+        return out(LOADS, f"{mf.path}: library {library} is present{where}")
+    if state.state == "missing":
+        return out(
+            LIBRARY_MISSING,
+            f"{mf.path}: library {library} ({rule} path) does not exist ({state.detail})",
+        )
+    if state.state == "wrong-class":
+        return out(
+            WRONG_CLASS,
+            f"{mf.path}: library {library} is ELFCLASS{state.elf_class}; dlopen rejects it for a "
+            f"{process_bits(ctx.machine)}-bit process (harmless)",
+        )
+    return out(LIBRARY_UNLOADABLE, f"{mf.path}: library {library} cannot load ({state.detail})")
+
+
+def driver_scan(ctx: Context, *, portability_enumeration: bool = False) -> DriverScan:
+    """Everything the loader does with driver manifests, short of dlopen itself."""
+    loader = ctx.fact(loader_version)
+    plan = driver_plan(ctx)
+    files, problems = scan(ctx, plan)
+    select = parse_filter(
+        "VK_LOADER_DRIVERS_SELECT", secure_getenv(ctx, "VK_LOADER_DRIVERS_SELECT")
+    )
+    disable = parse_filter(
+        "VK_LOADER_DRIVERS_DISABLE", secure_getenv(ctx, "VK_LOADER_DRIVERS_DISABLE")
+    )
+    drivers: list[Driver] = []
+    aborted: Driver | None = None
+    for mf in files:
+        if aborted is not None:
+            drivers.append(
+                Driver(
+                    manifest=mf.path,
+                    origin=mf.origin,
+                    entry=mf.entry.path,
+                    basename=_basename(mf.path),
+                    outcome=NOT_REACHED,
+                    reason=f"{mf.path} is never read: the scan stops at {aborted.manifest}",
+                )
+            )
+            continue
+        d = _analyse(ctx, mf, loader, select, disable, portability_enumeration)
+        drivers.append(d)
+        if d.outcome in FATAL or (d.outcome == JSON_ERROR and loader.json_error_aborts):
+            aborted = d
+    return DriverScan(
+        plan=plan,
+        drivers=tuple(drivers),
+        dir_problems=problems,
+        loader=loader,
+        select=select,
+        disable=disable,
+        aborted_by=aborted,
+    )
+
+
+_VERDICT = {
+    LOADS: "ok",
+    LIBRARY_MISSING: "warn",
+    LIBRARY_UNLOADABLE: "warn",
+    WRONG_CLASS: "info",
+    OPEN_FAILED: "warn",
+    FIFO_HANGS: "fail",
+    SPECIAL_FILE: "warn",
+    TOO_LARGE: "warn",
+    TOO_DEEP: "warn",
+    CRASH: "fail",
+    NO_FILE_FORMAT: "warn",
+    NO_ICD: "warn",
+    NO_LIBRARY_PATH: "warn",
+    EMPTY_LIBRARY_PATH: "warn",
+    NO_API_VERSION: "warn",
+    API_VARIANT: "warn",
+    PORTABILITY: "info",
+    ARCH_MISMATCH: "info",
+    FILTER_DISABLED: "info",
+    FILTER_NOT_SELECTED: "info",
+    NOT_REACHED: "info",
+}
+
+
+def verdict(d: Driver, scan: DriverScan) -> tuple[str, str]:
+    """(ok|info|warn|fail, reason) for one driver, in the context of the whole scan."""
+    if d.outcome == JSON_ERROR:
+        return ("fail" if scan.loader.json_error_aborts else "warn"), d.reason
+    if d.outcome == SILENT_SKIP:
+        is_dir = d.evidence.get("read_problem") == fileio.DIRECTORY
+        return ("info" if is_dir else "warn"), d.reason
+    v = _VERDICT.get(d.outcome, "warn")
+    if d.outcome == LOADS and scan.aborted_by is not None:
+        return "fail", (
+            f"{d.reason}, but vkCreateInstance fails anyway because of {scan.aborted_by.manifest}"
+        )
+    return v, d.reason
+
+
+def default_driver_scan(ctx: Context) -> DriverScan:
+    """The fact form (one scan per run), for an application that does not enable portability."""
+    return driver_scan(ctx)

@@ -1,0 +1,366 @@
+"""Implicit layers: found, read and switched on or off as loader 1.3.239 does.
+
+Found on the driver search list with the implicit_layer.d suffix (no variable changes that list in
+1.3.239); read by loader_add_layer_properties / loader_read_layer_json; activated by
+loader_implicit_layer_is_enabled: enable_environment must equal its value exactly,
+VK_LOADER_LAYERS_ENABLE / _DISABLE (name globs, ~all~, ~implicit~) force on or off, and a
+disable_environment variable that is defined at all (even empty) turns the layer off.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from vkdoctor.context import Context
+from vkdoctor.loader import cjson, fileio
+from vkdoctor.loader.fields import (
+    inspect_library,
+    parse_version,
+    process_bits,
+    resolve_library,
+    version_triple,
+)
+from vkdoctor.loader.filters import Filter, matches, parse_filter, parse_layer_disable
+from vkdoctor.loader.icd import MAX_DEPTH
+from vkdoctor.loader.rootpath import host_path
+from vkdoctor.loader.search import (
+    ManifestFile,
+    SearchPlan,
+    implicit_layer_plan,
+    scan,
+    secure_getenv,
+)
+from vkdoctor.loader.stdlib import find_bare
+from vkdoctor.loader.version import LoaderVersion, loader_version
+
+# Manifest-level outcomes (one per file)
+FILE_OK = "ok"
+FILE_OPEN_FAILED = "open-failed"
+FILE_SILENT = "skipped-silently"
+FILE_FIFO = "fifo-hangs"
+FILE_SPECIAL = "special-file"
+FILE_TOO_LARGE = "too-large"
+FILE_TOO_DEEP = "too-deep"
+FILE_JSON_ERROR = "json-error"
+FILE_CRASH = "loader-crash"
+FILE_NOT_OBJECT = "not-an-object"
+FILE_NO_FILE_FORMAT = "no-file-format-version"
+FILE_NO_LAYER = "no-layer-object"
+FILE_MULTIPLE_LAYER = "multiple-layer-objects"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Layer:
+    """One layer entry of a manifest, and whether it ends up in every instance."""
+
+    manifest: str
+    origin: str
+    name: str | None
+    #: None when the entry is valid; otherwise why the loader drops it
+    invalid: str | None = None
+    type: str | None = None
+    library_path: str | None = None
+    #: "absolute", "relative" or "bare"
+    library_rule: str | None = None
+    #: what dlopen gets
+    library: str | None = None
+    #: for a bare name: where the standard directories hold it, if anywhere
+    library_found: str | None = None
+    #: "ok", "missing", "wrong-class", ... (inspect_library), or "unknown" for a bare name not found
+    library_state: str | None = None
+    component_layers: tuple[str, ...] = ()
+    library_arch: str | None = None
+    disable_env: str | None = None
+    disable_value: str | None = None
+    enable_env: str | None = None
+    enable_value: str | None = None
+    active: bool = False
+    #: why active or not, one line
+    activation: str = ""
+
+    @property
+    def remedy(self) -> str:
+        if self.disable_env:
+            return (
+                f"export {self.disable_env}={self.disable_value or '1'}   "
+                f"(any value, even empty, turns {self.name} off)"
+            )
+        return f"export VK_LOADER_LAYERS_DISABLE={self.name}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class LayerFile:
+    manifest: str
+    origin: str
+    outcome: str
+    reason: str
+    file_format_version: str | None = None
+    layers: tuple[Layer, ...] = ()
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LayerScan:
+    plan: SearchPlan
+    files: tuple[LayerFile, ...]
+    loader: LoaderVersion
+    enable: Filter
+    disable: Filter
+    #: the manifest that makes vkCreateInstance fail (JSON error on old loaders), crash or hang
+    aborted_by: LayerFile | None = None
+
+    @property
+    def layers(self) -> tuple[Layer, ...]:
+        return tuple(layer for f in self.files for layer in f.layers)
+
+    @property
+    def active(self) -> tuple[Layer, ...]:
+        """Active layers in the order the loader inserts them; for a duplicate name the last wins."""
+        seen: set[str] = set()
+        picked: list[Layer] = []
+        for layer in reversed(self.layers):
+            if layer.active and layer.invalid is None and layer.name not in seen:
+                seen.add(layer.name or "")
+                picked.append(layer)
+        return tuple(reversed(picked))
+
+
+def _text(b: bytes) -> str:
+    return b.decode("utf-8", "surrogateescape")
+
+
+def _item_text(node: cjson.Node | None) -> str | None:
+    """GET_JSON_ITEM: cJSON_Print minus first and last character.
+
+    A one-character value (a digit) leaves the loader reading past the text; observed: empty.
+    """
+    if node is None:
+        return None
+    printed = cjson.print_value(node)
+    return _text(printed[1:-1]) if len(printed) >= 2 else ""
+
+
+def _env_pair(node: cjson.Node) -> tuple[str, str] | None:
+    """The first key/value of an enable/disable_environment object, as the loader copies it."""
+    if not node.children or node.children[0].key is None:
+        return None
+    first = node.children[0]
+    if first.type != cjson.STRING:
+        raise cjson.LoaderCrash(
+            f"the value of {_text(first.key or b'')!r} is not a string; the loader copies from NULL"
+        )
+    return _text(first.key or b""), _text(first.string)
+
+
+_REQUIRED = ("name", "type", "api_version", "implementation_version", "description")
+
+
+def _layer(
+    ctx: Context,
+    mf: ManifestFile,
+    node: cjson.Node,
+    enable: Filter,
+    disable: Filter,
+) -> Layer:
+    base: dict[str, Any] = {"manifest": mf.path, "origin": mf.origin}
+    values: dict[str, str] = {}
+    for key in _REQUIRED:
+        got = _item_text(cjson.get(node, key))
+        if got is None:
+            return Layer(**base, name=values.get("name"), invalid=f"required field '{key}' missing")
+        values[key] = got
+    name = values["name"]
+    base["name"] = name
+    base["type"] = values["type"]
+    if values["type"] == "DEVICE":
+        return Layer(**base, invalid="type DEVICE: device layers are no longer supported")
+    if values["type"] not in ("INSTANCE", "GLOBAL"):
+        return Layer(**base, invalid=f"type {values['type']!r} is not INSTANCE or GLOBAL")
+    lib = cjson.get(node, "library_path")
+    comps = cjson.get(node, "component_layers")
+    if lib is not None and comps is not None:
+        return Layer(**base, invalid="has both library_path and component_layers")
+    if lib is not None:
+        raw = _item_text(lib) or ""
+        library, rule = resolve_library(mf.path, raw)
+        base.update(library_path=raw, library=library, library_rule=rule)
+        if rule == "bare":
+            found = find_bare(ctx, library)
+            base["library_found"] = found
+            base["library_state"] = inspect_library(ctx, found).state if found else "unknown"
+        else:
+            base["library_state"] = inspect_library(ctx, library).state
+    elif comps is not None:
+        names = tuple(_item_text(c) or "" for c in comps.children)
+        base["component_layers"] = names
+    else:
+        return Layer(**base, invalid="has neither library_path nor component_layers")
+    dis = cjson.get(node, "disable_environment")
+    pair = _env_pair(dis) if dis is not None else None
+    if pair is None:
+        return Layer(**base, invalid="required 'disable_environment' missing or empty")
+    base["disable_env"], base["disable_value"] = pair
+    ena = cjson.get(node, "enable_environment")
+    pair = _env_pair(ena) if ena is not None else None
+    if pair is not None:
+        base["enable_env"], base["enable_value"] = pair
+    arch = cjson.get(node, "library_arch")
+    if arch is not None:
+        arch_text = _item_text(arch) or ""
+        base["library_arch"] = arch_text
+        bits = process_bits(ctx.machine)
+        if (arch_text.startswith("32") and bits != 32) or (
+            arch_text.startswith("64") and bits != 64
+        ):
+            return Layer(
+                **base, invalid=f"library_arch {arch_text}: skipped by a {bits}-bit process"
+            )
+    active, why = _activation(ctx, base, enable, disable)
+    return Layer(**base, active=active, activation=why)
+
+
+def _activation(
+    ctx: Context, layer: dict[str, Any], enable: Filter, disable: Filter
+) -> tuple[bool, str]:
+    name = layer["name"]
+    forced_off = disable.all or disable.implicit or matches(name, disable)
+    forced_on = enable.active and matches(name, enable)
+    enable_env = layer.get("enable_env")
+    if not enable_env:
+        on, why = True, "on by default (no enable_environment)"
+    else:
+        value = ctx.getenv(enable_env)
+        want = layer.get("enable_value")
+        if value is not None and value == want:
+            on, why = True, f"enabled by {enable_env}={value}"
+        elif value is None:
+            on, why = False, f"off: needs {enable_env}={want}, which is not set"
+        else:
+            on, why = False, f"off: needs {enable_env}={want} exactly, it is {value!r}"
+    if forced_on:
+        if not on:
+            on, why = True, f"forced on by VK_LOADER_LAYERS_ENABLE={enable.raw}"
+    elif on and forced_off:
+        return False, f"forced off by VK_LOADER_LAYERS_DISABLE={disable.raw}"
+    disable_env = layer["disable_env"]
+    if ctx.getenv(disable_env) is not None:
+        return False, f"off: {disable_env} is defined ({ctx.getenv(disable_env)!r})"
+    return on, why
+
+
+def _file(
+    ctx: Context,
+    mf: ManifestFile,
+    loader: LoaderVersion,
+    enable: Filter,
+    disable: Filter,
+) -> LayerFile:
+    base: dict[str, Any] = {"manifest": mf.path, "origin": mf.origin}
+    got = fileio.read_manifest(host_path(ctx, mf.path))
+    if got.data is None:
+        p = got.problem
+        if p in (fileio.MISSING, fileio.UNREADABLE, fileio.LOOP):
+            return LayerFile(
+                **base, outcome=FILE_OPEN_FAILED, reason=f"cannot be opened ({got.detail})"
+            )
+        if p in (fileio.DIRECTORY, fileio.EMPTY):
+            return LayerFile(**base, outcome=FILE_SILENT, reason=f"{got.detail}; skipped silently")
+        if p == fileio.FIFO:
+            return LayerFile(
+                **base,
+                outcome=FILE_FIFO,
+                reason="a FIFO: the loader waits for a writer, so every Vulkan application hangs",
+            )
+        if p == fileio.SPECIAL:
+            return LayerFile(**base, outcome=FILE_SPECIAL, reason=got.detail)
+        return LayerFile(
+            **base, outcome=FILE_TOO_LARGE, reason=f"{got.detail}; vkdoctor refuses to parse it"
+        )
+    try:
+        root = cjson.parse(got.data, max_depth=MAX_DEPTH)
+    except (cjson.TooDeep, cjson.TooMany) as exc:
+        return LayerFile(
+            **base,
+            outcome=FILE_TOO_DEEP,
+            reason=f"has {exc}; vkdoctor stopped reading it (the loader may overflow its stack)",
+        )
+    except cjson.ParseError as exc:
+        if loader.json_error_aborts:
+            why = (
+                f"not valid JSON ({exc}); loader {loader.text} then fails every "
+                "vkCreateInstance with VK_ERROR_OUT_OF_HOST_MEMORY, whatever the layer filters say"
+            )
+        else:
+            why = f"not valid JSON ({exc}); loader {loader.text} skips it"
+        return LayerFile(**base, outcome=FILE_JSON_ERROR, reason=why)
+    try:
+        return _layers_of(ctx, mf, root, base, enable, disable)
+    except cjson.LoaderCrash as exc:
+        return LayerFile(**base, outcome=FILE_CRASH, reason=f"{exc}; the loader crashes on it")
+
+
+def _layers_of(
+    ctx: Context,
+    mf: ManifestFile,
+    root: cjson.Node,
+    base: dict[str, Any],
+    enable: Filter,
+    disable: Filter,
+) -> LayerFile:
+    if root.type != cjson.OBJECT:
+        return LayerFile(**base, outcome=FILE_NOT_OBJECT, reason="top level is not a JSON object")
+    ffv = cjson.get(root, "file_format_version")
+    if ffv is None:
+        return LayerFile(**base, outcome=FILE_NO_FILE_FORMAT, reason="no 'file_format_version'")
+    printed = cjson.print_value(ffv)
+    base["file_format_version"] = _text(printed)
+    version = version_triple(parse_version(printed))
+    layers_node = cjson.get(root, "layers")
+    nodes: list[cjson.Node]
+    if layers_node is not None:
+        nodes = list(layers_node.children)
+    else:
+        layer_node = cjson.get(root, "layer")
+        if layer_node is None:
+            return LayerFile(**base, outcome=FILE_NO_LAYER, reason="no 'layer' or 'layers'")
+        # the loader walks from "layer" through every later key of the top-level object
+        at = root.children.index(layer_node)
+        nodes = root.children[at:]
+        if len(nodes) > 1 and version >= (1, 0, 1):
+            return LayerFile(
+                **base,
+                outcome=FILE_MULTIPLE_LAYER,
+                reason="keys after 'layer' read as more 'layer' objects, refused for file version >= 1.0.1",
+            )
+    layers = tuple(_layer(ctx, mf, n, enable, disable) for n in nodes)
+    return LayerFile(**base, outcome=FILE_OK, reason="read", layers=layers)
+
+
+def implicit_layer_scan(ctx: Context) -> LayerScan:
+    """Fact: every implicit layer manifest, its layers and whether each is active."""
+    loader = ctx.fact(loader_version)
+    plan = implicit_layer_plan(ctx)
+    files, _problems = scan(ctx, plan)
+    enable = parse_filter("VK_LOADER_LAYERS_ENABLE", secure_getenv(ctx, "VK_LOADER_LAYERS_ENABLE"))
+    disable = parse_layer_disable(
+        "VK_LOADER_LAYERS_DISABLE", secure_getenv(ctx, "VK_LOADER_LAYERS_DISABLE")
+    )
+    out: list[LayerFile] = []
+    aborted: LayerFile | None = None
+    for mf in files:
+        lf = _file(ctx, mf, loader, enable, disable)
+        out.append(lf)
+        if lf.outcome in (FILE_FIFO, FILE_CRASH) or (
+            lf.outcome == FILE_JSON_ERROR and loader.json_error_aborts
+        ):
+            aborted = lf
+            break
+    return LayerScan(
+        plan=plan,
+        files=tuple(out),
+        loader=loader,
+        enable=enable,
+        disable=disable,
+        aborted_by=aborted,
+    )

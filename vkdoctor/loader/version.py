@@ -1,0 +1,53 @@
+"""Which Vulkan loader the analysis is for: its version decides rules such as the JSON-error one."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from vkdoctor.context import Context
+from vkdoctor.loader.stdlib import final_name, find_in_standard_dirs
+
+LOADER_SONAME = "libvulkan.so.1"
+_VERSIONED = re.compile(r"^libvulkan\.so\.(\d+)\.(\d+)\.(\d+)$")
+
+#: first loader that skips a manifest with a JSON syntax error instead of failing vkCreateInstance
+JSON_ERROR_SKIPS_FROM = (1, 3, 268)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoaderVersion:
+    #: the libvulkan.so.1 path inside the root, None when not found
+    path: str | None
+    #: the file it resolves to, e.g. libvulkan.so.1.3.239
+    file: str | None
+    #: (major, minor, patch) or None when the file name does not say
+    version: tuple[int, int, int] | None
+
+    @property
+    def text(self) -> str:
+        return ".".join(map(str, self.version)) if self.version else "unknown"
+
+    @property
+    def json_error_aborts(self) -> bool:
+        """A manifest with a JSON syntax error fails every vkCreateInstance (loaders < 1.3.268).
+
+        An unknown version is assumed old: the worse case is the one to warn about.
+        """
+        return self.version is None or self.version < JSON_ERROR_SKIPS_FROM
+
+
+def find_loader(ctx: Context) -> str | None:
+    """Where libvulkan.so.1 is. The one lookup to replace with the full ld.so emulation."""
+    return find_in_standard_dirs(ctx, LOADER_SONAME)
+
+
+def loader_version(ctx: Context) -> LoaderVersion:
+    """Fact: the loader's version, from the name of the file libvulkan.so.1 resolves to."""
+    path = find_loader(ctx)
+    if path is None:
+        return LoaderVersion(path=None, file=None, version=None)
+    name = final_name(ctx, path)
+    m = _VERSIONED.match(name or "")
+    version = (int(m[1]), int(m[2]), int(m[3])) if m else None
+    return LoaderVersion(path=path, file=name, version=version)
