@@ -2,8 +2,9 @@
 
 The seed's private LLVM came from /var/cache/pacman/pkg. Opening every cached package would take
 minutes, so only files whose package name belongs to the soname's family are considered (libLLVM.so.23.1:
-llvm-libs, llvm, libllvm23 ...), plus the families of the near misses' packages, newest first and at
-most MAX_PACKAGES of them. Which of them really holds the soname is decided by extracting it.
+llvm-libs, llvm, libllvm23 ...), plus the families of the near misses' packages, and only versions
+that can be the soname's build (its major number in the package's name or version), newest first,
+at most MAX_PACKAGES of them. Which of them really holds the soname is decided by extracting it.
 """
 
 from __future__ import annotations
@@ -53,6 +54,21 @@ def _matches(name: str, stems: set[str]) -> bool:
     return name in stems or bare in stems
 
 
+def _version_fits(pkg: CachedPackage, soname: str) -> bool:
+    """The package can be the soname's build: its name or its version carries the soname's major.
+
+    libLLVM.so.23.1 fits libllvm23 and llvm-libs 23.1.0, not llvm-libs 22.1.8.
+    """
+    major = _SOVERSION.search(soname)
+    if not major:
+        return True
+    number = major.group(1)
+    if re.search(rf"(?<![0-9]){number}(?![0-9])", pkg.name):
+        return True
+    version = pkg.version.split(":", 1)[-1]
+    return version == number or version.startswith((f"{number}.", f"{number}-", f"{number}+"))
+
+
 def find(
     ctx: Context, soname: str, machine: str, near_miss_packages: Iterable[str] = ()
 ) -> list[CachedPackage]:
@@ -85,7 +101,7 @@ def find(
                     version=m["ver"].replace("%3a", ":"),
                     arch=m["arch"],
                 )
-            if not _matches(pkg.name, stems):
+            if not _matches(pkg.name, stems) or not _version_fits(pkg, soname):
                 continue
             try:
                 mtime = Path(entry).stat().st_mtime
