@@ -332,3 +332,55 @@ def test_a_file_others_can_replace_is_refused(tmp_path: Path) -> None:
         f"  {shared}/libwob.so.1 (search path): refused: in {shared}, a directory anyone can write"
         in lines
     )
+
+
+def test_unreadable_search_path_is_named(tmp_path: Path) -> None:
+    """As an unprivileged user (root reads everything: the search runs in a child as nobody)."""
+    import os
+    import tempfile
+
+    from vkdoctor.context import Context, Options
+    from vkdoctor.overlay.candidates import Need, search, user_dirs
+
+    top = Path(tempfile.mkdtemp(prefix="vkdoctor-overlay-nobody-", dir="/tmp"))
+    try:
+        top.chmod(0o755)
+        locked = top / "locked"
+        locked.mkdir(mode=0o700)
+        lab.shared_lib(locked / "libq.so.1", "libq.so.1")
+        locked.chmod(0o000)
+        ctx = Context(env={}, options=Options(search_paths=(locked,)))
+        need = Need(soname="libq.so.1", needed_by=("/x/libvulkan_q.so",))
+        r, w = os.pipe()
+        pid = os.fork() if os.geteuid() == 0 else 0
+        if pid == 0:
+            code = 0
+            try:
+                if os.geteuid() == 0:
+                    os.close(r)
+                    os.setgroups([])
+                    os.setgid(65534)
+                    os.setuid(65534)
+                found = search(ctx, [need], user_dirs(ctx))
+                text = json.dumps([p.as_dict() for p in found.problems])
+                os.write(w, text.encode())
+            except BaseException:
+                code = 1
+            if os.geteuid() == 65534:
+                os._exit(code)
+        os.close(w)
+        with os.fdopen(r, "rb") as f:
+            problems = json.loads(f.read())
+        if pid:
+            _, status = os.waitpid(pid, 0)
+            assert os.waitstatus_to_exitcode(status) == 0
+        assert problems == [
+            {
+                "path": str(locked),
+                "origin": "search path",
+                "message": "cannot be read (Permission denied)",
+            }
+        ]
+    finally:
+        (top / "locked").chmod(0o755)
+        shutil.rmtree(top)
