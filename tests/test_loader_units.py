@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -150,7 +151,8 @@ def test_read_manifest_bad_input_is_bounded_and_named(tmp_path):
 def _fake_loader_root(root: Path, version: str) -> None:
     lib = root / "usr/lib/x86_64-linux-gnu"
     lib.mkdir(parents=True)
-    (lib / f"libvulkan.so.{version}").write_bytes(b"\x7fELF")
+    # a real ELF, so that the ld.so emulation accepts it; the name carries the version
+    shutil.copyfile("/usr/lib/x86_64-linux-gnu/libvulkan.so.1", lib / f"libvulkan.so.{version}")
     (lib / "libvulkan.so.1").symlink_to(f"libvulkan.so.{version}")
 
 

@@ -8,6 +8,7 @@ once per run through `Context.fact`, never cached at module level.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -15,6 +16,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+#: symlinks followed in one path before giving up, as the kernel's MAXSYMLINKS
+_MAX_LINKS = 40
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,6 +70,43 @@ class Context:
         if self.live:
             return Path(p)
         return self.root / p.relative_to("/")
+
+    def resolve(self, path: str | PurePosixPath) -> Path:
+        """The host path of `path` with every symlink followed inside root.
+
+        On the live machine this is realpath. Inspecting another root, an absolute link target
+        such as /etc/alternatives/x is looked up inside that root, never on the host; links are
+        followed one component at a time, and a loop gives back a path that fails with ELOOP.
+        """
+        text = str(path)
+        if not text.startswith("/"):
+            text = str(self.cwd).rstrip("/") + "/" + text
+        if self.live:
+            return Path(os.path.realpath(text))
+        todo = [p for p in text.split("/") if p]
+        done: list[str] = []
+        links = 0
+        while todo:
+            part = todo.pop(0)
+            if part == ".":
+                continue
+            if part == "..":
+                if done:
+                    done.pop()
+                continue
+            candidate = "/" + "/".join([*done, part])
+            try:
+                target = str(self.under(candidate).readlink())
+            except OSError:
+                done.append(part)
+                continue
+            links += 1
+            if links > _MAX_LINKS:
+                return self.under(candidate)
+            if target.startswith("/"):
+                done = []
+            todo = [p for p in target.split("/") if p] + todo
+        return self.under("/" + "/".join(done))
 
     def getenv(self, name: str) -> str | None:
         return self.env.get(name)

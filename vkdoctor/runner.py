@@ -97,5 +97,7 @@ def _run_one(
             seconds=time.perf_counter() - start,
         )
     if not findings:
-        findings = (Finding(code=check.code, severity=Severity.OK, title=check.title),)
+        findings = (
+            Finding(code=check.code, severity=Severity.OK, title=check.title, message="none"),
+        )
     return result(CheckStatus.RAN, findings=findings, seconds=time.perf_counter() - start)

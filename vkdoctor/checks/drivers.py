@@ -306,7 +306,7 @@ class DriverLibrary(Check):
 
     code = "VKD005"
     family = "drivers"
-    title = "Driver libraries named by manifests"
+    title = "Driver libraries that are missing or unloadable"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         scan = driver_scan(ctx)

@@ -7,7 +7,6 @@ machine, and every required symbol version, without loading anything.
 
 from __future__ import annotations
 
-import importlib
 import posixpath
 import re
 from collections.abc import Iterable
@@ -25,13 +24,13 @@ from vkdoctor.elf.explain import (
 from vkdoctor.elf.resolve import Miss, Resolution, VersionProblem, resolve, resolve_target
 from vkdoctor.elf.search import How
 from vkdoctor.elf.wgpu import find_wgpu_native
+from vkdoctor.loader import load_targets
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.model import Finding, Severity
 
 
 def targets(ctx: Context) -> tuple[LoadTarget, ...]:
     """The libraries the loader will dlopen. The one seam tests replace."""
-    load_targets = importlib.import_module("vkdoctor.loader").load_targets
     return tuple(load_targets(ctx))
 
 
@@ -140,7 +139,7 @@ class NeededLibraries(Check):
 
     code = "VKL002"
     family = "libraries"
-    title = "Needed libraries resolve"
+    title = "Needed libraries that cannot be found"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         groups: dict[tuple[str, str | None], list[tuple[LoadTarget, Miss]]] = {}
@@ -211,7 +210,7 @@ class SymbolVersions(Check):
 
     code = "VKL003"
     family = "libraries"
-    title = "Symbol versions"
+    title = "Missing symbol versions"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         groups: dict[tuple[str, tuple[str, ...]], list[tuple[LoadTarget, VersionProblem]]] = {}

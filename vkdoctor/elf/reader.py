@@ -8,7 +8,6 @@ per Context; a file that cannot be read gives an `ElfError`, never an exception.
 
 from __future__ import annotations
 
-import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,44 +119,14 @@ class ElfError:
 ElfResult = ElfInfo | ElfError
 
 
-def host_realpath(ctx: Context, path: str) -> Path:
-    """The file `path` (inside the root) really is: symlinks followed without leaving the root."""
-    if ctx.live:
-        return Path(os.path.realpath(path))
-    parts = [p for p in Path(path).parts if p != "/"]
-    resolved: list[str] = []
-    hops = 0
-    while parts:
-        part = parts.pop(0)
-        if part in ("", "."):
-            continue
-        if part == "..":
-            if resolved:
-                resolved.pop()
-            continue
-        candidate = ctx.under("/" + "/".join([*resolved, part]))
-        if candidate.is_symlink() and hops < 40:
-            hops += 1
-            target = str(candidate.readlink())
-            if target.startswith("/"):
-                resolved = []
-            parts = [p for p in Path(target).parts if p != "/"] + parts
-            continue
-        resolved.append(part)
-    return ctx.under("/" + "/".join(resolved))
-
-
 def _cache(ctx: Context) -> dict[str, ElfResult]:
     return {}
 
 
 def read_elf(ctx: Context, path: str) -> ElfResult:
     """Parse `path` (inside the root) once per Context; the same file under two names is parsed once."""
-    host = ctx.under(path)
-    try:
-        key = str(host_realpath(ctx, path))
-    except OSError:
-        key = str(host)
+    host = ctx.resolve(path)
+    key = str(host)
     cache = ctx.fact(_cache)
     hit = cache.get(key)
     if hit is None:

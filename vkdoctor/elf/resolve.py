@@ -297,6 +297,14 @@ def loader_lookup(ctx: Context, inputs: SearchInputs | None = None) -> Lookup:
     return _process(ctx, inputs, True).lookups[LOADER_SONAME]
 
 
+def dlopen_lookup(ctx: Context, name: str, inputs: SearchInputs | None = None) -> Lookup:
+    """What `dlopen(name)` called from libvulkan.so.1 finds: the search a bare library_path gets."""
+    inputs = inputs or SearchInputs.from_context(ctx)
+    proc = _process(ctx, inputs, True)
+    requester = proc.loader if proc.loader is not None else proc.executable
+    return proc.searcher.search(name, requester, list(proc.loaded), proc.executable)
+
+
 def resolve_target(
     ctx: Context, target: LoadTarget, *, inputs: SearchInputs | None = None
 ) -> Resolution:

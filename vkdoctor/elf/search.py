@@ -23,7 +23,7 @@ from typing import Any, Literal
 from vkdoctor.context import Context
 from vkdoctor.elf.ldcache import LdCache, load_cache
 from vkdoctor.elf.platform import LdsoPlatform, ldso_platform
-from vkdoctor.elf.reader import ElfError, ElfInfo, host_realpath, read_elf
+from vkdoctor.elf.reader import ElfError, ElfInfo, read_elf
 
 
 class How(str, enum.Enum):
@@ -169,7 +169,7 @@ class Searcher:
 
     def realpath(self, path: str) -> str:
         try:
-            real = host_realpath(self.ctx, self._abs(path))
+            real = self.ctx.resolve(self._abs(path))
         except OSError:
             return path
         if self.ctx.live:

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 
 from vkdoctor.context import Context
-from vkdoctor.loader.stdlib import final_name, find_in_standard_dirs
+from vkdoctor.loader.stdlib import final_name
 
 LOADER_SONAME = "libvulkan.so.1"
 _VERSIONED = re.compile(r"^libvulkan\.so\.(\d+)\.(\d+)\.(\d+)$")
@@ -38,8 +38,11 @@ class LoaderVersion:
 
 
 def find_loader(ctx: Context) -> str | None:
-    """Where libvulkan.so.1 is. The one lookup to replace with the full ld.so emulation."""
-    return find_in_standard_dirs(ctx, LOADER_SONAME)
+    """Where a program linked against libvulkan.so.1 finds it, by the ld.so emulation."""
+    from vkdoctor.elf.resolve import loader_lookup
+
+    found = loader_lookup(ctx).found
+    return found.path if found is not None else None
 
 
 def loader_version(ctx: Context) -> LoaderVersion:

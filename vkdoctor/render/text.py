@@ -101,14 +101,15 @@ def _probe(probe: dict[str, object], style: Style) -> list[str]:
 
 def render(report: Report, *, style: Style, strict: bool = False) -> str:
     lines: list[str] = []
-    family = None
+    families: dict[str, list[CheckResult]] = {}
     for c in report.checks:
-        if c.family != family:
-            family = c.family
-            if lines:
-                lines.append("")
-            lines.append(family.capitalize())
-        lines.extend(_check(c, style))
+        families.setdefault(c.family, []).append(c)
+    for family, checks in families.items():
+        if lines:
+            lines.append("")
+        lines.append(family.capitalize())
+        for c in checks:
+            lines.extend(_check(c, style))
     if report.overlay:
         lines += [
             "",
