@@ -170,7 +170,7 @@ def evaluate(ctx: Context, path: str, need: Need, origin: str) -> Candidate:
 
     if host.is_symlink() and not host.exists():
         return reject(f"a broken symbolic link (to {host.readlink()})")
-    real = os.path.realpath(host)
+    real = str(ctx.resolve(path))
     unsafe = _writable_by_others(Path(real))
     if unsafe:
         return reject(unsafe, real)
