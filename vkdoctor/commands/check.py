@@ -19,6 +19,7 @@ from vkdoctor.runner import run_checks, select
 @common.search_path_option
 @common.timeout_option
 @common.output_options
+@common.disk_options
 @click.option("--no-probe", is_flag=True, help="Static checks only; do not run the compute probe.")
 @click.option("--cpu", is_flag=True, help="The probe must use a CPU adapter on Vulkan (lavapipe).")
 @click.option(
@@ -47,6 +48,8 @@ def check(
     strict: bool,
     verbose: bool,
     debug: bool,
+    disk_warn: int,
+    disk_fail: int,
     no_probe: bool,
     cpu: bool,
     adapter: str | None,
@@ -56,6 +59,8 @@ def check(
     """Inspect drivers, loader, libraries, packages, disk and environment, then run the probe."""
     if cpu and adapter:
         raise click.UsageError("--cpu and --adapter choose the adapter two ways; give one")
+    if disk_fail > disk_warn:
+        raise click.UsageError("--disk-fail must not be larger than --disk-warn")
     ctx = common.host_context(
         root=root,
         search_path=search_path,
@@ -63,6 +68,8 @@ def check(
         cpu=cpu,
         adapter=adapter,
         probe=not no_probe and root is None,
+        disk_warn_bytes=disk_warn,
+        disk_fail_bytes=disk_fail,
     )
     chosen = select(REGISTRY, selected, ignored)
     if any(c.code == "VKO001" for c in chosen):
@@ -70,6 +77,10 @@ def check(
         from vkdoctor.overlay.checkflow import context_for_checks
 
         ctx = context_for_checks(ctx)
+    if any(c.family == "load" for c in chosen):
+        from vkdoctor.checks.loadtest import prefetch
+
+        prefetch(ctx)
     results = run_checks(ctx, chosen, debug=debug)
     from vkdoctor.overlay.checkflow import report_overlay
 

@@ -59,6 +59,37 @@ def host_context(
     )
 
 
+def _byte_size(ctx: click.Context, param: click.Parameter, value: Any) -> int:
+    """A size such as 5G, 500M, 1.5GiB or 4096 (bytes), as an int of bytes."""
+    from vkdoctor.units import parse_size
+
+    try:
+        return parse_size(str(value))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from exc
+
+
+def disk_options(f: F) -> F:
+    defaults = Options()
+    f = click.option(
+        "--disk-fail",
+        "disk_fail",
+        default=str(defaults.disk_fail_bytes),
+        callback=_byte_size,
+        metavar="SIZE",
+        help="Fail when a filesystem vkdoctor checks has less free space (e.g. 1G, 500M). [default: 1G]",
+    )(f)
+    f = click.option(
+        "--disk-warn",
+        "disk_warn",
+        default=str(defaults.disk_warn_bytes),
+        callback=_byte_size,
+        metavar="SIZE",
+        help="Warn when a filesystem vkdoctor checks has less free space (e.g. 5G). [default: 5G]",
+    )(f)
+    return f
+
+
 def root_option(f: F) -> F:
     return click.option(
         "--root",

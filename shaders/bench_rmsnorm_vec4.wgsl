@@ -1,0 +1,59 @@
+// RMSNorm for throughput: y = x * inverseSqrt(mean(x^2) + eps) * w, one workgroup per row.
+// x is read once: each invocation keeps its VPT vec4 values in registers between the reduction
+// and the write. d must be a multiple of 4 and d / 4 <= WG * VPT. WG and VPT are substituted by
+// the host before compilation ({{WG}}, {{VPT}}).
+struct Params {
+    rows: u32,
+    d4: u32,
+    eps: f32,
+    rows_per_dim: u32,
+}
+
+const WG: u32 = {{WG}}u;
+const VPT: u32 = {{VPT}}u;
+
+@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> w: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> y: array<vec4<f32>>;
+@group(0) @binding(3) var<uniform> p: Params;
+
+var<workgroup> partial: array<f32, WG>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    // row is uniform across the workgroup, so the early exit keeps barriers in uniform control flow
+    let row = wid.x + wid.y * p.rows_per_dim;
+    if (row >= p.rows) {
+        return;
+    }
+    let base = row * p.d4;
+    var v: array<vec4<f32>, VPT>;
+    var acc = 0.0;
+    for (var k = 0u; k < VPT; k = k + 1u) {
+        let i = lid + k * WG;
+        if (i < p.d4) {
+            v[k] = x[base + i];
+            acc = acc + dot(v[k], v[k]);
+        }
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    var s = WG / 2u;
+    loop {
+        if (s == 0u) {
+            break;
+        }
+        if (lid < s) {
+            partial[lid] = partial[lid] + partial[lid + s];
+        }
+        workgroupBarrier();
+        s = s / 2u;
+    }
+    let inv = inverseSqrt(partial[0] / f32(p.d4 * 4u) + p.eps);
+    for (var k = 0u; k < VPT; k = k + 1u) {
+        let i = lid + k * WG;
+        if (i < p.d4) {
+            y[base + i] = v[k] * inv * w[i];
+        }
+    }
+}

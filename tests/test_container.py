@@ -1,0 +1,208 @@
+"""VKC: container capabilities and device-node access, on real trees and a real unprivileged user."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from conftest import REPO, clean_env, run_json
+from elfbuild import build_lib
+
+from vkdoctor.checks.container import GpuDeviceNodes, NvidiaContainerCapabilities
+from vkdoctor.context import Context
+from vkdoctor.model import Severity
+from vkdoctor.runner import run_checks
+
+
+def _findings(doc, code):
+    return [f for f in doc["findings"] if f["code"] == code]
+
+
+def test_compute_only_container_is_a_loud_failure():
+    proc, doc = run_json(
+        ["check", "--no-probe", "--select", "VKC001"],
+        env={"NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility"},
+    )
+    (f,) = _findings(doc, "VKC001")
+    assert proc.returncode == 1
+    assert f["severity"] == "fail"
+    assert "NVIDIA_DRIVER_CAPABILITIES is compute,utility" in f["message"]
+    assert "libGLX_nvidia.so.0" in f["message"]
+    assert "NVIDIA_DRIVER_CAPABILITIES=compute,graphics,utility" in f["remedy"]
+
+
+def test_unset_capabilities_means_the_runtime_default():
+    _, doc = run_json(
+        ["check", "--no-probe", "--select", "VKC001"], env={"NVIDIA_VISIBLE_DEVICES": "0"}
+    )
+    (f,) = _findings(doc, "VKC001")
+    assert f["severity"] == "fail" and "unset (the runtime assumes utility,compute)" in f["message"]
+
+
+def test_graphics_capability_passes_and_no_gpu_is_not_judged():
+    _, doc = run_json(
+        ["check", "--no-probe", "--select", "VKC001"],
+        env={
+            "NVIDIA_VISIBLE_DEVICES": "all",
+            "NVIDIA_DRIVER_CAPABILITIES": "compute,graphics,utility",
+        },
+    )
+    assert _findings(doc, "VKC001")[0]["severity"] == "ok"
+    (res,) = run_checks(Context(env={}), [NvidiaContainerCapabilities])
+    assert res.findings[0].severity is Severity.OK
+
+
+def test_container_marker_in_a_root_tree(tmp_path: Path):
+    (tmp_path / ".dockerenv").touch()
+    ctx = Context(
+        root=tmp_path,
+        env={"NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "compute"},
+    )
+    (res,) = run_checks(ctx, [NvidiaContainerCapabilities])
+    f = res.findings[0]
+    assert f.severity is Severity.FAIL and f.evidence["container"] == "docker"
+    assert "in this docker container" in f.message
+
+
+def _tree_with_render_node(root: Path, mode: int) -> Path:
+    dri = root / "dev" / "dri"
+    dri.mkdir(parents=True)
+    node = dri / "renderD128"
+    subprocess.run(["mknod", str(node), "c", "226", "128"], check=True)
+    node.chmod(mode)
+    return node
+
+
+@pytest.fixture
+def world_readable_root():
+    # pytest's tmp_path lives under a 0700 directory that nobody cannot enter
+    root = Path(tempfile.mkdtemp(prefix="vkdoctor-node-"))
+    root.chmod(0o755)
+    yield root
+    shutil.rmtree(root)
+
+
+def test_render_node_denied_to_an_unprivileged_user(world_readable_root: Path):
+    root = world_readable_root
+    _tree_with_render_node(root, 0o660)
+    setpriv = shutil.which("setpriv")
+    assert setpriv, "setpriv (util-linux) is needed for this test"
+    code = (
+        "import sys; from pathlib import Path; from vkdoctor.context import Context; "
+        "from vkdoctor.checks.container import GpuDeviceNodes; from vkdoctor.runner import run_checks; "
+        "f = run_checks(Context(root=Path(sys.argv[1])), [GpuDeviceNodes])[0].findings[0]; "
+        "print(f.severity.value); print(f.message); print(f.remedy)"
+    )
+    env = clean_env({"PYTHONPATH": str(REPO)})
+    proc = subprocess.run(
+        [
+            setpriv,
+            "--reuid=nobody",
+            "--regid=nogroup",
+            "--clear-groups",
+            sys.executable,
+            "-c",
+            code,
+            str(root),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+        cwd="/",
+    )
+    assert proc.returncode == 0, proc.stderr
+    sev, message, remedy = proc.stdout.splitlines()[:3]
+    assert sev == "fail"
+    assert "renderD128 (crw-rw----, uid 0, gid 0)" in message
+    assert "usermod -aG render" in remedy
+
+
+def test_render_node_accessible_and_absent(tmp_path: Path):
+    _tree_with_render_node(tmp_path, 0o666)
+    (res,) = run_checks(Context(root=tmp_path), [GpuDeviceNodes])
+    assert res.findings[0].severity is Severity.OK
+    (res,) = run_checks(Context(root=tmp_path / "nothing"), [GpuDeviceNodes])
+    assert res.findings[0].severity is Severity.INFO
+
+
+NVIDIA_ICD = '{"file_format_version": "1.0.1", "ICD": {"library_path": "libGLX_nvidia.so.0", "api_version": "1.4.312"}}'
+NVIDIA_LAYERS = (
+    '{"file_format_version": "1.0.1", "layers": [{"name": "VK_LAYER_NV_optimus", "type": "INSTANCE",'
+    ' "library_path": "libGLX_nvidia.so.0", "api_version": "1.4.312", "implementation_version": "1",'
+    ' "description": "NVIDIA Optimus layer", "disable_environment": {"DISABLE_LAYER_NV_OPTIMUS_1": ""}}]}'
+)
+
+
+def _nvidia_tree(root: Path, *, link_icd: bool, egl: bool) -> None:
+    """The H200 machine's layout (docs/gpu-h200.md): the driver under /usr/local/nvidia, its ICD
+    manifest there and (optionally) linked into /usr/share/vulkan/icd.d."""
+    libdir = root / "usr/lib/x86_64-linux-gnu"
+    libdir.mkdir(parents=True)
+    shutil.copyfile("/usr/lib/x86_64-linux-gnu/libvulkan.so.1", libdir / "libvulkan.so.1.3.239")
+    (libdir / "libvulkan.so.1").symlink_to("libvulkan.so.1.3.239")
+    for base in ("libc.so.6", "libm.so.6", "ld-linux-x86-64.so.2"):
+        shutil.copyfile(f"/lib/x86_64-linux-gnu/{base}", libdir / base)
+    build_lib(root / "usr/local/nvidia/lib64/libGLX_nvidia.so.0", soname="libGLX_nvidia.so.0")
+    # the driver is reached the way the container toolkit arranges it: a link in a system dir
+    (libdir / "libGLX_nvidia.so.0").symlink_to("/usr/local/nvidia/lib64/libGLX_nvidia.so.0")
+    if egl:
+        build_lib(libdir / "libEGL.so.1", soname="libEGL.so.1")
+    icd = root / "usr/local/nvidia/share/vulkan/icd.d"
+    icd.mkdir(parents=True)
+    (icd / "nvidia_icd.json").write_text(NVIDIA_ICD)
+    layers = root / "usr/local/nvidia/share/vulkan/implicit_layer.d"
+    layers.mkdir(parents=True)
+    (layers / "nvidia_layers.json").write_text(NVIDIA_LAYERS)
+    if link_icd:
+        sys_icd = root / "usr/share/vulkan/icd.d"
+        sys_icd.mkdir(parents=True)
+        (sys_icd / "nvidia_icd.json").symlink_to(
+            "/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json"
+        )
+
+
+def test_manifests_outside_the_search_path(tmp_path: Path):
+    _nvidia_tree(tmp_path, link_icd=False, egl=True)
+    _, doc = run_json(["check", "--no-probe", "--root", str(tmp_path), "--select", "VKC003"])
+    found = {f["evidence"]["manifest"]: f for f in _findings(doc, "VKC003")}
+    drv = found["/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json"]
+    assert drv["severity"] == "warn" and "never reads it" in drv["message"]
+    assert (
+        "VK_ADD_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json" in drv["remedy"]
+    )
+    layer = found["/usr/local/nvidia/share/vulkan/implicit_layer.d/nvidia_layers.json"]
+    assert layer["severity"] == "info"
+
+
+def test_a_link_in_a_searched_directory_makes_the_driver_visible(tmp_path: Path):
+    _nvidia_tree(tmp_path, link_icd=True, egl=True)
+    _, doc = run_json(["check", "--no-probe", "--root", str(tmp_path), "--select", "VKC003"])
+    manifests = [f["evidence"].get("manifest") for f in _findings(doc, "VKC003")]
+    assert manifests == ["/usr/local/nvidia/share/vulkan/implicit_layer.d/nvidia_layers.json"]
+
+
+def test_nvidia_driver_without_glvnd_egl_fails_with_the_install_command(tmp_path: Path):
+    _nvidia_tree(tmp_path, link_icd=True, egl=False)
+    proc, doc = run_json(
+        ["check", "--no-probe", "--root", str(tmp_path), "--select", "VKC004", "--select", "VKH002"]
+    )
+    (f,) = _findings(doc, "VKC004")
+    assert proc.returncode == 1, proc.stdout
+    assert f["severity"] == "fail"
+    assert "libEGL.so.1: cannot open shared object file" in f["message"]
+    assert "apt install libegl1" in f["remedy"] and "libglvnd-egl" in f["remedy"]
+
+
+def test_nvidia_driver_with_glvnd_egl_passes(tmp_path: Path):
+    _nvidia_tree(tmp_path, link_icd=True, egl=True)
+    _, doc = run_json(
+        ["check", "--no-probe", "--root", str(tmp_path), "--select", "VKC004", "--select", "VKH002"]
+    )
+    (f,) = _findings(doc, "VKC004")
+    assert f["severity"] == "ok" and "libEGL.so.1" in f["message"]

@@ -1,0 +1,149 @@
+"""Disk space (VKS001): fake numbers for the thresholds, and one real measurement through the CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psutil
+import pytest
+from conftest import run_json, run_vkdoctor
+
+from vkdoctor.checks.disk import FreeSpace
+from vkdoctor.context import Context, Options
+from vkdoctor.disk import Place, Usage, filesystems, places
+from vkdoctor.model import Severity
+from vkdoctor.runner import run_checks
+from vkdoctor.units import format_size, parse_size
+
+GiB = 1024**3
+
+
+def test_parse_and_format_sizes():
+    assert parse_size("5G") == 5 * GiB
+    assert parse_size("500M") == 500 * 1024**2
+    assert parse_size("1.5GiB") == int(1.5 * GiB)
+    assert parse_size("10k") == 10240
+    assert parse_size("4096") == 4096
+    assert parse_size(" 2 TB ") == 2 * 1024**4
+    for bad in ("", "abc", "-1G", "5X", "G"):
+        with pytest.raises(ValueError, match="is not a size"):
+            parse_size(bad)
+    assert format_size(512) == "512 B"
+    assert format_size(int(1.5 * GiB)) == "1.5 GiB"
+
+
+def test_places_follow_the_environment(tmp_path: Path):
+    ctx = Context(
+        cwd=tmp_path,
+        env={
+            "TMPDIR": "/var/tmp",
+            "XDG_CACHE_HOME": "/srv/cache",
+            "HOME": "/home/u",
+            "CARGO_TARGET_DIR": "target",
+        },
+    )
+    assert [(p.purpose, p.path) for p in places(ctx)] == [
+        ("working directory", str(tmp_path)),
+        ("temp directory", "/var/tmp"),
+        ("user cache directory", "/srv/cache"),
+        ("Mesa shader cache", "/srv/cache/mesa_shader_cache"),
+        ("CARGO_TARGET_DIR", f"{tmp_path}/target"),
+    ]
+    ctx = Context(cwd=tmp_path, env={"HOME": "/home/u", "MESA_SHADER_CACHE_DIR": "/fast/mesa"})
+    assert [(p.purpose, p.path) for p in places(ctx)][1:] == [
+        ("temp directory", "/tmp"),
+        ("user cache directory", "/home/u/.cache"),
+        ("Mesa shader cache", "/fast/mesa"),
+    ]
+
+
+def test_each_filesystem_measured_once_at_the_nearest_existing_dir(tmp_path: Path):
+    calls = []
+
+    def fake(path: str) -> Usage:
+        calls.append(path)
+        return Usage(total=100 * GiB, used=90 * GiB, free=10 * GiB)
+
+    found = [
+        Place(purpose="working directory", path=str(tmp_path)),
+        Place(purpose="CARGO_TARGET_DIR", path=f"{tmp_path}/not/yet/built"),
+        Place(purpose="temp directory", path="/dev/shm"),
+    ]
+    fss = filesystems(found, fake)
+    assert len(fss) == 2 and len(calls) == 2
+    here, shm = fss
+    assert here.purposes == ["working directory", "CARGO_TARGET_DIR"]
+    assert [m for _, m in here.places] == [str(tmp_path), str(tmp_path)]
+    assert shm.purposes == ["temp directory"] and shm.mount == "/dev/shm"
+
+
+class Fake(FreeSpace):
+    free = 0
+
+    @staticmethod
+    def usage_of(path: str) -> Usage:
+        return Usage(total=200 * GiB, used=200 * GiB - Fake.free, free=Fake.free)
+
+
+@pytest.mark.parametrize(
+    ("free", "severity", "words"),
+    [
+        (100 * GiB, Severity.OK, "100.0 GiB free of 200.0 GiB (50% used)"),
+        (3 * GiB, Severity.WARN, "below the warning threshold (5.0 GiB)"),
+        (512 * 1024**2, Severity.FAIL, "below the fail threshold (1.0 GiB)"),
+    ],
+)
+def test_thresholds_with_fake_numbers(tmp_path: Path, free, severity, words):
+    Fake.free = free
+    ctx = Context(
+        cwd=tmp_path,
+        env={"TMPDIR": str(tmp_path), "HOME": str(tmp_path), "CARGO_TARGET_DIR": f"{tmp_path}/t"},
+        options=Options(disk_warn_bytes=5 * GiB, disk_fail_bytes=GiB),
+    )
+    (result,) = run_checks(ctx, [Fake])
+    (finding,) = result.findings
+    assert finding.severity is severity
+    assert words in finding.message and str(tmp_path) in finding.message
+    assert finding.evidence["free_bytes"] == free
+    assert [p["purpose"] for p in finding.evidence["places"]] == [
+        "working directory",
+        "temp directory",
+        "user cache directory",
+        "Mesa shader cache",
+        "CARGO_TARGET_DIR",
+    ]
+    if severity is not Severity.OK:
+        assert f"cargo clean (CARGO_TARGET_DIR={tmp_path}/t)" in finding.remedy
+        assert f"du -xh --max-depth=2 {finding.evidence['mount']}" in finding.remedy
+
+
+def test_real_free_space_on_the_temp_dir_through_the_cli(tmp_path: Path):
+    proc, doc = run_json(
+        ["check", "--no-probe", "--select", "VKS", "--disk-warn", "2P", "--disk-fail", "1P"],
+        env={"TMPDIR": str(tmp_path), "CARGO_TARGET_DIR": str(tmp_path / "target")},
+    )
+    assert proc.returncode == 1
+    by_mount = {f["evidence"]["mount"]: f for f in doc["findings"] if f["code"] == "VKS001"}
+    real = psutil.disk_usage(str(tmp_path))
+    (finding,) = [
+        f
+        for f in by_mount.values()
+        if str(tmp_path) in [p["path"] for p in f["evidence"]["places"]]
+    ]
+    assert finding["severity"] == "fail"
+    assert finding["evidence"]["fail_bytes"] == 1024**5
+    assert finding["evidence"]["total_bytes"] == real.total
+    assert abs(finding["evidence"]["free_bytes"] - real.free) < 256 * 1024**2
+    cargo = [p for p in finding["evidence"]["places"] if p["purpose"] == "CARGO_TARGET_DIR"]
+    assert cargo == [
+        {"purpose": "CARGO_TARGET_DIR", "path": str(tmp_path / "target"), "measured": str(tmp_path)}
+    ]
+    assert "below the fail threshold (1024.0 TiB)" in finding["message"]
+
+
+def test_bad_sizes_are_usage_errors():
+    proc = run_vkdoctor(["check", "--no-probe", "--disk-warn", "lots"])
+    assert proc.returncode == 2 and "'lots' is not a size" in proc.stderr
+    proc = run_vkdoctor(["check", "--no-probe", "--disk-warn", "1G", "--disk-fail", "2G"])
+    assert proc.returncode == 2 and "--disk-fail must not be larger than --disk-warn" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -1,0 +1,162 @@
+"""Environment hazards (VKE), through the CLI with crafted environments, on real directories."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from conftest import run_json
+
+from vkdoctor.checks import env as env_checks
+from vkdoctor.context import Context
+from vkdoctor.model import Severity
+from vkdoctor.runner import run_checks
+
+LVP_MANIFEST = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"
+DEVICE_SELECT = "/usr/share/vulkan/implicit_layer.d/VkLayer_MESA_device_select.json"
+
+
+def findings(doc, code):
+    return [f for f in doc["findings"] if f["code"] == code]
+
+
+def test_ld_library_path_syntax_existence_and_writability(tmp_path: Path):
+    world = tmp_path / "world"
+    world.mkdir()
+    world.chmod(0o777)
+    foreign_group = tmp_path / "group"
+    foreign_group.mkdir()
+    os.chown(foreign_group, 0, 54321)
+    foreign_group.chmod(0o775)
+    foreign_owner = tmp_path / "owner"
+    foreign_owner.mkdir()
+    os.chown(foreign_owner, 54321, 0)
+    private = tmp_path / "private"
+    private.mkdir()
+    value = (
+        f":{tmp_path}/gone:rel/libs:{world}:{foreign_group}:{foreign_owner}:{private}:{world}/later"
+    )
+    proc, doc = run_json(
+        ["check", "--no-probe", "--select", "VKE00"],
+        env={"LD_LIBRARY_PATH": value, "XDG_RUNTIME_DIR": "/run/user/0"},
+    )
+    assert proc.returncode == 0, proc.stderr
+
+    syntax = findings(doc, "VKE001")
+    assert [f["evidence"]["problem"] for f in syntax] == ["empty", "relative"]
+    assert syntax[0]["severity"] == "warn" and "current directory" in syntax[0]["message"]
+    assert syntax[0]["remedy"] == f"export LD_LIBRARY_PATH={value[1:]}"
+    assert syntax[1]["evidence"]["entry"] == "rel/libs"
+
+    missing = findings(doc, "VKE002")
+    assert [f["evidence"]["entry"] for f in missing] == [f"{tmp_path}/gone", f"{world}/later"]
+    assert {f["severity"] for f in missing} == {"info"}
+
+    writable = {f["evidence"]["path"]: f for f in findings(doc, "VKE003")}
+    ww = writable[str(world)]
+    assert ww["severity"] == "warn" and ww["evidence"]["reasons"] == ["world-writable"]
+    assert ww["evidence"]["owner"]["mode"] == "0o777" and ww["evidence"]["owner"]["user"] == "root"
+    assert f"chmod go-w {world}" in ww["remedy"]
+    assert writable[str(foreign_group)]["evidence"]["reasons"] == [
+        "group-writable by group gid 54321"
+    ]
+    assert writable[str(foreign_owner)]["evidence"]["reasons"] == ["owned by uid 54321"]
+    later = writable[f"{world}/later"]
+    assert later["evidence"]["culprit"] == str(world) and later["evidence"]["exists"] is False
+    assert "others can create it" in later["message"]
+    assert str(private) not in writable and f"{tmp_path}/gone" not in writable
+
+    assert findings(doc, "VKE007")[0]["severity"] == "ok"
+
+
+def test_manifest_search_dirs_under_a_world_writable_dir(tmp_path: Path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    _, doc = run_json(
+        ["check", "--no-probe", "--select", "VKE003"],
+        env={"XDG_DATA_DIRS": f"{shared}/share:/usr/share"},
+    )
+    writable = {f["evidence"]["path"]: f for f in findings(doc, "VKE003")}
+    icd = writable[f"{shared}/share/vulkan/icd.d"]
+    assert icd["evidence"]["purpose"] == "driver manifest directory"
+    assert icd["evidence"]["culprit"] == str(shared)
+    assert icd["evidence"]["reasons"] == ["world-writable (the sticky bit does not stop new files)"]
+    assert f"{shared}/share/vulkan/implicit_layer.d" in writable
+    # the system directories themselves are fine
+    assert not [p for p in writable if p.startswith("/usr/share")]
+
+
+def test_override_variables(tmp_path: Path):
+    empty_dir = tmp_path / "no-manifests"
+    empty_dir.mkdir()
+    _, doc = run_json(
+        ["check", "--no-probe", "--select", "VKE004", "--select", "VKE005"],
+        env={
+            "VK_DRIVER_FILES": f"{tmp_path}/absent.json:{LVP_MANIFEST}:{empty_dir}",
+            "VK_ICD_FILENAMES": LVP_MANIFEST,
+            "VK_ADD_DRIVER_FILES": "/opt/extra",
+        },
+    )
+    (deprecated,) = findings(doc, "VKE004")
+    assert deprecated["title"] == "VK_ICD_FILENAMES is set and ignored"
+    assert deprecated["remedy"] == "unset VK_ICD_FILENAMES"
+    entries = findings(doc, "VKE005")
+    by_title = {f["title"]: f for f in entries}
+    absent = by_title[f"VK_DRIVER_FILES entry {tmp_path}/absent.json does not exist"]
+    assert absent["severity"] == "warn"
+    assert [e["kind"] for e in absent["evidence"]["entries"]] == ["missing", "file", "directory"]
+    assert (
+        by_title[f"VK_DRIVER_FILES directory {empty_dir} holds no manifest"]["severity"] == "warn"
+    )
+    ignored = by_title["VK_ADD_DRIVER_FILES is ignored"]
+    assert ignored["severity"] == "info" and ignored["evidence"]["override"] == "VK_DRIVER_FILES"
+
+
+def test_override_that_leaves_no_driver_fails():
+    proc, doc = run_json(
+        ["check", "--no-probe", "--select", "VKE004", "--select", "VKE005"],
+        env={"VK_DRIVER_FILES": ""},
+    )
+    assert proc.returncode == 1
+    (none,) = findings(doc, "VKE005")
+    assert none["severity"] == "fail" and none["title"] == "VK_DRIVER_FILES leaves no driver"
+    assert "VK_ERROR_INCOMPATIBLE_DRIVER" in none["message"]
+    assert findings(doc, "VKE004")[0]["severity"] == "ok"
+    proc, doc = run_json(
+        ["check", "--no-probe", "--select", "VKE004", "--select", "VKE005"],
+        env={"VK_ICD_FILENAMES": "/nowhere/icd.json"},
+    )
+    (deprecated,) = findings(doc, "VKE004")
+    assert deprecated["title"] == "VK_ICD_FILENAMES is deprecated"
+    assert deprecated["remedy"].startswith("export VK_DRIVER_FILES=/nowhere/icd.json")
+    (none,) = findings(doc, "VKE005")
+    assert none["severity"] == "fail" and "/nowhere/icd.json (does not exist)" in none["message"]
+
+
+def test_xdg_runtime_dir_unset_is_info_naming_device_select():
+    proc, doc = run_json(["check", "--no-probe", "--select", "VKE007"])
+    assert proc.returncode == 0
+    (xdg,) = findings(doc, "VKE007")
+    assert xdg["severity"] == "info"
+    assert "harmless" in xdg["message"] and "libwayland-client" in xdg["message"]
+    assert xdg["evidence"]["device_select_manifest"] == DEVICE_SELECT
+
+
+def test_elevated_process_ignores_variables():
+    ctx = Context(
+        env={
+            "VK_DRIVER_FILES": "",
+            "LD_LIBRARY_PATH": ":rel",
+            "XDG_DATA_HOME": "/x",
+            "HOME": "/root",
+        },
+        elevated=True,
+    )
+    results = {r.code: r for r in run_checks(ctx, list(env_checks.CHECKS))}
+    (ignored,) = results["VKE006"].findings
+    assert ignored.severity is Severity.WARN
+    assert ignored.evidence["ignored"] == ["VK_DRIVER_FILES", "XDG_DATA_HOME", "LD_LIBRARY_PATH"]
+    # what is ignored is not analysed as if it applied
+    for code in ("VKE001", "VKE005"):
+        assert [f.severity for f in results[code].findings] == [Severity.OK]

@@ -1,0 +1,508 @@
+"""The real load test against real misbehaving drivers built with gcc, and the real lavapipe."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from conftest import run_json
+
+from vkdoctor.loader.targets import LoadTarget
+from vkdoctor.loadtest import (
+    Prediction,
+    TargetOutcome,
+    apply_event,
+    classify,
+    disagreements,
+    parse_line,
+    run_load_test,
+)
+from vkdoctor.model import Severity
+
+DATA = Path(__file__).resolve().parent / "data"
+LVP_MANIFEST = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"
+INTEL_MANIFEST = "/usr/share/vulkan/icd.d/intel_icd.x86_64.json"
+DEVICE_SELECT = "/usr/share/vulkan/implicit_layer.d/VkLayer_MESA_device_select.json"
+
+
+def manifest_target(path: str) -> LoadTarget:
+    doc = json.loads(Path(path).read_text())
+    return LoadTarget(
+        kind="driver",
+        name=Path(path).name,
+        manifest=path,
+        dlopen_name=doc["ICD"]["library_path"],
+    )
+
+
+def layer_target(path: str) -> LoadTarget:
+    layer = json.loads(Path(path).read_text())["layer"]
+    return LoadTarget(
+        kind="layer", name=layer["name"], manifest=path, dlopen_name=layer["library_path"]
+    )
+
+
+@pytest.fixture(scope="module")
+def fakes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, LoadTarget]:
+    """Driver libraries and their manifests: one per way of misbehaving."""
+    root = tmp_path_factory.mktemp("fake-icds")
+    out = {}
+    for flag in ("CTOR_SEGV", "CTOR_HANG", "GIPA_ABORT", "MISSING_DEP"):
+        lib = root / f"libvulkan_{flag.lower()}.so"
+        define = [] if flag == "MISSING_DEP" else [f"-D{flag}"]
+        subprocess.run(
+            ["gcc", "-shared", "-fPIC", "-O1", *define, "-o", str(lib), str(DATA / "fake_icd.c")],
+            check=True,
+            timeout=60,
+        )
+        if flag == "MISSING_DEP":
+            subprocess.run(
+                ["patchelf", "--add-needed", "libvkdoctor_absent.so.7", str(lib)],
+                check=True,
+                timeout=60,
+            )
+        manifest = root / f"{flag.lower()}_icd.json"
+        manifest.write_text(
+            json.dumps(
+                {
+                    "file_format_version": "1.0.0",
+                    "ICD": {"library_path": str(lib), "api_version": "1.3.0"},
+                }
+            )
+        )
+        out[flag] = LoadTarget(
+            kind="driver", name=manifest.name, manifest=str(manifest), dlopen_name=str(lib)
+        )
+    return out
+
+
+def descendants() -> list[psutil.Process]:
+    return psutil.Process().children(recursive=True)
+
+
+def test_crash_hang_abort_and_lavapipe_in_one_bounded_run(fakes):
+    lvp = manifest_target(LVP_MANIFEST)
+    layer = layer_target(DEVICE_SELECT)
+    targets = [
+        fakes["CTOR_SEGV"],
+        lvp,
+        fakes["CTOR_HANG"],
+        fakes["MISSING_DEP"],
+        fakes["GIPA_ABORT"],
+        layer,
+    ]
+    start = time.monotonic()
+    run = run_load_test(
+        targets, env=dict(os.environ), cwd=Path.cwd(), step_timeout=2.0, total_timeout=30.0
+    )
+    elapsed = time.monotonic() - start
+    segv, lvp_out, hang, missing, abort, layer_out = run.outcomes
+
+    assert segv.dlopen == "crash" and segv.signal == "SIGSEGV"
+    assert hang.dlopen == "timeout" and hang.signal is None
+    assert abort.dlopen == "ok" and abort.instance == "crash" and abort.signal == "SIGABRT"
+    assert missing.dlopen == "failed"
+    assert (
+        missing.dlerror
+        == "libvkdoctor_absent.so.7: cannot open shared object file: No such file or directory"
+    )
+    assert lvp_out.dlopen == "ok" and lvp_out.instance == "ok" and lvp_out.vk_result == 0
+    assert len(lvp_out.devices) == 1
+    device = lvp_out.devices[0]
+    assert device.name.startswith("llvmpipe") and device.type == "cpu"
+    assert device.vendor_id == "0x10005" and device.driver_name == "llvmpipe"
+    assert device.driver_info and device.driver_info.startswith("Mesa ")
+    assert layer_out.dlopen == "ok" and layer_out.instance == "ok" and layer_out.devices
+    assert run.loader_version and run.loader_version.startswith("1.")
+    # one child at first, then one more after each crash or hang with targets left
+    assert run.children == 4
+    assert run.stopped is None
+    # the hang costs one step timeout; everything else is quick
+    assert elapsed < 2.0 + 6.0
+    assert descendants() == []
+
+    verdicts = {
+        o.target.name: classify(o, others=[LVP_MANIFEST], loader_version=run.loader_version)
+        for o in run.outcomes
+    }
+    v = verdicts["ctor_segv_icd.json"]
+    assert v.severity is Severity.FAIL and v.kind == "crash"
+    assert "SIGSEGV" in v.message and "constructors" in v.message
+    assert v.remedy and v.remedy.startswith("export VK_LOADER_DRIVERS_DISABLE=ctor_segv_icd.json")
+    v = verdicts["ctor_hang_icd.json"]
+    assert v.severity is Severity.FAIL and v.kind == "timeout" and "hung" in v.message
+    v = verdicts["gipa_abort_icd.json"]
+    assert v.kind == "crash" and "SIGABRT" in v.message and "vkCreateInstance" in v.message
+    v = verdicts["missing_dep_icd.json"]
+    assert v.severity is Severity.FAIL and v.kind == "dlopen-failed"
+    assert "libvkdoctor_absent.so.7: cannot open shared object file" in v.message
+    v = verdicts["lvp_icd.x86_64.json"]
+    assert v.severity is Severity.OK and v.kind == "device" and "llvmpipe" in v.title
+    assert verdicts[layer.name].severity is Severity.OK
+
+
+def test_global_bound_stops_the_run_and_reports_the_rest(fakes):
+    targets = [fakes["CTOR_HANG"], manifest_target(LVP_MANIFEST)]
+    start = time.monotonic()
+    run = run_load_test(
+        targets, env=dict(os.environ), cwd=Path.cwd(), step_timeout=10.0, total_timeout=1.0
+    )
+    assert time.monotonic() - start < 4.0
+    hang, lvp = run.outcomes
+    assert hang.dlopen == "timeout"
+    assert run.stopped and "time bound (1 s)" in run.stopped
+    assert lvp.dlopen == "not-run" and lvp.reason == run.stopped
+    assert classify(lvp).kind == "not-run"
+    assert descendants() == []
+
+
+def test_each_instance_sees_only_its_own_manifest(tmp_path):
+    """The loader re-reads VK_DRIVER_FILES and rescans on every vkCreateInstance in one process."""
+    intel, lvp = manifest_target(INTEL_MANIFEST), manifest_target(LVP_MANIFEST)
+    env = {**os.environ, "VK_LOADER_DEBUG": "driver"}
+    run = run_load_test([intel, lvp], env=env, cwd=tmp_path, step_timeout=10.0, total_timeout=30.0)
+    assert run.children == 1
+    intel_out, lvp_out = run.outcomes
+    for outcome, other in ((intel_out, lvp), (lvp_out, intel)):
+        log = outcome.output["instance"]
+        assert f"Found ICD manifest file {outcome.target.manifest}" in log
+        assert other.manifest not in log
+    # No Intel hardware here: intel loads, creates an instance, sees no device.
+    assert intel_out.instance == "ok" and intel_out.devices == ()
+    verdict = classify(intel_out)
+    assert verdict.severity is Severity.INFO and verdict.kind == "no-device"
+    assert lvp_out.devices and lvp_out.devices[0].type == "cpu"
+
+
+def test_wrong_class_driver_is_info(tmp_path):
+    lib = tmp_path / "libvulkan_i386.so"
+    src = tmp_path / "i386.c"
+    src.write_text("int vkdoctor_i386_driver;\n")  # no headers: no 32-bit libc needed
+    subprocess.run(
+        ["gcc", "-m32", "-shared", "-fPIC", "-nostdlib", "-o", str(lib), str(src)],
+        check=True,
+        timeout=60,
+    )
+    target = LoadTarget(
+        kind="driver",
+        name="i386_icd.json",
+        manifest=str(tmp_path / "i386_icd.json"),
+        dlopen_name=str(lib),
+    )
+    run = run_load_test(
+        [target], env=dict(os.environ), cwd=tmp_path, step_timeout=10.0, total_timeout=30.0
+    )
+    (outcome,) = run.outcomes
+    assert outcome.dlopen == "failed" and "wrong ELF class: ELFCLASS32" in (outcome.dlerror or "")
+    verdict = classify(outcome)
+    assert verdict.severity is Severity.INFO and verdict.kind == "wrong-class"
+
+
+def test_missing_loader_skips_instances_but_still_dlopens(tmp_path):
+    lvp = manifest_target(LVP_MANIFEST)
+    run = run_load_test(
+        [lvp],
+        env=dict(os.environ),
+        cwd=tmp_path,
+        step_timeout=10.0,
+        total_timeout=30.0,
+        loader="libvulkan_absent.so.9",
+    )
+    (outcome,) = run.outcomes
+    assert run.loader_error and "libvulkan_absent.so.9" in run.loader_error
+    assert outcome.dlopen == "ok" and outcome.instance == "skipped"
+    assert "could not be loaded" in (outcome.reason or "")
+
+
+def test_parse_line_and_apply_event_are_strict():
+    assert parse_line("garbage") is None
+    assert parse_line("[1, 2]") is None
+    assert parse_line('{"no": "event"}') is None
+    target = LoadTarget(kind="driver", name="x.json", manifest="/x.json", dlopen_name="/x.so")
+    outcome = TargetOutcome(target=target)
+    outcome = apply_event(
+        outcome, {"event": "end", "step": "dlopen", "ok": True, "error": None, "seconds": 0.5}
+    )
+    assert outcome.dlopen == "ok" and outcome.seconds == {"dlopen": 0.5}
+    outcome = apply_event(
+        outcome, {"event": "end", "step": "instance", "result": -9, "seconds": 0.1}
+    )
+    assert outcome.instance == "failed" and outcome.vk_result == -9
+    verdict = classify(outcome)
+    assert verdict.severity is Severity.WARN and "VK_ERROR_INCOMPATIBLE_DRIVER" in verdict.message
+    broken = apply_event(
+        TargetOutcome(target=target, dlopen="ok"),
+        {"event": "error", "step": "instance", "error": "ValueError: bad"},
+    )
+    assert broken.finished and broken.instance == "error"
+    verdict = classify(broken)
+    assert verdict.severity is Severity.ERROR and "ValueError: bad" in verdict.message
+
+
+def test_remedy_keeps_existing_filters_and_old_loaders():
+    target = LoadTarget(
+        kind="driver", name="bad.json", manifest="/etc/vulkan/icd.d/bad.json", dlopen_name="/bad.so"
+    )
+    outcome = TargetOutcome(target=target, dlopen="crash", signal="SIGSEGV")
+    v = classify(outcome, env={"VK_LOADER_DRIVERS_DISABLE": "nvidia*"}, loader_version="1.3.239")
+    assert v.remedy and v.remedy.startswith("export VK_LOADER_DRIVERS_DISABLE=nvidia*,bad.json")
+    v = classify(outcome, others=["/a.json", "/b.json"], loader_version="1.3.204")
+    assert v.remedy and v.remedy.startswith("export VK_DRIVER_FILES=/a.json:/b.json")
+
+
+def test_disagreements_compare_only_real_dlopen_results():
+    a = LoadTarget(kind="driver", name="a.json", manifest="/a.json", dlopen_name="/a.so")
+    b = LoadTarget(kind="driver", name="b.json", manifest="/b.json", dlopen_name="/b.so")
+    c = LoadTarget(kind="driver", name="c.json", manifest="/c.json", dlopen_name="/c.so")
+    from vkdoctor.loadtest import LoadTestRun
+
+    run = LoadTestRun(
+        outcomes=(
+            TargetOutcome(
+                target=a, dlopen="failed", dlerror="libLLVM.so.23.1: cannot open shared object file"
+            ),
+            TargetOutcome(target=b, dlopen="ok", instance="ok"),
+            TargetOutcome(target=c, dlopen="crash", signal="SIGSEGV"),
+        )
+    )
+    predictions = {
+        a: Prediction(loadable=True, reason="every DT_NEEDED resolves"),
+        b: Prediction(loadable=True, reason="every DT_NEEDED resolves"),
+        c: Prediction(loadable=False, reason="libfoo.so.1 missing"),
+    }
+    (d,) = disagreements(predictions, run)
+    assert d.target == a and not d.loaded and d.kind == "outcome"
+    assert "predicted /a.so (a.json) loadable (every DT_NEEDED resolves)" in d.message()
+    assert "libLLVM.so.23.1" in d.message()
+    other = "libz.so.1: cannot open shared object file: No such file or directory"
+    predictions[a] = Prediction(loadable=False, reason=other, error=other)
+    (d,) = disagreements(predictions, run)
+    assert d.kind == "reason" and "different reasons" in d.message()
+    predictions[a] = Prediction(loadable=False, reason="x", error=run.outcomes[0].dlerror)
+    assert list(disagreements(predictions, run)) == []
+
+
+# --- the checks, through the runner, with targets built here (load_targets is the loader's) ---
+
+
+def run_load_checks(monkeypatch, targets, *, timeout=30.0, predictor=None):
+    from vkdoctor.checks import loadtest as checks
+    from vkdoctor.context import Context, Options
+    from vkdoctor.runner import run_checks
+
+    monkeypatch.setattr(checks, "targets_of", lambda ctx: tuple(targets))
+    ctx = Context(env=dict(os.environ), cwd=Path.cwd(), options=Options(timeout=timeout))
+    selected = [checks.DriversLoad, checks.DeviceAvailable, checks.LayersLoad]
+    if predictor is not None:
+
+        class Predicted(checks.PredictionAgrees):
+            def predictions(self, ctx):
+                return predictor
+
+        selected.append(Predicted)
+    results = run_checks(ctx, selected)
+    return {r.code: r for r in results}
+
+
+def test_checks_report_each_driver_and_the_device(monkeypatch, fakes):
+    lvp = manifest_target(LVP_MANIFEST)
+    targets = [
+        manifest_target(INTEL_MANIFEST),
+        lvp,
+        fakes["MISSING_DEP"],
+        fakes["GIPA_ABORT"],
+        layer_target(DEVICE_SELECT),
+    ]
+    predictor = {
+        fakes["MISSING_DEP"]: Prediction(loadable=True, reason="every DT_NEEDED resolves"),
+        lvp: Prediction(loadable=True, reason="every DT_NEEDED resolves"),
+    }
+    results = run_load_checks(monkeypatch, targets, predictor=predictor)
+    drivers = {f.evidence["manifest"]: f for f in results["VKT001"].findings}
+    intel = drivers[INTEL_MANIFEST]
+    assert intel.severity is Severity.INFO and intel.evidence["verdict"] == "no-device"
+    ok = drivers[LVP_MANIFEST]
+    assert ok.severity is Severity.OK and "llvmpipe" in ok.message
+    assert ok.evidence["devices"][0]["type"] == "cpu"
+    missing = drivers[fakes["MISSING_DEP"].manifest]
+    assert missing.severity is Severity.FAIL
+    assert (
+        "dlopen: libvkdoctor_absent.so.7: cannot open shared object file: No such file or directory"
+        in missing.message
+    )
+    aborted = drivers[fakes["GIPA_ABORT"].manifest]
+    assert aborted.severity is Severity.FAIL and "SIGABRT" in aborted.title
+    assert aborted.remedy and "VK_LOADER_DRIVERS_DISABLE=gipa_abort_icd.json" in aborted.remedy
+
+    (device,) = results["VKT002"].findings
+    assert device.severity is Severity.OK and "llvmpipe" in device.title
+    assert device.evidence["children"] == 2 and device.evidence["loader_version"].startswith("1.")
+
+    (layer,) = results["VKT003"].findings
+    assert layer.severity is Severity.OK and "VK_LAYER_MESA_device_select" in layer.title
+
+    (disagree,) = results["VKT004"].findings
+    assert disagree.severity is Severity.WARN
+    assert disagree.evidence["predicted_loadable"] is True and disagree.evidence["loaded"] is False
+    assert "libvkdoctor_absent.so.7" in disagree.message
+
+
+def test_no_device_from_any_driver_fails(monkeypatch, fakes):
+    results = run_load_checks(monkeypatch, [manifest_target(INTEL_MANIFEST), fakes["MISSING_DEP"]])
+    (device,) = results["VKT002"].findings
+    assert device.severity is Severity.FAIL and device.title == "No Vulkan device from any driver"
+    assert "intel_icd.x86_64.json" in device.message and "missing_dep_icd.json" in device.message
+    assert device.remedy and "mesa-vulkan-drivers" in device.remedy
+    assert descendants() == []
+
+
+def test_a_hanging_child_dies_with_vkdoctor(fakes):
+    """vkdoctor killed while a driver hangs: the child must not outlive it (PR_SET_PDEATHSIG)."""
+    script = (
+        "import os, sys, time\n"
+        "from pathlib import Path\n"
+        "from vkdoctor.loader.targets import LoadTarget\n"
+        "from vkdoctor.loadtest import LoadTest\n"
+        f"t = LoadTarget(kind='driver', name='h.json', manifest='/h.json', dlopen_name={fakes['CTOR_HANG'].dlopen_name!r})\n"
+        "test = LoadTest([t], env=dict(os.environ), cwd=Path('/'), step_timeout=60, total_timeout=60).start()\n"
+        "print(test._child.proc.pid, flush=True)\n"
+        "time.sleep(1.0)\n"
+        "os._exit(0)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=Path(__file__).resolve().parent.parent,
+        check=True,
+    )
+    pid = int(proc.stdout.split()[0])
+    deadline = time.monotonic() + 5
+    while psutil.pid_exists(pid) and time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                break
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.05)
+    alive = psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    assert not alive, f"load test child {pid} outlived its parent"
+
+
+def test_relative_manifest_is_read_from_the_working_directory(tmp_path):
+    """A manifest named relative to the cwd (as VK_DRIVER_FILES allows) is found from ctx.cwd."""
+    lvp = manifest_target(LVP_MANIFEST)
+    (tmp_path / "mine.json").write_text(Path(LVP_MANIFEST).read_text())
+    target = LoadTarget(
+        kind="driver", name="mine.json", manifest="mine.json", dlopen_name=lvp.dlopen_name
+    )
+    run = run_load_test([target], env=dict(os.environ), cwd=tmp_path, total_timeout=30.0)
+    (outcome,) = run.outcomes
+    assert outcome.instance == "ok" and [d.type for d in outcome.devices] == ["cpu"]
+
+
+def marked_processes(mark: str) -> list[int]:
+    """Processes, anywhere, whose environment carries `mark` (the load test's children inherit it)."""
+    pids = []
+    for p in psutil.process_iter(["pid"]):
+        try:
+            if p.environ().get("LOADTEST_MARK") == mark:
+                pids.append(p.pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return pids
+
+
+def test_cli_load_test_through_the_real_loader_emulation(fakes):
+    """VK_DRIVER_FILES picks the drivers; the loader emulation lists them; the load test loads them."""
+    mark = f"vkdoctor-{os.getpid()}-{time.monotonic_ns()}"
+    files = [fakes[k].manifest for k in ("CTOR_SEGV", "CTOR_HANG", "MISSING_DEP")] + [LVP_MANIFEST]
+    start = time.monotonic()
+    proc, doc = run_json(
+        ["check", "--no-probe", "--select", "VKT", "--select", "VKL001", "--timeout", "6"],
+        env={"VK_DRIVER_FILES": ":".join(files), "LOADTEST_MARK": mark},
+        timeout=60,
+    )
+    elapsed = time.monotonic() - start
+    assert proc.returncode == 1, proc.stderr
+    assert elapsed < 15
+    drivers = {f["evidence"]["name"]: f for f in doc["findings"] if f["code"] == "VKT001"}
+    assert list(drivers) == [
+        "ctor_segv_icd.json",
+        "ctor_hang_icd.json",
+        "missing_dep_icd.json",
+        "lvp_icd.x86_64.json",
+    ]
+    segv = drivers["ctor_segv_icd.json"]
+    assert segv["severity"] == "fail" and segv["evidence"]["signal"] == "SIGSEGV"
+    assert segv["remedy"].startswith("export VK_LOADER_DRIVERS_DISABLE=ctor_segv_icd.json")
+    hang = drivers["ctor_hang_icd.json"]
+    assert hang["severity"] == "fail" and hang["evidence"]["verdict"] == "timeout"
+    missing = drivers["missing_dep_icd.json"]
+    assert missing["evidence"]["dlerror"] == (
+        "libvkdoctor_absent.so.7: cannot open shared object file: No such file or directory"
+    )
+    lvp = drivers["lvp_icd.x86_64.json"]
+    assert lvp["severity"] == "ok" and lvp["evidence"]["devices"][0]["type"] == "cpu"
+    (device,) = [f for f in doc["findings"] if f["code"] == "VKT002"]
+    assert device["severity"] == "ok" and device["evidence"]["children"] == 3
+    (layer,) = [f for f in doc["findings"] if f["code"] == "VKT003"]
+    assert layer["severity"] == "ok" and layer["evidence"]["name"] == "VK_LAYER_MESA_device_select"
+    # the ld.so emulation predicted the missing library; the real dlopen agrees, word for word
+    (agree,) = [f for f in doc["findings"] if f["code"] == "VKT004"]
+    assert agree["severity"] == "ok", agree
+    assert marked_processes(mark) == []
+
+
+def test_cli_implicit_layer_that_aborts_in_vkcreateinstance(tmp_path):
+    """A broken implicit layer kills every Vulkan program (vulkaninfo too); VKT003 names it."""
+    lib = tmp_path / "libVkLayer_vkdoctor_crash.so"
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-o", str(lib), str(DATA / "fake_layer.c")],
+        check=True,
+        timeout=60,
+    )
+    layers = tmp_path / "share" / "vulkan" / "implicit_layer.d"
+    layers.mkdir(parents=True)
+    (layers / "crash.json").write_text(
+        json.dumps(
+            {
+                "file_format_version": "1.1.0",
+                "layer": {
+                    "name": "VK_LAYER_VKDOCTOR_crash",
+                    "type": "GLOBAL",
+                    "library_path": str(lib),
+                    "api_version": "1.3.0",
+                    "implementation_version": "1",
+                    "description": "aborts in vkGetInstanceProcAddr",
+                    "disable_environment": {"VKDOCTOR_NO_CRASH_LAYER": "1"},
+                },
+            }
+        )
+    )
+    env = {"XDG_DATA_HOME": str(tmp_path / "share"), "VK_DRIVER_FILES": LVP_MANIFEST}
+    oracle = subprocess.run(
+        ["vulkaninfo", "--summary"],
+        env={**os.environ, **env},
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert oracle.returncode == -signal.SIGABRT
+    proc, doc = run_json(["check", "--no-probe", "--select", "VKT003"], env=env, timeout=60)
+    assert proc.returncode == 1
+    layers_found = {f["evidence"]["name"]: f for f in doc["findings"] if f["code"] == "VKT003"}
+    crash = layers_found["VK_LAYER_VKDOCTOR_crash"]
+    assert crash["severity"] == "fail" and crash["evidence"]["signal"] == "SIGABRT"
+    assert crash["evidence"]["instance"] == "crash" and crash["evidence"]["dlopen"] == "ok"
+    assert "Every Vulkan application loads this implicit layer" in crash["message"]
+    assert crash["remedy"].startswith("export VK_LOADER_LAYERS_DISABLE=VK_LAYER_VKDOCTOR_crash")
+    assert layers_found["VK_LAYER_MESA_device_select"]["severity"] == "ok"

@@ -1,0 +1,268 @@
+"""Version order against the real tools, tree detection, tool failures, and process counts."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from pkgtools import (
+    build_deb,
+    build_lib,
+    build_pkg,
+    dpkg_install,
+    dpkg_root,
+    pacman_install,
+    pacman_root,
+)
+
+from vkdoctor.checks.packages import (
+    ManagerConsistency,
+    MissingSonameSkew,
+    MissingVersionOwner,
+    PackageDatabases,
+    SiblingSkew,
+    UnownedOrForeign,
+)
+from vkdoctor.context import Context
+from vkdoctor.model import Severity
+from vkdoctor.packages import inventory
+from vkdoctor.packages.facts import MissingSoname, MissingVersion, StackFacts, StackFile
+from vkdoctor.packages.paths import spellings, usrmerge_alias
+from vkdoctor.packages.proc import run_tool
+from vkdoctor.packages.versions import dpkg_compare, pacman_compare, rpm_compare, rpmvercmp
+
+PAIRS = [
+    ("1:26.2.3-1", "26.2.4-1"),
+    ("22.1.8-1", "23.1.3-1"),
+    ("1.0", "1.0"),
+    ("1.0~rc1", "1.0"),
+    ("1.0a", "1.0"),
+    ("1.0", "1.0a"),
+    ("1.0.a", "1.0a"),
+    ("1.0.0", "1.0"),
+    ("1.0-1", "1.0-2"),
+    ("1..0", "1.0"),
+    ("1:1.0", "2.0"),
+    ("0:1.0", "1.0"),
+    ("2.0", "10.0"),
+    ("1.001", "1.1"),
+    ("15.0.6-4+b1", "15.0.6-4"),
+    ("1:15.0.6-4+b1", "1:15"),
+    ("1.0rc1", "1.0"),
+    ("1.0~", "1.0"),
+    ("1.0-1.fc43", "1.0-1.fc42"),
+    ("22.3.6-1+deb12u2", "22.3.6-1+deb12u1"),
+    ("2.34", "2.34.0"),
+    ("1.2.3.4", "1.2.3"),
+    ("26.2.3-1~kisak1~j", "26.2.3-1"),
+    ("3.4.30", "3.4.4"),
+    ("1.0+git20260101", "1.0"),
+]
+ENV = {"LC_ALL": "C", "PATH": "/usr/bin:/bin"}
+
+
+def _dpkg(a: str, b: str) -> int:
+    for op, val in (("lt", -1), ("eq", 0), ("gt", 1)):
+        if (
+            subprocess.run(
+                ["dpkg", "--compare-versions", a, op, b], env=ENV, check=False
+            ).returncode
+            == 0
+        ):
+            return val
+    raise AssertionError((a, b))
+
+
+def test_version_order_matches_dpkg_vercmp_and_rpm():
+    lua = " ".join(f'print(rpm.vercmp("{a}","{b}")) print(",")' for a, b in PAIRS)
+    out = subprocess.run(
+        ["rpm", "--eval", "%{lua: " + lua + "}"],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        check=True,
+    ).stdout
+    rpm_real = [int(x) for x in out.replace("\n", "").split(",") if x.strip()]
+    assert len(rpm_real) == len(PAIRS)
+    for (a, b), rpm in zip(PAIRS, rpm_real, strict=True):
+        vercmp = int(
+            subprocess.run(
+                ["vercmp", a, b], capture_output=True, text=True, env=ENV, check=True
+            ).stdout
+        )
+        assert pacman_compare(a, b) == (vercmp > 0) - (vercmp < 0), (a, b)
+        assert dpkg_compare(a, b) == _dpkg(a, b), (a, b)
+        if ":" not in a + b and ("-" in a) == ("-" in b):
+            assert rpmvercmp(a, b) == rpm, (a, b)
+    # rpm EVR: epoch first; a missing release is not compared (as in dependency ranges)
+    assert rpm_compare("1:1.0-1", "2.0-1") == 1
+    assert rpm_compare("1.0", "1.0-5") == 0
+    assert rpm_compare("1.0-1.fc43", "1.0-1.fc42") == 1
+
+
+def test_usrmerge_aliases_need_the_merge_in_the_tree(tmp_path: Path):
+    assert (
+        usrmerge_alias("/lib/x86_64-linux-gnu/libc.so.6") == "/usr/lib/x86_64-linux-gnu/libc.so.6"
+    )
+    assert usrmerge_alias("/usr/lib64/libLLVM.so") == "/lib64/libLLVM.so"
+    assert usrmerge_alias("/usr/share/x") is None
+    ctx = Context(root=tmp_path)
+    assert spellings(ctx, "/lib/x/libc.so.6") == ("/lib/x/libc.so.6",)
+    (tmp_path / "usr/lib/x").mkdir(parents=True)
+    (tmp_path / "lib").symlink_to("usr/lib")
+    (tmp_path / "usr/lib/x/libc.so.6").write_bytes(b"")
+    (tmp_path / "usr/lib/x/libfoo.so.1").symlink_to("/usr/lib/x/libc.so.6")
+    assert spellings(ctx, "/lib/x/libfoo.so.1") == (
+        "/lib/x/libfoo.so.1",
+        "/usr/lib/x/libfoo.so.1",
+        "/usr/lib/x/libc.so.6",
+        "/lib/x/libc.so.6",
+    )
+
+
+def test_tree_without_any_database_says_so_and_the_rules_stay_quiet(tmp_path: Path):
+    (tmp_path / "var/lib/rpm").mkdir(parents=True)  # Debian's rpm tool leaves this empty dir
+    ctx = Context(root=tmp_path, env=ENV)
+    (f,) = PackageDatabases().run(ctx)
+    assert f.severity is Severity.INFO and f.title == "No package database"
+    assert "no rpm database in /usr/lib/sysimage/rpm or /var/lib/rpm" in f.evidence["absent"]["rpm"]
+    facts = StackFacts(
+        missing_sonames=(
+            MissingSoname(consumer="/usr/lib/libvulkan_lvp.so", soname="libLLVM.so.23.1"),
+        ),
+        files=(StackFile(path="/usr/local/lib/libvulkan_x.so", role="driver"),),
+    )
+    assert list(MissingSonameSkew().findings(ctx, facts)) == []
+    assert list(UnownedOrForeign().findings(ctx, facts)) == []
+    assert list(SiblingSkew().run(ctx)) == [] and list(ManagerConsistency().run(ctx)) == []
+
+
+def test_rpm_database_without_the_rpm_tool(tmp_path: Path):
+    db = tmp_path / "usr/lib/sysimage/rpm"
+    db.mkdir(parents=True)
+    (db / "rpmdb.sqlite").write_bytes(b"SQLite format 3\x00")
+    inv = inventory(Context(root=tmp_path, env={"PATH": str(tmp_path / "nobin")}))
+    assert inv.databases == ()
+    assert (
+        inv.absent["rpm"]
+        == "an rpm database is in /usr/lib/sysimage/rpm, but the rpm tool is not installed here"
+    )
+
+
+def test_tool_runs_are_bounded_and_say_what_went_wrong():
+    slow = run_tool(["sleep", "5"], env=ENV, timeout=0.2)
+    assert slow.returncode is None and slow.problem == "timed out after 0.2s"
+    missing = run_tool(["no-such-tool-vkdoctor"], env=ENV, timeout=1)
+    assert missing.problem == "no-such-tool-vkdoctor is not installed"
+    locale = run_tool(["sh", "-c", "echo $LC_ALL"], env=ENV, timeout=5)
+    assert locale.stdout.strip() == "C"
+
+
+def test_ownership_questions_cost_no_process_for_dpkg_and_pacman(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    lib = build_lib(tmp_path / "s" / "libfoo.so.1", "libfoo.so.1")
+    droot = dpkg_root(tmp_path / "d")
+    dpkg_install(
+        droot,
+        build_deb(tmp_path, "libfoo1", "1.0-1", {"/usr/lib/x86_64-linux-gnu/libfoo.so.1": lib}),
+    )
+    proot = pacman_root(tmp_path / "p")
+    pacman_install(proot, build_pkg(tmp_path, "foo", "1.0-1", {"/usr/lib/libfoo.so.1": lib}))
+    calls: list[object] = []
+    real = subprocess.run
+
+    def counting(*a: object, **k: object) -> object:
+        calls.append(a)
+        return real(*a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(subprocess, "run", counting)
+    paths = [f"/usr/lib/x86_64-linux-gnu/lib{i}.so" for i in range(200)]
+    for root, path in (
+        (droot, "/usr/lib/x86_64-linux-gnu/libfoo.so.1"),
+        (proot, "/usr/lib/libfoo.so.1"),
+    ):
+        (db,) = inventory(Context(root=root, env=ENV)).databases
+        owners = db.owners([*paths, path])
+        assert [p.name for p in owners[path]] in (["libfoo1"], ["foo"])
+        assert len(owners) == 1
+    assert calls == []
+
+
+def test_missing_version_in_an_application_bundle_without_any_package(tmp_path: Path):
+    ctx = Context(root=tmp_path, env=ENV)
+    facts = StackFacts(
+        missing_versions=(
+            MissingVersion(
+                consumer="/usr/lib/x86_64-linux-gnu/libLLVM-15.so.1",
+                soname="libstdc++.so.6",
+                version="GLIBCXX_3.4.30",
+                provider="/opt/App/usr/lib/libstdc++.so.6",
+                provider_versions=("GLIBCXX_3.4.9", "GLIBCXX_3.4.29", "CXXABI_1.3.13"),
+            ),
+        )
+    )
+    (f,) = MissingVersionOwner().findings(ctx, facts)
+    assert "offers only up to GLIBCXX_3.4.29" in f.message
+    assert "(no package: bundled by an application or copied by hand)" in f.message
+    assert f.remedy and f.remedy.startswith("Update the application that bundles the old copy")
+
+
+def test_unreadable_databases_are_warnings_not_crashes(tmp_path: Path):
+    (tmp_path / "var/lib/dpkg/status").mkdir(parents=True)  # a directory where a file belongs
+    rpmdb = tmp_path / "var/lib/rpm"
+    rpmdb.mkdir(parents=True)
+    (rpmdb / "rpmdb.sqlite").write_bytes(b"this is not a database" * 100)
+    ctx = Context(root=tmp_path, env=ENV)
+    found = {
+        f.evidence["manager"]: f for f in PackageDatabases().run(ctx) if "manager" in f.evidence
+    }
+    assert set(found) == {"dpkg", "rpm"}
+    assert found["dpkg"].severity is Severity.WARN and "Is a directory" in found["dpkg"].message
+    assert "rpm --root" in found["rpm"].message and found["rpm"].remedy == "sudo rpm --rebuilddb"
+    assert list(SiblingSkew().run(ctx)) == []
+
+
+def test_this_hosts_real_dpkg_database():
+    """The real Debian 12 database: Mesa's lavapipe and libc (recorded under /lib, merged /usr)."""
+    ctx = Context(env=ENV)
+    inv = inventory(ctx)
+    assert [db.family for db in inv.databases] == ["dpkg"]
+    (db,) = inv.databases
+    owners = db.owners(
+        ["/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so", "/usr/lib/x86_64-linux-gnu/libc.so.6"]
+    )
+    (mesa,) = owners["/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so"]
+    assert (mesa.name, mesa.source, mesa.arch) == ("mesa-vulkan-drivers", "mesa", "amd64")
+    (libc,) = owners["/usr/lib/x86_64-linux-gnu/libc.so.6"]
+    assert libc.name == "libc6" and libc.source == "glibc"
+    real = subprocess.run(
+        ["dpkg-query", "-W", "-f=${Version}", "mesa-vulkan-drivers"],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        check=True,
+    ).stdout
+    assert mesa.version == real
+
+
+def test_dpkg_order_on_random_versions_matches_dpkg():
+    import random
+
+    rng = random.Random(20261130)
+    alphabet = "0123456789.~+-:ab"
+
+    def version() -> str:
+        v = str(rng.randint(0, 30)) + "".join(
+            rng.choice(alphabet[:-4] + "ab~+.") for _ in range(rng.randint(0, 6))
+        )
+        if rng.random() < 0.3:
+            v = f"{rng.randint(0, 2)}:{v}"
+        if rng.random() < 0.5:
+            v += f"-{rng.randint(0, 9)}{rng.choice(['', '+b1', '~bpo1', 'ubuntu1', '.1'])}"
+        return v
+
+    pairs = [(version(), version()) for _ in range(40)]
+    for a, b in pairs:
+        assert dpkg_compare(a, b) == _dpkg(a, b), (a, b)

@@ -1,0 +1,65 @@
+"""End to end: `vkdoctor check --root TREE --no-probe` on the three skew trees, built with the
+real package tools; the loader's manifest scan, the library resolution and the package rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_json, run_vkdoctor
+from pkgtrees import arch_skew_tree, debian_skew_tree, fedora_skew_tree
+
+ARCH = (
+    "lavapipe (/usr/lib/libvulkan_lvp.so, vulkan-swrast 1:26.2.3-1) needs libLLVM.so.23.1, "
+    "but llvm-libs 22.1.8-1 provides only libLLVM.so.22.1: mesa was upgraded without LLVM, "
+    "a partial upgrade. Fix: sudo pacman -Syu."
+)
+DEBIAN = (
+    "lavapipe (/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so, mesa-vulkan-drivers:amd64 26.2.3-1) "
+    "needs libLLVM.so.23.1, but libllvm22:amd64 1:22.1.8-1 provides only libLLVM.so.22.1: mesa "
+    "was upgraded without LLVM, a partial upgrade (mesa-vulkan-drivers depends on libllvm23 "
+    "(>= 1:23.1.0), which is not installed). Fix: sudo apt --fix-broken install."
+)
+FEDORA = (
+    "lavapipe (/usr/lib64/libvulkan_lvp.so, mesa-vulkan-drivers.x86_64 26.2.3-1.fc43) needs "
+    "libLLVM.so.23.1, but llvm-libs.x86_64 22.1.8-1.fc43 provides only libLLVM.so.22.1: mesa was "
+    "upgraded without LLVM, a partial upgrade (mesa-vulkan-drivers requires "
+    "libLLVM.so.23.1()(64bit), which no installed package provides: it was installed with "
+    "--nodeps or from another repository). Fix: sudo dnf distro-sync."
+)
+
+
+def _by_code(doc: dict[str, Any], code: str) -> list[dict[str, Any]]:
+    return [f for f in doc["findings"] if f["code"] == code]
+
+
+@pytest.mark.parametrize(
+    ("build", "sentence", "manager", "packages"),
+    [
+        (arch_skew_tree, ARCH, "pacman", ("vulkan-swrast", "llvm-libs")),
+        (debian_skew_tree, DEBIAN, "dpkg", ("mesa-vulkan-drivers", "libllvm22")),
+        (fedora_skew_tree, FEDORA, "rpm", ("mesa-vulkan-drivers", "llvm-libs")),
+    ],
+    ids=["pacman", "dpkg", "rpm"],
+)
+def test_check_root_names_packages_versions_and_the_fix(
+    tmp_path: Path, build: Any, sentence: str, manager: str, packages: tuple[str, str]
+):
+    root = build(tmp_path)
+    proc, doc = run_json(["check", "--root", str(root), "--no-probe"])
+    assert proc.returncode == 1, proc.stderr
+    assert doc["status"] == "fail"
+    (skew,) = _by_code(doc, "VKP002")
+    assert skew["severity"] == "fail"
+    assert skew["message"] == sentence
+    assert skew["evidence"]["consumer_package"]["manager"] == manager
+    assert (
+        skew["evidence"]["consumer_package"]["name"],
+        skew["evidence"]["provider_package"]["name"],
+    ) == packages
+    (vkl,) = _by_code(doc, "VKL002")
+    assert "libLLVM.so.23.1" in vkl["message"]
+    assert {f["code"] for f in doc["findings"]} >= {"VKP001", "VKP003", "VKP006"}
+    text = run_vkdoctor(["check", "--root", str(root), "--no-probe", "--select", "VKP002"])
+    assert sentence in text.stdout

@@ -1,0 +1,315 @@
+"""dpkg: packages built with dpkg-deb, installed with the real dpkg into a private admindir and
+root (dependency forced, as a partial upgrade leaves it), on a merged-/usr tree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pkgtools import build_deb, build_lib, dpkg_install, dpkg_root, stub
+from pkgtrees import debian_skew_tree
+
+from vkdoctor.checks.packages import (
+    ManagerConsistency,
+    MissingSonameSkew,
+    MissingVersionOwner,
+    SiblingSkew,
+    UnownedOrForeign,
+)
+from vkdoctor.context import Context
+from vkdoctor.model import Severity
+from vkdoctor.packages import inventory
+from vkdoctor.packages.dpkg import DpkgDB
+from vkdoctor.packages.facts import MissingSoname, MissingVersion, StackFacts, StackFile
+
+LIB = "/usr/lib/x86_64-linux-gnu"
+LVP = f"{LIB}/libvulkan_lvp.so"
+LLVM22 = f"{LIB}/libLLVM.so.22.1"
+NODES = [f"GLIBCXX_3.4.{n}" for n in range(28, 31)]
+
+
+@pytest.fixture(scope="module")
+def deb_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return debian_skew_tree(tmp_path_factory.mktemp("dpkg"))
+
+
+def ctx_for(root: Path) -> Context:
+    return Context(root=root, env={"PATH": "/usr/bin:/bin"})
+
+
+def test_status_and_lists_are_read_directly(deb_tree: Path):
+    inv = inventory(ctx_for(deb_tree))
+    assert [db.family for db in inv.databases] == ["dpkg"]
+    assert "the rpm tool is installed, but holds no database here" in inv.absent["rpm"]
+    (db,) = inv.databases
+    (llvm,) = db.by_name("libllvm22")
+    assert (llvm.version, llvm.source, llvm.source_version) == (
+        "1:22.1.8-1",
+        "llvm-toolchain-22",
+        "1:22.1.8-1",
+    )
+    assert llvm.display_name == "libllvm22:amd64"
+    (mesa,) = db.by_name("mesa-vulkan-drivers")
+    assert [str(g[0]) for g in mesa.depends] == ["libllvm23 (>= 1:23.1.0)", "libstdc++6 (>= 12)"]
+    assert db.by_name("libgl1-mesa-dri:i386")[0].arch == "i386"
+
+
+def test_usrmerge_ownership_both_ways(deb_tree: Path):
+    db = DpkgDB(ctx_for(deb_tree))
+    paths = [
+        f"{LIB}/libstdc++.so.6",  # ld.so's spelling; dpkg recorded /lib/...
+        "/lib/x86_64-linux-gnu/libLLVM.so.22.1",  # the other way round
+        "/lib/x86_64-linux-gnu/libstdc++.so.6.0.30",
+        f"{LIB}/libnothing.so",
+    ]
+    owners = db.owners(paths)
+    assert {k: v[0].name for k, v in owners.items()} == {
+        paths[0]: "libstdc++6",
+        paths[1]: "libllvm22",
+        paths[2]: "libstdc++6",
+    }
+
+
+def test_missing_llvm_names_both_packages_versions_and_apt_fix(deb_tree: Path):
+    facts = StackFacts(
+        missing_sonames=(
+            MissingSoname(
+                consumer=LVP,
+                soname="libLLVM.so.23.1",
+                near_misses=(LLVM22, f"{LIB}/libLLVM-22.so"),
+                target=LVP,
+            ),
+        )
+    )
+    (f,) = MissingSonameSkew().findings(ctx_for(deb_tree), facts)
+    assert f.severity is Severity.FAIL
+    assert f.message == (
+        f"lavapipe ({LVP}, mesa-vulkan-drivers:amd64 26.2.3-1) needs libLLVM.so.23.1, but "
+        "libllvm22:amd64 1:22.1.8-1 provides only libLLVM.so.22.1: mesa was upgraded without "
+        "LLVM, a partial upgrade (mesa-vulkan-drivers depends on libllvm23 (>= 1:23.1.0), which "
+        "is not installed). Fix: sudo apt --fix-broken install."
+    )
+    assert (f.remedy or "").startswith(
+        "sudo apt --fix-broken install. Then sudo apt update && sudo apt full-upgrade. "
+    )
+    assert "ppa-purge" in (f.remedy or "")
+    assert "DIR holds libLLVM.so.23.1 from the matching libllvm23:amd64 package" in (f.remedy or "")
+    assert f.evidence["expected_package"] == "libllvm23:amd64"
+
+
+def test_undeclared_llvm_of_a_vendor_build(deb_tree: Path, tmp_path: Path):
+    """The SkillFishOS case: the driver package never declared libllvmN, so autoremove took it."""
+    s = tmp_path / "s"
+    llvm21 = stub(s, "libLLVM.so.21.1")
+    lvp = build_lib(s / "v" / "libvulkan_radeon.so", "libvulkan_radeon.so", needs=[llvm21])
+    deb = build_deb(
+        tmp_path, "vendor-vulkan", "26.0-1", {"/usr/lib/x86_64-linux-gnu/libvulkan_radeon.so": lvp}
+    )
+    root = dpkg_root(tmp_path / "root")
+    dpkg_install(root, deb)
+    facts = StackFacts(
+        missing_sonames=(
+            MissingSoname(consumer=f"{LIB}/libvulkan_radeon.so", soname="libLLVM.so.21.1"),
+        )
+    )
+    (f,) = MissingSonameSkew().findings(ctx_for(root), facts)
+    assert "RADV" in f.message and "vendor-vulkan:amd64 26.0-1" in f.message
+    assert "no installed package provides it" in f.message
+    assert "does not declare a dependency on libllvm21" in f.message
+    assert "sudo apt install libllvm21:amd64 && sudo apt-mark manual libllvm21:amd64" in f.message
+
+
+def test_i386_sibling_behind_native(deb_tree: Path):
+    (f,) = SiblingSkew().run(ctx_for(deb_tree))
+    assert f.evidence["source"] == "mesa"
+    assert "libgl1-mesa-dri:i386 26.2.2-1 is behind mesa-vulkan-drivers:amd64 26.2.3-1" in f.message
+    assert "sudo apt update && sudo apt full-upgrade" in f.message
+
+
+def test_apt_get_check_reports_the_forced_dependency(deb_tree: Path):
+    (f,) = ManagerConsistency().run(ctx_for(deb_tree))
+    assert f.severity is Severity.FAIL
+    assert (
+        "mesa-vulkan-drivers : Depends: libllvm23 (>= 1:23.1.0) but it is not installable"
+        in f.message
+    )
+    assert "Fix: sudo apt --fix-broken install." in f.message
+    commands = [r["command"] for r in f.evidence["runs"]]
+    assert commands[0].startswith("dpkg --admindir=") and commands[0].endswith("--audit")
+    assert commands[1].startswith("apt-get -o Dir=") and commands[1].endswith("check")
+    assert f.evidence["unmet"] == [
+        "mesa-vulkan-drivers:amd64 26.2.3-1 depends on libllvm23 (>= 1:23.1.0)"
+    ]
+
+
+def test_conda_libstdcxx_tied_to_its_conda_package_and_the_system_package(deb_tree: Path):
+    facts = StackFacts(
+        missing_versions=(
+            MissingVersion(
+                consumer=LLVM22,
+                soname="libstdc++.so.6",
+                version="GLIBCXX_3.4.30",
+                provider="/opt/conda/envs/ml/lib/libstdc++.so.6",
+                provider_versions=("GLIBCXX_3.4.28", "GLIBCXX_3.4.29"),
+                alternatives=(f"{LIB}/libstdc++.so.6",),
+            ),
+        )
+    )
+    (f,) = MissingVersionOwner().findings(ctx_for(deb_tree), facts)
+    assert f.code == "VKP005" and f.severity is Severity.FAIL
+    assert f.message == (
+        f"{LLVM22} (libllvm22:amd64 1:22.1.8-1) needs GLIBCXX_3.4.30 from libstdc++.so.6, but the "
+        "copy that wins, /opt/conda/envs/ml/lib/libstdc++.so.6 (conda package libstdcxx-ng 11.2.0 "
+        "in /opt/conda/envs/ml), offers only up to GLIBCXX_3.4.29; "
+        f"{LIB}/libstdc++.so.6 (libstdc++6:amd64 12.2.0-14) has it. "
+        "Fix: conda install -c conda-forge 'libstdcxx-ng>=12'."
+    )
+    assert "LD_LIBRARY_PATH=/opt/conda/envs/ml/lib" in (f.remedy or "")
+    assert "Do not symlink" in (f.remedy or "")
+
+
+def test_multiarch_same_at_two_versions_is_left_unconfigured_and_audited(tmp_path: Path):
+    s = tmp_path / "s"
+    a = build_lib(s / "a" / "libvulkan_lvp.so", "libvulkan_lvp.so")
+    b = build_lib(s / "b" / "libvulkan_lvp.so", "libvulkan_lvp.so", m32=True)
+    debs = [
+        build_deb(tmp_path, "mesa-vulkan-drivers", "26.2.3-1", {LVP: a}, source="mesa"),
+        build_deb(
+            tmp_path,
+            "mesa-vulkan-drivers",
+            "26.2.2-1",
+            {"/usr/lib/i386-linux-gnu/libvulkan_lvp.so": b},
+            source="mesa",
+            arch="i386",
+        ),
+    ]
+    root = dpkg_root(tmp_path / "root", foreign_arches=["i386"])
+    from pkgtools import sh
+
+    proc = sh(
+        "dpkg",
+        f"--root={root}",
+        f"--admindir={root / 'var/lib/dpkg'}",
+        "--force-script-chrootless",
+        "--force-not-root",
+        "-i",
+        *debs,
+        check=False,
+    )
+    assert "is at a different version" in proc.stdout + proc.stderr
+    ctx = ctx_for(root)
+    (sib,) = SiblingSkew().run(ctx)
+    assert (
+        "mesa-vulkan-drivers:i386 26.2.2-1 is behind mesa-vulkan-drivers:amd64 26.2.3-1"
+        in sib.message
+    )
+    (db,) = inventory(ctx).databases
+    assert {p.state for p in db.packages()} == {"iU"}
+    (f,) = ManagerConsistency().run(ctx)
+    assert f.severity is Severity.FAIL
+    assert "dpkg --audit: mesa-vulkan-drivers:amd64" in f.message
+    assert "Fix: sudo dpkg --configure -a && sudo apt --fix-broken install." in f.message
+
+
+def _target(path: str, name: str = "lvp_icd.x86_64.json"):
+    from vkdoctor.loader.targets import LoadTarget
+
+    return LoadTarget(
+        kind="driver", name=name, manifest=f"/usr/share/vulkan/icd.d/{name}", dlopen_name=path
+    )
+
+
+def test_resolution_feeds_the_rules(deb_tree: Path, monkeypatch: pytest.MonkeyPatch):
+    """The real library resolution (vkdoctor.elf) of the tree, then the package rules."""
+    from vkdoctor.checks import libraries
+
+    monkeypatch.setattr(libraries, "targets", lambda _ctx: (_target(LVP), _target(LLVM22, "llvm")))
+    ctx = Context(
+        root=deb_tree, env={"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": "/opt/conda/envs/ml/lib"}
+    )
+    (soname,) = MissingSonameSkew().run(ctx)
+    assert soname.message.startswith(
+        f"lavapipe ({LVP}, mesa-vulkan-drivers:amd64 26.2.3-1) needs libLLVM.so.23.1, but "
+        "libllvm22:amd64 1:22.1.8-1 provides only libLLVM.so.22.1: mesa was upgraded without LLVM"
+    )
+    (version,) = MissingVersionOwner().run(ctx)
+    assert "conda package libstdcxx-ng 11.2.0" in version.message
+    assert "libstdc++6:amd64 12.2.0-14) has it" in version.message
+    assert version.message.endswith("Fix: conda install -c conda-forge 'libstdcxx-ng>=12'.")
+    (unowned,) = UnownedOrForeign().run(ctx)
+    assert unowned.evidence["unowned"] == ["/opt/conda/envs/ml/lib/libstdc++.so.6"]
+
+
+def test_ppa_and_local_origins_from_apt_cache_policy(deb_tree: Path):
+    """A PPA mesa and a libllvm that no configured repository has, from the tree's apt lists."""
+    etc = deb_tree / "etc/apt"
+    lists = deb_tree / "var/lib/apt/lists"
+    (etc / "preferences.d").mkdir(parents=True)
+    (lists / "partial").mkdir(parents=True)
+    (etc / "sources.list").write_text(
+        "deb [trusted=yes] http://ppa.launchpadcontent.net/kisak/kisak-mesa/ubuntu noble main\n"
+    )
+    stem = "ppa.launchpadcontent.net_kisak_kisak-mesa_ubuntu_dists_noble"
+    (lists / f"{stem}_InRelease").write_text(
+        "Origin: LP-PPA-kisak-kisak-mesa\nSuite: noble\nCodename: noble\nArchitectures: amd64\nComponents: main\n"
+    )
+    (lists / f"{stem}_main_binary-amd64_Packages").write_text(
+        "Package: mesa-vulkan-drivers\nVersion: 26.2.3-1\nArchitecture: amd64\nSource: mesa\n"
+        "Multi-Arch: same\nFilename: pool/m/mesa-vulkan-drivers_26.2.3-1_amd64.deb\nSize: 1\n"
+        "Description: x\n\n"
+    )
+    try:
+        facts = StackFacts(
+            files=(
+                StackFile(path=LVP, role="driver"),
+                StackFile(path=LLVM22, role="library", target=LVP),
+            )
+        )
+        found = {
+            f.evidence["package"]["name"]: f
+            for f in UnownedOrForeign().findings(ctx_for(deb_tree), facts)
+        }
+    finally:
+        import shutil
+
+        shutil.rmtree(deb_tree / "etc/apt")
+        shutil.rmtree(deb_tree / "var/lib/apt")
+    assert found["mesa-vulkan-drivers"].message == (
+        "mesa-vulkan-drivers:amd64 26.2.3-1 owns driver-stack files and is from "
+        "ppa:kisak/kisak-mesa (a PPA, not the distribution's archive)."
+    )
+    assert (
+        found["mesa-vulkan-drivers"].remedy
+        == "sudo ppa-purge ppa:kisak/kisak-mesa returns to the archive's packages."
+    )
+    assert "not in any configured repository" in found["libllvm22"].message
+
+
+def test_installed_provider_with_its_file_deleted(tmp_path: Path):
+    s = tmp_path / "s"
+    llvm23 = build_lib(s / "23" / "libLLVM.so.23.1", "libLLVM.so.23.1")
+    lvp = build_lib(s / "lvp" / "libvulkan_lvp.so", "libvulkan_lvp.so", needs=[llvm23])
+    root = dpkg_root(tmp_path / "root")
+    dpkg_install(
+        root,
+        build_deb(tmp_path, "libllvm23", "1:23.1.0-1", {f"{LIB}/libLLVM.so.23.1": llvm23}),
+        build_deb(
+            tmp_path,
+            "mesa-vulkan-drivers",
+            "26.2.3-1",
+            {LVP: lvp},
+            source="mesa",
+            depends="libllvm23",
+        ),
+    )
+    (root / LIB.lstrip("/") / "libLLVM.so.23.1").unlink()
+    facts = StackFacts(
+        missing_sonames=(MissingSoname(consumer=LVP, soname="libLLVM.so.23.1", target=LVP),)
+    )
+    (f,) = MissingSonameSkew().findings(ctx_for(root), facts)
+    assert f.message == (
+        f"lavapipe ({LVP}, mesa-vulkan-drivers:amd64 26.2.3-1) needs libLLVM.so.23.1, but no installed "
+        "package provides it: an installed package's file was deleted or damaged (libllvm23:amd64 "
+        "1:23.1.0-1 is installed, but its libLLVM.so.23.1 is gone). "
+        "Fix: sudo apt install --reinstall libllvm23:amd64."
+    )

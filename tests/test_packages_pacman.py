@@ -1,0 +1,192 @@
+"""pacman: a real local database (Debian's pacman, private root and dbpath) with Arch's
+unversioned mesa -> llvm-libs dependency, real ELF files, and the skew explained."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pkgtrees import arch_skew_tree
+
+from vkdoctor.checks.packages import (
+    ManagerConsistency,
+    MissingSonameSkew,
+    PackageDatabases,
+    SiblingSkew,
+    UnownedOrForeign,
+)
+from vkdoctor.context import Context
+from vkdoctor.model import Severity
+from vkdoctor.packages import inventory
+from vkdoctor.packages.facts import MissingSoname, StackFacts, StackFile
+from vkdoctor.packages.pacman import PacmanDB
+
+LVP = "/usr/lib/libvulkan_lvp.so"
+LVP32 = "/usr/lib32/libvulkan_lvp.so"
+TARGET = (
+    "lavapipe (/usr/lib/libvulkan_lvp.so, vulkan-swrast 1:26.2.3-1) needs libLLVM.so.23.1, "
+    "but llvm-libs 22.1.8-1 provides only libLLVM.so.22.1: mesa was upgraded without LLVM, "
+    "a partial upgrade. Fix: sudo pacman -Syu."
+)
+
+
+@pytest.fixture(scope="module")
+def arch_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return arch_skew_tree(tmp_path_factory.mktemp("pacman"))
+
+
+def ctx_for(root: Path) -> Context:
+    return Context(root=root, env={"PATH": "/usr/bin:/bin"})
+
+
+def test_database_is_read_directly_with_epoch_base_and_unversioned_depends(arch_tree: Path):
+    inv = inventory(ctx_for(arch_tree))
+    assert [db.family for db in inv.databases] == ["pacman"]
+    assert "rpm" in inv.absent and "dpkg" in inv.absent
+    (db,) = inv.databases
+    (swrast,) = db.by_name("vulkan-swrast")
+    assert (swrast.version, swrast.source, swrast.arch) == ("1:26.2.3-1", "mesa", "x86_64")
+    assert [str(r) for g in swrast.depends for r in g] == ["llvm-libs"]
+    (llvm,) = db.by_name("llvm-libs")
+    assert llvm.provides[0].name == "libLLVM.so" and llvm.provides[0].version == "22.1-64"
+    owners = db.owners([LVP, "/usr/lib/libLLVM-22.so", "/lib/libLLVM.so.22.1", "/usr/lib/nope.so"])
+    assert {k: [p.name for p in v] for k, v in owners.items()} == {
+        LVP: ["vulkan-swrast"],
+        "/usr/lib/libLLVM-22.so": ["llvm-libs"],
+    }
+
+
+def test_usr_merge_symlink_is_followed_for_ownership(arch_tree: Path, tmp_path: Path):
+    (arch_tree / "lib").symlink_to("usr/lib")
+    try:
+        db = PacmanDB(ctx_for(arch_tree))
+        owners = db.owners(["/lib/libLLVM.so.22.1"])
+        assert [p.name for p in owners["/lib/libLLVM.so.22.1"]] == ["llvm-libs"]
+    finally:
+        (arch_tree / "lib").unlink()
+
+
+def test_missing_soname_gives_the_target_sentence(arch_tree: Path):
+    ctx = ctx_for(arch_tree)
+    facts = StackFacts(
+        missing_sonames=(
+            MissingSoname(
+                consumer=LVP,
+                soname="libLLVM.so.23.1",
+                near_misses=("/usr/lib/libLLVM.so.22.1", "/usr/lib/libLLVM-22.so"),
+                target=LVP,
+            ),
+        )
+    )
+    (f,) = MissingSonameSkew().findings(ctx, facts)
+    assert f.code == "VKP002" and f.severity is Severity.FAIL
+    assert f.message == TARGET
+    assert f.remedy and "sudo pacman -Syu" in f.remedy and "never `pacman -Sy <pkg>`" in f.remedy
+    assert "vkdoctor overlay" in f.remedy and "Do not symlink libLLVM.so.22.1" in f.remedy
+    assert "depends on llvm-libs without a version" in f.remedy
+    ev = f.evidence
+    assert ev["consumer_package"]["version"] == "1:26.2.3-1"
+    assert ev["provider_package"]["name"] == "llvm-libs"
+    assert ev["capability"] == "libLLVM.so=23.1-64" and ev["providers"] == []
+    assert ev["declared_unversioned"] is True
+
+
+def test_siblings_of_mesa_at_two_versions_and_lib32_llvm_behind(arch_tree: Path):
+    llvm, mesa = SiblingSkew().run(ctx_for(arch_tree))
+    assert mesa.code == "VKP003" and mesa.severity is Severity.WARN
+    assert (
+        "Packages built from mesa are at different versions: mesa 1:26.2.2-1 is behind "
+        "lib32-vulkan-swrast 1:26.2.3-1, vulkan-swrast 1:26.2.3-1" in mesa.message
+    )
+    assert "sudo pacman -Syu" in mesa.message
+    assert "lib32-llvm-libs 21.1.8-1 is behind llvm-libs 22.1.8-1" in llvm.message
+
+
+def test_lib32_driver_uses_32_bit_soname_capability(arch_tree: Path):
+    facts = StackFacts(
+        missing_sonames=(
+            MissingSoname(
+                consumer=LVP32,
+                soname="libLLVM.so.23.1",
+                near_misses=("/usr/lib32/libLLVM.so.21.1",),
+                target=LVP32,
+                elf_class=32,
+            ),
+        )
+    )
+    (f,) = MissingSonameSkew().findings(ctx_for(arch_tree), facts)
+    assert f.message == (
+        "lavapipe (/usr/lib32/libvulkan_lvp.so, lib32-vulkan-swrast 1:26.2.3-1) needs "
+        "libLLVM.so.23.1, but lib32-llvm-libs 21.1.8-1 provides only libLLVM.so.21.1: lib32-mesa "
+        "was upgraded without LLVM, a partial upgrade. Fix: sudo pacman -Syu."
+    )
+    assert f.evidence["capability"] == "libLLVM.so=23.1-32"
+
+
+def test_clean_dk_is_reported_with_the_unversioned_caveat(arch_tree: Path):
+    (f,) = ManagerConsistency().run(ctx_for(arch_tree))
+    assert f.severity is Severity.INFO
+    assert f.title == "pacman -Dk is clean, but blind to mesa -> llvm-libs and 2 more (no version)"
+    assert f.evidence["runs"][0]["command"].startswith("pacman --config /dev/stdin --root")
+    assert "No database errors have been found!" in f.evidence["runs"][0]["stdout"]
+    assert "proves nothing about" in f.message
+    assert "vulkan-swrast -> llvm-libs" in f.message and "mesa -> llvm-libs" in f.message
+
+
+def test_unowned_driver_in_usr_local(arch_tree: Path):
+    facts = StackFacts(
+        files=(
+            StackFile(path="/usr/local/lib/libvulkan_custom.so", role="driver"),
+            StackFile(path=LVP, role="driver"),
+            StackFile(path="/usr/lib/libLLVM.so.22.1", role="library", target=LVP),
+        )
+    )
+    (f,) = UnownedOrForeign().findings(ctx_for(arch_tree), facts)
+    assert f.code == "VKP004" and f.severity is Severity.WARN
+    assert "/usr/local/lib/libvulkan_custom.so (/usr/local, installed by hand" in f.message
+    assert f.evidence["unowned"] == ["/usr/local/lib/libvulkan_custom.so"]
+
+
+def test_foreign_package_when_sync_databases_exist(arch_tree: Path, tmp_path: Path):
+    sync = arch_tree / "var/lib/pacman/sync"
+    sync.mkdir()
+    try:
+        # an empty but valid sync database: nothing installed is in it, so all is foreign
+        empty = tmp_path / "e"
+        empty.mkdir()
+        from pkgtools import sh
+
+        sh("bsdtar", "-czf", sync / "extra.db", "--files-from", "/dev/null")
+        facts = StackFacts(files=(StackFile(path=LVP, role="driver"),))
+        (f,) = UnownedOrForeign().findings(ctx_for(arch_tree), facts)
+        assert "vulkan-swrast 1:26.2.3-1 owns driver-stack files" in f.message
+        assert "pacman -Qm" in f.message and "sudo pacman -S mesa" in (f.remedy or "")
+    finally:
+        (sync / "extra.db").unlink()
+        sync.rmdir()
+
+
+def test_database_listing(arch_tree: Path):
+    (f,) = PackageDatabases().run(ctx_for(arch_tree))
+    assert f.evidence["packages"] == {"pacman": 5}
+    assert "pacman (/var/lib/pacman, 5 packages)" in f.message
+
+
+def test_resolution_feeds_the_rule(arch_tree: Path, monkeypatch: pytest.MonkeyPatch):
+    """The real library resolution (vkdoctor.elf) of the ICD in the tree, then the package rule."""
+    from vkdoctor.checks import libraries
+    from vkdoctor.loader.targets import LoadTarget
+
+    target = LoadTarget(
+        kind="driver",
+        name="lvp_icd.x86_64.json",
+        manifest="/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
+        dlopen_name=LVP,
+    )
+    monkeypatch.setattr(libraries, "targets", lambda _ctx: (target,))
+    ctx = ctx_for(arch_tree)
+    (f,) = MissingSonameSkew().run(ctx)
+    assert f.message == TARGET
+    assert "/usr/lib/libLLVM.so.22.1" in f.evidence["near_misses"]
+    files = {d.evidence["target"]: d for d in UnownedOrForeign().run(ctx)}
+    assert files == {}

@@ -1,0 +1,158 @@
+"""rpm: packages built by rpmbuild (requires/provides generated from the ELF files, as Fedora's
+are), installed with --nodeps into a private --root/--dbpath by Debian's rpm."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pkgtools import build_lib
+from pkgtrees import fedora_skew_tree
+
+from vkdoctor.checks.packages import (
+    ManagerConsistency,
+    MissingSonameSkew,
+    SiblingSkew,
+    UnownedOrForeign,
+)
+from vkdoctor.context import Context
+from vkdoctor.model import Severity
+from vkdoctor.packages import inventory
+from vkdoctor.packages.facts import MissingSoname, StackFacts, StackFile
+from vkdoctor.packages.rpm import RpmDB
+
+LIB = "/usr/lib64"
+LVP = f"{LIB}/libvulkan_lvp.so"
+
+
+@pytest.fixture(scope="module")
+def rpm_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return fedora_skew_tree(tmp_path_factory.mktemp("rpm"))
+
+
+def ctx_for(root: Path) -> Context:
+    return Context(root=root, env={"PATH": "/usr/bin:/bin"})
+
+
+def test_one_query_reads_every_package_with_generated_soname_requires(rpm_tree: Path):
+    inv = inventory(ctx_for(rpm_tree))
+    (db,) = inv.databases
+    assert isinstance(db, RpmDB) and db.db_path == "/var/lib/rpm"
+    (mesa,) = db.by_name("mesa-vulkan-drivers")
+    assert (mesa.version, mesa.source, mesa.source_version) == (
+        "26.2.3-1.fc43",
+        "mesa",
+        "26.2.3-1.fc43",
+    )
+    requires = [g[0].name for g in mesa.depends]
+    assert (
+        "libLLVM.so.23.1()(64bit)" in requires and "libLLVM.so.23.1(LLVM_23.1)(64bit)" in requires
+    )
+    (llvm,) = db.by_name("llvm-libs")
+    assert "libLLVM.so.22.1()(64bit)" in [p.name for p in llvm.provides]
+    assert len(db.runs) == 1
+
+
+def test_owners_in_one_batched_query(rpm_tree: Path):
+    db = RpmDB(ctx_for(rpm_tree), "/var/lib/rpm")
+    owners = db.owners(
+        [LVP, f"{LIB}/libLLVM-22.so", f"{LIB}/libgallium-26.2.2.so", "/usr/share", f"{LIB}/nope.so"]
+    )
+    assert {k: v[0].name for k, v in owners.items()} == {
+        LVP: "mesa-vulkan-drivers",
+        f"{LIB}/libLLVM-22.so": "llvm-libs",
+        f"{LIB}/libgallium-26.2.2.so": "mesa-dri-drivers",
+    }
+    assert len(db.runs) == 2  # -qa and one -qf
+
+
+def test_missing_soname_names_the_rpm_requirement_and_dnf_fix(rpm_tree: Path):
+    facts = StackFacts(
+        missing_sonames=(
+            MissingSoname(
+                consumer=LVP,
+                soname="libLLVM.so.23.1",
+                near_misses=(f"{LIB}/libLLVM.so.22.1",),
+                target=LVP,
+            ),
+        )
+    )
+    (f,) = MissingSonameSkew().findings(ctx_for(rpm_tree), facts)
+    assert f.message == (
+        f"lavapipe ({LVP}, mesa-vulkan-drivers.x86_64 26.2.3-1.fc43) needs libLLVM.so.23.1, but "
+        "llvm-libs.x86_64 22.1.8-1.fc43 provides only libLLVM.so.22.1: mesa was upgraded without LLVM, "
+        "a partial upgrade (mesa-vulkan-drivers requires libLLVM.so.23.1()(64bit), which no installed "
+        "package provides: it was installed with --nodeps or from another repository). "
+        "Fix: sudo dnf distro-sync."
+    )
+    assert "dnf copr disable" in (f.remedy or "")
+
+
+def test_rpm_va_reports_the_unsatisfied_requirement(rpm_tree: Path):
+    (f,) = ManagerConsistency().run(ctx_for(rpm_tree))
+    assert f.severity is Severity.FAIL
+    assert (
+        "libLLVM.so.23.1()(64bit) is needed by (installed) mesa-vulkan-drivers-26.2.3-1.fc43.x86_64"
+        in f.message
+    )
+    assert f.evidence["runs"][-1]["command"].endswith("-Va --nofiles --noscripts")
+    assert "Fix: sudo dnf distro-sync." in f.message
+
+
+def test_siblings_from_one_srpm(rpm_tree: Path):
+    (f,) = SiblingSkew().run(ctx_for(rpm_tree))
+    assert (
+        "mesa-dri-drivers.x86_64 26.2.2-1.fc43 is behind mesa-vulkan-drivers.x86_64 26.2.3-1.fc43"
+        in f.message
+    )
+
+
+def test_unowned_library_in_opt(rpm_tree: Path):
+    lib = build_lib(rpm_tree / "opt/amdgpu/lib64/libdrm_amdgpu.so.1", "libdrm_amdgpu.so.1")
+    facts = StackFacts(
+        files=(
+            StackFile(path=LVP, role="driver"),
+            StackFile(path="/opt/amdgpu/lib64/libdrm_amdgpu.so.1", role="library", target=LVP),
+        )
+    )
+    try:
+        unowned, foreign = UnownedOrForeign().findings(ctx_for(rpm_tree), facts)
+    finally:
+        lib.unlink()
+    assert unowned.message.startswith(
+        "lavapipe loads files that no rpm package owns: /opt/amdgpu/lib64/libdrm_amdgpu.so.1 (/opt"
+    )
+    assert foreign.message == (
+        "mesa-vulkan-drivers.x86_64 26.2.3-1.fc43 owns driver-stack files and is from vendor "
+        "'Fedora Copr - user mesa-fan', not 'Fedora Project' like most installed packages."
+    )
+    assert "dnf copr disable" in (foreign.remedy or "")
+
+
+def test_resolution_feeds_the_rule(rpm_tree: Path, monkeypatch: pytest.MonkeyPatch):
+    from vkdoctor.checks import libraries
+    from vkdoctor.loader.targets import LoadTarget
+
+    target = LoadTarget(
+        kind="driver",
+        name="lvp_icd.x86_64.json",
+        manifest="/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
+        dlopen_name=LVP,
+    )
+    monkeypatch.setattr(libraries, "targets", lambda _ctx: (target,))
+    (f,) = MissingSonameSkew().run(ctx_for(rpm_tree))
+    assert f.message.startswith(
+        f"lavapipe ({LVP}, mesa-vulkan-drivers.x86_64 26.2.3-1.fc43) needs libLLVM.so.23.1, but "
+        "llvm-libs.x86_64 22.1.8-1.fc43 provides only libLLVM.so.22.1"
+    )
+
+
+def test_dnf_check_output_recorded_on_fedora():
+    """dnf cannot run on this Debian machine: its real output, recorded in the skew lab."""
+    from vkdoctor.packages.rpm import parse_dnf_check
+
+    text = (Path(__file__).parent / "data" / "dnf-check.txt").read_text()
+    assert parse_dnf_check(text) == [
+        "mesa-vulkan-drivers-26.2.3-1.x86_64 has missing requires of libLLVM.so.23.1()(64bit)",
+        "mesa-vulkan-drivers-26.2.3-1.x86_64 has missing requires of libLLVM.so.23.1(LLVM_23.1)(64bit)",
+    ]

@@ -1,0 +1,311 @@
+"""VKE: environment variables that change what ld.so and the Vulkan loader load."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict
+
+from vkdoctor import envhazards as eh
+from vkdoctor.checks.base import Check
+from vkdoctor.context import Context
+from vkdoctor.model import Finding
+
+
+def _identity(ctx: Context) -> eh.Identity:
+    return eh.Identity(uid=os.getuid(), gid=os.getgid(), live=ctx.live)
+
+
+def _without(value: str, index: int) -> str:
+    entries = eh.split_list(value)
+    return ":".join(e for i, e in enumerate(entries) if i != index and e)
+
+
+class LdLibraryPathSyntax(Check):
+    """LD_LIBRARY_PATH has no empty or relative entries.
+
+    ld.so reads an empty entry (a leading or trailing `:`, or `::`) as the current directory, and
+    a relative entry relative to whatever directory the process runs in. Either way, which
+    library gets loaded depends on where a program is started, and any directory you cd into can
+    inject a libvulkan.so.1, a libstdc++.so.6 or a driver dependency.
+    """
+
+    code = "VKE001"
+    family = "environment"
+    title = "Empty or relative LD_LIBRARY_PATH entries"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        if ctx.elevated:
+            return
+        value = ctx.env.get("LD_LIBRARY_PATH", "")
+        for p in eh.ld_library_path_problems(ctx):
+            if p.problem == "empty":
+                yield self.warn(
+                    f"LD_LIBRARY_PATH has an empty entry (position {p.index + 1})",
+                    f"LD_LIBRARY_PATH={value!r} has an empty entry at position {p.index + 1}; "
+                    "ld.so searches the current directory there.",
+                    remedy=f"export LD_LIBRARY_PATH={_without(value, p.index)}",
+                    variable=p.var,
+                    value=value,
+                    index=p.index,
+                    entry=p.entry,
+                    problem=p.problem,
+                )
+            elif p.problem == "relative":
+                yield self.warn(
+                    f"LD_LIBRARY_PATH has a relative entry {p.entry!r}",
+                    f"LD_LIBRARY_PATH entry {p.entry!r} (position {p.index + 1}) is relative: "
+                    "ld.so looks for it from the current directory of each process.",
+                    remedy="Use absolute paths in LD_LIBRARY_PATH, e.g. "
+                    f"export LD_LIBRARY_PATH=$(realpath {p.entry}):...",
+                    variable=p.var,
+                    value=value,
+                    index=p.index,
+                    entry=p.entry,
+                    problem=p.problem,
+                )
+
+
+class LdLibraryPathExists(Check):
+    """Every LD_LIBRARY_PATH entry exists.
+
+    A directory on LD_LIBRARY_PATH that does not exist loads nothing. Often it is the trace of a
+    workaround that is gone (a private LLVM extracted under /tmp, a removed conda environment),
+    and a driver that needed it no longer loads.
+    """
+
+    code = "VKE002"
+    family = "environment"
+    title = "LD_LIBRARY_PATH entries that do not exist"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        if ctx.elevated:
+            return
+        value = ctx.env.get("LD_LIBRARY_PATH", "")
+        for p in eh.ld_library_path_problems(ctx):
+            if p.problem == "missing":
+                yield self.info(
+                    f"LD_LIBRARY_PATH entry {p.entry} does not exist",
+                    f"{p.entry} (LD_LIBRARY_PATH position {p.index + 1}) does not exist; "
+                    "nothing is loaded from it. If a driver relied on it, that driver's load "
+                    "test says so.",
+                    variable=p.var,
+                    value=value,
+                    index=p.index,
+                    entry=p.entry,
+                )
+
+
+class WritableByOthers(Check):
+    """Library and manifest directories are writable only by you and root.
+
+    Whoever can write an LD_LIBRARY_PATH directory, a driver or layer manifest directory, or a
+    directory above one of them, decides what code runs in every Vulkan application you start:
+    they can add a libvulkan.so.1 or a manifest that points at their own library. World-writable
+    directories, directories writable by a group other than yours, and directories owned by
+    another user all count; a directory that does not exist counts when others can create it.
+    """
+
+    code = "VKE003"
+    family = "environment"
+    title = "Library and manifest directories writable by others"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        for h in eh.hazards_writable(ctx, _identity(ctx)):
+            where = h.path if h.culprit == h.path else f"{h.path} (through {h.culprit})"
+            created = "" if h.exists else f"; {h.path} does not exist, and others can create it"
+            yield self.warn(
+                f"{h.purpose} {h.path} is writable by others",
+                f"{where}: {h.culprit} is {', '.join(h.reasons)} "
+                f"(owner {h.owner.user}, group {h.owner.group}, mode {h.owner.mode}){created}. "
+                "Whoever can write there can make Vulkan applications load their code.",
+                remedy=f"Make {h.culprit} writable only by you and root (chmod go-w {h.culprit}; "
+                f"chown it if another user owns it), or stop using {h.path}",
+                **{k: v for k, v in asdict(h).items() if k != "owner"},
+                owner=asdict(h.owner),
+            )
+
+
+class IcdFilenamesDeprecated(Check):
+    """VK_ICD_FILENAMES is not used (it is deprecated; VK_DRIVER_FILES replaces it).
+
+    Since loader 1.3.207 the variable is VK_DRIVER_FILES; VK_ICD_FILENAMES still works, but only
+    when VK_DRIVER_FILES is not set, which makes a leftover value easy to misread.
+    """
+
+    code = "VKE004"
+    family = "environment"
+    title = "Deprecated VK_ICD_FILENAMES in use"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        value = ctx.env.get("VK_ICD_FILENAMES")
+        if value is None:
+            return
+        if "VK_DRIVER_FILES" in ctx.env:
+            yield self.warn(
+                "VK_ICD_FILENAMES is set and ignored",
+                f"VK_ICD_FILENAMES={value!r} is ignored because VK_DRIVER_FILES is set "
+                f"({ctx.env['VK_DRIVER_FILES']!r}); the loader reads only VK_DRIVER_FILES.",
+                remedy="unset VK_ICD_FILENAMES",
+                value=value,
+                vk_driver_files=ctx.env["VK_DRIVER_FILES"],
+            )
+            return
+        yield self.warn(
+            "VK_ICD_FILENAMES is deprecated",
+            f"VK_ICD_FILENAMES={value!r} is the deprecated name of VK_DRIVER_FILES.",
+            remedy=f"export VK_DRIVER_FILES={value}; unset VK_ICD_FILENAMES "
+            "(VK_DRIVER_FILES needs loader 1.3.207 or newer)",
+            value=value,
+        )
+
+
+class OverridesPointAtDrivers(Check):
+    """The driver override variables name manifests that exist and leave at least one driver.
+
+    VK_DRIVER_FILES (or the deprecated VK_ICD_FILENAMES) replaces the loader's whole driver
+    search; set but empty, it leaves no driver at all. An entry that does not exist, or a
+    directory without manifests, adds nothing; VK_ADD_DRIVER_FILES is ignored entirely while an
+    override is set.
+    """
+
+    code = "VKE005"
+    family = "environment"
+    title = "Driver override variables that point at nothing"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        if ctx.elevated:
+            return
+        var = eh.effective_override(ctx)
+        if var is not None:
+            value = ctx.env[var]
+            entries = eh.override_entries(ctx, var)
+            evidence = {"variable": var, "value": value, "entries": [asdict(e) for e in entries]}
+            if not any(e.manifests for e in entries):
+                shown = eh.describe_entries(entries) or "nothing"
+                yield self.fail(
+                    f"{var} leaves no driver",
+                    f"{var}={value!r} replaces the loader's driver search, and it names "
+                    f"{shown}: no manifest at all, so every vkCreateInstance fails with "
+                    "VK_ERROR_INCOMPATIBLE_DRIVER.",
+                    remedy=f"unset {var}, or point it at a driver manifest, e.g. "
+                    f"export {var}=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
+                    **evidence,
+                )
+            else:
+                yield from self._entries(entries, evidence)
+            if eh.ADDITIVE in ctx.env:
+                yield self.info(
+                    f"{eh.ADDITIVE} is ignored",
+                    f"{eh.ADDITIVE}={ctx.env[eh.ADDITIVE]!r} has no effect while {var} is set.",
+                    variable=eh.ADDITIVE,
+                    value=ctx.env[eh.ADDITIVE],
+                    override=var,
+                )
+            return
+        if eh.ADDITIVE in ctx.env:
+            entries = eh.override_entries(ctx, eh.ADDITIVE)
+            yield from self._entries(
+                entries,
+                {
+                    "variable": eh.ADDITIVE,
+                    "value": ctx.env[eh.ADDITIVE],
+                    "entries": [asdict(e) for e in entries],
+                },
+            )
+
+    def _entries(
+        self, entries: list[eh.OverrideEntry], evidence: Mapping[str, object]
+    ) -> Iterable[Finding]:
+        for e in entries:
+            if e.kind == "missing":
+                yield self.warn(
+                    f"{e.var} entry {e.entry} does not exist",
+                    f"{e.var} names {e.entry}, which does not exist; the loader adds nothing "
+                    "for it.",
+                    remedy=f"Remove {e.entry} from {e.var}, or fix the path",
+                    entry=e.entry,
+                    **evidence,
+                )
+            elif e.kind == "directory" and not e.manifests:
+                yield self.warn(
+                    f"{e.var} directory {e.entry} holds no manifest",
+                    f"{e.var} names the directory {e.entry}, which holds no *.json manifest.",
+                    remedy=f"Remove {e.entry} from {e.var}, or put the driver's manifest there",
+                    entry=e.entry,
+                    **evidence,
+                )
+
+
+class ElevatedIgnoresVariables(Check):
+    """No setting is lost because the process runs elevated.
+
+    A setuid or setgid program, or one with file capabilities, runs with AT_SECURE: the loader
+    reads its variables with secure_getenv and gets nothing (VK_DRIVER_FILES, VK_ICD_FILENAMES,
+    VK_ADD_DRIVER_FILES, the driver and layer filters, VK_LAYER_PATH, XDG_*), and ld.so ignores
+    LD_LIBRARY_PATH and most of LD_PRELOAD. Only the system directories count.
+    """
+
+    code = "VKE006"
+    family = "environment"
+    title = "Variables an elevated process ignores"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        if not ctx.elevated:
+            return
+        ignored = eh.set_secure_vars(ctx)
+        if ignored:
+            yield self.warn(
+                "Variables ignored because the process is elevated",
+                f"This process runs elevated (setuid, setgid or capabilities), so these variables "
+                f"are ignored: {', '.join(ignored)}. Only drivers and layers in the system "
+                "directories are used.",
+                remedy="Install the driver's manifest in /etc/vulkan/icd.d or /usr/share/vulkan/icd.d "
+                "and its libraries in a directory of ld.so.conf, or run the program unelevated",
+                ignored=ignored,
+            )
+
+
+class XdgRuntimeDir(Check):
+    """XDG_RUNTIME_DIR is set, so "XDG_RUNTIME_DIR is invalid or not set" lines are not printed.
+
+    Without XDG_RUNTIME_DIR, every Vulkan program prints "error: XDG_RUNTIME_DIR is invalid or not
+    set in the environment." a few times. The lines come from libwayland-client, which Mesa's
+    device-select implicit layer (VK_LAYER_MESA_device_select) calls while it enumerates devices.
+    They are harmless: nothing fails because of them. Do not chase them.
+    """
+
+    code = "VKE007"
+    family = "environment"
+    title = "XDG_RUNTIME_DIR is set"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        problem = eh.xdg_runtime_dir_problem(ctx)
+        if problem is None:
+            return
+        layer = eh.installed_layer(ctx, "VkLayer_MESA_device_select.json")
+        source = (
+            f"Mesa's device-select layer ({layer}) calls libwayland-client"
+            if layer
+            else "a Wayland client library (usually through Mesa's device-select layer) is called"
+        )
+        yield self.info(
+            f"XDG_RUNTIME_DIR is {problem}: expect harmless stderr lines",
+            f'XDG_RUNTIME_DIR is {problem}. Vulkan programs will print "error: XDG_RUNTIME_DIR is '
+            f'invalid or not set in the environment." because {source} while listing devices. '
+            "These lines are harmless and are not the cause of a Vulkan failure. To silence them: "
+            "export XDG_RUNTIME_DIR=/run/user/$(id -u) (any absolute path works), or NODEVICE_SELECT=1.",
+            value=ctx.env.get("XDG_RUNTIME_DIR"),
+            device_select_manifest=layer,
+        )
+
+
+CHECKS: tuple[type[Check], ...] = (
+    LdLibraryPathSyntax,
+    LdLibraryPathExists,
+    WritableByOthers,
+    IcdFilenamesDeprecated,
+    OverridesPointAtDrivers,
+    ElevatedIgnoresVariables,
+    XdgRuntimeDir,
+)

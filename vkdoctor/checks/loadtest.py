@@ -1,0 +1,225 @@
+"""VKT: the real load test. Each driver and implicit layer is dlopened and put through
+vkCreateInstance for real, in one child process (vkdoctor.loadtest)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from vkdoctor.checks.base import Check
+from vkdoctor.context import Context
+from vkdoctor.loader.targets import LoadTarget
+from vkdoctor.loadtest import (
+    LoadTest,
+    LoadTestRun,
+    Prediction,
+    TargetOutcome,
+    classify,
+    disagreements,
+    load_test_for,
+)
+from vkdoctor.model import Finding, Severity
+
+
+def targets_of(ctx: Context) -> tuple[LoadTarget, ...]:
+    """What the loader will dlopen, from the loader emulation."""
+    from vkdoctor.loader import load_targets
+
+    return tuple(ctx.fact(load_targets))
+
+
+def started_load_test(ctx: Context) -> LoadTest:
+    """The one load test of this vkdoctor run, started (a per-run fact)."""
+    return load_test_for(ctx, targets_of(ctx))
+
+
+def load_test(ctx: Context) -> LoadTestRun:
+    """The load test's result; waits for it."""
+    return ctx.fact(started_load_test).result()
+
+
+def prefetch(ctx: Context) -> None:
+    """Start the load test's child now, so that it runs while the other checks do. Never raises:
+    a failure here is reported by the checks themselves when they ask for the result."""
+    if not ctx.live:
+        return
+    try:
+        ctx.fact(started_load_test)
+    except Exception:  # the VKT checks hit it again and report it as theirs
+        return
+
+
+def _verdict_finding(
+    check: Check, ctx: Context, run: LoadTestRun, outcome: TargetOutcome
+) -> Finding:
+    others = [
+        o.target.manifest
+        for o in run.outcomes
+        if o.target.kind == "driver"
+        and o is not outcome
+        and o.dlopen == "ok"
+        and o.failed_step is None
+    ]
+    verdict = classify(outcome, others=others, env=ctx.env, loader_version=run.loader_version)
+    evidence = {**outcome.as_dict(), "verdict": verdict.kind}
+    return check.finding(
+        verdict.severity, verdict.title, verdict.message, remedy=verdict.remedy, evidence=evidence
+    )
+
+
+class DriversLoad(Check):
+    """Each Vulkan driver loads for real and creates an instance.
+
+    vkdoctor starts one child process that, for every driver the loader will try, calls
+    dlopen(library, RTLD_LAZY|RTLD_LOCAL) exactly as the loader does and keeps dlerror's text
+    verbatim, then creates a Vulkan instance through the real loader restricted to that driver's
+    manifest (VK_DRIVER_FILES=<manifest>, implicit layers off) and lists its physical devices.
+    A driver that crashes (a signal) or hangs in its constructors or in vkCreateInstance is
+    reported by name and the test goes on with the others in a fresh child. A driver that loads
+    but sees no device is normal when the machine has no hardware for it.
+    """
+
+    code = "VKT001"
+    family = "load"
+    title = "Drivers load for real"
+    live_only = True
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        run = ctx.fact(load_test)
+        drivers = [o for o in run.outcomes if o.target.kind == "driver"]
+        if not drivers:
+            yield self.info("No driver to load", "The loader has no driver manifest to try.")
+            return
+        for outcome in drivers:
+            yield _verdict_finding(self, ctx, run, outcome)
+
+
+class DeviceAvailable(Check):
+    """At least one driver gives a Vulkan device.
+
+    The sum of the load test: the devices that the drivers, each loaded alone through the real
+    loader, report. No device from any driver means every Vulkan application on this machine
+    fails with VK_ERROR_INCOMPATIBLE_DRIVER or finds no adapter.
+    """
+
+    code = "VKT002"
+    family = "load"
+    title = "A Vulkan device is available"
+    live_only = True
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        run = ctx.fact(load_test)
+        drivers = [o for o in run.outcomes if o.target.kind == "driver"]
+        found = [(o, d) for o in drivers for d in o.devices]
+        evidence = {
+            **run.evidence(),
+            "devices": [{"manifest": o.target.manifest, **d.as_dict()} for o, d in found],
+        }
+        if found:
+            listed = "; ".join(
+                f"{d.describe()} from {Path(o.target.manifest).name}" for o, d in found
+            )
+            yield self.finding(
+                Severity.OK,
+                f"{len(found)} Vulkan device(s): {', '.join(d.name for _, d in found)}",
+                listed,
+                evidence=evidence,
+            )
+            return
+        if not drivers:
+            why = "the loader has no driver to try"
+        else:
+            why = "; ".join(classify(o, loader_version=run.loader_version).title for o in drivers)
+        if run.loader_error:
+            why = f"the Vulkan loader itself does not load ({run.loader_error}); " + why
+        yield self.fail(
+            "No Vulkan device from any driver",
+            f"No driver, loaded alone through the real loader, reports a device: {why}.",
+            remedy="Install a Vulkan driver for this machine, or lavapipe for a CPU device "
+            "(Debian/Ubuntu: apt install mesa-vulkan-drivers; Fedora: dnf install "
+            "mesa-vulkan-drivers; Arch: pacman -S vulkan-swrast)",
+            **evidence,
+        )
+
+
+class LayersLoad(Check):
+    """Each active implicit layer loads and lets vkCreateInstance succeed.
+
+    Implicit layers are loaded into every Vulkan application. vkdoctor dlopens each one and then
+    creates an instance with that layer alone on top of the drivers that already passed
+    (VK_LOADER_LAYERS_ENABLE=<layer>). A layer that crashes, hangs or makes vkCreateInstance fail
+    breaks every application; one whose library does not load is only skipped by the loader.
+    """
+
+    code = "VKT003"
+    family = "load"
+    title = "Implicit layers load for real"
+    live_only = True
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        run = ctx.fact(load_test)
+        for outcome in run.outcomes:
+            if outcome.target.kind == "layer":
+                yield _verdict_finding(self, ctx, run, outcome)
+
+
+class PredictionAgrees(Check):
+    """The static analysis and the real load agree on which libraries load.
+
+    vkdoctor predicts from the ELF files alone (the ld.so emulation) whether each driver and
+    layer library can be loaded, then the load test really loads it. When the two disagree, the
+    real result stands and the prediction's reason shows what the emulation missed: an
+    environment difference (a preloaded library, a changed ld.so.cache) or a gap in vkdoctor.
+    """
+
+    code = "VKT004"
+    family = "load"
+    title = "Static prediction matches the real load"
+    live_only = True
+
+    def predictions(self, ctx: Context) -> Mapping[LoadTarget, Prediction]:
+        """The ld.so emulation's verdict on each target (vkdoctor.checks.libraries)."""
+        from vkdoctor.checks.libraries import target_resolutions
+
+        return {
+            target: Prediction(
+                loadable=r.ok,
+                reason=r.predicted_error
+                or "the library, its DT_NEEDED closure and every symbol version resolve",
+                error=r.predicted_error,
+            )
+            for target, r in ctx.fact(target_resolutions)
+        }
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        predicted = self.predictions(ctx)
+        run = ctx.fact(load_test)
+        found = list(disagreements(predicted, run))
+        for d in found:
+            yield self.finding(
+                Severity.WARN if d.kind == "outcome" else Severity.INFO,
+                f"{d.target.dlopen_name}: prediction and real load disagree"
+                if d.kind == "outcome"
+                else f"{d.target.dlopen_name}: predicted and real dlerror differ",
+                d.message(),
+                remedy="Trust the real load (VKT001/VKT003); please report the disagreement "
+                "with `vkdoctor check --json -` to the vkdoctor maintainers.",
+                evidence={
+                    "manifest": d.target.manifest,
+                    "library": d.target.dlopen_name,
+                    "kind": d.kind,
+                    "predicted_loadable": d.predicted.loadable,
+                    "predicted_reason": d.predicted.reason,
+                    "predicted_error": d.predicted.error,
+                    "loaded": d.loaded,
+                    "dlerror": d.dlerror,
+                },
+            )
+        if not found:
+            compared = sum(
+                1 for o in run.outcomes if o.target in predicted and o.dlopen in ("ok", "failed")
+            )
+            yield self.ok("Prediction matches", f"{compared} load(s) went as predicted.")
+
+
+CHECKS: tuple[type[Check], ...] = (DriversLoad, DeviceAvailable, LayersLoad, PredictionAgrees)

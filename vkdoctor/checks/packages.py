@@ -1,0 +1,311 @@
+"""VKP: the package databases explain why a driver cannot load, and name the distribution's fix."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from vkdoctor.checks.base import Check
+from vkdoctor.context import Context
+from vkdoctor.model import Finding
+from vkdoctor.packages import Inventory, Package, inventory
+from vkdoctor.packages.conda import conda_owner
+from vkdoctor.packages.dpkg import DpkgDB
+from vkdoctor.packages.facts import StackFacts
+from vkdoctor.packages.pacman import PacmanDB
+from vkdoctor.packages.remedy import FIX_BROKEN, NOTES, then_upgrade
+from vkdoctor.packages.skew import (
+    Diagnosis,
+    explain_missing_soname,
+    explain_missing_version,
+    rpm_foreign,
+    sibling_skews,
+    unowned_files,
+)
+from vkdoctor.packages.stack import stack_facts
+
+#: how each manager repairs or rebuilds its own database
+_REPAIR = {
+    "dpkg": "Check /var/lib/dpkg/status (dpkg keeps a backup in /var/backups/dpkg.status.*); "
+    "sudo dpkg --configure -a",
+    "pacman": "Check /var/lib/pacman/local; pacman -Dk lists what is wrong",
+    "rpm": "sudo rpm --rebuilddb",
+}
+
+
+def _finding(check: Check, d: Diagnosis) -> Finding:
+    return check.finding(d.severity, d.title, d.message, remedy=d.remedy, evidence=d.evidence)
+
+
+class PackageDatabases(Check):
+    """Which package managers keep the inspected system: dpkg, pacman, rpm, or none.
+
+    The other VKP checks read these databases (directly where the format allows, otherwise with
+    one batched query) to tie a broken driver to its packages and versions. A system without
+    a package database (a hand-built container, a minimal image) is fine: the package rules
+    then have nothing to explain, and the library checks still say what is missing.
+    """
+
+    code = "VKP001"
+    family = "packages"
+    title = "Package databases"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        inv = ctx.fact(inventory)
+        absent = dict(inv.absent)
+        for family, why in sorted(inv.unreadable.items()):
+            yield self.warn(
+                f"{family} database cannot be read",
+                f"The {family} database is present but could not be read ({why}); the package "
+                "rules cannot use it.",
+                remedy=_REPAIR[family],
+                manager=family,
+                reason=why,
+            )
+        if not inv.databases:
+            if inv.unreadable:
+                return
+            yield self.info(
+                "No package database",
+                f"No dpkg, pacman or rpm database in {ctx.root}: the package rules have nothing "
+                "to explain here; library checks still report what is missing.",
+                absent=absent,
+            )
+            return
+        found = []
+        counts: dict[str, int] = {}
+        for db in inv.databases:
+            counts[db.family] = len(db.packages())
+            found.append(f"{db.family} ({db.db_path}, {counts[db.family]} packages)")
+        yield self.info(
+            "Package databases: " + ", ".join(db.family for db in inv.databases),
+            "Found " + "; ".join(found) + ".",
+            databases={db.family: db.db_path for db in inv.databases},
+            packages=counts,
+            absent=absent,
+        )
+
+
+class SiblingSkew(Check):
+    """Binary packages built from one source are installed at different versions.
+
+    Distributions build every binary package of a source (mesa: the GL drivers, each Vulkan
+    driver, the lib32/:i386 copies) together, against one LLVM and one libdrm. Installing only
+    some of them at a new version (vulkan-swrast 1:26.2.3 beside mesa 1:26.2.2, or
+    mesa-vulkan-drivers:i386 behind :amd64) is a partial upgrade: the new ones may need
+    libraries the old ones do not, and 32-bit programs (Steam, Wine) get the old driver.
+    Grouping: Arch %BASE% (lib32-* compared by upstream version), Debian Source and
+    source version (binNMUs share it), rpm SOURCERPM.
+    """
+
+    code = "VKP003"
+    family = "packages"
+    title = "Sibling packages at different versions"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        inv = ctx.fact(inventory)
+        for d in sibling_skews(inv):
+            yield _finding(self, d)
+
+
+class ManagerConsistency(Check):
+    """The package manager's own check of its database: dpkg --audit and apt-get check,
+    pacman -Dk, rpm -Va --nofiles (and dnf check on a live Fedora).
+
+    An unmet declared dependency is the package manager admitting a partial upgrade or a forced
+    install (--force-depends, -Udd, --nodeps). A clean result proves less than it seems on Arch:
+    mesa, vulkan-radeon and vulkan-swrast declare llvm-libs without a version, so pacman -Dk is
+    clean while lavapipe needs an LLVM soname that is not installed. The ELF checks catch that.
+    apt-get check and rpm -Va are run only when the parsed database already shows an unmet
+    dependency (each costs up to a second); dpkg --audit and pacman -Dk always run.
+    """
+
+    code = "VKP006"
+    family = "packages"
+    title = "Package database consistency"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        inv = ctx.fact(inventory)
+        for db in inv.databases:
+            c = db.consistency()
+            evidence: dict[str, Any] = {
+                "manager": db.family,
+                "runs": [r.as_evidence() for r in c.runs],
+                "unmet": list(c.unmet),
+                "problems": list(c.problems),
+            }
+            tools = ", ".join(r.command for r in c.runs) or "the parsed database"
+            problems = list(c.problems) or list(c.unmet)
+            if problems:
+                shown = "; ".join(problems[:8]) + (" ..." if len(problems) > 8 else "")
+                fix = FIX_BROKEN[db.family]
+                if any(p.startswith("dpkg --audit") for p in c.problems):
+                    fix = "sudo dpkg --configure -a && " + fix
+                then = then_upgrade(db.family, fix)
+                yield self.fail(
+                    f"{db.family}: the package database reports problems",
+                    f"{tools}: {shown}. Fix: {fix}.",
+                    remedy=" ".join(p for p in (f"{fix}.", then, NOTES[db.family]) if p),
+                    **evidence,
+                )
+                continue
+            if c.unavailable:
+                yield self.warn(
+                    f"{db.family}: could not run the database check",
+                    f"{c.unavailable}.",
+                    **evidence,
+                )
+                continue
+            pairs = _unversioned_pairs(db.family, inv)
+            if pairs:
+                # a clean result that must not be read as "the packages fit together"
+                more = f" and {len(pairs) - 1} more" if len(pairs) > 1 else ""
+                yield self.info(
+                    f"pacman -Dk is clean, but blind to {pairs[0]}{more} (no version)",
+                    f"{tools} found no problems. That proves nothing about "
+                    + ", ".join(pairs[:6])
+                    + ": these dependencies carry no version, so pacman accepts any version of "
+                    "the library package; the ELF checks decide.",
+                    unversioned=pairs,
+                    **evidence,
+                )
+                continue
+            yield self.ok(
+                f"{db.family}: no database problems",
+                f"{tools} found no problems.",
+                **evidence,
+            )
+
+
+def _unversioned_pairs(family: str, inv: Inventory) -> list[str]:
+    """On Arch: unversioned dependencies on soname-providing packages, which -Dk cannot judge."""
+    if family != "pacman":
+        return []
+    db = next(d for d in inv.databases if d.family == "pacman")
+    libs = {p.name for p in db.packages() if any(r.name.endswith(".so") for r in p.provides)}
+    pairs = [
+        f"{p.name} -> {rel.name}"
+        for p in db.packages()
+        for group in p.depends
+        for rel in group
+        if rel.name in libs and not rel.versioned
+    ]
+    return sorted(pairs, key=lambda pair: (pair.startswith("lib32-"), pair))
+
+
+# Rules fed by library resolution -----------------------------------------------------------
+
+
+class MissingSonameSkew(Check):
+    """A driver needs a soname that no installed package provides, while a package provides a
+    near miss: the packages are out of step (a partial upgrade), and the distribution's fix.
+
+    Example (Arch): lavapipe (/usr/lib/libvulkan_lvp.so, vulkan-swrast 1:26.2.3-1) needs
+    libLLVM.so.23.1, but llvm-libs 22.1.8-1 provides only libLLVM.so.22.1: mesa was upgraded
+    without LLVM, a partial upgrade. Fix: sudo pacman -Syu. On Debian the LLVM major is in the
+    package name (libllvm23); on Fedora the package requires the soname itself.
+    """
+
+    code = "VKP002"
+    family = "packages"
+    title = "Missing library explained by packages"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        return self.findings(ctx, ctx.fact(stack_facts))
+
+    def findings(self, ctx: Context, facts: StackFacts) -> Iterable[Finding]:
+        inv = ctx.fact(inventory)
+        if not inv.databases or not facts.missing_sonames:
+            return
+        paths = [
+            p
+            for f in facts.missing_sonames
+            for p in (f.consumer, *(f.near_misses), *([f.target] if f.target else []))
+        ]
+        owners = inv.owners(paths)
+        for fact in facts.missing_sonames:
+            yield _finding(self, explain_missing_soname(fact, inv, owners))
+
+
+class UnownedOrForeign(Check):
+    """A driver or a library it loads belongs to no package (/usr/local, /opt, a private
+    directory), or to a package the database marks as foreign (not from the configured
+    repositories: AUR or local on Arch, another vendor on rpm).
+
+    The package manager keeps only its own files in step. A hand-installed driver or LLVM is
+    the usual way a system ends up loading a library built against another version.
+    """
+
+    code = "VKP004"
+    family = "packages"
+    title = "Driver files no package owns, or from a foreign origin"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        return self.findings(ctx, ctx.fact(stack_facts))
+
+    def findings(self, ctx: Context, facts: StackFacts) -> Iterable[Finding]:
+        inv = ctx.fact(inventory)
+        if not inv.databases or not facts.files:
+            return
+        owners = inv.owners(f.path for f in facts.files)
+        owning: list[Package] = list(dict.fromkeys(p for ps in owners.values() for p in ps))
+        foreign: dict[Package, str] = {}
+        for db in inv.databases:
+            mine = [p for p in owning if p.family == db.family]
+            if isinstance(db, PacmanDB):
+                answer = db.foreign()
+                if answer is not None:
+                    names, _ = answer
+                    foreign.update(
+                        {
+                            p: "not in any configured repository (pacman -Qm)"
+                            for p in mine
+                            if p.name in names
+                        }
+                    )
+            elif isinstance(db, DpkgDB):
+                foreign.update(db.origins(mine))
+            elif db.family == "rpm":
+                foreign.update(rpm_foreign(db, mine))
+        for d in unowned_files(facts.files, inv, owners, foreign):
+            yield _finding(self, d)
+
+
+class MissingVersionOwner(Check):
+    """A library needs a symbol version that the copy which wins the search does not define,
+    tied to the package (or conda environment, or application bundle) that put it there.
+
+    The common case: a conda environment's (or an AppImage's) old libstdc++.so.6 comes first
+    through LD_LIBRARY_PATH or an RPATH, and the system's libLLVM needs GLIBCXX_3.4.30. The fix
+    is a new enough libstdc++ in that environment (conda install -c conda-forge
+    'libstdcxx-ng>=12'), never a symlink to the system copy.
+    """
+
+    code = "VKP005"
+    family = "packages"
+    title = "Missing symbol version explained by packages"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        return self.findings(ctx, ctx.fact(stack_facts))
+
+    def findings(self, ctx: Context, facts: StackFacts) -> Iterable[Finding]:
+        if not facts.missing_versions:
+            return
+        inv = ctx.fact(inventory)
+        paths = [
+            p for f in facts.missing_versions for p in (f.consumer, f.provider, *f.alternatives)
+        ]
+        owners = inv.owners(paths) if inv.databases else {}
+        for fact in facts.missing_versions:
+            conda = conda_owner(ctx, fact.provider)
+            yield _finding(self, explain_missing_version(fact, owners, conda))
+
+
+CHECKS: tuple[type[Check], ...] = (
+    PackageDatabases,
+    MissingSonameSkew,
+    MissingVersionOwner,
+    UnownedOrForeign,
+    SiblingSkew,
+    ManagerConsistency,
+)

@@ -1,0 +1,805 @@
+"""The real load test: dlopen each load target and create an instance through it, in one child.
+
+`run_load_test` spawns probes/loadtest.py (one process for all targets), reads the JSON line it
+writes before and after every step, and when the child dies or stops answering, blames the target
+whose step was in flight (crash with the signal, or timeout), kills the process group, and starts a
+new child for the targets that remain. Everything after the spawn is pure: `apply_event` folds the
+child's lines into per-target records, `classify` turns one outcome into a verdict, and
+`disagreements` compares a static prediction with what really happened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from vkdoctor.context import Context
+from vkdoctor.loader.targets import LoadTarget
+from vkdoctor.model import Severity
+from vkdoctor.resources import probes_dir
+
+#: a step longer than this is a hang; a real GPU driver creates its instance in well under a second
+STEP_TIMEOUT = 10.0
+#: how much of a step's captured output the report keeps (its tail)
+OUTPUT_TAIL = 2000
+#: loader version that has VK_LOADER_DRIVERS_DISABLE / VK_LOADER_LAYERS_DISABLE
+FILTERS_SINCE = (1, 3, 234)
+
+StepState = Literal["ok", "failed", "crash", "timeout", "skipped", "error", "not-run"]
+
+VK_RESULTS = {
+    0: "VK_SUCCESS",
+    5: "VK_INCOMPLETE",
+    -1: "VK_ERROR_OUT_OF_HOST_MEMORY",
+    -2: "VK_ERROR_OUT_OF_DEVICE_MEMORY",
+    -3: "VK_ERROR_INITIALIZATION_FAILED",
+    -4: "VK_ERROR_DEVICE_LOST",
+    -6: "VK_ERROR_LAYER_NOT_PRESENT",
+    -7: "VK_ERROR_EXTENSION_NOT_PRESENT",
+    -9: "VK_ERROR_INCOMPATIBLE_DRIVER",
+}
+
+
+def vk_result_name(code: int | None) -> str:
+    if code is None:
+        return "no result"
+    return VK_RESULTS.get(code, f"VkResult {code}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Device:
+    """A physical device as vkGetPhysicalDeviceProperties(2) describes it."""
+
+    name: str
+    type: str
+    api_version: str
+    driver_version: str
+    vendor_id: str
+    device_id: str
+    driver_name: str | None = None
+    driver_info: str | None = None
+
+    def describe(self) -> str:
+        driver = " ".join(p for p in (self.driver_name, self.driver_info) if p)
+        parts = [
+            self.type,
+            f"{driver}, driver version {self.driver_version}"
+            if driver
+            else f"driver version {self.driver_version}",
+            f"Vulkan {self.api_version}",
+            f"{self.vendor_id}:{self.device_id}",
+        ]
+        return f"{self.name} ({', '.join(parts)})"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in vars(self).items() if v is not None}
+
+
+@dataclass(frozen=True, kw_only=True)
+class TargetOutcome:
+    """What happened to one load target: each step's state, and the facts behind it."""
+
+    target: LoadTarget
+    dlopen: StepState = "not-run"
+    #: dlerror() text, verbatim
+    dlerror: str | None = None
+    instance: StepState = "not-run"
+    vk_result: int | None = None
+    enumerate_result: int | None = None
+    devices: tuple[Device, ...] = ()
+    #: for crash: the signal's name (SIGSEGV); for timeout: None
+    signal: str | None = None
+    #: why a step was skipped or not run
+    reason: str | None = None
+    #: what the libraries printed during each step (tail), by step name
+    output: Mapping[str, str] = field(default_factory=dict)
+    seconds: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def finished(self) -> bool:
+        return self.instance != "not-run" or self.dlopen in ("failed", "crash", "timeout")
+
+    @property
+    def failed_step(self) -> str | None:
+        for step in ("dlopen", "instance"):
+            if getattr(self, step) in ("crash", "timeout"):
+                return step
+        return None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.target.kind,
+            "name": self.target.name,
+            "manifest": self.target.manifest,
+            "library": self.target.dlopen_name,
+            "dlopen": self.dlopen,
+            "dlerror": self.dlerror,
+            "instance": self.instance,
+            "vk_result": vk_result_name(self.vk_result) if self.vk_result is not None else None,
+            "enumerate_result": vk_result_name(self.enumerate_result)
+            if self.enumerate_result is not None
+            else None,
+            "devices": [d.as_dict() for d in self.devices],
+            "signal": self.signal,
+            "reason": self.reason,
+            "output": {k: v for k, v in self.output.items() if v},
+            "seconds": {k: round(v, 4) for k, v in self.seconds.items()},
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadTestRun:
+    """All outcomes of one load test, in target order, and how the run went."""
+
+    outcomes: tuple[TargetOutcome, ...]
+    loader_version: str | None = None
+    #: why libvulkan.so.1 could not be loaded in the child (then no instance step ran)
+    loader_error: str | None = None
+    #: child processes started (1 unless a target crashed or hung)
+    children: int = 0
+    seconds: float = 0.0
+    #: set when the global time bound stopped the run
+    stopped: str | None = None
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "loader_version": self.loader_version,
+            "loader_error": self.loader_error,
+            "children": self.children,
+            "seconds": round(self.seconds, 3),
+            "stopped": self.stopped,
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing the child's lines (pure)
+
+
+def parse_line(line: str) -> dict[str, Any] | None:
+    """One protocol line, or None for anything that is not a JSON object with an event."""
+    try:
+        doc = json.loads(line)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) and isinstance(doc.get("event"), str) else None
+
+
+def _device(doc: Mapping[str, Any]) -> Device:
+    return Device(
+        name=str(doc.get("name", "")),
+        type=str(doc.get("type", "other")),
+        api_version=str(doc.get("api_version", "")),
+        driver_version=str(doc.get("driver_version", "")),
+        vendor_id=str(doc.get("vendor_id", "")),
+        device_id=str(doc.get("device_id", "")),
+        driver_name=doc.get("driver_name"),
+        driver_info=doc.get("driver_info"),
+    )
+
+
+def apply_event(outcome: TargetOutcome, event: Mapping[str, Any]) -> TargetOutcome:
+    """The outcome after one "end" or "skip" line of the child about this target."""
+    step = event.get("step")
+    seconds = dict(outcome.seconds)
+    if "seconds" in event and isinstance(step, str):
+        seconds[step] = float(event["seconds"])
+    if event["event"] == "skip" and step == "instance":
+        return replace(outcome, instance="skipped", reason=str(event.get("reason", "")))
+    if event["event"] == "error" and step == "instance":
+        return replace(outcome, instance="error", reason=str(event.get("error", "")))
+    if event["event"] != "end":
+        return outcome
+    if step == "dlopen":
+        ok = bool(event.get("ok"))
+        return replace(
+            outcome,
+            dlopen="ok" if ok else "failed",
+            dlerror=None if ok else str(event.get("error") or ""),
+            seconds=seconds,
+        )
+    if step == "instance":
+        result = event.get("result")
+        return replace(
+            outcome,
+            instance="ok" if result == 0 else "failed",
+            vk_result=result if isinstance(result, int) else None,
+            enumerate_result=event.get("enumerate_result"),
+            devices=tuple(_device(d) for d in event.get("devices") or ()),
+            seconds=seconds,
+        )
+    return outcome
+
+
+def blame(outcome: TargetOutcome, step: str, *, signal_name: str | None) -> TargetOutcome:
+    """The target whose `step` was in flight when the child died (signal) or hung (None)."""
+    state: StepState = "crash" if signal_name else "timeout"
+    if step == "dlopen":
+        return replace(outcome, dlopen=state, signal=signal_name)
+    return replace(outcome, instance=state, signal=signal_name)
+
+
+def signal_name(returncode: int) -> str | None:
+    if returncode >= 0:
+        return None
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def _tail(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= OUTPUT_TAIL else "..." + text[-OUTPUT_TAIL:]
+
+
+# ---------------------------------------------------------------------------------------------
+# Running the child (I/O)
+
+
+@dataclass
+class _Child:
+    """One child's progress, as its lines arrive."""
+
+    proc: subprocess.Popen[bytes]
+    in_flight: tuple[int, str] | None = None
+    last_event: float = 0.0
+    done: bool = False
+    hello: dict[str, Any] = field(default_factory=dict)
+
+
+def _command() -> list[str]:
+    # -I: no user site, no PYTHON* variables; -S: no site import. The child needs the stdlib only.
+    return [sys.executable, "-I", "-S", str(probes_dir() / "loadtest.py")]
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+def _read_log(logdir: Path, index: int, step: str) -> str:
+    try:
+        return (logdir / f"{index}.{step}.log").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _spawn(
+    request: Mapping[str, Any], *, env: Mapping[str, str], cwd: Path, logdir: Path
+) -> subprocess.Popen[bytes]:
+    with open(logdir / "startup.log", "wb") as startup:
+        proc = subprocess.Popen(
+            _command(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=startup,
+            env={**env, "LC_ALL": "C"},
+            cwd=cwd,
+            start_new_session=True,
+        )
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(json.dumps(request).encode())
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+    return proc
+
+
+def _drive(
+    child: _Child,
+    outcomes: dict[int, TargetOutcome],
+    *,
+    step_timeout: float,
+    deadline: float,
+) -> str:
+    """Read the child's lines until it ends; return how it ended ("eof", "step", "global")."""
+    assert child.proc.stdout is not None
+    fd = child.proc.stdout.fileno()
+    sel = selectors.DefaultSelector()
+    sel.register(fd, selectors.EVENT_READ)
+    buf = b""
+    try:
+        while True:
+            now = time.monotonic()
+            step_end = child.last_event + step_timeout
+            if now >= deadline:
+                return "global"
+            if now >= step_end:
+                return "step"
+            if not sel.select(timeout=min(step_end, deadline) - now):
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return "eof"
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            for raw in lines:
+                event = parse_line(raw.decode("utf-8", "replace"))
+                if event is None:
+                    continue
+                child.last_event = time.monotonic()
+                kind = event["event"]
+                if kind == "hello":
+                    child.hello = event
+                elif kind == "done":
+                    child.done = True
+                elif kind == "begin":
+                    child.in_flight = (int(event["index"]), str(event["step"]))
+                elif kind in ("end", "skip", "error"):
+                    index = int(event["index"])
+                    outcomes[index] = apply_event(outcomes[index], event)
+                    child.in_flight = None
+    finally:
+        sel.close()
+
+
+class LoadTest:
+    """One load test: `start()` spawns the first child and returns at once, so the test runs
+    while the caller does other work; `result()` drives it to the end (once) and cleans up.
+
+    The child dies with the thread that spawned it (PR_SET_PDEATHSIG follows the thread), so
+    call `start()` from a thread that lives until `result()`: the main thread."""
+
+    def __init__(
+        self,
+        targets: Sequence[LoadTarget],
+        *,
+        env: Mapping[str, str],
+        cwd: Path,
+        step_timeout: float = STEP_TIMEOUT,
+        total_timeout: float = 60.0,
+        loader: str = "libvulkan.so.1",
+    ) -> None:
+        self.targets = tuple(targets)
+        self.env = dict(env)
+        self.cwd = cwd
+        self.step_timeout = step_timeout
+        self.total_timeout = total_timeout
+        self.loader = loader
+        self.outcomes = {i: TargetOutcome(target=t) for i, t in enumerate(self.targets)}
+        # Drivers first: a layer's instance step runs on top of the drivers that already passed.
+        self.order = sorted(self.outcomes, key=lambda i: (self.targets[i].kind != "driver", i))
+        self.loader_version: str | None = None
+        self.loader_error: str | None = None
+        self.children = 0
+        self.stopped: str | None = None
+        self._started = 0.0
+        self._deadline = 0.0
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._child: _Child | None = None
+        self._pending: list[int] = []
+        self._result: LoadTestRun | None = None
+
+    @property
+    def _logdir(self) -> Path:
+        assert self._tmp is not None
+        return Path(self._tmp.name)
+
+    def _out_of_time(self) -> str:
+        return f"the load test's time bound ({self.total_timeout:g} s) ran out"
+
+    def start(self) -> LoadTest:
+        if self._tmp is None:
+            self._started = time.monotonic()
+            self._deadline = self._started + self.total_timeout
+            self._tmp = tempfile.TemporaryDirectory(prefix="vkdoctor-load-")
+            self._spawn_next()
+        return self
+
+    def _spawn_next(self) -> None:
+        """Start a child for the targets not finished yet; no child when none is left."""
+        self._child = None
+        self._pending = [i for i in self.order if not self.outcomes[i].finished]
+        if not self._pending or self.stopped:
+            return
+        if time.monotonic() >= self._deadline:
+            self.stopped = self._out_of_time()
+            return
+        t = self.targets
+        good = [
+            t[i].manifest
+            for i in self.order
+            if t[i].kind == "driver"
+            and self.outcomes[i].instance == "ok"
+            and self.outcomes[i].devices
+        ]
+        request = {
+            "logdir": str(self._logdir),
+            "parent": os.getpid(),
+            "loader": self.loader,
+            "good_drivers": good,
+            "targets": [
+                {
+                    "index": i,
+                    "kind": t[i].kind,
+                    "name": t[i].name,
+                    "manifest": t[i].manifest,
+                    "dlopen_name": t[i].dlopen_name,
+                }
+                for i in self._pending
+            ],
+        }
+        try:
+            proc = _spawn(request, env=self.env, cwd=self.cwd, logdir=self._logdir)
+        except OSError as exc:
+            self.stopped = f"cannot start the load test child ({_command()[0]}): {exc}"
+            return
+        self.children += 1
+        self._child = _Child(proc=proc, last_event=time.monotonic())
+
+    def result(self) -> LoadTestRun:
+        if self._result is not None:
+            return self._result
+        self.start()
+        try:
+            while self._child is not None:
+                self._finish_child(self._child)
+        finally:
+            if self._child is not None:
+                _kill_group(self._child.proc)
+            if self._tmp is not None:
+                self._tmp.cleanup()
+        for i in self.order:
+            if not self.outcomes[i].finished:
+                self.outcomes[i] = replace(self.outcomes[i], reason=self.stopped or "not run")
+        self._result = LoadTestRun(
+            outcomes=tuple(self.outcomes[i] for i in range(len(self.targets))),
+            loader_version=self.loader_version,
+            loader_error=self.loader_error,
+            children=self.children,
+            seconds=time.monotonic() - self._started,
+            stopped=self.stopped,
+        )
+        return self._result
+
+    def _finish_child(self, child: _Child) -> None:
+        """Read one child to its end, blame what it died on, and start the next if needed."""
+        try:
+            how = _drive(
+                child, self.outcomes, step_timeout=self.step_timeout, deadline=self._deadline
+            )
+        finally:
+            # Before reaping: the group id cannot be reused while the child is unreaped.
+            _kill_group(child.proc)
+        self._child = None
+        if child.hello:
+            self.loader_version = child.hello.get("loader_version") or self.loader_version
+            self.loader_error = child.hello.get("loader_error") or self.loader_error
+        for i in self._pending:
+            out = {s: _tail(_read_log(self._logdir, i, s)) for s in ("dlopen", "instance")}
+            self.outcomes[i] = replace(self.outcomes[i], output={**self.outcomes[i].output, **out})
+        if how == "global":
+            self.stopped = self._out_of_time()
+        if child.in_flight is not None:
+            index, step = child.in_flight
+            sig = None
+            if how == "eof":
+                rc = child.proc.returncode
+                # a driver that calls exit() in mid-step is reported like a crash
+                sig = signal_name(rc) if rc is not None and rc < 0 else f"exit status {rc}"
+            self.outcomes[index] = blame(self.outcomes[index], step, signal_name=sig)
+            self._spawn_next()
+            return
+        if how == "global":
+            return
+        if not child.done:
+            self.stopped = _child_broke(self._logdir, child.proc.returncode, how)
+            return
+        for i in self._pending:
+            if not self.outcomes[i].finished and self.outcomes[i].dlopen == "ok":
+                reason = (
+                    f"the Vulkan loader could not be loaded: {self.loader_error}"
+                    if self.loader_error
+                    else "the load test child did not try it"
+                )
+                self.outcomes[i] = replace(self.outcomes[i], instance="skipped", reason=reason)
+
+
+def run_load_test(
+    targets: Sequence[LoadTarget],
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+    step_timeout: float = STEP_TIMEOUT,
+    total_timeout: float = 60.0,
+    loader: str = "libvulkan.so.1",
+) -> LoadTestRun:
+    """Load every target for real, in as few child processes as the targets allow."""
+    return (
+        LoadTest(
+            targets,
+            env=env,
+            cwd=cwd,
+            step_timeout=step_timeout,
+            total_timeout=total_timeout,
+            loader=loader,
+        )
+        .start()
+        .result()
+    )
+
+
+def _child_broke(logdir: Path, rc: int | None, how: str) -> str:
+    text = ""
+    for name in ("startup.log", "child.log"):
+        with contextlib.suppress(OSError):
+            text += (logdir / name).read_text(encoding="utf-8", errors="replace")
+    what = "stopped answering" if how == "step" else f"ended with status {rc}"
+    return f"the load test child {what} between steps: {_tail(text) or 'no output'}"
+
+
+def load_test_for(ctx: Context, targets: Sequence[LoadTarget]) -> LoadTest:
+    """The load test for `targets` in ctx's environment, bounded by ctx.options.timeout, started."""
+    return LoadTest(
+        targets,
+        env=ctx.env,
+        cwd=ctx.cwd,
+        # a hang costs one step; a third of the budget leaves room for the others
+        step_timeout=min(STEP_TIMEOUT, ctx.options.timeout / 3),
+        total_timeout=ctx.options.timeout,
+    ).start()
+
+
+# ---------------------------------------------------------------------------------------------
+# Verdicts (pure)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Verdict:
+    severity: Severity
+    #: short machine word: device, no-device, wrong-class, dlopen-failed, crash, timeout,
+    #: instance-failed, layer-ok, layer-failed, not-run, internal-error
+    kind: str
+    title: str
+    message: str
+    remedy: str | None = None
+
+
+def _version_tuple(text: str | None) -> tuple[int, ...] | None:
+    try:
+        return tuple(int(p) for p in (text or "").split("."))
+    except ValueError:
+        return None
+
+
+def disable_remedy(
+    outcome: TargetOutcome,
+    *,
+    others: Sequence[str],
+    env: Mapping[str, str],
+    loader_version: str | None,
+) -> str:
+    """How to keep the loader away from this target, in a form this loader understands."""
+    target = outcome.target
+    version = _version_tuple(loader_version)
+    has_filters = version is None or version >= FILTERS_SINCE
+    if target.kind == "layer":
+        var, value = "VK_LOADER_LAYERS_DISABLE", target.name
+    else:
+        var, value = "VK_LOADER_DRIVERS_DISABLE", Path(target.manifest).name
+    if has_filters:
+        current = env.get(var, "")
+        joined = f"{current},{value}" if current else value
+        return f"export {var}={joined}"
+    if target.kind == "driver" and others:
+        return f"export VK_DRIVER_FILES={':'.join(others)} (this loader predates {var})"
+    return f"remove or rename {target.manifest} (this loader predates {var})"
+
+
+def classify(
+    outcome: TargetOutcome,
+    *,
+    others: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    loader_version: str | None = None,
+) -> Verdict:
+    """The verdict for one target. `others`: the manifests of the other drivers, for remedies."""
+    t = outcome.target
+    what = (
+        f"{Path(t.manifest).name} ({t.dlopen_name})"
+        if t.kind == "driver"
+        else f"layer {t.name} ({t.dlopen_name})"
+    )
+    env = env or {}
+    step = outcome.failed_step
+    if step is not None:
+        where = "in its constructors (dlopen)" if step == "dlopen" else "in vkCreateInstance"
+        if outcome.signal:
+            how = f"was killed by {outcome.signal} {where}"
+            kind, title = "crash", f"{what} crashes the process ({outcome.signal})"
+        else:
+            how = f"hung {where} and was killed after the step timeout"
+            kind, title = "timeout", f"{what} hangs {where}"
+        scope = (
+            "Every Vulkan application that lets the loader try this driver does the same."
+            if t.kind == "driver"
+            else "Every Vulkan application loads this implicit layer and does the same."
+        )
+        message = f"Loading {t.dlopen_name} for {t.manifest} {how}. {scope}"
+        remedy = (
+            disable_remedy(outcome, others=others, env=env, loader_version=loader_version)
+            + f"; then update or reinstall the package that ships {t.dlopen_name}"
+        )
+        return Verdict(
+            severity=Severity.FAIL, kind=kind, title=title, message=message, remedy=remedy
+        )
+    if outcome.dlopen == "failed":
+        err = outcome.dlerror or "(dlerror gave no text)"
+        if "wrong ELF class" in err:
+            return Verdict(
+                severity=Severity.INFO,
+                kind="wrong-class",
+                title=f"{what} is for another architecture",
+                message=f"dlopen: {err}. The loader skips it (it logs this at INFO); a 64-bit "
+                "process cannot use a 32-bit driver, so this is expected on multiarch systems.",
+            )
+        if t.kind == "layer":
+            return Verdict(
+                severity=Severity.WARN,
+                kind="dlopen-failed",
+                title=f"{what} does not load",
+                message=f"dlopen: {err}. The loader logs the error and goes on without the layer.",
+                remedy=disable_remedy(
+                    outcome, others=others, env=env, loader_version=loader_version
+                )
+                + f", or install what {t.dlopen_name} needs",
+            )
+        return Verdict(
+            severity=Severity.FAIL,
+            kind="dlopen-failed",
+            title=f"{what} does not load",
+            message=f"dlopen: {err}. The loader ignores this driver "
+            '("Failed loading library associated with ICD JSON").',
+            remedy=f"vkdoctor's library findings for {t.dlopen_name} say what is missing; "
+            "meanwhile, to stop the loader trying it: "
+            + disable_remedy(outcome, others=others, env=env, loader_version=loader_version),
+        )
+    if outcome.dlopen == "not-run" or outcome.instance == "not-run":
+        return Verdict(
+            severity=Severity.WARN,
+            kind="not-run",
+            title=f"{what} was not load-tested",
+            message=outcome.reason or "not run",
+        )
+    if outcome.instance == "error":
+        return Verdict(
+            severity=Severity.ERROR,
+            kind="internal-error",
+            title=f"{what}: vkdoctor could not read the instance test",
+            message=f"dlopen succeeded; the load test child broke while reading vkCreateInstance's "
+            f"results: {outcome.reason}. This is a bug in vkdoctor, not in the driver.",
+            remedy="Report it with `vkdoctor check --json -` to the vkdoctor maintainers.",
+        )
+    if outcome.instance == "skipped":
+        return Verdict(
+            severity=Severity.INFO,
+            kind="not-run",
+            title=f"{what} loads (instance not tried)",
+            message=f"dlopen succeeded; vkCreateInstance was not tried: {outcome.reason}.",
+        )
+    if t.kind == "layer":
+        if outcome.instance == "ok":
+            return Verdict(
+                severity=Severity.OK,
+                kind="layer-ok",
+                title=f"{what} loads and passes vkCreateInstance",
+                message=f"vkCreateInstance with {t.name} on the working drivers: VK_SUCCESS, "
+                f"{len(outcome.devices)} device(s).",
+            )
+        return Verdict(
+            severity=Severity.FAIL,
+            kind="layer-failed",
+            title=f"{what} makes vkCreateInstance fail",
+            message=f"With {t.name} active, vkCreateInstance returns "
+            f"{vk_result_name(outcome.vk_result)} on drivers that work without it. Every Vulkan "
+            "application loads this implicit layer, so every one fails the same way.",
+            remedy=disable_remedy(outcome, others=others, env=env, loader_version=loader_version),
+        )
+    if outcome.instance == "failed":
+        return Verdict(
+            severity=Severity.WARN,
+            kind="instance-failed",
+            title=f"{what} loads but vkCreateInstance fails",
+            message=f"dlopen succeeded, but vkCreateInstance with only this driver returned "
+            f"{vk_result_name(outcome.vk_result)}; the loader drops it from every instance.",
+            remedy=disable_remedy(outcome, others=others, env=env, loader_version=loader_version),
+        )
+    if outcome.devices:
+        listed = "; ".join(d.describe() for d in outcome.devices)
+        return Verdict(
+            severity=Severity.OK,
+            kind="device",
+            title=f"{what}: {', '.join(d.name for d in outcome.devices)}",
+            message=f"dlopen and vkCreateInstance succeed; {len(outcome.devices)} device(s): {listed}.",
+        )
+    enum = (
+        f" (vkEnumeratePhysicalDevices: {vk_result_name(outcome.enumerate_result)})"
+        if outcome.enumerate_result not in (None, 0)
+        else ""
+    )
+    return Verdict(
+        severity=Severity.INFO,
+        kind="no-device",
+        title=f"{what} loads, no device",
+        message=f"dlopen and vkCreateInstance succeed, but the driver sees no device{enum}. "
+        "Normal when this machine has no hardware for it.",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Prediction versus reality (pure)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prediction:
+    """What the static analysis (the ld.so emulation) expects from dlopen of one target."""
+
+    loadable: bool
+    reason: str
+    #: the dlerror() text it expects when not loadable, if it predicts one
+    error: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Disagreement:
+    target: LoadTarget
+    predicted: Prediction
+    #: what dlopen really did: True loaded, False failed (dlerror below)
+    loaded: bool
+    dlerror: str | None
+    #: "outcome": loads where it should not, or the reverse; "reason": both fail, differently
+    kind: Literal["outcome", "reason"] = "outcome"
+
+    def message(self) -> str:
+        lib = f"{self.target.dlopen_name} ({self.target.name})"
+        if self.kind == "reason":
+            return (
+                f"Both the static analysis and the real dlopen say {lib} does not load, but for "
+                f"different reasons: predicted {self.predicted.error!r}, real {self.dlerror!r}."
+            )
+        said = "loadable" if self.predicted.loadable else "not loadable"
+        real = "loads" if self.loaded else f"fails: {self.dlerror}"
+        return (
+            f"The static analysis predicted {lib} {said} ({self.predicted.reason}), "
+            f"but the real dlopen {real}."
+        )
+
+
+def disagreements(
+    predictions: Mapping[LoadTarget, Prediction], run: LoadTestRun
+) -> Iterator[Disagreement]:
+    """Targets whose dlopen went otherwise than predicted. Crashed, hung or untested loads say
+    nothing about resolution and are not compared."""
+    for outcome in run.outcomes:
+        predicted = predictions.get(outcome.target)
+        if predicted is None or outcome.dlopen not in ("ok", "failed"):
+            continue
+        loaded = outcome.dlopen == "ok"
+        if loaded != predicted.loadable:
+            yield Disagreement(
+                target=outcome.target, predicted=predicted, loaded=loaded, dlerror=outcome.dlerror
+            )
+        elif not loaded and predicted.error is not None and predicted.error != outcome.dlerror:
+            yield Disagreement(
+                target=outcome.target,
+                predicted=predicted,
+                loaded=loaded,
+                dlerror=outcome.dlerror,
+                kind="reason",
+            )

@@ -1,0 +1,301 @@
+"""dpkg: reads /var/lib/dpkg/status and info/*.list directly (locale-free, no process per file).
+
+Only the consistency check runs tools: `dpkg --audit` and `apt-get check`, each once.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from vkdoctor.context import Context
+from vkdoctor.packages.deps import unmet
+from vkdoctor.packages.model import Consistency, Family, Package, Relation
+from vkdoctor.packages.paths import spellings
+from vkdoctor.packages.proc import ToolRun, run_tool, which
+from vkdoctor.packages.versions import dpkg_compare
+
+ADMINDIR = "/var/lib/dpkg"
+#: Status "want flag status": the last word, for packages whose files are on disk
+ON_DISK = {
+    "installed",
+    "unpacked",
+    "half-configured",
+    "half-installed",
+    "triggers-awaited",
+    "triggers-pending",
+}
+_ABBREV = {
+    "installed": "ii",
+    "unpacked": "iU",
+    "half-configured": "iF",
+    "half-installed": "iH",
+    "triggers-awaited": "iW",
+    "triggers-pending": "iT",
+}
+_REL = re.compile(r"^\s*([^\s(:]+)(?::[a-z0-9-]+)?\s*(?:\(\s*([<>=]+)\s*([^)\s]+)\s*\))?")
+
+
+#: the fields the backend uses; Description and Conffiles (most of the file) are skipped
+_FIELD = re.compile(
+    r"^(Package|Status|Version|Architecture|Source|Depends|Pre-Depends|Provides|Maintainer"
+    r"|Multi-Arch):[ \t]*(.*(?:\n[ \t].*)*)",
+    re.M,
+)
+
+
+def parse_status(text: str) -> list[dict[str, str]]:
+    """The status file's paragraphs (deb822, blank-line separated), with the fields we use."""
+    return [fields for chunk in text.split("\n\n") if (fields := dict(_FIELD.findall(chunk)))]
+
+
+def parse_relations(text: str) -> tuple[tuple[Relation, ...], ...]:
+    """`a (>= 1) | b, c` -> ((a>=1, b), (c,)). Arch qualifiers (`python3:any`) are dropped."""
+    groups: list[tuple[Relation, ...]] = []
+    for group in text.replace("\n", " ").split(","):
+        alts: list[Relation] = []
+        for alt in group.split("|"):
+            m = _REL.match(alt)
+            if m and m.group(1):
+                alts.append(Relation(name=m.group(1), op=m.group(2), version=m.group(3)))
+        if alts:
+            groups.append(tuple(alts))
+    return tuple(groups)
+
+
+def _package(para: Mapping[str, str]) -> Package | None:
+    status = para.get("Status", "").split()
+    if len(status) != 3 or status[2] not in ON_DISK or "Package" not in para:
+        return None
+    version = para.get("Version", "")
+    source, source_version = para.get("Source", para["Package"]), version
+    m = re.match(r"^(\S+)\s*\((\S+)\)", source)
+    if m:
+        source, source_version = m.group(1), m.group(2)
+    deps = parse_relations(para.get("Pre-Depends", "")) + parse_relations(para.get("Depends", ""))
+    provides = tuple(alt for group in parse_relations(para.get("Provides", "")) for alt in group)
+    return Package(
+        family="dpkg",
+        name=para["Package"],
+        version=version,
+        arch=para.get("Architecture", ""),
+        source=source.strip(),
+        source_version=source_version,
+        depends=deps,
+        provides=provides,
+        packager=para.get("Maintainer"),
+        state=None if status[2] == "installed" else _ABBREV.get(status[2], status[2]),
+        multi_arch=para.get("Multi-Arch"),
+    )
+
+
+class DpkgDB:
+    """The dpkg database of `ctx.root`."""
+
+    family: Family = "dpkg"
+
+    def __init__(self, ctx: Context, admindir: str = ADMINDIR) -> None:
+        self._ctx = ctx
+        self.db_path = admindir
+        self._packages: tuple[Package, ...] | None = None
+        self._answers: dict[bytes, str | None] = {}
+
+    @property
+    def _admin(self) -> Path:
+        return self._ctx.under(self.db_path)
+
+    def packages(self) -> tuple[Package, ...]:
+        if self._packages is None:
+            text = (self._admin / "status").read_text(encoding="utf-8", errors="replace")
+            pkgs = (_package(p) for p in parse_status(text))
+            self._packages = tuple(p for p in pkgs if p is not None)
+        return self._packages
+
+    def by_name(self, name: str) -> tuple[Package, ...]:
+        base, _, arch = name.partition(":")
+        return tuple(p for p in self.packages() if p.name == base and (not arch or p.arch == arch))
+
+    def _lookup(self, wanted: set[bytes]) -> dict[bytes, str]:
+        """Which list file (`libllvm22:amd64`, `libc6`) names each wanted path.
+
+        One pass over info/*.list per batch of new paths: each file is split into lines and
+        intersected with the wanted set (C speed); answers, including "nobody", are kept.
+        """
+        new = wanted - self._answers.keys()
+        if new:
+            # plain strings, not Path objects: ~800 files, and Path's sort order costs more
+            # than reading them
+            try:
+                with os.scandir(self._admin / "info") as it:
+                    lists = sorted((e.name, e.path) for e in it if e.name.endswith(".list"))
+            except OSError:
+                lists = []
+            for name, path in lists:
+                try:
+                    with open(path, "rb") as fh:
+                        lines = fh.read().split(b"\n")
+                except OSError:
+                    continue
+                for hit in new.intersection(lines):
+                    self._answers.setdefault(hit, name[: -len(".list")])
+            for missing in new:
+                self._answers.setdefault(missing, None)
+        return {w: stem for w in wanted if (stem := self._answers.get(w)) is not None}
+
+    def _by_stem(self, stem: str) -> Package | None:
+        name, _, arch = stem.partition(":")
+        for p in self.packages():
+            if p.name == name and (not arch or p.arch == arch):
+                return p
+        return None
+
+    def owners(self, paths: Iterable[str]) -> dict[str, tuple[Package, ...]]:
+        def key(spelling: str) -> bytes:
+            return spelling.encode("utf-8", "surrogateescape")
+
+        asked = {path: spellings(self._ctx, path) for path in dict.fromkeys(paths)}
+        found = self._lookup({key(s) for sp in asked.values() for s in sp})
+        out: dict[str, tuple[Package, ...]] = {}
+        for path, candidates in asked.items():
+            for spelling in candidates:
+                stem = found.get(key(spelling))
+                pkg = self._by_stem(stem) if stem else None
+                if pkg is not None:
+                    out[path] = (pkg,)
+                    break
+        return out
+
+    def compare(self, a: str, b: str) -> int:
+        return dpkg_compare(a, b)
+
+    def origins(self, pkgs: Iterable[Package]) -> dict[Package, str]:
+        """Packages not installed from the configured archive: from a PPA, or from no repository.
+
+        One `apt-cache policy` for all of them, only when the tree has apt lists to compare with.
+        """
+        pkgs = list(pkgs)
+        lists = self._ctx.under("/var/lib/apt/lists")
+        if not pkgs or not which("apt-cache", self._ctx.env) or not any(lists.glob("*_Packages")):
+            return {}
+        argv = ["apt-cache"]
+        if not self._ctx.live:
+            argv += [
+                "-o",
+                f"Dir={self._ctx.root}",
+                "-o",
+                f"Dir::State::status={self._admin}/status",
+            ]
+        names = [p.display_name for p in pkgs]
+        run = run_tool(
+            [*argv, "policy", *names],
+            env=self._ctx.env,
+            timeout=min(self._ctx.options.timeout, 60.0),
+        )
+        if run.returncode != 0:
+            return {}
+        policy = parse_policy(run.stdout)
+        out: dict[Package, str] = {}
+        for pkg, name in zip(pkgs, names, strict=True):
+            entry = policy.get(name) or policy.get(pkg.name)
+            if entry is None:
+                continue
+            installed, candidate, origins = entry
+            ppa = next((m for o in origins if (m := _PPA.search(o))), None)
+            local = bool(origins) and all(o.endswith("/var/lib/dpkg/status") for o in origins)
+            if ppa is not None:
+                out[pkg] = (
+                    f"from ppa:{ppa.group(1)}/{ppa.group(2)} (a PPA, not the distribution's archive)"
+                )
+            elif local and candidate == installed:
+                out[pkg] = (
+                    "not in any configured repository (installed from a local .deb or "
+                    "a repository since removed)"
+                )
+        return out
+
+    def consistency(self) -> Consistency:
+        ctx = self._ctx
+        timeout = min(ctx.options.timeout, 60.0)
+        admin = str(self._admin)
+        audit = run_tool(["dpkg", f"--admindir={admin}", "--audit"], env=ctx.env, timeout=timeout)
+        runs = [audit]
+        problems = [f"dpkg --audit: {line.strip()}" for line in _audit_packages(audit)]
+        missing = tuple(str(u) for u in unmet(self))
+        if missing and which("apt-get", ctx.env):
+            argv = ["apt-get"]
+            if not ctx.live:
+                root = str(ctx.root)
+                argv += [
+                    "-o",
+                    f"Dir={root}",
+                    "-o",
+                    f"Dir::State::status={admin}/status",
+                    "-o",
+                    "Debug::NoLocking=1",
+                ]
+            check = run_tool([*argv, "check"], env=ctx.env, timeout=timeout)
+            runs.append(check)
+            problems += [f"apt-get check: {p}" for p in _apt_unmet(check)]
+        unavailable = audit.problem if audit.returncode is None else None
+        return Consistency(
+            family="dpkg",
+            problems=tuple(problems),
+            runs=tuple(runs),
+            unavailable=unavailable,
+            unmet=missing,
+        )
+
+
+_VERSION_LINE = re.compile(r"^ (\*\*\*| {3}) (\S+) (-?[0-9]+)$")
+_PPA = re.compile(r"ppa\.launchpad(?:content)?\.net/([^/\s]+)/([^/\s]+)/")
+
+
+def parse_policy(text: str) -> dict[str, tuple[str, str, list[str]]]:
+    """`apt-cache policy` -> name -> (installed, candidate, origins of the installed version)."""
+    out: dict[str, tuple[str, str, list[str]]] = {}
+    name = installed = candidate = ""
+    origins: list[str] = []
+    current: str | None = None
+    for line in text.splitlines():
+        if line and not line.startswith(" ") and line.endswith(":"):
+            if name:
+                out[name] = (installed, candidate, origins)
+            name, installed, candidate, origins, current = line[:-1], "", "", [], None
+        elif line.startswith("  Installed: "):
+            installed = line.split(": ", 1)[1].strip()
+        elif line.startswith("  Candidate: "):
+            candidate = line.split(": ", 1)[1].strip()
+        elif m := _VERSION_LINE.match(line):
+            current = m.group(2)
+        elif current is not None and current == installed and line.startswith("        "):
+            origins.append(line.strip().split(" ", 1)[1] if " " in line.strip() else line.strip())
+    if name:
+        out[name] = (installed, candidate, origins)
+    return out
+
+
+def _audit_packages(run: ToolRun) -> list[str]:
+    """`dpkg --audit` exits 0 even when it lists problems: the indented lines are the packages."""
+    return [line for line in run.stdout.splitlines() if line.startswith(" ") and line.strip()]
+
+
+def _apt_unmet(run: ToolRun) -> list[str]:
+    out: list[str] = []
+    seen = False
+    pkg = ""
+    for line in run.stdout.splitlines():
+        if line.startswith("The following packages have unmet dependencies"):
+            seen = True
+            continue
+        if seen and line.startswith(" "):
+            text = " ".join(line.split())
+            head, sep, rest = text.partition(" : ")
+            if sep and " " not in head:
+                pkg, text = head, rest
+            out.append(f"{pkg} : {text}" if pkg else text)
+    for line in run.stderr.splitlines():
+        if line.startswith("E: ") and not out:
+            out.append(line[3:])
+    return out

@@ -1,0 +1,191 @@
+"""pacman: reads the local database (`local/NAME-VER/desc` and `files`) directly.
+
+The desc files are locale-free, one value per line under `%FIELD%` headers; `files` lists paths
+without the leading slash. Tools run only for `pacman -Dk` and, when sync databases exist,
+`pacman -Qqm` (foreign packages), each once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from vkdoctor.context import Context
+from vkdoctor.packages.model import Consistency, Family, Package, Relation
+from vkdoctor.packages.paths import spellings
+from vkdoctor.packages.proc import ToolRun, run_tool
+from vkdoctor.packages.versions import pacman_compare
+
+DBPATH = "/var/lib/pacman"
+#: the lines of `pacman -Dk` that are findings about the database (the rest are tool errors)
+_DB_PROBLEM = re.compile(r"dependency for|conflicts with|missing file|database")
+_REL = re.compile(r"^([^<>=:]+?)(?:(<=|>=|=|<|>)(.+))?(?::.*)?$")
+
+
+def parse_desc(text: str) -> dict[str, list[str]]:
+    fields: dict[str, list[str]] = {}
+    key: str | None = None
+    for line in text.splitlines():
+        if line.startswith("%") and line.endswith("%") and len(line) > 2:
+            key = line[1:-1]
+            fields[key] = []
+        elif line and key is not None:
+            fields[key].append(line)
+        elif not line:
+            key = None
+    return fields
+
+
+def parse_relation(text: str) -> Relation:
+    """`libLLVM.so=23.1-64`, `llvm-libs>=23`, `python: for scripts` (optdepends)."""
+    m = _REL.match(text.strip())
+    if not m:
+        return Relation(name=text.strip())
+    return Relation(name=m.group(1).strip(), op=m.group(2), version=m.group(3))
+
+
+def dbpath_from_conf(ctx: Context) -> str:
+    """DBPath from the tree's /etc/pacman.conf, else the default."""
+    try:
+        text = ctx.under("/etc/pacman.conf").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return DBPATH
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() == "DBPath" and value.strip().startswith("/"):
+            return value.strip().rstrip("/") or DBPATH
+    return DBPATH
+
+
+class PacmanDB:
+    """The pacman local database of `ctx.root`."""
+
+    family: Family = "pacman"
+
+    def __init__(self, ctx: Context, dbpath: str = DBPATH) -> None:
+        self._ctx = ctx
+        self.db_path = dbpath
+        self._packages: tuple[Package, ...] | None = None
+        self._dirs: dict[str, Package] = {}
+        self._files: dict[str, list[Package]] | None = None
+
+    @property
+    def _local(self) -> Path:
+        return self._ctx.under(self.db_path) / "local"
+
+    def packages(self) -> tuple[Package, ...]:
+        if self._packages is None:
+            pkgs = []
+            for entry in sorted(self._local.iterdir()):
+                desc = entry / "desc"
+                if not desc.is_file():
+                    continue
+                fields = parse_desc(desc.read_text(encoding="utf-8", errors="replace"))
+                name = (fields.get("NAME") or [""])[0]
+                version = (fields.get("VERSION") or [""])[0]
+                if not name or not version:
+                    continue
+                pkg = Package(
+                    family="pacman",
+                    name=name,
+                    version=version,
+                    arch=(fields.get("ARCH") or [""])[0],
+                    source=(fields.get("BASE") or [name])[0],
+                    source_version=version,
+                    depends=tuple((parse_relation(d),) for d in fields.get("DEPENDS", [])),
+                    provides=tuple(parse_relation(p) for p in fields.get("PROVIDES", [])),
+                    packager=next(iter(fields.get("PACKAGER", [])), None),
+                )
+                pkgs.append(pkg)
+                self._dirs[entry.name] = pkg
+            self._packages = tuple(pkgs)
+        return self._packages
+
+    def by_name(self, name: str) -> tuple[Package, ...]:
+        return tuple(p for p in self.packages() if p.name == name)
+
+    def _index(self) -> dict[str, list[Package]]:
+        if self._files is None:
+            self.packages()
+            files: dict[str, list[Package]] = {}
+            for dirname, pkg in self._dirs.items():
+                try:
+                    text = (self._local / dirname / "files").read_text(
+                        encoding="utf-8", errors="surrogateescape"
+                    )
+                except OSError:
+                    continue
+                section = None
+                for line in text.splitlines():
+                    if line.startswith("%") and line.endswith("%"):
+                        section = line
+                    elif line and section == "%FILES%":
+                        files.setdefault("/" + line.rstrip("/"), []).append(pkg)
+            self._files = files
+        return self._files
+
+    def owners(self, paths: Iterable[str]) -> dict[str, tuple[Package, ...]]:
+        index = self._index()
+        out: dict[str, tuple[Package, ...]] = {}
+        for path in paths:
+            for spelling in spellings(self._ctx, path):
+                if spelling in index:
+                    out[path] = tuple(index[spelling])
+                    break
+        return out
+
+    def compare(self, a: str, b: str) -> int:
+        return pacman_compare(a, b)
+
+    def _argv(self, *args: str) -> list[str]:
+        argv = ["pacman", "--config", "/dev/stdin"]
+        if not self._ctx.live:
+            argv += ["--root", str(self._ctx.root), "--dbpath", str(self._ctx.under(self.db_path))]
+        return [*argv, *args]
+
+    def _sync_repos(self) -> list[str]:
+        sync = self._ctx.under(self.db_path) / "sync"
+        try:
+            return sorted(p.name[: -len(".db")] for p in sync.glob("*.db"))
+        except OSError:
+            return []
+
+    def _config(self, repos: Iterable[str] = ()) -> str:
+        """A minimal config: the questions asked need no servers, hooks or the tree's includes."""
+        return "[options]\n" + "".join(f"[{r}]\n" for r in repos)
+
+    def foreign(self) -> tuple[frozenset[str], ToolRun] | None:
+        """Names of installed packages found in no sync database (`pacman -Qm`), when sync DBs exist."""
+        repos = self._sync_repos()
+        if not repos:
+            return None
+        run = run_tool(
+            self._argv("-Qqm"),
+            env=self._ctx.env,
+            timeout=min(self._ctx.options.timeout, 60.0),
+            stdin=self._config(repos),
+        )
+        if run.returncode not in (0, 1):
+            return None
+        return frozenset(run.stdout.split()), run
+
+    def consistency(self) -> Consistency:
+        run = run_tool(
+            self._argv("-Dk"),
+            env=self._ctx.env,
+            timeout=min(self._ctx.options.timeout, 60.0),
+            stdin=self._config(),
+        )
+        errors = [
+            line[len("error: ") :].strip()
+            for line in (run.stdout + run.stderr).splitlines()
+            if line.startswith("error: ")
+        ]
+        problems = tuple(e for e in errors if _DB_PROBLEM.search(e))
+        unavailable = run.problem if run.returncode is None else None
+        if run.returncode is not None and (
+            run.returncode not in (0, 1) or len(problems) < len(errors)
+        ):
+            unavailable = f"pacman -Dk exited {run.returncode}: {run.stderr.strip()[:300]}"
+        return Consistency(family="pacman", problems=problems, runs=(run,), unavailable=unavailable)

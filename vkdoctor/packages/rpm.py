@@ -1,0 +1,217 @@
+"""rpm: one `rpm -qa --qf` for every package's fields, one batched `rpm -qf` for file owners.
+
+The database is a binary (sqlite/ndb/bdb) file, so the tool is needed. `--root` takes the tree,
+`--dbpath` the database's path inside it; `rpm -qf` then wants paths inside the tree too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from vkdoctor.context import Context
+from vkdoctor.packages.deps import unmet
+from vkdoctor.packages.model import Consistency, Family, Package, PackageDBError, Relation
+from vkdoctor.packages.paths import resolve_in_root
+from vkdoctor.packages.proc import ToolRun, run_tool, which
+from vkdoctor.packages.versions import rpm_compare
+
+#: where rpm keeps its database (Fedora >= 36 first), and the files that mark a real one
+DBPATHS = ("/usr/lib/sysimage/rpm", "/var/lib/rpm")
+DBFILES = ("rpmdb.sqlite", "Packages.db", "Packages")
+
+_QF = (
+    "P\\t%{NAME}\\t%{EPOCH}\\t%{VERSION}\\t%{RELEASE}\\t%{ARCH}\\t%{SOURCERPM}\\t%{VENDOR}\\t%{PACKAGER}\\n"
+    "[R\\t%{REQUIRENAME}\\t%{REQUIREFLAGS:depflags}\\t%{REQUIREVERSION}\\n]"
+    "[V\\t%{PROVIDENAME}\\t%{PROVIDEFLAGS:depflags}\\t%{PROVIDEVERSION}\\n]"
+)
+_OWNER_QF = "%{NAME}\\t%{ARCH}\\t%{EPOCH}\\t%{VERSION}\\t%{RELEASE}\\n"
+_NOT_OWNED = re.compile(r"^file (.+) is not owned by any package$")
+
+
+def find_dbpath(ctx: Context) -> str | None:
+    for d in DBPATHS:
+        if any(ctx.under(f"{d}/{f}").is_file() for f in DBFILES):
+            return d
+    return None
+
+
+def _none(value: str) -> str | None:
+    return None if value in ("(none)", "") else value
+
+
+def evr(epoch: str | None, version: str, release: str) -> str:
+    e = f"{epoch}:" if epoch and epoch != "0" else ""
+    return f"{e}{version}-{release}"
+
+
+def split_srpm(srpm: str, fallback: str) -> tuple[str, str]:
+    """`mesa-26.2.3-1.fc43.src.rpm` -> (`mesa`, `26.2.3-1.fc43`)."""
+    base = srpm.removesuffix(".rpm").removesuffix(".src").removesuffix(".nosrc")
+    parts = base.rsplit("-", 2)
+    if len(parts) != 3:
+        return fallback, ""
+    return parts[0], f"{parts[1]}-{parts[2]}"
+
+
+def parse_qa(text: str) -> tuple[Package, ...]:
+    """The records of `rpm -qa --qf _QF`."""
+    pkgs: list[Package] = []
+    head: list[str] | None = None
+    reqs: list[Relation] = []
+    provs: list[Relation] = []
+
+    def flush() -> None:
+        if head is None:
+            return
+        name, epoch, version, release, arch, srpm, vendor, packager = head[:8]
+        source, source_version = split_srpm(srpm, name)
+        full = evr(_none(epoch), version, release)
+        pkgs.append(
+            Package(
+                family="rpm",
+                name=name,
+                version=full,
+                arch=_none(arch) or "",
+                source=source,
+                source_version=source_version or full,
+                depends=tuple((r,) for r in reqs),
+                provides=tuple(provs),
+                packager=_none(packager),
+                vendor=_none(vendor),
+            )
+        )
+
+    for line in text.splitlines():
+        fields = line.split("\t")
+        if fields[0] == "P" and len(fields) >= 9:
+            flush()
+            head, reqs, provs = fields[1:9], [], []
+        elif fields[0] in ("R", "V") and len(fields) >= 2 and head is not None:
+            op = fields[2].strip() if len(fields) > 2 else ""
+            ver = fields[3].strip() if len(fields) > 3 else ""
+            rel = Relation(name=fields[1], op=op or None, version=ver or None)
+            (reqs if fields[0] == "R" else provs).append(rel)
+    flush()
+    return tuple(pkgs)
+
+
+def parse_dnf_check(text: str) -> list[str]:
+    """The problem lines of `dnf check` (dnf 4 and dnf5 print one per problem)."""
+    keys = (" has missing requires of ", " has installed conflict ", " is a duplicate with ")
+    return [ln.strip() for ln in text.splitlines() if any(k in ln for k in keys)]
+
+
+def parse_rpm_verify(text: str) -> list[str]:
+    """The unsatisfied dependencies in `rpm -Va --nofiles` output."""
+    problems: list[str] = []
+    current = False
+    for line in text.splitlines():
+        if line.startswith("Unsatisfied dependencies for "):
+            current = True
+        elif line.startswith(("\t", " ")) and current:
+            problems.append(line.strip())
+        else:
+            current = False
+    return problems
+
+
+class RpmDB:
+    """The rpm database of `ctx.root` at `dbpath` (inside the tree)."""
+
+    family: Family = "rpm"
+
+    def __init__(self, ctx: Context, dbpath: str) -> None:
+        self._ctx = ctx
+        self.db_path = dbpath
+        self._packages: tuple[Package, ...] | None = None
+        self.runs: list[ToolRun] = []
+
+    def _argv(self, *args: str) -> list[str]:
+        argv = ["rpm", "--dbpath", self.db_path]
+        if not self._ctx.live:
+            argv = ["rpm", "--root", str(self._ctx.root), "--dbpath", self.db_path]
+        return [*argv, *args]
+
+    def _run(self, *args: str) -> ToolRun:
+        run = run_tool(
+            self._argv(*args), env=self._ctx.env, timeout=min(self._ctx.options.timeout, 60.0)
+        )
+        self.runs.append(run)
+        return run
+
+    def packages(self) -> tuple[Package, ...]:
+        if self._packages is None:
+            run = self._run("-qa", "--qf", _QF)
+            if run.returncode != 0:
+                raise PackageDBError(
+                    f"{run.command} failed: {run.problem or run.stderr.strip()[:300]}"
+                )
+            self._packages = parse_qa(run.stdout)
+        return self._packages
+
+    def by_name(self, name: str) -> tuple[Package, ...]:
+        return tuple(p for p in self.packages() if p.name == name)
+
+    def _find(self, name: str, arch: str, epoch: str, version: str, release: str) -> Package | None:
+        full = evr(_none(epoch), version, release)
+        for p in self.packages():
+            if p.name == name and p.version == full and p.arch == (_none(arch) or ""):
+                return p
+        return None
+
+    def owners(self, paths: Iterable[str]) -> dict[str, tuple[Package, ...]]:
+        """One `rpm -qf` for all paths; rpm resolves symlinked directories itself."""
+        wanted = [p for p in dict.fromkeys(paths) if self._ctx.under(p).exists()]
+        if not wanted:
+            return {}
+        queried = {p: resolve_in_root(self._ctx, p, last=False) for p in wanted}
+        run = self._run("-qf", "--qf", _OWNER_QF, *queried.values())
+        lines = run.stdout.splitlines()
+        not_owned = {m.group(1) for m in map(_NOT_OWNED.match, lines) if m}
+        owner_lines = [ln for ln in lines if not _NOT_OWNED.match(ln) and ln.count("\t") == 4]
+        owned = [p for p in wanted if queried[p] not in not_owned]
+        out: dict[str, tuple[Package, ...]] = {}
+        if len(owner_lines) == len(owned):
+            for path, line in zip(owned, owner_lines, strict=True):
+                pkg = self._find(*line.split("\t"))
+                if pkg is not None:
+                    out[path] = (pkg,)
+            return out
+        # some file has several owners: ask per file (rare: shared multilib files)
+        for path in owned:
+            one = self._run("-qf", "--qf", _OWNER_QF, queried[path])
+            found = [
+                self._find(*ln.split("\t")) for ln in one.stdout.splitlines() if ln.count("\t") == 4
+            ]
+            pkgs = tuple(p for p in found if p is not None)
+            if pkgs:
+                out[path] = pkgs
+        return out
+
+    def compare(self, a: str, b: str) -> int:
+        return rpm_compare(a, b)
+
+    def consistency(self) -> Consistency:
+        missing = tuple(str(u) for u in unmet(self))
+        if not missing:
+            return Consistency(family="rpm", problems=(), runs=())
+        run = self._run("-Va", "--nofiles", "--noscripts")
+        problems = parse_rpm_verify(run.stdout)
+        runs = [run]
+        if self._ctx.live and which("dnf", self._ctx.env):
+            dnf = run_tool(
+                ["dnf", "-q", "-C", "check"],
+                env=self._ctx.env,
+                timeout=min(self._ctx.options.timeout, 60.0),
+            )
+            runs.append(dnf)
+            problems += [f"dnf check: {p}" for p in parse_dnf_check(dnf.stdout + dnf.stderr)]
+        unavailable = run.problem if run.returncode is None else None
+        return Consistency(
+            family="rpm",
+            problems=tuple(problems),
+            runs=tuple(runs),
+            unavailable=unavailable,
+            unmet=missing,
+        )

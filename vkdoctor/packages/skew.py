@@ -1,0 +1,545 @@
+"""The package rules as pure functions: ELF facts + package databases -> diagnoses.
+
+Each function takes the facts and the inventory (and owners already looked up in one batch) and
+returns `Diagnosis` values; the checks in vkdoctor.checks.packages turn them into findings.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from vkdoctor.model import Severity
+from vkdoctor.packages.conda import CondaPackage
+from vkdoctor.packages.facts import MissingSoname, MissingVersion, StackFile
+from vkdoctor.packages.model import Inventory, Package, PackageDB, Relation
+from vkdoctor.packages.names import driver_name, library_label, numbers, stem
+from vkdoctor.packages.remedy import (
+    FIX_BROKEN,
+    NOTES,
+    UPGRADE,
+    no_symlink,
+    overlay_hint,
+    then_upgrade,
+)
+
+Owners = Mapping[str, tuple[Package, ...]]
+
+#: libstdc++ version node -> the GCC major that introduced it (libstdc++ ABI documentation)
+GLIBCXX_GCC = {
+    "GLIBCXX_3.4.28": 10,
+    "GLIBCXX_3.4.29": 11,
+    "GLIBCXX_3.4.30": 12,
+    "GLIBCXX_3.4.31": 13,
+    "GLIBCXX_3.4.32": 13,
+    "GLIBCXX_3.4.33": 14,
+    "GLIBCXX_3.4.34": 15,
+}
+_64BIT_ARCHES = ("x86_64", "aarch64", "ppc64le", "ppc64", "s390x", "riscv64", "loongarch64")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Diagnosis:
+    severity: Severity
+    title: str
+    message: str
+    remedy: str | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+def _first(pkgs: Sequence[Package] | None) -> Package | None:
+    return pkgs[0] if pkgs else None
+
+
+def _shape(name: str) -> str:
+    return re.sub(r"[0-9]+", "N", PurePosixPath(name).name)
+
+
+def _subject(fact_target: str | None, consumer: str, cpkg: Package | None) -> str:
+    """`lavapipe (/usr/lib/libvulkan_lvp.so, vulkan-swrast 1:26.2.3-1)`."""
+    owner = cpkg.label if cpkg else "which no package owns"
+    target = fact_target or consumer
+    drv = driver_name(target)
+    if target == consumer:
+        return f"{drv} ({consumer}, {owner})"
+    return f"{drv}'s dependency {consumer} ({owner})"
+
+
+def _offered(soname: str, paths: Sequence[str]) -> list[str]:
+    """The near-miss names worth naming: same shape as the soname first, else any numbered one."""
+    names = list(dict.fromkeys(PurePosixPath(p).name for p in paths))
+    names = [n for n in names if n != soname]
+    same = [n for n in names if _shape(n) == _shape(soname)]
+    return same or [n for n in names if numbers(n)] or names
+
+
+def _direction(soname: str, offered: Sequence[str]) -> int:
+    """1: the consumer wants a newer library than is there; -1: an older one; 0: unknown."""
+    want = numbers(soname)
+    have = [numbers(n) for n in offered if numbers(n)]
+    if not want or not have:
+        return 0
+    best = max(have)
+    return (want > best) - (want < best)
+
+
+def _declared(pkg: Package, names: Sequence[str]) -> list[Relation]:
+    return [rel for group in pkg.depends for rel in group if rel.name in names]
+
+
+def _installed(db: PackageDB, name: str, arch: str | None = None) -> tuple[Package, ...]:
+    pkgs = db.by_name(name)
+    if arch:
+        pkgs = tuple(p for p in pkgs if p.arch in (arch, "all", "any", "noarch"))
+    return pkgs
+
+
+def _dpkg_clause(
+    db: PackageDB, cpkg: Package, soname: str
+) -> tuple[str, str, dict[str, Any], str | None]:
+    """Debian names library packages after the soname: libLLVM.so.23.1 -> libllvm23."""
+    base = stem(soname).lower()
+    want = numbers(soname)
+    major = str(want[0]) if want else ""
+    pattern = re.compile(rf"^{re.escape(base)}-?{major}(?:[.-][0-9]+)*(?:t64)?$")
+    deps = [rel for group in cpkg.depends for rel in group if pattern.match(rel.name)]
+    guess = deps[0].name if deps else f"{base}{major}"
+    arch = cpkg.arch if cpkg.multi_arch == "same" else None
+    qualified = f"{guess}:{cpkg.arch}" if arch else guess
+    have = _installed(db, guess, arch)
+    evidence = {"expected_package": qualified, "declared": [str(d) for d in deps]}
+    if have:
+        evidence["damaged"] = have[0].label
+        clause = f" ({have[0].label} is installed, but its {soname} is gone)"
+        return clause, f"sudo apt install --reinstall {qualified}", evidence, None
+    if deps:
+        clause = f" ({cpkg.name} depends on {deps[0]}, which is not installed)"
+        return clause, FIX_BROKEN["dpkg"], evidence, None
+    clause = (
+        f" ({cpkg.name} does not declare a dependency on {guess}, so apt may have removed it: "
+        "an incomplete package, such as a vendor build)"
+    )
+    return (
+        clause,
+        f"sudo apt install {qualified} && sudo apt-mark manual {qualified}",
+        evidence,
+        guess,
+    )
+
+
+def _is64(pkg: Package, elf_class: int | None) -> bool:
+    """lib32-* packages on Arch are arch x86_64 but hold 32-bit files: the ELF class decides."""
+    return elf_class == 64 if elf_class else pkg.arch in _64BIT_ARCHES
+
+
+def _rpm_clause(
+    db: PackageDB, cpkg: Package, soname: str, elf_class: int | None
+) -> tuple[str, str, dict[str, Any], str | None]:
+    """rpm requires the soname itself: libLLVM.so.23.1()(64bit)."""
+    suffix = "()(64bit)" if _is64(cpkg, elf_class) else ""
+    cap = f"{soname}{suffix}"
+    required = [rel for group in cpkg.depends for rel in group if rel.name == cap]
+    providers = [p for p in db.packages() if any(r.name == cap for r in p.provides)]
+    evidence = {
+        "capability": cap,
+        "required": bool(required),
+        "providers": [p.label for p in providers],
+    }
+    if providers:
+        evidence["damaged"] = providers[0].label
+        clause = f" ({providers[0].label} provides {cap}, but the file is gone)"
+        return clause, f"sudo dnf reinstall {providers[0].name}", evidence, None
+    if required:
+        clause = (
+            f" ({cpkg.name} requires {cap}, which no installed package provides: it was "
+            "installed with --nodeps or from another repository)"
+        )
+        return clause, UPGRADE["rpm"], evidence, None
+    return "", UPGRADE["rpm"], evidence, None
+
+
+def _pacman_clause(
+    db: PackageDB, cpkg: Package, ppkg: Package | None, soname: str, elf_class: int | None
+) -> tuple[str, str, dict[str, Any], str | None]:
+    """Arch declares llvm-libs without a version; soname provides read `libLLVM.so=23.1-64`."""
+    name, _, ver = soname.partition(".so.")
+    bits = "64" if _is64(cpkg, elf_class) else "32"
+    cap = f"{name}.so={ver}-{bits}" if ver else f"{soname}-{bits}"
+    cap_name = cap.split("=", 1)[0]
+    names = [cap_name] + ([ppkg.name] if ppkg else [])
+    declared = _declared(cpkg, names)
+    providers = [
+        p
+        for p in db.packages()
+        if any(r.name == cap_name and f"{r.name}={r.version}" == cap for r in p.provides)
+    ]
+    evidence = {
+        "capability": cap,
+        "declared": [str(d) for d in declared],
+        "providers": [p.label for p in providers],
+        "declared_unversioned": bool(declared) and not any(d.versioned for d in declared),
+    }
+    if providers:
+        evidence["damaged"] = providers[0].label
+        clause = f" ({providers[0].label} provides {cap}, but the file is gone)"
+        return clause, f"sudo pacman -S {providers[0].name}", evidence, None
+    return "", UPGRADE["pacman"], evidence, None
+
+
+def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) -> Diagnosis:
+    """The target sentence: who needs what, who provides what instead, why, and the fix."""
+    cpkg = _first(owners.get(fact.consumer))
+    subject = _subject(fact.target, fact.consumer, cpkg)
+    owned_near: dict[Package, list[str]] = defaultdict(list)
+    unowned_near: list[str] = []
+    for p in fact.near_misses:
+        owner = _first(owners.get(p))
+        if owner is not None:
+            owned_near[owner].append(p)
+        else:
+            unowned_near.append(p)
+    ppkg = next(iter(owned_near), None)
+    offered = _offered(fact.soname, owned_near[ppkg] if ppkg else fact.near_misses)
+    direction = _direction(fact.soname, offered)
+    lib = library_label(fact.soname)
+    known = cpkg or ppkg
+    family = known.family if known else None
+    evidence: dict[str, Any] = {
+        "consumer": fact.consumer,
+        "soname": fact.soname,
+        "target": fact.target,
+        "near_misses": list(fact.near_misses),
+        "consumer_package": cpkg.as_evidence() if cpkg else None,
+        "provider_package": ppkg.as_evidence() if ppkg else None,
+        "offered": offered,
+        "unowned_near_misses": unowned_near,
+    }
+
+    clause, fix, guess = "", UPGRADE.get(family or "", None), None
+    if cpkg is not None:
+        db = inv.db_of(cpkg)
+        if cpkg.family == "dpkg":
+            clause, fix, extra, guess = _dpkg_clause(db, cpkg, fact.soname)
+        elif cpkg.family == "rpm":
+            clause, fix, extra, guess = _rpm_clause(db, cpkg, fact.soname, fact.elf_class)
+        else:
+            clause, fix, extra, guess = _pacman_clause(db, cpkg, ppkg, fact.soname, fact.elf_class)
+        evidence.update(extra)
+
+    if ppkg is not None:
+        have = f"{ppkg.label} provides only {', '.join(offered)}"
+    elif unowned_near:
+        have = (
+            f"no installed package provides it, and the near miss {unowned_near[0]} "
+            "belongs to no package"
+        )
+    else:
+        have = "no installed package provides it"
+
+    csrc = cpkg.source if cpkg else driver_name(fact.target or fact.consumer)
+    if cpkg is None:
+        cause = f"the driver was built or copied outside the package manager against another {lib}"
+    elif evidence.get("damaged"):
+        cause = "an installed package's file was deleted or damaged"
+    elif direction > 0:
+        cause = f"{csrc} was upgraded without {lib}, a partial upgrade"
+    elif direction < 0:
+        cause = f"{lib} was upgraded without {csrc}, a partial upgrade"
+    else:
+        cause = "a partial upgrade or a missing package"
+    message = f"{subject} needs {fact.soname}, but {have}: {cause}{clause}."
+    notes: list[str] = []
+    if cpkg is None:
+        fix = None
+        notes.append(
+            "Rebuild or reinstall it against the installed packages, or remove it and use the "
+            "distribution's driver package."
+        )
+    if fix:
+        message += f" Fix: {fix}."
+    if family:
+        if fix:
+            notes.append(then_upgrade(family, fix))
+        notes.append(NOTES[family])
+    if evidence.get("declared_unversioned"):
+        notes.append(
+            f"pacman did not stop this: {cpkg.name if cpkg else 'the driver'} depends on "
+            f"{', '.join(evidence['declared'])} without a version."
+        )
+    if guess:
+        notes.append(f"Debian names LLVM runtime packages libllvmN; here that is {guess}.")
+    if offered:
+        notes.append(no_symlink(offered[0], fact.soname))
+    if (direction > 0 or ppkg is None) and not evidence.get("damaged"):
+        wanted = evidence.get("expected_package") or (ppkg.name if ppkg else lib)
+        notes.append(overlay_hint(fact.soname, str(wanted)))
+    remedy = " ".join(n for n in [f"{fix}." if fix else "", *notes] if n)
+    return Diagnosis(
+        severity=Severity.FAIL,
+        title=f"{driver_name(fact.target or fact.consumer)} needs {fact.soname}: package skew",
+        message=message,
+        remedy=remedy,
+        evidence=evidence,
+    )
+
+
+# siblings ----------------------------------------------------------------------------------
+
+
+def _upstream(version: str) -> str:
+    """The version without the packager's release: pkgrel, Debian revision, rpm release."""
+    return version.rsplit("-", 1)[0] if "-" in version else version
+
+
+def sibling_skews(inv: Inventory) -> list[Diagnosis]:
+    """Binary packages of one source at different versions (and lib32-/:i386 beside native)."""
+    out: list[Diagnosis] = []
+    for db in inv.databases:
+        groups: dict[str, list[Package]] = defaultdict(list)
+        for p in db.packages():
+            key = p.source.removeprefix("lib32-") if db.family == "pacman" else p.source
+            groups[key].append(p)
+        for source, pkgs in sorted(groups.items()):
+            out.extend(_sibling_group(db, source, pkgs))
+    return out
+
+
+def _sibling_group(db: PackageDB, source: str, pkgs: list[Package]) -> list[Diagnosis]:
+    # lib32-* is its own pkgbase on Arch, with its own pkgrel: compare upstream versions then
+    cross = db.family == "pacman" and len({p.source for p in pkgs}) > 1
+
+    def key(p: Package) -> str:
+        return _upstream(p.source_version) if cross else p.source_version
+
+    versions = {key(p) for p in pkgs}
+    if len(versions) < 2:
+        return []
+    newest = max(versions, key=_cmp_key(db))
+    behind = sorted((p for p in pkgs if key(p) != newest), key=lambda p: p.display_name)
+    ahead = sorted((p for p in pkgs if key(p) == newest), key=lambda p: p.display_name)
+
+    def names(ps: Sequence[Package]) -> str:
+        return ", ".join(p.label for p in ps)
+
+    message = (
+        f"Packages built from {source} are at different versions: {names(behind)} "
+        f"{'is' if len(behind) == 1 else 'are'} behind {names(ahead)}. Packages of one source "
+        "are built and tested together; mixed versions are a partial upgrade."
+    )
+    fix = UPGRADE[db.family]
+    return [
+        Diagnosis(
+            severity=Severity.WARN,
+            title=f"{source}: sibling packages at different versions",
+            message=message + f" Fix: {fix}.",
+            remedy=f"{fix}. {NOTES[db.family]}",
+            evidence={
+                "source": source,
+                "manager": db.family,
+                "packages": [p.as_evidence() for p in pkgs],
+                "newest": newest,
+            },
+        )
+    ]
+
+
+def _cmp_key(db: PackageDB) -> Any:
+    return functools.cmp_to_key(db.compare)
+
+
+# unowned / foreign ---------------------------------------------------------------------------
+
+
+def _where(path: str) -> str:
+    if path.startswith("/usr/local/"):
+        return "/usr/local, installed by hand (make install, a vendor script)"
+    if path.startswith("/opt/"):
+        return "/opt, a vendor installer"
+    if path.startswith(("/home/", "/root/")):
+        return "a home directory"
+    return "a directory no package manages"
+
+
+def unowned_files(
+    files: Sequence[StackFile], inv: Inventory, owners: Owners, foreign: Mapping[Package, str]
+) -> list[Diagnosis]:
+    """Driver-stack files that no package owns, or whose package the database calls foreign."""
+    out: list[Diagnosis] = []
+    by_target: dict[str, list[StackFile]] = defaultdict(list)
+    for f in files:
+        if f.path not in owners:
+            by_target[f.target or f.path].append(f)
+    managers = "/".join(db.family for db in inv.databases)
+    for target, group in sorted(by_target.items()):
+        drv = driver_name(target)
+        paths = [f.path for f in group]
+        listed = "; ".join(f"{p} ({_where(p)})" for p in paths)
+        out.append(
+            Diagnosis(
+                severity=Severity.WARN,
+                title=f"{drv}: files no package owns",
+                message=(
+                    f"{drv} loads files that no {managers} package owns: {listed}. The package "
+                    "manager cannot keep them in step with the libraries it upgrades, which is "
+                    "how a driver ends up needing an LLVM or libdrm the system no longer has."
+                ),
+                remedy=(
+                    "Prefer the distribution's package for this driver; if the files must stay, "
+                    "rebuild them after every upgrade of the libraries they link, and remove "
+                    "leftovers of old manual installs."
+                ),
+                evidence={"target": target, "unowned": paths},
+            )
+        )
+    for pkg, why in sorted(foreign.items(), key=lambda kv: kv[0].name):
+        out.append(
+            Diagnosis(
+                severity=Severity.WARN,
+                title=f"{pkg.name}: from outside the distribution's repositories",
+                message=f"{pkg.label} owns driver-stack files and is {why}.",
+                remedy=_foreign_remedy(pkg, why),
+                evidence={"package": pkg.as_evidence(), "origin": why},
+            )
+        )
+    return out
+
+
+def _foreign_remedy(pkg: Package, why: str) -> str:
+    if pkg.family == "pacman":
+        return (
+            f"A foreign (AUR or local) package must be rebuilt after every upgrade of what it "
+            f"links; to go back to the repositories' build: sudo pacman -S {pkg.source}."
+        )
+    if pkg.family == "dpkg":
+        if "ppa:" in why:
+            ppa = why.split("ppa:", 1)[1].split(maxsplit=1)[0].rstrip(").,")
+            return f"sudo ppa-purge ppa:{ppa} returns to the archive's packages."
+        return "Reinstall it from the archive: sudo apt install --reinstall " + pkg.name
+    return (
+        "If it comes from a COPR or third-party repository: sudo dnf copr disable OWNER/PROJECT "
+        "(or disable the repository), then sudo dnf distro-sync."
+    )
+
+
+def rpm_foreign(db: PackageDB, pkgs: Sequence[Package]) -> dict[Package, str]:
+    """rpm packages whose vendor differs from the vendor of most installed packages."""
+    vendors = Counter(p.vendor for p in db.packages() if p.vendor)
+    if not vendors:
+        return {}
+    main, count = vendors.most_common(1)[0]
+    if count * 2 <= sum(vendors.values()):
+        return {}
+    return {
+        p: f"from vendor {p.vendor!r}, not {main!r} like most installed packages"
+        for p in pkgs
+        if p.vendor and p.vendor != main
+    }
+
+
+# missing symbol versions -----------------------------------------------------------------------
+
+
+def gcc_for(version: str, system: Package | None) -> int | None:
+    """The libstdc++ generation that has `version`: at least the system GCC, at least the node's."""
+    need = GLIBCXX_GCC.get(version)
+    have = None
+    if system is not None:
+        m = re.match(r"^(?:[0-9]+:)?([0-9]+)", system.version)
+        have = int(m.group(1)) if m and int(m.group(1)) < 100 else None
+    candidates = [n for n in (need, have) if n]
+    return max(candidates) if candidates else None
+
+
+def explain_missing_version(
+    fact: MissingVersion,
+    owners: Owners,
+    conda: CondaPackage | None,
+) -> Diagnosis:
+    """A version node the consumer needs is missing from the copy that wins."""
+    cpkg = _first(owners.get(fact.consumer))
+    ppkg = _first(owners.get(fact.provider))
+    alt = next((a for a in fact.alternatives), None)
+    apkg = _first(owners.get(alt)) if alt else None
+    highest = _highest(fact.provider_versions, fact.version)
+    consumer = f"{fact.consumer} ({cpkg.label if cpkg else 'no package'})"
+    if conda is not None:
+        winner = f"{fact.provider} (conda package {conda.label} in {conda.prefix})"
+    elif ppkg is not None:
+        winner = f"{fact.provider} ({ppkg.label})"
+    else:
+        winner = f"{fact.provider} (no package: bundled by an application or copied by hand)"
+    offers = f"offers only up to {highest}" if highest else f"does not define {fact.version}"
+    message = f"{consumer} needs {fact.version} from {fact.soname}, but the copy that wins, {winner}, {offers}"
+    if alt:
+        message += f"; {alt}{f' ({apkg.label})' if apkg else ''} has it"
+    message += "."
+    evidence: dict[str, Any] = {
+        "consumer": fact.consumer,
+        "soname": fact.soname,
+        "version": fact.version,
+        "provider": fact.provider,
+        "provider_highest": highest,
+        "alternatives": list(fact.alternatives),
+        "consumer_package": cpkg.as_evidence() if cpkg else None,
+        "provider_package": ppkg.as_evidence() if ppkg else None,
+        "system_package": apkg.as_evidence() if apkg else None,
+        "conda_package": (
+            {
+                "name": conda.name,
+                "version": conda.version,
+                "build": conda.build,
+                "prefix": conda.prefix,
+            }
+            if conda
+            else None
+        ),
+    }
+    is_cxx = fact.soname.startswith("libstdc++")
+    if conda is not None:
+        if is_cxx:
+            n = gcc_for(fact.version, apkg)
+            fix = "conda install -c conda-forge " + (
+                f"'libstdcxx-ng>={n}'" if n else "libstdcxx-ng"
+            )
+        else:
+            fix = f"conda update -c conda-forge {conda.name}"
+        remedy = (
+            f"{fix} (in the environment {conda.prefix}), so the environment's copy is at least as "
+            f"new as the system's; or stop exporting LD_LIBRARY_PATH={conda.prefix}/lib. "
+            + no_symlink(fact.provider, alt or fact.soname)
+        )
+        message += f" Fix: {fix}."
+    elif ppkg is not None:
+        fix = UPGRADE[ppkg.family]
+        remedy = f"{fix}. {NOTES[ppkg.family]}"
+        message += f" Fix: {fix}."
+    else:
+        remedy = (
+            "Update the application that bundles the old copy, or remove its bundled "
+            f"{fact.soname} so the system's is used (bundles should ship it only as a fallback). "
+            + no_symlink(fact.provider, alt or fact.soname)
+        )
+    return Diagnosis(
+        severity=Severity.FAIL,
+        title=f"{fact.soname}: {fact.version} missing from the copy that wins",
+        message=message,
+        remedy=remedy,
+        evidence=evidence,
+    )
+
+
+def _highest(versions: Sequence[str], like: str) -> str | None:
+    prefix = re.sub(r"[0-9.]+$", "", like)
+    same = [v for v in versions if v.startswith(prefix) and re.search(r"[0-9]", v)]
+    if not same:
+        return None
+
+    def key(v: str) -> tuple[int, ...]:
+        return tuple(int(n) for n in re.findall(r"[0-9]+", v[len(prefix) :]))
+
+    return max(same, key=key)

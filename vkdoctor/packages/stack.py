@@ -1,0 +1,70 @@
+"""The ELF facts the package rules explain, taken from library resolution (vkdoctor.elf).
+
+One resolution per load target is shared with the VKL checks through
+`vkdoctor.checks.libraries.target_resolutions` (a `ctx.fact`), so nothing is resolved twice.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from vkdoctor.context import Context
+from vkdoctor.packages.facts import MissingSoname, MissingVersion, StackFacts, StackFile
+
+#: near-miss kinds that are another version of the same library family
+_OTHER_VERSION = ("other-version",)
+
+
+def _resolutions(ctx: Context) -> tuple[tuple[Any, Any], ...]:
+    libraries = importlib.import_module("vkdoctor.checks.libraries")
+    return tuple(ctx.fact(libraries.target_resolutions))
+
+
+def stack_facts(ctx: Context) -> StackFacts:
+    """Missing sonames, missing version nodes and loaded files of every load target."""
+    sonames: list[MissingSoname] = []
+    versions: list[MissingVersion] = []
+    files: dict[str, StackFile] = {}
+    for target, res in _resolutions(ctx):
+        root = res.root
+        target_path = root.path if root is not None else target.dlopen_name
+        for lib in res.libraries:
+            if lib.preloaded or lib.path in files:
+                continue
+            role = "driver" if lib.needed_by is None else "library"
+            files[lib.path] = StackFile(path=lib.path, role=role, target=target_path)
+        classes = {lib.path: lib.elf.elf_class for lib in res.libraries}
+        for miss in res.misses:
+            if miss.needed_by is None:
+                continue  # the driver file itself: the VKL checks say so
+            near = tuple(n.path for n in miss.near if n.kind in _OTHER_VERSION)
+            sonames.append(
+                MissingSoname(
+                    consumer=miss.needed_by,
+                    soname=miss.name,
+                    near_misses=near,
+                    target=target_path,
+                    elf_class=classes.get(miss.needed_by),
+                )
+            )
+        for problem in res.versions:
+            if problem.weak_only:
+                continue
+            for version in problem.missing:
+                versions.append(
+                    MissingVersion(
+                        consumer=problem.required_by,
+                        soname=problem.soname,
+                        version=version,
+                        provider=problem.provider,
+                        provider_versions=tuple(problem.provider_defines),
+                        alternatives=tuple(n.path for n in problem.better),
+                        target=target_path,
+                    )
+                )
+    return StackFacts(
+        missing_sonames=tuple(dict.fromkeys(sonames)),
+        missing_versions=tuple(dict.fromkeys(versions)),
+        files=tuple(files.values()),
+    )
