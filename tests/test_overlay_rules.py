@@ -384,3 +384,15 @@ def test_unreadable_search_path_is_named(tmp_path: Path) -> None:
     finally:
         (top / "locked").chmod(0o755)
         shutil.rmtree(top)
+
+
+def test_json_report_to_a_device_writes_through_it(tmp_path: Path) -> None:
+    """`--json /dev/stdout` (or /dev/null) must not rename a file over the device node."""
+    proc = run_vkdoctor(["check", "--no-probe", "--select", "VKH001", "--json", "/dev/stdout"])
+    assert proc.returncode == 0, proc.stderr
+    assert '"schema_version": 1' in proc.stdout
+    assert (
+        Path("/dev/stdout").resolve().is_char_device()
+        or not Path("/dev/stdout").resolve().is_file()
+    )
+    assert Path("/dev/null").is_char_device()
