@@ -7,19 +7,25 @@ import platform
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from vkdoctor import __version__
 from vkdoctor.context import Context, Options, cache_home
 from vkdoctor.model import Report, exit_code
-from vkdoctor.render import json as json_render
-from vkdoctor.render import text as text_render
+
+if TYPE_CHECKING:
+    from vkdoctor.redact import Identity
+    from vkdoctor.render import text as text_render
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-FORMATS = ("text", "json")
+FORMATS = ("text", "json", "github")
+
+#: where the options handled by emit() itself (not by each command) keep their values
+_META_JUNIT = "vkdoctor.junit"
+_META_REDACT = "vkdoctor.redact"
 
 
 def elevated() -> bool:
@@ -117,7 +123,32 @@ def timeout_option(f: F) -> F:
     )(f)
 
 
+def _remember(key: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    def callback(ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
+        ctx.meta[key] = value
+        return value
+
+    return callback
+
+
 def output_options(f: F) -> F:
+    # --junit and --redact are handled by emit() through the click context, so commands need not
+    # pass them along.
+    f = click.option(
+        "--junit",
+        metavar="FILE",
+        expose_value=False,
+        callback=_remember(_META_JUNIT),
+        help="Also write a JUnit XML file (one test case per check and per probe case).",
+    )(f)
+    f = click.option(
+        "--redact",
+        is_flag=True,
+        expose_value=False,
+        callback=_remember(_META_REDACT),
+        help="Remove the home directory, user and host names, GPU UUIDs and serials from every "
+        "output, for pasting into a public issue.",
+    )(f)
     f = click.option(
         "--json",
         "json_file",
@@ -130,7 +161,8 @@ def output_options(f: F) -> F:
         type=click.Choice(FORMATS),
         default="text",
         show_default=True,
-        help="How to print the report on stdout.",
+        help="How to print the report on stdout. github: workflow-command annotations, and a "
+        "Markdown summary appended to $GITHUB_STEP_SUMMARY when it is set.",
     )(f)
     f = click.option("--strict", is_flag=True, help="Treat warnings as failures (exit 1).")(f)
     f = click.option(
@@ -152,6 +184,8 @@ def _want_colour(stream: Any, env: Mapping[str, str]) -> bool:
 
 
 def text_style(verbose: bool) -> text_render.Style:
+    from vkdoctor.render import text as text_render
+
     env = os.environ
     encoding = (getattr(sys.stdout, "encoding", None) or "").lower()
     return text_render.Style(
@@ -184,6 +218,47 @@ def write_file(path: str, text: str) -> None:
         raise click.ClickException(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
+def host_identity() -> Identity:
+    """What identifies this user and machine, for --redact."""
+    import pwd
+    import socket
+
+    from vkdoctor.redact import Identity
+
+    homes = {os.environ.get("HOME", ""), str(Path.home())}
+    users = {os.environ.get(k, "") for k in ("USER", "LOGNAME", "SUDO_USER")}
+    for uid in (os.getuid(), os.geteuid()):
+        try:
+            entry = pwd.getpwuid(uid)
+        except KeyError:
+            continue
+        users.add(entry.pw_name)
+        homes.add(entry.pw_dir)
+    homes |= {os.path.realpath(h) for h in homes if h}
+    hostnames = {socket.gethostname(), platform.node()}
+    return Identity(
+        homes=tuple(sorted(h for h in homes if h)),
+        users=tuple(sorted(u for u in users if u)),
+        hostnames=tuple(sorted(h for h in hostnames if h)),
+    )
+
+
+def _append_step_summary(report: Report, *, strict: bool) -> None:
+    """GitHub's job summary: appended, because other steps write to the same file."""
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not path:
+        return
+    from vkdoctor.render import github as github_render
+
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(github_render.summary(report, strict=strict))
+    except OSError as exc:
+        click.echo(
+            f"vkdoctor: cannot append the job summary to {path}: {exc.strerror or exc}", err=True
+        )
+
+
 def emit(
     report: Report,
     *,
@@ -194,15 +269,38 @@ def emit(
     **extra: Any,
 ) -> int:
     """Print the report in `fmt`, write the requested files, and return the exit code."""
+    from vkdoctor.render import json as json_render
+    from vkdoctor.render import text as text_render
+
+    # The exit code depends only on the report and --strict, never on the format or the files.
+    click_ctx = click.get_current_context(silent=True)
+    meta = click_ctx.meta if click_ctx is not None else {}
+    junit_file = meta.get(_META_JUNIT)
+    if json_file == "-" and junit_file == "-":
+        raise click.UsageError("--json - and --junit - both want stdout; send one to a file")
+    if meta.get(_META_REDACT):
+        from vkdoctor.redact import redact
+
+        report = redact(report, host_identity())
     if json_file:
         write_file(json_file, json_render.render(report, strict=strict))
-    if json_file != "-":
+    if junit_file:
+        from vkdoctor.render import junit as junit_render
+
+        write_file(junit_file, junit_render.render(report, strict=strict))
+    if json_file != "-" and junit_file != "-":
         if fmt == "json":
             click.echo(json_render.render(report, strict=strict), nl=False)
+        elif fmt == "github":
+            from vkdoctor.render import github as github_render
+
+            click.echo(github_render.render(report, strict=strict), nl=False)
         else:
             click.echo(
                 text_render.render(report, style=text_style(verbose), strict=strict), nl=False
             )
+    if fmt == "github":
+        _append_step_summary(report, strict=strict)
     return exit_code(report.status(strict=strict))
 
 

@@ -125,6 +125,8 @@ def drivers(root: str | None, json_file: str | None, fmt: str, strict: bool, deb
         drivers=rows,
         command="drivers",
     )
+    if fmt == "github":
+        sys.exit(common.emit(report, fmt=fmt, json_file=json_file, strict=strict, verbose=False))
     if json_file:
         common.write_file(json_file, json_render.render(report, strict=strict))
     if json_file != "-":

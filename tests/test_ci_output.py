@@ -1,0 +1,409 @@
+"""--format github, --junit and --strict: what a CI job reads, parsed the way CI reads it."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+import junitparser
+import pytest
+from click.testing import CliRunner
+from conftest import run_vkdoctor, validate_report
+
+from vkdoctor.checks.base import Check
+from vkdoctor.checks.host import HostFacts
+from vkdoctor.cli import cli
+from vkdoctor.commands import check as check_cmd
+from vkdoctor.context import Context
+from vkdoctor.model import CheckResult, CheckStatus, Finding, Report, Severity
+from vkdoctor.render import github, junit
+
+# Everything the workflow-command escaping must handle, in one title and one message.
+NASTY_TITLE = "libLLVM.so.23.1: missing, 100% of it"
+NASTY_MESSAGE = "line one: a, b\r\nline two 50%\nline three ::error::injected"
+REMEDY = "sudo pacman -Syu mesa llvm-libs"
+
+ANNOTATION = re.compile(r"^::(error|warning) title=([^:,]*)::(.*)$")
+
+
+def unescape(value: str) -> str:
+    for code, char in (("%0D", "\r"), ("%0A", "\n"), ("%3A", ":"), ("%2C", ","), ("%25", "%")):
+        value = value.replace(code, char)
+    return value
+
+
+class NastyFail(Check):
+    """Fails with a title and message full of characters that need escaping."""
+
+    code = "VKZ801"
+    family = "drivers"
+    title = "crafted failure"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        yield self.fail(NASTY_TITLE, NASTY_MESSAGE, remedy=REMEDY, manifest="/nonexistent.json")
+
+
+class Warns(Check):
+    """Warns."""
+
+    code = "VKZ802"
+    family = "environment"
+    title = "crafted warning"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        yield self.warn(
+            "LD_LIBRARY_PATH has an empty entry", "':/opt/x' searches the cwd", remedy="drop it"
+        )
+
+
+class NeedsNasty(Check):
+    """Skipped because its prerequisite failed."""
+
+    code = "VKZ803"
+    family = "drivers"
+    title = "crafted dependent"
+    requires = frozenset({"VKZ801"})
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        raise AssertionError("must be skipped")
+
+
+class Breaks(Check):
+    """Raises: vkdoctor's own bug."""
+
+    code = "VKZ804"
+    family = "environment"
+    title = "crafted bug"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        raise RuntimeError("kaboom")
+
+
+def invoke(monkeypatch: pytest.MonkeyPatch, checks: tuple[type[Check], ...], *args: str):
+    monkeypatch.setattr(check_cmd, "REGISTRY", checks)
+    return CliRunner().invoke(cli, ["check", "--no-probe", *args], catch_exceptions=False)
+
+
+def annotation_lines(output: str) -> list[re.Match[str]]:
+    found = []
+    for line in output.splitlines():
+        if line.startswith("::") and line.split(" ", 1)[0].split("::")[1] in ("error", "warning"):
+            m = ANNOTATION.match(line)
+            assert m, f"malformed annotation: {line!r}"
+            found.append(m)
+    return found
+
+
+def test_github_annotations_escape_newlines_percent_colon_and_comma(monkeypatch):
+    result = invoke(monkeypatch, (HostFacts, NastyFail, Warns), "--format", "github")
+    assert result.exit_code == 1
+    found = annotation_lines(result.output)
+    assert [m.group(1) for m in found] == ["error", "warning"]
+    err = found[0]
+    # the property value: no raw ':' or ',' (they end the property), all of them encoded
+    assert err.group(2) == "VKZ801%3A libLLVM.so.23.1%3A missing%2C 100%25 of it"
+    assert unescape(err.group(2)) == f"VKZ801: {NASTY_TITLE}"
+    # the data: one physical line; \r, \n and % encoded; ':' and ',' kept
+    data = err.group(3)
+    assert "\r" not in data and "\n" not in data
+    assert data.startswith("line one: a, b%0D%0Aline two 50%25%0Aline three ::error::injected%0A")
+    assert unescape(data) == f"{NASTY_MESSAGE}\nFix: {REMEDY}\n(vkdoctor explain VKZ801)"
+    # the full text report is in the log, but cannot issue commands: it sits between stop-commands
+    lines = result.output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("::stop-commands::"))
+    token = lines[start].split("::")[2]
+    end = lines.index(f"::{token}::")
+    assert any("line three ::error::injected" in line for line in lines[start:end])
+    assert token not in "\n".join(lines[start + 1 : end])
+    assert lines[-1] == "vkdoctor: FAIL: 1 failed, 1 warning(s)"
+
+
+def test_strict_turns_warnings_into_failures_in_every_format(monkeypatch, tmp_path: Path):
+    checks = (HostFacts, Warns)
+    plain = invoke(monkeypatch, checks, "--format", "github")
+    assert plain.exit_code == 0
+    assert [m.group(1) for m in annotation_lines(plain.output)] == ["warning"]
+    strict = invoke(monkeypatch, checks, "--format", "github", "--strict")
+    assert strict.exit_code == 1
+    assert [m.group(1) for m in annotation_lines(strict.output)] == ["error"]
+
+    for fmt in ("text", "json"):
+        assert invoke(monkeypatch, checks, "--format", fmt).exit_code == 0
+        assert invoke(monkeypatch, checks, "--format", fmt, "--strict").exit_code == 1
+    doc = json.loads(invoke(monkeypatch, checks, "--format", "json", "--strict").output)
+    validate_report(doc)
+    assert doc["status"] == "fail"
+
+    xml = tmp_path / "strict.xml"
+    assert invoke(monkeypatch, checks, "--junit", str(xml), "--strict").exit_code == 1
+    (case,) = [c for s in junitparser.JUnitXml.fromfile(str(xml)) for c in s if "VKZ802" in c.name]
+    (failure,) = case.result
+    assert isinstance(failure, junitparser.Failure)
+    assert failure.message == "VKZ802: LD_LIBRARY_PATH has an empty entry"
+    xml_plain = tmp_path / "plain.xml"
+    assert invoke(monkeypatch, checks, "--junit", str(xml_plain)).exit_code == 0
+    (case,) = [
+        c for s in junitparser.JUnitXml.fromfile(str(xml_plain)) for c in s if "VKZ802" in c.name
+    ]
+    assert case.is_passed and "LD_LIBRARY_PATH has an empty entry" in (case.system_out or "")
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "github"])
+def test_exit_codes_do_not_depend_on_the_format(monkeypatch, fmt):
+    assert invoke(monkeypatch, (HostFacts,), "--format", fmt).exit_code == 0
+    assert invoke(monkeypatch, (HostFacts, NastyFail), "--format", fmt).exit_code == 1
+    assert invoke(monkeypatch, (HostFacts, Breaks), "--format", fmt).exit_code == 3
+    # a real failure wins over our own bug
+    assert invoke(monkeypatch, (Breaks, NastyFail), "--format", fmt).exit_code == 1
+
+
+def test_junit_has_a_case_per_check_with_failure_skip_and_error(monkeypatch, tmp_path: Path):
+    xml = tmp_path / "vkdoctor.xml"
+    result = invoke(
+        monkeypatch, (HostFacts, NastyFail, NeedsNasty, Warns, Breaks), "--junit", str(xml)
+    )
+    assert result.exit_code == 1
+    doc = junitparser.JUnitXml.fromfile(str(xml))
+    suites = {s.name: s for s in doc}
+    assert set(suites) == {"vkdoctor.host", "vkdoctor.drivers", "vkdoctor.environment"}
+    assert (doc.tests, doc.failures, doc.errors, doc.skipped) == (5, 1, 1, 1)
+    cases = {c.name: c for s in doc for c in s}
+    assert set(cases) == {
+        "VKH001 Host",
+        "VKZ801 crafted failure",
+        "VKZ803 crafted dependent",
+        "VKZ802 crafted warning",
+        "VKZ804 crafted bug",
+    }
+    for case in cases.values():
+        assert case.classname.startswith("vkdoctor.") and case.time >= 0
+
+    (failure,) = cases["VKZ801 crafted failure"].result
+    assert isinstance(failure, junitparser.Failure)
+    assert failure.message == f"VKZ801: {NASTY_TITLE}"
+    assert NASTY_MESSAGE.replace("\r\n", "\n") in failure.text
+    assert f"Fix: {REMEDY}" in failure.text
+
+    (skipped,) = cases["VKZ803 crafted dependent"].result
+    assert isinstance(skipped, junitparser.Skipped)
+    assert skipped.message == "requires VKZ801, which did not pass"
+
+    (error,) = cases["VKZ804 crafted bug"].result
+    assert isinstance(error, junitparser.Error)
+    assert "kaboom" in error.text and error.type == "VKX000"
+
+    assert cases["VKH001 Host"].is_passed
+    assert "Python" in (cases["VKH001 Host"].system_out or "")
+
+
+def _report_with_probe(**probe) -> Report:
+    host = CheckResult(
+        code="VKH001",
+        family="host",
+        title="Host",
+        status=CheckStatus.RAN,
+        findings=(Finding(code="VKH001", severity=Severity.INFO, title="Host", message="Debian"),),
+    )
+    return Report(
+        vkdoctor_version="0",
+        host={},
+        checks=(host,),
+        drivers=(
+            {
+                "manifest": "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
+                "library_path": "/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so",
+                "verdict": "fail",
+                "reason": "libLLVM.so.23.1 | not found",
+            },
+        ),
+        overlay={
+            "dir": "/home/u/.cache/vkdoctor/overlay/ab12",
+            "ld_library_path": "/home/u/.cache/vkdoctor/overlay/ab12",
+            "libraries": [
+                {
+                    "soname": "libLLVM.so.23.1",
+                    "target": "/opt/llvm23/lib/libLLVM.so.23.1",
+                    "needed_by": ["/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so"],
+                }
+            ],
+        },
+        probe={
+            "status": "fail",
+            "backend": "vulkan",
+            "adapter": {
+                "name": "llvmpipe (LLVM 23.1.0, 256 bits)",
+                "type": "cpu",
+                "driver": "llvmpipe",
+                "vendor_id": 65541,
+                "device_id": 0,
+            },
+            "ladder": [
+                {"rung": "add_one", "ok": True, "seconds": 0.01},
+                {"rung": "reduce", "ok": True, "seconds": 0.02},
+                {"rung": "matmul", "ok": True, "seconds": 0.02},
+            ],
+            "tolerance": 1e-5,
+            "cases": [
+                {"rows": 64, "d": 8, "max_rel_err": 2.1e-7, "norm_rel_err": 1e-7, "ok": True},
+                {
+                    "rows": 64,
+                    "d": 4096,
+                    "max_rel_err": 0.37,
+                    "norm_rel_err": 0.02,
+                    "ok": False,
+                    "worst": {"index": [3, 17], "value": 1.37, "reference": 1.0, "rel_err": 0.37},
+                    "timing": {"upload_s": 0.25, "dispatch_s": 0.125, "repeat_s": [0.5, 0.125]},
+                },
+            ],
+            "seconds": 1.25,
+            **probe,
+        },
+    )
+
+
+def test_junit_has_a_case_per_probe_case_and_survives_control_characters(tmp_path: Path):
+    report = _report_with_probe(summary="driver said \x1b[31mboom\x1b[0m\x00")
+    validate_report(report.as_dict())
+    path = tmp_path / "probe.xml"
+    path.write_text(junit.render(report), encoding="utf-8")
+    doc = junitparser.JUnitXml.fromfile(str(path))
+    (probe_suite,) = [s for s in doc if s.name == "vkdoctor.probe"]
+    cases = {c.name: c for c in probe_suite}
+    assert set(cases) == {
+        "probe on llvmpipe (LLVM 23.1.0, 256 bits) (vulkan)",
+        "ladder add_one",
+        "ladder reduce",
+        "ladder matmul",
+        "rmsnorm rows=64 d=8",
+        "rmsnorm rows=64 d=4096",
+    }
+    (overall,) = cases["probe on llvmpipe (LLVM 23.1.0, 256 bits) (vulkan)"].result
+    assert overall.type == "fail" and "\\x1b[31mboom" in overall.text
+    assert cases["rmsnorm rows=64 d=8"].is_passed
+    (wrong,) = cases["rmsnorm rows=64 d=4096"].result
+    assert wrong.message == "wrong numbers: max_rel_err=0.37"
+    assert wrong.text == (
+        "max_rel_err=0.37, norm_rel_err=0.02, tolerance=1e-05\n"
+        "worst element [3, 17]: value 1.37, reference 1.0"
+    )
+    assert cases["ladder matmul"].is_passed
+    assert cases["rmsnorm rows=64 d=4096"].time == 1.0
+    assert probe_suite.time == pytest.approx(1.25)
+
+
+def test_failed_probe_is_an_error_annotation():
+    lines = github.annotation_lines(_report_with_probe(status="crash", cases=[]))
+    (line,) = lines
+    m = ANNOTATION.match(line)
+    assert m and m.group(1) == "error" and unescape(m.group(2)) == "vkdoctor probe"
+    assert unescape(m.group(3)).startswith("probe crash on llvmpipe (LLVM 23.1.0, 256 bits)")
+
+
+def test_step_summary_is_appended_with_verdict_drivers_probe_and_overlay(
+    monkeypatch, tmp_path: Path
+):
+    summary = tmp_path / "summary.md"
+    summary.write_text("# earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = invoke(monkeypatch, (HostFacts, NastyFail), "--format", "github")
+    assert result.exit_code == 1
+    text = summary.read_text()
+    assert text.startswith("# earlier step\n## vkdoctor check: ❌ FAIL\n")
+    assert f"**{NASTY_TITLE}**<br>line one: a, b<br>line two 50%" in text
+    assert REMEDY in text
+
+    md = github.summary(_report_with_probe())
+    assert "### Drivers" in md and "libLLVM.so.23.1 \\| not found" in md
+    assert "### Probe: fail on llvmpipe (LLVM 23.1.0, 256 bits) (vulkan)" in md
+    assert "| 64 | 4096 | 0.37 | ❌ |" in md
+    assert "rows=64 d=4096: max_rel_err=0.37, worst element [3, 17] = 1.37 (reference 1.0)" in md
+    assert "Ladder: add_one ✅, reduce ✅, matmul ✅" in md
+    assert "export LD_LIBRARY_PATH=/home/u/.cache/vkdoctor/overlay/ab12" in md
+    assert "| `libLLVM.so.23.1` | /opt/llvm23/lib/libLLVM.so.23.1 |" in md
+
+
+def test_unwritable_step_summary_is_reported_and_keeps_the_exit_code(monkeypatch, tmp_path):
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "no-such-dir" / "summary.md"))
+    result = CliRunner().invoke(
+        cli, ["check", "--no-probe", "--select", "VKH", "--format", "github"]
+    )
+    assert result.exit_code == 0
+    assert "cannot append the job summary" in result.output
+
+
+def test_real_cli_github_and_junit_on_this_host(tmp_path: Path):
+    xml = tmp_path / "vkdoctor.xml"
+    summary = tmp_path / "summary.md"
+    proc = run_vkdoctor(
+        ["check", "--no-probe", "--format", "github", "--junit", str(xml)],
+        env={"GITHUB_STEP_SUMMARY": str(summary)},
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "Traceback" not in proc.stderr
+    found = annotation_lines(proc.stdout)
+    doc = junitparser.JUnitXml.fromfile(str(xml))
+    cases = [c for s in doc for c in s]
+    assert "VKH001 Host" in {c.name for c in cases}
+    failing = [c for c in cases if not c.is_passed and not c.is_skipped]
+    # every failing test case has its annotation, and the exit code says the same
+    assert len([m for m in found if m.group(1) == "error"]) >= len(failing)
+    assert proc.returncode == (1 if failing else 0)
+    assert summary.read_text().startswith("## vkdoctor check: ")
+
+
+def test_a_probe_finding_is_not_repeated_by_the_probe_annotation_or_case(tmp_path: Path):
+    base = _report_with_probe(
+        status="no-adapter", ladder=[], cases=[], summary="no Vulkan CPU adapter"
+    )
+    vkr = CheckResult(
+        code="VKR001",
+        family="compute",
+        title="Compute probe (RMSNorm)",
+        status=CheckStatus.RAN,
+        findings=(
+            Finding(
+                code="VKR001",
+                severity=Severity.FAIL,
+                title="No adapter for the compute probe",
+                message="no Vulkan CPU adapter; OpenGL llvmpipe is present but does not count",
+            ),
+        ),
+    )
+    report = Report(vkdoctor_version="0", host={}, checks=(*base.checks, vkr), probe=base.probe)
+    (line,) = github.annotation_lines(report)
+    assert line.startswith("::error title=VKR001%3A No adapter for the compute probe::")
+    path = tmp_path / "j.xml"
+    path.write_text(junit.render(report))
+    doc = junitparser.JUnitXml.fromfile(str(path))
+    names = [c.name for s in doc for c in s]
+    assert names == ["VKH001 Host", "VKR001 Compute probe (RMSNorm)"]
+    assert doc.failures == 1
+    # without the check, the probe's own case carries the failure
+    alone = Report(vkdoctor_version="0", host={}, checks=base.checks, probe=base.probe)
+    path.write_text(junit.render(alone))
+    doc = junitparser.JUnitXml.fromfile(str(path))
+    assert [c.name for s in doc for c in s][
+        -1
+    ] == "probe on llvmpipe (LLVM 23.1.0, 256 bits) (vulkan)"
+    assert doc.failures == 1
+
+
+def test_junit_to_stdout_is_pure_xml_and_two_stdout_reports_are_a_usage_error(monkeypatch):
+    result = invoke(monkeypatch, (HostFacts, NastyFail), "--junit", "-")
+    assert result.exit_code == 1
+    assert result.output.startswith('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites ')
+    clash = invoke(monkeypatch, (HostFacts,), "--junit", "-", "--json", "-")
+    assert clash.exit_code == 2 and "both want stdout" in clash.output
+
+
+def test_drivers_command_speaks_github_too(tmp_path: Path):
+    proc = run_vkdoctor(
+        ["drivers", "--format", "github"], env={"VK_DRIVER_FILES": "/nonexistent.json"}
+    )
+    assert proc.returncode == 1, proc.stderr
+    found = annotation_lines(proc.stdout)
+    assert found and all(m.group(1) in ("error", "warning") for m in found)
+    assert any("nonexistent.json" in unescape(m.group(3)) for m in found)
+    assert proc.stdout.splitlines()[-1].startswith("vkdoctor: FAIL")

@@ -1,0 +1,236 @@
+"""GitHub Actions: workflow-command annotations for the log, Markdown for the job summary.
+
+Escaping follows the runner's rules (actions/toolkit, command.ts): in the data part `%`, `\\r` and
+`\\n` are percent-encoded; in property values `:` and `,` are too. Everything else vkdoctor prints
+into the log goes between `::stop-commands::` markers, so a path or a driver's stderr that happens to
+contain `::error` cannot issue a workflow command.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from vkdoctor.model import CheckResult, Finding, Report, ReportStatus, Severity
+from vkdoctor.render import PROBE_FAMILY_PREFIX
+from vkdoctor.render import text as text_render
+
+
+def escape_data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(value: str) -> str:
+    return escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def command(name: str, message: str, **properties: str) -> str:
+    """One workflow command line: `::name key=value,key=value::message`."""
+    props = ",".join(f"{k}={escape_property(v)}" for k, v in properties.items())
+    return f"::{name}{' ' + props if props else ''}::{escape_data(message)}"
+
+
+def _level(severity: Severity, *, strict: bool) -> str | None:
+    if severity.rank >= Severity.FAIL.rank:
+        return "error"
+    if severity is Severity.WARN:
+        return "error" if strict else "warning"
+    return None
+
+
+def _body(f: Finding) -> str:
+    parts = [f.message] if f.message else []
+    if f.remedy:
+        parts.append(f"Fix: {f.remedy}")
+    parts.append(f"(vkdoctor explain {f.code})")
+    return "\n".join(parts)
+
+
+def probe_failure(probe: Mapping[str, Any]) -> str | None:
+    """A one-paragraph account of a probe that did not pass, or None when it passed."""
+    status = probe.get("status")
+    if status in ("pass", None):
+        return None
+    adapter = probe.get("adapter") or {}
+    name = adapter.get("name") if isinstance(adapter, Mapping) else None
+    lines = [f"probe {status}" + (f" on {name}" if name else "")]
+    if probe.get("summary"):
+        lines.append(str(probe["summary"]))
+    bad = [c for c in probe.get("cases") or () if isinstance(c, Mapping) and not c.get("ok")]
+    for case in bad[:5]:
+        line = f"rows={case.get('rows')} d={case.get('d')}: max_rel_err={case.get('max_rel_err')}"
+        worst = case.get("worst")
+        if isinstance(worst, Mapping):
+            line += (
+                f", worst element {worst.get('index')} = {worst.get('value')}"
+                f" (reference {worst.get('reference')})"
+            )
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def annotation_lines(report: Report, *, strict: bool = False) -> list[str]:
+    """One `::error` / `::warning` per failing or warning finding, and one for a failed probe
+    unless a probe finding (VKR...) already says it."""
+    out = []
+    probe_said = False
+    for f in report.findings:
+        level = _level(f.severity, strict=strict)
+        if level:
+            out.append(command(level, _body(f), title=f"{f.code}: {f.title}"))
+            probe_said |= level == "error" and f.code.startswith(PROBE_FAMILY_PREFIX)
+    if report.probe is not None and not probe_said:
+        failure = probe_failure(report.probe)
+        if failure:
+            out.append(command("error", failure, title="vkdoctor probe"))
+    return out
+
+
+def _sentinel(text: str) -> str:
+    # A token the text cannot contain: it is derived from the text itself.
+    return "vkdoctor-" + hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def render(report: Report, *, strict: bool = False) -> str:
+    """The annotations, then the full text report folded in a log group, then the verdict."""
+    style = text_render.Style(colour=False, unicode=True, verbose=False)
+    body = text_render.render(report, style=style, strict=strict)
+    token = _sentinel(body)
+    lines = [
+        *annotation_lines(report, strict=strict),
+        "::group::vkdoctor report",
+        f"::stop-commands::{token}",
+        body.rstrip("\n"),
+        f"::{token}::",
+        "::endgroup::",
+        text_render.verdict(report, style=style, strict=strict),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+# --- the job summary (Markdown) -------------------------------------------------------------------
+
+_VERDICT = {
+    ReportStatus.OK: "✅ OK",
+    ReportStatus.WARN: "⚠️ OK with warnings",
+    ReportStatus.FAIL: "❌ FAIL",
+    ReportStatus.ERROR: "💥 ERROR (vkdoctor itself broke)",
+}
+
+
+def _cell(value: object) -> str:
+    text = "" if value is None else str(value)
+    return (
+        text.replace("\\", "\\\\")
+        .replace("|", "\\|")
+        .replace("\r", "")
+        .replace("\n", "<br>")
+        .replace("<br><br>", "<br>")
+    )
+
+
+def _table(head: Iterable[str], rows: Iterable[Iterable[object]]) -> list[str]:
+    head = list(head)
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+    return out
+
+
+def _attention(checks: Iterable[CheckResult]) -> list[Finding]:
+    return [f for c in checks for f in c.findings if f.severity.rank >= Severity.WARN.rank]
+
+
+def summary(report: Report, *, strict: bool = False) -> str:
+    """Markdown for $GITHUB_STEP_SUMMARY: verdict, findings, drivers, probe, overlay."""
+    status = report.status(strict=strict)
+    style = text_render.Style(colour=False, unicode=True)
+    lines = [f"## vkdoctor {report.command}: {_VERDICT[status]}", ""]
+    lines += [f"`{text_render.verdict(report, style=style, strict=strict)}`", ""]
+
+    needing = _attention(report.checks)
+    if needing:
+        lines += ["### Findings", ""]
+        lines += _table(
+            ("", "code", "finding", "fix"),
+            (
+                (
+                    "❌" if f.severity.rank >= Severity.FAIL.rank or strict else "⚠️",
+                    f"`{f.code}`",
+                    f"**{f.title}**" + (f"\n{f.message}" if f.message else ""),
+                    f.remedy or "",
+                )
+                for f in needing
+            ),
+        )
+        lines += ["", "Run `vkdoctor explain CODE` for what a code means and how to fix it.", ""]
+    skipped = [c for c in report.checks if c.status.value == "skipped"]
+    if skipped:
+        lines += [
+            f"{len(skipped)} check(s) skipped: "
+            + ", ".join(_cell(f"{c.code} ({c.skip_reason})") for c in skipped),
+            "",
+        ]
+
+    if report.drivers:
+        lines += ["### Drivers", ""]
+        lines += _table(
+            ("manifest", "library", "verdict", "reason"),
+            (
+                (
+                    f"`{d.get('manifest')}`",
+                    d.get("library_path") or d.get("library") or "",
+                    d.get("verdict"),
+                    d.get("reason") or "",
+                )
+                for d in report.drivers
+            ),
+        )
+        lines.append("")
+
+    if report.probe is not None:
+        probe = report.probe
+        adapter = probe.get("adapter") or {}
+        name = adapter.get("name") if isinstance(adapter, Mapping) else None
+        head = f"### Probe: {probe.get('status')}"
+        if name:
+            head += f" on {name} ({probe.get('backend')})"
+        lines += [head, ""]
+        failure = probe_failure(probe)
+        if failure:
+            lines += [_cell(failure), ""]
+        rungs = [r for r in probe.get("ladder") or () if isinstance(r, Mapping)]
+        if rungs:
+            marks = ", ".join(f"{r.get('rung')} {'✅' if r.get('ok') else '❌'}" for r in rungs)
+            lines += [f"Ladder: {_cell(marks)}", ""]
+        cases = [c for c in probe.get("cases") or () if isinstance(c, Mapping)]
+        if cases:
+            lines += _table(
+                ("rows", "d", "max rel. error", "ok"),
+                (
+                    (c.get("rows"), c.get("d"), c.get("max_rel_err"), "✅" if c.get("ok") else "❌")
+                    for c in cases
+                ),
+            )
+            lines.append("")
+
+    if report.overlay:
+        lines += [
+            "### Overlay",
+            "",
+            "```sh",
+            f"export LD_LIBRARY_PATH={report.overlay.get('ld_library_path')}",
+            "```",
+            "",
+        ]
+        libs = [x for x in report.overlay.get("libraries") or () if isinstance(x, Mapping)]
+        if libs:
+            lines += _table(
+                ("soname", "target", "needed by"),
+                (
+                    (f"`{x.get('soname')}`", x.get("target"), ", ".join(x.get("needed_by") or ()))
+                    for x in libs
+                ),
+            )
+            lines.append("")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,215 @@
+"""JUnit XML: one test case per check and per probe case, for CI test reporters.
+
+The shape is the common denominator that GitHub test-report actions, GitLab's `artifacts:reports:
+junit` and Jenkins read: <testsuites> of <testsuite> of <testcase classname name time>, with
+<failure message type>, <error message type> or <skipped message> and <system-out>.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from vkdoctor.model import CheckResult, CheckStatus, Finding, Report, Severity
+from vkdoctor.render import PROBE_FAMILY_PREFIX
+
+# XML 1.0 forbids most control characters even when escaped; a driver's stderr can hold them.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml_text(value: object) -> str:
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", "" if value is None else str(value))
+
+
+@dataclass
+class _Case:
+    classname: str
+    name: str
+    seconds: float = 0.0
+    #: ("failure" | "error" | "skipped", message, type, body)
+    outcome: tuple[str, str, str, str] | None = None
+    output: list[str] = field(default_factory=list)
+
+
+def _finding_text(f: Finding) -> str:
+    lines = [f"{f.code} [{f.severity.value}] {f.title}"]
+    if f.message:
+        lines.append(f.message)
+    if f.remedy:
+        lines.append(f"Fix: {f.remedy}")
+    return "\n".join(lines)
+
+
+def _check_case(c: CheckResult, *, strict: bool) -> _Case:
+    case = _Case(classname=f"vkdoctor.{c.family}", name=f"{c.code} {c.title}", seconds=c.seconds)
+    if c.status is CheckStatus.SKIPPED:
+        case.outcome = ("skipped", c.skip_reason or "skipped", "", "")
+        return case
+    threshold = Severity.WARN.rank if strict else Severity.FAIL.rank
+    errors = [f for f in c.findings if f.severity is Severity.ERROR]
+    failing = [f for f in c.findings if threshold <= f.severity.rank < Severity.ERROR.rank]
+    if failing:
+        first = failing[0]
+        body = "\n\n".join(_finding_text(f) for f in failing)
+        body += f"\n\nvkdoctor explain {first.code}"
+        case.outcome = ("failure", f"{first.code}: {first.title}", first.severity.value, body)
+    elif errors or c.status is CheckStatus.ERROR:
+        message, typ = f"{c.code} broke", "error"
+        if errors:
+            message, typ = f"{errors[0].code}: {errors[0].title}", errors[0].code
+        body = "\n\n".join(_finding_text(f) for f in errors)
+        case.outcome = ("error", message, typ, body)
+    shown = {id(f) for f in failing + errors}
+    case.output = [_finding_text(f) for f in c.findings if id(f) not in shown]
+    return case
+
+
+def _case_seconds(item: Mapping[str, Any]) -> float:
+    """`seconds`, else the sum of the `timing` object's `*_s` figures (numbers or lists)."""
+    if isinstance(item.get("seconds"), int | float):
+        return float(item["seconds"])
+    timing = item.get("timing")
+    total = 0.0
+    if isinstance(timing, Mapping):
+        for key, value in timing.items():
+            if not str(key).endswith("_s"):
+                continue
+            values = value if isinstance(value, list) else [value]
+            total += sum(float(v) for v in values if isinstance(v, int | float))
+    return total
+
+
+def _mappings(value: object) -> list[Mapping[str, Any]]:
+    if not isinstance(value, Sequence) or isinstance(value, str):
+        return []
+    return [v for v in value if isinstance(v, Mapping)]
+
+
+def _probe_cases(probe: Mapping[str, Any], *, overall_case: bool) -> list[_Case]:
+    """The ladder's rungs and the RMSNorm cases; `overall_case` adds one for the probe's status,
+    for reports where no probe check (VKR...) is a test case already."""
+    status = str(probe.get("status"))
+    adapter = probe.get("adapter") or {}
+    name = adapter.get("name") if isinstance(adapter, Mapping) else None
+    backend = probe.get("backend")
+    where = f" on {name}" + (f" ({backend})" if backend else "") if name else ""
+    overall = _Case(
+        classname="vkdoctor.probe",
+        name="probe" + where,
+        seconds=float(probe.get("seconds") or 0.0),
+    )
+    details = [f"status: {status}{where}"]
+    if probe.get("summary"):
+        details.append(str(probe["summary"]))
+    if status != "pass":
+        overall.outcome = ("failure", f"probe {status}{where}", status, "\n".join(details))
+    else:
+        overall.output = details
+    cases = [overall]
+    for rung in _mappings(probe.get("ladder")):
+        case = _Case(
+            classname="vkdoctor.probe",
+            name=f"ladder {rung.get('rung')}",
+            seconds=float(rung.get("seconds") or 0.0),
+        )
+        if rung.get("ok"):
+            case.output = [f"rung {rung.get('rung')} passed"]
+        else:
+            error = str(rung.get("error") or "failed")
+            case.outcome = ("failure", f"ladder rung {rung.get('rung')}: {error}", "fail", error)
+        cases.append(case)
+    tolerance = probe.get("tolerance")
+    for item in _mappings(probe.get("cases")):
+        case = _Case(
+            classname="vkdoctor.probe",
+            name=f"{item.get('name') or 'rmsnorm'} rows={item.get('rows')} d={item.get('d')}",
+            seconds=_case_seconds(item),
+        )
+        figures = [f"max_rel_err={item.get('max_rel_err')}"]
+        if item.get("norm_rel_err") is not None:
+            figures.append(f"norm_rel_err={item['norm_rel_err']}")
+        if tolerance is not None:
+            figures.append(f"tolerance={tolerance}")
+        if item.get("nonfinite"):
+            figures.append(f"nonfinite={item['nonfinite']}")
+        text = ", ".join(figures)
+        worst = item.get("worst")
+        if isinstance(worst, Mapping):
+            text += (
+                f"\nworst element {worst.get('index')}: value {worst.get('value')}, "
+                f"reference {worst.get('reference')}"
+            )
+        for key in ("worst_index", "error"):
+            if item.get(key) is not None:
+                text += f"\n{key}={item[key]}"
+        if item.get("ok"):
+            case.output = [text]
+        else:
+            case.outcome = ("failure", f"wrong numbers: {figures[0]}", "fail", text)
+        cases.append(case)
+    # The overall case carries the time the cases do not account for (start-up, adapter).
+    overall.seconds = max(0.0, overall.seconds - sum(c.seconds for c in cases[1:]))
+    return cases if overall_case else cases[1:]
+
+
+def _suite(parent: ET.Element, name: str, cases: Sequence[_Case]) -> None:
+    counts = {"failure": 0, "error": 0, "skipped": 0}
+    for case in cases:
+        if case.outcome:
+            counts[case.outcome[0]] += 1
+    suite = ET.SubElement(
+        parent,
+        "testsuite",
+        name=name,
+        tests=str(len(cases)),
+        failures=str(counts["failure"]),
+        errors=str(counts["error"]),
+        skipped=str(counts["skipped"]),
+        time=f"{sum(c.seconds for c in cases):.3f}",
+    )
+    for case in cases:
+        el = ET.SubElement(
+            suite,
+            "testcase",
+            classname=_xml_text(case.classname),
+            name=_xml_text(case.name),
+            time=f"{case.seconds:.3f}",
+        )
+        if case.outcome:
+            kind, message, typ, body = case.outcome
+            attrs = {"message": _xml_text(message)}
+            if kind != "skipped":
+                attrs["type"] = _xml_text(typ)
+            child = ET.SubElement(el, kind, attrs)
+            if body:
+                child.text = _xml_text(body)
+        if case.output:
+            ET.SubElement(el, "system-out").text = _xml_text("\n\n".join(case.output))
+
+
+def render(report: Report, *, strict: bool = False) -> str:
+    families: dict[str, list[_Case]] = {}
+    for c in report.checks:
+        families.setdefault(c.family, []).append(_check_case(c, strict=strict))
+    if report.probe is not None:
+        has_check = any(c.code.startswith(PROBE_FAMILY_PREFIX) for c in report.checks)
+        cases = _probe_cases(report.probe, overall_case=not has_check)
+        if cases:
+            families.setdefault("probe", []).extend(cases)
+    root = ET.Element("testsuites", name=f"vkdoctor {report.command}")
+    for family, cases in families.items():
+        _suite(root, f"vkdoctor.{family}", cases)
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    seconds = 0.0
+    for suite in root:
+        for key in totals:
+            totals[key] += int(suite.get(key, "0"))
+        seconds += float(suite.get("time", "0"))
+    for key, value in totals.items():
+        root.set(key, str(value))
+    root.set("time", f"{seconds:.3f}")
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
