@@ -1,8 +1,9 @@
 """vkdoctor bench child: RMSNorm throughput against a device-to-device copy, timed on the device.
 
-Run by `vkdoctor bench` in its own process session. Imports only wgpu, numpy and the stdlib, and
-prints exactly one JSON document on stdout. Progress goes to stderr as `stage: NAME` lines so that
-the parent can say where a crash or hang happened.
+Run by `vkdoctor bench` in its own process session (vkdoctor/bench.py). Imports only wgpu, numpy,
+the standard library and its sibling probe modules, and prints exactly one JSON document. Adapter
+choice, stage reporting and the error metric are the compute probe's own (rmsnorm_probe.py), so a
+benchmarked size is checked for correctness exactly as `vkdoctor run-probe` checks its cases.
 """
 
 from __future__ import annotations
@@ -13,30 +14,20 @@ import os
 import statistics
 import sys
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import rmsnorm_probe as probe
 
 #: workgroup size for the copy kernel; RMSNorm picks its own per d (workgroup_size_for)
 WG = 256
 #: vec4 values each RMSNorm invocation keeps in registers; more spills on real GPUs
 MAX_VPT = 4
 EPS = 1e-6
-REL_TOL = 1e-5
-#: relative error is taken against max(|ref|, FLOOR * rms(ref row)) so that near-zero outputs do
-#: not turn rounding noise into huge ratios (the probe's metric, docs/probe.md)
-FLOOR = 1e-3
 
 Encode = Callable[[Any, "tuple[int, int] | None"], None]
-
-
-def stage(name: str) -> None:
-    print(f"stage: {name}", file=sys.stderr, flush=True)
-
-
-def emit(doc: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(doc) + "\n")
-    sys.stdout.flush()
 
 
 def parse_sizes(text: str) -> list[tuple[int, int]]:
@@ -45,47 +36,6 @@ def parse_sizes(text: str) -> list[tuple[int, int]]:
         rows, _, d = item.strip().lower().partition("x")
         sizes.append((int(rows), int(d)))
     return sizes
-
-
-def adapter_info(adapter: Any) -> dict[str, Any]:
-    info = adapter.info
-    return {
-        "name": info.get("device", ""),
-        "type": info.get("adapter_type", ""),
-        "backend": info.get("backend_type", ""),
-        "driver": info.get("description") or None,
-        "vendor_id": info.get("vendor_id"),
-        "device_id": info.get("device_id"),
-    }
-
-
-def choose_adapter(wgpu: Any, args: argparse.Namespace) -> Any:
-    adapters = wgpu.gpu.enumerate_adapters_sync()
-    backend = args.backend.lower()
-    on_backend = [a for a in adapters if a.info.get("backend_type", "").lower() == backend]
-    if args.cpu:
-        pick = [a for a in on_backend if a.info.get("adapter_type") == "CPU"]
-    elif args.adapter:
-        pick = [a for a in on_backend if args.adapter.lower() in a.info.get("device", "").lower()]
-    else:
-        order = {"DiscreteGPU": 0, "IntegratedGPU": 1, "Unknown": 2, "CPU": 3}
-        pick = sorted(on_backend, key=lambda a: order.get(a.info.get("adapter_type"), 2))
-    if pick:
-        return pick[0]
-    if args.cpu:
-        want = "CPU adapter"
-    elif args.adapter:
-        want = f"adapter whose name contains {args.adapter!r}"
-    else:
-        want = "adapter"
-    emit(
-        {
-            "status": "no-adapter",
-            "message": f"no {want} on the {args.backend} backend",
-            "adapters": [adapter_info(a) for a in adapters],
-        }
-    )
-    sys.exit(0)
 
 
 class Timer:
@@ -204,27 +154,6 @@ def measure(
     }
 
 
-def compare(x: Any, w: Any, y: Any) -> dict[str, Any]:
-    import numpy as np
-
-    x64 = x.astype(np.float64)
-    ref = x64 / np.sqrt(np.mean(x64 * x64, axis=1, keepdims=True) + EPS) * w.astype(np.float64)
-    floor = FLOOR * np.sqrt(np.mean(ref * ref, axis=1, keepdims=True))
-    rel = np.abs(y.astype(np.float64) - ref) / np.maximum(np.abs(ref), floor)
-    rel = np.where(np.isnan(rel), np.inf, rel)
-    worst = int(np.argmax(rel))
-    r, c = divmod(worst, y.shape[1])
-    max_rel = float(rel.flat[worst])
-    diff = np.nan_to_num(y.astype(np.float64) - ref, nan=np.inf)
-    norm_rel = float(np.linalg.norm(diff) / np.linalg.norm(ref))
-    return {
-        "max_rel_err": max_rel if np.isfinite(max_rel) else None,
-        "norm_rel_err": norm_rel if np.isfinite(norm_rel) else None,
-        "ok": bool(max_rel <= REL_TOL),
-        "worst": {"row": r, "col": c, "value": float(y[r, c]), "reference": float(ref[r, c])},
-    }
-
-
 def numpy_time(x: Any, w: Any, repeat: int) -> float:
     import numpy as np
 
@@ -312,14 +241,16 @@ def bench_size(
         copy_groups.append((cbg, (wgs, 1, 1)))
 
     opts = {"repeat": args.repeat, "warm_s": args.warm}
-    stage(f"rmsnorm {rows}x{d}")
+    probe.stage(f"rmsnorm-{rows}x{d}")
     rms = measure(
         device, timer, pass_encoder(timer, pipe, rms_groups), on_device=timer.passes, **opts
     )
-    stage(f"readback {rows}x{d}")
+    probe.stage(f"readback-{rows}x{d}")
     y = np.frombuffer(device.queue.read_buffer(by), dtype=np.float32).reshape(rows, d)
-    check = compare(x, w, y)
-    stage(f"copy {rows}x{d}")
+    import wgpu_kernels
+
+    check = probe.errors(y, wgpu_kernels.rmsnorm_reference(x, w, EPS))
+    probe.stage(f"copy-{rows}x{d}")
     copy = measure(
         device, timer, copy_encoder(timer, bx, bdst, total), on_device=timer.encoders, **opts
     )
@@ -328,7 +259,7 @@ def bench_size(
     )
     copied = np.frombuffer(device.queue.read_buffer(bdst), dtype=np.float32).reshape(rows, d)
     copy_ok = bool(np.array_equal(copied, x))
-    stage(f"numpy {rows}x{d}")
+    probe.stage(f"numpy-{rows}x{d}")
     host_s = numpy_time(x, w, max(3, min(args.repeat, 7)))
     for b in (bx, bw, by, bdst):
         b.destroy()
@@ -356,83 +287,117 @@ def bench_size(
     }
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--cpu", action="store_true")
-    ap.add_argument("--adapter")
-    ap.add_argument("--backend", default="Vulkan")
-    ap.add_argument("--sizes", default="16384x4096")
-    ap.add_argument("--repeat", type=int, default=20)
-    ap.add_argument(
-        "--warm", type=float, default=0.5, help="seconds of warm-up per kernel and size"
-    )
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description="RMSNorm throughput against a device-to-device copy")
+    choice = ap.add_mutually_exclusive_group()
+    choice.add_argument("--cpu", action="store_true")
+    choice.add_argument("--adapter")
+    ap.add_argument("--backend", choices=sorted(probe.BACKENDS), default="vulkan")
+    ap.add_argument("--sizes", help="ROWSxD[,ROWSxD...]; default: sizes that fill the adapter")
+    ap.add_argument("--repeat", type=int, help="timed runs per kernel and size")
+    ap.add_argument("--warm", type=float, help="seconds of warm-up per kernel and size")
     ap.add_argument("--seed", type=int, default=None)
-    ap.add_argument("--shader-dir", required=True)
-    args = ap.parse_args()
-    sizes = parse_sizes(args.sizes)
-    bad = [f"{r}x{d}" for r, d in sizes if d % 4 or r < 1 or d < 4]
-    if bad:
-        emit(
-            {
-                "status": "error",
-                "message": f"bench sizes need rows >= 1 and d a multiple of 4: {', '.join(bad)}",
-            }
-        )
-        return 0
+    ap.add_argument("--shader-dir", type=Path, required=True)
+    return ap.parse_args(argv)
 
-    stage("import")
+
+#: (sizes, repeat, warm-up seconds) when not given: a GPU gets tensors of 256 MiB and 1 GiB; a
+#: CPU adapter (lavapipe) runs about a gigabyte a second, so it gets smaller ones and fewer runs
+GPU_DEFAULTS = ("16384x4096,65536x4096", 30, 1.0)
+CPU_DEFAULTS = ("1024x4096,4096x4096", 5, 0.2)
+
+
+def run(args: argparse.Namespace, doc: dict[str, Any]) -> None:
+    if args.sizes is not None:
+        try:
+            sizes = parse_sizes(args.sizes)
+        except ValueError:
+            sizes = []
+        bad = [f"{r}x{d}" for r, d in sizes if d % 4 or r < 1 or d < 4]
+        if bad or not sizes:
+            doc["reason"] = "bad-size"
+            doc["summary"] = (
+                f"bench sizes are ROWSxD with rows >= 1 and d a multiple of 4, got {args.sizes!r}"
+            )
+            return
+    probe.stage("import")
     import numpy as np
     import wgpu
 
-    if args.backend.lower() == "vulkan":
-        from wgpu.backends.wgpu_native.extras import set_instance_extras
-
-        set_instance_extras(backends=["Vulkan"])
-    stage("adapter")
-    adapter = choose_adapter(wgpu, args)
+    probe.stage("enumerate-adapters")
+    adapters = list(wgpu.gpu.enumerate_adapters_sync())
+    records = [probe.adapter_record(a) for a in adapters]
+    doc["adapters"] = records
+    index, why, refused = probe.choose(adapters, records, args)
+    doc["choice"] = why
+    if index is None:
+        doc.update(status="no-adapter", reason="no-adapter", summary=why, refused=refused)
+        return
+    adapter = adapters[index]
+    chosen = records[index]
+    chosen["used"] = True
+    doc["backend"] = chosen["backend"]
+    doc["adapter"] = {k: chosen[k] for k in ("name", "type", "driver", "vendor_id", "device_id")}
+    defaults = CPU_DEFAULTS if chosen["type"] == "CPU" else GPU_DEFAULTS
+    if args.sizes is None:
+        sizes = parse_sizes(defaults[0])
+    args.repeat = args.repeat or defaults[1]
+    args.warm = defaults[2] if args.warm is None else args.warm
+    doc["repeat"] = args.repeat
     wanted = [
         f for f in ("timestamp-query", "timestamp-query-inside-encoders") if f in adapter.features
     ]
-    stage("device")
+    probe.stage("request-device")
     device = adapter.request_device_sync(required_features=wanted)
-    wg_storage = int(device.limits["max-compute-workgroup-storage-size"])
-    if wg_storage < WG * 4:
-        emit(
-            {
-                "status": "error",
-                "message": f"the kernel needs {WG * 4} bytes of workgroup storage, the device allows {wg_storage}",
-            }
-        )
-        return 0
-    shader_dir = Path(args.shader_dir)
     shaders = {
-        "rmsnorm": (shader_dir / "bench_rmsnorm_vec4.wgsl").read_text(),
-        "copy": (shader_dir / "bench_copy_vec4.wgsl").read_text(),
+        "rmsnorm": (args.shader_dir / "bench_rmsnorm_vec4.wgsl").read_text(),
+        "copy": (args.shader_dir / "bench_copy_vec4.wgsl").read_text(),
     }
-    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(doc["seed"])
     timer = Timer(wgpu, device, set(wanted), args.repeat)
-    results = []
+    doc["timing"] = "timestamp-query" if timer.passes else "host"
+    doc["timestamp_period_ns"] = timer.period
+    doc["max_storage_buffer_binding_size"] = int(device.limits["max-storage-buffer-binding-size"])
     for rows, d in sizes:
-        stage(f"setup {rows}x{d}")
-        results.append(bench_size(wgpu, device, timer, args, rows, d, rng, shaders))
-    ok = all(r["ok"] and r["copy_ok"] for r in results)
-    emit(
-        {
-            "status": "pass" if ok else "fail",
-            "adapter": adapter_info(adapter),
-            "timing": "timestamp-query" if timer.passes else "host",
-            "timestamp_period_ns": timer.period,
-            "seed": seed,
-            "repeat": args.repeat,
-            "max_storage_buffer_binding_size": int(
-                device.limits["max-storage-buffer-binding-size"]
-            ),
-            "results": results,
-        }
-    )
-    return 0
+        probe.stage(f"size-{rows}x{d}")
+        doc["results"].append(bench_size(wgpu, device, timer, args, rows, d, rng, shaders))
+    ok = all(r["ok"] and r["copy_ok"] for r in doc["results"])
+    doc["status"] = "pass" if ok else "fail"
+    if not ok:
+        doc["reason"] = "wrong-numbers"
+        doc["summary"] = "RMSNorm or the copy gave wrong numbers at " + ", ".join(
+            f"{r['rows']}x{r['d']}" for r in doc["results"] if not (r["ok"] and r["copy_ok"])
+        )
+
+
+def main(argv: list[str], out: Any) -> int:
+    args = parse_args(argv)
+    doc: dict[str, Any] = {
+        "bench_version": 1,
+        "status": "error",
+        "reason": None,
+        "summary": None,
+        "seed": args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little"),
+        "tolerance": probe.TOLERANCE,
+        "adapter": None,
+        "adapters": [],
+        "results": [],
+    }
+    try:
+        run(args, doc)
+    except Exception as exc:
+        doc.update(
+            status="error",
+            reason="python-error",
+            summary=f"the bench raised {type(exc).__name__}: {exc}",
+        )
+        doc["traceback"] = traceback.format_exc()
+        sys.stderr.write(doc["traceback"])
+    probe.stage("done")
+    out.write(json.dumps(probe._finite(doc), allow_nan=False) + "\n")
+    out.flush()
+    return 0 if doc["status"] == "pass" else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:], sys.stdout))

@@ -279,6 +279,9 @@ def main() -> int:
     die_with_parent(request.get("parent"))
     handles: list[int] = []
     isolate({"VK_DRIVER_FILES": "", "VK_LOADER_LAYERS_DISABLE": "~implicit~"})
+    # the loader reads this once, when it is loaded: its ERROR lines land in each step's log and
+    # say why an instance failed (e.g. "Could not get 'vkCreateInstance' via ...")
+    os.environ.setdefault("VK_LOADER_DEBUG", "error")
     try:
         loader: Loader | None = Loader(request.get("loader") or "libvulkan.so.1")
         hello: dict[str, object] = {"loader_version": version_text(loader.version)}

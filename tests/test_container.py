@@ -139,7 +139,7 @@ NVIDIA_LAYERS = (
 )
 
 
-def _nvidia_tree(root: Path, *, link_icd: bool, egl: bool) -> None:
+def _nvidia_tree(root: Path, *, link_icd: bool, egl: bool, lib_link: bool = True) -> None:
     """The H200 machine's layout (docs/gpu-h200.md): the driver under /usr/local/nvidia, its ICD
     manifest there and (optionally) linked into /usr/share/vulkan/icd.d."""
     libdir = root / "usr/lib/x86_64-linux-gnu"
@@ -149,8 +149,9 @@ def _nvidia_tree(root: Path, *, link_icd: bool, egl: bool) -> None:
     for base in ("libc.so.6", "libm.so.6", "ld-linux-x86-64.so.2"):
         shutil.copyfile(f"/lib/x86_64-linux-gnu/{base}", libdir / base)
     build_lib(root / "usr/local/nvidia/lib64/libGLX_nvidia.so.0", soname="libGLX_nvidia.so.0")
-    # the driver is reached the way the container toolkit arranges it: a link in a system dir
-    (libdir / "libGLX_nvidia.so.0").symlink_to("/usr/local/nvidia/lib64/libGLX_nvidia.so.0")
+    if lib_link:
+        # the driver is reached the way the container toolkit arranges it: a link in a system dir
+        (libdir / "libGLX_nvidia.so.0").symlink_to("/usr/local/nvidia/lib64/libGLX_nvidia.so.0")
     if egl:
         build_lib(libdir / "libEGL.so.1", soname="libEGL.so.1")
     icd = root / "usr/local/nvidia/share/vulkan/icd.d"
@@ -206,3 +207,25 @@ def test_nvidia_driver_with_glvnd_egl_passes(tmp_path: Path):
     )
     (f,) = _findings(doc, "VKC004")
     assert f["severity"] == "ok" and "libEGL.so.1" in f["message"]
+
+
+def test_driver_found_only_through_ld_library_path_with_a_stale_cache(tmp_path: Path):
+    """The H200 machine as it comes: /usr/local/nvidia/lib64 is in ld.so.conf.d, but the cache
+    was never rebuilt, so libGLX_nvidia.so.0 resolves only through LD_LIBRARY_PATH."""
+    _nvidia_tree(tmp_path, link_icd=True, egl=True, lib_link=False)
+    conf = tmp_path / "etc/ld.so.conf.d"
+    conf.mkdir(parents=True)
+    (tmp_path / "etc/ld.so.conf").write_text("include /etc/ld.so.conf.d/*.conf\n")
+    (conf / "000_cuda.conf").write_text("/usr/local/nvidia/lib64\n")
+    _, doc = run_json(
+        ["check", "--no-probe", "--root", str(tmp_path), "--select", "VKL004"],
+        env={"LD_LIBRARY_PATH": "/usr/local/nvidia/lib64"},
+    )
+    (f,) = _findings(doc, "VKL004")
+    assert f["severity"] == "warn"
+    assert (
+        f["title"] == "1 driver library found only through LD_LIBRARY_PATH /usr/local/nvidia/lib64"
+    )
+    assert "libGLX_nvidia.so.0 (for nvidia_icd.json)" in f["message"]
+    assert "the cache is stale" in f["message"]
+    assert f["remedy"].startswith("sudo ldconfig")

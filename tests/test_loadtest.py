@@ -506,3 +506,20 @@ def test_cli_implicit_layer_that_aborts_in_vkcreateinstance(tmp_path):
     assert "Every Vulkan application loads this implicit layer" in crash["message"]
     assert crash["remedy"].startswith("export VK_LOADER_LAYERS_DISABLE=VK_LAYER_VKDOCTOR_crash")
     assert layers_found["VK_LAYER_MESA_device_select"]["severity"] == "ok"
+
+
+def test_instance_failure_quotes_the_loaders_reason():
+    """Recorded on the H200 machine (docs/gpu-h200.md): the NVIDIA ICD without GLVND's libEGL."""
+    from vkdoctor.loadtest import loader_errors
+
+    log = (
+        "ERROR:            loader_scanned_icd_add: Could not get 'vkCreateInstance' via "
+        "'vk_icdGetInstanceProcAddr' for ICD libGLX_nvidia.so.0\n"
+        "ERROR | DRIVER:   vkCreateInstance: Found no drivers!\n"
+        "error: XDG_RUNTIME_DIR is invalid or not set in the environment.\n"
+    )
+    assert loader_errors(log) == [
+        "loader_scanned_icd_add: Could not get 'vkCreateInstance' via 'vk_icdGetInstanceProcAddr' "
+        "for ICD libGLX_nvidia.so.0",
+        "vkCreateInstance: Found no drivers!",
+    ]

@@ -266,3 +266,29 @@ def test_dpkg_order_on_random_versions_matches_dpkg():
     pairs = [(version(), version()) for _ in range(40)]
     for a, b in pairs:
         assert dpkg_compare(a, b) == _dpkg(a, b), (a, b)
+
+
+def test_a_container_mounted_nvidia_driver_is_expected_to_be_unowned():
+    from vkdoctor.model import Severity
+    from vkdoctor.packages.facts import StackFile
+    from vkdoctor.packages.model import Inventory
+    from vkdoctor.packages.skew import unowned_files
+
+    target = "/usr/local/nvidia/lib64/libGLX_nvidia.so.0"
+    files = [
+        StackFile(path=target, role="driver", target=target),
+        StackFile(
+            path="/usr/local/nvidia/lib64/libnvidia-glcore.so.580.159.04",
+            role="library",
+            target=target,
+        ),
+        StackFile(
+            path="/usr/local/lib/libhandmade.so.1", role="library", target="/usr/lib/libvulkan_x.so"
+        ),
+    ]
+    found = {d.evidence["target"]: d for d in unowned_files(files, Inventory(databases=()), {}, {})}
+    mounted, handmade = found[target], found["/usr/lib/libvulkan_x.so"]
+    assert mounted.severity is Severity.INFO
+    assert "mounts the host's driver" in mounted.message
+    assert handmade.severity is Severity.WARN
+    assert "installed by hand" in handmade.message

@@ -1,3 +1,3 @@
-from vkdoctor.cli import main
+from vkdoctor.launch import main
 
 main()

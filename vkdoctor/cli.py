@@ -2,31 +2,46 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
-import traceback
 
 import click
 
 from vkdoctor import __version__
-from vkdoctor.commands import check, drivers, explain, overlay
-from vkdoctor.commands.exec import exec_command
 from vkdoctor.model import EXIT_INTERNAL
 
+#: name -> "module:attribute"; a command's module is imported only when that command runs, so
+#: `vkdoctor run-probe` starts its child without loading every check first
+LAZY_COMMANDS = {
+    "check": "vkdoctor.commands.check:check",
+    "drivers": "vkdoctor.commands.drivers:drivers",
+    "exec": "vkdoctor.commands.exec:exec_command",
+    "explain": "vkdoctor.commands.explain:explain",
+    "overlay": "vkdoctor.commands.overlay:overlay",
+    "run-probe": "vkdoctor.commands.run_probe:run_probe",
+    "bench": "vkdoctor.commands.bench:bench",
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in LAZY_COMMANDS and cmd_name not in self.commands:
+            module, _, attr = LAZY_COMMANDS[cmd_name].partition(":")
+            command = getattr(importlib.import_module(module), attr)
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="vkdoctor")
 def cli() -> None:
     """Will Vulkan compute run correctly on this machine, and if not, why and what to do?
 
     Start with `vkdoctor check`.
     """
-
-
-cli.add_command(check.check)
-cli.add_command(drivers.drivers)
-cli.add_command(explain.explain)
-cli.add_command(overlay.overlay)
-cli.add_command(exec_command)
 
 
 def main() -> None:
@@ -40,6 +55,8 @@ def main() -> None:
     except Exception as exc:  # a bug of ours: say so, exit 3, keep the traceback for --debug
         click.echo(f"vkdoctor: internal error: {type(exc).__name__}: {exc}", err=True)
         if "--debug" in sys.argv:
+            import traceback
+
             traceback.print_exc()
         else:
             click.echo("Re-run with --debug for the traceback, and please report it.", err=True)

@@ -602,6 +602,16 @@ def disable_remedy(
     return f"remove or rename {target.manifest} (this loader predates {var})"
 
 
+def loader_errors(log: str, limit: int = 3) -> list[str]:
+    """The loader's own ERROR lines from a step's output (VK_LOADER_DEBUG=error in the child)."""
+    lines = []
+    for line in log.splitlines():
+        text = line.strip()
+        if text.startswith("ERROR") and ":" in text:
+            lines.append(text.split(":", 1)[1].strip())
+    return lines[:limit]
+
+
 def classify(
     outcome: TargetOutcome,
     *,
@@ -712,12 +722,14 @@ def classify(
             remedy=disable_remedy(outcome, others=others, env=env, loader_version=loader_version),
         )
     if outcome.instance == "failed":
+        said = loader_errors(outcome.output.get("instance", ""))
         return Verdict(
             severity=Severity.WARN,
             kind="instance-failed",
             title=f"{what} loads but vkCreateInstance fails",
             message=f"dlopen succeeded, but vkCreateInstance with only this driver returned "
-            f"{vk_result_name(outcome.vk_result)}; the loader drops it from every instance.",
+            f"{vk_result_name(outcome.vk_result)}; the loader drops it from every instance."
+            + (f" The loader said: {' / '.join(said)}" if said else ""),
             remedy=disable_remedy(outcome, others=others, env=env, loader_version=loader_version),
         )
     if outcome.devices:

@@ -13,6 +13,7 @@ from vkdoctor.checks import (
     loadtest,
     overlay,
     packages,
+    probe,
 )
 from vkdoctor.checks.base import Check
 
@@ -30,6 +31,7 @@ REGISTRY: tuple[type[Check], ...] = (
     *env.CHECKS,
     *loadtest.CHECKS,
     *overlay.CHECKS,
+    *probe.CHECKS,
 )
 
 

@@ -21,6 +21,7 @@ from vkdoctor.elf.explain import (
     system_copy,
     version_sentence,
 )
+from vkdoctor.elf.ldcache import load_conf
 from vkdoctor.elf.resolve import Miss, Resolution, VersionProblem, resolve, resolve_target
 from vkdoctor.elf.search import How
 from vkdoctor.elf.wgpu import find_wgpu_native
@@ -287,31 +288,59 @@ class LdLibraryPathOnly(Check):
                 if lib.how is How.LD_LIBRARY_PATH:
                     seen.setdefault(lib.path, []).append(t.name)
                     libs.setdefault(lib.path, lib)
+        only: dict[str, list[str]] = {}
         for path, names in seen.items():
             lib = libs[path]
             name = lib.soname or lib.name
             system = system_copy(ctx, name) if lib.needed_by is not None else None
-            if system and system != path:
-                msg = (
-                    f"{path} (for {', '.join(names)}) is found through LD_LIBRARY_PATH entry "
-                    f"{lib.directory or '(empty: the current directory)'} and shadows the system "
-                    f"copy {system}."
-                )
-            else:
-                msg = (
-                    f"{path} (for {', '.join(names)}) is found only through LD_LIBRARY_PATH entry "
-                    f"{lib.directory or '(empty: the current directory)'}: programs started "
-                    f"without that variable (or elevated ones) will not find it."
-                )
+            if not system or system == path:
+                only.setdefault(lib.directory, []).append(path)
+                continue
             yield self.warn(
-                f"{name} comes from LD_LIBRARY_PATH",
-                msg,
-                remedy="Install the library where ld.so finds it by default, or keep the "
-                "variable scoped to the one command that needs it (`vkdoctor exec -- CMD`).",
+                f"{name} from LD_LIBRARY_PATH shadows the system copy",
+                f"{path} (for {', '.join(dict.fromkeys(names))}) is found through LD_LIBRARY_PATH "
+                f"entry {lib.directory or '(empty: the current directory)'} and shadows the "
+                f"system copy {system}.",
+                remedy="Keep the variable scoped to the one command that needs it "
+                "(`vkdoctor exec -- CMD`) instead of exporting it for the whole session.",
                 path=path,
                 directory=lib.directory,
                 targets=names,
                 system_copy=system,
+            )
+        conf_dirs = {d for d, _ in load_conf(ctx).dirs}
+        for directory, paths in only.items():
+            targets = sorted({n for p in paths for n in seen[p]})
+            sonames = [libs[p].soname or libs[p].name for p in paths]
+            shown = ", ".join(sonames[:3]) + (
+                f" and {len(sonames) - 3} more" if len(sonames) > 3 else ""
+            )
+            where = directory or "(empty: the current directory)"
+            msg = (
+                f"{shown} (for {', '.join(targets)}) are found only through LD_LIBRARY_PATH entry "
+                f"{where}: a program started without that variable (a CI step that clears the "
+                "environment, sudo, a systemd unit, a setuid program) loses this driver."
+            )
+            if directory in conf_dirs:
+                msg += (
+                    f" {directory} is listed in the ld.so configuration, but /etc/ld.so.cache "
+                    "does not have these libraries: the cache is stale."
+                )
+                remedy = "sudo ldconfig (rebuilds /etc/ld.so.cache from the ld.so configuration)"
+            else:
+                remedy = (
+                    f"Add {directory} to the ld.so configuration (echo {directory} | sudo tee "
+                    "/etc/ld.so.conf.d/vulkan-driver.conf && sudo ldconfig), or keep the variable "
+                    "scoped to the one command that needs it (`vkdoctor exec -- CMD`)."
+                )
+            yield self.warn(
+                f"{len(paths)} driver librar{'y' if len(paths) == 1 else 'ies'} found only through LD_LIBRARY_PATH {where}",
+                msg,
+                remedy=remedy,
+                directory=directory,
+                paths=paths,
+                targets=targets,
+                in_ld_so_conf=directory in conf_dirs,
             )
 
 

@@ -106,6 +106,8 @@ class DeviceAvailable(Check):
     family = "load"
     title = "A Vulkan device is available"
     live_only = True
+    #: without a loader there is nothing to ask; VKH002 already says how to install one
+    requires = frozenset({"VKH002"})
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         run = ctx.fact(load_test)

@@ -7,6 +7,7 @@ import sys
 import click
 
 from vkdoctor.checks import REGISTRY
+from vkdoctor.checks.probe import probe_result
 from vkdoctor.commands import common
 from vkdoctor.commands.drivers import drivers_report
 from vkdoctor.host import collect
@@ -81,7 +82,10 @@ def check(
         from vkdoctor.checks.loadtest import prefetch
 
         prefetch(ctx)
-    results = run_checks(ctx, chosen, debug=debug)
+    # the probe runs after every static check, and not at all with --no-probe or --root
+    static = [c for c in chosen if c.code[:3] != "VKR"]
+    probes = [c for c in chosen if c.code[:3] == "VKR"] if ctx.options.probe else []
+    results = run_checks(ctx, [*static, *probes], debug=debug)
     from vkdoctor.overlay.checkflow import report_overlay
 
     report = Report(
@@ -90,6 +94,7 @@ def check(
         checks=results,
         drivers=drivers_report(ctx),
         overlay=report_overlay(ctx) if any(c.code == "VKO001" for c in chosen) else None,
+        probe=ctx.fact(probe_result) if probes else None,
         command="check",
     )
     sys.exit(common.emit(report, fmt=fmt, json_file=json_file, strict=strict, verbose=verbose))

@@ -355,7 +355,13 @@ def _cmp_key(db: PackageDB) -> Any:
 # unowned / foreign ---------------------------------------------------------------------------
 
 
+#: where the NVIDIA container toolkit mounts the host's driver into a container
+CONTAINER_DRIVER_DIRS = ("/usr/local/nvidia/",)
+
+
 def _where(path: str) -> str:
+    if path.startswith(CONTAINER_DRIVER_DIRS):
+        return "/usr/local/nvidia, the host's driver mounted by the NVIDIA container toolkit"
     if path.startswith("/usr/local/"):
         return "/usr/local, installed by hand (make install, a vendor script)"
     if path.startswith("/opt/"):
@@ -378,6 +384,20 @@ def unowned_files(
     for target, group in sorted(by_target.items()):
         drv = driver_name(target)
         paths = [f.path for f in group]
+        if all(p.startswith(CONTAINER_DRIVER_DIRS) for p in paths):
+            out.append(
+                Diagnosis(
+                    severity=Severity.INFO,
+                    title=f"{drv}: the host's driver, mounted into this container",
+                    message=(
+                        f"{drv} loads {len(paths)} files from /usr/local/nvidia, where the NVIDIA "
+                        "container toolkit mounts the host's driver; no package in the container "
+                        "owns them, and that is expected: the host keeps them in step."
+                    ),
+                    evidence={"target": target, "unowned": paths},
+                )
+            )
+            continue
         listed = "; ".join(f"{p} ({_where(p)})" for p in paths)
         out.append(
             Diagnosis(

@@ -85,18 +85,9 @@ def _check(c: CheckResult, style: Style) -> list[str]:
 
 
 def _probe(probe: dict[str, object], style: Style) -> list[str]:
-    status = str(probe.get("status"))
-    sev = Severity.OK if status == "pass" else Severity.FAIL
-    adapter = probe.get("adapter") or {}
-    name = adapter.get("name") if isinstance(adapter, dict) else None
-    head = f"  {style.paint(style.glyph(sev), sev)} probe: {status}"
-    if name:
-        head += f" on {name}"
-    lines = [head]
-    summary = probe.get("summary")
-    if summary:
-        lines.append(_indent(str(summary), "      "))
-    return lines
+    from vkdoctor.render.probe_text import probe_lines
+
+    return probe_lines(probe, style)
 
 
 def render(report: Report, *, style: Style, strict: bool = False) -> str:

@@ -1,0 +1,502 @@
+"""The compute probe: does this adapter compute correctly? Prints exactly one JSON document.
+
+Run as a child process by vkdoctor (vkdoctor/probe.py); usable alone:
+    python probes/rmsnorm_probe.py --cpu [--seed N] [--shader-dir DIR]
+
+It lists every adapter wgpu sees, picks one (--cpu: a CPU adapter on the chosen backend; --adapter
+TEXT: the first whose name contains TEXT; default: what wgpu prefers for high performance), then
+climbs a ladder (add one, workgroup reduction, small matmul) and runs RMSNorm cases against a
+float64 reference. Progress goes to stderr as "vkdoctor-probe: stage NAME" lines, so a parent can
+tell where a crash or hang happened. Imports only wgpu, numpy and the standard library.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+PROBE_VERSION = 1
+STAGE_PREFIX = "vkdoctor-probe: stage "
+TOLERANCE = 1e-5
+#: element-wise errors are relative to max(|ref|, FLOOR * rms of the reference row)
+FLOOR = 1e-3
+#: (rows, d, binding limit, workgroups per dimension): the seed's d in {8, 16, 32}, d = 1, odd d,
+#: d larger than the workgroup, d = 4096 over many workgroups; the last case lowers the device's
+#: binding and dispatch limits so that the split into bindings and the fold of rows into the
+#: dispatch's y dimension run every time without tensors of hundreds of MiB
+CASES: tuple[tuple[int, int, int | None, int | None], ...] = (
+    (4, 8, None, None),
+    (4, 16, None, None),
+    (4, 32, None, None),
+    (3, 1, None, None),
+    (5, 33, None, None),
+    (7, 1001, None, None),
+    (512, 4096, None, None),
+    (300, 4096, 1 << 20, 16),
+)
+BACKENDS = {"vulkan": "Vulkan", "opengl": "OpenGL"}
+#: wgpu's preference order for power_preference="high-performance"
+TYPE_ORDER = {"DiscreteGPU": 0, "IntegratedGPU": 1, "Unknown": 2, "VirtualGPU": 3, "CPU": 4}
+
+_started = time.perf_counter()
+_stages: list[dict[str, Any]] = []
+
+
+def stage(name: str) -> None:
+    now = time.perf_counter() - _started
+    if _stages:
+        _stages[-1]["seconds"] = round(now - _stages[-1]["at"], 6)
+    _stages.append({"name": name, "at": round(now, 6)})
+    sys.stderr.write(STAGE_PREFIX + name + "\n")
+    sys.stderr.flush()
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    default_shaders = Path(__file__).resolve().parent.parent / "shaders"
+    if not default_shaders.is_dir():
+        default_shaders = Path(__file__).resolve().parent.parent / "_shaders"
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    choice = p.add_mutually_exclusive_group()
+    choice.add_argument("--cpu", action="store_true", help="a CPU adapter (lavapipe, llvmpipe)")
+    choice.add_argument(
+        "--adapter", metavar="TEXT", help="the first adapter whose name contains TEXT"
+    )
+    p.add_argument("--backend", choices=sorted(BACKENDS), default="vulkan")
+    p.add_argument("--seed", type=int, help="repeat a run's random inputs")
+    p.add_argument("--shader-dir", type=Path, default=default_shaders)
+    return p.parse_args(argv)
+
+
+def adapter_record(a: Any) -> dict[str, Any]:
+    info = a.info
+    return {
+        "name": str(info.get("device") or a.summary),
+        "type": str(info.get("adapter_type") or "Unknown"),
+        "backend": str(info.get("backend_type") or "Unknown"),
+        "driver": info.get("description") or None,
+        "vendor": info.get("vendor") or None,
+        "vendor_id": _int_or_none(info.get("vendor_id")),
+        "device_id": _int_or_none(info.get("device_id")),
+        "summary": a.summary,
+    }
+
+
+def _int_or_none(v: Any) -> int | None:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def choose(
+    adapters: list[Any], records: list[dict[str, Any]], args: argparse.Namespace
+) -> tuple[int | None, str, list[dict[str, Any]]]:
+    """(index of the adapter to use or None, why, adapters refused for being on another backend)."""
+    backend = BACKENDS[args.backend]
+
+    def wanted(r: dict[str, Any]) -> bool:
+        if args.cpu:
+            return bool(r["type"] == "CPU")
+        if args.adapter:
+            text = args.adapter.lower()
+            return text in r["name"].lower() or text in r["summary"].lower()
+        return True
+
+    matching = [i for i, r in enumerate(records) if wanted(r)]
+    usable = [i for i in matching if records[i]["backend"] == backend]
+    refused = [records[i] for i in matching if records[i]["backend"] != backend]
+    what = (
+        f"{backend} CPU adapter"
+        if args.cpu
+        else f"{backend} adapter whose name contains {args.adapter!r}"
+        if args.adapter
+        else f"{backend} adapter"
+    )
+    if usable:
+        if args.cpu or args.adapter:
+            return usable[0], f"the first {what}", refused
+        best = min(usable, key=lambda i: (TYPE_ORDER.get(records[i]["type"], 2), i))
+        return best, f"the {what} wgpu prefers for high performance", refused
+    why = f"no {what}"
+    if refused:
+        names = "; ".join(f"{r['backend']} {r['name']} ({r['driver']})" for r in refused)
+        kinds = sorted({r["backend"] for r in refused})
+        cpu_gl = [r for r in refused if r["backend"] == "OpenGL" and r["type"] == "CPU"]
+        if cpu_gl and backend == "Vulkan":
+            name = cpu_gl[0]["name"]
+            short = "llvmpipe" if "llvmpipe" in name.lower() else name
+            why += f"; OpenGL {short} is present but does not count"
+        else:
+            why += f"; {', '.join(kinds)} adapters are present but do not count"
+        why += f" (refused: {names})"
+    elif records:
+        why += "; adapters seen: " + "; ".join(f"{r['backend']} {r['name']}" for r in records)
+    else:
+        why += "; wgpu sees no adapter at all"
+    return None, why, refused
+
+
+class RungFailed(Exception):
+    def __init__(self, rung: str, message: str, **detail: Any) -> None:
+        super().__init__(message)
+        self.rung = rung
+        self.detail = detail
+
+
+def errors(y: Any, ref: Any) -> dict[str, Any]:
+    """Element-wise error with a floor, and row-wise norm error; the worst element.
+
+    element-wise: |y - ref| / max(|ref|, FLOOR * rms(ref row)), maximum over all elements;
+    norm-wise: ||y_row - ref_row||_2 / ||ref_row||_2, maximum over rows. A NaN or inf in y (an
+    element the kernel did not write stays NaN) makes both infinite, and is the worst element.
+    """
+    import numpy as np
+
+    ref_sq = np.einsum("ij,ij->i", ref, ref)
+    floor = np.maximum(FLOOR * np.sqrt(ref_sq / ref.shape[1]), 1e-30)[:, None]
+    diff = y.astype(np.float64)
+    diff -= ref
+    denom = np.abs(ref)
+    np.maximum(denom, floor, out=denom)
+    with np.errstate(invalid="ignore", over="ignore"):
+        norm = np.sqrt(np.einsum("ij,ij->i", diff, diff) / np.maximum(ref_sq, 1e-60))
+        elem = np.abs(diff, out=diff)
+        elem /= denom
+    flat = int(np.argmax(elem))
+    row, col = divmod(flat, ref.shape[1])
+    max_elem = float(elem.flat[flat])
+    max_norm = float(np.max(norm))
+    nonfinite = int(y.size - np.count_nonzero(np.isfinite(y)))
+    finite = math.isfinite(max_elem) and math.isfinite(max_norm) and nonfinite == 0
+    return {
+        "max_rel_err": max_elem if finite else None,
+        "norm_rel_err": max_norm if finite else None,
+        "nonfinite": nonfinite,
+        "ok": bool(finite and max_elem <= TOLERANCE and max_norm <= TOLERANCE),
+        "worst": {
+            "index": [row, col],
+            "value": _json_float(float(y[row, col])),
+            "reference": float(ref[row, col]),
+            "rel_err": _json_float(max_elem),
+        },
+    }
+
+
+def _finite(v: Any) -> Any:
+    """JSON has no NaN or infinity: such floats become the strings 'nan', 'inf', '-inf'."""
+    if isinstance(v, float):
+        return _json_float(v)
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_finite(x) for x in v]
+    return v
+
+
+def _json_float(v: float) -> float | str:
+    return v if math.isfinite(v) else str(v)
+
+
+def ladder(
+    device: Any, kernels: Any, shader_dir: Path, rng: Any, rungs: list[dict[str, Any]]
+) -> None:
+    """Climb the rungs, appending each result to `rungs`; raise RungFailed at the first failure."""
+    import numpy as np
+
+    def rung(name: str, fn: Any) -> None:
+        stage(f"ladder:{name}")
+        t = time.perf_counter()
+        failure: RungFailed | None = None
+        try:
+            detail = fn()
+        except RungFailed as exc:
+            failure = exc
+        except kernels.ShaderLimitError as exc:
+            failure = RungFailed(name, f"device limits: {exc}")
+        except Exception as exc:
+            if not _is_gpu_error(exc):
+                raise
+            failure = RungFailed(name, f"{type(exc).__name__}: {exc}")
+        seconds = round(time.perf_counter() - t, 6)
+        if failure is not None:
+            rungs.append(
+                {
+                    "rung": name,
+                    "ok": False,
+                    "error": str(failure),
+                    **failure.detail,
+                    "seconds": seconds,
+                }
+            )
+            raise failure
+        rungs.append({"rung": name, "ok": True, **detail, "seconds": seconds})
+
+    def do_add_one() -> dict[str, Any]:
+        k = kernels.load_kernel(device, shader_dir, "add_one")
+        x = rng.integers(-1000, 1000, 1000).astype(np.float32)
+        y = kernels.add_one(device, k, x)
+        bad = np.flatnonzero(~(y == x + 1))
+        if bad.size:
+            i = int(bad[0])
+            raise RungFailed(
+                "add-one",
+                f"{bad.size} of {x.size} elements wrong; first at [{i}]: "
+                f"{float(y[i]):g}, expected {float(x[i] + 1):g}",
+                wrong=int(bad.size),
+                index=i,
+                value=_json_float(float(y[i])),
+                expected=float(x[i] + 1),
+            )
+        return {"n": int(x.size), "wrong": 0}
+
+    def do_reduce() -> dict[str, Any]:
+        k = kernels.load_kernel(device, shader_dir, "reduce")
+        x = rng.integers(0, 1000, 64 * 4 * 5 + 37).astype(np.uint32)
+        got = kernels.reduce_sum(device, k, x)
+        per = k.needs["workgroup_size"][0] * 4
+        want = np.array([int(x[i : i + per].sum()) for i in range(0, x.size, per)], dtype=np.uint64)
+        bad = np.flatnonzero(got.astype(np.uint64) != want)
+        if bad.size:
+            i = int(bad[0])
+            raise RungFailed(
+                "workgroup-reduction",
+                f"{bad.size} of {want.size} workgroup sums wrong; "
+                f"group {i}: {int(got[i])}, expected {int(want[i])}",
+                group=i,
+                value=int(got[i]),
+                expected=int(want[i]),
+            )
+        return {
+            "n": int(x.size),
+            "groups": int(want.size),
+            "workgroup_storage_bytes": k.needs["workgroup_storage_bytes"],
+        }
+
+    def do_matmul() -> dict[str, Any]:
+        k = kernels.load_kernel(device, shader_dir, "matmul")
+        pairs = [
+            (np.array([[1, 2], [3, 4]]), np.array([[2, 3], [4, 5]])),
+            (rng.integers(-8, 9, (13, 7)), rng.integers(-8, 9, (7, 11))),
+        ]
+        results = []
+        for a, b in pairs:
+            got = kernels.matmul(device, k, a, b)
+            results.append(got)
+            want = a @ b
+            if not np.array_equal(got, want.astype(np.float32)):
+                r, c = np.argwhere(~(got == want))[0]
+                raise RungFailed(
+                    "matmul",
+                    f"{a.shape[0]}x{a.shape[1]} by {b.shape[0]}x{b.shape[1]}: "
+                    f"c[{r},{c}] = {float(got[r, c]):g}, expected {int(want[r, c])}",
+                    index=[int(r), int(c)],
+                    value=_json_float(float(got[r, c])),
+                    expected=int(want[r, c]),
+                    got=got.tolist() if got.size <= 4 else None,
+                )
+        return {"result_2x2": results[0].astype(int).tolist()}
+
+    rung("add-one", do_add_one)
+    rung("workgroup-reduction", do_reduce)
+    rung("matmul", do_matmul)
+
+
+def _is_gpu_error(exc: BaseException) -> bool:
+    import wgpu
+
+    return isinstance(exc, (wgpu.GPUError, RuntimeError)) and not isinstance(
+        exc, (NotImplementedError, RecursionError)
+    )
+
+
+def run_cases(device: Any, kernels: Any, shader_dir: Path, rng: Any) -> list[dict[str, Any]]:
+    import numpy as np
+
+    stage("rmsnorm:compile")
+    kernel = kernels.load_kernel(device, shader_dir, "rmsnorm")
+    cases = []
+    for rows, d, binding_limit, max_groups in CASES:
+        split = binding_limit is not None or max_groups is not None
+        stage(f"rmsnorm:{rows}x{d}" + (" split" if split else ""))
+        x = rng.standard_normal((rows, d), dtype=np.float32)
+        x *= (10.0 ** rng.uniform(-2, 2, (rows, 1))).astype(np.float32)
+        w = (rng.uniform(0.5, 1.5, d) * rng.choice([-1.0, 1.0], d)).astype(np.float32)
+        y, timing = kernels.rmsnorm(
+            device, kernel, x, w, binding_limit=binding_limit, max_groups=max_groups
+        )
+        case = {"rows": rows, "d": d, **errors(y, kernels.rmsnorm_reference(x, w))}
+        if split:
+            case["binding_limit"] = binding_limit
+            case["max_groups"] = max_groups
+        case["timing"] = timing.as_dict()
+        cases.append(case)
+    return cases
+
+
+def main(argv: list[str], out: Any) -> int:
+    args = parse_args(argv)
+    doc: dict[str, Any] = {
+        "probe_version": PROBE_VERSION,
+        "status": "error",
+        "reason": None,
+        "summary": None,
+        "requested": {"cpu": args.cpu, "adapter": args.adapter, "backend": args.backend},
+        "seed": args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little"),
+        "tolerance": TOLERANCE,
+        "floor": FLOOR,
+        "backend": None,
+        "adapter": None,
+        "adapters": [],
+        "ladder": [],
+        "cases": [],
+        "stages": _stages,
+    }
+    try:
+        run(args, doc)
+    except Exception as exc:
+        doc["status"] = "error"
+        doc["reason"] = "python-error"
+        doc["summary"] = f"the probe raised {type(exc).__name__}: {exc}"
+        doc["traceback"] = traceback.format_exc()
+        sys.stderr.write(doc["traceback"])
+    doc["stage"] = _stages[-1]["name"] if _stages else None
+    stage("done")
+    _stages.pop()
+    doc["seconds"] = round(time.perf_counter() - _started, 6)
+    import json
+
+    out.write(json.dumps(_finite(doc), allow_nan=False) + "\n")
+    out.flush()
+    return 0 if doc["status"] == "pass" else 1
+
+
+def run(args: argparse.Namespace, doc: dict[str, Any]) -> None:
+    stage("import")
+    try:
+        import wgpu
+    except ImportError as exc:
+        doc["reason"] = "wgpu-missing"
+        doc["summary"] = (
+            f"wgpu is not importable in {sys.executable} ({exc}); "
+            "install it with `python -m pip install wgpu`"
+        )
+        return
+    try:
+        import numpy as np
+    except ImportError as exc:
+        doc["reason"] = "numpy-missing"
+        doc["summary"] = (
+            f"numpy is not importable in {sys.executable} ({exc}); "
+            "install it with `python -m pip install numpy`"
+        )
+        return
+    doc["wgpu"] = wgpu.__version__
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import wgpu_kernels as kernels
+
+    stage("enumerate-adapters")
+    adapters = list(wgpu.gpu.enumerate_adapters_sync())
+    records = [adapter_record(a) for a in adapters]
+    doc["adapters"] = records
+    index, why, refused = choose(adapters, records, args)
+    doc["choice"] = why
+    if index is None:
+        doc["refused"] = refused
+        doc["status"] = "no-adapter"
+        doc["reason"] = "no-adapter"
+        doc["summary"] = why
+        return
+    chosen = records[index]
+    chosen["used"] = True
+    doc["backend"] = chosen["backend"]
+    doc["adapter"] = {k: chosen[k] for k in ("name", "type", "driver", "vendor_id", "device_id")}
+
+    stage("request-device")
+    device = adapters[index].request_device_sync()
+    doc["limits"] = {
+        k: int(device.limits[k])
+        for k in (
+            "max-compute-workgroup-storage-size",
+            "max-compute-invocations-per-workgroup",
+            "max-compute-workgroups-per-dimension",
+            "max-storage-buffer-binding-size",
+            "max-buffer-size",
+            "min-storage-buffer-offset-alignment",
+        )
+    }
+    rng = np.random.default_rng(doc["seed"])
+    try:
+        kernels_run(device, kernels, args.shader_dir, rng, doc, chosen)
+    except kernels.ShaderFileError as exc:
+        doc["status"] = "error"
+        doc["reason"] = "shader-unreadable"
+        doc["summary"] = str(exc)
+
+
+def kernels_run(
+    device: Any, kernels: Any, shader_dir: Path, rng: Any, doc: dict[str, Any], chosen: Any
+) -> None:
+    """The ladder, then the RMSNorm cases; fills doc's status, reason and summary."""
+    try:
+        ladder(device, kernels, shader_dir, rng, doc["ladder"])
+    except RungFailed as exc:
+        doc["status"] = "fail"
+        doc["reason"] = "ladder"
+        doc["failed_rung"] = exc.rung
+        doc["summary"] = f"ladder rung {exc.rung} failed on {chosen['name']}: {exc}"
+        return
+    try:
+        doc["cases"] = run_cases(device, kernels, shader_dir, rng)
+    except kernels.ShaderLimitError as exc:
+        doc["status"] = "fail"
+        doc["reason"] = "limits"
+        doc["summary"] = f"RMSNorm does not fit {chosen['name']}: {exc}"
+        return
+    except Exception as exc:
+        if not _is_gpu_error(exc):
+            raise
+        doc["status"] = "fail"
+        doc["reason"] = "gpu-error"
+        doc["summary"] = f"RMSNorm failed on {chosen['name']}: {type(exc).__name__}: {exc}"
+        return
+    bad = [c for c in doc["cases"] if not c["ok"]]
+    if bad:
+        c = bad[0]
+        wst = c["worst"]
+        doc["status"] = "fail"
+        doc["reason"] = "wrong-numbers"
+        err = "not finite" if c["max_rel_err"] is None else f"{c['max_rel_err']:.3g}"
+        doc["summary"] = (
+            f"RMSNorm gave wrong numbers on {chosen['name']}: {len(bad)} of {len(doc['cases'])} cases "
+            f"over {TOLERANCE:g}; first {c['rows']}x{c['d']}: max relative error {err}"
+            f" ({c['nonfinite']} non-finite), worst y[{wst['index'][0]},{wst['index'][1]}] = "
+            f"{wst['value']} vs reference {wst['reference']:.9g}"
+        )
+        return
+    worst = max(c["max_rel_err"] for c in doc["cases"])
+    doc["status"] = "pass"
+    doc["reason"] = "pass"
+    doc["summary"] = (
+        f"{chosen['name']} on {chosen['backend']}: ladder passed, {len(doc['cases'])} RMSNorm cases "
+        f"within {TOLERANCE:g} (worst {worst:.2g})"
+    )
+
+
+if __name__ == "__main__":
+    import faulthandler
+    import signal
+
+    # a parent that is about to kill a hung probe asks for the Python stacks first
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    # Native code that prints to stdout would corrupt the JSON: stdout goes to stderr, and the
+    # document to a private copy of the original stdout.
+    sys.stdout.flush()
+    _json_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    sys.exit(main(sys.argv[1:], _json_out))

@@ -1,0 +1,55 @@
+"""vkdoctor bench on real lavapipe: numbers checked against float64, copy compared, numpy baseline."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import run_vkdoctor
+
+from vkdoctor.bench import parse_sizes, render
+
+
+@pytest.fixture(scope="module")
+def lavapipe_bench():
+    proc = run_vkdoctor(
+        ["bench", "--cpu", "--sizes", "256x4096,8x12", "--repeat", "2", "--json", "-"]
+    )
+    return proc, json.loads(proc.stdout)
+
+
+def test_bench_on_lavapipe_checks_every_size_and_times_on_the_device(lavapipe_bench):
+    proc, doc = lavapipe_bench
+    assert proc.returncode == 0, doc.get("summary")
+    assert doc["status"] == "pass"
+    assert doc["adapter"]["type"] == "CPU" and doc["backend"] == "Vulkan"
+    assert doc["timing"] == "timestamp-query"
+    assert [(r["rows"], r["d"]) for r in doc["results"]] == [(256, 4096), (8, 12)]
+    for r in doc["results"]:
+        assert r["ok"] and r["copy_ok"]
+        assert 0 < r["max_rel_err"] <= 1e-5 and 0 < r["norm_rel_err"] <= 1e-5
+        assert r["rmsnorm_gbps"] > 0 and r["copy_gbps"] > 0 and r["kernel_copy_gbps"] > 0
+        assert r["numpy_gbps"] > 0
+        assert r["rmsnorm"]["device_s"] > 0 and r["rmsnorm"]["host_s"] > 0
+    table = render(doc)
+    assert "256x4096" in table and "numpy's speed on the host" in table
+
+
+def test_bench_without_vulkan_is_no_adapter():
+    proc = run_vkdoctor(
+        ["bench", "--cpu", "--sizes", "8x8", "--json", "-"],
+        env={"VK_DRIVER_FILES": "/nonexistent.json"},
+    )
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 1
+    assert doc["status"] == "no-adapter"
+    assert "OpenGL llvmpipe is present but does not count" in doc["summary"]
+
+
+def test_bad_sizes_are_a_usage_error():
+    proc = run_vkdoctor(["bench", "--cpu", "--sizes", "10x3"])
+    assert proc.returncode == 2
+    assert "'10x3': rows must be >= 1 and d a multiple of 4" in proc.stderr
+    with pytest.raises(ValueError, match="is not ROWSxD"):
+        parse_sizes("4096")
+    assert parse_sizes("16384x4096, 2x8") == [(16384, 4096), (2, 8)]

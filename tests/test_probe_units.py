@@ -1,0 +1,111 @@
+"""The probe's pure parts: workgroup-storage accounting, binding splits, stderr parsing."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+from vkdoctor.probe import stages_of, stderr_tail
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, REPO / "probes" / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, module)  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+wgpu_kernels = _load("wgpu_kernels")
+rmsnorm_probe = _load("rmsnorm_probe")
+
+LIMITS = {
+    "max-compute-workgroup-storage-size": 32768,
+    "max-compute-invocations-per-workgroup": 1024,
+    "max-compute-workgroup-size-x": 1024,
+    "max-compute-workgroup-size-y": 1024,
+    "max-compute-workgroup-size-z": 64,
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "storage", "size"),
+    [("rmsnorm", 256, [64, 1, 1]), ("reduce", 256, [64, 1, 1]), ("matmul", 0, [8, 8, 1])],
+)
+def test_shipped_kernels_declare_what_they_need(name, storage, size):
+    source = (REPO / "shaders" / f"{name}.wgsl").read_text()
+    needs = wgpu_kernels.check_limits(name, source, LIMITS)
+    assert needs == {"workgroup_storage_bytes": storage, "workgroup_size": size}
+
+
+def test_workgroup_storage_over_the_limit_is_refused():
+    src = """
+    const N: u32 = 1048576u;
+    var<workgroup> big: array<f32, N>;
+    var<workgroup> flag: u32;
+    @compute @workgroup_size(64) fn main() {}
+    """
+    assert wgpu_kernels.workgroup_storage_bytes(src) == 4 * 1048576 + 4
+    with pytest.raises(wgpu_kernels.ShaderLimitError, match="4194308 bytes of workgroup memory"):
+        wgpu_kernels.check_limits("big", src, LIMITS)
+
+
+def test_vec3_arrays_use_their_16_byte_stride_and_unknown_types_are_not_guessed():
+    assert wgpu_kernels.workgroup_storage_bytes("var<workgroup> v: array<vec3<f32>, 10>;") == 160
+    with pytest.raises(wgpu_kernels.ShaderLimitError, match="cannot size"):
+        wgpu_kernels.workgroup_storage_bytes("var<workgroup> s: MyStruct;")
+
+
+def test_too_many_invocations_are_refused():
+    src = "@compute @workgroup_size(32, 32, 2) fn main() {}"
+    with pytest.raises(wgpu_kernels.ShaderLimitError, match="2048 invocations"):
+        wgpu_kernels.check_limits("wide", src, LIMITS)
+
+
+def test_binding_split_keeps_offsets_aligned():
+    # d = 33: 132-byte rows; alignment 256 needs a multiple of 64 rows
+    rows = wgpu_kernels.rows_per_chunk(10_000, 33, 1 << 20, 256)
+    assert rows * 132 <= 1 << 20 and (rows * 132) % 256 == 0
+    assert wgpu_kernels.rows_per_chunk(4, 4096, 1 << 27, 32) == 4
+    with pytest.raises(wgpu_kernels.ShaderLimitError):
+        wgpu_kernels.rows_per_chunk(10, 1 << 20, 1 << 20, 32)
+
+
+def test_stderr_tail_drops_stage_lines_and_counts_known_noise():
+    err = (
+        "vkdoctor-probe: stage import\n"
+        "error: XDG_RUNTIME_DIR is invalid or not set in the environment.\n"
+        "vkdoctor-probe: stage enumerate-adapters\n"
+        "real problem\n"
+    )
+    assert stages_of(err) == ["import", "enumerate-adapters"]
+    assert stderr_tail(err) == (["real problem"], 1)
+
+
+def test_error_metrics_floor_nan_and_worst_element():
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4, 16), dtype=np.float32)
+    x[1, 5] = 0.0  # an exact zero in the reference: the floor keeps it from dividing by zero
+    w = rng.uniform(0.5, 1.5, 16).astype(np.float32)
+    ref = wgpu_kernels.rmsnorm_reference(x, w)
+    exact = rmsnorm_probe.errors(ref.astype(np.float32), ref)
+    assert exact["ok"] and exact["nonfinite"] == 0
+    assert 0 < exact["max_rel_err"] < 1e-7 and exact["norm_rel_err"] < 1e-7
+
+    y = ref.astype(np.float32)
+    y[2, 3] *= 1.001
+    off = rmsnorm_probe.errors(y, ref)
+    assert not off["ok"] and off["worst"]["index"] == [2, 3]
+    assert off["max_rel_err"] == pytest.approx(1e-3, rel=1e-3)
+
+    y[3, 7] = np.nan  # an element the kernel never wrote
+    unwritten = rmsnorm_probe.errors(y, ref)
+    assert not unwritten["ok"] and unwritten["nonfinite"] == 1
+    assert unwritten["max_rel_err"] is None and unwritten["worst"]["index"] == [3, 7]
+    assert unwritten["worst"]["value"] == "nan"

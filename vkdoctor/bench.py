@@ -1,0 +1,103 @@
+"""vkdoctor bench: run probes/bench.py in a child (crash- and hang-safe) and read its result."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from vkdoctor.probe import ProbeRequest, run_probe
+from vkdoctor.resources import probes_dir, shaders_dir
+
+BENCH_SCRIPT = "bench.py"
+
+
+def run_bench(
+    env: Mapping[str, str],
+    *,
+    cpu: bool = False,
+    adapter: str | None = None,
+    backend: str = "vulkan",
+    sizes: str | None = None,
+    repeat: int | None = None,
+    seed: int | None = None,
+    timeout: float = 600.0,
+) -> dict[str, Any]:
+    """The bench document: the child's own, or crash/timeout/error as the probe runner saw it."""
+    extra: list[str] = []
+    if sizes is not None:
+        extra += ["--sizes", sizes]
+    if repeat is not None:
+        extra += ["--repeat", str(repeat)]
+    request = ProbeRequest(
+        cpu=cpu,
+        adapter=adapter,
+        backend=backend,
+        seed=seed,
+        timeout=timeout,
+        shader_dir=shaders_dir(),
+        script=probes_dir() / BENCH_SCRIPT,
+        extra_args=tuple(extra),
+    )
+    return run_probe(env, request)
+
+
+def parse_sizes(text: str) -> list[tuple[int, int]]:
+    """'16384x4096,1024x4096' -> [(16384, 4096), (1024, 4096)]; ValueError says what is wrong."""
+    sizes = []
+    for item in text.split(","):
+        rows, sep, d = item.strip().lower().partition("x")
+        if not (sep and rows.isdigit() and d.isdigit()):
+            raise ValueError(f"{item.strip()!r} is not ROWSxD")
+        r, c = int(rows), int(d)
+        if r < 1 or c < 4 or c % 4:
+            raise ValueError(f"{item.strip()!r}: rows must be >= 1 and d a multiple of 4")
+        sizes.append((r, c))
+    return sizes
+
+
+def _gbps(v: float | None) -> str:
+    return f"{v:,.1f}" if isinstance(v, (int, float)) else "-"
+
+
+def render(doc: Mapping[str, Any]) -> str:
+    """The bench as a table a person reads; the JSON carries every number."""
+    lines = []
+    adapter = doc.get("adapter") or {}
+    status = doc.get("status")
+    if adapter:
+        lines.append(
+            f"vkdoctor bench on {adapter.get('name')} ({doc.get('backend')}, {adapter.get('type')}, "
+            f"driver {adapter.get('driver')}), timed with {doc.get('timing')}, "
+            f"median of {doc.get('repeat')} runs"
+        )
+    cpu = adapter.get("type") == "CPU"
+    results = doc.get("results") or []
+    if results:
+        head = f"  {'rows x d':>12}  {'RMSNorm':>9}  {'copy':>9}  {'kernel copy':>11}  {'% of copy':>9}  {'numpy':>8}  {'max rel err':>11}"
+        lines += [head, f"  {'':>12}  {'GB/s':>9}  {'GB/s':>9}  {'GB/s':>11}  {'':>9}  {'GB/s':>8}"]
+        for r in results:
+            err = r.get("max_rel_err")
+            verdict = "ok" if r.get("ok") and r.get("copy_ok") else "WRONG"
+            lines.append(
+                f"  {str(r['rows']) + 'x' + str(r['d']):>12}  {_gbps(r.get('rmsnorm_gbps')):>9}  "
+                f"{_gbps(r.get('copy_gbps')):>9}  {_gbps(r.get('kernel_copy_gbps')):>11}  "
+                f"{r.get('rmsnorm_pct_of_copy', 0):>8.0f}%  {_gbps(r.get('numpy_gbps')):>8}  "
+                f"{err if err is None else format(err, '.1e'):>11} {verdict}"
+            )
+        lines.append(
+            "  bytes: RMSNorm reads x and w and writes y; a copy reads and writes the tensor once. "
+            "% of copy is against the faster of copy_buffer_to_buffer and the kernel copy."
+        )
+        if cpu:
+            ratios = [r["rmsnorm_gbps"] / r["numpy_gbps"] for r in results if r.get("numpy_gbps")]
+            if ratios:
+                lines.append(
+                    f"  CPU adapter: RMSNorm runs at {min(ratios):.2f}-{max(ratios):.2f}x numpy's speed on "
+                    "the host; a software rasterizer is not a performance target."
+                )
+    if status != "pass":
+        lines.append(f"bench {status}: {doc.get('summary') or doc.get('reason')}")
+        tail = doc.get("stderr_tail") or []
+        if status in ("crash", "timeout", "error") and tail:
+            lines += ["  last stderr lines:", *(f"    {t}" for t in tail[-8:])]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,41 @@
+"""VKR: the compute probe. Seeing a driver is not computing with it: run RMSNorm and check it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from vkdoctor import probe_report
+from vkdoctor.checks.base import Check
+from vkdoctor.context import Context
+from vkdoctor.model import Finding
+from vkdoctor.probe import ProbeRequest, run_probe
+
+
+def probe_result(ctx: Context) -> dict[str, Any]:
+    """Run the probe once per Context, with the context's environment and options."""
+    request = ProbeRequest(
+        cpu=ctx.options.cpu, adapter=ctx.options.adapter, timeout=ctx.options.timeout
+    )
+    return run_probe(ctx.env, request)
+
+
+class ComputeProbe(Check):
+    """The compute probe: RMSNorm on the chosen adapter, checked against float64.
+
+    A child process lists every adapter wgpu sees, picks one (--cpu: a CPU adapter on Vulkan;
+    --adapter TEXT: by name; default: wgpu's high-performance choice on Vulkan), climbs a ladder
+    (add one, workgroup reduction, small matmul) and runs RMSNorm cases whose maximum relative
+    error must be at most 1e-5. Wrong numbers, a crash, a hang, or no suitable adapter fail.
+    """
+
+    code = probe_report.CODE
+    family = probe_report.FAMILY
+    title = probe_report.TITLE
+    live_only = True
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        yield probe_report.finding(ctx.fact(probe_result))
+
+
+CHECKS: tuple[type[Check], ...] = (ComputeProbe,)

@@ -1,0 +1,76 @@
+"""vkdoctor bench: RMSNorm throughput on the chosen adapter against a device-to-device copy."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import click
+
+from vkdoctor.commands.common import write_file
+
+
+@click.command()
+@click.option("--cpu", is_flag=True, help="Use a CPU adapter (lavapipe).")
+@click.option("--adapter", metavar="TEXT", help="Use the adapter whose name contains TEXT.")
+@click.option(
+    "--backend",
+    type=click.Choice(["vulkan", "opengl"]),
+    default="vulkan",
+    show_default=True,
+    help="The wgpu backend to benchmark.",
+)
+@click.option(
+    "--sizes",
+    metavar="ROWSxD[,...]",
+    help="Tensor shapes; d a multiple of 4. Default: 16384x4096,65536x4096 on a GPU, "
+    "1024x4096,4096x4096 on a CPU adapter.",
+)
+@click.option("--repeat", type=click.IntRange(min=1), help="Timed runs per kernel and size.")
+@click.option("--seed", type=int, help="Repeat a run's random inputs.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1),
+    default=600.0,
+    show_default=True,
+    help="Seconds before the benchmark child is killed.",
+)
+@click.option(
+    "--json", "json_file", metavar="FILE", help="Write the JSON result to FILE ('-' for stdout)."
+)
+def bench(
+    cpu: bool,
+    adapter: str | None,
+    backend: str,
+    sizes: str | None,
+    repeat: int | None,
+    seed: int | None,
+    timeout: float,
+    json_file: str | None,
+) -> None:
+    """RMSNorm GB/s against a copy, timed on the device; every size is checked against float64."""
+    from vkdoctor.bench import parse_sizes, render, run_bench
+
+    if cpu and adapter:
+        raise click.UsageError("--cpu and --adapter choose the adapter two ways; give one")
+    if sizes is not None:
+        try:
+            parse_sizes(sizes)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--sizes") from exc
+    doc = run_bench(
+        dict(os.environ),
+        cpu=cpu,
+        adapter=adapter,
+        backend=backend,
+        sizes=sizes,
+        repeat=repeat,
+        seed=seed,
+        timeout=timeout,
+    )
+    if json_file:
+        write_file(json_file, json.dumps(doc, indent=2) + "\n")
+    if json_file != "-":
+        click.echo(render(doc), nl=False)
+    sys.exit(0 if doc.get("status") == "pass" else 1)

@@ -1,0 +1,121 @@
+"""vkdoctor run-probe: the compute probe alone, in the current environment exactly."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from vkdoctor.commands import common
+
+
+@click.command("run-probe")
+@click.option("--cpu", is_flag=True, help="Use a CPU adapter on the chosen backend (lavapipe).")
+@click.option("--adapter", metavar="TEXT", help="Use the adapter whose name contains TEXT.")
+@click.option(
+    "--backend",
+    type=click.Choice(["vulkan", "opengl"]),
+    default="vulkan",
+    show_default=True,
+    help="Which wgpu backend to probe; adapters on other backends never count.",
+)
+@click.option(
+    "--seed", type=click.IntRange(min=0), help="Repeat a run's random inputs (see its report)."
+)
+@click.option(
+    "--shader-dir",
+    type=click.Path(exists=True, file_okay=False, dir_okay=True),
+    help="Run the kernels from this directory instead of vkdoctor's own shaders.",
+)
+@click.option(
+    "--python",
+    "python",
+    type=click.Path(exists=True, dir_okay=False),
+    help="The Python interpreter that runs the probe, e.g. your test suite's (default: vkdoctor's).",
+)
+@common.timeout_option
+@common.output_options
+def run_probe(
+    cpu: bool,
+    adapter: str | None,
+    backend: str,
+    seed: int | None,
+    shader_dir: str | None,
+    python: str | None,
+    timeout: float,
+    json_file: str | None,
+    fmt: str,
+    strict: bool,
+    verbose: bool,
+    debug: bool,
+) -> None:
+    """Run the RMSNorm compute probe on one adapter and check its numbers.
+
+    Lists every adapter wgpu sees, climbs the ladder (add one, workgroup reduction, small matmul)
+    and runs RMSNorm cases against a float64 reference. Exits 1 when the probe fails, crashes,
+    hangs or finds no suitable adapter.
+    """
+    if cpu and adapter:
+        raise click.UsageError("--cpu and --adapter choose the adapter two ways; give one")
+    from vkdoctor import probe
+
+    request = probe.ProbeRequest(
+        cpu=cpu,
+        adapter=adapter,
+        backend=backend,
+        seed=seed,
+        shader_dir=Path(shader_dir).resolve() if shader_dir else None,
+        timeout=timeout,
+        python=python or sys.executable,
+    )
+    # start the child first (or adopt the one vkdoctor.launch started); the rest happens meanwhile
+    env = dict(os.environ)
+    running = probe.adopt(request, env) or probe.start(env, request)
+
+    from vkdoctor.model import Report
+    from vkdoctor.probe_report import check_result
+
+    host = _light_host()
+    result = probe.finish(running)
+    host["wgpu"] = result.get("wgpu")
+    report = Report(
+        vkdoctor_version=common.version(),
+        host=host,
+        checks=(check_result(result),),
+        probe=result,
+        command="run-probe",
+    )
+    sys.exit(common.emit(report, fmt=fmt, json_file=json_file, strict=strict, verbose=verbose))
+
+
+def _light_host() -> dict[str, Any]:
+    """The host facts that matter next to a probe result, without `check`'s package and distro
+    queries (lsb_release, importlib.metadata scans): they would cost run-probe ~0.1 s of CPU."""
+    release: dict[str, str] = {}
+    try:
+        text = Path("/etc/os-release").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and not key.startswith("#"):
+            release[key.strip()] = value.strip().strip("\"'")
+    uname = platform.uname()
+    return {
+        "root": "/",
+        "distro": {
+            "id": release.get("ID"),
+            "name": release.get("PRETTY_NAME") or release.get("NAME"),
+            "version": release.get("VERSION_ID"),
+            "like": release.get("ID_LIKE"),
+        },
+        "kernel": uname.release,
+        "machine": uname.machine,
+        "python": platform.python_version(),
+        "python_executable": sys.executable,
+        "vkdoctor": common.version(),
+    }

@@ -1,0 +1,415 @@
+"""Runs the compute probe (probes/rmsnorm_probe.py) in a child process and reads what happened.
+
+The child may segfault or abort inside a driver, or hang: it runs in its own session with a
+timeout, and on timeout its whole process group is killed. Whatever happens becomes the report's
+`probe` object (status pass|fail|crash|timeout|no-adapter|error) with the stage the child reached
+and the last lines of its stderr. Imports only the standard library: `vkdoctor run-probe` starts
+the child before it loads anything else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from vkdoctor.resources import probes_dir
+
+PROBE_SCRIPT = "rmsnorm_probe.py"
+#: the child's progress lines on stderr (probes/rmsnorm_probe.py STAGE_PREFIX)
+STAGE_PREFIX = "vkdoctor-probe: stage "
+#: harmless stderr lines; counted, not shown. Mesa's VK_LAYER_MESA_device_select calls
+#: wl_display_connect, and libwayland prints this when XDG_RUNTIME_DIR is unset.
+NOISE = ("error: XDG_RUNTIME_DIR is invalid or not set in the environment.",)
+#: environment variables that change what the loader, the drivers or wgpu do
+ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "NODEVICE_SELECT", "XDG_RUNTIME_DIR")
+ENV_PREFIXES = ("VK_", "WGPU", "MESA_", "LP_", "__EGL_")
+TAIL_LINES = 20
+TAIL_CHARS = 4000
+#: seconds to wait for the child's stack dump before killing it on timeout
+DUMP_SECONDS = 0.5
+#: seconds to wait for the pipes to close after the process group was killed
+REAP_SECONDS = 5.0
+
+
+class ProbeRequest(NamedTuple):
+    """How to run the probe. The environment is passed separately and used exactly.
+
+    (A NamedTuple, not a dataclass: `vkdoctor run-probe` imports this module before it starts the
+    child, and dataclasses costs ~10 ms of imports on that path.)
+    """
+
+    cpu: bool = False
+    adapter: str | None = None
+    backend: str = "vulkan"
+    seed: int | None = None
+    shader_dir: Path | None = None
+    timeout: float = 60.0
+    python: str = sys.executable
+    script: Path | None = None
+    #: more arguments for the script (the bench's sizes and repeats)
+    extra_args: tuple[str, ...] = ()
+
+    def argv(self) -> list[str]:
+        script = self.script or probes_dir() / PROBE_SCRIPT
+        cmd = [self.python, "-X", "faulthandler", str(script), "--backend", self.backend]
+        if self.cpu:
+            cmd.append("--cpu")
+        if self.adapter:
+            cmd += ["--adapter", self.adapter]
+        if self.seed is not None:
+            cmd += ["--seed", str(self.seed)]
+        if self.shader_dir is not None:
+            cmd += ["--shader-dir", str(self.shader_dir)]
+        return cmd + list(self.extra_args)
+
+
+class RunningProbe:
+    """A started child, or why it could not start."""
+
+    def __init__(
+        self,
+        request: ProbeRequest,
+        argv: list[str],
+        started: float,
+        process: subprocess.Popen[bytes] | None,
+        env: dict[str, str],
+        spawn_error: str | None = None,
+    ) -> None:
+        self.request = request
+        self.argv = argv
+        self.started = started
+        self.process = process
+        self.env = env
+        self.spawn_error = spawn_error
+
+
+def start(env: Mapping[str, str], request: ProbeRequest) -> RunningProbe:
+    """Start the child; `finish` waits for it. Never raises for a child that cannot start."""
+    argv = request.argv()
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return RunningProbe(
+            request, argv, started, None, relevant_env(env), f"cannot start {argv[0]}: {exc}"
+        )
+    return RunningProbe(request, argv, started, proc, relevant_env(env))
+
+
+def finish(running: RunningProbe) -> dict[str, Any]:
+    """Wait up to the request's timeout, kill the process group if needed, and interpret."""
+    proc = running.process
+    if proc is None:
+        return _result(
+            running,
+            status="error",
+            reason="spawn-failed",
+            summary=running.spawn_error or "the probe did not start",
+        )
+    timed_out = False
+    try:
+        out, err = proc.communicate(timeout=running.request.timeout)
+    except BaseException as exc:
+        if not isinstance(exc, subprocess.TimeoutExpired):
+            # interrupted (Ctrl-C reaches only our session): the child must not outlive us
+            _kill_group(proc.pid)
+            _reap(proc)
+            raise
+        timed_out = True
+        # the child dumps its Python stacks on SIGUSR1 (faulthandler), even inside native code
+        try:
+            os.kill(proc.pid, signal.SIGUSR1)
+            proc.communicate(timeout=DUMP_SECONDS)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            pass
+        _kill_group(proc.pid)
+        out, err = _reap(proc)
+    # the child's own children (if any) go with it
+    _kill_group(proc.pid)
+    return interpret(
+        running,
+        returncode=proc.returncode,
+        stdout=out.decode("utf-8", "replace"),
+        stderr=err.decode("utf-8", "replace"),
+        timed_out=timed_out,
+    )
+
+
+def run_probe(env: Mapping[str, str], request: ProbeRequest) -> dict[str, Any]:
+    """Run the probe with exactly `env` and return the report's `probe` object."""
+    return finish(start(env, request))
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+    """Collect a killed child's output and status, without waiting forever on its pipes."""
+    try:
+        return proc.communicate(timeout=REAP_SECONDS)
+    except subprocess.TimeoutExpired:
+        # something outside the group holds the pipes open; stop reading
+        proc.kill()
+        proc.wait()
+        return b"", b""
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def stages_of(stderr: str) -> list[str]:
+    return [
+        line[len(STAGE_PREFIX) :].strip()
+        for line in stderr.splitlines()
+        if line.startswith(STAGE_PREFIX)
+    ]
+
+
+def stderr_tail(stderr: str) -> tuple[list[str], int]:
+    """The last lines of stderr without progress lines and known noise; and how many were noise."""
+    kept: list[str] = []
+    noise = 0
+    for line in stderr.splitlines():
+        if line.startswith(STAGE_PREFIX):
+            continue
+        if line.strip() in NOISE:
+            noise += 1
+            continue
+        kept.append(line)
+    tail = kept[-TAIL_LINES:]
+    while sum(len(s) for s in tail) > TAIL_CHARS and len(tail) > 1:
+        tail = tail[1:]
+    return tail, noise
+
+
+def _document(stdout: str) -> dict[str, Any] | None:
+    import json
+
+    for line in reversed(stdout.splitlines()):
+        if line.strip():
+            try:
+                doc = json.loads(line)
+            except json.JSONDecodeError:
+                return None
+            return doc if isinstance(doc, dict) else None
+    return None
+
+
+def signal_name(returncode: int) -> str:
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def interpret(
+    running: RunningProbe, *, returncode: int, stdout: str, stderr: str, timed_out: bool
+) -> dict[str, Any]:
+    """Turn the child's exit, output and stderr into the `probe` object."""
+    stages = stages_of(stderr)
+    # "done" follows the last stage once the result is written
+    finished = bool(stages) and stages[-1] == "done"
+    work = [s for s in stages if s != "done"]
+    reached = work[-1] if work else None
+    tail, noise = stderr_tail(stderr)
+    doc = _document(stdout)
+    extra: dict[str, Any] = {
+        "returncode": returncode,
+        "stage": reached,
+        "finished": finished,
+        "stderr_tail": tail,
+        "stderr_noise_lines": noise,
+    }
+    where = f"at stage {reached}" if reached else "before it reported any stage"
+    if timed_out:
+        return _result(
+            running,
+            doc=doc,
+            status="timeout",
+            reason="timeout",
+            summary=(
+                f"the probe did not finish within {running.request.timeout:g} s and was killed "
+                f"{where}: the driver hangs, or this machine is far slower than expected"
+            ),
+            **extra,
+        )
+    if returncode < 0:
+        sig = signal_name(returncode)
+        why = {
+            "SIGSEGV": "a segmentation fault",
+            "SIGABRT": "an abort (a Rust panic in wgpu-native, or an assertion in the driver)",
+            "SIGBUS": "a bus error",
+            "SIGILL": "an illegal instruction (a library built for a newer CPU?)",
+            "SIGFPE": "a floating-point exception",
+            "SIGKILL": "SIGKILL (the kernel's out-of-memory killer?)",
+        }.get(sig, sig)
+        if finished:
+            where = "after it printed its result, while exiting"
+        return _result(
+            running,
+            doc=doc,
+            status="crash",
+            reason="signal",
+            signal=sig,
+            summary=f"the probe process died of {why} {where}",
+            **extra,
+        )
+    if doc is None:
+        traceback_line = next(
+            (line for line in reversed(tail) if line and not line.startswith(" ")), None
+        )
+        python_error = any(line.startswith("Traceback") for line in tail)
+        return _result(
+            running,
+            status="error",
+            reason="python-error" if python_error else "no-output",
+            summary=(
+                f"the probe exited with status {returncode} {where} without a result"
+                + (f": {traceback_line}" if traceback_line else "")
+            ),
+            **extra,
+        )
+    return _result(running, doc=doc, **extra)
+
+
+def _result(
+    running: RunningProbe, *, doc: Mapping[str, Any] | None = None, **fields: Any
+) -> dict[str, Any]:
+    """The `probe` object: the child's document (if any), overridden by what the parent saw."""
+    out: dict[str, Any] = {
+        "status": "error",
+        "reason": None,
+        "summary": None,
+        "backend": None,
+        "adapter": None,
+        "adapters": [],
+        "ladder": [],
+        "cases": [],
+    }
+    out.update(doc or {})
+    out.update(fields)
+    if out.get("status") not in ("pass", "fail", "crash", "timeout", "no-adapter", "error"):
+        out["status"] = "error"
+    out["child_seconds"] = out.get("seconds")
+    out["seconds"] = round(time.monotonic() - running.started, 6)
+    out["command"] = list(running.argv)
+    out["timeout"] = running.request.timeout
+    out["env"] = running.env
+    out["pid"] = running.process.pid if running.process else None
+    return out
+
+
+def relevant_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The variables that decide what the probe sees, for the report."""
+    return {k: v for k, v in sorted(env.items()) if k in ENV_NAMES or k.startswith(ENV_PREFIXES)}
+
+
+# --- starting the child before the command line is parsed -------------------------------------
+# `vkdoctor run-probe` spends ~0.1 s importing click and vkdoctor before it could start the child.
+# vkdoctor.launch reads a plain command line here with the standard library only and starts the
+# child at once; the click command then adopts it if its validated request is the same, and
+# otherwise kills it. Anything this parser does not understand means: no head start.
+
+_VALUED = ("--adapter", "--backend", "--seed", "--shader-dir", "--timeout", "--python")
+_IGNORED_VALUED = ("--json", "--format", "--junit")
+_IGNORED_FLAGS = ("--strict", "-v", "--verbose", "--debug", "--redact")
+
+_early: list[tuple[RunningProbe, dict[str, str]]] = []
+
+
+def request_from_argv(argv: list[str]) -> ProbeRequest | None:
+    """The request `run-probe ARGV` will make, or None when ARGV is anything but plain."""
+    values: dict[str, str] = {}
+    cpu = False
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        name, eq, inline = arg.partition("=")
+        if arg == "--cpu":
+            cpu = True
+        elif arg in _IGNORED_FLAGS:
+            pass
+        elif name in _VALUED or name in _IGNORED_VALUED:
+            if eq:
+                value = inline
+            elif i + 1 < len(argv):
+                i += 1
+                value = argv[i]
+            else:
+                return None
+            if name in values:
+                return None
+            values[name] = value
+        else:
+            return None
+        i += 1
+    try:
+        timeout = float(values.get("--timeout", "60"))
+        seed = int(values["--seed"]) if "--seed" in values else None
+    except ValueError:
+        return None
+    backend = values.get("--backend", "vulkan")
+    shader_dir = values.get("--shader-dir")
+    python = values.get("--python", sys.executable)
+    if (
+        timeout < 0.1
+        or (seed is not None and seed < 0)
+        or backend not in ("vulkan", "opengl")
+        or (cpu and "--adapter" in values)
+        or (shader_dir is not None and not Path(shader_dir).is_dir())
+        or not Path(python).is_file()
+    ):
+        return None
+    return ProbeRequest(
+        cpu=cpu,
+        adapter=values.get("--adapter"),
+        backend=backend,
+        seed=seed,
+        shader_dir=Path(shader_dir).resolve() if shader_dir else None,
+        timeout=timeout,
+        python=python,
+    )
+
+
+def start_early(argv: list[str], env: Mapping[str, str]) -> None:
+    """Start the child for `run-probe ARGV` now, if ARGV is plain; `adopt` picks it up."""
+    request = request_from_argv(argv)
+    if request is not None:
+        running = start(env, request)
+        if running.process is not None:
+            _early.append((running, dict(env)))
+
+
+def adopt(request: ProbeRequest, env: Mapping[str, str]) -> RunningProbe | None:
+    """The child started early for exactly this request and environment; else None (and it dies)."""
+    while _early:
+        running, early_env = _early.pop()
+        if running.request == request and early_env == dict(env):
+            return running
+        _discard(running)
+    return None
+
+
+def discard_early() -> None:
+    """Kill a child started early that no command adopted (a usage error, --help)."""
+    while _early:
+        _discard(_early.pop()[0])
+
+
+def _discard(running: RunningProbe) -> None:
+    if running.process is not None:
+        _kill_group(running.process.pid)
+        _reap(running.process)

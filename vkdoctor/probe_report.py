@@ -1,0 +1,139 @@
+"""The probe's result as a finding (VKR001) and a check result, for `check` and `run-probe`.
+
+Kept outside vkdoctor/checks so that `vkdoctor run-probe` does not import every check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from vkdoctor.model import CheckResult, CheckStatus, Finding, Severity
+
+CODE = "VKR001"
+FAMILY = "compute"
+TITLE = "Compute probe (RMSNorm)"
+
+_INSTALL_CPU = (
+    "Install the Vulkan CPU driver (lavapipe): Debian/Ubuntu `sudo apt install mesa-vulkan-drivers`, "
+    "Fedora `sudo dnf install mesa-vulkan-drivers`, Arch `sudo pacman -S vulkan-swrast`; "
+    "then check that VK_DRIVER_FILES / VK_ICD_FILENAMES do not hide it (`vkdoctor check`)."
+)
+
+#: variables that make the Vulkan loader ignore its default driver directories
+_DRIVER_SELECTION = ("VK_DRIVER_FILES", "VK_ICD_FILENAMES", "VK_ADD_DRIVER_FILES")
+
+_REMEDY: dict[str, str] = {
+    "wrong-numbers": (
+        "Do not trust this adapter for compute. Update or roll back the driver (for lavapipe: Mesa "
+        "and the LLVM it was built against, together), re-run `vkdoctor run-probe --seed SEED` "
+        "with the seed above to reproduce, and report the worst element to the driver's maintainers."
+    ),
+    "ladder": (
+        "The driver cannot run even this basic kernel correctly. Update or roll back the driver; "
+        "`vkdoctor run-probe --adapter NAME` tries another adapter."
+    ),
+    "gpu-error": (
+        "wgpu rejected a probe kernel on this adapter (see the message). Update the driver or wgpu "
+        "(`pip install -U wgpu`)."
+    ),
+    "limits": "The adapter's limits are below what the probe's kernels need; use another adapter.",
+    "signal": (
+        "The driver (or wgpu-native) crashed the process. Run `vkdoctor check` for the static "
+        "picture, and isolate the driver with VK_DRIVER_FILES=/path/to/one_icd.json."
+    ),
+    "timeout": (
+        "The driver hangs. If this machine is just slow, raise --timeout; otherwise isolate the "
+        "driver with VK_DRIVER_FILES=/path/to/one_icd.json."
+    ),
+    "wgpu-missing": "Install wgpu-py in the Python that runs vkdoctor: `python -m pip install wgpu`.",
+    "numpy-missing": "Install numpy in the Python that runs vkdoctor: `python -m pip install numpy`.",
+    "python-error": "This is probably a bug in vkdoctor's probe: report it with the stderr lines.",
+    "no-output": "This is probably a bug in vkdoctor's probe: report it with the stderr lines.",
+    "shader-unreadable": "Point --shader-dir at a directory with add_one, reduce, matmul and rmsnorm .wgsl.",
+    "spawn-failed": "Check that the Python interpreter running vkdoctor can be executed.",
+}
+
+
+def remedy(probe: Mapping[str, Any]) -> str | None:
+    reason = str(probe.get("reason") or probe.get("status"))
+    if reason == "no-adapter":
+        requested = probe.get("requested") or {}
+        if requested.get("cpu"):
+            return _INSTALL_CPU
+        if requested.get("adapter"):
+            return "Pick one of the adapters listed in the probe section with --adapter, or install its driver."
+        return (
+            "Install the Vulkan driver for your GPU, or "
+            + _INSTALL_CPU[0].lower()
+            + _INSTALL_CPU[1:]
+        )
+    return _REMEDY.get(reason)
+
+
+def finding(probe: Mapping[str, Any]) -> Finding:
+    """The VKR001 finding for a probe result: ok when it passed, fail with the summary otherwise."""
+    status = str(probe.get("status"))
+    evidence = {
+        k: probe.get(k)
+        for k in (
+            "status",
+            "reason",
+            "stage",
+            "signal",
+            "seed",
+            "backend",
+            "adapter",
+            "failed_rung",
+        )
+        if probe.get(k) is not None
+    }
+    bad = [c for c in probe.get("cases") or [] if not c.get("ok")]
+    if bad:
+        evidence["worst_case"] = bad[0]
+    if probe.get("stderr_tail") and status != "pass":
+        evidence["stderr_tail"] = probe.get("stderr_tail")
+    message = str(probe.get("summary") or f"the probe ended with status {status}")
+    if status == "pass":
+        title = "Compute probe passed"
+        return Finding(
+            code=CODE,
+            severity=Severity.OK,
+            title=title,
+            message=message,
+            evidence=evidence,
+        )
+    stage = probe.get("stage")
+    if status not in ("pass", "error") and stage and f"stage {stage}" not in message:
+        message += f" (stage reached: {stage})"
+    hiding = {k: v for k, v in (probe.get("env") or {}).items() if k in _DRIVER_SELECTION}
+    if status == "no-adapter" and hiding:
+        shown = ", ".join(f"{k}={v}" for k, v in hiding.items())
+        message += f". {shown} is set: the Vulkan loader reads only the drivers named there"
+    title = {
+        "fail": "Compute probe computed wrong results" if bad else "Compute probe failed",
+        "crash": f"Compute probe crashed ({probe.get('signal') or 'signal'})",
+        "timeout": "Compute probe hung and was killed",
+        "no-adapter": "No adapter for the compute probe",
+        "error": "Compute probe could not run",
+    }.get(status, f"Compute probe: {status}")
+    return Finding(
+        code=CODE,
+        severity=Severity.FAIL,
+        title=title,
+        message=message,
+        remedy=remedy(probe),
+        evidence=evidence,
+    )
+
+
+def check_result(probe: Mapping[str, Any]) -> CheckResult:
+    """A VKR001 result for a probe run outside the check runner (vkdoctor run-probe)."""
+    return CheckResult(
+        code=CODE,
+        family=FAMILY,
+        title=TITLE,
+        status=CheckStatus.RAN,
+        findings=(finding(probe),),
+        seconds=float(probe.get("seconds") or 0.0),
+    )
