@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests import overlay_lab as lab
-from tests.conftest import clean_env, run_vkdoctor
+from tests.conftest import clean_env, run_json, run_vkdoctor
 
 
 @dataclass(frozen=True)
@@ -213,3 +213,40 @@ def test_shadowing_copies_in_the_search_path_stay_out(seed: Seed, tmp_path: Path
     )
     # The LLVM is mapped through the overlay's symlink, from the search path.
     assert str(crowded / lab.NEW_LLVM) in mapped, sorted(mapped)
+
+
+def test_check_builds_the_overlay_and_proves_it(seed: Seed, tmp_path: Path) -> None:
+    env = seed.env(tmp_path / "cache")
+    proc, doc = run_json(["check", "--cpu", "--search-path", str(seed.llvm_dir)], env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert doc["status"] == "warn"
+    overlay = doc["overlay"]
+    assert overlay["libraries"] == [
+        {"soname": lab.NEW_LLVM, "target": str(seed.llvm), "needed_by": [str(seed.driver)]}
+    ]
+    assert overlay["ld_library_path"] == overlay["dir"]
+    assert [p.name for p in Path(overlay["dir"]).iterdir()] == [lab.NEW_LLVM]
+    assert doc["probe"]["status"] == "pass"
+    assert "llvmpipe" in doc["probe"]["adapter"]["name"]
+    (vko,) = [f for f in doc["findings"] if f["code"] == "VKO001"]
+    assert vko["severity"] == "warn"
+    assert vko["title"] == (
+        "Works with a private overlay for libLLVM.so.23.1 (proven by the load test and the "
+        "compute probe)"
+    )
+    assert f"Without it, libLLVM.so.23.1 is missing for {seed.driver}" in vko["message"]
+    assert f"vkdoctor exec --search-path {seed.llvm_dir} -- CMD" in vko["remedy"]
+    assert f"export LD_LIBRARY_PATH={overlay['dir']}" in vko["remedy"]
+    assert vko["evidence"]["load_test"][str(seed.driver)]["dlopen"] == "ok"
+    assert vko["evidence"]["probe_status"] == "pass"
+    failed = [f for f in doc["findings"] if f["severity"] in ("fail", "error")]
+    assert failed == []
+
+    # Without the search path the same check fails and says where it looked.
+    proc, doc = run_json(["check", "--no-probe"], env=env)
+    assert proc.returncode == 1
+    assert doc["overlay"] is None
+    (vko,) = [f for f in doc["findings"] if f["code"] == "VKO001"]
+    assert vko["title"] == "No safe overlay for libLLVM.so.23.1"
+    assert "package caches /var/cache/pacman/pkg and /var/cache/apt/archives" in vko["message"]
+    assert any(f["code"] == "VKL002" and f["severity"] == "fail" for f in doc["findings"])
