@@ -241,6 +241,11 @@ def test_check_builds_the_overlay_and_proves_it(seed: Seed, tmp_path: Path) -> N
     assert vko["evidence"]["probe_status"] == "pass"
     failed = [f for f in doc["findings"] if f["severity"] in ("fail", "error")]
     assert failed == []
+    # The library checks ran under the overlay and say where the LLVM came from, with no advice
+    # to put vkdoctor's private directory into the ld.so configuration.
+    (vkl4,) = [f for f in doc["findings"] if f["code"] == "VKL004"]
+    assert vkl4["severity"] == "info" and vkl4["remedy"] is None
+    assert vkl4["evidence"]["directory"] == overlay["dir"]
 
     # Without the search path the same check fails and says where it looked.
     proc, doc = run_json(["check", "--no-probe"], env=env)
