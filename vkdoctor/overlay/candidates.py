@@ -244,7 +244,12 @@ def search(ctx: Context, needs: Iterable[Need], dirs: Sequence[SearchDir]) -> Se
             )
             continue
         for need in needs:
+            seen = {c.real for c in result.candidates[need.soname]}
             for name in _names_for(listing, need.soname):
                 path = f"{d.path.rstrip('/')}/{name}"
-                result.candidates[need.soname].append(evaluate(ctx, path, need, d.origin))
+                if str(ctx.resolve(path)) in seen:
+                    continue  # the same file under another name (soname -> soname.0 link)
+                cand = evaluate(ctx, path, need, d.origin)
+                seen.add(cand.real)
+                result.candidates[need.soname].append(cand)
     return result

@@ -291,8 +291,11 @@ def _merge(plan: Plan, more: Search) -> None:
     plan.search.problems.extend(p for p in more.problems if (p.path, p.message) not in seen)
     for soname, cands in more.candidates.items():
         have = plan.search.candidates.setdefault(soname, [])
-        paths = {c.path for c in have}
-        have.extend(c for c in cands if c.path not in paths)
+        reals = {c.real for c in have}
+        for c in cands:
+            if c.real not in reals:
+                reals.add(c.real)
+                have.append(c)
 
 
 def _dependency_needs(ctx: Context, plan: Plan, resolve: ChainResolver) -> list[Need]:
