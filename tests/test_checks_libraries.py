@@ -98,7 +98,7 @@ def run(
     monkeypatch: pytest.MonkeyPatch,
     ctx: Context,
     targets: Sequence[LoadTarget],
-    codes: Sequence[str] = ("VKL001", "VKL002", "VKL003", "VKL004"),
+    codes: Sequence[str] = ("VKL001", "VKL002", "VKL003", "VKL004", "VKL006"),
 ) -> list[Finding]:
     monkeypatch.setattr(libraries, "targets", lambda _ctx: tuple(targets))
     checks = [c for c in libraries.CHECKS if c.code in codes]
@@ -118,6 +118,11 @@ def test_healthy_mesa_drivers_resolve(monkeypatch: pytest.MonkeyPatch) -> None:
     assert bad(findings) == []
     oks = [f for f in findings if f.code == "VKL001"]
     assert [f.evidence["path"] for f in oks] == [str(SYSLIB / f"libvulkan_{d}.so") for d in MESA]
+    lvp = {lib["name"]: lib for lib in oks[-1].evidence["libraries"]}
+    assert lvp["libLLVM-15.so.1"]["how"] == "ld.so.cache"
+    assert lvp["libLLVM-15.so.1"]["path"] == "/lib/x86_64-linux-gnu/libLLVM-15.so.1"
+    assert lvp["libc.so.6"]["how"] == "ld.so.cache"  # loaded with libvulkan, before the driver
+    assert lvp["libstdc++.so.6"]["needed_by"] == str(SYSLIB / "libvulkan_lvp.so")
 
 
 def test_seed_failure_missing_llvm_soname(monkeypatch: pytest.MonkeyPatch, seed: SeedLab) -> None:
@@ -127,7 +132,7 @@ def test_seed_failure_missing_llvm_soname(monkeypatch: pytest.MonkeyPatch, seed:
     assert [(f.code, f.severity) for f in findings] == [("VKL002", Severity.FAIL)]
     f = findings[0]
     assert "libLLVM.so.23.1" in f.title
-    assert f"{seed.driver} (via libvulkan_lvp.so) needs libLLVM.so.23.1" in f.message
+    assert f"{seed.driver} needs libLLVM.so.23.1; ld.so cannot find libLLVM.so.23.1" in f.message
     assert "system directories /lib/x86_64-linux-gnu, /usr/lib/x86_64-linux-gnu" in f.message
     assert "/lib/x86_64-linux-gnu/libLLVM-15.so.1: another version" in f.message
     assert f"{seed.llvm_dir}/libLLVM.so.23.1: right name" in f.message
@@ -251,3 +256,48 @@ def test_wgpu_native(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert f.severity is Severity.FAIL
     assert "libnot-there.so.7: cannot open shared object file" in f.message
     assert f.evidence["source"] == "WGPU_LIB_PATH"
+
+
+def test_undefined_symbol_from_a_shadowing_build(
+    monkeypatch: pytest.MonkeyPatch, seed: SeedLab, tmp_path: Path
+) -> None:
+    """A same-soname library without versions that lacks a function (the AMDGPU-PRO libdrm case)."""
+    full = build_lib(
+        tmp_path / "sys" / "libdrmx.so.2",
+        soname="libdrmx.so.2",
+        source="int drmx_old(void){return 1;}\nint drmx_new(void){return 2;}\n",
+    )
+    build_lib(
+        tmp_path / "vendor" / "libdrmx.so.2",
+        soname="libdrmx.so.2",
+        source="int drmx_old(void){return 1;}\n",
+    )
+    src = "int drmx_new(void);\nint vk_icdGetInstanceProcAddr(void){return drmx_new();}\n"
+    now = build_lib(
+        tmp_path / "drv" / "libvulkan_now.so",
+        source=src,
+        link=[full],
+        runpath=[str(full.parent)],
+        flags=["-Wl,-z,now"],
+    )
+    lazy = build_lib(
+        tmp_path / "drv" / "libvulkan_lazy.so",
+        source=src,
+        link=[full],
+        runpath=[str(full.parent)],
+        flags=["-Wl,-z,lazy"],
+    )
+    targets = [driver("now_icd.json", now), driver("lazy_icd.json", lazy)]
+    assert bad(run(monkeypatch, Context(), targets, ("VKL006",))) == []
+    env = {"LD_LIBRARY_PATH": str(tmp_path / "vendor")}
+    findings = {
+        f.evidence["path"]: f for f in bad(run(monkeypatch, Context(env=env), targets, ("VKL006",)))
+    }
+    f_now, f_lazy = findings[str(now)], findings[str(lazy)]
+    assert (f_now.severity, f_lazy.severity) == (Severity.FAIL, Severity.WARN)
+    assert f_now.evidence["symbols"] == ["drmx_new"] == f_lazy.evidence["symbols"]
+    real_now = seed.probe.load(str(now), env=env)
+    assert real_now.error == f"{now}: undefined symbol: drmx_new"
+    assert real_now.error in f_now.message
+    assert seed.probe.load(str(lazy), env=env).error is None
+    assert "symbol lookup error" in f_lazy.message

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,6 +67,18 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Lab:
         root / "o" / "bin" / "libuser.so",
         link=[root / "o" / "lib" / "libdep.so.2"],
         runpath=["$ORIGIN/../lib"],
+    )
+    # $LIB and $PLATFORM, placed where this host's ld.so should expand them
+    plat = ldso_platform(Context())
+    build_lib(root / "dst" / plat.lib / "libdlib.so.1", soname="libdlib.so.1")
+    build_lib(root / "dst" / plat.platform / "libdplat.so.1", soname="libdplat.so.1")
+    build_lib(
+        root / "dst" / "libdstuser.so",
+        link=[
+            root / "dst" / plat.lib / "libdlib.so.1",
+            root / "dst" / plat.platform / "libdplat.so.1",
+        ],
+        runpath=["$ORIGIN/$LIB", "${ORIGIN}/${PLATFORM}"],
     )
     # classes
     build_lib(root / "c32" / "libcls.so.1", soname="libcls.so.1", m32=True)
@@ -274,6 +287,13 @@ def test_origin_expansion(lab: Lab) -> None:
     assert_matches_real(lab, str(lab.root / "o" / "bin" / "libuser.so"), {})
 
 
+def test_lib_and_platform_expansion(lab: Lab) -> None:
+    target = str(lab.root / "dst" / "libdstuser.so")
+    r = resolve(ctx_for(), target)
+    assert r.ok and {lib.how for lib in r.libraries if lib.name.startswith("libd")} == {How.RUNPATH}
+    assert_matches_real(lab, target, {})
+
+
 def test_wrong_class_skipped_and_kept_as_evidence(lab: Lab) -> None:
     target = str(lab.root / "cls_user" / "libclsuser.so")
     both = {"LD_LIBRARY_PATH": f"{lab.root / 'c32'}:{lab.root / 'c64'}"}
@@ -329,6 +349,14 @@ def test_empty_ld_library_path_entry_is_cwd(lab: Lab) -> None:
     assert b is not None and b.how is How.LD_LIBRARY_PATH and b.directory == ""
     assert b.path == "libb.so.1" and b.realpath == str(lab.root / "l" / "libb.so.1")
     assert_matches_real(lab, target, env, cwd=lab.root / "l")
+
+
+def test_empty_ld_library_path_is_ignored(lab: Lab) -> None:
+    target = str(lab.root / "a_runpath" / "liba.so")
+    r = resolve(Context(env={"LD_LIBRARY_PATH": ""}, cwd=lab.root / "l"), target)
+    b = r.library("libb.so.1")
+    assert b is not None and b.how is How.RUNPATH
+    assert_matches_real(lab, target, {"LD_LIBRARY_PATH": ""}, cwd=lab.root / "l")
 
 
 def test_elevated_ignores_ld_library_path(lab: Lab) -> None:
@@ -396,3 +424,73 @@ def test_root_tree_with_its_own_cache(tmp_path: Path, lab: Lab) -> None:
     r2 = resolve(Context(root=root), "/usr/lib/libclsuser.so", caller="executable")
     miss = next(m for m in r2.misses if m.name == "libcls.so.1")
     assert [(n.kind, n.path) for n in miss.near] == [("stale-cache", "/opt/vendor/libcls.so.1")]
+
+
+def _ld_debug_places(stderr: str, name: str, subdirs: tuple[str, ...]) -> list[str]:
+    """The directories (and the cache) LD_DEBUG=libs shows ld.so searching for `name`."""
+    places: list[str] = []
+    active = False
+    for raw in stderr.splitlines():
+        line = raw.split(":", 1)[1].strip() if ":" in raw else raw.strip()
+        if line.startswith("find library="):
+            active = line.startswith(f"find library={name} ")
+            continue
+        if not active:
+            continue
+        if line.startswith("search cache="):
+            places.append("<cache>")
+        elif line.startswith("search path="):
+            for entry in line[len("search path=") :].split("\t")[0].split(":"):
+                base = entry
+                for sub in subdirs:
+                    if entry.endswith("/" + sub):
+                        base = entry[: -len(sub) - 1]
+                        break
+                if base not in places:
+                    places.append(base)
+        elif (not line or line.startswith("calling init")) and places:
+            active = False
+    return places
+
+
+def test_places_tried_match_ld_debug(lab: Lab, tmp_path: Path) -> None:
+    lib = copy(lab.root / "a_runpath" / "liba.so", tmp_path / "liba.so")
+    patchelf(lib, "--replace-needed", "libb.so.1", "libnowhere.so.3")
+    env = {"LD_LIBRARY_PATH": f"{lab.root / 'l'}:/nonexistent/dir:{lab.root / 'c32'}"}
+    res = resolve(ctx_for(**env), str(lib))
+    miss = res.misses[0]
+    ours = [("<cache>" if t.how is How.CACHE else t.where) for t in miss.tried]
+    proc = subprocess.run(
+        [str(lab.probe.exe), str(lib)],
+        capture_output=True,
+        text=True,
+        env={**env, "LD_DEBUG": "libs", "LC_ALL": "C"},
+        timeout=60,
+        check=False,
+    )
+    real = _ld_debug_places(proc.stderr, "libnowhere.so.3", ldso_platform(Context()).subdirs())
+    assert real, proc.stderr[-2000:]
+    # the same places in the same order; vkdoctor also lists directories that do not exist,
+    # which ld.so had already struck off while loading the program
+    assert [p for p in ours if p in real] == real
+    assert all(not Path(p).exists() for p in ours if p not in real)
+    assert ours[-5:] == ["<cache>", *ldso_platform(Context()).system_dirs]
+
+
+def test_what_if_extra_directory(lab: Lab) -> None:
+    """The overlay's question: resolution with one more LD_LIBRARY_PATH entry in front."""
+    from vkdoctor.elf.search import SearchInputs
+
+    ctx = ctx_for()
+    target = str(lab.root / "top_runpath" / "libtop.so")
+    before = resolve(ctx, target)
+    inputs = SearchInputs.from_context(ctx, prepend=[str(lab.root / "x")])
+    after = resolve(ctx, target, inputs=inputs)
+    assert [m.name for m in before.misses] == ["libleaf.so.1"] and after.ok
+    leaf = after.library("libleaf.so.1")
+    assert leaf is not None and (leaf.how, leaf.directory) == (
+        How.LD_LIBRARY_PATH,
+        str(lab.root / "x"),
+    )
+    same = {lib.name: lib.path for lib in before.libraries}
+    assert {lib.name: lib.path for lib in after.libraries if lib.name in same} == same

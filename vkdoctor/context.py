@@ -41,6 +41,9 @@ class Options:
     probe: bool = True
 
 
+_SLASH = Path("/")
+
+
 @dataclass(kw_only=True)
 class Context:
     """Where and how to look. `root` is "/" for the live host."""
@@ -60,7 +63,7 @@ class Context:
     @property
     def live(self) -> bool:
         """True when we inspect the machine we run on, so loading libraries and probing makes sense."""
-        return self.root == Path("/")
+        return self.root == _SLASH
 
     def under(self, path: str | PurePosixPath) -> Path:
         """The host path of `path` as seen inside root. The single place that prefixes root."""

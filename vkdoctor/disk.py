@@ -1,12 +1,13 @@
 """Free space on the filesystems a Vulkan compute build and run write to.
 
 The places come from the context (working directory, temp directory, user cache with Mesa's
-shader cache, CARGO_TARGET_DIR); each filesystem is measured once, through `disk_usage`, the one
-call to psutil, which tests replace with fake numbers.
+shader cache, CARGO_TARGET_DIR); each filesystem is measured once, through `disk_usage` (statvfs,
+as psutil and df compute it), which tests replace with fake numbers.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -24,11 +25,12 @@ class Usage:
 
 
 def disk_usage(path: str) -> Usage:
-    """psutil's numbers for the filesystem holding `path` (free: what an unprivileged user gets)."""
-    import psutil
-
-    u = psutil.disk_usage(path)
-    return Usage(total=int(u.total), used=int(u.used), free=int(u.free))
+    """psutil.disk_usage's numbers for the filesystem holding `path` (free: what an unprivileged
+    user gets; used: all blocks not free, the reserved ones included), without importing psutil."""
+    st = os.statvfs(path)
+    total = st.f_blocks * st.f_frsize
+    used = total - st.f_bfree * st.f_frsize
+    return Usage(total=total, used=used, free=st.f_bavail * st.f_frsize)
 
 
 @dataclass(frozen=True, kw_only=True)

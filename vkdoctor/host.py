@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.metadata
+import os
 import platform
+import re
 import sys
+from pathlib import Path
 from typing import Any
 
 from vkdoctor import __version__
@@ -31,11 +33,17 @@ def _distro(ctx: Context) -> dict[str, Any]:
     if ctx.live:
         import distro
 
+        # os-release and the distribution's release file; not lsb_release and uname, which
+        # distro would run as processes (tens of milliseconds) for nothing they add here
+        try:
+            d = distro.LinuxDistribution(include_lsb=False, include_uname=False)
+        except TypeError:  # distro < 1.6 has no uname source at all
+            d = distro.LinuxDistribution(include_lsb=False)
         return {
-            "id": distro.id() or None,
-            "name": distro.name(pretty=True) or None,
-            "version": distro.version(best=True) or None,
-            "like": distro.like() or None,
+            "id": d.id() or None,
+            "name": d.name(pretty=True) or None,
+            "version": d.version(best=True) or None,
+            "like": d.like() or None,
         }
     rel = _os_release(ctx)
     return {
@@ -57,11 +65,72 @@ def _cpu_model() -> str | None:
     return platform.processor() or None
 
 
+def _memory() -> dict[str, int | None]:
+    """MemTotal and MemAvailable from /proc/meminfo, in bytes (what psutil.virtual_memory reads)."""
+    values: dict[str, int] = {}
+    try:
+        with open("/proc/meminfo", encoding="ascii", errors="replace") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                if key in ("MemTotal", "MemAvailable"):
+                    values[key] = int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return {"total_bytes": values.get("MemTotal"), "available_bytes": values.get("MemAvailable")}
+
+
 def _version_of(dist: str) -> str | None:
+    """importlib.metadata.version(dist), without importing importlib.metadata (and email,
+    zipfile, socket: 25 ms) when a plain NAME-VERSION.dist-info on sys.path answers."""
+    want = _normalized(dist)
+    for entry in sys.path:
+        found = _distribution_dir(Path(entry or "."), want)
+        if found is None:
+            continue
+        if found.suffix == ".dist-info":
+            version = _metadata_version(found / "METADATA")
+            if version:
+                return version
+        break
+    import importlib.metadata
+
     try:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+def _distribution_dir(directory: Path, normalized: str) -> Path | None:
+    try:
+        names = [p.name for p in directory.iterdir()]
+    except OSError:
+        return None
+    for name in names:
+        stem, dot, ext = name.rpartition(".")
+        if (
+            dot
+            and ext in ("dist-info", "egg-info")
+            and _normalized(stem.split("-")[0]) == normalized
+        ):
+            return directory / name
+    return None
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _metadata_version(path: Path) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("Version:"):
+                    return line.split(":", 1)[1].strip()
+                if not line.strip():
+                    break
+    except OSError:
+        pass
+    return None
 
 
 def collect(ctx: Context) -> dict[str, Any]:
@@ -76,13 +145,10 @@ def collect(ctx: Context) -> dict[str, Any]:
         "wgpu": _version_of("wgpu"),
     }
     if ctx.live:
-        import psutil
-
         uname = platform.uname()
         facts["kernel"] = uname.release
-        facts["cpu"] = {"model": _cpu_model(), "count": psutil.cpu_count(logical=True)}
-        vm = psutil.virtual_memory()
-        facts["memory"] = {"total_bytes": vm.total, "available_bytes": vm.available}
+        facts["cpu"] = {"model": _cpu_model(), "count": os.cpu_count()}
+        facts["memory"] = _memory()
     else:
         facts["kernel"] = None
         facts["cpu"] = None

@@ -26,6 +26,11 @@ class Check:
     def run(self, ctx: Context) -> Iterable[Finding]:
         raise NotImplementedError
 
+    def prefetch(self, ctx: Context) -> None:
+        """Start slow outside work (a tool, a child process) that `run` will wait for, so that it
+        overlaps the checks before this one. Called once before any check runs; must not raise
+        or report: `run` reports whatever went wrong."""
+
     # Helpers so that checks build findings with their own code, and one line each.
     def finding(
         self,

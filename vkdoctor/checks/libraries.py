@@ -24,6 +24,7 @@ from vkdoctor.elf.explain import (
 from vkdoctor.elf.ldcache import load_conf
 from vkdoctor.elf.resolve import Miss, Resolution, VersionProblem, resolve, resolve_target
 from vkdoctor.elf.search import How
+from vkdoctor.elf.symbols import Undefined, undefined_symbols
 from vkdoctor.elf.wgpu import find_wgpu_native
 from vkdoctor.loader import load_targets
 from vkdoctor.loader.targets import LoadTarget
@@ -85,6 +86,17 @@ class LibraryOpens(Check):
                     how=root.how.value,
                     elf_class=root.elf.bits,
                     closure=counts,
+                    libraries=[
+                        {
+                            "name": lib.name,
+                            "path": lib.path,
+                            "how": lib.how.value,
+                            "directory": lib.directory,
+                            "needed_by": lib.needed_by,
+                            "already_in_process": lib.preloaded,
+                        }
+                        for lib in res.libraries[1:]
+                    ],
                 )
                 continue
             miss = res.misses[0]
@@ -154,7 +166,11 @@ class NeededLibraries(Check):
             m = items[0][1]
             sev = Severity.FAIL if any(t.kind == "driver" for t in ts) else Severity.WARN
             who = ", ".join(label(t) for t in ts)
-            chain = " -> ".join(posixpath.basename(p) for p in m.chain)
+            via = (
+                f" (loaded via {' -> '.join(posixpath.basename(p) for p in m.chain)})"
+                if len(m.chain) > 1
+                else ""
+            )
             if _is_wrong_class_only(m):
                 what = f"{name} exists only as {m.wrong_class[0].detail} ({m.wrong_class[0].path})"
             elif m.bad_file is not None:
@@ -162,7 +178,7 @@ class NeededLibraries(Check):
             else:
                 what = f"ld.so cannot find {name}"
             message = (
-                f"{who}: {needed_by} (via {chain}) needs {name}; {what}. "
+                f"{who}: {needed_by}{via} needs {name}; {what}. "
                 f'dlopen would fail with "{m.error}". Looked in: {places_tried(m.tried, ctx)}. '
                 f"{near_text(m.near)}"
             ).strip()
@@ -355,6 +371,65 @@ class LdLibraryPathOnly(Check):
             )
 
 
+class UndefinedSymbols(Check):
+    """Every strong undefined symbol of a driver's libraries is defined somewhere in its load scope.
+
+    Libraries without symbol versions (libdrm, for one) give ld.so nothing to check before it
+    binds symbols: a vendor libdrm_amdgpu.so.1 shadowing the distribution's can lack a function
+    radv calls. ld.so then fails only when it binds the symbol: at dlopen for a library linked
+    with -z now (BIND_NOW: Arch and Fedora build flags), or later, as a crash with "symbol lookup
+    error", for a lazily bound one (Debian 12's Mesa). The scope is the process's global objects
+    (the executable, libvulkan, libc, LD_PRELOAD) and the driver's own closure.
+    """
+
+    code = "VKL006"
+    family = "libraries"
+    title = "Undefined symbols"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        groups: dict[tuple[str, str], tuple[Undefined, list[LoadTarget]]] = {}
+        for t, res in ctx.fact(target_resolutions):
+            if not res.ok:
+                continue
+            new = [(lib.path, lib.elf.bind_now) for lib in res.libraries if not lib.preloaded]
+            scope = [*res.process, *(p for p, _ in new)]
+            for u in undefined_symbols(ctx, new, scope):
+                groups.setdefault((u.path, u.name), (u, []))[1].append(t)
+        by_path: dict[str, list[tuple[Undefined, list[LoadTarget]]]] = {}
+        for u, ts in groups.values():
+            by_path.setdefault(u.path, []).append((u, ts))
+        for path, items in by_path.items():
+            names = [u.name for u, _ in items]
+            ts = list(dict.fromkeys(t for _, tl in items for t in tl))
+            first = items[0][0]
+            who = ", ".join(label(t) for t in ts)
+            shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+            if first.bind_now:
+                sev = Severity.FAIL if any(t.kind == "driver" for t in ts) else Severity.WARN
+                what = f'dlopen would fail with "{first.error}" (it is linked with BIND_NOW)'
+            else:
+                sev = Severity.WARN
+                what = (
+                    "it is bound lazily, so the driver loads and the process dies later with "
+                    f'"symbol lookup error: {first.error}"'
+                )
+            yield self.finding(
+                sev,
+                f"{posixpath.basename(path)}: {len(names)} undefined symbol(s)",
+                f"{who}: {path} uses {shown}, defined by no library in its load scope; {what}. "
+                "A library of the same soname but another build probably shadows the one it "
+                "was linked against.",
+                remedy="Check which copy of its libraries won (VKL004, VKL002 evidence) and make "
+                "the distribution's copy win; upgrade the driver and its libraries together.",
+                evidence={
+                    "path": path,
+                    "symbols": names[:50],
+                    "bind_now": first.bind_now,
+                    "targets": [t.name for t in ts],
+                },
+            )
+
+
 class WgpuNativeLibrary(Check):
     """wgpu-py's native library (wgpu-native) exists and all its libraries resolve.
 
@@ -518,5 +593,6 @@ CHECKS: tuple[type[Check], ...] = (
     NeededLibraries,
     SymbolVersions,
     LdLibraryPathOnly,
+    UndefinedSymbols,
     WgpuNativeLibrary,
 )

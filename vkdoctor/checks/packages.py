@@ -124,6 +124,10 @@ class ManagerConsistency(Check):
     family = "packages"
     title = "Package database consistency"
 
+    def prefetch(self, ctx: Context) -> None:
+        for db in ctx.fact(inventory).databases:
+            db.prefetch()
+
     def run(self, ctx: Context) -> Iterable[Finding]:
         inv = ctx.fact(inventory)
         for db in inv.databases:

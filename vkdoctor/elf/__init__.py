@@ -1,0 +1,51 @@
+"""ELF reading and glibc ld.so emulation: which file each library name resolves to, and why.
+
+Public API (pure: a Context in, data out; every file read through ctx.under, once per run):
+- `resolve_target(ctx, target)`: what ld.so does when the Vulkan loader dlopens a LoadTarget.
+- `resolve(ctx, dlopen_name, inputs=..., caller="loader"|"executable")`: the same for any name.
+- `resolve_soname(ctx, soname, requester=...)`: one search, with every place tried.
+- `SearchInputs.from_context(ctx, prepend=[dir])`: the environment ld.so reads; pass a modified
+  one (an extra LD_LIBRARY_PATH entry) to ask "what if", as the overlay does.
+- `read_elf(ctx, path)`: ElfInfo (SONAME, NEEDED, RPATH, RUNPATH, flags, versions) or ElfError.
+- `ldso_platform(ctx)`: system directories, hwcaps subdirectories, $LIB, $PLATFORM of the root.
+"""
+
+from __future__ import annotations
+
+from vkdoctor.elf.nearmiss import NearMiss, family
+from vkdoctor.elf.platform import LdsoPlatform, ldso_platform
+from vkdoctor.elf.reader import ElfError, ElfInfo, VersionNeed, read_elf
+from vkdoctor.elf.resolve import (
+    Library,
+    Miss,
+    Resolution,
+    VersionProblem,
+    loader_lookup,
+    resolve,
+    resolve_soname,
+    resolve_target,
+)
+from vkdoctor.elf.search import How, Lookup, SearchInputs, Tried
+
+__all__ = [
+    "ElfError",
+    "ElfInfo",
+    "How",
+    "LdsoPlatform",
+    "Library",
+    "Lookup",
+    "Miss",
+    "NearMiss",
+    "Resolution",
+    "SearchInputs",
+    "Tried",
+    "VersionNeed",
+    "VersionProblem",
+    "family",
+    "ldso_platform",
+    "loader_lookup",
+    "read_elf",
+    "resolve",
+    "resolve_soname",
+    "resolve_target",
+]

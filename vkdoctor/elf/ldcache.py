@@ -7,6 +7,7 @@ a missing cache (then ld.so searches only its system directories) from a missing
 
 from __future__ import annotations
 
+import functools
 import glob
 import struct
 from dataclasses import dataclass
@@ -74,11 +75,16 @@ class LdCache:
                 plain = e
         return best or plain
 
-    def by_name(self) -> dict[str, tuple[CacheEntry, ...]]:
+    @functools.cached_property
+    def _index(self) -> dict[str, tuple[CacheEntry, ...]]:
         index: dict[str, list[CacheEntry]] = {}
         for e in self.entries:
             index.setdefault(e.name, []).append(e)
         return {k: tuple(v) for k, v in index.items()}
+
+    def by_name(self) -> dict[str, tuple[CacheEntry, ...]]:
+        """Entries per name, in cache order (built once per cache object)."""
+        return self._index
 
 
 def parse_cache(data: bytes, path: str = "/etc/ld.so.cache") -> LdCache:

@@ -1,14 +1,20 @@
-"""Read what the dynamic linker reads from a shared object, with pyelftools.
+"""Read what the dynamic linker reads from a shared object, with struct over a read-only mmap.
 
 The dynamic tags (SONAME, NEEDED, RPATH, RUNPATH, FLAGS, FLAGS_1) and the version tables
 (DT_VERNEED, DT_VERDEF) come from the PT_DYNAMIC segment and the PT_LOAD mapping, as ld.so finds
-them, not from section headers (which a stripped or odd file may lack). Each file is parsed once
+them, not from section headers (which a stripped or odd file may lack). Both ELF classes and both
+byte orders; every offset is checked against the file before it is read, and only the pages
+holding these tables are touched (a 100 MB libLLVM costs a few pages). Each file is parsed once
 per Context; a file that cannot be read gives an `ElfError`, never an exception.
 """
 
 from __future__ import annotations
 
+import contextlib
+import mmap
 import stat
+import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
@@ -49,9 +55,9 @@ class ElfInfo:
     elf_class: int
     #: "little" or "big"
     data: str
-    #: pyelftools' e_machine name, e.g. "EM_X86_64"
+    #: the e_machine name (vkdoctor.elf.names), e.g. "EM_X86_64"
     machine: str
-    #: pyelftools' EI_OSABI name, e.g. "ELFOSABI_SYSV"
+    #: the EI_OSABI name (vkdoctor.elf.names), e.g. "ELFOSABI_SYSV"
     osabi: str
     #: "ET_DYN", "ET_EXEC", ...
     e_type: str
@@ -123,9 +129,37 @@ def _cache(ctx: Context) -> dict[str, ElfResult]:
     return {}
 
 
+def _by_path(ctx: Context) -> dict[str, ElfResult]:
+    return {}
+
+
+def _resolved(ctx: Context) -> dict[str, Path | OSError]:
+    return {}
+
+
+def resolved(ctx: Context, path: str) -> Path:
+    """`ctx.resolve(path)`, once per path per Context: the library search asks for the same
+    candidates again and again (each one a chain of lstat calls)."""
+    memo = ctx.fact(_resolved)
+    hit = memo.get(path)
+    if hit is None:
+        try:
+            hit = ctx.resolve(path)
+        except OSError as exc:
+            hit = exc
+        memo[path] = hit
+    if isinstance(hit, OSError):
+        raise hit
+    return hit
+
+
 def read_elf(ctx: Context, path: str) -> ElfResult:
     """Parse `path` (inside the root) once per Context; the same file under two names is parsed once."""
-    host = ctx.resolve(path)
+    seen = ctx.fact(_by_path)
+    hit = seen.get(path)
+    if hit is not None:
+        return hit
+    host = resolved(ctx, path)
     key = str(host)
     cache = ctx.fact(_cache)
     hit = cache.get(key)
@@ -135,7 +169,8 @@ def read_elf(ctx: Context, path: str) -> ElfResult:
     if hit.path != path:
         from dataclasses import replace
 
-        return replace(hit, path=path)
+        hit = replace(hit, path=path)
+    seen[path] = hit
     return hit
 
 
@@ -152,155 +187,266 @@ def _parse(host: Path, path: str) -> ElfResult:
         return ElfError(path=path, kind="unreadable", message="not a regular file")
     try:
         with open(host, "rb") as f:
-            return _parse_stream(f, path, st.st_size)
+            head = f.read(64)
+            if _short(head) or head[:4] != b"\x7fELF" or st.st_size <= len(head):
+                return _parse_bytes(head, path)
+            with mapped(f) as image:
+                return _parse_bytes(image, path)
     except OSError as exc:
         return ElfError(path=path, kind="unreadable", message=exc.strerror or str(exc))
+    except ValueError as exc:  # mmap of a file that shrank to nothing meanwhile
+        return ElfError(path=path, kind="truncated", message=str(exc))
 
 
-def _parse_stream(f: BinaryIO, path: str, size: int) -> ElfResult:
-    ident = f.read(64)
-    # glibc checks the length before the magic: anything shorter than an ELF64 header is
-    # "file too short", even a text file.
-    if len(ident) < 64 and not (len(ident) >= 52 and ident[:5] == b"\x7fELF\x01"):
+#: where a filesystem cannot map files, the whole file is read instead, up to this size
+MAX_READ = 256 * 1024 * 1024
+
+
+@contextlib.contextmanager
+def mapped(f: BinaryIO) -> Iterator[bytes | mmap.mmap]:
+    """The open file's bytes: a read-only mmap (only the pages looked at are read), or, on a
+    filesystem that cannot map files, the file read whole when it is at most MAX_READ."""
+    try:
+        view = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except OSError:
+        f.seek(0)
+        data = f.read(MAX_READ + 1)
+        if len(data) > MAX_READ:
+            raise
+        yield data
+        return
+    with view:
+        yield view
+
+
+def _short(ident: bytes) -> bool:
+    """glibc checks the length before the magic: anything shorter than an ELF64 header is
+    "file too short", even a text file (an ELF32 header needs only 52 bytes)."""
+    return len(ident) < 64 and not (len(ident) >= 52 and ident[:5] == b"\x7fELF\x01")
+
+
+class _Bad(Exception):
+    """A structural defect: `kind` says whether the file ends too early or is inconsistent."""
+
+    def __init__(self, kind: ErrorKind, message: str) -> None:
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+
+
+PT_LOAD, PT_DYNAMIC = 1, 2
+DT_NULL, DT_NEEDED, DT_STRTAB, DT_STRSZ, DT_SONAME, DT_RPATH = 0, 1, 5, 10, 14, 15
+DT_RUNPATH, DT_FLAGS = 29, 30
+DT_FLAGS_1 = 0x6FFFFFFB
+DT_VERDEF, DT_VERDEFNUM, DT_VERNEED, DT_VERNEEDNUM = 0x6FFFFFFC, 0x6FFFFFFD, 0x6FFFFFFE, 0x6FFFFFFF
+
+#: limits on counts a hostile file could make huge (ld.so itself trusts them)
+MAX_PHDRS = 4096
+MAX_DYN = 65536
+MAX_VERNEED, MAX_VERNAUX, MAX_VERDEF = 4096, 4096, 65536
+
+
+class _Image:
+    """The file's bytes with its class and byte order: bounded struct reads by file offset."""
+
+    def __init__(self, data: bytes | mmap.mmap, is64: bool, little: bool) -> None:
+        self.data = data
+        self.size = len(data)
+        self.is64 = is64
+        self.e = "<" if little else ">"
+        self.loads: list[tuple[int, int, int]] = []
+        self.machine = 0
+
+    def unpack(self, fmt: str, offset: int, what: str) -> tuple[int, ...]:
+        s = struct.Struct(self.e + fmt)
+        if offset < 0 or offset + s.size > self.size:
+            raise _Bad("truncated", f"{what} at offset {offset:#x} lies beyond the end of the file")
+        return s.unpack_from(self.data, offset)
+
+    def offset(self, vaddr: int, what: str) -> int:
+        """File offset of a virtual address, through the PT_LOAD mapping (as ld.so maps it)."""
+        for start, offset, filesz in self.loads:
+            if start <= vaddr < start + filesz:
+                return vaddr - start + offset
+        raise _Bad("malformed", f"{what} address {vaddr:#x} is in no PT_LOAD segment")
+
+
+def _parse_bytes(data: bytes | mmap.mmap, path: str) -> ElfResult:
+    ident = bytes(data[:64])
+    if _short(ident):
         return ElfError(path=path, kind="truncated", message="file too short")
     if ident[:4] != b"\x7fELF":
         return ElfError(path=path, kind="not_elf", message="invalid ELF header")
     if ident[4] not in (1, 2) or ident[5] not in (1, 2):
         return ElfError(path=path, kind="malformed", message="invalid ELF class or data encoding")
-    f.seek(0)
-    from elftools.common.exceptions import ELFError
-    from elftools.elf.elffile import ELFFile
-
+    image = _Image(data, is64=ident[4] == 2, little=ident[5] == 1)
     try:
-        elf = ELFFile(f)
-        return _extract(elf, path, size)
-    except (ELFError, ValueError, KeyError, IndexError, AssertionError, OSError) as exc:
-        return ElfError(path=path, kind="malformed", message=f"cannot parse: {exc}")
-    except Exception as exc:  # pyelftools raises construct errors on truncated tables
-        kind: ErrorKind = "truncated" if "stream" in str(exc).lower() else "malformed"
-        return ElfError(path=path, kind=kind, message=f"cannot parse: {type(exc).__name__}: {exc}")
+        return _extract(image, path)
+    except _Bad as exc:
+        return ElfError(path=path, kind=exc.kind, message=f"cannot parse: {exc}")
 
 
-def _extract(elf: Any, path: str, size: int) -> ElfInfo:
-    hdr = elf.header
-    base: dict[str, Any] = {
-        "path": path,
-        "elf_class": elf.elfclass,
-        "data": "little" if elf.little_endian else "big",
-        "machine": str(hdr["e_machine"]),
-        "osabi": str(hdr["e_ident"]["EI_OSABI"]),
-        "e_type": str(hdr["e_type"]),
-    }
-    warnings: list[str] = []
-    dyn = None
-    for seg in elf.iter_segments():
-        if seg["p_type"] == "PT_DYNAMIC":
-            if seg["p_offset"] + seg["p_filesz"] > size:
-                raise ValueError("PT_DYNAMIC lies beyond the end of the file (truncated)")
-            dyn = seg
-            break
-    if dyn is None:
+def _extract(image: _Image, path: str) -> ElfInfo:
+    base, raw = _layout(image)
+    base["path"] = path
+    if raw is None:
         return ElfInfo(**base, warnings=("no PT_DYNAMIC segment",))
+    return _dynamic_facts(image, base, raw)
 
-    raw: dict[str, list[int]] = {}
-    for tag in dyn._iter_tags():  # raw containers: no string lookups until we ask
-        raw.setdefault(str(tag["d_tag"]), []).append(int(tag["d_val"]))
-    strtab = dyn._get_stringtable()
+
+def _layout(image: _Image) -> tuple[dict[str, Any], dict[int, list[int]] | None]:
+    """The header's facts, and the dynamic entries by tag (None: no PT_DYNAMIC); records the
+    PT_LOAD mapping in `image.loads`."""
+    from vkdoctor.elf.names import machine_name, osabi_name, type_name
+
+    if image.is64:
+        e_type, e_machine, _, _, phoff, _, _, _, phentsize, phnum = image.unpack(
+            "HHIQQQIHHH", 16, "ELF header"
+        )
+        ph_fmt, ph_size, dyn_fmt = "IIQQQQQQ", 56, "qQ"
+    else:
+        e_type, e_machine, _, _, phoff, _, _, _, phentsize, phnum = image.unpack(
+            "HHIIIIIHHH", 16, "ELF header"
+        )
+        ph_fmt, ph_size, dyn_fmt = "IIIIIIII", 32, "iI"
+    image.machine = e_machine
+    base: dict[str, Any] = {
+        "elf_class": 64 if image.is64 else 32,
+        "data": "little" if image.e == "<" else "big",
+        "machine": machine_name(e_machine),
+        "osabi": osabi_name(image.data[7]),
+        "e_type": type_name(e_type),
+    }
+    if phnum and phentsize < ph_size:
+        raise _Bad("malformed", f"program header entry size {phentsize} is below {ph_size}")
+    dynamic: tuple[int, int] | None = None
+    for i in range(min(phnum, MAX_PHDRS)):
+        ph = image.unpack(ph_fmt, phoff + i * phentsize, "program header")
+        if image.is64:
+            p_type, _, p_offset, p_vaddr, _, p_filesz, _, _ = ph
+        else:
+            p_type, p_offset, p_vaddr, _, p_filesz, _, _, _ = ph
+        if p_type == PT_LOAD:
+            image.loads.append((p_vaddr, p_offset, p_filesz))
+        elif p_type == PT_DYNAMIC and dynamic is None:
+            dynamic = (p_offset, p_filesz)
+    if dynamic is None:
+        return base, None
+    if dynamic[0] + dynamic[1] > image.size:
+        raise _Bad("truncated", "PT_DYNAMIC lies beyond the end of the file")
+
+    raw: dict[int, list[int]] = {}
+    entry = struct.Struct(image.e + dyn_fmt)
+    for k in range(min(dynamic[1] // entry.size, MAX_DYN)):
+        tag, val = entry.unpack_from(image.data, dynamic[0] + k * entry.size)
+        if tag == DT_NULL:
+            break
+        raw.setdefault(tag, []).append(val)
+    return base, raw
+
+
+def _dynamic_facts(image: _Image, base: dict[str, Any], raw: dict[int, list[int]]) -> ElfInfo:
+    strtab = _strtab(image, raw)
 
     def string(off: int) -> str:
-        return str(strtab.get_string(off))
+        if strtab is None:
+            raise _Bad("malformed", "no DT_STRTAB")
+        start, end = strtab
+        if off < 0 or start + off >= end:
+            raise _Bad("malformed", f"string offset {off} outside DT_STRTAB")
+        stop = image.data.find(b"\0", start + off, end)
+        if stop < 0:
+            raise _Bad("truncated", f"string at DT_STRTAB+{off} has no terminating NUL")
+        return bytes(image.data[start + off : stop]).decode("utf-8", "replace")
 
-    def dirs(tag: str) -> tuple[str, ...]:
+    def dirs(tag: int) -> tuple[str, ...]:
         out: list[str] = []
         for off in raw.get(tag, []):
             out.extend(string(off).split(":"))
         return tuple(out)
 
-    soname = string(raw["DT_SONAME"][0]) if "DT_SONAME" in raw else None
-    needed = tuple(string(o) for o in raw.get("DT_NEEDED", []))
+    warnings: list[str] = []
+    soname = string(raw[DT_SONAME][0]) if DT_SONAME in raw else None
+    needed = tuple(string(o) for o in raw.get(DT_NEEDED, []))
     verneed: tuple[VersionNeed, ...] = ()
     verdef: tuple[str, ...] = ()
     try:
-        verneed = _verneed(elf, raw, string)
-    except Exception as exc:
+        verneed = _verneed(image, raw, string)
+    except _Bad as exc:
         warnings.append(f"cannot read DT_VERNEED: {exc}")
     try:
-        verdef = _verdef(elf, raw, string)
-    except Exception as exc:
+        verdef = _verdef(image, raw, string)
+    except _Bad as exc:
         warnings.append(f"cannot read DT_VERDEF: {exc}")
     return ElfInfo(
         **base,
         soname=soname,
         needed=needed,
-        rpath=dirs("DT_RPATH"),
-        runpath=dirs("DT_RUNPATH"),
-        has_rpath="DT_RPATH" in raw,
-        has_runpath="DT_RUNPATH" in raw,
-        flags=raw.get("DT_FLAGS", [0])[0],
-        flags_1=raw.get("DT_FLAGS_1", [0])[0],
+        rpath=dirs(DT_RPATH),
+        runpath=dirs(DT_RUNPATH),
+        has_rpath=DT_RPATH in raw,
+        has_runpath=DT_RUNPATH in raw,
+        flags=raw.get(DT_FLAGS, [0])[0],
+        flags_1=raw.get(DT_FLAGS_1, [0])[0],
         verneed=verneed,
         verdef=verdef,
-        has_verdef="DT_VERDEF" in raw,
+        has_verdef=DT_VERDEF in raw,
         warnings=tuple(warnings),
     )
 
 
-def _offset(elf: Any, vaddr: int) -> int:
-    off = next(elf.address_offsets(vaddr), None)
-    if off is None:
-        raise ValueError(f"address {vaddr:#x} is in no PT_LOAD segment")
-    return int(off)
+def _strtab(image: _Image, raw: dict[int, list[int]]) -> tuple[int, int] | None:
+    """[start, end) of the dynamic string table in the file: DT_STRSZ bytes, cut at the end of
+    the PT_LOAD segment that holds it."""
+    if DT_STRTAB not in raw:
+        return None
+    vaddr = raw[DT_STRTAB][0]
+    start = image.offset(vaddr, "DT_STRTAB")
+    end = next(o + f for v, o, f in image.loads if v <= vaddr < v + f)
+    end = min(end, image.size)
+    if DT_STRSZ in raw:
+        end = min(end, start + raw[DT_STRSZ][0])
+    return start, end
 
 
-def _verneed(elf: Any, raw: dict[str, list[int]], string: Any) -> tuple[VersionNeed, ...]:
-    if "DT_VERNEED" not in raw:
+def _verneed(image: _Image, raw: dict[int, list[int]], string: Any) -> tuple[VersionNeed, ...]:
+    if DT_VERNEED not in raw:
         return ()
-    count = raw.get("DT_VERNEEDNUM", [0])[0]
-    s = elf.structs
-    pos = _offset(elf, raw["DT_VERNEED"][0])
+    count = raw.get(DT_VERNEEDNUM, [0])[0]
+    pos = image.offset(raw[DT_VERNEED][0], "DT_VERNEED")
     out: list[VersionNeed] = []
-    for _ in range(min(count, 4096)):
-        vn = s.Elf_Verneed.parse(_read(elf, pos, s.Elf_Verneed.sizeof()))
+    for _ in range(min(count, MAX_VERNEED)):
+        _, vn_cnt, vn_file, vn_aux, vn_next = image.unpack("HHIII", pos, "Elf_Verneed")
         names: list[str] = []
         weak: list[str] = []
-        apos = pos + vn["vn_aux"]
-        for _ in range(min(vn["vn_cnt"], 4096)):
-            aux = s.Elf_Vernaux.parse(_read(elf, apos, s.Elf_Vernaux.sizeof()))
-            name = string(aux["vna_name"])
+        apos = pos + vn_aux
+        for _ in range(min(vn_cnt, MAX_VERNAUX)):
+            _, vna_flags, _, vna_name, vna_next = image.unpack("IHHII", apos, "Elf_Vernaux")
+            name = string(vna_name)
             names.append(name)
-            if aux["vna_flags"] & VER_FLG_WEAK:
+            if vna_flags & VER_FLG_WEAK:
                 weak.append(name)
-            if not aux["vna_next"]:
+            if not vna_next:
                 break
-            apos += aux["vna_next"]
-        out.append(VersionNeed(file=string(vn["vn_file"]), versions=tuple(names), weak=tuple(weak)))
-        if not vn["vn_next"]:
+            apos += vna_next
+        out.append(VersionNeed(file=string(vn_file), versions=tuple(names), weak=tuple(weak)))
+        if not vn_next:
             break
-        pos += vn["vn_next"]
+        pos += vn_next
     return tuple(out)
 
 
-def _verdef(elf: Any, raw: dict[str, list[int]], string: Any) -> tuple[str, ...]:
-    if "DT_VERDEF" not in raw:
+def _verdef(image: _Image, raw: dict[int, list[int]], string: Any) -> tuple[str, ...]:
+    if DT_VERDEF not in raw:
         return ()
-    count = raw.get("DT_VERDEFNUM", [0])[0]
-    s = elf.structs
-    pos = _offset(elf, raw["DT_VERDEF"][0])
+    count = raw.get(DT_VERDEFNUM, [0])[0]
+    pos = image.offset(raw[DT_VERDEF][0], "DT_VERDEF")
     out: list[str] = []
-    for _ in range(min(count, 65536)):
-        vd = s.Elf_Verdef.parse(_read(elf, pos, s.Elf_Verdef.sizeof()))
-        if not vd["vd_flags"] & VER_FLG_BASE and vd["vd_cnt"]:
-            aux = s.Elf_Verdaux.parse(_read(elf, pos + vd["vd_aux"], s.Elf_Verdaux.sizeof()))
-            out.append(string(aux["vda_name"]))
-        if not vd["vd_next"]:
+    for _ in range(min(count, MAX_VERDEF)):
+        _, vd_flags, _, vd_cnt, _, vd_aux, vd_next = image.unpack("HHHHIII", pos, "Elf_Verdef")
+        if not vd_flags & VER_FLG_BASE and vd_cnt:
+            (vda_name, _) = image.unpack("II", pos + vd_aux, "Elf_Verdaux")
+            out.append(string(vda_name))
+        if not vd_next:
             break
-        pos += vd["vd_next"]
+        pos += vd_next
     return tuple(out)
-
-
-def _read(elf: Any, pos: int, n: int) -> bytes:
-    elf.stream.seek(pos)
-    data: bytes = elf.stream.read(n)
-    if len(data) != n:
-        raise ValueError(f"truncated at offset {pos:#x}")
-    return data

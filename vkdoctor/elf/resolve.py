@@ -150,6 +150,8 @@ class Resolution:
     #: the dlerror() text ld.so would give, None when the load would succeed
     predicted_error: str | None
     inputs: SearchInputs
+    #: paths of the objects already in the process before the dlopen (its global scope)
+    process: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -338,6 +340,7 @@ def _resolve_in(
             versions=(),
             predicted_error=errors[0],
             inputs=searcher.inputs,
+            process=tuple(o.path for o in proc.loaded if o is not proc.executable),
         )
     root = top.found
     edges: dict[int, list[tuple[str, Lookup]]] = {}
@@ -395,6 +398,7 @@ def _resolve_in(
         versions=tuple(versions),
         predicted_error=errors[0] if errors else None,
         inputs=searcher.inputs,
+        process=tuple(o.path for o in proc.loaded if o is not proc.executable),
     )
 
 

@@ -23,7 +23,7 @@ from typing import Any, Literal
 from vkdoctor.context import Context
 from vkdoctor.elf.ldcache import LdCache, load_cache
 from vkdoctor.elf.platform import LdsoPlatform, ldso_platform
-from vkdoctor.elf.reader import ElfError, ElfInfo, read_elf
+from vkdoctor.elf.reader import ElfError, ElfInfo, read_elf, resolved
 
 
 class How(str, enum.Enum):
@@ -88,7 +88,8 @@ class SearchInputs:
         """From ctx.env (or `env`), with `prepend` put in front of LD_LIBRARY_PATH."""
         e = ctx.env if env is None else env
         llp_raw = e.get("LD_LIBRARY_PATH")
-        llp = tuple(llp_raw.replace(";", ":").split(":")) if llp_raw is not None else ()
+        # glibc ignores an empty LD_LIBRARY_PATH, but ":" is two empty entries (the cwd)
+        llp = tuple(llp_raw.replace(";", ":").split(":")) if llp_raw else ()
         pre_raw = e.get("LD_PRELOAD") or ""
         preload = tuple(p for p in pre_raw.replace(":", " ").split() if p)
         return cls(
@@ -169,7 +170,7 @@ class Searcher:
 
     def realpath(self, path: str) -> str:
         try:
-            real = self.ctx.resolve(self._abs(path))
+            real = resolved(self.ctx, self._abs(path))
         except OSError:
             return path
         if self.ctx.live:
@@ -272,7 +273,8 @@ class Searcher:
             if executable is not None and executable not in chain:
                 chain.append(executable)
             for obj in chain:
-                if obj.elf.has_rpath:
+                # glibc drops DT_RPATH of an object that also has DT_RUNPATH
+                if obj.elf.has_rpath and not obj.elf.has_runpath:
                     for d in dirs_of(obj, "rpath"):
                         if attempt(d, How.RPATH, obj.path):
                             done = True
@@ -281,7 +283,7 @@ class Searcher:
                     break
         if not done and not self.inputs.elevated:
             for d in self.inputs.ld_library_path:
-                if attempt(d, How.LD_LIBRARY_PATH):
+                if attempt(expand_dst(d, None, self.plat) or d, How.LD_LIBRARY_PATH):
                     done = True
                     break
         elif not done and self.inputs.ld_library_path:

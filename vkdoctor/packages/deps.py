@@ -35,18 +35,25 @@ def unmet(db: PackageDB) -> list[Unmet]:
         for prov in p.provides:
             provided[prov.name].append((p, prov))
 
+    answers: dict[tuple[str, str, str], bool] = {}
+
+    def meets(version: str, op: str, wanted: str) -> bool:
+        # most packages need the same few (libc6 >= 2.34): each comparison is made once
+        key = (version, op, wanted)
+        if key not in answers:
+            answers[key] = satisfies(db.family, version, op, wanted)
+        return answers[key]
+
     def ok(rel: Relation) -> bool:
         if db.family == "rpm" and rel.name.startswith(_RPM_SKIP):
             return True
         for p in by_name.get(rel.name, ()):
-            if not rel.versioned or satisfies(
-                db.family, p.version, rel.op or "", rel.version or ""
-            ):
+            if not rel.versioned or meets(p.version, rel.op or "", rel.version or ""):
                 return True
         for _, prov in provided.get(rel.name, ()):
             if not rel.versioned:
                 return True
-            if prov.version and satisfies(db.family, prov.version, rel.op or "", rel.version or ""):
+            if prov.version and meets(prov.version, rel.op or "", rel.version or ""):
                 return True
         return False
 

@@ -14,7 +14,7 @@ from vkdoctor.context import Context
 from vkdoctor.packages.deps import unmet
 from vkdoctor.packages.model import Consistency, Family, Package, Relation
 from vkdoctor.packages.paths import spellings
-from vkdoctor.packages.proc import ToolRun, run_tool, which
+from vkdoctor.packages.proc import RunningTool, ToolRun, run_tool, start_tool, which
 from vkdoctor.packages.versions import dpkg_compare
 
 ADMINDIR = "/var/lib/dpkg"
@@ -51,21 +51,35 @@ def parse_status(text: str) -> list[dict[str, str]]:
     return [fields for chunk in text.split("\n\n") if (fields := dict(_FIELD.findall(chunk)))]
 
 
-def parse_relations(text: str) -> tuple[tuple[Relation, ...], ...]:
-    """`a (>= 1) | b, c` -> ((a>=1, b), (c,)). Arch qualifiers (`python3:any`) are dropped."""
+def parse_relations(
+    text: str, memo: dict[str, Relation | None] | None = None
+) -> tuple[tuple[Relation, ...], ...]:
+    """`a (>= 1) | b, c` -> ((a>=1, b), (c,)). Arch qualifiers (`python3:any`) are dropped.
+
+    `memo` (alternative text -> Relation) spares reparsing `libc6 (>= 2.34)` in every package."""
+    memo = {} if memo is None else memo
     groups: list[tuple[Relation, ...]] = []
     for group in text.replace("\n", " ").split(","):
         alts: list[Relation] = []
         for alt in group.split("|"):
-            m = _REL.match(alt)
-            if m and m.group(1):
-                alts.append(Relation(name=m.group(1), op=m.group(2), version=m.group(3)))
+            if alt in memo:
+                rel = memo[alt]
+            else:
+                m = _REL.match(alt)
+                rel = None
+                if m and m.group(1):
+                    rel = Relation(name=m.group(1), op=m.group(2), version=m.group(3))
+                memo[alt] = rel
+            if rel is not None:
+                alts.append(rel)
         if alts:
             groups.append(tuple(alts))
     return tuple(groups)
 
 
-def _package(para: Mapping[str, str]) -> Package | None:
+def _package(
+    para: Mapping[str, str], memo: dict[str, Relation | None] | None = None
+) -> Package | None:
     status = para.get("Status", "").split()
     if len(status) != 3 or status[2] not in ON_DISK or "Package" not in para:
         return None
@@ -74,8 +88,13 @@ def _package(para: Mapping[str, str]) -> Package | None:
     m = re.match(r"^(\S+)\s*\((\S+)\)", source)
     if m:
         source, source_version = m.group(1), m.group(2)
-    deps = parse_relations(para.get("Pre-Depends", "")) + parse_relations(para.get("Depends", ""))
-    provides = tuple(alt for group in parse_relations(para.get("Provides", "")) for alt in group)
+    memo = {} if memo is None else memo
+    deps = parse_relations(para.get("Pre-Depends", ""), memo) + parse_relations(
+        para.get("Depends", ""), memo
+    )
+    provides = tuple(
+        alt for group in parse_relations(para.get("Provides", ""), memo) for alt in group
+    )
     return Package(
         family="dpkg",
         name=para["Package"],
@@ -101,6 +120,7 @@ class DpkgDB:
         self.db_path = admindir
         self._packages: tuple[Package, ...] | None = None
         self._answers: dict[bytes, str | None] = {}
+        self._audit: RunningTool | None = None
 
     @property
     def _admin(self) -> Path:
@@ -109,7 +129,8 @@ class DpkgDB:
     def packages(self) -> tuple[Package, ...]:
         if self._packages is None:
             text = (self._admin / "status").read_text(encoding="utf-8", errors="replace")
-            pkgs = (_package(p) for p in parse_status(text))
+            memo: dict[str, Relation | None] = {}
+            pkgs = (_package(p, memo) for p in parse_status(text))
             self._packages = tuple(p for p in pkgs if p is not None)
         return self._packages
 
@@ -215,11 +236,21 @@ class DpkgDB:
                 )
         return out
 
+    def prefetch(self) -> None:
+        if self._audit is None:
+            self._audit = start_tool(
+                ["dpkg", f"--admindir={self._admin}", "--audit"],
+                env=self._ctx.env,
+                timeout=min(self._ctx.options.timeout, 60.0),
+            )
+
     def consistency(self) -> Consistency:
         ctx = self._ctx
         timeout = min(ctx.options.timeout, 60.0)
         admin = str(self._admin)
-        audit = run_tool(["dpkg", f"--admindir={admin}", "--audit"], env=ctx.env, timeout=timeout)
+        self.prefetch()
+        assert self._audit is not None
+        audit = self._audit.result()
         runs = [audit]
         problems = [f"dpkg --audit: {line.strip()}" for line in _audit_packages(audit)]
         missing = tuple(str(u) for u in unmet(self))

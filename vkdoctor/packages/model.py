@@ -125,6 +125,10 @@ class PackageDB(Protocol):
         """Run the manager's own database check."""
         ...
 
+    def prefetch(self) -> None:
+        """Start the tool `consistency` always runs, so it works while vkdoctor does the rest."""
+        ...
+
 
 @dataclass(frozen=True, kw_only=True)
 class Inventory:

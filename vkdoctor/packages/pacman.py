@@ -14,7 +14,7 @@ from pathlib import Path
 from vkdoctor.context import Context
 from vkdoctor.packages.model import Consistency, Family, Package, Relation
 from vkdoctor.packages.paths import spellings
-from vkdoctor.packages.proc import ToolRun, run_tool
+from vkdoctor.packages.proc import RunningTool, ToolRun, run_tool, start_tool
 from vkdoctor.packages.versions import pacman_compare
 
 DBPATH = "/var/lib/pacman"
@@ -69,6 +69,7 @@ class PacmanDB:
         self._packages: tuple[Package, ...] | None = None
         self._dirs: dict[str, Package] = {}
         self._files: dict[str, list[Package]] | None = None
+        self._check: RunningTool | None = None
 
     @property
     def _local(self) -> Path:
@@ -170,13 +171,19 @@ class PacmanDB:
             return None
         return frozenset(run.stdout.split()), run
 
+    def prefetch(self) -> None:
+        if self._check is None:
+            self._check = start_tool(
+                self._argv("-Dk"),
+                env=self._ctx.env,
+                timeout=min(self._ctx.options.timeout, 60.0),
+                stdin=self._config(),
+            )
+
     def consistency(self) -> Consistency:
-        run = run_tool(
-            self._argv("-Dk"),
-            env=self._ctx.env,
-            timeout=min(self._ctx.options.timeout, 60.0),
-            stdin=self._config(),
-        )
+        self.prefetch()
+        assert self._check is not None
+        run = self._check.result()
         errors = [
             line[len("error: ") :].strip()
             for line in (run.stdout + run.stderr).splitlines()

@@ -22,10 +22,35 @@ def resolve_in_root(ctx: Context, path: str, *, last: bool = True) -> str:
     """`path` with symlinks resolved as if `ctx.root` were `/` (absolute links stay in the tree).
 
     With `last=False` the final component is kept as it is (the directory part only is resolved).
+    The directory part's walk is kept per Context: the files asked about share a few directories.
     """
     parts = [p for p in PurePosixPath(path).parts if p != "/"]
-    done: list[str] = []
-    hops = 0
+    if parts and parts[-1] not in (".", ".."):
+        done, hops = _directory(ctx, "/" + "/".join(parts[:-1]))
+        if not last:
+            return "/" + "/".join([*done, parts[-1]])
+        return _walk(ctx, list(done), parts[-1:], hops, last=True)[0]
+    return _walk(ctx, [], parts, 0, last=last)[0]
+
+
+def _directories(ctx: Context) -> dict[str, tuple[tuple[str, ...], int]]:
+    return {}
+
+
+def _directory(ctx: Context, path: str) -> tuple[tuple[str, ...], int]:
+    """The resolved components of directory `path` and the links followed, once per Context."""
+    memo = ctx.fact(_directories)
+    if path not in memo:
+        parts = [p for p in PurePosixPath(path).parts if p != "/"]
+        text, hops = _walk(ctx, [], parts, 0, last=True)
+        memo[path] = (tuple(p for p in text.split("/") if p), hops)
+    return memo[path]
+
+
+def _walk(
+    ctx: Context, done: list[str], parts: list[str], hops: int, *, last: bool
+) -> tuple[str, int]:
+    """Resolve `parts` after the already resolved `done`: the path, and the links followed."""
     while parts:
         name = parts.pop(0)
         if name in ("", "."):
@@ -51,7 +76,7 @@ def resolve_in_root(ctx: Context, path: str, *, last: bool = True) -> str:
         if target.startswith("/"):
             done = []
         parts = [p for p in PurePosixPath(target).parts if p != "/"] + parts
-    return "/" + "/".join(done)
+    return "/" + "/".join(done), hops
 
 
 def usrmerge_alias(path: str) -> str | None:

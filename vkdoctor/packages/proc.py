@@ -48,40 +48,79 @@ def run_tool(
     stdin: str | None = None,
 ) -> ToolRun:
     """Run `argv` with LC_ALL=C and a timeout; never raises for the tool's own failures."""
-    exe = which(argv[0], env)
-    if exe is None:
-        return ToolRun(argv=tuple(argv), returncode=None, problem=f"{argv[0]} is not installed")
-    child_env = {"LC_ALL": "C", "LANG": "C", "PATH": env.get("PATH") or DEFAULT_PATH}
-    try:
-        if stdin is None:
-            proc = subprocess.run(
+    return start_tool(argv, env=env, timeout=timeout, stdin=stdin).result()
+
+
+class RunningTool:
+    """A tool started now and waited for later (`result()`), so that it runs while vkdoctor does
+    other work. `result()` waits at most `timeout` seconds, then kills it."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        timeout: float,
+        stdin: str | None = None,
+    ) -> None:
+        self.argv = tuple(argv)
+        self.timeout = timeout
+        self._stdin = stdin
+        self._proc: subprocess.Popen[str] | None = None
+        self._done: ToolRun | None = None
+        exe = which(argv[0], env)
+        if exe is None:
+            self._done = ToolRun(
+                argv=self.argv, returncode=None, problem=f"{argv[0]} is not installed"
+            )
+            return
+        child_env = {"LC_ALL": "C", "LANG": "C", "PATH": env.get("PATH") or DEFAULT_PATH}
+        try:
+            self._proc = subprocess.Popen(
                 [exe, *argv[1:]],
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
+                stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 text=True,
                 errors="replace",
                 env=child_env,
-                timeout=timeout,
-                check=False,
+            )
+        except OSError as exc:
+            self._done = ToolRun(argv=self.argv, returncode=None, problem=str(exc))
+
+    def result(self) -> ToolRun:
+        if self._done is not None:
+            return self._done
+        assert self._proc is not None
+        proc = self._proc
+        try:
+            out, err = proc.communicate(input=self._stdin, timeout=self.timeout)
+        except subprocess.TimeoutExpired as exc:
+            # as subprocess.run does: kill and reap, keep what it had written (a grandchild
+            # holding the pipe must not make us wait again)
+            proc.kill()
+            proc.wait()
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+            out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else ""
+            self._done = ToolRun(
+                argv=self.argv,
+                returncode=None,
+                stdout=out,
+                problem=f"timed out after {self.timeout:g}s",
             )
         else:
-            proc = subprocess.run(
-                [exe, *argv[1:]],
-                input=stdin,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                env=child_env,
-                timeout=timeout,
-                check=False,
-            )
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else ""
-        return ToolRun(
-            argv=tuple(argv), returncode=None, stdout=out, problem=f"timed out after {timeout:g}s"
-        )
-    except OSError as exc:
-        return ToolRun(argv=tuple(argv), returncode=None, problem=str(exc))
-    return ToolRun(
-        argv=tuple(argv), returncode=proc.returncode, stdout=proc.stdout, stderr=proc.stderr
-    )
+            self._done = ToolRun(argv=self.argv, returncode=proc.returncode, stdout=out, stderr=err)
+        return self._done
+
+
+def start_tool(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    timeout: float,
+    stdin: str | None = None,
+) -> RunningTool:
+    """Start `argv` as `run_tool` would, without waiting for it."""
+    return RunningTool(argv, env=env, timeout=timeout, stdin=stdin)

@@ -192,6 +192,9 @@ class RpmDB:
     def compare(self, a: str, b: str) -> int:
         return rpm_compare(a, b)
 
+    def prefetch(self) -> None:
+        """Nothing to start: rpm -Va runs only when the parsed database shows a problem."""
+
     def consistency(self) -> Consistency:
         missing = tuple(str(u) for u in unmet(self))
         if not missing:

@@ -1,0 +1,88 @@
+"""vkdoctor's entry point exits without interpreter teardown, but as sys.exit would: the same
+status, atexit handlers run, output flushed, running threads waited for."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from conftest import REPO, clean_env
+
+
+def _py(code: str) -> subprocess.CompletedProcess[str]:
+    env = clean_env({"PYTHONPATH": str(REPO)})
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+        cwd=REPO,
+    )
+
+
+def test_status_output_and_atexit_handlers() -> None:
+    proc = _py(
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('atexit ran', flush=True))\n"
+        "sys.argv = ['vkdoctor', 'check', '--no-probe', '--select', 'VKH001']\n"
+        "from vkdoctor.launch import main\n"
+        "main()\n"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "VKH001 Host:" in proc.stdout
+    assert proc.stdout.rstrip().endswith("atexit ran")
+
+
+def test_usage_errors_keep_their_status() -> None:
+    proc = _py(
+        "import sys\n"
+        "sys.argv = ['vkdoctor', 'check', '--no-such-option']\n"
+        "from vkdoctor.launch import main\n"
+        "main()\n"
+    )
+    assert proc.returncode == 2
+    assert "Usage: vkdoctor check" in proc.stderr and "--no-such-option" in proc.stderr
+
+
+def test_exit_codes_as_sys_exit_gives_them() -> None:
+    for code, status, err in [("None", 0, ""), ("3", 3, ""), ("'broken'", 1, "broken")]:
+        proc = _py(
+            "import sys\nprint('out', end='')\n"
+            f"from vkdoctor.launch import exit_now\nexit_now({code})\n"
+        )
+        assert (proc.returncode, proc.stdout, proc.stderr.strip()) == (status, "out", err)
+
+
+def test_a_running_thread_is_waited_for() -> None:
+    proc = _py(
+        "import threading, time\n"
+        "def late():\n"
+        "    time.sleep(0.3)\n"
+        "    print('thread finished', flush=True)\n"
+        "threading.Thread(target=late).start()\n"
+        "from vkdoctor.launch import exit_now\n"
+        "exit_now(4)\n"
+    )
+    assert (proc.returncode, proc.stdout.strip()) == (4, "thread finished")
+
+
+def test_a_profiler_still_gets_its_results(tmp_path) -> None:
+    """`python -m cProfile -o FILE -m vkdoctor ...` writes FILE after vkdoctor returns."""
+    out = tmp_path / "prof.out"
+    env = clean_env({"PYTHONPATH": str(REPO)})
+    proc = subprocess.run(
+        [sys.executable, "-m", "cProfile", "-o", str(out), "-m", "vkdoctor", "--version"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "vkdoctor, version" in proc.stdout
+    import pstats
+
+    assert pstats.Stats(str(out)).total_calls > 0

@@ -1,0 +1,43 @@
+"""Undefined symbols (rule E6): strong references that no object in the load scope defines.
+
+The symbol tables are read as ld.so finds them, by vkdoctor.elf.dynsym.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from vkdoctor.context import Context
+from vkdoctor.elf.dynsym import unresolved
+
+
+@dataclass(frozen=True, kw_only=True)
+class Undefined:
+    """A strong undefined symbol of `path` that no object in the load scope defines."""
+
+    path: str
+    name: str
+    versioned: bool
+    #: the object is linked with -z now (DF_BIND_NOW / DF_1_NOW): dlopen itself fails
+    bind_now: bool
+
+    @property
+    def error(self) -> str:
+        return f"{self.path}: undefined symbol: {self.name}"
+
+
+def undefined_symbols(
+    ctx: Context, new: Sequence[tuple[str, bool]], scope: Sequence[str]
+) -> tuple[Undefined, ...]:
+    """E6: for each newly loaded (path, bind_now), its strong UND symbols nobody in `scope` defines.
+
+    `scope` is every object ld.so searches for this dlopen: the process's global scope
+    (executable, its libraries, LD_PRELOAD) and the dlopened closure.
+    """
+    missing = unresolved(ctx, [p for p, _ in new], scope)
+    return tuple(
+        Undefined(path=p, name=n, versioned=v, bind_now=b)
+        for p, b in new
+        for n, v in missing.get(p, ())
+    )
