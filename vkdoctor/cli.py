@@ -15,7 +15,9 @@ from vkdoctor.model import EXIT_INTERNAL
 LAZY_COMMANDS = {
     "check": "vkdoctor.commands.check:check",
     "drivers": "vkdoctor.commands.drivers:drivers",
+    "exec": "vkdoctor.commands.exec:exec_command",
     "explain": "vkdoctor.commands.explain:explain",
+    "overlay": "vkdoctor.commands.overlay:overlay",
     "run-probe": "vkdoctor.commands.run_probe:run_probe",
     "bench": "vkdoctor.commands.bench:bench",
 }

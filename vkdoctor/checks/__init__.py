@@ -11,13 +11,15 @@ from vkdoctor.checks import (
     layers,
     libraries,
     loadtest,
+    overlay,
     packages,
     probe,
 )
 from vkdoctor.checks.base import Check
 
-#: every check, by module; a module lists its checks in CHECKS. The load test stays last: its
-#: child process is started before the first check and overlaps the static analysis.
+#: every check, by module; a module lists its checks in CHECKS. The load test stays late: its
+#: child process is started before the first check and overlaps the static analysis. The overlay
+#: checks read the load test's (and the probe's) results, so they come after it.
 REGISTRY: tuple[type[Check], ...] = (
     *host.CHECKS,
     *drivers.CHECKS,
@@ -28,6 +30,7 @@ REGISTRY: tuple[type[Check], ...] = (
     *disk.CHECKS,
     *env.CHECKS,
     *loadtest.CHECKS,
+    *overlay.CHECKS,
     *probe.CHECKS,
 )
 

@@ -332,6 +332,17 @@ class LdLibraryPathOnly(Check):
                 f" and {len(sonames) - 3} more" if len(sonames) > 3 else ""
             )
             where = directory or "(empty: the current directory)"
+            cache = ctx.options.cache_dir
+            if cache is not None and posixpath.dirname(directory) == f"{cache}/overlays":
+                yield self.info(
+                    f"{shown} from vkdoctor's overlay {directory}",
+                    f"{shown} (for {', '.join(targets)}) came from the private overlay this run "
+                    "was checked under (see VKO001); it is not in your environment.",
+                    directory=directory,
+                    paths=paths,
+                    targets=targets,
+                )
+                continue
             msg = (
                 f"{shown} (for {', '.join(targets)}) are found only through LD_LIBRARY_PATH entry "
                 f"{where}: a program started without that variable (a CI step that clears the "

@@ -72,20 +72,28 @@ def check(
         disk_warn_bytes=disk_warn,
         disk_fail_bytes=disk_fail,
     )
-    checks = select(REGISTRY, selected, ignored)
-    if any(c.family == "load" for c in checks):
+    chosen = select(REGISTRY, selected, ignored)
+    if any(c.code == "VKO001" for c in chosen):
+        # A missing library with a safe candidate: every check below runs under the overlay.
+        from vkdoctor.overlay.checkflow import context_for_checks
+
+        ctx = context_for_checks(ctx)
+    if any(c.family == "load" for c in chosen):
         from vkdoctor.checks.loadtest import prefetch
 
         prefetch(ctx)
     # the probe runs after every static check, and not at all with --no-probe or --root
-    static = [c for c in checks if c.code[:3] != "VKR"]
-    probes = [c for c in checks if c.code[:3] == "VKR"] if ctx.options.probe else []
+    static = [c for c in chosen if c.code[:3] != "VKR"]
+    probes = [c for c in chosen if c.code[:3] == "VKR"] if ctx.options.probe else []
     results = run_checks(ctx, [*static, *probes], debug=debug)
+    from vkdoctor.overlay.checkflow import report_overlay
+
     report = Report(
         vkdoctor_version=common.version(),
         host=ctx.fact(collect),
         checks=results,
         drivers=drivers_report(ctx),
+        overlay=report_overlay(ctx) if any(c.code == "VKO001" for c in chosen) else None,
         probe=ctx.fact(probe_result) if probes else None,
         command="check",
     )

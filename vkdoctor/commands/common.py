@@ -201,6 +201,14 @@ def write_file(path: str, text: str) -> None:
         click.echo(text, nl=False)
         return
     target = Path(path)
+    if target.exists() and not target.is_file():
+        # /dev/null, /dev/stdout, a FIFO: renaming over it would replace the device node itself
+        try:
+            with target.open("w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as exc:
+            raise click.ClickException(f"cannot write {path}: {exc.strerror or exc}") from exc
+        return
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         tmp.write_text(text, encoding="utf-8")

@@ -1,0 +1,127 @@
+"""Libraries out of real package files built here (dpkg-deb, bsdtar, rpmbuild), and bad packages."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from tests import overlay_lab as lab
+from vkdoctor.overlay.archive import extract_libraries
+from vkdoctor.overlay.errors import ArchiveError
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """usr/lib/x86_64-linux-gnu/libfoo.so.1 -> libfoo.so.1.2.3 (real), plus an unrelated libbar."""
+    root = tmp_path_factory.mktemp("pkgroot")
+    libdir = root / "usr/lib/x86_64-linux-gnu"
+    lab.shared_lib(libdir / "libfoo.so.1.2.3", "libfoo.so.1")
+    lab.shared_lib(libdir / "libbar.so.7", "libbar.so.7")
+    (libdir / "libfoo.so.1").symlink_to("libfoo.so.1.2.3")
+    (root / "usr/share/doc").mkdir(parents=True)
+    (root / "usr/share/doc/README").write_text("not a library\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def packages(tree: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("pkgs")
+    return {
+        "deb-zst": lab.deb(tree, out / "libfoo1_1.0-1_amd64.deb"),
+        "deb-xz": lab.deb(tree, out / "libfoo1-xz_1.0-1_amd64.deb", compression="xz"),
+        "pkg": lab.pkg_tar_zst(tree, out / "libfoo-1.0-1-x86_64.pkg.tar.zst"),
+        "rpm": lab.rpm(tree, out / "rpmbuild"),
+    }
+
+
+@pytest.mark.parametrize("kind", ["deb-zst", "deb-xz", "pkg", "rpm"])
+def test_only_the_needed_library_is_extracted(
+    kind: str, packages: dict[str, Path], tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    got = extract_libraries(packages[kind], ["libfoo.so.1", "libnope.so.3"], cache)
+    assert got.directory.parent == cache / "extracted"
+    assert stat.S_IMODE(got.directory.stat().st_mode) == 0o700
+    assert sorted(got.found) == ["libfoo.so.1"]
+    assert got.absent == ("libnope.so.3",)
+    # The soname is a link to the real file it names in the package; nothing else came out.
+    names = sorted(p.name for p in got.directory.iterdir())
+    assert names == [".complete", "libfoo.so.1", "libfoo.so.1.2.3"]
+    assert os.readlink(got.directory / "libfoo.so.1") == "libfoo.so.1.2.3"
+    assert (got.directory / "libfoo.so.1").read_bytes()[:4] == b"\x7fELF"
+    # Same package, same sonames: the same directory, reused.
+    again = extract_libraries(packages[kind], ["libnope.so.3", "libfoo.so.1"], cache)
+    assert again.directory == got.directory and sorted(again.found) == ["libfoo.so.1"]
+    assert not [p for p in (cache / "extracted").iterdir() if p.name.startswith(".tmp")]
+
+
+def test_corrupt_and_mislabelled_packages(packages: dict[str, Path], tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cases: dict[str, tuple[bytes, str]] = {}
+    for kind, name in (
+        ("deb-zst", "t_1_amd64.deb"),
+        ("pkg", "t-1-1-x86_64.pkg.tar.zst"),
+        ("rpm", "t.rpm"),
+    ):
+        data = packages[kind].read_bytes()
+        cases[name] = (data[: len(data) // 2], "is corrupt or truncated")
+    cases["liar.deb"] = (packages["pkg"].read_bytes(), "the name says deb, the content is zstd")
+    cases["liar-1-1-x86_64.pkg.tar.zst"] = (
+        packages["rpm"].read_bytes(),
+        "the name says zstd, the content is rpm",
+    )
+    cases["junk.rpm"] = (b"hello world\n", "is not a package vkdoctor can read")
+    cases["empty.deb"] = (b"", "is not a package vkdoctor can read")
+    for name, (data, expected) in cases.items():
+        f = tmp_path / name
+        f.write_bytes(data)
+        with pytest.raises(ArchiveError) as err:
+            extract_libraries(f, ["libfoo.so.1"], cache)
+        assert expected in err.value.message, (name, err.value.message)
+        assert str(f) in err.value.message
+    with pytest.raises(ArchiveError, match="no such file or directory"):
+        extract_libraries(tmp_path / "missing.deb", ["libfoo.so.1"], cache)
+    # Nothing half-written was left behind by any of the failures.
+    extracted = cache / "extracted"
+    assert not extracted.exists() or list(extracted.iterdir()) == []
+
+
+def test_package_caches_offer_only_the_soname_family(tmp_path: Path) -> None:
+    from vkdoctor.context import Context
+    from vkdoctor.overlay import pkgcache
+
+    pacman = tmp_path / "var/cache/pacman/pkg"
+    apt = tmp_path / "var/cache/apt/archives"
+    pacman.mkdir(parents=True)
+    apt.mkdir(parents=True)
+    names = {
+        pacman: [
+            "llvm-libs-22.1.8-1-x86_64.pkg.tar.zst",
+            "llvm-libs-23.1.0-1-x86_64.pkg.tar.zst",
+            "llvm-libs-23.1.0-1-x86_64.pkg.tar.zst.sig",
+            "lib32-llvm-libs-23.1.0-1-x86_64.pkg.tar.zst",
+            "mesa-1:26.2.3-1-x86_64.pkg.tar.zst",
+            "llvm-libs-23.1.0-1-aarch64.pkg.tar.zst",
+        ],
+        apt: [
+            "libllvm23_1%3a23.1.0-1_amd64.deb",
+            "libllvm23_1%3a23.1.0-1_i386.deb",
+            "llvm-15-linker-tools_1%3a15.0.6-4+b1_amd64.deb",
+            "libz3-4_4.8.12-3.1_amd64.deb",
+        ],
+    }
+    for i, (d, files) in enumerate(names.items()):
+        for j, name in enumerate(files):
+            f = d / name
+            f.write_bytes(b"")
+            os.utime(f, (1000 + 10 * i + j, 1000 + 10 * i + j))
+    ctx = Context(root=tmp_path, env={})
+    found = pkgcache.find(ctx, "libLLVM.so.23.1", "x86_64")
+    assert [(p.name, p.version, p.arch) for p in found] == [
+        ("libllvm23", "1:23.1.0-1", "amd64"),
+        ("llvm-libs", "23.1.0-1", "x86_64"),
+    ]
+    assert found[0].path == "/var/cache/apt/archives/libllvm23_1%3a23.1.0-1_amd64.deb"

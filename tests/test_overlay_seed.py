@@ -1,0 +1,259 @@
+"""The seed's scenario on the real loader and the real lavapipe.
+
+A copy of libvulkan_lvp.so whose DT_NEEDED names libLLVM.so.23.1 (a soname the system lacks),
+that soname in a private directory (a copy of the system's libLLVM-15.so.1 with its DT_SONAME
+changed; its version node stays LLVM_15, which is what the lvp copy requires from it), and a
+manifest for the copy selected with VK_DRIVER_FILES. libLLVM is ~100 MB: one copy per session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests import overlay_lab as lab
+from tests.conftest import clean_env, run_json, run_vkdoctor
+
+
+@dataclass(frozen=True)
+class Seed:
+    root: Path
+    driver: Path
+    manifest: Path
+    #: the private directory holding libLLVM.so.23.1
+    llvm_dir: Path
+    llvm: Path
+    deb: Path
+    pkg: Path
+
+    def env(self, cache: Path, **extra: str) -> dict[str, str]:
+        return {"VK_DRIVER_FILES": str(self.manifest), "XDG_CACHE_HOME": str(cache), **extra}
+
+
+@pytest.fixture(scope="session")
+def seed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seed]:
+    root = tmp_path_factory.mktemp("seed")
+    drv = root / "drv" / "libvulkan_lvp.so"
+    drv.parent.mkdir()
+    drv.write_bytes(lab.LVP.read_bytes())
+    lab.run(["patchelf", "--replace-needed", "libLLVM-15.so.1", lab.NEW_LLVM, str(drv)])
+    llvm_dir = root / "llvm231"
+    llvm_dir.mkdir()
+    llvm = llvm_dir / lab.NEW_LLVM
+    lab.run(["cp", str(lab.SYSTEM_LLVM), str(llvm)])
+    lab.run(["patchelf", "--set-soname", lab.NEW_LLVM, str(llvm)])
+    # The same library packed as the distributions ship it, for --from-package.
+    pkgroot = root / "pkgroot"
+    (pkgroot / "usr/lib/x86_64-linux-gnu").mkdir(parents=True)
+    os.link(llvm, pkgroot / "usr/lib/x86_64-linux-gnu" / "libLLVM.so.23.1.0")
+    (pkgroot / "usr/lib/x86_64-linux-gnu" / lab.NEW_LLVM).symlink_to("libLLVM.so.23.1.0")
+    deb = lab.deb(pkgroot, root / "libllvm23_1%3a23.1.0-1_amd64.deb", name="libllvm23")
+    pkg = lab.pkg_tar_zst(pkgroot, root / "llvm-libs-23.1.0-1-x86_64.pkg.tar.zst")
+    manifest = lab.manifest(root / "lvp_copy.json", drv)
+    yield Seed(
+        root=root, driver=drv, manifest=manifest, llvm_dir=llvm_dir, llvm=llvm, deb=deb, pkg=pkg
+    )
+
+
+def _vulkaninfo(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["vulkaninfo", "--summary"],
+        capture_output=True,
+        text=True,
+        env=clean_env({**env, "LC_ALL": "C"}),
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_lab_is_the_seed(seed: Seed, tmp_path: Path) -> None:
+    """The copy needs libLLVM.so.23.1 at version LLVM_15; without an overlay there is no CPU device."""
+    dyn = lab.run(["readelf", "-d", str(seed.driver)])
+    assert "Shared library: [libLLVM.so.23.1]" in dyn and "libLLVM-15" not in dyn
+    ver = lab.run(["readelf", "-V", str(seed.driver)])
+    assert re.search(r"File: libLLVM\.so\.23\.1\s+Cnt: 1\s+.*Name: LLVM_15", ver, re.S)
+    assert "Library soname: [libLLVM.so.23.1]" in lab.run(["readelf", "-d", str(seed.llvm)])
+    proc = _vulkaninfo(seed.env(tmp_path))
+    assert proc.returncode != 0
+    assert "Failed loading library associated with ICD JSON" in proc.stdout + proc.stderr
+    assert "llvmpipe" not in proc.stdout
+
+
+def test_overlay_command_seed(seed: Seed, tmp_path: Path) -> None:
+    env = seed.env(tmp_path / "cache", LD_LIBRARY_PATH=f"::relative/dir:{seed.root}/elsewhere")
+    shell = run_vkdoctor(["overlay", "--search-path", str(seed.llvm_dir)], env=env)
+    assert shell.returncode == 0, shell.stderr
+    assert (
+        f"vkdoctor overlay: libLLVM.so.23.1 (needed by {seed.driver}): using {seed.llvm} (search path)"
+        in shell.stderr
+    )
+    assert "LD_LIBRARY_PATH entry 'relative/dir' dropped: a relative entry" in shell.stderr
+    assert "LD_LIBRARY_PATH entry '' dropped: an empty entry" in shell.stderr
+    m = re.fullmatch(r"export LD_LIBRARY_PATH=(\S+)\n", shell.stdout)
+    assert m, shell.stdout
+    value = m.group(1)
+    overlay_dir = Path(value.split(":")[0])
+    assert value == f"{overlay_dir}:{seed.root}/elsewhere"
+    assert overlay_dir.parent == tmp_path / "cache" / "vkdoctor" / "overlays"
+    assert oct(overlay_dir.stat().st_mode & 0o777) == "0o700"
+    assert [(p.name, p.readlink()) for p in overlay_dir.iterdir()] == [(lab.NEW_LLVM, seed.llvm)]
+
+    js = run_vkdoctor(["overlay", "--search-path", str(seed.llvm_dir), "--format", "json"], env=env)
+    doc = json.loads(js.stdout)
+    assert doc == {
+        "dir": str(overlay_dir),
+        "ld_library_path": value,
+        "libraries": [
+            {"soname": lab.NEW_LLVM, "target": str(seed.llvm), "needed_by": [str(seed.driver)]}
+        ],
+    }
+    envf = run_vkdoctor(
+        ["overlay", "--search-path", str(seed.llvm_dir), "--format", "env"], env=env
+    )
+    assert envf.stdout == f"LD_LIBRARY_PATH={value}\n"
+
+
+def test_exec_runs_vulkaninfo_on_llvmpipe(seed: Seed, tmp_path: Path) -> None:
+    env = seed.env(tmp_path / "cache")
+    proc = run_vkdoctor(
+        ["exec", "--search-path", str(seed.llvm_dir), "--", "vulkaninfo", "--summary"], env=env
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"deviceName\s+= llvmpipe", proc.stdout), proc.stdout
+    assert re.search(r"driverName\s+= llvmpipe", proc.stdout)
+    overlays = list((tmp_path / "cache" / "vkdoctor" / "overlays").iterdir())
+    assert len(overlays) == 1 and [p.name for p in overlays[0].iterdir()] == [lab.NEW_LLVM]
+    # CMD's exit status and signals are its own.
+    status = run_vkdoctor(
+        [
+            "exec",
+            "--search-path",
+            str(seed.llvm_dir),
+            "--",
+            "sh",
+            "-c",
+            'echo "$LD_LIBRARY_PATH"; exit 7',
+        ],
+        env=env,
+    )
+    assert status.returncode == 7
+    assert status.stdout.strip() == str(overlays[0])
+    killed = run_vkdoctor(
+        ["exec", "-q", "--search-path", str(seed.llvm_dir), "--", "sh", "-c", "kill -TERM $$"],
+        env=env,
+    )
+    assert killed.returncode == -15 and killed.stderr == ""
+    missing = run_vkdoctor(["exec", "--", "no-such-command-vkdoctor"], env=env)
+    assert missing.returncode == 127
+    assert "no-such-command-vkdoctor: command not found" in missing.stderr
+
+
+@pytest.mark.parametrize("kind", ["deb", "pkg"])
+def test_from_package(seed: Seed, tmp_path: Path, kind: str) -> None:
+    package = seed.deb if kind == "deb" else seed.pkg
+    env = seed.env(tmp_path / "cache")
+    proc = run_vkdoctor(
+        ["exec", "--from-package", str(package), "--", "vulkaninfo", "--summary"], env=env
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"deviceName\s+= llvmpipe", proc.stdout)
+    extracted = list((tmp_path / "cache" / "vkdoctor" / "extracted").iterdir())
+    assert len(extracted) == 1
+    assert sorted(p.name for p in extracted[0].iterdir()) == [
+        ".complete",
+        lab.NEW_LLVM,
+        "libLLVM.so.23.1.0",
+    ]
+    assert f"using {extracted[0]}/libLLVM.so.23.1.0 (package {package.name})" in proc.stderr
+    # The soname link and the file it names are one candidate, not two.
+    assert "also acceptable" not in proc.stderr
+
+
+def test_shadowing_copies_in_the_search_path_stay_out(seed: Seed, tmp_path: Path) -> None:
+    """The search path also holds libstdc++.so.6 and libz.so.1 (copies of the system's): the
+    overlay holds only the missing LLVM, and the driver still gets the system's libstdc++."""
+    crowded = tmp_path / "crowded"
+    crowded.mkdir()
+    os.link(seed.llvm, crowded / lab.NEW_LLVM)
+    for name in ("libstdc++.so.6", "libz.so.1"):
+        (crowded / name).write_bytes((lab.SYSTEM_LIB / name).read_bytes())
+    env = seed.env(tmp_path / "cache")
+    js = run_vkdoctor(["overlay", "--search-path", str(crowded), "--format", "json"], env=env)
+    assert js.returncode == 0, js.stderr
+    doc = json.loads(js.stdout)
+    assert [lib["soname"] for lib in doc["libraries"]] == [lab.NEW_LLVM]
+    assert str(crowded) not in doc["ld_library_path"].split(":")
+    assert sorted(p.name for p in Path(doc["dir"]).iterdir()) == [lab.NEW_LLVM]
+    maps = run_vkdoctor(
+        [
+            "exec",
+            "-q",
+            "--search-path",
+            str(crowded),
+            "--",
+            sys.executable,
+            "-c",
+            f"import ctypes; ctypes.CDLL({str(seed.driver)!r}); print(open('/proc/self/maps').read())",
+        ],
+        env=env,
+    )
+    assert maps.returncode == 0, maps.stderr
+    mapped = {line.split()[-1] for line in maps.stdout.splitlines() if "/" in line}
+    assert (
+        str(crowded / "libstdc++.so.6") not in mapped and str(crowded / "libz.so.1") not in mapped
+    )
+    assert any(p.endswith("/libstdc++.so.6.0.30") and p.startswith("/usr/lib") for p in mapped), (
+        mapped
+    )
+    # The LLVM is mapped through the overlay's symlink, from the search path.
+    assert str(crowded / lab.NEW_LLVM) in mapped, sorted(mapped)
+
+
+def test_check_builds_the_overlay_and_proves_it(seed: Seed, tmp_path: Path) -> None:
+    env = seed.env(tmp_path / "cache")
+    proc, doc = run_json(["check", "--cpu", "--search-path", str(seed.llvm_dir)], env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert doc["status"] == "warn"
+    overlay = doc["overlay"]
+    assert overlay["libraries"] == [
+        {"soname": lab.NEW_LLVM, "target": str(seed.llvm), "needed_by": [str(seed.driver)]}
+    ]
+    assert overlay["ld_library_path"] == overlay["dir"]
+    assert [p.name for p in Path(overlay["dir"]).iterdir()] == [lab.NEW_LLVM]
+    assert doc["probe"]["status"] == "pass"
+    assert "llvmpipe" in doc["probe"]["adapter"]["name"]
+    (vko,) = [f for f in doc["findings"] if f["code"] == "VKO001"]
+    assert vko["severity"] == "warn"
+    assert vko["title"] == (
+        "Works with a private overlay for libLLVM.so.23.1 (proven by the load test and the "
+        "compute probe)"
+    )
+    assert f"Without it, libLLVM.so.23.1 is missing for {seed.driver}" in vko["message"]
+    assert f"vkdoctor exec --search-path {seed.llvm_dir} -- CMD" in vko["remedy"]
+    assert f"export LD_LIBRARY_PATH={overlay['dir']}" in vko["remedy"]
+    assert vko["evidence"]["load_test"][str(seed.driver)]["dlopen"] == "ok"
+    assert vko["evidence"]["probe_status"] == "pass"
+    failed = [f for f in doc["findings"] if f["severity"] in ("fail", "error")]
+    assert failed == []
+    # The library checks ran under the overlay and say where the LLVM came from, with no advice
+    # to put vkdoctor's private directory into the ld.so configuration.
+    (vkl4,) = [f for f in doc["findings"] if f["code"] == "VKL004"]
+    assert vkl4["severity"] == "info" and vkl4["remedy"] is None
+    assert vkl4["evidence"]["directory"] == overlay["dir"]
+
+    # Without the search path the same check fails and says where it looked.
+    proc, doc = run_json(["check", "--no-probe"], env=env)
+    assert proc.returncode == 1
+    assert doc["overlay"] is None
+    (vko,) = [f for f in doc["findings"] if f["code"] == "VKO001"]
+    assert vko["title"] == "No safe overlay for libLLVM.so.23.1"
+    assert "package caches /var/cache/pacman/pkg and /var/cache/apt/archives" in vko["message"]
+    assert any(f["code"] == "VKL002" and f["severity"] == "fail" for f in doc["findings"])

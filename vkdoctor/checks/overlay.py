@@ -1,0 +1,258 @@
+"""VKO: the safe overlay. A missing library found in a search path becomes a private, proven
+LD_LIBRARY_PATH overlay, reported as the fix only after the load test and the probe pass under it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from vkdoctor.checks.base import Check
+from vkdoctor.context import Context
+from vkdoctor.model import Finding, Severity
+from vkdoctor.overlay.checkflow import Outcome, overlay_outcome
+from vkdoctor.overlay.describe import exec_command, export_line
+from vkdoctor.overlay.plan import Plan
+
+
+def _affected(plan: Plan) -> list[str]:
+    """Load targets whose chain lacked a soname the overlay supplies."""
+    return [
+        target
+        for target, chain in plan.chains.items()
+        if any(e.soname in plan.chosen for e in chain.missing())
+    ]
+
+
+def _looked(plan: Plan, sonames: list[str]) -> str:
+    places = "; ".join(plan.looked_in()) or "nowhere: no --search-path was given"
+    return f"Looked for {', '.join(sonames)} in: {places}."
+
+
+def _supplies(plan: Plan) -> str:
+    return "; ".join(
+        f"{link.soname} -> {link.target} (needed by {', '.join(link.needed_by)})"
+        for link in plan.links
+    )
+
+
+def _load_failures(ctx: Context, targets: list[str]) -> tuple[list[str], dict[str, Any]]:
+    from vkdoctor.checks.loadtest import load_test
+
+    run = ctx.fact(load_test)
+    failed: list[str] = []
+    seen: dict[str, Any] = {}
+    for outcome in run.outcomes:
+        if outcome.target.dlopen_name not in targets:
+            continue
+        seen[outcome.target.dlopen_name] = {
+            "dlopen": outcome.dlopen,
+            "instance": outcome.instance,
+            "dlerror": outcome.dlerror,
+        }
+        if outcome.dlopen != "ok" or outcome.instance not in ("ok", "not-run"):
+            why = (
+                outcome.dlerror
+                or outcome.reason
+                or f"dlopen {outcome.dlopen}, instance {outcome.instance}"
+            )
+            failed.append(f"{outcome.target.dlopen_name}: {why}")
+    if run.loader_error:
+        failed.append(f"libvulkan.so.1: {run.loader_error}")
+    return failed, seen
+
+
+class OverlayFix(Check):
+    """Whether a private overlay supplies the libraries the drivers lack, and whether it works.
+
+    When a driver (or layer) needs a soname that ld.so does not find, vkdoctor looks for it in the
+    --search-path directories (and VKDOCTOR_SEARCH_PATH), in libraries extracted from package
+    files, in a few likely places and in the package caches. A file that fits (right class and
+    machine, that soname, every symbol version the driver needs, its own dependencies resolve)
+    becomes a symlink in a private directory under ~/.cache/vkdoctor/overlays, put first on
+    LD_LIBRARY_PATH. vkdoctor proves it harmless (nothing else resolves differently, nothing
+    shadows libc, libstdc++, libvulkan or libdrm, no second LLVM) and then runs the rest of the
+    check, the load test and the compute probe under it. Only if they pass is it reported as the
+    fix, with the command that reuses it; it stays a workaround until the package is fixed.
+    """
+
+    code = "VKO001"
+    family = "overlay"
+    title = "Overlay for missing libraries"
+    live_only = True
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        outcome: Outcome = ctx.fact(overlay_outcome)
+        if outcome.error is not None:
+            yield self.finding(
+                Severity.WARN,
+                "Cannot build the overlay",
+                outcome.error,
+                remedy=outcome.hint,
+                evidence={"error": outcome.error},
+            )
+            return
+        plan = outcome.plan
+        if plan is None or not plan.needed:
+            yield self.ok("No library is missing: no overlay needed")
+            return
+        evidence = plan.evidence()
+        unsupplied = plan.unsupplied
+        if not plan.built:
+            refusals = " ".join(f"{r.soname}: {r.reason}." for r in plan.refused)
+            rejected = " ".join(
+                f"{c.path}: {c.reason}."
+                for cs in plan.search.candidates.values()
+                for c in cs
+                if not c.accepted
+            )
+            yield self.finding(
+                Severity.WARN,
+                f"No safe overlay for {', '.join(unsupplied)}",
+                " ".join(
+                    p
+                    for p in (
+                        f"{', '.join(unsupplied)} (needed by "
+                        f"{', '.join(sorted({b for n in plan.needs for b in n.needed_by}))}) "
+                        "cannot be supplied by an overlay.",
+                        _looked(plan, unsupplied),
+                        f"Refused candidates: {rejected}" if rejected else "",
+                        refusals,
+                    )
+                    if p
+                ),
+                remedy="Install the package that provides "
+                + ", ".join(unsupplied)
+                + " (see the library findings), or give `--search-path DIR` / "
+                "`--from-package FILE` (vkdoctor overlay) with a matching build of it.",
+                evidence=evidence,
+            )
+            return
+        targets = _affected(plan)
+        failures, loaded = _load_failures(ctx, targets)
+        evidence["load_test"] = loaded
+        probe: dict[str, Any] | None = None
+        if ctx.options.probe:
+            from vkdoctor.checks.probe import probe_result
+
+            probe = ctx.fact(probe_result)
+            evidence["probe_status"] = probe.get("status")
+            if probe.get("status") != "pass":
+                failures.append(f"the compute probe: {probe.get('summary') or probe.get('status')}")
+        if failures:
+            yield self.finding(
+                Severity.FAIL,
+                "The overlay was built, but the drivers still fail under it",
+                f"Overlay {plan.directory} ({_supplies(plan)}). Under it: "
+                + "; ".join(failures)
+                + ". It is not the fix; the library findings say what else is wrong.",
+                remedy="Fix the driver's packages (see the library and package findings); "
+                f"`rm -rf {plan.directory}` removes the overlay.",
+                evidence=evidence,
+            )
+            return
+        proven = "the load test and the compute probe" if probe else "the load test (--no-probe)"
+        partial = (
+            f" Still missing, not in the overlay: {', '.join(unsupplied)}." if unsupplied else ""
+        )
+        yield self.finding(
+            Severity.WARN,
+            f"Works with a private overlay for {', '.join(plan.chosen)} (proven by {proven})",
+            f"Without it, {', '.join(plan.chosen)} is missing for {', '.join(targets)}. "
+            f"The overlay {plan.directory} holds only {_supplies(plan)}, and changes nothing else "
+            f"that the drivers load; this whole check ran under it and {proven} passed.{partial} "
+            "It is a workaround for one process at a time: do not put it in a shell profile.",
+            remedy=f"Real fix: install the distribution's package that provides "
+            f"{', '.join(plan.chosen)} (on a partial upgrade, upgrade the whole system). "
+            f"Until then run programs with `{exec_command(plan)}`, or `{export_line(plan)}` in "
+            "that one shell.",
+            evidence=evidence,
+        )
+
+
+class SearchPlaces(Check):
+    """Places to look for missing libraries that cannot be used.
+
+    A --search-path (or VKDOCTOR_SEARCH_PATH) entry that does not exist, is not a directory or
+    cannot be read, and a --from-package file (or cached package) that is corrupt, truncated or
+    not the format its name says. Each is skipped, and named, so a typo does not look like
+    "no candidate anywhere".
+    """
+
+    code = "VKO002"
+    family = "overlay"
+    title = "Search paths and packages"
+    live_only = True
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        plan = ctx.fact(overlay_outcome).plan
+        if plan is None:
+            return
+        for p in plan.problems:
+            yield self.finding(
+                Severity.WARN,
+                f"Search path {p.path} {p.message}",
+                f"The {p.origin} {p.path} {p.message}; it was skipped.",
+                remedy="Fix the path given with --search-path or VKDOCTOR_SEARCH_PATH.",
+                evidence=p.as_dict(),
+            )
+        for err in plan.package_errors:
+            yield self.finding(
+                Severity.WARN,
+                "A package file cannot be used",
+                err,
+                remedy="Download the package again (or give the right file).",
+                evidence={"error": err},
+            )
+
+
+class RefusedCandidates(Check):
+    """Files that were found for a missing soname but refused, and why.
+
+    A candidate is refused when it is a broken link, not an ELF file, truncated, of the wrong
+    class (32/64-bit) or machine, has another DT_SONAME, lacks a symbol version the driver needs,
+    or cannot have its own dependencies resolved. A soname is refused when supplying it would shadow
+    a library the whole process shares (libc, the dynamic linker, libm, libpthread, libdl,
+    libstdc++, libgcc_s, libvulkan, libdrm), bring a second library of one family (two LLVMs) into
+    the process, or change how anything else resolves.
+    """
+
+    code = "VKO003"
+    family = "overlay"
+    title = "Refused overlay candidates"
+    live_only = True
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        plan = ctx.fact(overlay_outcome).plan
+        if plan is None:
+            return
+        for soname, cands in plan.search.candidates.items():
+            chosen = plan.chosen.get(soname)
+            for c in cands:
+                if not c.accepted:
+                    yield self.finding(
+                        Severity.WARN,
+                        f"{c.path} refused for {soname}",
+                        f"{c.path} ({c.origin}) cannot supply {soname}: {c.reason}.",
+                        remedy=f"Put a build of {soname} that fits next to it, or remove it.",
+                        evidence=c.as_dict(),
+                    )
+                elif chosen is not None and c is not chosen:
+                    yield self.finding(
+                        Severity.INFO,
+                        f"{c.path} also fits {soname}; {chosen.path} was chosen",
+                        f"Two candidates for {soname}: {chosen.path} ({chosen.origin}) comes "
+                        f"first in the search order and was chosen; {c.path} ({c.origin}) "
+                        "was not used.",
+                        evidence={"chosen": chosen.as_dict(), "other": c.as_dict()},
+                    )
+        for r in plan.refused:
+            yield self.finding(
+                Severity.WARN,
+                f"{r.soname} is not supplied by the overlay",
+                r.reason,
+                remedy="Install the distribution's package that provides it.",
+                evidence=r.as_dict(),
+            )
+
+
+CHECKS: tuple[type[Check], ...] = (OverlayFix, SearchPlaces, RefusedCandidates)

@@ -1,0 +1,79 @@
+"""vkdoctor overlay: build the safe LD_LIBRARY_PATH overlay and print how to use it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from vkdoctor.commands import common
+
+
+def from_package_option(f: common.F) -> common.F:
+    return click.option(
+        "--from-package",
+        "from_package",
+        multiple=True,
+        type=click.Path(dir_okay=False),
+        metavar="FILE",
+        help="A .deb, .rpm or .pkg.tar.zst holding a missing library (repeatable); only the "
+        "needed libraries are extracted, into vkdoctor's cache.",
+    )(f)
+
+
+@click.command()
+@common.search_path_option
+@from_package_option
+@common.timeout_option
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["shell", "json", "env"]),
+    default="shell",
+    show_default=True,
+    help="shell: an export line; json: dir, ld_library_path, libraries; env: a line for an env file.",
+)
+def overlay(
+    search_path: tuple[str, ...], from_package: tuple[str, ...], timeout: float, fmt: str
+) -> None:
+    """Build a private overlay for the libraries the Vulkan drivers lack, and print it.
+
+    Only sonames missing from the normal resolution are added, each a symlink to a checked file,
+    and only when nothing the process already loads changes. Nothing to do: exit 0, no output.
+    """
+    from vkdoctor.overlay.describe import export_line, summary_lines
+    from vkdoctor.overlay.discover import plan_for
+    from vkdoctor.overlay.errors import OverlayError
+
+    ctx = common.host_context(search_path=search_path, timeout=timeout)
+    try:
+        plan = plan_for(ctx, [Path(p) for p in from_package])
+    except OverlayError as exc:
+        click.echo(f"vkdoctor overlay: {exc.message}", err=True)
+        if exc.hint:
+            click.echo(f"  fix: {exc.hint}", err=True)
+        sys.exit(1)
+    for line in summary_lines(plan):
+        click.echo(f"vkdoctor overlay: {line}", err=True)
+    if not plan.needed:
+        click.echo(
+            "vkdoctor overlay: nothing to do: every library the Vulkan drivers need resolves",
+            err=True,
+        )
+        sys.exit(0)
+    if not plan.built:
+        click.echo(
+            "vkdoctor overlay: cannot build an overlay: no missing library has a safe candidate",
+            err=True,
+        )
+        sys.exit(1)
+    obj = plan.report_object()
+    assert obj is not None and plan.ld_path is not None
+    if fmt == "json":
+        click.echo(json.dumps(obj, indent=2))
+    elif fmt == "env":
+        click.echo(f"LD_LIBRARY_PATH={plan.ld_path.value}")
+    else:
+        click.echo(export_line(plan))

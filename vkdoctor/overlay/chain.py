@@ -1,0 +1,112 @@
+"""A load target's dependency chain, as ld.so resolves it in one environment.
+
+The overlay reasons about edges (consumer, soname) -> resolved file. `resolve_chain` builds them with
+the ELF helper's resolver; a different LD_LIBRARY_PATH is a different Context (`with_ld_path`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from vkdoctor.context import Context
+
+if TYPE_CHECKING:
+    from vkdoctor.elf.resolve import Resolution
+
+
+@dataclass(frozen=True, kw_only=True)
+class Edge:
+    """One DT_NEEDED entry of one library, and the file ld.so would load for it (None: missing)."""
+
+    consumer: str
+    soname: str
+    resolved: str | None
+    #: non-weak symbol versions the consumer needs from the soname
+    versions: tuple[str, ...] = ()
+    #: the consumer's ELF class (32/64) and machine
+    elf_class: int = 64
+    machine: str = "EM_X86_64"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Chain:
+    """The closure of one library: every edge ld.so follows, breadth first."""
+
+    root: str
+    edges: tuple[Edge, ...]
+    #: the root itself could not be read or found
+    error: str | None = None
+
+    def missing(self) -> list[Edge]:
+        return [e for e in self.edges if e.resolved is None]
+
+    def loaded(self) -> dict[str, tuple[str, str]]:
+        """soname -> (file, first consumer) of everything this chain loads."""
+        out: dict[str, tuple[str, str]] = {}
+        for e in self.edges:
+            if e.resolved is not None and e.soname not in out:
+                out[e.soname] = (e.resolved, e.consumer)
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "root": self.root,
+            "error": self.error,
+            "missing": [{"soname": e.soname, "needed_by": e.consumer} for e in self.missing()],
+        }
+
+
+def with_ld_path(ctx: Context, value: str | None) -> Context:
+    """The same context with LD_LIBRARY_PATH set to `value` (removed for None), facts not shared."""
+    env = dict(ctx.env)
+    if value is None:
+        env.pop("LD_LIBRARY_PATH", None)
+    else:
+        env["LD_LIBRARY_PATH"] = value
+    return dataclasses.replace(ctx, env=env, _facts={})
+
+
+def resolve_chain(ctx: Context, target: str) -> Chain:
+    """The closure of `dlopen(target)` from libvulkan.so.1 in ctx's environment (vkdoctor.elf)."""
+    from vkdoctor.elf.resolve import resolve
+
+    return from_resolution(target, resolve(ctx, target, near=False))
+
+
+def from_resolution(target: str, res: Resolution) -> Chain:
+    """The edges of an ELF-helper Resolution."""
+    elves = {lib.path: lib.elf for lib in res.libraries}
+    edges: list[Edge] = []
+    for lib in res.libraries:
+        if lib.needed_by is None:
+            continue
+        name = lib.soname or lib.name
+        for consumer in lib.needed_by_all or (lib.needed_by,):
+            edges.append(Edge(consumer=consumer, soname=name, resolved=lib.realpath))
+    for miss in res.misses:
+        if miss.needed_by is None:
+            return Chain(root=target, edges=tuple(edges), error=miss.error or "not found")
+        elf = elves.get(miss.needed_by)
+        versions: tuple[str, ...] = ()
+        elf_class, machine = 64, "EM_X86_64"
+        if elf is not None:
+            elf_class, machine = elf.elf_class, elf.machine
+            versions = tuple(
+                v
+                for need in elf.versions_needed_from(miss.name)
+                for v in need.versions
+                if v not in need.weak
+            )
+        edges.append(
+            Edge(
+                consumer=miss.needed_by,
+                soname=miss.name,
+                resolved=None,
+                versions=versions,
+                elf_class=elf_class,
+                machine=machine,
+            )
+        )
+    return Chain(root=target, edges=tuple(edges))

@@ -1,0 +1,63 @@
+"""How `vkdoctor check` uses the overlay: plan it on the user's environment, then run every check
+(library resolution, the load test, the probe) in the environment with the overlay applied, so
+the report proves the fix instead of describing it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from vkdoctor.context import Context
+from vkdoctor.overlay.errors import OverlayError
+from vkdoctor.overlay.plan import Plan
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    """The overlay as planned on the user's own environment (before any overlay)."""
+
+    plan: Plan | None = None
+    #: the overlay could not be built at all (store read-only or full, ...)
+    error: str | None = None
+    hint: str | None = None
+    #: the user's LD_LIBRARY_PATH, before the overlay
+    original_ld_library_path: str | None = None
+
+    @property
+    def applied(self) -> bool:
+        return self.plan is not None and self.plan.built
+
+
+def overlay_outcome(ctx: Context) -> Outcome:
+    """Plan (and build) the overlay for ctx's environment. Never raises for a store problem."""
+    if not ctx.live:
+        return Outcome()
+    from vkdoctor.overlay.discover import plan_for
+
+    try:
+        plan = plan_for(ctx)
+    except OverlayError as exc:
+        return Outcome(error=exc.message, hint=exc.hint)
+    return Outcome(plan=plan, original_ld_library_path=ctx.getenv("LD_LIBRARY_PATH"))
+
+
+def context_for_checks(ctx: Context) -> Context:
+    """ctx itself, or, when an overlay was built, ctx with LD_LIBRARY_PATH set to it.
+
+    The overlay's outcome is carried over as the new context's first fact, so the VKO checks
+    report the plan made on the user's own environment.
+    """
+    outcome = ctx.fact(overlay_outcome)
+    if not outcome.applied or outcome.plan is None or outcome.plan.ld_path is None:
+        return ctx
+    env = dict(ctx.env)
+    env["LD_LIBRARY_PATH"] = outcome.plan.ld_path.value
+    return dataclasses.replace(ctx, env=env, _facts={overlay_outcome: outcome})
+
+
+def report_overlay(ctx: Context) -> dict[str, Any] | None:
+    """The report's `overlay` object, when one was applied."""
+    outcome = ctx.fact(overlay_outcome)
+    return outcome.plan.report_object() if outcome.plan is not None else None

@@ -1,0 +1,61 @@
+"""Plain-text lines about a plan, for the overlay and exec commands' stderr and for findings."""
+
+from __future__ import annotations
+
+import shlex
+
+from vkdoctor.overlay.plan import Plan, chosen_dirs
+
+
+def summary_lines(plan: Plan) -> list[str]:
+    """What was missing, what supplies it, what was refused, and which places were bad."""
+    lines: list[str] = []
+    for need in plan.needs:
+        by = ", ".join(need.needed_by)
+        chosen = plan.chosen.get(need.soname)
+        cands = plan.search.candidates.get(need.soname, [])
+        if chosen is not None:
+            lines.append(f"{need.soname} (needed by {by}): using {chosen.real} ({chosen.origin})")
+        else:
+            lines.append(f"{need.soname} (needed by {by}): no usable candidate")
+        for cand in cands:
+            if cand is chosen:
+                continue
+            verdict = "also acceptable, not chosen" if cand.accepted else f"refused: {cand.reason}"
+            lines.append(f"  {cand.path} ({cand.origin}): {verdict}")
+    for refusal in plan.refused:
+        lines.append(f"not in the overlay: {refusal.soname}: {refusal.reason}")
+    for problem in plan.problems:
+        lines.append(f"{problem.origin} {problem.path}: {problem.message}")
+    for err in plan.package_errors:
+        lines.append(f"package: {err}")
+    for pkg in plan.packages:
+        if pkg["absent"]:
+            lines.append(f"package {pkg['package']} does not contain {', '.join(pkg['absent'])}")
+    for d in plan.dropped:
+        lines.append(f"LD_LIBRARY_PATH entry {d.entry!r} dropped: {d.reason}")
+    if plan.unsupplied:
+        lines.append(
+            "looked for "
+            + ", ".join(plan.unsupplied)
+            + " in: "
+            + ("; ".join(plan.looked_in()) or "no directory (give --search-path DIR)")
+        )
+    return lines
+
+
+def export_line(plan: Plan) -> str:
+    assert plan.ld_path is not None
+    return f"export LD_LIBRARY_PATH={shlex.quote(plan.ld_path.value)}"
+
+
+def exec_command(plan: Plan, cmd: str = "CMD") -> str:
+    """The command that rebuilds (or reuses) this overlay and runs `cmd` under it."""
+    parts = ["vkdoctor", "exec"]
+    for d in chosen_dirs(plan):
+        if "/extracted/" not in d:
+            parts += ["--search-path", shlex.quote(d)]
+    for pkg in plan.packages:
+        if pkg["found"] and pkg["origin"] == "package":
+            parts += ["--from-package", shlex.quote(pkg["package"])]
+    return " ".join([*parts, "--", cmd])
