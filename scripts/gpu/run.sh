@@ -20,6 +20,7 @@ dpkg -x .gl/libvulkan1_*.deb /
 step loader-only check --no-probe --json "$out/loader-only.json"
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 step loaded check --json "$out/loaded.json"
+step loaded-drivers drivers
 step loaded-cpu check --cpu --select VKR --json "$out/loaded-cpu.json"
 step bench bench --json "$out/bench.json"
 cat "$out/summary.txt"
