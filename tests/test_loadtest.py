@@ -523,3 +523,40 @@ def test_instance_failure_quotes_the_loaders_reason():
         "for ICD libGLX_nvidia.so.0",
         "vkCreateInstance: Found no drivers!",
     ]
+
+
+def _nvidia_instance_failure() -> TargetOutcome:
+    target = LoadTarget(
+        kind="driver",
+        name="nvidia_icd.json",
+        manifest="/usr/share/vulkan/icd.d/nvidia_icd.json",
+        dlopen_name="libGLX_nvidia.so.0",
+    )
+    return TargetOutcome(
+        target=target,
+        dlopen="ok",
+        instance="failed",
+        vk_result=-9,
+        output={
+            "instance": "ERROR:            loader_scanned_icd_add: Could not get 'vkCreateInstance' "
+            "via 'vk_icdGetInstanceProcAddr' for ICD libGLX_nvidia.so.0\n"
+        },
+    )
+
+
+def test_the_only_driver_failing_its_instance_is_not_told_to_disable_itself():
+    verdict = classify(_nvidia_instance_failure(), others=(), env={}, loader_version="1.3.239")
+    assert verdict.kind == "instance-failed"
+    assert (
+        "The loader said: loader_scanned_icd_add: Could not get 'vkCreateInstance'"
+        in verdict.message
+    )
+    assert "VK_LOADER_DRIVERS_DISABLE" not in (verdict.remedy or "")
+    assert "vkdoctor explain VKC004" in (verdict.remedy or "")
+    other = classify(
+        _nvidia_instance_failure(),
+        others=("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",),
+        env={},
+        loader_version="1.3.239",
+    )
+    assert other.remedy == "export VK_LOADER_DRIVERS_DISABLE=nvidia_icd.json"

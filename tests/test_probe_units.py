@@ -109,3 +109,21 @@ def test_error_metrics_floor_nan_and_worst_element():
     assert not unwritten["ok"] and unwritten["nonfinite"] == 1
     assert unwritten["max_rel_err"] is None and unwritten["worst"]["index"] == [3, 7]
     assert unwritten["worst"]["value"] == "nan"
+
+
+def test_no_adapter_without_a_loader_says_to_install_the_loader(tmp_path):
+    """The GPU machine as it comes (docs/gpu-h200.md): no libvulkan.so.1, so wgpu sees nothing."""
+    from vkdoctor.checks.probe import ComputeProbe, probe_result
+    from vkdoctor.context import Context
+
+    ctx = Context(root=tmp_path)  # a tree without libvulkan.so.1
+    ctx._facts[probe_result] = {
+        "status": "no-adapter",
+        "reason": "no-adapter",
+        "summary": "no Vulkan adapter; wgpu sees no adapter at all",
+        "stage": "enumerate-adapters",
+    }
+    (finding,) = ComputeProbe().run(ctx)
+    assert finding.severity.value == "fail"
+    assert "The Vulkan loader (libvulkan.so.1) is missing" in finding.message
+    assert "sudo apt install libvulkan1" in (finding.remedy or "")

@@ -730,7 +730,11 @@ def classify(
             message=f"dlopen succeeded, but vkCreateInstance with only this driver returned "
             f"{vk_result_name(outcome.vk_result)}; the loader drops it from every instance."
             + (f" The loader said: {' / '.join(said)}" if said else ""),
-            remedy=disable_remedy(outcome, others=others, env=env, loader_version=loader_version),
+            remedy=disable_remedy(outcome, others=others, env=env, loader_version=loader_version)
+            if others
+            else "This is the only driver, so disabling it leaves none: fix what the loader "
+            "reports (VK_LOADER_DEBUG=error,warn,driver shows it in any program). NVIDIA's "
+            "libGLX_nvidia.so.0 fails this way without GLVND's libEGL.so.1: vkdoctor explain VKC004.",
         )
     if outcome.devices:
         listed = "; ".join(d.describe() for d in outcome.devices)

@@ -25,4 +25,4 @@ step loaded-cpu check --cpu --select VKR --json "$out/loaded-cpu.json"
 step bench bench --json "$out/bench.json"
 cat "$out/summary.txt"
 # the device tool brings back at most 8 files: one archive holds them all
-tar -C "$out" -czf "$out/gpu-out.tgz" --exclude gpu-out.tgz .
+tar -C "$out" -czf /tmp/gpu-out.tgz . && mv /tmp/gpu-out.tgz "$out/"

@@ -134,12 +134,22 @@ class DeviceAvailable(Check):
             why = "; ".join(classify(o, loader_version=run.loader_version).title for o in drivers)
         if run.loader_error:
             why = f"the Vulkan loader itself does not load ({run.loader_error}); " + why
+        failing = [o for o in drivers if o.instance == "failed"]
+        if failing:
+            remedy = (
+                "A driver loads but its vkCreateInstance fails: fix the cause given for it under "
+                "VKT001 (" + ", ".join(Path(o.target.manifest).name for o in failing) + ")."
+            )
+        else:
+            remedy = (
+                "Install a Vulkan driver for this machine, or lavapipe for a CPU device "
+                "(Debian/Ubuntu: apt install mesa-vulkan-drivers; Fedora: dnf install "
+                "mesa-vulkan-drivers; Arch: pacman -S vulkan-swrast)"
+            )
         yield self.fail(
             "No Vulkan device from any driver",
             f"No driver, loaded alone through the real loader, reports a device: {why}.",
-            remedy="Install a Vulkan driver for this machine, or lavapipe for a CPU device "
-            "(Debian/Ubuntu: apt install mesa-vulkan-drivers; Fedora: dnf install "
-            "mesa-vulkan-drivers; Arch: pacman -S vulkan-swrast)",
+            remedy=remedy,
             **evidence,
         )
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from vkdoctor import probe_report
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
-from vkdoctor.model import Finding
+from vkdoctor.model import Finding, Severity
 from vkdoctor.probe import ProbeRequest, run_probe
 
 
@@ -35,7 +36,20 @@ class ComputeProbe(Check):
     live_only = True
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        yield probe_report.finding(ctx.fact(probe_result))
+        finding = probe_report.finding(ctx.fact(probe_result))
+        if finding.severity is Severity.FAIL and finding.evidence.get("status") == "no-adapter":
+            from vkdoctor.elf.resolve import loader_lookup
+
+            if loader_lookup(ctx).found is None:
+                # no loader, no Vulkan adapter: VKH002 names the one package to install
+                finding = replace(
+                    finding,
+                    message=finding.message + ". The Vulkan loader (libvulkan.so.1) is missing",
+                    remedy="Install the Vulkan loader first (see VKH002: Debian/Ubuntu "
+                    "`sudo apt install libvulkan1`, Arch `sudo pacman -S vulkan-icd-loader`, "
+                    "Fedora `sudo dnf install vulkan-loader`), then run vkdoctor check again.",
+                )
+        yield finding
 
 
 CHECKS: tuple[type[Check], ...] = (ComputeProbe,)
