@@ -63,3 +63,12 @@ def test_check_root_names_packages_versions_and_the_fix(
     assert {f["code"] for f in doc["findings"]} >= {"VKP001", "VKP003", "VKP006"}
     text = run_vkdoctor(["check", "--root", str(root), "--no-probe", "--select", "VKP002"])
     assert sentence in text.stdout
+
+
+def test_the_overlay_looks_for_the_near_miss_package_family(tmp_path: Path):
+    """Issue 5: package caches are searched starting from the near miss's package (llvm-libs)."""
+    from vkdoctor.context import Context
+    from vkdoctor.overlay.discover import near_miss_packages
+
+    root = arch_skew_tree(tmp_path)
+    assert near_miss_packages(Context(root=root, env={})) == {"libLLVM.so.23.1": ["llvm-libs"]}

@@ -21,6 +21,33 @@ def target_chains(ctx: Context) -> dict[str, Chain]:
     return chains
 
 
+def near_miss_packages(ctx: Context) -> dict[str, list[str]]:
+    """Missing soname -> the installed packages owning its near misses (llvm-libs owns
+    libLLVM.so.22.1 where libLLVM.so.23.1 is missing): the family to look for in package caches."""
+    from vkdoctor.checks.libraries import target_resolutions
+    from vkdoctor.packages import inventory
+
+    near: dict[str, set[str]] = {}
+    for _target, res in ctx.fact(target_resolutions):
+        for miss in res.misses:
+            paths = {n.path for n in miss.near if n.kind == "other-version"}
+            if paths:
+                near.setdefault(miss.name, set()).update(paths)
+    if not near:
+        return {}
+    owners = ctx.fact(inventory).owners({p for paths in near.values() for p in paths})
+    return {
+        soname: sorted({pkg.name for p in paths for pkg in owners.get(p, ())})
+        for soname, paths in near.items()
+    }
+
+
 def plan_for(ctx: Context, packages: Sequence[Path] = ()) -> Plan:
     """The overlay plan for this environment (built and proven when something is missing)."""
-    return make_plan(ctx, target_chains(ctx), resolve_chain, packages=packages)
+    return make_plan(
+        ctx,
+        target_chains(ctx),
+        resolve_chain,
+        packages=packages,
+        near_miss_packages=near_miss_packages(ctx),
+    )
