@@ -3,16 +3,46 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import click
 
 from vkdoctor.checks import REGISTRY
+from vkdoctor.checks.base import Check
 from vkdoctor.checks.probe import probe_result
 from vkdoctor.commands import common
 from vkdoctor.commands.drivers import drivers_report
+from vkdoctor.context import Context
 from vkdoctor.host import collect
 from vkdoctor.model import Report
 from vkdoctor.runner import run_checks, select
+
+
+def with_load_results(
+    ctx: Context, rows: tuple[Mapping[str, Any], ...], chosen: Sequence[type[Check]]
+) -> tuple[Mapping[str, Any], ...]:
+    """Each driver row with what the real load test saw for its manifest, when it ran."""
+    if not ctx.live or not any(c.family == "load" for c in chosen):
+        return rows
+    from vkdoctor.checks.loadtest import load_test
+
+    try:
+        outcomes = {
+            o.target.manifest: o for o in load_test(ctx).outcomes if o.target.kind == "driver"
+        }
+    except Exception:  # the VKT checks report a broken load test
+        return rows
+    keep = ("dlopen", "dlerror", "instance", "vk_result", "devices", "signal")
+    out = []
+    for row in rows:
+        outcome = outcomes.get(str(row.get("manifest")))
+        if outcome is None:
+            out.append(row)
+            continue
+        load = {k: v for k, v in outcome.as_dict().items() if k in keep}
+        out.append({**row, "load": load})
+    return tuple(out)
 
 
 @click.command()
@@ -92,7 +122,7 @@ def check(
         vkdoctor_version=common.version(),
         host=ctx.fact(collect),
         checks=results,
-        drivers=drivers_report(ctx),
+        drivers=with_load_results(ctx, drivers_report(ctx), chosen),
         overlay=report_overlay(ctx) if any(c.code == "VKO001" for c in chosen) else None,
         probe=ctx.fact(probe_result) if probes else None,
         command="check",
