@@ -27,22 +27,14 @@ ADDITIVE = "VK_ADD_DRIVER_FILES"
 
 #: read with secure_getenv by the loader, or ignored by ld.so, when the process is elevated
 #: (setuid, setgid, file capabilities: AT_SECURE)
+#: (HOME too is read with secure_getenv, but it is always set: not worth a finding)
 SECURE_LOADER_VARS = (
-    "VK_DRIVER_FILES",
-    "VK_ICD_FILENAMES",
-    "VK_ADD_DRIVER_FILES",
-    "VK_LOADER_DRIVERS_SELECT",
-    "VK_LOADER_DRIVERS_DISABLE",
-    "VK_LOADER_LAYERS_ENABLE",
-    "VK_LOADER_LAYERS_DISABLE",
+    *(v for v in SECURE_VARIABLES if v.startswith("VK_")),
     "VK_LAYER_PATH",
     "VK_ADD_LAYER_PATH",
     "VK_IMPLICIT_LAYER_PATH",
     "VK_ADD_IMPLICIT_LAYER_PATH",
-    "XDG_CONFIG_HOME",
-    "XDG_CONFIG_DIRS",
-    "XDG_DATA_HOME",
-    "XDG_DATA_DIRS",
+    *(v for v in SECURE_VARIABLES if v.startswith("XDG_")),
 )
 SECURE_LDSO_VARS = ("LD_LIBRARY_PATH", "LD_PRELOAD", "LD_AUDIT", "LD_DEBUG_OUTPUT")
 
@@ -197,7 +189,7 @@ def writable_by_others(
 
 def _secure(ctx: Context, name: str) -> str | None:
     """What the loader sees of a variable: nothing of a secure one in an elevated process."""
-    if name in SECURE_VARIABLES or name in SECURE_LOADER_VARS:
+    if name in SECURE_LOADER_VARS:
         return None if ctx.elevated else secure_getenv(ctx, name)
     return ctx.env.get(name)
 
