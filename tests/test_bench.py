@@ -31,6 +31,10 @@ def test_bench_on_lavapipe_checks_every_size_and_times_on_the_device(lavapipe_be
         assert r["rmsnorm_gbps"] > 0 and r["copy_gbps"] > 0 and r["kernel_copy_gbps"] > 0
         assert r["numpy_gbps"] > 0
         assert r["rmsnorm"]["device_s"] > 0 and r["rmsnorm"]["host_s"] > 0
+        # lavapipe has subgroups: both RMSNorm kernels run, each checked on its own output
+        assert set(r["kernels"]) == {"workgroup-tree", "subgroup"}
+        assert all(k["ok"] and k["max_rel_err"] <= 1e-5 for k in r["kernels"].values())
+        assert r["kernel"] in r["kernels"]
     table = render(doc)
     assert "256x4096" in table and "numpy's speed on the host" in table
 

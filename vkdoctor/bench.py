@@ -73,16 +73,25 @@ def render(doc: Mapping[str, Any]) -> str:
     cpu = adapter.get("type") == "CPU"
     results = doc.get("results") or []
     if results:
-        head = f"  {'rows x d':>12}  {'RMSNorm':>9}  {'copy':>9}  {'kernel copy':>11}  {'% of copy':>9}  {'numpy':>8}  {'max rel err':>11}"
+        head = (
+            f"  {'rows x d':>12}  {'RMSNorm':>9}  {'copy':>9}  {'kernel copy':>11}  "
+            f"{'% of copy':>9}  {'numpy':>8}  {'max rel err':>11}  kernel"
+        )
         lines += [head, f"  {'':>12}  {'GB/s':>9}  {'GB/s':>9}  {'GB/s':>11}  {'':>9}  {'GB/s':>8}"]
         for r in results:
             err = r.get("max_rel_err")
             verdict = "ok" if r.get("ok") and r.get("copy_ok") else "WRONG"
+            others = ", ".join(
+                f"{name} {_gbps(k.get('gbps'))}"
+                for name, k in (r.get("kernels") or {}).items()
+                if name != r.get("kernel")
+            )
             lines.append(
                 f"  {str(r['rows']) + 'x' + str(r['d']):>12}  {_gbps(r.get('rmsnorm_gbps')):>9}  "
                 f"{_gbps(r.get('copy_gbps')):>9}  {_gbps(r.get('kernel_copy_gbps')):>11}  "
                 f"{r.get('rmsnorm_pct_of_copy', 0):>8.0f}%  {_gbps(r.get('numpy_gbps')):>8}  "
-                f"{err if err is None else format(err, '.1e'):>11} {verdict}"
+                f"{err if err is None else format(err, '.1e'):>11}  {r.get('kernel')} {verdict}"
+                + (f" (also {others})" if others else "")
             )
         lines.append(
             "  bytes: RMSNorm reads x and w and writes y; a copy reads and writes the tensor once. "
