@@ -39,17 +39,20 @@ _ABBREV = {
 _REL = re.compile(r"^\s*([^\s(:]+)(?::[a-z0-9-]+)?\s*(?:\(\s*([<>=]+)\s*([^)\s]+)\s*\))?")
 
 
-#: the fields the backend uses; Description and Conffiles (most of the file) are skipped
+#: the fields the backend uses; Description and Conffiles (most of the file) are skipped. A
+#: field starts a line; "\n" rather than "^" (re.M) lets the regex engine jump from one newline
+#: to the next instead of trying every position (10 -> 7 ms on 700 kB)
 _FIELD = re.compile(
-    r"^(Package|Status|Version|Architecture|Source|Depends|Pre-Depends|Provides|Maintainer"
-    r"|Multi-Arch):[ \t]*(.*(?:\n[ \t].*)*)",
-    re.M,
+    r"\n(Package|Status|Version|Architecture|Source|Depends|Pre-Depends|Provides|Maintainer"
+    r"|Multi-Arch):[ \t]*(.*(?:\n[ \t].*)*)"
 )
 
 
 def parse_status(text: str) -> list[dict[str, str]]:
     """The status file's paragraphs (deb822, blank-line separated), with the fields we use."""
-    return [fields for chunk in text.split("\n\n") if (fields := dict(_FIELD.findall(chunk)))]
+    return [
+        fields for chunk in text.split("\n\n") if (fields := dict(_FIELD.findall("\n" + chunk)))
+    ]
 
 
 def parse_relations(
