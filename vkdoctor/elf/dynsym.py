@@ -16,7 +16,7 @@ import itertools
 import mmap
 import operator
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -281,8 +281,10 @@ def _read(image: _Image) -> SymbolTable:
     step = entsize // 4
     meta = words[1::step] if image.is64 else words[3::step]
     little = image.e == "<"
-    strong_undefined = {m for m in set(meta) if _kind(m, little) == "undefined"}
-    indexes = itertools.compress(range(count), map(strong_undefined.__contains__, meta))
+    strong_undefined = [m for m in set(meta) if _kind(m, little) == "undefined"]
+    # the few words that mean "strong undefined" (one per symbol type and visibility), each
+    # found by array.index, a scan in C: a tenth of a membership test per symbol
+    indexes = sorted(i for m in strong_undefined for i in _positions(meta, m))
     versions = _array(image, versym, "H")
     undefined = []
     for i in indexes:
@@ -298,6 +300,17 @@ def _read(image: _Image) -> SymbolTable:
         _little=little,
         _hash=table,
     )
+
+
+def _positions(words: array.array[int], value: int) -> Iterator[int]:
+    """The indexes of `value` in `words`, in order."""
+    i = -1
+    while True:
+        try:
+            i = words.index(value, i + 1)
+        except ValueError:
+            return
+        yield i
 
 
 def _array(image: _Image, data: bytes | mmap.mmap, code: str) -> array.array[int]:
