@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 from conftest import run_vkdoctor, validate_report
 
+import vkdoctor.checks
 from vkdoctor.checks.base import Check
 from vkdoctor.checks.host import HostFacts
 from vkdoctor.cli import cli
-from vkdoctor.commands import check as check_cmd
 from vkdoctor.context import Context
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Report, Severity
 from vkdoctor.render import github, junit
@@ -82,7 +82,8 @@ class Breaks(Check):
 
 
 def invoke(monkeypatch: pytest.MonkeyPatch, checks: tuple[type[Check], ...], *args: str):
-    monkeypatch.setattr(check_cmd, "REGISTRY", checks)
+    # `vkdoctor check` reads the registry when it runs (vkdoctor.checks builds it on first use)
+    monkeypatch.setattr(vkdoctor.checks, "REGISTRY", checks)
     return CliRunner().invoke(cli, ["check", "--no-probe", *args], catch_exceptions=False)
 
 

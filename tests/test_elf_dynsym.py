@@ -213,3 +213,19 @@ def test_corrupted_gnu_hash_libraries_never_raise(tmp_path: Path) -> None:
         table.defines("foo")
         table.defines(SymbolName("absent_fn"))
         assert table.error is not None or table.count < 100
+
+
+def test_gnu_hash_of_short_and_long_names_is_the_dl_new_hash() -> None:
+    def dl_new_hash(raw: bytes) -> int:
+        h = 5381
+        for c in raw:
+            h = (h * 33 + c) & 0xFFFFFFFF
+        return h
+
+    names = ["", "a", "printf", "_ZNK4llvm5Value7getNameEv", "é" * 40, "x" * 1023, "y" * 1024]
+    names += ["z" * 1025, "_Z" + "N4llvm" * 400]
+    for text in names:
+        assert SymbolName(text).gnu == dl_new_hash(text.encode("utf-8")), text[:40]
+    # fixed values, so that a change to both functions at once is caught too (5381 = 0x1505)
+    assert SymbolName("").gnu == 0x00001505
+    assert SymbolName("printf").gnu == 0x156B2BB8

@@ -163,6 +163,24 @@ def test_global_bound_stops_the_run_and_reports_the_rest(fakes):
     assert descendants() == []
 
 
+def test_cancel_kills_the_child_and_removes_its_directory(fakes):
+    """`vkdoctor check` starts the load test before the overlay is planned, and cancels it when
+    the checks are to run in the overlay's environment instead."""
+    from vkdoctor.loadtest import LoadTest
+
+    test = LoadTest(
+        [fakes["CTOR_HANG"]], env=dict(os.environ), cwd=Path.cwd(), step_timeout=30.0
+    ).start()
+    child = test._child
+    assert child is not None
+    logdir = test._logdir
+    assert logdir.is_dir() and [p.pid for p in descendants()] == [child.proc.pid]
+    test.cancel()
+    assert child.proc.returncode == -signal.SIGKILL
+    assert not logdir.exists()
+    assert descendants() == []
+
+
 def test_each_instance_sees_only_its_own_manifest(tmp_path):
     """The loader re-reads VK_DRIVER_FILES and rescans on every vkCreateInstance in one process."""
     intel, lvp = manifest_target(INTEL_MANIFEST), manifest_target(LVP_MANIFEST)

@@ -402,6 +402,15 @@ class LoadTest:
             self._spawn_next()
         return self
 
+    def cancel(self) -> None:
+        """Stop without a result (the run's environment changed): the child is killed and its
+        directory removed. `result()` must not be called afterwards."""
+        if self._child is not None:
+            _kill_group(self._child.proc)
+            self._child = None
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
     def _spawn_next(self) -> None:
         """Start a child for the targets not finished yet; no child when none is left."""
         self._child = None

@@ -38,15 +38,16 @@ def load_test(ctx: Context) -> LoadTestRun:
     return ctx.fact(started_load_test).result()
 
 
-def prefetch(ctx: Context) -> None:
-    """Start the load test's child now, so that it runs while the other checks do. Never raises:
-    a failure here is reported by the checks themselves when they ask for the result."""
+def prefetch(ctx: Context) -> LoadTest | None:
+    """Start the load test's child now, so that it runs while the other checks do, and return
+    it (None with --root, or when it could not start). Never raises: a failure here is reported
+    by the checks themselves when they ask for the result."""
     if not ctx.live:
-        return
+        return None
     try:
-        ctx.fact(started_load_test)
+        return ctx.fact(started_load_test)
     except Exception:  # the VKT checks hit it again and report it as theirs
-        return
+        return None
 
 
 def _verdict_finding(

@@ -244,6 +244,12 @@ class UnownedOrForeign(Check):
     family = "packages"
     title = "Driver files no package owns, or from a foreign origin"
 
+    def prefetch(self, ctx: Context) -> None:
+        facts = ctx.fact(stack_facts)
+        for db in ctx.fact(inventory).databases:
+            if isinstance(db, DpkgDB):
+                db.prefetch_owners(f.path for f in facts.files)
+
     def run(self, ctx: Context) -> Iterable[Finding]:
         return self.findings(ctx, ctx.fact(stack_facts))
 

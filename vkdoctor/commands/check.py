@@ -8,13 +8,9 @@ from typing import Any
 
 import click
 
-from vkdoctor.checks import REGISTRY
 from vkdoctor.checks.base import Check
-from vkdoctor.checks.probe import probe_result
 from vkdoctor.commands import common
-from vkdoctor.commands.drivers import drivers_report
 from vkdoctor.context import Context
-from vkdoctor.host import collect
 from vkdoctor.model import Report
 from vkdoctor.runner import run_checks, select
 
@@ -102,16 +98,30 @@ def check(
         disk_warn_bytes=disk_warn,
         disk_fail_bytes=disk_fail,
     )
+    # The load test's child first (this imports only the loader's emulation and the load test):
+    # it runs on another core while the other checks are imported and run.
+    from vkdoctor.checks import loadtest as load_checks
+
+    early_ctx = ctx
+    early = load_checks.prefetch(ctx) if select(load_checks.CHECKS, selected, ignored) else None
+
+    from vkdoctor.checks import REGISTRY
+    from vkdoctor.checks.probe import probe_result
+    from vkdoctor.commands.drivers import drivers_report
+    from vkdoctor.host import collect
+
     chosen = select(REGISTRY, selected, ignored)
     if any(c.code == "VKO001" for c in chosen):
         # A missing library with a safe candidate: every check below runs under the overlay.
         from vkdoctor.overlay.checkflow import context_for_checks
 
         ctx = context_for_checks(ctx)
-    if any(c.family == "load" for c in chosen):
-        from vkdoctor.checks.loadtest import prefetch
-
-        prefetch(ctx)
+    load_chosen = any(c.family == "load" for c in chosen)
+    if early is not None and (ctx is not early_ctx or not load_chosen):
+        # started in the user's environment, and the checks run in the overlay's
+        early.cancel()
+    if load_chosen:
+        load_checks.prefetch(ctx)
     # the probe runs after every static check, and not at all with --no-probe or --root
     static = [c for c in chosen if c.code[:3] != "VKR"]
     probes = [c for c in chosen if c.code[:3] == "VKR"] if ctx.options.probe else []

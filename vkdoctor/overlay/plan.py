@@ -20,10 +20,10 @@ import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vkdoctor.context import Context
-from vkdoctor.overlay import archive, pkgcache, safety, store
+from vkdoctor.overlay import safety
 from vkdoctor.overlay.candidates import (
     Candidate,
     DirProblem,
@@ -37,6 +37,9 @@ from vkdoctor.overlay.candidates import (
 from vkdoctor.overlay.chain import Chain, with_ld_path
 from vkdoctor.overlay.errors import OverlayError
 from vkdoctor.overlay.ldpath import Dropped, LdPath, with_overlay
+
+if TYPE_CHECKING:
+    from vkdoctor.overlay import store
 
 ChainResolver = Callable[[Context, str], Chain]
 
@@ -165,6 +168,9 @@ def _extract_from(
     cache = ctx.options.cache_dir
     if cache is None or not sonames:
         return []
+    # only where a package is opened: archive needs tarfile, hashlib, subprocess, threading
+    from vkdoctor.overlay import archive
+
     dirs: list[SearchDir] = []
     for f in files:
         try:
@@ -273,6 +279,8 @@ class _Supplier:
         _search_more(ctx, plan, likely_places(ctx))
         if not self.use_caches:
             return
+        from vkdoctor.overlay import pkgcache
+
         for soname in [n.soname for n in wanted if n.soname not in plan.chosen]:
             cached = pkgcache.find(ctx, soname, ctx.machine, self.near.get(soname, ()))
             names = ", ".join(c.path.rsplit("/", 1)[-1] for c in cached)
@@ -316,6 +324,8 @@ def _open(plan: Plan) -> list[str]:
 
 
 def _build(ctx: Context, plan: Plan) -> None:
+    from vkdoctor.overlay import store
+
     by_soname = {n.soname: n for n in plan.needs}
     plan.links = [
         store.Link(

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence, Set
 from pathlib import Path
 
 from vkdoctor.context import Context
 from vkdoctor.packages.deps import unmet
+from vkdoctor.packages.listgrep import ListSearch
 from vkdoctor.packages.model import Consistency, Family, Package, Relation
 from vkdoctor.packages.paths import spellings
 from vkdoctor.packages.proc import RunningTool, ToolRun, run_tool, start_tool, which
@@ -38,17 +39,20 @@ _ABBREV = {
 _REL = re.compile(r"^\s*([^\s(:]+)(?::[a-z0-9-]+)?\s*(?:\(\s*([<>=]+)\s*([^)\s]+)\s*\))?")
 
 
-#: the fields the backend uses; Description and Conffiles (most of the file) are skipped
+#: the fields the backend uses; Description and Conffiles (most of the file) are skipped. A
+#: field starts a line; "\n" rather than "^" (re.M) lets the regex engine jump from one newline
+#: to the next instead of trying every position (10 -> 7 ms on 700 kB)
 _FIELD = re.compile(
-    r"^(Package|Status|Version|Architecture|Source|Depends|Pre-Depends|Provides|Maintainer"
-    r"|Multi-Arch):[ \t]*(.*(?:\n[ \t].*)*)",
-    re.M,
+    r"\n(Package|Status|Version|Architecture|Source|Depends|Pre-Depends|Provides|Maintainer"
+    r"|Multi-Arch):[ \t]*(.*(?:\n[ \t].*)*)"
 )
 
 
 def parse_status(text: str) -> list[dict[str, str]]:
     """The status file's paragraphs (deb822, blank-line separated), with the fields we use."""
-    return [fields for chunk in text.split("\n\n") if (fields := dict(_FIELD.findall(chunk)))]
+    return [
+        fields for chunk in text.split("\n\n") if (fields := dict(_FIELD.findall("\n" + chunk)))
+    ]
 
 
 def parse_relations(
@@ -110,6 +114,25 @@ def _package(
     )
 
 
+def _key(spelling: str) -> bytes:
+    return spelling.encode("utf-8", "surrogateescape")
+
+
+def _search_lists(lists: Sequence[tuple[str, str]], wanted: Set[bytes]) -> dict[bytes, str]:
+    """What ListSearch answers, read here: each wanted line -> the first list file holding it."""
+    want = frozenset(wanted)
+    found: dict[bytes, str] = {}
+    for name, path in lists:
+        try:
+            with open(path, "rb") as fh:
+                lines = fh.read().split(b"\n")
+        except OSError:
+            continue
+        for hit in want.intersection(lines):
+            found.setdefault(hit, name)
+    return found
+
+
 class DpkgDB:
     """The dpkg database of `ctx.root`."""
 
@@ -121,6 +144,7 @@ class DpkgDB:
         self._packages: tuple[Package, ...] | None = None
         self._answers: dict[bytes, str | None] = {}
         self._audit: RunningTool | None = None
+        self._search: ListSearch | None = None
 
     @property
     def _admin(self) -> Path:
@@ -138,32 +162,52 @@ class DpkgDB:
         base, _, arch = name.partition(":")
         return tuple(p for p in self.packages() if p.name == base and (not arch or p.arch == arch))
 
+    def _lists(self) -> list[tuple[str, str]]:
+        # plain strings, not Path objects: ~800 files, and Path's sort order costs more than
+        # reading them
+        try:
+            with os.scandir(self._admin / "info") as it:
+                return sorted((e.name, e.path) for e in it if e.name.endswith(".list"))
+        except OSError:
+            return []
+
+    def prefetch_owners(self, paths: Iterable[str]) -> None:
+        """Start looking for the owners of `paths` now (one grep over info/*.list, on another
+        core); `owners` of the same paths then only reads the answer."""
+        if self._search is not None:
+            return
+        wanted = {_key(s) for path in dict.fromkeys(paths) for s in spellings(self._ctx, path)}
+        new = wanted - self._answers.keys()
+        if new:
+            self._search = self._start_search(new)
+
+    def _start_search(self, wanted: set[bytes]) -> ListSearch:
+        timeout = min(self._ctx.options.timeout, 60.0)
+        return ListSearch(self._lists(), wanted, env=self._ctx.env, timeout=timeout)
+
     def _lookup(self, wanted: set[bytes]) -> dict[bytes, str]:
         """Which list file (`libllvm22:amd64`, `libc6`) names each wanted path.
 
-        One pass over info/*.list per batch of new paths: each file is split into lines and
-        intersected with the wanted set (C speed); answers, including "nobody", are kept.
+        One pass over info/*.list per batch of new paths, by grep where it can answer, else
+        here: each file is split into lines and intersected with the wanted set (C speed).
+        Answers, including "nobody", are kept; a path in several lists belongs to the first
+        list in name order.
         """
+        if self._search is not None:
+            self._collect(self._search)
+            self._search = None
         new = wanted - self._answers.keys()
         if new:
-            # plain strings, not Path objects: ~800 files, and Path's sort order costs more
-            # than reading them
-            try:
-                with os.scandir(self._admin / "info") as it:
-                    lists = sorted((e.name, e.path) for e in it if e.name.endswith(".list"))
-            except OSError:
-                lists = []
-            for name, path in lists:
-                try:
-                    with open(path, "rb") as fh:
-                        lines = fh.read().split(b"\n")
-                except OSError:
-                    continue
-                for hit in new.intersection(lines):
-                    self._answers.setdefault(hit, name[: -len(".list")])
-            for missing in new:
-                self._answers.setdefault(missing, None)
+            self._collect(self._start_search(new))
         return {w: stem for w in wanted if (stem := self._answers.get(w)) is not None}
+
+    def _collect(self, search: ListSearch) -> None:
+        found = search.result()
+        if found is None:
+            found = _search_lists(search.lists, search.wanted)
+        for line in search.wanted:
+            name = found.get(line)
+            self._answers.setdefault(line, name[: -len(".list")] if name else None)
 
     def _by_stem(self, stem: str) -> Package | None:
         name, _, arch = stem.partition(":")
@@ -173,15 +217,12 @@ class DpkgDB:
         return None
 
     def owners(self, paths: Iterable[str]) -> dict[str, tuple[Package, ...]]:
-        def key(spelling: str) -> bytes:
-            return spelling.encode("utf-8", "surrogateescape")
-
         asked = {path: spellings(self._ctx, path) for path in dict.fromkeys(paths)}
-        found = self._lookup({key(s) for sp in asked.values() for s in sp})
+        found = self._lookup({_key(s) for sp in asked.values() for s in sp})
         out: dict[str, tuple[Package, ...]] = {}
         for path, candidates in asked.items():
             for spelling in candidates:
-                stem = found.get(key(spelling))
+                stem = found.get(_key(spelling))
                 pkg = self._by_stem(stem) if stem else None
                 if pkg is not None:
                     out[path] = (pkg,)
