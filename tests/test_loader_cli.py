@@ -47,7 +47,8 @@ def test_debian12_four_mesa_drivers_and_device_select(oracle, tmp_path):  # noqa
     assert "lavapipe" in lvp["driver"]
     # each row carries the real load test: every driver loads, only lavapipe has a device
     assert {r["load"]["dlopen"] for r in rows} == {"ok"}
-    assert [d["name"] for d in lvp["load"]["devices"]][0].startswith("llvmpipe")
+    (device,) = lvp["load"]["devices"]
+    assert device["name"].startswith("llvmpipe")
     assert all(r["load"]["devices"] == [] for r in rows if r is not lvp)
     vkd001 = findings(doc, "VKD001")[0]
     assert vkd001["severity"] == "ok" and vkd001["title"].startswith("4 drivers will load")
