@@ -19,41 +19,8 @@ from tests.conftest import REPO, run_vkdoctor, validate_report
 LVP_ICD = Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")
 HANG_TIMEOUT = 5.0
 
-FAKE_ICD_C = r"""
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-typedef int VkResult;
-typedef void (*PFN)(void);
-static VkResult create_instance(const void *info, const void *alloc, void **instance) {
-    (void)info; (void)alloc; (void)instance;
-#ifdef FAKE_SEGV
-    *(volatile int *)0 = 1;
-#endif
-#ifdef FAKE_HANG
-    for (;;) sleep(1000);
-#endif
-#ifdef FAKE_ABRT
-    abort();
-#endif
-    return -3; /* VK_ERROR_INITIALIZATION_FAILED */
-}
-static VkResult enum_ext(const char *layer, uint32_t *count, void *props) {
-    (void)layer; (void)props; *count = 0; return 0;
-}
-static VkResult enum_version(uint32_t *v) { *v = (1u << 22) | (3u << 12); return 0; }
-__attribute__((visibility("default")))
-VkResult vk_icdNegotiateLoaderICDInterfaceVersion(uint32_t *v) { if (*v > 5) *v = 5; return 0; }
-__attribute__((visibility("default")))
-PFN vk_icdGetInstanceProcAddr(void *instance, const char *name) {
-    (void)instance;
-    if (!strcmp(name, "vkCreateInstance")) return (PFN)create_instance;
-    if (!strcmp(name, "vkEnumerateInstanceExtensionProperties")) return (PFN)enum_ext;
-    if (!strcmp(name, "vkEnumerateInstanceVersion")) return (PFN)enum_version;
-    return 0;
-}
-"""
+#: a fake driver whose vkCreateInstance crashes, hangs or aborts (built with -DCREATE_<mode>)
+FAKE_ICD_C = REPO / "tests" / "data" / "fake_icd.c"
 
 
 def _probe_run(args, *, env=None, tmp: Path, timeout: float = 120):
@@ -83,13 +50,12 @@ def _leftovers(pid: int) -> list[psutil.Process]:
 @pytest.fixture(scope="module")
 def fake_icds(tmp_path_factory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("icd")
-    src = d / "fake_icd.c"
-    src.write_text(FAKE_ICD_C)
+    src = FAKE_ICD_C
     manifests = {}
     for mode in ("SEGV", "HANG", "ABRT"):
         lib = d / f"libfake_{mode.lower()}.so"
         subprocess.run(
-            ["gcc", "-shared", "-fPIC", f"-DFAKE_{mode}", "-o", str(lib), str(src)],
+            ["gcc", "-shared", "-fPIC", f"-DCREATE_{mode}", "-o", str(lib), str(src)],
             check=True,
             timeout=60,
         )
