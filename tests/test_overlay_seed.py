@@ -257,3 +257,17 @@ def test_check_builds_the_overlay_and_proves_it(seed: Seed, tmp_path: Path) -> N
     assert vko["title"] == "No safe overlay for libLLVM.so.23.1"
     assert "package caches /var/cache/pacman/pkg and /var/cache/apt/archives" in vko["message"]
     assert any(f["code"] == "VKL002" and f["severity"] == "fail" for f in doc["findings"])
+
+
+def test_check_from_package_proves_the_overlay(seed: Seed, tmp_path: Path) -> None:
+    """check --from-package: the LLVM comes out of a .deb into vkdoctor's cache, and the load test
+    and the probe run under the overlay before it is reported as the fix."""
+    env = seed.env(tmp_path / "cache")
+    proc, doc = run_json(["check", "--cpu", "--from-package", str(seed.deb)], env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert doc["probe"]["status"] == "pass"
+    (lib,) = doc["overlay"]["libraries"]
+    assert lib["soname"] == lab.NEW_LLVM and "/vkdoctor/extracted/" in lib["target"]
+    (vko,) = [f for f in doc["findings"] if f["code"] == "VKO001"]
+    assert vko["severity"] == "warn"
+    assert f"vkdoctor exec --from-package {seed.deb} -- CMD" in vko["remedy"]

@@ -27,6 +27,8 @@ class Options:
 
     #: extra places to look for missing libraries (--search-path, VKDOCTOR_SEARCH_PATH)
     search_paths: tuple[Path, ...] = ()
+    #: package files that may hold a missing library (--from-package)
+    packages: tuple[Path, ...] = ()
     #: per child process (load test, probe), seconds
     timeout: float = 60.0
     #: probe adapter choice: "cpu", a name substring, or None for wgpu's high-performance pick

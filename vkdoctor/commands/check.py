@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import click
 
 from vkdoctor.checks.base import Check
 from vkdoctor.commands import common
+from vkdoctor.commands.overlay import from_package_option
 from vkdoctor.context import Context
 from vkdoctor.model import Report
 from vkdoctor.runner import run_checks, select
@@ -47,6 +49,7 @@ def with_load_results(
 @common.timeout_option
 @common.output_options
 @common.disk_options
+@from_package_option
 @click.option("--no-probe", is_flag=True, help="Static checks only; do not run the compute probe.")
 @click.option("--cpu", is_flag=True, help="The probe must use a CPU adapter on Vulkan (lavapipe).")
 @click.option(
@@ -77,6 +80,7 @@ def check(
     debug: bool,
     disk_warn: int,
     disk_fail: int,
+    from_package: tuple[str, ...],
     no_probe: bool,
     cpu: bool,
     adapter: str | None,
@@ -97,6 +101,7 @@ def check(
         probe=not no_probe and root is None,
         disk_warn_bytes=disk_warn,
         disk_fail_bytes=disk_fail,
+        packages=tuple(Path(p) for p in from_package),
     )
     # The load test's child first (this imports only the loader's emulation and the load test):
     # it runs on another core while the other checks are imported and run.

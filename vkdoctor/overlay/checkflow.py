@@ -37,7 +37,7 @@ def overlay_outcome(ctx: Context) -> Outcome:
     from vkdoctor.overlay.discover import plan_for
 
     try:
-        plan = plan_for(ctx)
+        plan = plan_for(ctx, ctx.options.packages)
     except OverlayError as exc:
         return Outcome(error=exc.message, hint=exc.hint)
     return Outcome(plan=plan, original_ld_library_path=ctx.getenv("LD_LIBRARY_PATH"))
