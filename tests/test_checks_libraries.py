@@ -301,3 +301,25 @@ def test_undefined_symbol_from_a_shadowing_build(
     assert real_now.error in f_now.message
     assert seed.probe.load(str(lazy), env=env).error is None
     assert "symbol lookup error" in f_lazy.message
+
+
+def test_seed_failure_names_the_closest_version_and_the_package_to_look_for(seed: SeedLab) -> None:
+    """Without a search path: the remedy points at the nearest LLVM (libLLVM-15, not -14), and
+    the package rule names Debian's libllvm23 as the one a private copy should come from."""
+    from conftest import run_json
+
+    _, doc = run_json(
+        ["check", "--no-probe", "--select", "VKL002", "--select", "VKP002"],
+        env={"VK_DRIVER_FILES": str(seed.manifest)},
+    )
+    (vkl,) = [f for f in doc["findings"] if f["code"] == "VKL002"]
+    assert (
+        "Only other versions of this library are installed (/lib/x86_64-linux-gnu/libLLVM-15.so.1)"
+        in vkl["remedy"]
+    )
+    (vkp,) = [f for f in doc["findings"] if f["code"] == "VKP002"]
+    assert (
+        "but libllvm15:amd64 " in vkp["message"]
+        and "provides only libLLVM-15.so.1" in vkp["message"]
+    )
+    assert "holds libLLVM.so.23.1 from the matching libllvm23 package" in vkp["remedy"]

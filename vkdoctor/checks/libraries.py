@@ -22,7 +22,14 @@ from vkdoctor.elf.explain import (
     version_sentence,
 )
 from vkdoctor.elf.ldcache import load_conf
-from vkdoctor.elf.resolve import Miss, Resolution, VersionProblem, resolve, resolve_target
+from vkdoctor.elf.resolve import (
+    Miss,
+    Resolution,
+    VersionProblem,
+    resolve,
+    resolve_target,
+    version_key,
+)
 from vkdoctor.elf.search import How
 from vkdoctor.elf.symbols import Undefined, undefined_symbols
 from vkdoctor.elf.wgpu import find_wgpu_native
@@ -203,7 +210,12 @@ def _missing_remedy(name: str, m: Miss) -> str:
             f"LD_LIBRARY_PATH={d}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}} (or `vkdoctor overlay`). "
             f"The lasting fix is to install the package that provides {name}."
         )
-    others = [n for n in m.near if n.kind == "other-version"]
+    # the closest version first: libLLVM-15.so.1 says more than libLLVM-14.so.1
+    others = sorted(
+        (n for n in m.near if n.kind == "other-version"),
+        key=lambda n: version_key(posixpath.basename(n.path)),
+        reverse=True,
+    )
     if others:
         return (
             f"Only other versions of this library are installed ({others[0].path}). The driver "

@@ -135,17 +135,25 @@ class DeviceAvailable(Check):
             why = "; ".join(classify(o, loader_version=run.loader_version).title for o in drivers)
         if run.loader_error:
             why = f"the Vulkan loader itself does not load ({run.loader_error}); " + why
-        failing = [o for o in drivers if o.instance == "failed"]
+        failing = [
+            o
+            for o in drivers
+            if o.instance == "failed" or o.dlopen in ("failed", "crash", "timeout")
+        ]
+        install = (
+            "Install a Vulkan driver for this machine, or lavapipe for a CPU device "
+            "(Debian/Ubuntu: apt install mesa-vulkan-drivers; Fedora: dnf install "
+            "mesa-vulkan-drivers; Arch: pacman -S vulkan-swrast)"
+        )
+        remedy = install
         if failing:
             remedy = (
-                "A driver loads but its vkCreateInstance fails: fix the cause given for it under "
-                "VKT001 (" + ", ".join(Path(o.target.manifest).name for o in failing) + ")."
-            )
-        else:
-            remedy = (
-                "Install a Vulkan driver for this machine, or lavapipe for a CPU device "
-                "(Debian/Ubuntu: apt install mesa-vulkan-drivers; Fedora: dnf install "
-                "mesa-vulkan-drivers; Arch: pacman -S vulkan-swrast)"
+                "A driver is installed but fails: fix the cause given for it under VKT001 and the "
+                "library findings ("
+                + ", ".join(Path(o.target.manifest).name for o in failing)
+                + "), or "
+                + install[0].lower()
+                + install[1:]
             )
         yield self.fail(
             "No Vulkan device from any driver",

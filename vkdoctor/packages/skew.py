@@ -203,7 +203,12 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
             owned_near[owner].append(p)
         else:
             unowned_near.append(p)
-    ppkg = next(iter(owned_near), None)
+    # the closest version is the one that explains the skew (libLLVM-15 before libLLVM-14)
+    ppkg = max(
+        owned_near,
+        key=lambda pkg: max(numbers(p) for p in owned_near[pkg]),
+        default=None,
+    )
     offered = _offered(fact.soname, owned_near[ppkg] if ppkg else fact.near_misses)
     direction = _direction(fact.soname, offered)
     lib = library_label(fact.soname)
@@ -276,7 +281,11 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
     if offered:
         notes.append(no_symlink(offered[0], fact.soname))
     if (direction > 0 or ppkg is None) and not evidence.get("damaged"):
-        wanted = evidence.get("expected_package") or (ppkg.name if ppkg else lib)
+        if not guess and ppkg is not None and ppkg.family == "dpkg":
+            # an unowned driver on Debian: the package named after the soname it needs
+            base, want = stem(fact.soname).lower(), numbers(fact.soname)
+            guess = f"{base}{want[0]}" if want else None
+        wanted = evidence.get("expected_package") or guess or (ppkg.name if ppkg else lib)
         notes.append(overlay_hint(fact.soname, str(wanted)))
     remedy = " ".join(n for n in [f"{fix}." if fix else "", *notes] if n)
     return Diagnosis(
