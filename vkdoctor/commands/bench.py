@@ -8,19 +8,12 @@ import sys
 
 import click
 
+from vkdoctor.commands import common
 from vkdoctor.commands.common import write_file
 
 
 @click.command()
-@click.option("--cpu", is_flag=True, help="Use a CPU adapter (lavapipe).")
-@click.option("--adapter", metavar="TEXT", help="Use the adapter whose name contains TEXT.")
-@click.option(
-    "--backend",
-    type=click.Choice(["vulkan", "opengl"]),
-    default="vulkan",
-    show_default=True,
-    help="The wgpu backend to benchmark.",
-)
+@common.adapter_options
 @click.option(
     "--sizes",
     metavar="ROWSxD[,...]",
@@ -28,7 +21,7 @@ from vkdoctor.commands.common import write_file
     "1024x4096,4096x4096 on a CPU adapter.",
 )
 @click.option("--repeat", type=click.IntRange(min=1), help="Timed runs per kernel and size.")
-@click.option("--seed", type=int, help="Repeat a run's random inputs.")
+@click.option("--seed", type=click.IntRange(min=0), help="Repeat a run's random inputs.")
 @click.option(
     "--timeout",
     type=click.FloatRange(min=1),

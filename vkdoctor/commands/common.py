@@ -131,6 +131,24 @@ def _remember(key: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
     return callback
 
 
+def adapter_options(f: F) -> F:
+    """--cpu, --adapter TEXT and --backend: which wgpu adapter a child (probe, bench) uses."""
+    f = click.option(
+        "--backend",
+        type=click.Choice(["vulkan", "opengl"]),
+        default="vulkan",
+        show_default=True,
+        help="Which wgpu backend; adapters on other backends never count.",
+    )(f)
+    f = click.option("--adapter", metavar="TEXT", help="Use the adapter whose name contains TEXT.")(
+        f
+    )
+    f = click.option(
+        "--cpu", is_flag=True, help="Use a CPU adapter on the chosen backend (lavapipe)."
+    )(f)
+    return f
+
+
 def output_options(f: F) -> F:
     # --junit and --redact are handled by emit() through the click context, so commands need not
     # pass them along.

@@ -14,15 +14,7 @@ from vkdoctor.commands import common
 
 
 @click.command("run-probe")
-@click.option("--cpu", is_flag=True, help="Use a CPU adapter on the chosen backend (lavapipe).")
-@click.option("--adapter", metavar="TEXT", help="Use the adapter whose name contains TEXT.")
-@click.option(
-    "--backend",
-    type=click.Choice(["vulkan", "opengl"]),
-    default="vulkan",
-    show_default=True,
-    help="Which wgpu backend to probe; adapters on other backends never count.",
-)
+@common.adapter_options
 @click.option(
     "--seed", type=click.IntRange(min=0), help="Repeat a run's random inputs (see its report)."
 )
