@@ -143,21 +143,32 @@ def test_usage_error_exits_2():
     assert "Traceback" not in proc.stderr
 
 
-def test_unwritable_json_target_is_a_clear_error(tmp_path: Path):
-    proc = run_vkdoctor(
-        [
-            "check",
-            "--no-probe",
-            "--select",
-            "VKH",
-            "--json",
-            str(tmp_path / "missing-dir" / "r.json"),
-        ]
-    )
-    assert proc.returncode != 0
-    assert "cannot write" in proc.stderr and "Traceback" not in proc.stderr
+def test_unwritable_json_target_is_a_usage_error_before_anything_runs(tmp_path: Path):
+    proc = run_vkdoctor(["check", "--no-probe", "--json", str(tmp_path / "missing-dir" / "r.json")])
+    assert proc.returncode == 2
+    assert "the directory" in proc.stderr and "does not exist" in proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    proc = run_vkdoctor(["check", "--no-probe", "--junit", str(tmp_path)])
+    assert proc.returncode == 2 and "is a directory" in proc.stderr
+
+
+def test_a_selection_that_matches_nothing_is_a_usage_error():
+    proc = run_vkdoctor(["check", "--select", "VKZ"])
+    assert proc.returncode == 2
+    assert "leave no check to run" in proc.stderr
 
 
 def test_json_to_stdout_is_pure_json():
     _, doc = run_json(["check", "--no-probe", "--select", "VKH"])
     assert doc["status"] == "ok"
+
+
+def test_colour_only_when_asked_for_off_a_terminal():
+    plain = run_vkdoctor(["check", "--no-probe", "--select", "VKH"])
+    assert "\x1b[" not in plain.stdout
+    forced = run_vkdoctor(["check", "--no-probe", "--select", "VKH"], env={"FORCE_COLOR": "1"})
+    assert "\x1b[32m" in forced.stdout
+    both = run_vkdoctor(
+        ["check", "--no-probe", "--select", "VKH"], env={"FORCE_COLOR": "1", "NO_COLOR": "1"}
+    )
+    assert "\x1b[" not in both.stdout

@@ -277,7 +277,7 @@ class XdgRuntimeDir(Check):
 
     code = "VKE007"
     family = "environment"
-    title = "XDG_RUNTIME_DIR is set"
+    title = "XDG_RUNTIME_DIR unset"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         problem = eh.xdg_runtime_dir_problem(ctx)

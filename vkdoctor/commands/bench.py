@@ -30,7 +30,11 @@ from vkdoctor.commands.common import write_file
     help="Seconds before the benchmark child is killed.",
 )
 @click.option(
-    "--json", "json_file", metavar="FILE", help="Write the JSON result to FILE ('-' for stdout)."
+    "--json",
+    "json_file",
+    metavar="FILE",
+    callback=common.output_path,
+    help="Write the JSON result to FILE ('-' for stdout).",
 )
 def bench(
     cpu: bool,

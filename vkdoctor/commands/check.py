@@ -116,6 +116,13 @@ def check(
     from vkdoctor.host import collect
 
     chosen = select(REGISTRY, selected, ignored)
+    if not chosen:
+        # a typo in a CI gate must not turn it green by running nothing
+        raise click.UsageError(
+            "--select/--ignore leave no check to run "
+            f"(select {', '.join(selected) or 'all'}, ignore {', '.join(ignored) or 'none'}); "
+            "`vkdoctor explain` lists the codes"
+        )
     if any(c.code == "VKO001" for c in chosen):
         # A missing library with a safe candidate: every check below runs under the overlay.
         from vkdoctor.overlay.checkflow import context_for_checks

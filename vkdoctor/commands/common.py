@@ -123,8 +123,26 @@ def timeout_option(f: F) -> F:
     )(f)
 
 
+def output_path(_ctx: click.Context | None, param: click.Parameter, value: Any) -> Any:
+    """An output FILE ('-': stdout) that can be written, checked before anything runs, so that a
+    typo is a usage error and not a failure after the whole check."""
+    if value is None or value == "-":
+        return value
+    target = Path(value)
+    parent = target.parent
+    if target.is_dir():
+        raise click.BadParameter(f"{value} is a directory", param=param)
+    if not parent.is_dir():
+        raise click.BadParameter(f"the directory {parent} does not exist", param=param)
+    if not os.access(parent, os.W_OK) and not (target.exists() and os.access(target, os.W_OK)):
+        raise click.BadParameter(f"{parent} is not writable", param=param)
+    return value
+
+
 def _remember(key: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
-    def callback(ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if key == _META_JUNIT:
+            output_path(ctx, param, value)
         ctx.meta[key] = value
         return value
 
@@ -171,6 +189,7 @@ def output_options(f: F) -> F:
         "--json",
         "json_file",
         metavar="FILE",
+        callback=output_path,
         help="Write the JSON report to FILE ('-' for stdout).",
     )(f)
     f = click.option(
@@ -314,8 +333,10 @@ def emit(
 
             click.echo(github_render.render(report, strict=strict), nl=False)
         else:
+            style = text_style(verbose)
+            # color=: click strips ANSI codes when stdout is no terminal, FORCE_COLOR included
             click.echo(
-                text_render.render(report, style=text_style(verbose), strict=strict), nl=False
+                text_render.render(report, style=style, strict=strict), nl=False, color=style.colour
             )
     if fmt == "github":
         _append_step_summary(report, strict=strict)

@@ -92,7 +92,11 @@ def render_text(
 @click.command()
 @common.root_option
 @click.option(
-    "--json", "json_file", metavar="FILE", help="Write the JSON report to FILE ('-' for stdout)."
+    "--json",
+    "json_file",
+    metavar="FILE",
+    callback=common.output_path,
+    help="Write the JSON report to FILE ('-' for stdout).",
 )
 @click.option(
     "--format",
