@@ -160,3 +160,20 @@ def test_elevated_process_ignores_variables():
     # what is ignored is not analysed as if it applied
     for code in ("VKE001", "VKE005"):
         assert [f.severity for f in results[code].findings] == [Severity.OK]
+
+
+def test_a_shared_sticky_directory_is_never_chmodded(tmp_path):
+    """XDG_DATA_DIRS under /tmp: anyone can create the manifest directory there, but the remedy
+    must not be to take the world-write bit off /tmp (or any sticky shared directory)."""
+    _, doc = run_json(
+        ["check", "--no-probe", "--select", "VKE003"],
+        env={
+            "XDG_DATA_DIRS": f"/tmp/vkdoctor-absent-{tmp_path.name}",
+            "XDG_RUNTIME_DIR": "/run/user/0",
+        },
+    )
+    found = findings(doc, "VKE003")
+    assert found and all(f["evidence"]["culprit"] == "/tmp" for f in found)
+    for f in found:
+        assert "chmod" not in f["remedy"]
+        assert f["remedy"].startswith("Stop using /tmp/vkdoctor-absent-")

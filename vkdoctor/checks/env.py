@@ -119,11 +119,32 @@ class WritableByOthers(Check):
                 f"{where}: {h.culprit} is {', '.join(h.reasons)} "
                 f"(owner {h.owner.user}, group {h.owner.group}, mode {h.owner.mode}){created}. "
                 "Whoever can write there can make Vulkan applications load their code.",
-                remedy=f"Make {h.culprit} writable only by you and root (chmod go-w {h.culprit}; "
-                f"chown it if another user owns it), or stop using {h.path}",
+                remedy=_writable_remedy(h),
                 **{k: v for k, v in asdict(h).items() if k != "owner"},
                 owner=asdict(h.owner),
             )
+
+
+#: shared places that must stay writable by everyone: never suggest chmod on them
+_SHARED = ("/tmp", "/var/tmp", "/dev", "/dev/shm", "/run/user", "/run/lock")
+
+
+def _writable_remedy(h: eh.WritableByOthers) -> str:
+    try:
+        sticky = bool(int(h.owner.mode, 0) & 0o1000)
+    except ValueError:
+        sticky = False
+    shared = h.culprit in _SHARED or h.culprit.startswith("/dev/") or sticky
+    if shared:
+        return (
+            f"Stop using {h.path}: {h.culprit} is a shared directory that everyone may write "
+            "(and must stay so), so anyone can put files there. Keep drivers, libraries and "
+            "manifests in a directory only you can write (for example under ~/.local/share)."
+        )
+    return (
+        f"Make {h.culprit} writable only by you and root (chmod go-w {h.culprit}; chown it if "
+        f"another user owns it), or stop using {h.path}"
+    )
 
 
 class IcdFilenamesDeprecated(Check):
