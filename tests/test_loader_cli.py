@@ -98,18 +98,18 @@ def test_empty_override_fails_with_install_command(tmp_path):
 
 
 def test_no_manifest_anywhere_fails_with_the_distro_install_command(tmp_path):
-    env = {
-        "HOME": str(tmp_path),
-        "XDG_DATA_DIRS": str(tmp_path / "nothing"),
-        "XDG_CONFIG_DIRS": str(tmp_path / "nothing"),
-    }
-    proc, doc = run_json(["check", "--no-probe"], env=env)
+    """A Debian 12 tree with no driver installed at all (no XDG variable hides one)."""
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "os-release").write_text(
+        'ID=debian\nVERSION_ID="12"\nPRETTY_NAME="Debian 12"\n'
+    )
+    proc, doc = run_json(["check", "--no-probe", "--root", str(tmp_path), "--select", "VKD"])
     assert proc.returncode == 1
     (vkd001,) = findings(doc, "VKD001")
     assert vkd001["severity"] == "fail"
-    assert vkd001["remedy"] == "sudo apt-get install mesa-vulkan-drivers"  # Debian 12 here
-    assert f"{tmp_path}/nothing/vulkan/icd.d" in vkd001["message"]
-    text = run_vkdoctor(["drivers"], env=env).stdout
+    assert vkd001["remedy"] == "sudo apt-get install mesa-vulkan-drivers"
+    assert "/usr/share/vulkan/icd.d" in vkd001["message"]
+    text = run_vkdoctor(["drivers", "--root", str(tmp_path)]).stdout
     assert "fix: sudo apt-get install mesa-vulkan-drivers" in text
 
 
@@ -281,3 +281,25 @@ def test_install_command_follows_the_inspected_distribution(tmp_path, os_release
     assert proc.returncode == 1
     (vkd001,) = findings(doc, "VKD001")
     assert vkd001["remedy"].startswith(command)
+
+
+def test_xdg_data_dirs_that_drop_usr_share_is_named_as_the_cause(tmp_path):
+    """A custom XDG_DATA_DIRS replaces /usr/local/share:/usr/share: the installed drivers vanish.
+    The remedy is to keep the defaults, not to install a driver that is already there."""
+    proc, doc = run_json(
+        ["check", "--no-probe", "--select", "VKD00"],
+        env={"HOME": str(tmp_path), "XDG_DATA_DIRS": str(tmp_path / "data")},
+    )
+    assert proc.returncode == 1
+    (vkd001,) = findings(doc, "VKD001")
+    assert vkd001["severity"] == "fail"
+    assert (
+        "manifest(s) in /usr/share/vulkan/icd.d are not searched because XDG_DATA_DIRS is set"
+        in vkd001["message"]
+    )
+    assert "apt" not in vkd001["remedy"]
+    assert (
+        f"export XDG_DATA_DIRS={tmp_path / 'data'}:/usr/local/share:/usr/share" in vkd001["remedy"]
+    )
+    hidden = [f for f in findings(doc, "VKD002") if f["severity"] == "warn"]
+    assert [f["title"] for f in hidden] == ["XDG_DATA_DIRS hides /usr/share/vulkan/icd.d"]

@@ -102,6 +102,16 @@ class DriversFound(Check):
             )
         elif scan.drivers and any(d.outcome in filtered for d in scan.drivers):
             remedy = "unset VK_LOADER_DRIVERS_SELECT VK_LOADER_DRIVERS_DISABLE"
+        elif hidden := hidden_system_manifests(ctx, scan):
+            remedy = _hidden_remedy(hidden, ctx)
+            message += (
+                " "
+                + "; ".join(
+                    f"{n} manifest(s) in {d} are not searched because {v} is set"
+                    for d, v, _, n in hidden
+                )
+                + "."
+            )
         else:
             remedy = install_command(ctx)
         yield self.fail(
@@ -110,6 +120,42 @@ class DriversFound(Check):
             remedy=remedy,
             **evidence,
         )
+
+
+#: where the distributions install driver manifests, and the variable whose default holds each
+_SYSTEM_MANIFEST_DIRS = (
+    ("/usr/share/vulkan/icd.d", "XDG_DATA_DIRS", "/usr/local/share:/usr/share"),
+    ("/usr/local/share/vulkan/icd.d", "XDG_DATA_DIRS", "/usr/local/share:/usr/share"),
+    ("/etc/xdg/vulkan/icd.d", "XDG_CONFIG_DIRS", "/etc/xdg"),
+)
+
+
+def hidden_system_manifests(ctx: Context, scan: DriverScan) -> list[tuple[str, str, str, int]]:
+    """System manifest directories that hold drivers but are not searched because an XDG
+    variable replaced its default: (directory, variable, default, number of manifests)."""
+    if scan.plan.override is not None or ctx.elevated:
+        return []
+    searched = {e.path.rstrip("/") for e in scan.plan.entries}
+    out = []
+    for directory, var, default in _SYSTEM_MANIFEST_DIRS:
+        if directory in searched or not ctx.getenv(var):
+            continue
+        try:
+            count = sum(1 for p in ctx.under(directory).iterdir() if p.name.endswith(".json"))
+        except OSError:
+            continue
+        if count:
+            out.append((directory, var, default, count))
+    return out
+
+
+def _hidden_remedy(hidden: list[tuple[str, str, str, int]], ctx: Context) -> str:
+    directory, var, default, _ = hidden[0]
+    return (
+        f"{var}={ctx.getenv(var)} replaces the default {default}, so the loader no longer "
+        f"searches {directory}: unset {var}, or keep the defaults in it "
+        f"(export {var}={ctx.getenv(var)}:{default})"
+    )
 
 
 class DriverSearchPath(Check):
@@ -161,6 +207,15 @@ class DriverSearchPath(Check):
                 remedy=f"fix {e.origin} to name existing *.json files or directories holding them",
                 entry=e.path,
                 variable=e.origin,
+            )
+        for directory, var, default, count in hidden_system_manifests(ctx, scan):
+            yield self.warn(
+                f"{var} hides {directory}",
+                f"{var}={ctx.getenv(var)!r} replaces the default {default}, so the loader does "
+                f"not search {directory}, which holds {count} driver manifest(s).",
+                remedy=_hidden_remedy([(directory, var, default, count)], ctx),
+                variable=var,
+                directory=directory,
             )
         if plan.override is not None and not scan.drivers:
             yield self.fail(
