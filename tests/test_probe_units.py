@@ -127,3 +127,22 @@ def test_no_adapter_without_a_loader_says_to_install_the_loader(tmp_path):
     assert finding.severity.value == "fail"
     assert "The Vulkan loader (libvulkan.so.1) is missing" in finding.message
     assert "sudo apt install libvulkan1" in (finding.remedy or "")
+
+
+def test_no_adapter_when_no_driver_will_load_points_at_vkd001(tmp_path):
+    """A tree with a loader and no driver manifest: the probe's remedy is VKD001's, not an
+    install command for a driver that may well be installed but hidden."""
+    import shutil
+
+    from vkdoctor.checks.probe import ComputeProbe, probe_result
+    from vkdoctor.context import Context
+
+    lib = tmp_path / "usr/lib/x86_64-linux-gnu"
+    lib.mkdir(parents=True)
+    for name in ("libvulkan.so.1", "libc.so.6", "libm.so.6", "ld-linux-x86-64.so.2"):
+        shutil.copyfile(f"/lib/x86_64-linux-gnu/{name}", lib / name)
+    ctx = Context(root=tmp_path)
+    ctx._facts[probe_result] = {"status": "no-adapter", "summary": "no Vulkan adapter"}
+    (finding,) = ComputeProbe().run(ctx)
+    assert "The Vulkan loader will load no driver (VKD001)" in finding.message
+    assert (finding.remedy or "").startswith("Fix what VKD001 reports first")

@@ -107,8 +107,9 @@ class DeviceAvailable(Check):
     family = "load"
     title = "A Vulkan device is available"
     live_only = True
-    #: without a loader there is nothing to ask; VKH002 already says how to install one
-    requires = frozenset({"VKH002"})
+    #: without a loader, or with no driver the loader will load, there is nothing to ask:
+    #: VKH002 and VKD001 already name the cause and the fix (one root cause, one failure)
+    requires = frozenset({"VKH002", "VKD001"})
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         run = ctx.fact(load_test)
@@ -127,6 +128,16 @@ class DeviceAvailable(Check):
                 f"{len(found)} Vulkan device(s): {', '.join(d.name for _, d in found)}",
                 listed,
                 evidence=evidence,
+            )
+            return
+        untested = [o for o in drivers if o.dlopen == "not-run"]
+        if drivers and len(untested) == len(drivers):
+            yield self.warn(
+                "The load test ran out of time before it tried a driver",
+                f"None of the {len(drivers)} driver(s) was load-tested within the time bound "
+                f"(--timeout {ctx.options.timeout:g} s): nothing is known about their devices.",
+                remedy="Run again with a larger --timeout (the default is 60 s).",
+                **evidence,
             )
             return
         if not drivers:

@@ -39,7 +39,17 @@ class ComputeProbe(Check):
         finding = probe_report.finding(ctx.fact(probe_result))
         if finding.severity is Severity.FAIL and finding.evidence.get("status") == "no-adapter":
             from vkdoctor.elf.resolve import loader_lookup
+            from vkdoctor.loader import load_targets
 
+            no_driver = not any(t.kind == "driver" for t in load_targets(ctx))
+            if no_driver and loader_lookup(ctx).found is not None:
+                # VKD001 names why no driver loads, and its fix; installing one may be wrong
+                finding = replace(
+                    finding,
+                    message=finding.message + ". The Vulkan loader will load no driver (VKD001)",
+                    remedy="Fix what VKD001 reports first: the loader loads no driver at all, so "
+                    "wgpu can see no Vulkan adapter.",
+                )
             if loader_lookup(ctx).found is None:
                 # no loader, no Vulkan adapter: VKH002 names the one package to install
                 finding = replace(
