@@ -146,3 +146,15 @@ def test_no_adapter_when_no_driver_will_load_points_at_vkd001(tmp_path):
     (finding,) = ComputeProbe().run(ctx)
     assert "The Vulkan loader will load no driver (VKD001)" in finding.message
     assert (finding.remedy or "").startswith("Fix what VKD001 reports first")
+
+
+def test_remedies_name_the_interpreter_and_the_wgpu_lib_path():
+    from vkdoctor.probe_report import remedy
+
+    missing = {"status": "error", "reason": "wgpu-missing", "command": ["/opt/py/bin/python3", "x"]}
+    assert (
+        remedy(missing)
+        == "Install wgpu in the Python that runs the probe: `/opt/py/bin/python3 -m pip install wgpu`."
+    )
+    broken = {"status": "error", "reason": "python-error", "env": {"WGPU_LIB_PATH": "/x.so"}}
+    assert (remedy(broken) or "").startswith("WGPU_LIB_PATH=/x.so is set")

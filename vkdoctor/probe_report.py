@@ -68,6 +68,16 @@ def remedy(probe: Mapping[str, Any]) -> str | None:
             + _INSTALL_CPU[0].lower()
             + _INSTALL_CPU[1:]
         )
+    python = (probe.get("command") or [None])[0]
+    if reason in ("wgpu-missing", "numpy-missing") and python:
+        package = reason.split("-", 1)[0]
+        return f"Install {package} in the Python that runs the probe: `{python} -m pip install {package}`."
+    lib_path = (probe.get("env") or {}).get("WGPU_LIB_PATH")
+    if reason in ("python-error", "no-output") and lib_path:
+        return (
+            f"WGPU_LIB_PATH={lib_path} is set: wgpu-py loads that file instead of its own "
+            "wgpu-native (see VKL005). Unset it, or point it at a working libwgpu_native."
+        )
     return _REMEDY.get(reason)
 
 
