@@ -234,7 +234,7 @@ class DriverSearchPath(Check):
         else:
             text = "\n".join(f"{e.path}   ({e.origin})" for e in plan.entries)
             yield self.info(
-                f"{len(plan.entries)} search locations"
+                f"{len(plan.entries)} search location{'s' if len(plan.entries) != 1 else ''}"
                 + (f", set by {plan.override}" if plan.override else ""),
                 text,
                 search_path=search,

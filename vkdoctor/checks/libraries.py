@@ -33,6 +33,7 @@ from vkdoctor.elf.resolve import (
 from vkdoctor.elf.search import How
 from vkdoctor.elf.symbols import Undefined, undefined_symbols
 from vkdoctor.elf.wgpu import find_wgpu_native
+from vkdoctor.host import collect
 from vkdoctor.loader import load_targets
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.model import Finding, Severity
@@ -193,12 +194,28 @@ class NeededLibraries(Check):
                 sev,
                 f"{name} missing (needed by {posixpath.basename(needed_by or '')})",
                 message,
-                remedy=_missing_remedy(name, m),
+                remedy=_missing_remedy(name, m, upgrade_command(ctx)),
                 evidence={"targets": [t.name for t in ts], **m.as_dict()},
             )
 
 
-def _missing_remedy(name: str, m: Miss) -> str:
+def upgrade_command(ctx: Context) -> str:
+    """The distribution's whole-system upgrade, the fix for a partial upgrade."""
+    distro = ctx.fact(collect).get("distro") or {}
+    ids = [str(distro.get("id") or ""), *str(distro.get("like") or "").split()]
+    for family, command in (
+        ("arch", "`sudo pacman -Syu`"),
+        ("debian", "`sudo apt full-upgrade`"),
+        ("ubuntu", "`sudo apt full-upgrade`"),
+        ("fedora", "`sudo dnf distro-sync`"),
+        ("rhel", "`sudo dnf distro-sync`"),
+    ):
+        if family in ids:
+            return command
+    return "`sudo pacman -Syu`, `sudo apt full-upgrade` or `sudo dnf distro-sync`"
+
+
+def _missing_remedy(name: str, m: Miss, upgrade: str) -> str:
     exact = [n for n in m.near if n.kind in ("not-searched", "stale-cache")]
     stale = [n for n in exact if n.kind == "stale-cache"]
     if stale:
@@ -219,8 +236,8 @@ def _missing_remedy(name: str, m: Miss) -> str:
     if others:
         return (
             f"Only other versions of this library are installed ({others[0].path}). The driver "
-            f"and the library come from mismatched package versions: upgrade both together "
-            f"(for example `sudo pacman -Syu`, `sudo apt full-upgrade`, `sudo dnf distro-sync`)."
+            f"and the library come from mismatched versions: upgrade both together ({upgrade}), "
+            "or rebuild the driver against the installed library."
         )
     return f"Install the package that provides {name}."
 

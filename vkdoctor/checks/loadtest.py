@@ -107,9 +107,9 @@ class DeviceAvailable(Check):
     family = "load"
     title = "A Vulkan device is available"
     live_only = True
-    #: without a loader, or with no driver the loader will load, there is nothing to ask:
-    #: VKH002 and VKD001 already name the cause and the fix (one root cause, one failure)
-    requires = frozenset({"VKH002", "VKD001"})
+    #: without a loader, with no driver the loader will load, or with a manifest that stops every
+    #: instance (each driver loaded alone does not see it), VKH002, VKD001 or VKD003 has the cause
+    requires = frozenset({"VKH002", "VKD001", "VKD003"})
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         run = ctx.fact(load_test)
