@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -578,3 +579,21 @@ def test_the_only_driver_failing_its_instance_is_not_told_to_disable_itself():
         loader_version="1.3.239",
     )
     assert other.remedy == "export VK_LOADER_DRIVERS_DISABLE=nvidia_icd.json"
+
+
+def test_a_manifest_that_stops_every_instance_is_one_failure_not_a_passing_load_test(tmp_path):
+    """A FIFO named *.json next to lavapipe's manifest: the real loader hangs on it in every
+    application, though lavapipe loaded alone works. VKD003 says so; VKT002 must not report a
+    device as if all were well (it is skipped, naming VKD003)."""
+    from conftest import run_json
+
+    shutil.copy(LVP_MANIFEST, tmp_path / "a_lvp.json")
+    os.mkfifo(tmp_path / "z_fifo.json")
+    proc, doc = run_json(
+        ["check", "--no-probe", "--select", "VKD003", "--select", "VKT", "--timeout", "20"],
+        env={"VK_DRIVER_FILES": str(tmp_path)},
+    )
+    assert proc.returncode == 1
+    assert any(f["code"] == "VKD003" and f["severity"] == "fail" for f in doc["findings"])
+    (vkt002,) = [c for c in doc["checks"] if c["code"] == "VKT002"]
+    assert vkt002["status"] == "skipped" and "VKD003" in vkt002["skip_reason"]
