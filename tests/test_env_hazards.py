@@ -177,3 +177,17 @@ def test_a_shared_sticky_directory_is_never_chmodded(tmp_path):
     for f in found:
         assert "chmod" not in f["remedy"]
         assert f["remedy"].startswith("Stop using /tmp/vkdoctor-absent-")
+
+
+def test_an_ld_preload_entry_that_cannot_be_loaded(tmp_path):
+    real = "/lib/x86_64-linux-gnu/libz.so.1"
+    proc, doc = run_json(
+        ["check", "--no-probe", "--select", "VKE008"],
+        env={"LD_PRELOAD": f"{tmp_path}/gone.so {real}", "XDG_RUNTIME_DIR": "/run/user/0"},
+    )
+    assert proc.returncode == 0
+    (f,) = findings(doc, "VKE008")
+    assert f["severity"] == "warn"
+    assert f["title"] == f"LD_PRELOAD entry {tmp_path}/gone.so cannot be preloaded"
+    assert "cannot open shared object file" in f["message"]
+    assert f["remedy"] == f"export LD_PRELOAD='{real}'"

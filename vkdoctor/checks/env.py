@@ -96,6 +96,41 @@ class LdLibraryPathExists(Check):
                 )
 
 
+class LdPreloadEntries(Check):
+    """Every LD_PRELOAD entry can be preloaded.
+
+    ld.so loads LD_PRELOAD's libraries into every program before anything else. An entry it
+    cannot load is skipped with `ERROR: ld.so: object '...' from LD_PRELOAD cannot be preloaded
+    ... ignored` on the stderr of every program, which buries the messages that matter (and a
+    preloaded library of the wrong version shadows the one the drivers need).
+    """
+
+    code = "VKE008"
+    family = "environment"
+    title = "LD_PRELOAD entries that cannot be preloaded"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        if ctx.elevated or not ctx.env.get("LD_PRELOAD"):
+            return
+        from vkdoctor.elf.resolve import preload_lookups
+
+        lookups = preload_lookups(ctx)
+        keep = [entry for entry, lk in lookups.items() if lk.found is not None]
+        for entry, lk in lookups.items():
+            if lk.found is not None:
+                continue
+            rest = " ".join(keep)
+            yield self.warn(
+                f"LD_PRELOAD entry {entry} cannot be preloaded",
+                f"ld.so cannot load {entry} ({lk.error or 'not found'}): it prints "
+                f"\"ERROR: ld.so: object '{entry}' from LD_PRELOAD cannot be preloaded ... "
+                'ignored" on the stderr of every program and goes on without it.',
+                remedy=f"export LD_PRELOAD={rest!r}" if rest else "unset LD_PRELOAD",
+                entry=entry,
+                error=lk.error,
+            )
+
+
 class WritableByOthers(Check):
     """Library and manifest directories are writable only by you and root.
 
@@ -324,6 +359,7 @@ class XdgRuntimeDir(Check):
 CHECKS: tuple[type[Check], ...] = (
     LdLibraryPathSyntax,
     LdLibraryPathExists,
+    LdPreloadEntries,
     WritableByOthers,
     IcdFilenamesDeprecated,
     OverridesPointAtDrivers,

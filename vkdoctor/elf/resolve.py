@@ -293,6 +293,13 @@ def _process(ctx: Context, inputs: SearchInputs, with_loader: bool) -> Process:
     return proc
 
 
+def preload_lookups(ctx: Context, inputs: SearchInputs | None = None) -> dict[str, Lookup]:
+    """Each LD_PRELOAD entry of the modelled process, with what ld.so found for it."""
+    inputs = inputs or SearchInputs.from_context(ctx)
+    lookups = _process(ctx, inputs, True).lookups
+    return {k.split(":", 1)[1]: v for k, v in lookups.items() if k.startswith("preload:")}
+
+
 def loader_lookup(ctx: Context, inputs: SearchInputs | None = None) -> Lookup:
     """How the modelled process found libvulkan.so.1 (as NEEDED of an executable without RPATH)."""
     inputs = inputs or SearchInputs.from_context(ctx)
