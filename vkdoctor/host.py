@@ -13,7 +13,8 @@ from vkdoctor import __version__
 from vkdoctor.context import Context
 
 
-def _os_release(ctx: Context) -> dict[str, str]:
+def os_release(ctx: Context) -> dict[str, str]:
+    """/etc/os-release (or /usr/lib/os-release) of the root, as key -> value."""
     for candidate in ("/etc/os-release", "/usr/lib/os-release"):
         path = ctx.under(candidate)
         try:
@@ -27,6 +28,25 @@ def _os_release(ctx: Context) -> dict[str, str]:
                 out[key.strip()] = value.strip().strip("\"'")
         return out
     return {}
+
+
+def distro_ids(ctx: Context) -> list[str]:
+    """ID and ID_LIKE of the root's os-release ("ubuntu", "debian"): which family's commands fit."""
+    rel = os_release(ctx)
+    return [*rel.get("ID", "").split(), *rel.get("ID_LIKE", "").split()]
+
+
+def distro_family(ctx: Context) -> str | None:
+    """ "debian", "arch" or "fedora" (the families vkdoctor names commands for), or None."""
+    ids = distro_ids(ctx)
+    for family, members in (
+        ("debian", ("debian", "ubuntu")),
+        ("arch", ("arch",)),
+        ("fedora", ("fedora", "rhel", "centos")),
+    ):
+        if any(i in members for i in ids):
+            return family
+    return None
 
 
 def _distro(ctx: Context) -> dict[str, Any]:
@@ -45,7 +65,7 @@ def _distro(ctx: Context) -> dict[str, Any]:
             "version": d.version(best=True) or None,
             "like": d.like() or None,
         }
-    rel = _os_release(ctx)
+    rel = os_release(ctx)
     return {
         "id": rel.get("ID"),
         "name": rel.get("PRETTY_NAME") or rel.get("NAME"),

@@ -7,7 +7,7 @@ from pathlib import PurePosixPath
 
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
-from vkdoctor.host import collect
+from vkdoctor.host import distro_family
 from vkdoctor.loader import driver_scan
 from vkdoctor.loader import icd as I
 from vkdoctor.loader.icd import Driver, DriverScan
@@ -23,12 +23,9 @@ _INSTALL = {
 
 
 def install_command(ctx: Context) -> str:
-    distro = ctx.fact(collect).get("distro") or {}
-    ids = [str(distro.get("id") or ""), *str(distro.get("like") or "").split()]
-    for family in ("debian", "ubuntu", "arch", "fedora", "rhel", "centos"):
-        if family in ids:
-            key = {"ubuntu": "debian", "rhel": "fedora", "centos": "fedora"}.get(family, family)
-            return _INSTALL[key]
+    family = distro_family(ctx)
+    if family is not None:
+        return _INSTALL[family]
     return "install your distribution's Mesa Vulkan drivers package (Debian: mesa-vulkan-drivers, Arch: vulkan-swrast, Fedora: mesa-vulkan-drivers)"
 
 

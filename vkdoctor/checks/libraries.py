@@ -33,10 +33,11 @@ from vkdoctor.elf.resolve import (
 from vkdoctor.elf.search import How
 from vkdoctor.elf.symbols import Undefined, undefined_symbols
 from vkdoctor.elf.wgpu import find_wgpu_native
-from vkdoctor.host import collect
+from vkdoctor.host import distro_family, distro_ids
 from vkdoctor.loader import load_targets
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.model import Finding, Severity
+from vkdoctor.packages.remedy import UPGRADE
 
 
 def targets(ctx: Context) -> tuple[LoadTarget, ...]:
@@ -201,17 +202,9 @@ class NeededLibraries(Check):
 
 def upgrade_command(ctx: Context) -> str:
     """The distribution's whole-system upgrade, the fix for a partial upgrade."""
-    distro = ctx.fact(collect).get("distro") or {}
-    ids = [str(distro.get("id") or ""), *str(distro.get("like") or "").split()]
-    for family, command in (
-        ("arch", "`sudo pacman -Syu`"),
-        ("debian", "`sudo apt full-upgrade`"),
-        ("ubuntu", "`sudo apt full-upgrade`"),
-        ("fedora", "`sudo dnf distro-sync`"),
-        ("rhel", "`sudo dnf distro-sync`"),
-    ):
-        if family in ids:
-            return command
+    manager = {"debian": "dpkg", "arch": "pacman", "fedora": "rpm"}.get(distro_family(ctx) or "")
+    if manager is not None:
+        return f"`{UPGRADE[manager]}`"
     return "`sudo pacman -Syu`, `sudo apt full-upgrade` or `sudo dnf distro-sync`"
 
 
@@ -526,21 +519,6 @@ def loader_version(realpath: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _os_ids(ctx: Context) -> list[str]:
-    for candidate in ("/etc/os-release", "/usr/lib/os-release"):
-        try:
-            text = ctx.under(candidate).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        ids: list[str] = []
-        for line in text.splitlines():
-            key, _, value = line.partition("=")
-            if key in ("ID", "ID_LIKE"):
-                ids.extend(value.strip().strip("\"'").split())
-        return ids
-    return []
-
-
 INSTALL = (
     (("debian", "ubuntu"), "sudo apt install libvulkan1"),
     (("arch",), "sudo pacman -S vulkan-icd-loader"),
@@ -551,7 +529,7 @@ INSTALL = (
 
 
 def install_loader_command(ctx: Context) -> str:
-    ids = _os_ids(ctx)
+    ids = distro_ids(ctx)
     for names, command in INSTALL:
         if any(i in names or i.startswith(names) for i in ids):
             return command

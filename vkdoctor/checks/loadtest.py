@@ -151,10 +151,11 @@ class DeviceAvailable(Check):
             for o in drivers
             if o.instance == "failed" or o.dlopen in ("failed", "crash", "timeout")
         ]
+        from vkdoctor.checks.drivers import install_command
+
         install = (
-            "Install a Vulkan driver for this machine, or lavapipe for a CPU device "
-            "(Debian/Ubuntu: apt install mesa-vulkan-drivers; Fedora: dnf install "
-            "mesa-vulkan-drivers; Arch: pacman -S vulkan-swrast)"
+            "Install a Vulkan driver for this machine, or lavapipe for a CPU device: "
+            + install_command(ctx)
         )
         remedy = install
         if failing:

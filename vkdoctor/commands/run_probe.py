@@ -87,15 +87,10 @@ def run_probe(
 def _light_host() -> dict[str, Any]:
     """The host facts that matter next to a probe result, without `check`'s package and distro
     queries (lsb_release, importlib.metadata scans): they would cost run-probe ~0.1 s of CPU."""
-    release: dict[str, str] = {}
-    try:
-        text = Path("/etc/os-release").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        text = ""
-    for line in text.splitlines():
-        key, sep, value = line.partition("=")
-        if sep and not key.startswith("#"):
-            release[key.strip()] = value.strip().strip("\"'")
+    from vkdoctor.context import Context
+    from vkdoctor.host import os_release
+
+    release = os_release(Context())
     uname = platform.uname()
     return {
         "root": "/",
