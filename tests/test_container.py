@@ -97,7 +97,14 @@ def test_render_node_denied_to_an_unprivileged_user(world_readable_root: Path):
         "f = run_checks(Context(root=Path(sys.argv[1])), [GpuDeviceNodes])[0].findings[0]; "
         "print(f.severity.value); print(f.message); print(f.remedy)"
     )
-    env = clean_env({"PYTHONPATH": str(REPO)})
+    # nobody may not be able to enter the checkout (a clone under a 0700 directory): give it a
+    # world-readable copy of the package
+    code_dir = Path(tempfile.mkdtemp(prefix="vkdoctor-code-"))
+    code_dir.chmod(0o755)
+    shutil.copytree(
+        REPO / "vkdoctor", code_dir / "vkdoctor", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    env = clean_env({"PYTHONPATH": str(code_dir), "PYTHONDONTWRITEBYTECODE": "1"})
     proc = subprocess.run(
         [
             setpriv,
@@ -116,6 +123,7 @@ def test_render_node_denied_to_an_unprivileged_user(world_readable_root: Path):
         check=False,
         cwd="/",
     )
+    shutil.rmtree(code_dir)
     assert proc.returncode == 0, proc.stderr
     sev, message, remedy = proc.stdout.splitlines()[:3]
     assert sev == "fail"
