@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
+
+from vkdoctor.record import field, record
 
 T = TypeVar("T")
 
@@ -21,7 +22,7 @@ T = TypeVar("T")
 _MAX_LINKS = 40
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Options:
     """What the user asked for on the command line, for the checks that care."""
 
@@ -46,7 +47,7 @@ class Options:
 _SLASH = Path("/")
 
 
-@dataclass(kw_only=True)
+@record(kw_only=True)
 class Context:
     """Where and how to look. `root` is "/" for the live host."""
 

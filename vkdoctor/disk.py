@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from vkdoctor.context import Context
 from vkdoctor.model import Severity
+from vkdoctor.record import record
 from vkdoctor.units import format_size
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Usage:
     total: int
     used: int
@@ -33,7 +33,7 @@ def disk_usage(path: str) -> Usage:
     return Usage(total=total, used=used, free=st.f_bavail * st.f_frsize)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Place:
     """A directory something writes to, and why it matters."""
 
@@ -84,7 +84,7 @@ def mount_point(path: Path) -> Path:
     return path
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Filesystem:
     """One filesystem, measured once, with every place on it."""
 
@@ -134,7 +134,7 @@ def filesystems(
     return out
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class SpaceVerdict:
     severity: Severity
     title: str

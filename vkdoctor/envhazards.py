@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import stat
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from vkdoctor.context import Context
@@ -20,6 +19,7 @@ from vkdoctor.loader.search import (
     implicit_layer_plan,
     secure_getenv,
 )
+from vkdoctor.record import record
 
 #: the driver override variables, in the loader's order of precedence
 OVERRIDES = ("VK_DRIVER_FILES", "VK_ICD_FILENAMES")
@@ -48,7 +48,7 @@ def split_list(value: str) -> list[str]:
 # LD_LIBRARY_PATH syntax and existence
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class PathProblem:
     var: str
     #: 0-based position in the list
@@ -76,7 +76,7 @@ def ld_library_path_problems(ctx: Context) -> Iterator[PathProblem]:
 # Who can write where
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Owner:
     uid: int
     gid: int
@@ -85,7 +85,7 @@ class Owner:
     mode: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class WritableByOthers:
     """A directory that decides what gets loaded, which someone else can change."""
 
@@ -101,7 +101,7 @@ class WritableByOthers:
     owner: Owner
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Identity:
     """Whose process we reason about: its user and primary group, and how to name ids."""
 
@@ -259,7 +259,7 @@ def effective_override(ctx: Context) -> str | None:
     return driver_plan(ctx).override
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class OverrideEntry:
     var: str
     entry: str

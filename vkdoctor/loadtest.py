@@ -20,13 +20,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from vkdoctor.context import Context
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.model import Severity
+from vkdoctor.record import field, record, replace
 from vkdoctor.resources import probes_dir
 
 #: a step longer than this is a hang; a real GPU driver creates its instance in well under a second
@@ -57,7 +57,7 @@ def vk_result_name(code: int | None) -> str:
     return VK_RESULTS.get(code, f"VkResult {code}")
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Device:
     """A physical device as vkGetPhysicalDeviceProperties(2) describes it."""
 
@@ -86,7 +86,7 @@ class Device:
         return {k: v for k, v in vars(self).items() if v is not None}
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class TargetOutcome:
     """What happened to one load target: each step's state, and the facts behind it."""
 
@@ -138,7 +138,7 @@ class TargetOutcome:
         }
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class LoadTestRun:
     """All outcomes of one load test, in target order, and how the run went."""
 
@@ -247,7 +247,7 @@ def _tail(text: str) -> str:
 # Running the child (I/O)
 
 
-@dataclass
+@record
 class _Child:
     """One child's progress, as its lines arrive."""
 
@@ -569,7 +569,7 @@ def load_test_for(ctx: Context, targets: Sequence[LoadTarget]) -> LoadTest:
 # Verdicts (pure)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Verdict:
     severity: Severity
     #: short machine word: device, no-device, wrong-class, dlopen-failed, crash, timeout,
@@ -771,7 +771,7 @@ def classify(
 # Prediction versus reality (pure)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Prediction:
     """What the static analysis (the ld.so emulation) expects from dlopen of one target."""
 
@@ -781,7 +781,7 @@ class Prediction:
     error: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Disagreement:
     target: LoadTarget
     predicted: Prediction

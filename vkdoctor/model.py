@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+from vkdoctor.record import field, record
 
 SCHEMA_VERSION = 1
 
@@ -35,7 +36,7 @@ class CheckStatus(str, enum.Enum):
     ERROR = "error"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Finding:
     """One observation, with what is wrong, why, and what to do."""
 
@@ -62,7 +63,7 @@ class Finding:
         }
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class CheckResult:
     """What one check did: its findings, or why it was skipped, and how long it took."""
 
@@ -97,7 +98,7 @@ class ReportStatus(str, enum.Enum):
     ERROR = "error"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Report:
     """Everything one vkdoctor run found. Renderers read only this."""
 

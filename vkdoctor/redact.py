@@ -8,13 +8,12 @@ caller (the CLI reads them from the live host), so the rules are testable with a
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from vkdoctor.model import CheckResult, Finding, Report
+from vkdoctor.record import record, replace
 
 USER = "<user>"
 HOST = "<host>"
@@ -66,7 +65,7 @@ _SERIAL_TEXT = re.compile(r"(?i)(serial(?:[ _-]?(?:number|no\.?))?\s*[:=]\s*)([^
 _SECRET_KEY = re.compile(r"(?i)(uuid|serial)")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Identity:
     """What identifies the person and the machine that produced a report."""
 
@@ -132,7 +131,7 @@ def redact_value(value: Any, redact_text: Callable[[str], str], *, key: str = ""
 
 
 def _finding(f: Finding, r: Callable[[str], str]) -> Finding:
-    return dataclasses.replace(
+    return replace(
         f,
         title=r(f.title),
         message=r(f.message),
@@ -142,7 +141,7 @@ def _finding(f: Finding, r: Callable[[str], str]) -> Finding:
 
 
 def _check(c: CheckResult, r: Callable[[str], str]) -> CheckResult:
-    return dataclasses.replace(
+    return replace(
         c,
         title=r(c.title),
         skip_reason=r(c.skip_reason) if c.skip_reason is not None else None,
@@ -155,7 +154,7 @@ def redact(report: Report, identity: Identity) -> Report:
     r = text_redactor(identity)
     host = redact_value(dict(report.host), r)
     host["redacted"] = True
-    return dataclasses.replace(
+    return replace(
         report,
         host=host,
         checks=tuple(_check(c, r) for c in report.checks),

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict
 
 from vkdoctor import envhazards as eh
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.model import Finding
+from vkdoctor.record import asdict
 
 
 def _identity(ctx: Context) -> eh.Identity:

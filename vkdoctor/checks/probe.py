@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
 from typing import Any
 
 from vkdoctor import probe_report
@@ -11,6 +10,7 @@ from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.model import Finding, Severity
 from vkdoctor.probe import ProbeRequest, run_probe
+from vkdoctor.record import replace
 
 
 def probe_result(ctx: Context) -> dict[str, Any]:

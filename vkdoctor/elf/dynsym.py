@@ -17,7 +17,6 @@ import mmap
 import operator
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from vkdoctor.context import Context
@@ -31,6 +30,7 @@ from vkdoctor.elf.reader import (
     mapped,
     resolved,
 )
+from vkdoctor.record import field, record
 
 DT_HASH, DT_SYMTAB, DT_SYMENT = 4, 6, 11
 DT_GNU_HASH = 0x6FFFFEF5
@@ -85,7 +85,7 @@ class SymbolName:
         return self._sysv
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class _Hash:
     """The object's symbol hash table, copied out of the file: enough to look a name up."""
 
@@ -100,7 +100,7 @@ class _Hash:
     bits: int = 64
 
 
-@dataclass(frozen=True, kw_only=True, eq=False)
+@record(frozen=True, kw_only=True, eq=False)
 class SymbolTable:
     """One object's dynamic symbols, or why they could not be read (`error`)."""
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import functools
 import glob
 import struct
-from dataclasses import dataclass
 from pathlib import Path
 
 from vkdoctor.context import Context
+from vkdoctor.record import record
 
 NEW_MAGIC = b"glibc-ld.so.cache1.1"
 OLD_MAGIC = b"ld.so-1.7.0"
@@ -38,7 +38,7 @@ CACHE_ID = {
 MAX_CACHE_BYTES = 64 * 1024 * 1024
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class CacheEntry:
     name: str
     path: str
@@ -49,7 +49,7 @@ class CacheEntry:
     hwcap: int = 0
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class LdCache:
     path: str
     entries: tuple[CacheEntry, ...]
@@ -160,7 +160,7 @@ def load_cache(ctx: Context) -> LdCache | None:
     return parse_cache(data, path)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class LdConf:
     #: directories in the order ldconfig scans them, each with the file that named it
     dirs: tuple[tuple[str, str], ...]

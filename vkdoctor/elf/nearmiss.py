@@ -12,12 +12,12 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from vkdoctor.context import Context
 from vkdoctor.elf.ldcache import load_conf
 from vkdoctor.elf.reader import ElfInfo, read_elf
+from vkdoctor.record import record
 
 if TYPE_CHECKING:
     from vkdoctor.elf.search import Searcher
@@ -32,7 +32,7 @@ def family(soname: str) -> str | None:
     return m.group("stem") if m else None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class NearMiss:
     path: str
     #: other-version, wrong-class, wrong-machine, not-searched, stale-cache, has-versions

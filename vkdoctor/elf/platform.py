@@ -10,9 +10,9 @@ list), so a Fedora (/lib64) or Arch (/usr/lib) root is modelled as it is.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from vkdoctor.context import Context
+from vkdoctor.record import record
 
 #: the program interpreter per `uname -m`
 INTERPRETERS = {
@@ -56,7 +56,7 @@ AVX512_1 = frozenset({"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"}
 _SYSDIRS = re.compile(rb"(?:/[A-Za-z0-9_.+-]+(?:/[A-Za-z0-9_.+-]+)*/\x00){2,}")
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class LdsoPlatform:
     machine: str
     e_machine: str

@@ -15,11 +15,11 @@ import mmap
 import stat
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from vkdoctor.context import Context
+from vkdoctor.record import record
 
 DF_BIND_NOW = 0x8
 DF_1_NOW = 0x1
@@ -33,7 +33,7 @@ LINUX_OSABIS = frozenset({"ELFOSABI_SYSV", "ELFOSABI_LINUX"})
 ErrorKind = Literal["missing", "unreadable", "directory", "not_elf", "truncated", "malformed"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class VersionNeed:
     """One .gnu.version_r entry: the versions this object needs from one of its NEEDED files."""
 
@@ -45,7 +45,7 @@ class VersionNeed:
     weak: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class ElfInfo:
     """The facts about one ELF file that decide whether and how ld.so loads it."""
 
@@ -110,7 +110,7 @@ class ElfInfo:
         }
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class ElfError:
     """Why a file could not be read as a shared object."""
 
@@ -167,7 +167,7 @@ def read_elf(ctx: Context, path: str) -> ElfResult:
         hit = _parse(host, path)
         cache[key] = hit
     if hit.path != path:
-        from dataclasses import replace
+        from vkdoctor.record import replace
 
         hit = replace(hit, path=path)
     seen[path] = hit

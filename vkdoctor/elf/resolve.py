@@ -17,7 +17,6 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from vkdoctor.context import Context
@@ -25,11 +24,12 @@ from vkdoctor.elf.nearmiss import NearMiss, near_misses, other_copies
 from vkdoctor.elf.reader import ElfInfo
 from vkdoctor.elf.search import How, LoadedObject, Lookup, Searcher, SearchInputs, Tried
 from vkdoctor.loader.targets import LoadTarget
+from vkdoctor.record import field, record
 
 LOADER_SONAME = "libvulkan.so.1"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Library:
     """One object of the closure: where it came from and how ld.so found it."""
 
@@ -67,7 +67,7 @@ class Library:
         }
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Miss:
     """A name ld.so could not find (or found only as an unusable file)."""
 
@@ -99,7 +99,7 @@ class Miss:
         }
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class VersionProblem:
     """Required symbol versions the winning copy of a library does not define."""
 
@@ -139,7 +139,7 @@ class VersionProblem:
         }
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Resolution:
     """Everything ld.so would do for one dlopen."""
 
@@ -176,7 +176,7 @@ class Resolution:
         }
 
 
-@dataclass(kw_only=True)
+@record(kw_only=True)
 class Process:
     """The objects in the modelled process before the dlopen."""
 

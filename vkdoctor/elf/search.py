@@ -17,13 +17,13 @@ import enum
 import os
 import posixpath
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from vkdoctor.context import Context
 from vkdoctor.elf.ldcache import LdCache, load_cache
 from vkdoctor.elf.platform import LdsoPlatform, ldso_platform
 from vkdoctor.elf.reader import ElfError, ElfInfo, read_elf, resolved
+from vkdoctor.record import field, record
 
 
 class How(str, enum.Enum):
@@ -44,7 +44,7 @@ Outcome = Literal[
 ]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Tried:
     """One place the search looked: a directory (with its hwcaps subdirectories) or the cache."""
 
@@ -69,7 +69,7 @@ class Tried:
         return d
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class SearchInputs:
     """Everything from the environment that steers ld.so. Override it to ask "what if"."""
 
@@ -100,7 +100,7 @@ class SearchInputs:
         )
 
 
-@dataclass(kw_only=True)
+@record(kw_only=True)
 class LoadedObject:
     """An object in the modelled process (ld.so's link_map)."""
 
@@ -128,7 +128,7 @@ class LoadedObject:
         return tuple(out)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Lookup:
     """The outcome of one search for one name."""
 

@@ -6,13 +6,13 @@ The symbol tables are read as ld.so finds them, by vkdoctor.elf.dynsym.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from vkdoctor.context import Context
 from vkdoctor.elf.dynsym import unresolved
+from vkdoctor.record import record
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Undefined:
     """A strong undefined symbol of `path` that no object in the load scope defines."""
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from vkdoctor.context import Context
+from vkdoctor.record import record
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class WgpuNative:
     #: what will be dlopened (a path, or WGPU_LIB_PATH verbatim), None when nothing was found
     path: str | None

@@ -12,7 +12,8 @@ It is iterative, so nesting depth costs no Python stack; `max_depth` bounds it a
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+
+from vkdoctor.record import field, record
 
 #: node types, as cJSON names them
 NULL, FALSE, TRUE, NUMBER, STRING, ARRAY, OBJECT = (
@@ -26,7 +27,7 @@ NULL, FALSE, TRUE, NUMBER, STRING, ARRAY, OBJECT = (
 )
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False)
 class Node:
     type: str
     #: the key of this node inside its parent object; None inside arrays and at the top

@@ -9,7 +9,8 @@ layout and newer loaders' "[Vulkan Loader] " prefix.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+
+from vkdoctor.record import field, record
 
 _LINE = re.compile(r"^(?:\[Vulkan Loader\] )?([A-Z]+(?: \| [A-Z]+)*):(\s*)(.*)$")
 
@@ -22,7 +23,7 @@ LOAD_FAILED = "load-failed"
 NOT_A_DRIVER = "not-a-driver"
 
 
-@dataclass
+@record
 class DriverBlock:
     locations: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
@@ -39,7 +40,7 @@ class DriverBlock:
     seen: bool = False
 
 
-@dataclass
+@record
 class LayerBlock:
     locations: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
@@ -50,7 +51,7 @@ class LayerBlock:
     seen: bool = False
 
 
-@dataclass
+@record
 class LoaderLog:
     drivers: DriverBlock
     layers: LayerBlock

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from vkdoctor.context import Context
 from vkdoctor.loader.rootpath import host_path
+from vkdoctor.record import record
 
 _ATOI = re.compile(rb"^[ \t\n\v\f\r]*([+-]?[0-9]+)")
 
@@ -73,7 +73,7 @@ def process_bits(machine: str) -> int:
 _ELF_MACHINE = {"x86_64": 62, "i386": 3, "i686": 3, "aarch64": 183, "armv7l": 40}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LibraryFile:
     """What a library path holds, as far as dlopen's first checks go."""
 

@@ -10,14 +10,15 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
+
+from vkdoctor.record import record
 
 #: larger manifests are not parsed (a real one is a few hundred bytes)
 MAX_MANIFEST_BYTES = 1024 * 1024
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class ReadResult:
     """The bytes of a manifest, or why there are none."""
 

@@ -7,7 +7,7 @@ suffix, `*abc*` a substring; a bare `*` or `**` matches everything, as do `~all~
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from vkdoctor.record import record
 
 #: VK_MAX_EXTENSION_NAME_SIZE: the loader copies at most this many characters of a token
 _MAX_TOKEN = 256
@@ -17,14 +17,14 @@ _MAX_FILTERS = 16
 _EVERYTHING = ("~all~", "*", "**")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Token:
     kind: str  # "special", "substring", "suffix", "prefix", "full"
     value: str
     length: int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Filter:
     """One parsed filter variable. Empty when unset or empty."""
 

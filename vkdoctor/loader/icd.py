@@ -6,7 +6,6 @@ the files in the loader's order, and for each the outcome the loader will reach.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from vkdoctor.context import Context
@@ -31,6 +30,7 @@ from vkdoctor.loader.search import (
 )
 from vkdoctor.loader.stdlib import find_bare
 from vkdoctor.loader.version import LoaderVersion, loader_version
+from vkdoctor.record import field, record
 
 #: nesting we follow before giving up (the loader's recursive cJSON has no limit)
 MAX_DEPTH = 10000
@@ -66,7 +66,7 @@ DLOPENED = frozenset({LOADS, LIBRARY_MISSING, LIBRARY_UNLOADABLE, WRONG_CLASS})
 FATAL = frozenset({FIFO_HANGS, CRASH})
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Driver:
     """One manifest file the loader lists, and what the loader does with it."""
 
@@ -96,7 +96,7 @@ class Driver:
         return self.outcome in DLOPENED
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class DriverScan:
     plan: SearchPlan
     drivers: tuple[Driver, ...]

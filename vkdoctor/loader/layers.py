@@ -9,7 +9,6 @@ disable_environment variable that is defined at all (even empty) turns the layer
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from vkdoctor.context import Context
@@ -33,6 +32,7 @@ from vkdoctor.loader.search import (
 )
 from vkdoctor.loader.stdlib import find_bare
 from vkdoctor.loader.version import LoaderVersion, loader_version
+from vkdoctor.record import field, record
 
 # Manifest-level outcomes (one per file)
 FILE_OK = "ok"
@@ -50,7 +50,7 @@ FILE_NO_LAYER = "no-layer-object"
 FILE_MULTIPLE_LAYER = "multiple-layer-objects"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Layer:
     """One layer entry of a manifest, and whether it ends up in every instance."""
 
@@ -89,7 +89,7 @@ class Layer:
         return f"export VK_LOADER_LAYERS_DISABLE={self.name}"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class LayerFile:
     manifest: str
     origin: str
@@ -100,7 +100,7 @@ class LayerFile:
     evidence: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class LayerScan:
     plan: SearchPlan
     files: tuple[LayerFile, ...]

@@ -8,10 +8,10 @@ it came from. Paths are the loader's own strings; every file system access goes 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from vkdoctor.context import Context
 from vkdoctor.loader.rootpath import host_path
+from vkdoctor.record import record
 
 DRIVERS = "vulkan/icd.d"
 IMPLICIT_LAYERS = "vulkan/implicit_layer.d"
@@ -45,7 +45,7 @@ def secure_getenv(ctx: Context, name: str) -> str | None:
     return ctx.getenv(name)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class SearchEntry:
     """One element of the loader's search path, exactly as printed under 'In following locations'."""
 
@@ -56,7 +56,7 @@ class SearchEntry:
     is_file: bool
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class SearchPlan:
     entries: tuple[SearchEntry, ...]
     #: which override variable replaced the default list, if any ("VK_DRIVER_FILES"...)
@@ -178,7 +178,7 @@ def implicit_layer_plan(ctx: Context) -> SearchPlan:
     return SearchPlan(entries=_dedup(_standard_entries(ctx, IMPLICIT_LAYERS)))
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class ManifestFile:
     """One file the loader lists under 'Found the following files', in its order."""
 
@@ -192,7 +192,7 @@ class ManifestFile:
         return self.entry.origin
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class DirProblem:
     """A search directory that could not be listed, for the reader (the loader says nothing)."""
 

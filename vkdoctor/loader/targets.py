@@ -8,11 +8,12 @@ The library-resolution checks, the real load test, the package rules and the ove
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
+from vkdoctor.record import record
 
-@dataclass(frozen=True, kw_only=True)
+
+@record(frozen=True, kw_only=True)
 class LoadTarget:
     """A library the loader will dlopen: a driver (ICD) or an active implicit layer."""
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from vkdoctor.context import Context
 from vkdoctor.loader.stdlib import final_name
+from vkdoctor.record import record
 
 LOADER_SONAME = "libvulkan.so.1"
 _VERSIONED = re.compile(r"^libvulkan\.so\.(\d+)\.(\d+)\.(\d+)$")
@@ -15,7 +15,7 @@ _VERSIONED = re.compile(r"^libvulkan\.so\.(\d+)\.(\d+)\.(\d+)$")
 JSON_ERROR_SKIPS_FROM = (1, 3, 268)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class LoaderVersion:
     #: the libvulkan.so.1 path inside the root, None when not found
     path: str | None

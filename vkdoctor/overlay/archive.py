@@ -23,12 +23,12 @@ import sys
 import tarfile
 import threading
 from collections.abc import Callable, Collection, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from vkdoctor.overlay import store
 from vkdoctor.overlay.errors import ArchiveError, StoreError, describe_os_error
+from vkdoctor.record import record
 
 _MAGIC = {
     b"!<arch>\n": "deb",
@@ -52,7 +52,7 @@ _SUFFIXES = (
 )
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Extracted:
     """What came out of one package file."""
 

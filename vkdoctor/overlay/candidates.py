@@ -12,12 +12,12 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from vkdoctor.context import Context
 from vkdoctor.elf.reader import ElfError, read_elf
+from vkdoctor.record import field, record
 
 #: at most this many /opt/*/lib directories are looked at
 MAX_OPT_DIRS = 32
@@ -25,7 +25,7 @@ MAX_OPT_DIRS = 32
 MAX_FILES_PER_SONAME = 8
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Need:
     """A soname the normal resolution does not find, and what its consumers need from it."""
 
@@ -39,7 +39,7 @@ class Need:
     machine: str = "EM_X86_64"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class SearchDir:
     path: str
     #: where it came from: "search path", "package FILE", "likely place"
@@ -48,7 +48,7 @@ class SearchDir:
     explicit: bool = True
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class DirProblem:
     path: str
     origin: str
@@ -58,7 +58,7 @@ class DirProblem:
         return {"path": self.path, "origin": self.origin, "message": self.message}
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Candidate:
     """A file looked at for a soname, and the verdict."""
 
@@ -84,7 +84,7 @@ class Candidate:
         }
 
 
-@dataclass(kw_only=True)
+@record(kw_only=True)
 class Search:
     """Everything one search found: candidates per soname in search order, and bad places."""
 

@@ -6,17 +6,16 @@ the ELF helper's resolver; a different LD_LIBRARY_PATH is a different Context (`
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from vkdoctor.context import Context
+from vkdoctor.record import record, replace
 
 if TYPE_CHECKING:
     from vkdoctor.elf.resolve import Resolution
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Edge:
     """One DT_NEEDED entry of one library, and the file ld.so would load for it (None: missing)."""
 
@@ -30,7 +29,7 @@ class Edge:
     machine: str = "EM_X86_64"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Chain:
     """The closure of one library: every edge ld.so follows, breadth first."""
 
@@ -65,7 +64,7 @@ def with_ld_path(ctx: Context, value: str | None) -> Context:
         env.pop("LD_LIBRARY_PATH", None)
     else:
         env["LD_LIBRARY_PATH"] = value
-    return dataclasses.replace(ctx, env=env, _facts={})
+    return replace(ctx, env=env, _facts={})
 
 
 def resolve_chain(ctx: Context, target: str) -> Chain:

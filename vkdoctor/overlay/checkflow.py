@@ -5,16 +5,15 @@ the report proves the fix instead of describing it.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 from vkdoctor.context import Context
 from vkdoctor.overlay.errors import OverlayError
 from vkdoctor.overlay.plan import Plan
+from vkdoctor.record import record, replace
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Outcome:
     """The overlay as planned on the user's own environment (before any overlay)."""
 
@@ -54,7 +53,7 @@ def context_for_checks(ctx: Context) -> Context:
         return ctx
     env = dict(ctx.env)
     env["LD_LIBRARY_PATH"] = outcome.plan.ld_path.value
-    return dataclasses.replace(ctx, env=env, _facts={overlay_outcome: outcome})
+    return replace(ctx, env=env, _facts={overlay_outcome: outcome})
 
 
 def report_overlay(ctx: Context) -> dict[str, Any] | None:

@@ -8,13 +8,14 @@ directory you cd into holds, so they are dropped, and the caller says so.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
+
+from vkdoctor.record import record
 
 _SEPARATORS = re.compile(r"[:;]")
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Dropped:
     """An entry of the old LD_LIBRARY_PATH that is not carried over, and why."""
 
@@ -22,7 +23,7 @@ class Dropped:
     reason: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class LdPath:
     value: str
     dropped: tuple[Dropped, ...] = ()

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from vkdoctor.context import Context
 from vkdoctor.overlay.safety import family
+from vkdoctor.record import record
 
 CACHE_DIRS = ("/var/cache/pacman/pkg", "/var/cache/apt/archives")
 MAX_PACKAGES = 6
@@ -27,7 +27,7 @@ _DEB = re.compile(r"^(?P<name>[^_]+)_(?P<ver>[^_]+)_(?P<arch>[^_]+)\.deb$")
 _SOVERSION = re.compile(r"\.so\.(\d+)")
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class CachedPackage:
     path: str
     name: str

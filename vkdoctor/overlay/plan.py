@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +36,7 @@ from vkdoctor.overlay.candidates import (
 from vkdoctor.overlay.chain import Chain, with_ld_path
 from vkdoctor.overlay.errors import OverlayError
 from vkdoctor.overlay.ldpath import Dropped, LdPath, with_overlay
+from vkdoctor.record import field, record
 
 if TYPE_CHECKING:
     from vkdoctor.overlay import store
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 ChainResolver = Callable[[Context, str], Chain]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Refusal:
     """A soname the overlay will not supply, and why."""
 
@@ -55,7 +55,7 @@ class Refusal:
         return {"soname": self.soname, "reason": self.reason}
 
 
-@dataclass(kw_only=True)
+@record(kw_only=True)
 class Plan:
     """Everything the overlay decided, for findings, commands and the report."""
 
@@ -249,7 +249,7 @@ def make_plan(
 MAX_DEPENDENCY_ROUNDS = 3
 
 
-@dataclass
+@record
 class _Supplier:
     """Runs the search pipeline (search paths, packages, likely places, caches) for some needs."""
 

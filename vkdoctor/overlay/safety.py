@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+
+from vkdoctor.record import record
 
 #: soname patterns an overlay never supplies, with the reason given to the user
 PROTECTED: tuple[tuple[re.Pattern[str], str], ...] = tuple(
@@ -48,7 +49,7 @@ def family(soname: str) -> str:
     return stem.lower()
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Clash:
     """An added soname of a family the process already loads under another soname."""
 

@@ -16,10 +16,10 @@ import shutil
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from vkdoctor.overlay.errors import StoreError, describe_os_error
+from vkdoctor.record import record
 
 #: directories the store never writes into, whatever the cache dir says
 SYSTEM_PREFIXES = (
@@ -40,7 +40,7 @@ SYSTEM_PREFIXES = (
 )
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Link:
     """One overlay entry: `soname` in the overlay points at `target` (a real path)."""
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from vkdoctor.context import Context
+from vkdoctor.record import record
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class CondaPackage:
     prefix: str
     name: str
@@ -39,16 +39,16 @@ def conda_owner(ctx: Context, path: str) -> CondaPackage | None:
         return None
     rel = str(PurePosixPath(path).relative_to(prefix))
     meta = ctx.under(f"{prefix}/conda-meta")
-    for record in sorted(meta.glob("*.json")):
+    for entry in sorted(meta.glob("*.json")):
         try:
-            doc = json.loads(record.read_text(encoding="utf-8"))
+            doc = json.loads(entry.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         if not isinstance(doc, dict) or rel not in (doc.get("files") or []):
             continue
         return CondaPackage(
             prefix=prefix,
-            name=str(doc.get("name", record.stem)),
+            name=str(doc.get("name", entry.stem)),
             version=str(doc.get("version", "")),
             build=str(doc.get("build", "")),
             channel=doc.get("channel") if isinstance(doc.get("channel"), str) else None,

@@ -7,16 +7,16 @@ this finds something, to quote its verdict, because those tools cost up to a sec
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 
 from vkdoctor.packages.model import Package, PackageDB, Relation
 from vkdoctor.packages.versions import satisfies
+from vkdoctor.record import record
 
 #: rpm requirements that are not package capabilities: files, rich booleans, rpm's own features
 _RPM_SKIP = ("/", "(", "rpmlib(", "rtld(", "config(")
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Unmet:
     package: Package
     #: the alternatives, none of which is satisfied

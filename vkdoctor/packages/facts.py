@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from vkdoctor.record import record
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class MissingSoname:
     """`consumer` has DT_NEEDED `soname`, which resolves nowhere; `near_misses` are similar files."""
 
@@ -20,7 +20,7 @@ class MissingSoname:
     elf_class: int | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class MissingVersion:
     """`consumer` needs version node `version` of `soname`; the copy that wins (`provider`) lacks it."""
 
@@ -36,7 +36,7 @@ class MissingVersion:
     target: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class StackFile:
     """A file the driver stack loads: a driver library or a library in a driver's closure."""
 
@@ -47,7 +47,7 @@ class StackFile:
     target: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class StackFacts:
     """Everything the package rules need from library resolution, for one run."""
 

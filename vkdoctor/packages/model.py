@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from vkdoctor.packages.proc import ToolRun
+from vkdoctor.record import field, record
 
 Family = Literal["dpkg", "pacman", "rpm"]
 
@@ -15,7 +15,7 @@ class PackageDBError(Exception):
     """The database is there but cannot be read (corrupt, unreadable, the tool failed)."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Relation:
     """One dependency or provide: `name`, optionally `op version` (ops: = < <= > >= << >>)."""
 
@@ -33,7 +33,7 @@ class Relation:
         return bool(self.op and self.version)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Package:
     """An installed package, as its database records it."""
 
@@ -84,7 +84,7 @@ class Package:
         }
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Consistency:
     """The package manager's own verdict on its database (apt-get check, pacman -Dk, rpm -Va)."""
 
@@ -130,7 +130,7 @@ class PackageDB(Protocol):
         ...
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Inventory:
     """Which package managers the tree has, and why the others are not there."""
 

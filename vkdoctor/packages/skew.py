@@ -10,7 +10,6 @@ import functools
 import re
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -27,6 +26,7 @@ from vkdoctor.packages.remedy import (
     overlay_hint,
     then_upgrade,
 )
+from vkdoctor.record import field, record
 
 Owners = Mapping[str, tuple[Package, ...]]
 
@@ -43,7 +43,7 @@ GLIBCXX_GCC = {
 _64BIT_ARCHES = ("x86_64", "aarch64", "ppc64le", "ppc64", "s390x", "riscv64", "loongarch64")
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Diagnosis:
     severity: Severity
     title: str

@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Report, Severity
+from vkdoctor.record import field, record
 from vkdoctor.render import PROBE_FAMILY_PREFIX
 
 # XML 1.0 forbids most control characters even when escaped; a driver's stderr can hold them.
@@ -24,7 +24,7 @@ def _xml_text(value: object) -> str:
     return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", "" if value is None else str(value))
 
 
-@dataclass
+@record
 class _Case:
     classname: str
     name: str

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Report, ReportStatus, Severity
+from vkdoctor.record import record
 
 _GLYPH = {
     Severity.OK: "✓",
@@ -30,7 +30,7 @@ _COLOUR = {
 }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Style:
     colour: bool = False
     unicode: bool = True
