@@ -50,27 +50,12 @@ def distro_family(ctx: Context) -> str | None:
 
 
 def _distro(ctx: Context) -> dict[str, Any]:
-    if ctx.live:
-        import distro
-
-        # os-release and the distribution's release file; not lsb_release and uname, which
-        # distro would run as processes (tens of milliseconds) for nothing they add here
-        try:
-            d = distro.LinuxDistribution(include_lsb=False, include_uname=False)
-        except TypeError:  # distro < 1.6 has no uname source at all
-            d = distro.LinuxDistribution(include_lsb=False)
-        return {
-            "id": d.id() or None,
-            "name": d.name(pretty=True) or None,
-            "version": d.version(best=True) or None,
-            "like": d.like() or None,
-        }
     rel = os_release(ctx)
     return {
-        "id": rel.get("ID"),
-        "name": rel.get("PRETTY_NAME") or rel.get("NAME"),
-        "version": rel.get("VERSION_ID"),
-        "like": rel.get("ID_LIKE"),
+        "id": rel.get("ID") or None,
+        "name": rel.get("PRETTY_NAME") or rel.get("NAME") or None,
+        "version": rel.get("VERSION_ID") or None,
+        "like": rel.get("ID_LIKE") or None,
     }
 
 
