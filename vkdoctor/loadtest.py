@@ -258,9 +258,33 @@ class _Child:
     hello: dict[str, Any] = field(default_factory=dict)
 
 
-def _command() -> list[str]:
+def child_command() -> list[str]:
+    """The load-test child's command line; its request goes to its stdin (`child_request`)."""
     # -I: no user site, no PYTHON* variables; -S: no site import. The child needs the stdlib only.
     return [sys.executable, "-I", "-S", str(probes_dir() / "loadtest.py")]
+
+
+def child_request(
+    targets: Mapping[int, LoadTarget], *, good: Sequence[str], logdir: Path, loader: str
+) -> dict[str, Any]:
+    """What one child is asked to do (probes/loadtest.py): `targets` by index, in order, on top
+    of the `good` driver manifests, with the library output logged under `logdir`."""
+    return {
+        "logdir": str(logdir),
+        "parent": os.getpid(),
+        "loader": loader,
+        "good_drivers": list(good),
+        "targets": [
+            {
+                "index": i,
+                "kind": t.kind,
+                "name": t.name,
+                "manifest": t.manifest,
+                "dlopen_name": t.dlopen_name,
+            }
+            for i, t in targets.items()
+        ],
+    }
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -284,7 +308,7 @@ def _spawn(
 ) -> subprocess.Popen[bytes]:
     with open(logdir / "startup.log", "wb") as startup:
         proc = subprocess.Popen(
-            _command(),
+            child_command(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=startup,
@@ -428,26 +452,13 @@ class LoadTest:
             and self.outcomes[i].instance == "ok"
             and self.outcomes[i].devices
         ]
-        request = {
-            "logdir": str(self._logdir),
-            "parent": os.getpid(),
-            "loader": self.loader,
-            "good_drivers": good,
-            "targets": [
-                {
-                    "index": i,
-                    "kind": t[i].kind,
-                    "name": t[i].name,
-                    "manifest": t[i].manifest,
-                    "dlopen_name": t[i].dlopen_name,
-                }
-                for i in self._pending
-            ],
-        }
+        request = child_request(
+            {i: t[i] for i in self._pending}, good=good, logdir=self._logdir, loader=self.loader
+        )
         try:
             proc = _spawn(request, env=self.env, cwd=self.cwd, logdir=self._logdir)
         except OSError as exc:
-            self.stopped = f"cannot start the load test child ({_command()[0]}): {exc}"
+            self.stopped = f"cannot start the load test child ({child_command()[0]}): {exc}"
             return
         self.children += 1
         self._child = _Child(proc=proc, last_event=time.monotonic())
