@@ -3,6 +3,7 @@ status, atexit handlers run, output flushed, running threads waited for."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -86,3 +87,35 @@ def test_a_profiler_still_gets_its_results(tmp_path) -> None:
     import pstats
 
     assert pstats.Stats(str(out)).total_calls > 0
+
+
+def _closed_reader(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    """vkdoctor ARGS with its stdout a pipe whose reader has gone (`| head` after one line)."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "vkdoctor", *args],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=clean_env({"PYTHONPATH": str(REPO), **(env or {})}),
+            timeout=120,
+            check=False,
+            cwd=REPO,
+        )
+    finally:
+        os.close(write)
+    return proc.returncode, proc.stderr
+
+
+def test_a_reader_that_stops_reading_does_not_change_the_status() -> None:
+    assert _closed_reader("explain") == (0, "")
+    assert _closed_reader("explain", "VKL002") == (0, "")
+    # a failing check stays a failure, a passing one a pass, and nothing is said about the pipe
+    missing = {"VK_DRIVER_FILES": "/nonexistent.json"}
+    assert _closed_reader("check", "--no-probe", "--select", "VKD001", env=missing) == (1, "")
+    assert _closed_reader("check", "--no-probe", "--select", "VKH001", "--format", "json") == (
+        0,
+        "",
+    )

@@ -69,5 +69,5 @@ def bench(
     if json_file:
         write_file(json_file, json.dumps(doc, indent=2) + "\n")
     if json_file != "-":
-        click.echo(render(doc), nl=False)
+        common.out(render(doc), nl=False)
     sys.exit(0 if doc.get("status") == "pass" else 1)

@@ -232,10 +232,22 @@ def text_style(verbose: bool) -> text_render.Style:
     )
 
 
+def out(text: str, *, nl: bool = True, color: bool | None = None) -> None:
+    """Write to standard output. A reader that stops reading (`vkdoctor explain | head`) ends
+    the output, not the command: the rest goes to /dev/null and the exit status stays the
+    command's own (a check's verdict is not turned into a failure by `| head`)."""
+    try:
+        click.echo(text, nl=nl, color=color)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
 def write_file(path: str, text: str) -> None:
     """Write atomically (temp file + rename) so a crash never leaves half a report."""
     if path == "-":
-        click.echo(text, nl=False)
+        out(text, nl=False)
         return
     target = Path(path)
     if target.exists() and not target.is_file():
@@ -327,15 +339,15 @@ def emit(
         write_file(junit_file, junit_render.render(report, strict=strict))
     if json_file != "-" and junit_file != "-":
         if fmt == "json":
-            click.echo(json_render.render(report, strict=strict), nl=False)
+            out(json_render.render(report, strict=strict), nl=False)
         elif fmt == "github":
             from vkdoctor.render import github as github_render
 
-            click.echo(github_render.render(report, strict=strict), nl=False)
+            out(github_render.render(report, strict=strict), nl=False)
         else:
             style = text_style(verbose)
             # color=: click strips ANSI codes when stdout is no terminal, FORCE_COLOR included
-            click.echo(
+            out(
                 text_render.render(report, style=style, strict=strict), nl=False, color=style.colour
             )
     if fmt == "github":

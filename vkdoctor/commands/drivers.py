@@ -135,7 +135,7 @@ def drivers(root: str | None, json_file: str | None, fmt: str, strict: bool, deb
         common.write_file(json_file, json_render.render(report, strict=strict))
     if json_file != "-":
         if fmt == "json":
-            click.echo(json_render.render(report, strict=strict), nl=False)
+            common.out(json_render.render(report, strict=strict), nl=False)
         else:
             encoding = (getattr(sys.stdout, "encoding", None) or "").lower()
             problems = tuple(
@@ -143,7 +143,7 @@ def drivers(root: str | None, json_file: str | None, fmt: str, strict: bool, deb
                 for f in report.findings
                 if f.severity.rank >= Severity.FAIL.rank
             )
-            click.echo(
+            common.out(
                 render_text(ctx, rows, unicode="utf" in encoding, problems=problems), nl=False
             )
     sys.exit(exit_code(report.status(strict=strict)))

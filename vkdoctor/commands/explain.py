@@ -7,6 +7,7 @@ import re
 import click
 
 from vkdoctor.checks import REGISTRY
+from vkdoctor.commands import common
 from vkdoctor.resources import codes_dir
 from vkdoctor.runner import INTERNAL_ERROR_CODE
 
@@ -39,7 +40,7 @@ def explain(code: str | None) -> None:
     if code is None:
         width = max(len(c) for c in codes)
         for c, title in codes.items():
-            click.echo(f"{c:<{width}}  {title}")
+            common.out(f"{c:<{width}}  {title}")
         return
     code = code.strip().upper()
     if not _CODE.match(code) or code not in codes:
@@ -52,4 +53,4 @@ def explain(code: str | None) -> None:
         raise click.ClickException(
             f"the page for {code} is missing from this installation ({codes_dir()})"
         )
-    click.echo(text.rstrip("\n"))
+    common.out(text.rstrip("\n"))

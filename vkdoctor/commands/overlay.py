@@ -72,8 +72,8 @@ def overlay(
     obj = plan.report_object()
     assert obj is not None and plan.ld_path is not None
     if fmt == "json":
-        click.echo(json.dumps(obj, indent=2))
+        common.out(json.dumps(obj, indent=2))
     elif fmt == "env":
-        click.echo(f"LD_LIBRARY_PATH={plan.ld_path.value}")
+        common.out(f"LD_LIBRARY_PATH={plan.ld_path.value}")
     else:
-        click.echo(export_line(plan))
+        common.out(export_line(plan))
