@@ -203,3 +203,25 @@ def test_root_links_are_followed_inside_the_root(tmp_path):
         "/usr/share/vulkan/icd.d/lib/libvk_fake.so",
     )
     assert by_name["loop.json"].outcome == "open-failed"
+
+
+def test_a_directory_entry_the_loader_cannot_resolve_is_named_with_its_directory(tmp_path):
+    """The loader lists an unresolvable entry by its bare name and opens that in the current
+    directory; VKD004 names the real file and says why."""
+    from vkdoctor.checks.drivers import DriverManifestContent
+
+    d = tmp_path / "icd.d"
+    d.mkdir()
+    (d / "self.json").symlink_to("self.json")
+    (d / "dangling.json").symlink_to(tmp_path / "nowhere.json")
+    c = ctx({"VK_DRIVER_FILES": str(d)}, cwd=tmp_path)
+    assert sorted(x.manifest for x in driver_scan(c).drivers) == ["dangling.json", "self.json"]
+    found = {f.title: f for f in DriverManifestContent().run(c)}
+    loop = found[f"{d}/self.json is skipped by the loader"]
+    assert loop.message.startswith(f"{d}/self.json is a symbolic link loop: ")
+    assert f"bare name, self.json, and opens that in the current directory ({tmp_path})" in (
+        loop.message
+    )
+    assert loop.remedy == f"fix or remove {d}/self.json"
+    dangling = found[f"{d}/dangling.json is skipped by the loader"]
+    assert dangling.message.startswith(f"{d}/dangling.json is a dangling symbolic link: ")

@@ -319,12 +319,12 @@ class DriverManifestContent(Check):
             if d.outcome in _CONTENT:
                 v, _ = I.verdict(d, scan)
                 if v == "info":
-                    yield self.info(f"{d.manifest} is skipped", d.reason + ".", **ev)
+                    yield self.info(f"{d.listed_as} is skipped", d.reason + ".", **ev)
                 else:
                     yield self.warn(
-                        f"{d.manifest} is skipped by the loader",
+                        f"{d.listed_as} is skipped by the loader",
                         d.reason + ".",
-                        remedy=f"fix or remove {d.manifest}",
+                        remedy=f"fix or remove {d.listed_as}",
                         **ev,
                     )
             elif "library_path_type" in d.evidence and d.dlopened:

@@ -95,6 +95,14 @@ class Driver:
     def dlopened(self) -> bool:
         return self.outcome in DLOPENED
 
+    @property
+    def listed_as(self) -> str:
+        """The file in its search directory. `manifest` is a bare name where the loader could
+        not resolve a directory entry (a dangling link, a link loop)."""
+        if "/" in self.manifest or self.entry == self.manifest:
+            return self.manifest
+        return f"{self.entry.rstrip('/')}/{self.manifest}"
+
 
 @record(frozen=True, kw_only=True)
 class DriverScan:
@@ -123,6 +131,17 @@ def _basename(path: str) -> str:
     return path.rsplit("/", 1)[-1]
 
 
+def _unresolved_entry(ctx: Context, mf: ManifestFile, detail: str) -> str:
+    """The reason for a directory entry the loader could not resolve: it keeps the bare name."""
+    full = f"{mf.entry.path.rstrip('/')}/{mf.path}"
+    link = fileio.read_manifest(host_path(ctx, full))
+    return (
+        f"{full} is a {link.detail or 'file that cannot be opened'}: the loader keeps only its "
+        f"bare name, {mf.path}, and opens that in the current directory ({ctx.cwd}): "
+        f"{detail}; skipped"
+    )
+
+
 def _analyse(
     ctx: Context,
     mf: ManifestFile,
@@ -145,6 +164,8 @@ def _analyse(
     if got.data is None:
         problem = got.problem
         if problem in (fileio.MISSING, fileio.UNREADABLE, fileio.LOOP):
+            if "/" not in mf.path and not mf.entry.is_file:
+                return out(OPEN_FAILED, _unresolved_entry(ctx, mf, got.detail))
             return out(OPEN_FAILED, f"{mf.path}: cannot be opened ({got.detail}); skipped")
         if problem == fileio.DIRECTORY:
             return out(
