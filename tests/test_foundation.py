@@ -126,6 +126,27 @@ def test_check_json_report_validates(tmp_path: Path):
     assert "vkdoctor: OK" in proc.stdout
 
 
+def test_root_host_facts_describe_the_tree_not_this_process(tmp_path: Path):
+    (tmp_path / "usr" / "lib").mkdir(parents=True)
+    (tmp_path / "usr" / "lib" / "os-release").write_text(
+        'ID=arch\nPRETTY_NAME="Arch Linux"\nVERSION_ID=rolling\n'
+    )
+    proc, doc = run_json(["check", "--root", str(tmp_path), "--select", "VKH001"])
+    assert proc.returncode == 0, proc.stderr
+    host = doc["host"]
+    assert host["distro"] == {
+        "id": "arch",
+        "name": "Arch Linux",
+        "version": "rolling",
+        "like": None,
+    }
+    # the interpreter running vkdoctor is not the tree's: nothing about it is reported
+    assert [host[k] for k in ("python", "python_executable", "wgpu", "kernel", "cpu")] == [None] * 5
+    assert host["vkdoctor"] == doc["vkdoctor_version"]
+    (finding,) = doc["findings"]
+    assert finding["message"] == f"Arch Linux, x86_64, inspected as a tree under --root {tmp_path}"
+
+
 def test_explain_lists_codes_and_shows_a_page():
     runner = CliRunner()
     listing = runner.invoke(cli, ["explain"])

@@ -139,23 +139,26 @@ def _metadata_version(path: Path) -> str | None:
 
 
 def collect(ctx: Context) -> dict[str, Any]:
-    """Distro, kernel, architecture, CPU, memory, Python and tool versions."""
+    """Distro, kernel, architecture, CPU, memory, Python and tool versions. With --root, what
+    only the live machine can say (kernel, CPU, memory, and the Python and wgpu that would run
+    the probe) is None: this process's own would describe another system."""
     facts: dict[str, Any] = {
         "root": str(ctx.root),
         "distro": _distro(ctx),
         "machine": ctx.machine,
-        "python": platform.python_version(),
-        "python_executable": sys.executable,
         "vkdoctor": __version__,
-        "wgpu": _version_of("wgpu"),
+        "python": None,
+        "python_executable": None,
+        "wgpu": None,
+        "kernel": None,
+        "cpu": None,
+        "memory": None,
     }
     if ctx.live:
-        uname = platform.uname()
-        facts["kernel"] = uname.release
+        facts["python"] = platform.python_version()
+        facts["python_executable"] = sys.executable
+        facts["wgpu"] = _version_of("wgpu")
+        facts["kernel"] = platform.uname().release
         facts["cpu"] = {"model": _cpu_model(), "count": os.cpu_count()}
         facts["memory"] = _memory()
-    else:
-        facts["kernel"] = None
-        facts["cpu"] = None
-        facts["memory"] = None
     return facts

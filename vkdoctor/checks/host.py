@@ -28,9 +28,12 @@ class HostFacts(Check):
             distro.get("name") or distro.get("id") or "unknown distribution",
             f"kernel {facts['kernel']}" if facts["kernel"] else None,
             facts["machine"],
-            f"Python {facts['python']}",
-            f"wgpu {facts['wgpu']}" if facts["wgpu"] else "wgpu not installed",
         ]
+        if ctx.live:
+            parts.append(f"Python {facts['python']}")
+            parts.append(f"wgpu {facts['wgpu']}" if facts["wgpu"] else "wgpu not installed")
+        else:
+            parts.append(f"inspected as a tree under --root {ctx.root}")
         yield self.info("Host", ", ".join(p for p in parts if p), **facts)
 
 
