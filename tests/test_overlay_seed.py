@@ -248,6 +248,13 @@ def test_check_builds_the_overlay_and_proves_it(seed: Seed, tmp_path: Path) -> N
     (vkl4,) = [f for f in doc["findings"] if f["code"] == "VKL004"]
     assert vkl4["severity"] == "info" and vkl4["remedy"] is None
     assert vkl4["evidence"]["directory"] == overlay["dir"]
+    # Nobody owns the private LLVM: said of the file itself, not of vkdoctor's link to it.
+    (vkp4,) = [f for f in doc["findings"] if f["code"] == "VKP004"]
+    assert vkp4["evidence"]["unowned"] == [str(seed.driver), str(seed.llvm)]
+    assert (
+        f"{seed.llvm} (a directory no package manages, reached through vkdoctor's overlay "
+        f"{overlay['dir']}/{lab.NEW_LLVM})"
+    ) in vkp4["message"]
 
     # Without the search path the same check fails and says where it looked.
     proc, doc = run_json(["check", "--no-probe"], env=env)

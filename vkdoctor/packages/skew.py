@@ -407,7 +407,11 @@ def unowned_files(
                 )
             )
             continue
-        listed = "; ".join(f"{p} ({_where(p)})" for p in paths)
+        listed = "; ".join(
+            f"{f.path} ({_where(f.path)}"
+            + (f", reached through vkdoctor's overlay {f.overlay_link})" if f.overlay_link else ")")
+            for f in group
+        )
         out.append(
             Diagnosis(
                 severity=Severity.WARN,

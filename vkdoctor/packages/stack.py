@@ -7,6 +7,7 @@ One resolution per load target is shared with the VKL checks through
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
 
 from vkdoctor.context import Context
@@ -14,6 +15,14 @@ from vkdoctor.packages.facts import MissingSoname, MissingVersion, StackFacts, S
 
 #: near-miss kinds that are another version of the same library family
 _OTHER_VERSION = ("other-version",)
+
+
+def _through_overlay(ctx: Context, path: str) -> str | None:
+    """The file a link in vkdoctor's own overlay points at; None for any other path."""
+    cache = ctx.options.cache_dir
+    if cache is None or not path.startswith(f"{cache}/overlays/"):
+        return None
+    return os.path.realpath(path)
 
 
 def _resolutions(ctx: Context) -> tuple[tuple[Any, Any], ...]:
@@ -33,7 +42,14 @@ def stack_facts(ctx: Context) -> StackFacts:
             if lib.preloaded or lib.path in files:
                 continue
             role = "driver" if lib.needed_by is None else "library"
-            files[lib.path] = StackFile(path=lib.path, role=role, target=target_path)
+            real = _through_overlay(ctx, lib.path)
+            if real is not None:
+                # the question is who owns the library, not vkdoctor's link to it
+                files[lib.path] = StackFile(
+                    path=real, role=role, target=target_path, overlay_link=lib.path
+                )
+            else:
+                files[lib.path] = StackFile(path=lib.path, role=role, target=target_path)
         classes = {lib.path: lib.elf.elf_class for lib in res.libraries}
         for miss in res.misses:
             if miss.needed_by is None:
