@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 from tests import overlay_lab as lab
-from tests.conftest import run_vkdoctor
+from tests.conftest import run_json, run_vkdoctor
 
 
 def _driver(tmp: Path, name: str, needs: list[Path], *, extra_needed: tuple[str, ...] = ()) -> Path:
@@ -393,3 +393,29 @@ def test_json_report_to_a_device_writes_through_it(tmp_path: Path) -> None:
     assert '"schema_version": 1' in proc.stdout
     assert Path("/dev/stdout").is_symlink()
     assert Path("/dev/null").is_char_device()
+
+
+def test_mistyped_search_path_and_package_are_said_when_nothing_is_missing(tmp_path: Path) -> None:
+    not_a_package = tmp_path / "llvm-libs-23.1.0-1-x86_64.pkg.tar.zst"
+    not_a_package.write_text("<html>404 Not Found</html>\n")
+    proc, doc = run_json(
+        [
+            "check",
+            "--no-probe",
+            "--select",
+            "VKO",
+            "--search-path",
+            str(tmp_path / "no-such-dir"),
+            "--from-package",
+            str(not_a_package),
+        ]
+    )
+    assert proc.returncode == 0, proc.stderr
+    by_title = {f["title"]: f for f in doc["findings"] if f["code"] == "VKO002"}
+    missing = by_title[f"Search path {tmp_path / 'no-such-dir'} does not exist"]
+    assert missing["severity"] == "warn"
+    package = by_title["A package file cannot be used"]
+    assert package["message"].startswith(
+        f"{not_a_package} is not a package vkdoctor can read (it starts with b'<html>40'"
+    )
+    assert doc["status"] == "warn"

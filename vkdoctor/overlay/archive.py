@@ -84,6 +84,25 @@ def sniff(path: Path) -> str:
     )
 
 
+def package_format(package: Path) -> str:
+    """The format of a package file (deb, rpm, zstd, xz, gzip), from its first bytes; an
+    ArchiveError says why vkdoctor cannot read it (unreadable, another format than its name)."""
+    kind = sniff(package)
+    promised = expected_format(package)
+    if promised is not None and promised != kind:
+        raise ArchiveError(
+            f"{package} is not the format its name says: the name says {promised}, "
+            f"the content is {kind}",
+            path=str(package),
+        )
+    if kind not in ("deb", "rpm") and promised is None:
+        raise ArchiveError(
+            f"{package}: vkdoctor reads .deb, .rpm and .pkg.tar.zst/.xz/.gz package files",
+            path=str(package),
+        )
+    return kind
+
+
 def expected_format(path: Path) -> str | None:
     name = path.name.lower()
     for suffix, kind in _SUFFIXES:
@@ -333,19 +352,7 @@ def extract_libraries(
     timeout: float = 120.0,
 ) -> Extracted:
     """Copy the members named like `sonames` (and what they link to) into the private store."""
-    kind = sniff(package)
-    promised = expected_format(package)
-    if promised is not None and promised != kind and not (promised == "deb" and kind == "deb"):
-        raise ArchiveError(
-            f"{package} is not the format its name says: the name says {promised}, "
-            f"the content is {kind}",
-            path=str(package),
-        )
-    if kind not in ("deb", "rpm") and promised is None:
-        raise ArchiveError(
-            f"{package}: vkdoctor reads .deb, .rpm and .pkg.tar.zst/.xz/.gz package files",
-            path=str(package),
-        )
+    kind = package_format(package)
     if kind == "rpm":
         _verify_rpm(package, timeout)
     try:

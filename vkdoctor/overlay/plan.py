@@ -162,6 +162,18 @@ def collect_needs(chains: Sequence[Chain]) -> list[Need]:
     ]
 
 
+def _check_packages(plan: Plan, files: Sequence[Path]) -> None:
+    if not files:
+        return
+    from vkdoctor.overlay import archive
+
+    for f in files:
+        try:
+            archive.package_format(f)
+        except OverlayError as exc:
+            plan.package_errors.append(exc.message)
+
+
 def _extract_from(
     ctx: Context, plan: Plan, files: Sequence[Path], sonames: list[str], origin: str
 ) -> list[SearchDir]:
@@ -230,6 +242,10 @@ def make_plan(
     plan = Plan(chains=dict(chains))
     plan.needs = collect_needs(list(plan.chains.values()))
     if not plan.needs:
+        # nothing to look for, but a mistyped --search-path or --from-package is said now,
+        # not on the day a library goes missing
+        _merge(plan, search(ctx, [], user_dirs(ctx)))
+        _check_packages(plan, packages)
         return plan
     supply = _Supplier(ctx, plan, packages, use_package_caches, near_miss_packages or {})
     supply(plan.needs)
