@@ -313,3 +313,46 @@ def test_installed_provider_with_its_file_deleted(tmp_path: Path):
         "1:23.1.0-1 is installed, but its libLLVM.so.23.1 is gone). "
         "Fix: sudo apt install --reinstall libllvm23:amd64."
     )
+
+
+def test_a_held_package_of_the_stack_is_named_with_the_release_command(
+    deb_tree: Path, tmp_path: Path
+):
+    import shutil
+    import subprocess
+
+    from vkdoctor.checks.packages import HeldPackages
+
+    root = tmp_path / "root"
+    shutil.copytree(deb_tree, root, symlinks=True)
+    admin = root / "var/lib/dpkg"
+    subprocess.run(
+        ["dpkg", f"--admindir={admin}", "--set-selections"],
+        input="libllvm22 hold\n",
+        text=True,
+        check=True,
+    )
+    # the real dpkg's view of the selection is the oracle
+    got = subprocess.run(
+        ["dpkg", f"--admindir={admin}", "--get-selections", "libllvm22"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert got.stdout.split() == ["libllvm22:amd64", "hold"]
+    facts = StackFacts(
+        missing_sonames=(
+            MissingSoname(
+                consumer=LVP, soname="libLLVM.so.23.1", near_misses=(LLVM22,), target=LVP
+            ),
+        ),
+    )
+    (f,) = HeldPackages().findings(ctx_for(root), facts)
+    assert f.severity is Severity.WARN
+    assert f.title == "libllvm22:amd64 1:22.1.8-1 is held at its version"
+    assert f"owns {LLVM22} and is held by dpkg selection: hold (apt-mark hold)" in f.message
+    assert f.remedy == (
+        "sudo apt-mark unhold libllvm22 && sudo apt update && sudo apt full-upgrade."
+    )
+    # the tree as built holds nothing
+    assert list(HeldPackages().findings(ctx_for(deb_tree), facts)) == []

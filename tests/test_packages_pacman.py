@@ -190,3 +190,61 @@ def test_resolution_feeds_the_rule(arch_tree: Path, monkeypatch: pytest.MonkeyPa
     assert "/usr/lib/libLLVM.so.22.1" in f.evidence["near_misses"]
     files = {d.evidence["target"]: d for d in UnownedOrForeign().run(ctx)}
     assert files == {}
+
+
+def test_ignorepkg_and_ignoregroup_hold_packages_of_the_stack(arch_tree: Path, tmp_path: Path):
+    import shutil
+    import subprocess
+
+    from vkdoctor.checks.packages import HeldPackages
+    from vkdoctor.packages.pacman import ignored
+
+    root = tmp_path / "root"
+    shutil.copytree(arch_tree, root, symlinks=True)
+    conf = root / "etc" / "pacman.conf"
+    conf.parent.mkdir(exist_ok=True)
+    conf.write_text(
+        "[options]\n"
+        "# IgnorePkg = mesa\n"
+        "IgnorePkg = llvm-libs   lib32-llvm*\n"
+        "IgnorePkg = linux\n"
+        "Include = /etc/pacman.d/hold.conf\n"
+        "[core]\n"
+        "IgnorePkg = not-an-option-here\n"
+    )
+    (root / "etc" / "pacman.d").mkdir()
+    (root / "etc" / "pacman.d" / "hold.conf").write_text("IgnorePkg = vulkan-swrast\n")
+    # pacman's own reading of the same file is the oracle (without the Include: pacman-conf
+    # would read the host's /etc/pacman.d)
+    plain = tmp_path / "plain.conf"
+    plain.write_text(conf.read_text().replace("Include = /etc/pacman.d/hold.conf\n", ""))
+    got = subprocess.run(
+        ["pacman-conf", "--config", str(plain), "IgnorePkg"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    ctx = ctx_for(root)
+    pkgs, _ = ignored(ctx)
+    assert got.stdout.split() == [p for p, _ in pkgs][:3] == ["llvm-libs", "lib32-llvm*", "linux"]
+    assert pkgs[3] == ("vulkan-swrast", "/etc/pacman.d/hold.conf")
+
+    facts = StackFacts(
+        missing_sonames=(
+            MissingSoname(
+                consumer=LVP,
+                soname="libLLVM.so.23.1",
+                near_misses=("/usr/lib/libLLVM.so.22.1",),
+                target=LVP,
+            ),
+        )
+    )
+    held = {f.evidence["package"]: f for f in HeldPackages().findings(ctx, facts)}
+    assert sorted(held) == ["llvm-libs", "vulkan-swrast"]
+    assert held["llvm-libs"].evidence["hold"] == "IgnorePkg = llvm-libs in /etc/pacman.conf"
+    assert held["vulkan-swrast"].evidence["hold"] == (
+        "IgnorePkg = vulkan-swrast in /etc/pacman.d/hold.conf"
+    )
+    assert held["llvm-libs"].remedy == (
+        "remove llvm-libs from that IgnorePkg/IgnoreGroup line, then sudo pacman -Syu."
+    )

@@ -156,3 +156,48 @@ def test_dnf_check_output_recorded_on_fedora():
         "mesa-vulkan-drivers-26.2.3-1.x86_64 has missing requires of libLLVM.so.23.1()(64bit)",
         "mesa-vulkan-drivers-26.2.3-1.x86_64 has missing requires of libLLVM.so.23.1(LLVM_23.1)(64bit)",
     ]
+
+
+def test_dnf_versionlocks_hold_packages_of_the_stack(rpm_tree: Path, tmp_path: Path):
+    import shutil
+
+    from vkdoctor.checks.packages import HeldPackages
+
+    root = tmp_path / "root"
+    shutil.copytree(rpm_tree, root, symlinks=True)
+    plugins = root / "etc" / "dnf" / "plugins"
+    plugins.mkdir(parents=True)
+    # dnf 4's list: NEVRA globs; "!" lines exclude versions and hold nothing
+    (plugins / "versionlock.list").write_text(
+        "# Added lock on Mon Nov 30\nllvm-libs-0:22.1.8-1.fc43.*\n!mesa-vulkan-drivers-0:26.*\n"
+    )
+    (root / "etc" / "dnf" / "versionlock.toml").write_text(
+        'version = "1.0"\n'
+        "[[packages]]\n"
+        'name = "mesa-vulkan-drivers"\n'
+        "[[packages.conditions]]\n"
+        'key = "evr"\n'
+        'comparator = "="\n'
+        'value = "26.2.3-1.fc43"\n'
+    )
+    facts = StackFacts(
+        missing_sonames=(
+            MissingSoname(
+                consumer=LVP,
+                soname="libLLVM.so.23.1",
+                near_misses=(f"{LIB}/libLLVM.so.22.1",),
+                target=LVP,
+            ),
+        )
+    )
+    held = {f.evidence["package"]: f for f in HeldPackages().findings(ctx_for(root), facts)}
+    assert sorted(held) == ["llvm-libs", "mesa-vulkan-drivers"]
+    assert held["llvm-libs"].evidence["hold"] == (
+        "dnf versionlock llvm-libs-0:22.1.8-1.fc43.* in /etc/dnf/plugins/versionlock.list"
+    )
+    assert held["mesa-vulkan-drivers"].evidence["hold"] == (
+        "dnf versionlock of mesa-vulkan-drivers at 26.2.3-1.fc43 in /etc/dnf/versionlock.toml"
+    )
+    assert held["llvm-libs"].remedy == (
+        "sudo dnf versionlock delete llvm-libs && sudo dnf distro-sync."
+    )

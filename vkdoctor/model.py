@@ -11,7 +11,7 @@ from vkdoctor.record import field, record
 SCHEMA_VERSION = 1
 
 
-class Severity(str, enum.Enum):
+class Severity(enum.StrEnum):
     """How bad a finding is. Ordered: ok < info < warn < fail < error."""
 
     OK = "ok"
@@ -28,7 +28,7 @@ class Severity(str, enum.Enum):
 _RANK = {Severity.OK: 0, Severity.INFO: 1, Severity.WARN: 2, Severity.FAIL: 3, Severity.ERROR: 4}
 
 
-class CheckStatus(str, enum.Enum):
+class CheckStatus(enum.StrEnum):
     """Whether a check ran. A skipped check carries its reason; an errored one is our bug."""
 
     RAN = "ran"
@@ -91,7 +91,7 @@ class CheckResult:
         }
 
 
-class ReportStatus(str, enum.Enum):
+class ReportStatus(enum.StrEnum):
     OK = "ok"
     WARN = "warn"
     FAIL = "fail"

@@ -311,6 +311,60 @@ class MissingVersionOwner(Check):
             yield _finding(self, explain_missing_version(fact, owners, conda))
 
 
+#: how each manager lets go of a held package, so that its next upgrade includes it
+_RELEASE = {
+    "dpkg": "sudo apt-mark unhold {name} && sudo apt update && sudo apt full-upgrade",
+    "pacman": "remove {name} from that IgnorePkg/IgnoreGroup line, then sudo pacman -Syu",
+    "rpm": "sudo dnf versionlock delete {name} && sudo dnf distro-sync",
+}
+
+
+class HeldPackages(Check):
+    """A package of the driver stack is held at its version: on hold in dpkg (apt-mark hold),
+    in IgnorePkg or IgnoreGroup in pacman.conf, or locked by dnf versionlock.
+
+    Every upgrade skips a held package while the rest of the system moves on. Held mesa or LLVM
+    is how a driver ends up built for an LLVM the system does not have (or the reverse), and
+    while the hold stays, the distribution's fix for that skew (a full upgrade) cannot repair
+    it. The packages looked at are those owning a driver, a library in a driver's closure, or
+    the other version of a library a driver misses (llvm-libs 22.1 where 23.1 is needed).
+    """
+
+    code = "VKP007"
+    family = "packages"
+    title = "Held driver-stack packages"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        return self.findings(ctx, ctx.fact(stack_facts))
+
+    def findings(self, ctx: Context, facts: StackFacts) -> Iterable[Finding]:
+        inv = ctx.fact(inventory)
+        paths = [f.path for f in facts.files]
+        paths += [p for m in facts.missing_sonames for p in (m.consumer, *m.near_misses)]
+        if not inv.databases or not paths:
+            return
+        owners = inv.owners(paths)
+        files: dict[Package, list[str]] = {}
+        for path in dict.fromkeys(paths):
+            for pkg in owners.get(path, ()):
+                files.setdefault(pkg, []).append(path)
+        for pkg, owned in files.items():
+            if pkg.hold is None:
+                continue
+            yield self.warn(
+                f"{pkg.label} is held at its version",
+                f"{pkg.label} owns {', '.join(owned[:3])}{' ...' if len(owned) > 3 else ''} "
+                f"and is held by {pkg.hold}: upgrades skip it while the rest of the driver "
+                "stack moves on, and a full upgrade cannot bring it back in step.",
+                remedy=_RELEASE[pkg.family].format(name=pkg.name) + ".",
+                package=pkg.name,
+                version=pkg.version,
+                manager=pkg.family,
+                hold=pkg.hold,
+                files=owned,
+            )
+
+
 CHECKS: tuple[type[Check], ...] = (
     PackageDatabases,
     MissingSonameSkew,
@@ -318,4 +372,5 @@ CHECKS: tuple[type[Check], ...] = (
     UnownedOrForeign,
     SiblingSkew,
     ManagerConsistency,
+    HeldPackages,
 )

@@ -26,7 +26,7 @@ from vkdoctor.elf.reader import ElfError, ElfInfo, read_elf, resolved
 from vkdoctor.record import field, record
 
 
-class How(str, enum.Enum):
+class How(enum.StrEnum):
     """How ld.so found a library."""
 
     PATH = "path"

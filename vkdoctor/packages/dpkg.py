@@ -111,6 +111,7 @@ def _package(
         packager=para.get("Maintainer"),
         state=None if status[2] == "installed" else _ABBREV.get(status[2], status[2]),
         multi_arch=para.get("Multi-Arch"),
+        hold="dpkg selection: hold (apt-mark hold)" if status[0] == "hold" else None,
     )
 
 

@@ -56,6 +56,9 @@ class Package:
     state: str | None = None
     #: Debian Multi-Arch
     multi_arch: str | None = None
+    #: what holds it at this version, when something does: "dpkg selection: hold (apt-mark
+    #: hold)", "IgnorePkg in /etc/pacman.conf", "dnf versionlock (/etc/dnf/...)"
+    hold: str | None = None
 
     @property
     def label(self) -> str:

@@ -7,6 +7,9 @@ without the leading slash. Tools run only for `pacman -Dk` and, when sync databa
 
 from __future__ import annotations
 
+import fnmatch
+import glob
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -58,6 +61,63 @@ def dbpath_from_conf(ctx: Context) -> str:
     return DBPATH
 
 
+CONF = "/etc/pacman.conf"
+#: Include nesting pacman-conf follows before it gives up
+_MAX_INCLUDE_DEPTH = 10
+
+
+def _options(
+    ctx: Context, path: str, depth: int = 0, section: str | None = None
+) -> list[tuple[str, str, str]]:
+    """(key, value, file) of the [options] section of `path` and the files it includes, in
+    order. An included file continues the section of its Include line."""
+    try:
+        text = ctx.under(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    out: list[tuple[str, str, str]] = []
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1]
+            continue
+        key, sep, value = (part.strip() for part in line.partition("="))
+        if not sep or section not in ("options", None):
+            continue
+        if key == "Include" and value.startswith("/") and depth < _MAX_INCLUDE_DEPTH:
+            for host in sorted(glob.glob(str(ctx.under(value)))):  # noqa: PTH207 (absolute)
+                tree = host if ctx.live else "/" + os.path.relpath(host, ctx.root)
+                out += _options(ctx, tree, depth + 1, section)
+        elif section == "options":
+            out.append((key, value, path))
+    return out
+
+
+def ignored(ctx: Context) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """IgnorePkg and IgnoreGroup of the tree's pacman.conf: (glob, the file that sets it) each."""
+    pkgs: list[tuple[str, str]] = []
+    groups: list[tuple[str, str]] = []
+    for key, value, where in _options(ctx, CONF):
+        if key in ("IgnorePkg", "IgnoreGroup"):
+            (pkgs if key == "IgnorePkg" else groups).extend((v, where) for v in value.split())
+    return pkgs, groups
+
+
+def _hold(
+    name: str,
+    groups: Iterable[str],
+    ignore: tuple[list[tuple[str, str]], list[tuple[str, str]]],
+) -> str | None:
+    for pattern, where in ignore[0]:
+        if fnmatch.fnmatchcase(name, pattern):
+            return f"IgnorePkg = {pattern} in {where}"
+    for group in groups:
+        for pattern, where in ignore[1]:
+            if fnmatch.fnmatchcase(group, pattern):
+                return f"IgnoreGroup = {pattern} in {where} (it is in group {group})"
+    return None
+
+
 class PacmanDB:
     """The pacman local database of `ctx.root`."""
 
@@ -78,6 +138,7 @@ class PacmanDB:
     def packages(self) -> tuple[Package, ...]:
         if self._packages is None:
             pkgs = []
+            ignore = ignored(self._ctx)
             for entry in sorted(self._local.iterdir()):
                 desc = entry / "desc"
                 if not desc.is_file():
@@ -97,6 +158,7 @@ class PacmanDB:
                     depends=tuple((parse_relation(d),) for d in fields.get("DEPENDS", [])),
                     provides=tuple(parse_relation(p) for p in fields.get("PROVIDES", [])),
                     packager=next(iter(fields.get("PACKAGER", [])), None),
+                    hold=_hold(name, fields.get("GROUPS", []), ignore),
                 )
                 pkgs.append(pkg)
                 self._dirs[entry.name] = pkg

@@ -6,7 +6,9 @@ The database is a binary (sqlite/ndb/bdb) file, so the tool is needed. `--root` 
 
 from __future__ import annotations
 
+import fnmatch
 import re
+import tomllib
 from collections.abc import Iterable
 
 from vkdoctor.context import Context
@@ -15,6 +17,7 @@ from vkdoctor.packages.model import Consistency, Family, Package, PackageDBError
 from vkdoctor.packages.paths import resolve_in_root
 from vkdoctor.packages.proc import ToolRun, run_tool, which
 from vkdoctor.packages.versions import rpm_compare
+from vkdoctor.record import replace
 
 #: where rpm keeps its database (Fedora >= 36 first), and the files that mark a real one
 DBPATHS = ("/usr/lib/sysimage/rpm", "/var/lib/rpm")
@@ -96,6 +99,54 @@ def parse_qa(text: str) -> tuple[Package, ...]:
     return tuple(pkgs)
 
 
+#: where dnf's versionlock plugin (dnf 4) and dnf5 keep their locks
+VERSIONLOCK_LIST = "/etc/dnf/plugins/versionlock.list"
+VERSIONLOCK_TOML = "/etc/dnf/versionlock.toml"
+
+
+def versionlocks(ctx: Context) -> list[tuple[str, str | None, str]]:
+    """(pattern, evr, file) of each lock: a NEVRA glob from dnf 4's list (evr None), or a
+    package name glob and the version it is locked to from dnf5's TOML file."""
+    locks: list[tuple[str, str | None, str]] = []
+    try:
+        text = ctx.under(VERSIONLOCK_LIST).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line and not line.startswith(("#", "!")):  # "!" lines exclude versions instead
+            locks.append((line, None, VERSIONLOCK_LIST))
+    try:
+        doc = tomllib.loads(ctx.under(VERSIONLOCK_TOML).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        doc = {}
+    for entry in doc.get("packages", []):
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            continue
+        evr = next(
+            (
+                str(c.get("value"))
+                for c in entry.get("conditions", [])
+                if isinstance(c, dict) and c.get("key") == "evr" and c.get("comparator") == "="
+            ),
+            None,
+        )
+        locks.append((entry["name"], evr, VERSIONLOCK_TOML))
+    return locks
+
+
+def _locked(pkg: Package, locks: list[tuple[str, str | None, str]]) -> str | None:
+    evr = pkg.version if ":" in pkg.version else f"0:{pkg.version}"
+    nevra = f"{pkg.name}-{evr}.{pkg.arch}"
+    for pattern, locked_evr, where in locks:
+        if locked_evr is None:
+            if fnmatch.fnmatchcase(nevra, pattern):
+                return f"dnf versionlock {pattern} in {where}"
+        elif fnmatch.fnmatchcase(pkg.name, pattern) and locked_evr in (pkg.version, evr):
+            return f"dnf versionlock of {pkg.name} at {locked_evr} in {where}"
+    return None
+
+
 def parse_dnf_check(text: str) -> list[str]:
     """The problem lines of `dnf check` (dnf 4 and dnf5 print one per problem)."""
     keys = (" has missing requires of ", " has installed conflict ", " is a duplicate with ")
@@ -147,7 +198,11 @@ class RpmDB:
                 raise PackageDBError(
                     f"{run.command} failed: {run.problem or run.stderr.strip()[:300]}"
                 )
-            self._packages = parse_qa(run.stdout)
+            packages = parse_qa(run.stdout)
+            locks = versionlocks(self._ctx)
+            if locks:
+                packages = tuple(replace(p, hold=_locked(p, locks)) for p in packages)
+            self._packages = packages
         return self._packages
 
     def by_name(self, name: str) -> tuple[Package, ...]:
