@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from conftest import run_json, run_vkdoctor, validate_report
 
@@ -193,3 +194,13 @@ def test_colour_only_when_asked_for_off_a_terminal():
         ["check", "--no-probe", "--select", "VKH"], env={"FORCE_COLOR": "1", "NO_COLOR": "1"}
     )
     assert "\x1b[" not in both.stdout
+
+
+@pytest.mark.parametrize("value", ["2200000", "inf", "nan", "1e20", "0.01", "soon"])
+@pytest.mark.parametrize("command", [["check", "--no-probe"], ["run-probe", "--cpu"], ["bench"]])
+def test_an_unusable_timeout_is_a_usage_error(command: list[str], value: str):
+    proc = run_vkdoctor([*command, "--timeout", value])
+    assert proc.returncode == 2, proc.stderr
+    assert "Invalid value for '--timeout':" in proc.stderr and value in proc.stderr
+    assert "is not a number of seconds" in proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr

@@ -32,6 +32,9 @@ ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "NODEVICE_SELECT", "XDG_RUNTIME_DI
 ENV_PREFIXES = ("VK_", "WGPU", "MESA_", "LP_", "__EGL_")
 TAIL_LINES = 20
 TAIL_CHARS = 4000
+#: the longest --timeout: a week (the waits that use it overflow at about 24.8 days)
+MAX_TIMEOUT = 7 * 24 * 3600.0
+
 #: seconds to wait for the child's stack dump before killing it on timeout
 DUMP_SECONDS = 0.5
 #: seconds to wait for the pipes to close after the process group was killed
@@ -365,7 +368,7 @@ def request_from_argv(argv: list[str]) -> ProbeRequest | None:
     shader_dir = values.get("--shader-dir")
     python = values.get("--python", sys.executable)
     if (
-        timeout < 0.1
+        not 0.1 <= timeout <= MAX_TIMEOUT  # nan too
         or (seed is not None and seed < 0)
         or backend not in ("vulkan", "opengl")
         or (cpu and "--adapter" in values)

@@ -24,7 +24,7 @@ from vkdoctor.commands.common import write_file
 @click.option("--seed", type=click.IntRange(min=0), help="Repeat a run's random inputs.")
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=1),
+    type=common.Seconds(1),
     default=600.0,
     show_default=True,
     help="Seconds before the benchmark child is killed.",

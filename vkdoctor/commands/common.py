@@ -14,6 +14,7 @@ import click
 from vkdoctor import __version__
 from vkdoctor.context import Context, Options, cache_home
 from vkdoctor.model import Report, exit_code
+from vkdoctor.probe import MAX_TIMEOUT
 
 if TYPE_CHECKING:
     from vkdoctor.redact import Identity
@@ -113,10 +114,34 @@ def search_path_option(f: F) -> F:
     )(f)
 
 
+class Seconds(click.ParamType):  # type: ignore[type-arg]
+    """A finite number of seconds from `low` to MAX_TIMEOUT (the waits below it take no more)."""
+
+    name = "seconds"
+
+    def __init__(self, low: float) -> None:
+        self.low = low
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not self.low <= seconds <= MAX_TIMEOUT:  # also false for nan
+            self.fail(
+                f"{value} is not a number of seconds from {self.low:g} to {MAX_TIMEOUT:g} (a week)",
+                param,
+                ctx,
+            )
+        return seconds
+
+
 def timeout_option(f: F) -> F:
     return click.option(
         "--timeout",
-        type=click.FloatRange(min=0.1),
+        type=Seconds(0.1),
         default=60.0,
         show_default=True,
         help="Seconds each child process (load test, probe) may run before it is killed.",
