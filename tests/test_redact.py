@@ -43,6 +43,7 @@ def _report() -> Report:
             "cwd": "/home/alice",
             "tmp": "/tmp/alice-build/x.json",
             "lookalikes": "malice /home/alicex",
+            "load_test": {"/home/alice/vk/libvulkan_lvp.so": {"dlopen": "ok"}},
             "ok": True,
             "count": 3,
         },
@@ -132,6 +133,8 @@ def test_identifying_values_go_and_the_rest_stays():
     assert ev["cwd"] == "~"
     assert ev["tmp"] == "/tmp/<user>-build/x.json"
     assert ev["lookalikes"] == "malice /home/alicex"
+    # keys are values too: evidence keyed by path
+    assert ev["load_test"] == {"~/vk/libvulkan_lvp.so": {"dlopen": "ok"}}
     assert ev["ok"] is True and ev["count"] == 3
 
     assert doc["host"]["distro"] == {"id": "debian", "version": "12"}

@@ -118,13 +118,17 @@ def text_redactor(identity: Identity) -> Callable[[str], str]:
 
 
 def redact_value(value: Any, redact_text: Callable[[str], str], *, key: str = "") -> Any:
-    """Redact every string inside a JSON-able value. Numbers, booleans and keys are kept."""
+    """Redact every string inside a JSON-able value, keys too (evidence keyed by path: the home
+    directory is in them). Numbers and booleans are kept; the secret test reads the key as it was."""
     if _SECRET_KEY.search(key) and value not in (None, "", [], {}) and not isinstance(value, bool):
         return SERIAL if "serial" in key.lower() else UUID
     if isinstance(value, str):
         return redact_text(value)
     if isinstance(value, Mapping):
-        return {k: redact_value(v, redact_text, key=str(k)) for k, v in value.items()}
+        return {
+            redact_text(k) if isinstance(k, str) else k: redact_value(v, redact_text, key=str(k))
+            for k, v in value.items()
+        }
     if isinstance(value, list | tuple):
         return [redact_value(v, redact_text, key=key) for v in value]
     return value
