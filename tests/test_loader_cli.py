@@ -39,6 +39,7 @@ def test_debian12_four_mesa_drivers_and_device_select(oracle, tmp_path):  # noqa
     assert sorted(r["manifest"] for r in rows) == sorted(MESA)
     assert {r["verdict"] for r in rows} == {"ok"}
     assert {r["origin"] for r in rows} == {"default XDG_DATA_DIRS"}
+    assert {r["file_format_version"] for r in rows} == {"1.0.0"}
     assert {r["library"] for r in rows} == {
         f"/usr/lib/x86_64-linux-gnu/libvulkan_{n}.so"
         for n in ("intel", "lvp", "intel_hasvk", "radeon")

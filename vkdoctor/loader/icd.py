@@ -246,7 +246,7 @@ def _fields(
     if item is None:
         return out(NO_FILE_FORMAT, f"{mf.path} has no 'file_format_version'; skipped")
     ffv_printed = cjson.print_value(item)
-    info["file_format_version"] = _text(ffv_printed)
+    info["file_format_version"] = _text(item.string if item.type == cjson.STRING else ffv_printed)
     ffv = parse_version(ffv_printed)
     if (ffv & 0x1FFFFFFF) >= (1 << 22 | 0 << 12 | 2):
         evidence["unknown_file_format_version"] = version_text(ffv)

@@ -314,7 +314,7 @@ def _layers_of(
     if ffv is None:
         return LayerFile(**base, outcome=FILE_NO_FILE_FORMAT, reason="no 'file_format_version'")
     printed = cjson.print_value(ffv)
-    base["file_format_version"] = _text(printed)
+    base["file_format_version"] = _text(ffv.string if ffv.type == cjson.STRING else printed)
     version = version_triple(parse_version(printed))
     layers_node = cjson.get(root, "layers")
     nodes: list[cjson.Node]
