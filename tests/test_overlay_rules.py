@@ -181,6 +181,10 @@ def test_nothing_to_do_is_silent_on_stdout(tmp_path: Path) -> None:
     proc, lines = _overlay([], _env(tmp_path, Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")))
     assert proc.returncode == 0 and proc.stdout == ""
     assert lines == ["nothing to do: every library the Vulkan drivers need resolves"]
+    # as JSON: a document all the same (`| jq` must not fail on empty input)
+    env = _env(tmp_path, Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"))
+    proc, lines = _overlay(["--format", "json"], env)
+    assert proc.returncode == 0 and json.loads(proc.stdout) is None
 
 
 def test_check_reports_what_it_looked_for_and_why_candidates_were_refused(tmp_path: Path) -> None:

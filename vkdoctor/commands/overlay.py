@@ -41,7 +41,8 @@ def overlay(
     """Build a private overlay for the libraries the Vulkan drivers lack, and print it.
 
     Only sonames missing from the normal resolution are added, each a symlink to a checked file,
-    and only when nothing the process already loads changes. Nothing to do: exit 0, no output.
+    and only when nothing the process already loads changes. Nothing to do: exit 0, no output
+    (with --format json: null, as the report's `overlay`).
     """
     from vkdoctor.overlay.describe import export_line, summary_lines
     from vkdoctor.overlay.discover import plan_for
@@ -57,13 +58,15 @@ def overlay(
         sys.exit(1)
     for line in summary_lines(plan):
         click.echo(f"vkdoctor overlay: {line}", err=True)
-    if not plan.needed:
-        click.echo(
-            "vkdoctor overlay: nothing to do: every library the Vulkan drivers need resolves",
-            err=True,
-        )
-        sys.exit(0)
-    if not plan.built:
+    if not plan.needed or not plan.built:
+        if fmt == "json":
+            common.out("null")
+        if not plan.needed:
+            click.echo(
+                "vkdoctor overlay: nothing to do: every library the Vulkan drivers need resolves",
+                err=True,
+            )
+            sys.exit(0)
         click.echo(
             "vkdoctor overlay: cannot build an overlay: no missing library has a safe candidate",
             err=True,
