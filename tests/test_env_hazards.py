@@ -48,6 +48,15 @@ def test_ld_library_path_syntax_existence_and_writability(tmp_path: Path):
     assert syntax[0]["remedy"] == f"export LD_LIBRARY_PATH={value[1:]}"
     assert syntax[1]["evidence"]["entry"] == "rel/libs"
 
+    # several empty entries are one finding; with nothing else left, the fix is unset
+    proc, doc = run_json(
+        ["check", "--no-probe", "--select", "VKE001"], env={"LD_LIBRARY_PATH": "::"}
+    )
+    (empty,) = findings(doc, "VKE001")
+    assert empty["title"] == "LD_LIBRARY_PATH has 3 empty entries (positions 1, 2, 3)"
+    assert empty["evidence"]["positions"] == [1, 2, 3]
+    assert empty["remedy"] == "unset LD_LIBRARY_PATH"
+
     missing = findings(doc, "VKE002")
     assert [f["evidence"]["entry"] for f in missing] == [f"{tmp_path}/gone", f"{world}/later"]
     assert {f["severity"] for f in missing} == {"info"}

@@ -16,9 +16,11 @@ def _identity(ctx: Context) -> eh.Identity:
     return eh.Identity(uid=os.getuid(), gid=os.getgid(), live=ctx.live)
 
 
-def _without(value: str, index: int) -> str:
-    entries = eh.split_list(value)
-    return ":".join(e for i, e in enumerate(entries) if i != index and e)
+def _empties(positions: list[int]) -> str:
+    where = ", ".join(str(i + 1) for i in positions)
+    if len(positions) == 1:
+        return f"an empty entry (position {where})"
+    return f"{len(positions)} empty entries (positions {where})"
 
 
 class LdLibraryPathSyntax(Check):
@@ -38,20 +40,24 @@ class LdLibraryPathSyntax(Check):
         if ctx.elevated:
             return
         value = ctx.env.get("LD_LIBRARY_PATH", "")
-        for p in eh.ld_library_path_problems(ctx):
+        problems = eh.ld_library_path_problems(ctx)
+        empty = [p.index for p in problems if p.problem == "empty"]
+        if empty:
+            kept = ":".join(e for e in eh.split_list(value) if e)
+            yield self.warn(
+                f"LD_LIBRARY_PATH has {_empties(empty)}",
+                f"LD_LIBRARY_PATH={value!r} has {_empties(empty)}; ld.so searches the current "
+                "directory for each.",
+                remedy=f"export LD_LIBRARY_PATH={kept}" if kept else "unset LD_LIBRARY_PATH",
+                variable="LD_LIBRARY_PATH",
+                value=value,
+                positions=[i + 1 for i in empty],
+                problem="empty",
+            )
+        for p in problems:
             if p.problem == "empty":
-                yield self.warn(
-                    f"LD_LIBRARY_PATH has an empty entry (position {p.index + 1})",
-                    f"LD_LIBRARY_PATH={value!r} has an empty entry at position {p.index + 1}; "
-                    "ld.so searches the current directory there.",
-                    remedy=f"export LD_LIBRARY_PATH={_without(value, p.index)}",
-                    variable=p.var,
-                    value=value,
-                    index=p.index,
-                    entry=p.entry,
-                    problem=p.problem,
-                )
-            elif p.problem == "relative":
+                continue
+            if p.problem == "relative":
                 yield self.warn(
                     f"LD_LIBRARY_PATH has a relative entry {p.entry!r}",
                     f"LD_LIBRARY_PATH entry {p.entry!r} (position {p.index + 1}) is relative: "
