@@ -40,7 +40,7 @@ class LdLibraryPathSyntax(Check):
         if ctx.elevated:
             return
         value = ctx.env.get("LD_LIBRARY_PATH", "")
-        problems = eh.ld_library_path_problems(ctx)
+        problems = list(eh.ld_library_path_problems(ctx))
         empty = [p.index for p in problems if p.problem == "empty"]
         if empty:
             kept = ":".join(e for e in eh.split_list(value) if e)
@@ -55,8 +55,6 @@ class LdLibraryPathSyntax(Check):
                 problem="empty",
             )
         for p in problems:
-            if p.problem == "empty":
-                continue
             if p.problem == "relative":
                 yield self.warn(
                     f"LD_LIBRARY_PATH has a relative entry {p.entry!r}",
