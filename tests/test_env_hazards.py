@@ -49,10 +49,10 @@ def test_ld_library_path_syntax_existence_and_writability(tmp_path: Path):
     assert syntax[1]["evidence"]["entry"] == "rel/libs"
 
     # several empty entries are one finding; with nothing else left, the fix is unset
-    proc, doc = run_json(
+    _, only_empty = run_json(
         ["check", "--no-probe", "--select", "VKE001"], env={"LD_LIBRARY_PATH": "::"}
     )
-    (empty,) = findings(doc, "VKE001")
+    (empty,) = findings(only_empty, "VKE001")
     assert empty["title"] == "LD_LIBRARY_PATH has 3 empty entries (positions 1, 2, 3)"
     assert empty["evidence"]["positions"] == [1, 2, 3]
     assert empty["remedy"] == "unset LD_LIBRARY_PATH"
