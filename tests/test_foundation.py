@@ -204,3 +204,34 @@ def test_an_unusable_timeout_is_a_usage_error(command: list[str], value: str):
     assert "Invalid value for '--timeout':" in proc.stderr and value in proc.stderr
     assert "is not a number of seconds" in proc.stderr
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run-probe", "--adapter", ""], "Invalid value for '--adapter': give part of"),
+        (["check", "--adapter", " "], "Invalid value for '--adapter': give part of"),
+        (
+            ["overlay", "--from-package", "/nonexistent/llvm.deb"],
+            "File '/nonexistent/llvm.deb' does not exist",
+        ),
+        (
+            ["check", "--no-probe", "--from-package", "/nonexistent/llvm.deb"],
+            "File '/nonexistent/llvm.deb' does not exist",
+        ),
+    ],
+)
+def test_input_that_cannot_mean_anything_is_a_usage_error(args: list[str], message: str):
+    proc = run_vkdoctor(args)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+
+
+def test_exec_names_a_missing_program_by_what_is_missing():
+    proc = run_vkdoctor(["exec", "--", "/nonexistent/cmd"])
+    assert proc.returncode == 127
+    assert proc.stderr.strip().endswith(
+        "vkdoctor exec: /nonexistent/cmd: No such file or directory"
+    )
+    proc = run_vkdoctor(["exec", "--", "no-such-command-here"])
+    assert proc.returncode == 127
+    assert proc.stderr.strip().endswith("vkdoctor exec: no-such-command-here: command not found")

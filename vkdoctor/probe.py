@@ -372,6 +372,7 @@ def request_from_argv(argv: list[str]) -> ProbeRequest | None:
         or (seed is not None and seed < 0)
         or backend not in ("vulkan", "opengl")
         or (cpu and "--adapter" in values)
+        or not values.get("--adapter", "x").strip()
         or (shader_dir is not None and not Path(shader_dir).is_dir())
         or not Path(python).is_file()
     ):

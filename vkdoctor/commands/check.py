@@ -53,7 +53,10 @@ def with_load_results(
 @click.option("--no-probe", is_flag=True, help="Static checks only; do not run the compute probe.")
 @click.option("--cpu", is_flag=True, help="The probe must use a CPU adapter on Vulkan (lavapipe).")
 @click.option(
-    "--adapter", metavar="TEXT", help="The probe must use the adapter whose name contains TEXT."
+    "--adapter",
+    metavar="TEXT",
+    callback=common.adapter_text,
+    help="The probe must use the adapter whose name contains TEXT.",
 )
 @click.option(
     "--select",

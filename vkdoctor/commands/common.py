@@ -138,6 +138,13 @@ class Seconds(click.ParamType):  # type: ignore[type-arg]
         return seconds
 
 
+def adapter_text(_ctx: click.Context | None, param: click.Parameter, value: Any) -> Any:
+    """--adapter TEXT: part of an adapter's name; an empty one would match every adapter."""
+    if value is not None and not str(value).strip():
+        raise click.BadParameter("give part of an adapter's name, e.g. llvmpipe", param=param)
+    return value
+
+
 def timeout_option(f: F) -> F:
     return click.option(
         "--timeout",
@@ -183,9 +190,12 @@ def adapter_options(f: F) -> F:
         show_default=True,
         help="Which wgpu backend; adapters on other backends never count.",
     )(f)
-    f = click.option("--adapter", metavar="TEXT", help="Use the adapter whose name contains TEXT.")(
-        f
-    )
+    f = click.option(
+        "--adapter",
+        metavar="TEXT",
+        callback=adapter_text,
+        help="Use the adapter whose name contains TEXT.",
+    )(f)
     f = click.option(
         "--cpu", is_flag=True, help="Use a CPU adapter on the chosen backend (lavapipe)."
     )(f)

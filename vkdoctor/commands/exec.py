@@ -61,7 +61,8 @@ def exec_command(
     try:
         os.execvpe(cmd[0], list(cmd), env)
     except FileNotFoundError:
-        click.echo(f"vkdoctor exec: {cmd[0]}: command not found", err=True)
+        why = "No such file or directory" if "/" in cmd[0] else "command not found"
+        click.echo(f"vkdoctor exec: {cmd[0]}: {why}", err=True)
         sys.exit(127)
     except OSError as exc:
         click.echo(f"vkdoctor exec: cannot run {cmd[0]}: {exc.strerror or exc}", err=True)

@@ -16,7 +16,7 @@ def from_package_option(f: common.F) -> common.F:
         "--from-package",
         "from_package",
         multiple=True,
-        type=click.Path(dir_okay=False),
+        type=click.Path(exists=True, dir_okay=False),
         metavar="FILE",
         help="A .deb, .rpm or .pkg.tar.zst holding a missing library (repeatable); only the "
         "needed libraries are extracted, into vkdoctor's cache.",
