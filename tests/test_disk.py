@@ -141,6 +141,20 @@ def test_real_free_space_on_the_temp_dir_through_the_cli(tmp_path: Path):
     assert "below the fail threshold (1024.0 TiB)" in finding["message"]
 
 
+def test_a_filesystem_without_storage_is_not_called_full():
+    """proc reports no blocks at all: a cache pointed there cannot be written, but no amount
+    of cleaning up frees space in it."""
+    proc, doc = run_json(
+        ["check", "--no-probe", "--select", "VKS"], env={"XDG_CACHE_HOME": "/proc"}
+    )
+    assert proc.returncode == 0, proc.stderr
+    (finding,) = [f for f in doc["findings"] if f["evidence"].get("mount") == "/proc"]
+    assert finding["severity"] == "warn"
+    assert finding["title"] == "/proc is not a filesystem with storage"
+    assert "rm -rf" not in (finding["remedy"] or "")
+    assert finding["evidence"]["total_bytes"] == 0
+
+
 def test_bad_sizes_are_usage_errors():
     proc = run_vkdoctor(["check", "--no-probe", "--disk-warn", "lots"])
     assert proc.returncode == 2 and "'lots' is not a size" in proc.stderr

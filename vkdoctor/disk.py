@@ -160,6 +160,17 @@ def _cleanup_hints(fs: Filesystem) -> list[str]:
 def verdict(fs: Filesystem, *, warn_bytes: int, fail_bytes: int) -> SpaceVerdict:
     """ok, warn or fail for one filesystem against the thresholds, with the numbers."""
     u = fs.usage
+    if u.total == 0:
+        holds = ", ".join(f"{p.purpose} {p.path}" for p, _ in fs.places)
+        return SpaceVerdict(
+            severity=Severity.WARN,
+            title=f"{fs.mount} is not a filesystem with storage",
+            message=f"The filesystem mounted at {fs.mount} ({holds}) reports no blocks at all, as "
+            "proc, sysfs and some FUSE mounts do: nothing can be stored there, so builds and "
+            "caches that expect to write there fail.",
+            remedy="Point the variable behind it at a directory on a real disk "
+            "(XDG_CACHE_HOME, TMPDIR, CARGO_TARGET_DIR), or run from one.",
+        )
     # as df and psutil count it: the blocks reserved for root are neither used nor available
     pct = 100.0 * u.used / (u.used + u.free) if u.used + u.free else 100.0
     holds = ", ".join(f"{p.purpose} {p.path}" for p, _ in fs.places)
