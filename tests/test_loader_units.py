@@ -225,3 +225,47 @@ def test_a_directory_entry_the_loader_cannot_resolve_is_named_with_its_directory
     assert loop.remedy == f"fix or remove {d}/self.json"
     dangling = found[f"{d}/dangling.json is skipped by the loader"]
     assert dangling.message.startswith(f"{d}/dangling.json is a dangling symbolic link: ")
+
+
+def test_a_manifest_this_user_cannot_read_is_to_be_made_readable():
+    """Run as nobody (root reads everything): the fix for a 0600 manifest is its permissions."""
+    import json
+    import tempfile
+
+    from vkdoctor.checks.drivers import DriverManifestContent
+
+    top = Path(tempfile.mkdtemp(prefix="vkdoctor-unreadable-", dir="/tmp"))
+    try:
+        top.chmod(0o755)
+        secret = top / "secret.json"
+        secret.write_text('{"file_format_version": "1.0.0", "ICD": {}}')
+        secret.chmod(0o600)
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child drops to nobody and sends the findings back
+            code = 1
+            try:
+                os.close(read)
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(65534)
+                found = DriverManifestContent().run(ctx({"VK_DRIVER_FILES": str(secret)}))
+                with os.fdopen(write, "w") as out:
+                    json.dump([(f.title, f.remedy) for f in found], out)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write)
+        with os.fdopen(read) as pipe:
+            data = pipe.read()
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert json.loads(data) == [
+            [
+                f"{secret} is skipped by the loader",
+                f"make {secret} readable for the users who run Vulkan programs "
+                f"(sudo chmod a+r {secret}), or remove it",
+            ]
+        ]
+    finally:
+        shutil.rmtree(top)

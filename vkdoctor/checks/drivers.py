@@ -321,10 +321,16 @@ class DriverManifestContent(Check):
                 if v == "info":
                     yield self.info(f"{d.listed_as} is skipped", d.reason + ".", **ev)
                 else:
+                    fix = f"fix or remove {d.listed_as}"
+                    if d.evidence.get("read_problem") == "unreadable":
+                        fix = (
+                            f"make {d.listed_as} readable for the users who run Vulkan "
+                            f"programs (sudo chmod a+r {d.listed_as}), or remove it"
+                        )
                     yield self.warn(
                         f"{d.listed_as} is skipped by the loader",
                         d.reason + ".",
-                        remedy=f"fix or remove {d.listed_as}",
+                        remedy=fix,
                         **ev,
                     )
             elif "library_path_type" in d.evidence and d.dlopened:

@@ -164,9 +164,12 @@ def _analyse(
     if got.data is None:
         problem = got.problem
         if problem in (fileio.MISSING, fileio.UNREADABLE, fileio.LOOP):
+            read = {"read_problem": problem}
             if "/" not in mf.path and not mf.entry.is_file:
-                return out(OPEN_FAILED, _unresolved_entry(ctx, mf, got.detail))
-            return out(OPEN_FAILED, f"{mf.path}: cannot be opened ({got.detail}); skipped")
+                return out(OPEN_FAILED, _unresolved_entry(ctx, mf, got.detail), evidence=read)
+            return out(
+                OPEN_FAILED, f"{mf.path}: cannot be opened ({got.detail}); skipped", evidence=read
+            )
         if problem == fileio.DIRECTORY:
             return out(
                 SILENT_SKIP,
