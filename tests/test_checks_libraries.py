@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import clean_env, validate_report
+from conftest import clean_env, run_vkdoctor, validate_report
 from elfbuild import DlopenProbe, build_lib, copy, patchelf
 
 from vkdoctor.checks import libraries
@@ -323,3 +323,61 @@ def test_seed_failure_names_the_closest_version_and_the_package_to_look_for(seed
         and "provides only libLLVM-15.so.1" in vkp["message"]
     )
     assert "holds libLLVM.so.23.1 from the matching libllvm23 package" in vkp["remedy"]
+
+
+def test_a_stale_libz_on_ld_library_path_is_named_as_the_cause(tmp_path: Path) -> None:
+    """A stub libz.so.1 first on LD_LIBRARY_PATH: one finding names it, the system copy that has
+    the symbols, and the fix; the real load test fails for exactly the drivers it says."""
+    from conftest import run_json
+
+    stub = build_lib(
+        tmp_path / "stale" / "libz.so.1", soname="libz.so.1", source="int zstub(void){return 0;}\n"
+    )
+    env = {"LD_LIBRARY_PATH": str(stub.parent)}
+    _, doc = run_json(["check", "--no-probe", "--select", "VKL006", "--select", "VKT"], env=env)
+    (f,) = [x for x in doc["findings"] if x["code"] == "VKL006"]
+    assert f["severity"] == "fail"
+    n = len(f["evidence"]["symbols"])
+    assert f["title"] == (
+        f"libz.so.1, found through LD_LIBRARY_PATH ({stub.parent}), lacks {n} symbol(s) the "
+        "system's copy has"
+    )
+    assert f["evidence"]["system_copy"].endswith("/x86_64-linux-gnu/libz.so.1")
+    assert {"inflateReset", "crc32"} <= set(f["evidence"]["symbols"])
+    assert f["remedy"].startswith(f"Take {stub.parent} off LD_LIBRARY_PATH (unset LD_LIBRARY_PATH)")
+    # the real load is the oracle: exactly the drivers said to fail at dlopen fail there
+    failed = {
+        x["evidence"]["name"]
+        for x in doc["findings"]
+        if x["code"] == "VKT001" and x["severity"] == "fail"
+    }
+    assert failed and failed == set(f["evidence"]["dlopen_fails"])
+    (agree,) = [x for x in doc["findings"] if x["code"] == "VKT004"]
+    assert agree["severity"] == "ok", agree
+    # the report's driver rows take the real load's word: no "ok" for a driver that did not load
+    rows = {Path(r["manifest"]).name: r for r in doc["drivers"]}
+    for name in failed:
+        assert rows[name]["verdict"] == "fail"
+        assert rows[name]["reason"].startswith("the real load test: ")
+
+
+def test_drivers_command_fails_a_driver_whose_library_cannot_load(seed: SeedLab) -> None:
+    from conftest import run_json
+
+    proc, doc = run_json(["drivers"], env={"VK_DRIVER_FILES": str(seed.manifest)})
+    assert proc.returncode == 1
+    (row,) = doc["drivers"]
+    assert row["outcome"] == "loads"  # the loader accepts the manifest and dlopens the library
+    assert row["verdict"] == "fail"
+    assert row["predicted_error"] == (
+        "libLLVM.so.23.1: cannot open shared object file: No such file or directory"
+    )
+    assert row["reason"] == (
+        f"{seed.manifest}: the loader dlopens {seed.driver}, but ld.so cannot load it: "
+        "libLLVM.so.23.1: cannot open shared object file: No such file or directory"
+    )
+    assert any(f["code"] == "VKL002" and f["severity"] == "fail" for f in doc["findings"])
+    text = run_vkdoctor(["drivers"], env={"VK_DRIVER_FILES": str(seed.manifest)})
+    assert text.returncode == 1
+    assert "can load" not in text.stdout
+    assert f"vkdoctor: FAIL: {row['reason']}" in text.stdout

@@ -37,7 +37,13 @@ def test_debian12_four_mesa_drivers_and_device_select(oracle, tmp_path):  # noqa
     # the same four, in the real loader's (readdir) order, all loading, from the default XDG_DATA_DIRS
     assert [r["manifest"] for r in rows] == real.log.drivers.files
     assert sorted(r["manifest"] for r in rows) == sorted(MESA)
-    assert {r["verdict"] for r in rows} == {"ok"}
+    # lavapipe ok; the GPU drivers load but find no hardware here, as the load test saw
+    assert {Path(r["manifest"]).name: r["verdict"] for r in rows} == {
+        "lvp_icd.x86_64.json": "ok",
+        "intel_icd.x86_64.json": "info",
+        "intel_hasvk_icd.x86_64.json": "info",
+        "radeon_icd.x86_64.json": "info",
+    }
     assert {r["origin"] for r in rows} == {"default XDG_DATA_DIRS"}
     assert {r["file_format_version"] for r in rows} == {"1.0.0"}
     assert {r["library"] for r in rows} == {
@@ -52,7 +58,9 @@ def test_debian12_four_mesa_drivers_and_device_select(oracle, tmp_path):  # noqa
     assert device["name"].startswith("llvmpipe")
     assert all(r["load"]["devices"] == [] for r in rows if r is not lvp)
     vkd001 = findings(doc, "VKD001")[0]
-    assert vkd001["severity"] == "ok" and vkd001["title"].startswith("4 drivers will load")
+    assert vkd001["severity"] == "ok" and vkd001["title"].startswith(
+        "4 drivers the loader will try"
+    )
     assert real.create_result == 0 and real.device_count == 1
     layer = findings(doc, "VKI001")[0]
     assert "1 of 1 implicit layer active: VK_LAYER_MESA_device_select" in layer["title"]
@@ -77,7 +85,7 @@ def test_drivers_text_tells_the_order_origin_and_layer(tmp_path):
     ]
     assert re.search(r"^  /usr/share/vulkan/icd\.d +\[default XDG_DATA_DIRS\]$", out, re.M)
     assert "(lavapipe, Mesa's CPU driver (works without a GPU))" in out
-    assert "4 of 4 driver manifests load" in out
+    assert "4 of 4 drivers can load (manifest and libraries)" in out
     assert "VK_LAYER_MESA_device_select" in out and "(off with NODEVICE_SELECT=1)" in out
     # NODEVICE_SELECT defined, even empty, turns the layer off
     proc = run_vkdoctor(["drivers"], env={"HOME": str(tmp_path), "NODEVICE_SELECT": ""})

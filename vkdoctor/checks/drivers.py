@@ -49,17 +49,19 @@ def _ev(d: Driver, scan: DriverScan) -> dict[str, object]:
 
 
 class DriversFound(Check):
-    """At least one Vulkan driver that the loader will load.
+    """At least one Vulkan driver that the loader will try (dlopen).
 
     The loader lists driver manifests (ICD JSON files) in its search directories, reads each, and
-    dlopens the library it names. If none survives, every Vulkan application fails with
+    dlopens the library it names. Whether that library then loads is ld.so's question (VKL001 to
+    VKL003 predict it, VKT001 tries it for real). If no manifest survives, every Vulkan
+    application fails with
     VK_ERROR_INCOMPATIBLE_DRIVER ("Found no drivers!"). Fix by installing a driver package; on a
     machine without a GPU, Mesa's lavapipe is the CPU driver.
     """
 
     code = "VKD001"
     family = "drivers"
-    title = "Vulkan drivers the loader will load"
+    title = "Vulkan drivers the loader will try"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         scan = driver_scan(ctx)
@@ -80,8 +82,9 @@ class DriversFound(Check):
             lines = "\n".join(f"{i + 1}. {describe(d)}" for i, d in enumerate(loads))
             names = ", ".join(d.basename for d in loads)
             yield self.ok(
-                f"{len(loads)} driver{'s' if len(loads) != 1 else ''} will load: {names}",
-                f"In the loader's order (loader {scan.loader.text}):\n{lines}",
+                f"{len(loads)} driver{'s' if len(loads) != 1 else ''} the loader will try: {names}",
+                f"In the loader's order (loader {scan.loader.text}):\n{lines}\n"
+                "Whether each library loads: VKL001-VKL003 (ld.so's view), VKT001 (for real).",
                 **evidence,
             )
             return

@@ -14,6 +14,7 @@ from typing import Any
 
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
+from vkdoctor.elf import shadow
 from vkdoctor.elf.explain import (
     how_found,
     near_text,
@@ -23,6 +24,7 @@ from vkdoctor.elf.explain import (
 )
 from vkdoctor.elf.ldcache import load_conf
 from vkdoctor.elf.resolve import (
+    Library,
     Miss,
     Resolution,
     VersionProblem,
@@ -31,6 +33,7 @@ from vkdoctor.elf.resolve import (
     version_key,
 )
 from vkdoctor.elf.search import How
+from vkdoctor.elf.shadow import Shadow
 from vkdoctor.elf.symbols import Undefined, undefined_symbols
 from vkdoctor.elf.wgpu import find_wgpu_native
 from vkdoctor.host import distro_family, distro_ids
@@ -409,14 +412,18 @@ class UndefinedSymbols(Check):
     title = "Undefined symbols"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
+        shadows: dict[str, Shadow] = {}
+        #: shadow path -> (target, whether its dlopen fails for it)
+        shadow_targets: dict[str, list[tuple[LoadTarget, bool]]] = {}
         groups: dict[tuple[str, str], tuple[Undefined, list[LoadTarget]]] = {}
-        for t, res in ctx.fact(target_resolutions):
-            if not res.ok:
-                continue
-            new = [(lib.path, lib.elf.bind_now) for lib in res.libraries if not lib.preloaded]
-            scope = [*res.process, *(p for p, _ in new)]
-            for u in undefined_symbols(ctx, new, scope):
+        for t, res, missing in ctx.fact(undefined_by_target):
+            rest, used = shadow.explain(ctx, res, missing, shadows)
+            for u in rest:
                 groups.setdefault((u.path, u.name), (u, []))[1].append(t)
+            for path, fails in used.items():
+                shadow_targets.setdefault(path, []).append((t, fails))
+        for path, sh in shadows.items():
+            yield self._shadow_finding(ctx, sh, shadow_targets.get(path, []))
         by_path: dict[str, list[tuple[Undefined, list[LoadTarget]]]] = {}
         for u, ts in groups.values():
             by_path.setdefault(u.path, []).append((u, ts))
@@ -450,6 +457,87 @@ class UndefinedSymbols(Check):
                     "targets": [t.name for t in ts],
                 },
             )
+
+    def _shadow_finding(
+        self, ctx: Context, sh: Shadow, targets: list[tuple[LoadTarget, bool]]
+    ) -> Finding:
+        lib = sh.library
+        names = list(sh.symbols)
+        users = list(dict.fromkeys(u for us in sh.symbols.values() for u in us))
+        shown = ", ".join(
+            f"{n} ({', '.join(posixpath.basename(u) for u in sh.symbols[n][:2])})"
+            for n in names[:6]
+        ) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+        failing = [t.name for t, fails in targets if fails]
+        lazy = [t.name for t, fails in targets if not fails]
+        effects = []
+        if failing:
+            effects.append(
+                f"dlopen fails for {', '.join(failing)} (a library that uses them is linked "
+                "with BIND_NOW)"
+            )
+        if lazy:
+            effects.append(
+                f"{', '.join(lazy)} load{'s' if len(lazy) == 1 else ''}, and the process dies "
+                "later with 'symbol lookup error' when one is called"
+            )
+        what = "; ".join(effects)
+        drivers = any(t.kind == "driver" for t, fails in targets if fails)
+        return self.finding(
+            Severity.FAIL if drivers else Severity.WARN,
+            f"{lib.soname}, found {how_found(lib)}, lacks {len(names)} symbol(s) the system's "
+            "copy has",
+            f"{lib.path} (found {how_found(lib)}) wins over the system's {sh.system}, but lacks "
+            f"{len(names)} symbol(s) that {sh.system} defines and "
+            f"{len(users)} librar{'y' if len(users) == 1 else 'ies'} of the driver stack use: "
+            f"{shown}. So {what}.",
+            remedy=_unshadow(ctx, lib),
+            evidence={
+                "path": lib.path,
+                "how": lib.how.value,
+                "directory": lib.directory,
+                "system_copy": sh.system,
+                "symbols": names[:50],
+                "users": users,
+                "bind_now": sh.bind_now,
+                "targets": [t.name for t, _ in targets],
+                "dlopen_fails": failing,
+            },
+        )
+
+
+def undefined_by_target(
+    ctx: Context,
+) -> tuple[tuple[LoadTarget, Resolution, tuple[Undefined, ...]], ...]:
+    """Each resolvable target with the strong undefined symbols of its closure (rule E6);
+    computed once per run, shared by VKL006 and the load test's prediction (VKT004)."""
+    out = []
+    for t, res in ctx.fact(target_resolutions):
+        if not res.ok:
+            continue
+        new = [(lib.path, lib.elf.bind_now) for lib in res.libraries if not lib.preloaded]
+        scope = [*res.process, *(p for p, _ in new)]
+        out.append((t, res, undefined_symbols(ctx, new, scope)))
+    return tuple(out)
+
+
+def _unshadow(ctx: Context, lib: Library) -> str:
+    """How to let the system's copy of `lib` win again."""
+    if lib.how is How.LD_LIBRARY_PATH:
+        entries = ctx.env.get("LD_LIBRARY_PATH", "").split(":")
+        kept = [e for e in entries if e and posixpath.normpath(e) != lib.directory]
+        change = f"export LD_LIBRARY_PATH={':'.join(kept)}" if kept else "unset LD_LIBRARY_PATH"
+        return (
+            f"Take {lib.directory} off LD_LIBRARY_PATH ({change}); if a program needs that "
+            f"directory, give it to that program alone (LD_LIBRARY_PATH={lib.directory} program)."
+        )
+    if lib.how is How.PRELOAD:
+        return f"Take {lib.path} out of LD_PRELOAD."
+    return (
+        f"{lib.needed_by or 'A library'} finds {lib.path} through its "
+        f"{'RPATH' if lib.how is How.RPATH else 'RUNPATH'}: remove the stale {lib.path}, or "
+        "rebuild what carries that path against the system's library."
+    )
 
 
 class WgpuNativeLibrary(Check):

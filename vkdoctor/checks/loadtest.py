@@ -211,18 +211,34 @@ class PredictionAgrees(Check):
     live_only = True
 
     def predictions(self, ctx: Context) -> Mapping[LoadTarget, Prediction]:
-        """The ld.so emulation's verdict on each target (vkdoctor.checks.libraries)."""
-        from vkdoctor.checks.libraries import target_resolutions
+        """The ld.so emulation's verdict on each target (vkdoctor.checks.libraries): the
+        closure and symbol versions, then the undefined symbols of BIND_NOW objects (VKL006)."""
+        from vkdoctor.checks.libraries import target_resolutions, undefined_by_target
 
-        return {
-            target: Prediction(
+        unbound = {
+            t: [u for u in missing if u.bind_now] for t, _, missing in ctx.fact(undefined_by_target)
+        }
+        out = {}
+        for target, r in ctx.fact(target_resolutions):
+            now = unbound.get(target)
+            if r.ok and now:
+                # which undefined symbol ld.so names first depends on relocation order: the
+                # prediction is "fails", not its exact dlerror
+                out[target] = Prediction(
+                    loadable=False,
+                    reason=f"{len(now)} undefined symbol(s) in objects linked with BIND_NOW, "
+                    f"e.g. {now[0].error} (VKL006)",
+                    error=None,
+                )
+                continue
+            out[target] = Prediction(
                 loadable=r.ok,
                 reason=r.predicted_error
-                or "the library, its DT_NEEDED closure and every symbol version resolve",
+                or "the library, its DT_NEEDED closure, every symbol version and every symbol "
+                "of BIND_NOW objects resolve",
                 error=r.predicted_error,
             )
-            for target, r in ctx.fact(target_resolutions)
-        }
+        return out
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         predicted = self.predictions(ctx)

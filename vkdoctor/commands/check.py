@@ -24,6 +24,8 @@ def with_load_results(
     if not ctx.live or not any(c.family == "load" for c in chosen):
         return rows
     from vkdoctor.checks.loadtest import load_test
+    from vkdoctor.loadtest import classify
+    from vkdoctor.model import Severity
 
     try:
         outcomes = {
@@ -39,7 +41,14 @@ def with_load_results(
             out.append(row)
             continue
         load = {k: v for k, v in outcome.as_dict().items() if k in keep}
-        out.append({**row, "load": load})
+        tested = {**row, "load": load}
+        seen = classify(outcome)
+        if seen.severity.rank > Severity(str(row.get("verdict", "ok"))).rank:
+            # the real load has the last word: a driver whose manifest and libraries look
+            # right but that does not load, crashes or fails vkCreateInstance is no "ok"
+            tested["verdict"] = seen.severity.value
+            tested["reason"] = f"the real load test: {seen.title}. {seen.message}"
+        out.append(tested)
     return tuple(out)
 
 

@@ -22,6 +22,9 @@ def drivers_report(ctx: Context) -> tuple[Mapping[str, Any], ...]:
         return ()
 
 
+#: the library checks of every load target: the file, its DT_NEEDED closure, symbol versions
+_LIBRARY_CHECKS = ("VKL001", "VKL002", "VKL003")
+
 _MARK = {"ok": "✓", "info": "·", "warn": "!", "fail": "✗", "error": "✗"}
 _ASCII = {"ok": "ok", "info": "--", "warn": "!!", "fail": "XX", "error": "EE"}
 
@@ -68,7 +71,7 @@ def render_text(
             lib = layer.library_found or layer.library
             off = f" (off with {layer.disable_env}=1)" if layer.disable_env else ""
             out.append(f"  {layer.name} {arrow} {lib}{off}")
-    loads = [r for r in rows if r["outcome"] == "loads"]
+    loads = [r for r in rows if r["outcome"] == "loads" and r["verdict"] != "fail"]
     failing = [r for r in rows if r["verdict"] == "fail"]
     out.append("")
     for code, title, remedy in problems:
@@ -81,7 +84,7 @@ def render_text(
         out.append(f"vkdoctor: FAIL: {failing[0]['reason']}")
     elif loads:
         out.append(
-            f"vkdoctor: {len(loads)} of {len(rows)} driver manifests load: "
+            f"vkdoctor: {len(loads)} of {len(rows)} drivers can load (manifest and libraries): "
             + ", ".join(str(r["manifest"]).rsplit("/", 1)[-1] for r in loads)
         )
     else:
@@ -119,7 +122,8 @@ def drivers(root: str | None, json_file: str | None, fmt: str, strict: bool, deb
     from vkdoctor.runner import run_checks
 
     ctx = common.host_context(root=root, probe=False)
-    checks = [c for c in REGISTRY if c.family in ("drivers", "layers")]
+    # the manifests, and whether the libraries they name can load (ld.so's view, no load test)
+    checks = [c for c in REGISTRY if c.family in ("drivers", "layers") or c.code in _LIBRARY_CHECKS]
     results = run_checks(ctx, checks, debug=debug)
     rows = drivers_report(ctx)
     report = Report(

@@ -6,16 +6,37 @@ from typing import Any
 
 from vkdoctor.context import Context
 from vkdoctor.loader import driver_scan
-from vkdoctor.loader.icd import verdict
+from vkdoctor.loader.icd import LOADS, verdict
 from vkdoctor.loader.known import known_driver
 
 
+def _predicted_errors(ctx: Context) -> dict[str, str]:
+    """Driver manifest -> the dlerror() ld.so would give for its library (vkdoctor.elf), for
+    the drivers whose library cannot load."""
+    from vkdoctor.checks.libraries import target_resolutions
+
+    return {
+        t.manifest: res.predicted_error
+        for t, res in ctx.fact(target_resolutions)
+        if t.kind == "driver" and res.predicted_error is not None
+    }
+
+
 def driver_rows(ctx: Context) -> tuple[dict[str, Any], ...]:
-    """One JSON-able dict per manifest the loader lists (schema: report.drivers[])."""
+    """One JSON-able dict per manifest the loader lists (schema: report.drivers[]). The verdict
+    is the loader's view of the manifest and ld.so's of the library it names: a driver whose
+    library cannot load is a failure even though the loader accepts its manifest."""
     scan = driver_scan(ctx)
+    predicted = _predicted_errors(ctx) if any(d.outcome == LOADS for d in scan.drivers) else {}
     rows = []
     for index, d in enumerate(scan.drivers):
         v, reason = verdict(d, scan)
+        error = predicted.get(d.manifest) if d.outcome == LOADS else None
+        if error is not None:
+            v = "fail"
+            reason = (
+                f"{d.manifest}: the loader dlopens {d.library}, but ld.so cannot load it: {error}"
+            )
         rows.append(
             {
                 "index": index,
@@ -32,6 +53,7 @@ def driver_rows(ctx: Context) -> tuple[dict[str, Any], ...]:
                 "is_portability_driver": d.is_portability_driver,
                 "driver": known_driver(d.library),
                 "outcome": d.outcome,
+                "predicted_error": error,
                 "verdict": v,
                 "reason": reason,
             }

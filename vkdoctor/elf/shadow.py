@@ -1,0 +1,75 @@
+"""Undefined symbols explained by a shadowing copy: the library that won the search lacks
+symbols that the system's copy of the same soname defines.
+
+The usual case: a stale or stub libz.so.1, libdrm.so.2 or libstdc++.so.6 in a directory on
+LD_LIBRARY_PATH (or an RPATH) wins over the distribution's copy; libraries linked against the
+distribution's copy then meet undefined symbols (at dlopen when linked with BIND_NOW). Naming
+the copy that won, the system copy that would have worked and how the winner was found turns
+"libxml2.so.2: undefined symbol: inflateReset" into "take /opt/x/lib off LD_LIBRARY_PATH".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from vkdoctor.context import Context
+from vkdoctor.elf.dynsym import SymbolName, symbol_table
+from vkdoctor.elf.explain import system_copy
+from vkdoctor.elf.resolve import Library, Resolution
+from vkdoctor.elf.search import How
+from vkdoctor.elf.symbols import Undefined
+from vkdoctor.record import field, record
+
+#: how a library can win over the system's copy of its soname
+_NOT_SYSTEM = (How.LD_LIBRARY_PATH, How.RPATH, How.RUNPATH, How.PRELOAD)
+
+
+@record(kw_only=True)
+class Shadow:
+    """A library that won the search over the system's copy and lacks what that copy defines."""
+
+    library: Library
+    #: the system's copy of the same soname (ld.so.cache or the default directories)
+    system: str
+    #: symbol -> the libraries that use it
+    symbols: dict[str, list[str]] = field(default_factory=dict)
+    #: a user of a missing symbol is linked with BIND_NOW: dlopen itself fails
+    bind_now: bool = False
+
+
+def _shadowing(ctx: Context, res: Resolution) -> list[tuple[Library, str]]:
+    """The libraries of `res` found outside the system's search, each with its system copy."""
+    out = []
+    for lib in res.libraries:
+        if lib.preloaded or lib.how not in _NOT_SYSTEM or not lib.soname:
+            continue
+        system = system_copy(ctx, lib.soname)
+        if system is not None and str(ctx.resolve(system)) != str(ctx.resolve(lib.path)):
+            out.append((lib, system))
+    return out
+
+
+def explain(
+    ctx: Context, res: Resolution, missing: Iterable[Undefined], found: dict[str, Shadow]
+) -> tuple[list[Undefined], dict[str, bool]]:
+    """Attribute each of `missing` (undefined symbols of `res`'s objects) to a shadowing library
+    whose system copy defines it, adding to `found` (keyed by the winner's path). Returns the
+    ones no shadowing explains, and for each shadow that explained some of the others whether
+    one of those is used by a BIND_NOW library (this dlopen fails) or not."""
+    candidates = _shadowing(ctx, res)
+    rest = []
+    used: dict[str, bool] = {}
+    for u in missing:
+        name = SymbolName(u.name)
+        for lib, system in candidates:
+            if symbol_table(ctx, system).defines(name):
+                shadow = found.setdefault(lib.path, Shadow(library=lib, system=system))
+                users = shadow.symbols.setdefault(u.name, [])
+                if u.path not in users:
+                    users.append(u.path)
+                shadow.bind_now = shadow.bind_now or u.bind_now
+                used[lib.path] = used.get(lib.path, False) or u.bind_now
+                break
+        else:
+            rest.append(u)
+    return rest, used
