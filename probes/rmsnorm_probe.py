@@ -361,7 +361,7 @@ def main(argv: list[str], out: Any) -> int:
         run(args, doc)
     except Exception as exc:
         doc["status"] = "error"
-        doc["reason"] = "python-error"
+        doc["reason"] = "library-error" if _library_error(exc) else "python-error"
         doc["summary"] = f"the probe raised {type(exc).__name__}: {exc}"
         doc["traceback"] = traceback.format_exc()
         sys.stderr.write(doc["traceback"])
@@ -376,11 +376,27 @@ def main(argv: list[str], out: Any) -> int:
     return 0 if doc["status"] == "pass" else 1
 
 
+#: what dlerror() says when a shared library cannot load (as opposed to a module not installed)
+_DLERRORS = ("undefined symbol", "cannot open shared object file", "version `", "wrong ELF class")
+
+
+def _library_error(exc: BaseException) -> bool:
+    """An ImportError (or OSError) that is ld.so failing to load a shared library: a module that
+    is installed but cannot load in this environment (LD_LIBRARY_PATH, LD_PRELOAD)."""
+    text = str(exc)
+    while exc.__cause__ or exc.__context__:
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+        text += f" {exc}"
+    return any(marker in text for marker in _DLERRORS)
+
+
 def run(args: argparse.Namespace, doc: dict[str, Any]) -> None:
     stage("import")
     try:
         import wgpu
     except ImportError as exc:
+        if _library_error(exc):
+            raise
         doc["reason"] = "wgpu-missing"
         doc["summary"] = (
             f"wgpu is not importable in {sys.executable} ({exc}); "
@@ -390,6 +406,8 @@ def run(args: argparse.Namespace, doc: dict[str, Any]) -> None:
     try:
         import numpy as np
     except ImportError as exc:
+        if _library_error(exc):
+            raise
         doc["reason"] = "numpy-missing"
         doc["summary"] = (
             f"numpy is not importable in {sys.executable} ({exc}); "

@@ -341,6 +341,24 @@ def test_wgpu_not_installed_is_an_error_naming_the_interpreter(tmp_path):
     assert python in probe["summary"] and "pip install wgpu" in probe["summary"]
 
 
+def test_a_library_that_cannot_load_in_the_probe_points_at_the_environment(tmp_path):
+    """A stub libz.so.1 first on LD_LIBRARY_PATH breaks the probe's own Python (zlib, binascii):
+    not "a bug in vkdoctor's probe" and not "install numpy", but the variable and the check."""
+    from tests.elfbuild import build_lib
+
+    stub = build_lib(
+        tmp_path / "stale" / "libz.so.1", soname="libz.so.1", source="int zstub(void){return 0;}\n"
+    )
+    proc, doc, _ = _probe_run(["--cpu"], env={"LD_LIBRARY_PATH": str(stub.parent)}, tmp=tmp_path)
+    probe = doc["probe"]
+    assert proc.returncode == 1
+    assert probe["status"] == "error" and probe["reason"] == "library-error", probe["summary"]
+    assert "undefined symbol" in probe["summary"]
+    (f,) = [x for x in doc["findings"] if x["code"] == "VKR001"]
+    assert f"LD_LIBRARY_PATH={stub.parent} is set" in f["remedy"]
+    assert "bug in vkdoctor" not in f["remedy"] and "pip install" not in f["remedy"]
+
+
 def test_python_error_in_the_child_keeps_the_traceback_tail():
     from vkdoctor.probe import ProbeRequest, run_probe
 

@@ -72,7 +72,21 @@ def remedy(probe: Mapping[str, Any]) -> str | None:
     if reason in ("wgpu-missing", "numpy-missing") and python:
         package = reason.split("-", 1)[0]
         return f"Install {package} in the Python that runs the probe: `{python} -m pip install {package}`."
-    lib_path = (probe.get("env") or {}).get("WGPU_LIB_PATH")
+    env = probe.get("env") or {}
+    if reason == "library-error":
+        said = [f"{k}={env[k]}" for k in ("LD_LIBRARY_PATH", "LD_PRELOAD") if env.get(k)]
+        where = (
+            f"{' and '.join(said)} {'is' if len(said) == 1 else 'are'} set and probably put an "
+            "incompatible copy of a library first"
+            if said
+            else "a library the error names is not the one its users were built against"
+        )
+        return (
+            f"A shared library in the probe's Python did not load (the message names it): {where}. "
+            "`vkdoctor check` names the copy and the fix (VKL003, VKL006); unset the variable or "
+            "give it only to the program that needs it."
+        )
+    lib_path = env.get("WGPU_LIB_PATH")
     if reason in ("python-error", "no-output") and lib_path:
         return (
             f"WGPU_LIB_PATH={lib_path} is set: wgpu-py loads that file instead of its own "
