@@ -184,6 +184,8 @@ def test_libstdcxx_shadowing(monkeypatch: pytest.MonkeyPatch, seed: SeedLab) -> 
     shadow_warn = [f for f in findings if f.code == "VKL004"]
     assert len(shadow_warn) == 1
     assert "shadows the system copy /lib/x86_64-linux-gnu/libstdc++.so.6" in shadow_warn[0].message
+    assert shadow_warn[0].remedy is not None
+    assert f"take {seed.shadow_dir} off LD_LIBRARY_PATH" in shadow_warn[0].remedy
 
 
 def test_driver_library_missing_and_wrong_class(

@@ -342,8 +342,10 @@ class LdLibraryPathOnly(Check):
                 f"{path} (for {', '.join(dict.fromkeys(names))}) is found through LD_LIBRARY_PATH "
                 f"entry {lib.directory or '(empty: the current directory)'} and shadows the "
                 f"system copy {system}.",
-                remedy="Keep the variable scoped to the one command that needs it "
-                "(`vkdoctor exec -- CMD`) instead of exporting it for the whole session.",
+                remedy="VKL003 and VKL006 say whether this copy lacks what the drivers need. "
+                f"If nothing needs it, take {lib.directory} off LD_LIBRARY_PATH; if one program "
+                f"does, give it to that program alone (LD_LIBRARY_PATH={lib.directory} program) "
+                "instead of exporting it for the whole session.",
                 path=path,
                 directory=lib.directory,
                 targets=names,
