@@ -597,3 +597,26 @@ def test_a_manifest_that_stops_every_instance_is_one_failure_not_a_passing_load_
     assert any(f["code"] == "VKD003" and f["severity"] == "fail" for f in doc["findings"])
     (vkt002,) = [c for c in doc["checks"] if c["code"] == "VKT002"]
     assert vkt002["status"] == "skipped" and "VKD003" in vkt002["skip_reason"]
+
+
+def test_a_driver_hidden_by_a_variable_is_named_before_any_install_advice(tmp_path):
+    """Lavapipe installed but filtered out, or hidden by VK_DRIVER_FILES: VKT002 says which
+    variable to unset instead of "install mesa-vulkan-drivers" (which is installed)."""
+    _, doc = run_json(
+        ["check", "--no-probe", "--select", "VKT002"],
+        env={"VK_LOADER_DRIVERS_DISABLE": "lvp_icd.x86_64.json"},
+    )
+    (f,) = [x for x in doc["findings"] if x["code"] == "VKT002"]
+    assert f["severity"] == "fail"
+    assert f["remedy"].startswith(
+        "The driver lvp_icd.x86_64.json is installed, but "
+        "VK_LOADER_DRIVERS_DISABLE=lvp_icd.x86_64.json filters it out: "
+        "unset VK_LOADER_DRIVERS_DISABLE"
+    )
+    intel = "/usr/share/vulkan/icd.d/intel_icd.x86_64.json"  # loads, but no device here
+    _, doc = run_json(["check", "--no-probe", "--select", "VKT002"], env={"VK_DRIVER_FILES": intel})
+    (f,) = [x for x in doc["findings"] if x["code"] == "VKT002"]
+    assert f["remedy"].startswith(
+        f"VK_DRIVER_FILES={intel} replaces the loader's driver search path, which has "
+    )
+    assert "lvp_icd.x86_64.json" in f["remedy"].split(": unset VK_DRIVER_FILES")[0]

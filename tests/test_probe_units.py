@@ -158,3 +158,22 @@ def test_remedies_name_the_interpreter_and_the_wgpu_lib_path():
     )
     broken = {"status": "error", "reason": "python-error", "env": {"WGPU_LIB_PATH": "/x.so"}}
     assert (remedy(broken) or "").startswith("WGPU_LIB_PATH=/x.so is set")
+
+
+def test_no_adapter_remedy_leads_with_a_variable_that_hides_drivers():
+    from vkdoctor.probe_report import remedy
+
+    hidden = {
+        "status": "no-adapter",
+        "reason": "no-adapter",
+        "requested": {"cpu": True},
+        "env": {"VK_LOADER_DRIVERS_DISABLE": "lvp_icd.x86_64.json"},
+    }
+    text = remedy(hidden) or ""
+    assert text.startswith(
+        "VK_LOADER_DRIVERS_DISABLE=lvp_icd.x86_64.json is set and decides which drivers the "
+        "loader reads: an installed driver may be hidden"
+    )
+    assert text.index("unset it first") < text.index("Install the Vulkan CPU driver")
+    plain = {"status": "no-adapter", "reason": "no-adapter", "requested": {"cpu": True}, "env": {}}
+    assert (remedy(plain) or "").startswith("Install the Vulkan CPU driver (lavapipe)")

@@ -22,6 +22,7 @@ _INSTALL_CPU = (
 
 #: variables that make the Vulkan loader ignore its default driver directories
 _DRIVER_SELECTION = ("VK_DRIVER_FILES", "VK_ICD_FILENAMES", "VK_ADD_DRIVER_FILES")
+_DRIVER_FILTERS = ("VK_LOADER_DRIVERS_SELECT", "VK_LOADER_DRIVERS_DISABLE")
 
 _REMEDY: dict[str, str] = {
     "wrong-numbers": (
@@ -58,17 +59,10 @@ _REMEDY: dict[str, str] = {
 def remedy(probe: Mapping[str, Any]) -> str | None:
     reason = str(probe.get("reason") or probe.get("status"))
     if reason == "no-adapter":
-        requested = probe.get("requested") or {}
-        if requested.get("cpu"):
-            return _INSTALL_CPU
-        if requested.get("adapter"):
-            return "Pick one of the adapters listed in the probe section with --adapter, or install its driver."
-        return (
-            "Install the Vulkan driver for your GPU, or "
-            + _INSTALL_CPU[0].lower()
-            + _INSTALL_CPU[1:]
-        )
+        hidden = _hidden_by(probe.get("env") or {})
+        return f"{hidden}{_install(probe)}" if hidden else _install(probe)
     python = (probe.get("command") or [None])[0]
+
     if reason in ("wgpu-missing", "numpy-missing") and python:
         package = reason.split("-", 1)[0]
         return f"Install {package} in the Python that runs the probe: `{python} -m pip install {package}`."
@@ -93,6 +87,30 @@ def remedy(probe: Mapping[str, Any]) -> str | None:
             "wgpu-native (see VKL005). Unset it, or point it at a working libwgpu_native."
         )
     return _REMEDY.get(reason)
+
+
+def _hidden_by(env: Mapping[str, Any]) -> str:
+    """'VK_DRIVER_FILES=... is set ...: unset it first. Otherwise: ' when a variable decides
+    which drivers the loader reads (an installed driver may be hidden), else ''."""
+    set_ = [f"{k}={env[k]}" for k in (*_DRIVER_SELECTION, *_DRIVER_FILTERS) if k in env]
+    if not set_:
+        return ""
+    return (
+        f"{' and '.join(set_)} {'is' if len(set_) == 1 else 'are'} set and decide"
+        f"{'s' if len(set_) == 1 else ''} which drivers the loader reads: an installed driver may "
+        "be hidden (`vkdoctor check` shows which); unset it first. Otherwise: "
+    )
+
+
+def _install(probe: Mapping[str, Any]) -> str:
+    requested = probe.get("requested") or {}
+    if requested.get("cpu"):
+        return _INSTALL_CPU
+    if requested.get("adapter"):
+        return "Pick one of the adapters listed in the probe section with --adapter, or install its driver."
+    return (
+        "Install the Vulkan driver for your GPU, or " + _INSTALL_CPU[0].lower() + _INSTALL_CPU[1:]
+    )
 
 
 def finding(probe: Mapping[str, Any]) -> Finding:

@@ -13,6 +13,7 @@ from vkdoctor.loader import icd as I
 from vkdoctor.loader.icd import Driver, DriverScan
 from vkdoctor.loader.known import known_driver
 from vkdoctor.model import Finding
+from vkdoctor.record import replace
 
 #: distro family -> how to install Mesa's Vulkan drivers (lavapipe is the CPU one)
 _INSTALL = {
@@ -27,6 +28,52 @@ def install_command(ctx: Context) -> str:
     if family is not None:
         return _INSTALL[family]
     return "install your distribution's Mesa Vulkan drivers package (Debian: mesa-vulkan-drivers, Arch: vulkan-swrast, Fedora: mesa-vulkan-drivers)"
+
+
+#: variables that replace the loader's driver search path, or narrow what it loads
+_HIDING = (
+    "VK_DRIVER_FILES",
+    "VK_ICD_FILENAMES",
+    "VK_LOADER_DRIVERS_SELECT",
+    "VK_LOADER_DRIVERS_DISABLE",
+)
+
+
+def hidden_drivers(ctx: Context) -> str | None:
+    """The fix when installed drivers are hidden from the loader by environment variables
+    (VK_LOADER_DRIVERS_DISABLE/SELECT filter them out, VK_DRIVER_FILES replaces the search
+    path): "unset X" comes before any "install a driver"; None when nothing is hidden."""
+    scan = driver_scan(ctx)
+    filtered = [d for d in scan.drivers if d.outcome in (I.FILTER_DISABLED, I.FILTER_NOT_SELECTED)]
+    if filtered:
+        names = ", ".join(d.basename for d in filtered)
+        variables = sorted(
+            {
+                "VK_LOADER_DRIVERS_DISABLE"
+                if d.outcome == I.FILTER_DISABLED
+                else "VK_LOADER_DRIVERS_SELECT"
+                for d in filtered
+            }
+        )
+        shown = " and ".join(f"{v}={ctx.env.get(v, '')}" for v in variables)
+        return (
+            f"The driver{'s' if len(filtered) > 1 else ''} {names} "
+            f"{'is' if len(filtered) == 1 else 'are'} installed, but {shown} filters "
+            f"{'it' if len(filtered) == 1 else 'them'} out: unset {' '.join(variables)} (or "
+            "change it to keep the driver you need)"
+        )
+    if scan.plan.override is None:
+        return None
+    default = replace(ctx, env={k: v for k, v in ctx.env.items() if k not in _HIDING}, _facts={})
+    usable = [d for d in driver_scan(default).drivers if d.outcome == I.LOADS]
+    if not usable:
+        return None
+    names = ", ".join(d.basename for d in usable)
+    return (
+        f"{scan.plan.override}={scan.plan.override_value} replaces the loader's driver search "
+        f"path, which has {names}: unset {scan.plan.override} (or point it at the manifest of "
+        "the driver you need)"
+    )
 
 
 def describe(d: Driver) -> str:

@@ -151,12 +151,15 @@ class DeviceAvailable(Check):
             for o in drivers
             if o.instance == "failed" or o.dlopen in ("failed", "crash", "timeout")
         ]
-        from vkdoctor.checks.drivers import install_command
+        from vkdoctor.checks.drivers import hidden_drivers, install_command
 
         install = (
             "Install a Vulkan driver for this machine, or lavapipe for a CPU device: "
             + install_command(ctx)
         )
+        hidden = hidden_drivers(ctx)
+        if hidden is not None:
+            install = f"{hidden}; or " + install[0].lower() + install[1:]
         remedy = install
         if failing:
             remedy = (

@@ -50,6 +50,14 @@ class ComputeProbe(Check):
                     remedy="Fix what VKD001 reports first: the loader loads no driver at all, so "
                     "wgpu can see no Vulkan adapter.",
                 )
+            from vkdoctor.checks.drivers import hidden_drivers
+
+            hidden = hidden_drivers(ctx)
+            if hidden is not None:
+                finding = replace(
+                    finding,
+                    remedy=f"{hidden}. Otherwise: {finding.remedy}",
+                )
             if loader_lookup(ctx).found is None:
                 # no loader, no Vulkan adapter: VKH002 names the one package to install
                 finding = replace(
