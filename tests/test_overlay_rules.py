@@ -264,7 +264,10 @@ def test_read_only_cache_is_a_clear_error_and_exec_runs_unchanged(tmp_path: Path
         f"vkdoctor overlay: cannot create vkdoctor's store {cache}/vkdoctor: the file system is "
         "read-only" in proc.stderr
     )
-    assert "  fix: free some space or point XDG_CACHE_HOME at a writable directory" in proc.stderr
+    assert (
+        "  fix: point XDG_CACHE_HOME at a directory this user can write "
+        "(for one run: XDG_CACHE_HOME=$(mktemp -d) vkdoctor ...)"
+    ) in proc.stderr
     assert "vkdoctor exec: no overlay: cannot create vkdoctor's store" in proc.stderr
     assert "Traceback" not in proc.stderr
 

@@ -219,9 +219,12 @@ def _missing_remedy(name: str, m: Miss, upgrade: str) -> str:
     if exact:
         d = posixpath.dirname(exact[0].path)
         return (
-            f"A matching {name} exists in {d}. For this process only: "
-            f"LD_LIBRARY_PATH={d}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}} (or `vkdoctor overlay`). "
-            f"The lasting fix is to install the package that provides {name}."
+            f"{exact[0].path} has the name ld.so looks for, in a directory it does not search. "
+            f"To use it for one command, `vkdoctor exec --search-path {d} -- CMD` first checks "
+            "that it fits (class, symbol versions, nothing else in the process shadowed) and "
+            "adds only that file (VKO003 says when it is refused); putting all of "
+            f"{d} on LD_LIBRARY_PATH would also put everything else there first. The lasting "
+            f"fix is to install the package that provides {name}."
         )
     # the closest version first: libLLVM-15.so.1 says more than libLLVM-14.so.1
     others = sorted(

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO
 
 from vkdoctor.overlay import store
-from vkdoctor.overlay.errors import ArchiveError, StoreError, describe_os_error
+from vkdoctor.overlay.errors import ArchiveError, StoreError, describe_os_error, store_hint
 from vkdoctor.record import record
 
 _MAGIC = {
@@ -313,7 +313,7 @@ def _copy_member(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path) -> N
             except OSError as exc:
                 raise StoreError(
                     f"cannot write {dest}: {describe_os_error(exc)}",
-                    hint="free some space, or point XDG_CACHE_HOME at a writable directory",
+                    hint=store_hint(exc),
                     path=str(dest),
                 ) from exc
     dest.chmod(0o500)

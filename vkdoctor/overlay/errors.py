@@ -35,3 +35,13 @@ def describe_os_error(exc: OSError) -> str:
         errno.ENOENT: "no such file or directory",
     }
     return reasons.get(exc.errno or 0, exc.strerror or str(exc))
+
+
+def store_hint(exc: OSError) -> str:
+    """What to do when vkdoctor's store cannot be written, by why."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "free some space there, or point XDG_CACHE_HOME at a filesystem with space"
+    return (
+        "point XDG_CACHE_HOME at a directory this user can write "
+        "(for one run: XDG_CACHE_HOME=$(mktemp -d) vkdoctor ...)"
+    )

@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from vkdoctor.overlay.errors import StoreError, describe_os_error
+from vkdoctor.overlay.errors import StoreError, describe_os_error, store_hint
 from vkdoctor.record import record
 
 #: directories the store never writes into, whatever the cache dir says
@@ -92,7 +92,7 @@ def ensure_private_dir(path: Path) -> Path:
     except OSError as exc:
         raise StoreError(
             f"cannot create vkdoctor's store {path}: {describe_os_error(exc)}",
-            hint="free some space or point XDG_CACHE_HOME at a writable directory",
+            hint=store_hint(exc),
             path=str(path),
         ) from exc
     verify_private(path)
@@ -169,7 +169,7 @@ def build_atomically(
     except OSError as exc:
         raise StoreError(
             f"cannot write {final}: {describe_os_error(exc)}",
-            hint="free some space, or point XDG_CACHE_HOME at a writable directory",
+            hint=store_hint(exc),
             path=str(final),
         ) from exc
     finally:
