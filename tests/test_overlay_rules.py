@@ -12,6 +12,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests import overlay_lab as lab
 from tests.conftest import run_json, run_vkdoctor
 
@@ -400,6 +402,24 @@ def test_json_report_to_a_device_writes_through_it(tmp_path: Path) -> None:
     assert '"schema_version": 1' in proc.stdout
     assert Path("/dev/stdout").is_symlink()
     assert Path("/dev/null").is_char_device()
+
+
+@pytest.mark.parametrize("option", ["--json", "--junit"])
+def test_a_report_file_that_cannot_be_written_keeps_the_report_and_says_so(option: str) -> None:
+    """A full disk under the report file: the text report is printed all the same, the reason is
+    on stderr, and a clean run is not exit 0 (a gate must not pass without its artifact)."""
+    proc = run_vkdoctor(["check", "--no-probe", "--select", "VKH001", option, "/dev/full"])
+    assert proc.returncode == 2
+    assert "VKH001 Host:" in proc.stdout and "vkdoctor: OK" in proc.stdout
+    assert proc.stderr.strip() == "vkdoctor: cannot write /dev/full: No space left on device"
+    # a failure stays a failure
+    proc = run_vkdoctor(
+        ["check", "--no-probe", "--select", "VKD001", option, "/dev/full"],
+        env={"VK_DRIVER_FILES": "/nonexistent.json"},
+    )
+    assert proc.returncode == 1 and "VKD001" in proc.stdout
+    proc = run_vkdoctor(["drivers", "--json", "/dev/full"])
+    assert proc.returncode == 2 and "drivers can load" in proc.stdout
 
 
 def test_mistyped_search_path_and_package_are_said_when_nothing_is_missing(tmp_path: Path) -> None:

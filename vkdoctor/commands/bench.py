@@ -9,7 +9,6 @@ import sys
 import click
 
 from vkdoctor.commands import common
-from vkdoctor.commands.common import write_file
 
 
 @click.command()
@@ -66,8 +65,8 @@ def bench(
         seed=seed,
         timeout=timeout,
     )
-    if json_file:
-        write_file(json_file, json.dumps(doc, indent=2) + "\n")
     if json_file != "-":
         common.out(render(doc), nl=False)
-    sys.exit(0 if doc.get("status") == "pass" else 1)
+    code = 0 if doc.get("status") == "pass" else 1
+    files = [(json_file, lambda: json.dumps(doc, indent=2) + "\n")] if json_file else []
+    sys.exit(code if common.write_outputs(files) else code or common.EXIT_OUTPUT)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 FORMATS = ("text", "json", "github")
+
+#: a clean run whose --json/--junit file could not be written (the usage-error code: the
+#: output asked for cannot be produced)
+EXIT_OUTPUT = 2
 
 #: where the options handled by emit() itself (not by each command) keep their values
 _META_JUNIT = "vkdoctor.junit"
@@ -366,12 +370,15 @@ def emit(
         from vkdoctor.redact import redact
 
         report = redact(report, host_identity())
+    files: list[tuple[str, Callable[[], str]]] = []
     if json_file:
-        write_file(json_file, json_render.render(report, strict=strict))
+        files.append((json_file, lambda: json_render.render(report, strict=strict)))
     if junit_file:
         from vkdoctor.render import junit as junit_render
 
-        write_file(junit_file, junit_render.render(report, strict=strict))
+        files.append((junit_file, lambda: junit_render.render(report, strict=strict)))
+    # stdout first: a report file that cannot be written (a full disk) must not cost the
+    # report itself
     if json_file != "-" and junit_file != "-":
         if fmt == "json":
             out(json_render.render(report, strict=strict), nl=False)
@@ -387,7 +394,22 @@ def emit(
             )
     if fmt == "github":
         _append_step_summary(report, strict=strict)
-    return exit_code(report.status(strict=strict))
+    code = exit_code(report.status(strict=strict))
+    return code if write_outputs(files) else code or EXIT_OUTPUT
+
+
+def write_outputs(files: Sequence[tuple[str, Callable[[], str]]]) -> bool:
+    """Write each (path, render) report file, after the report went to stdout; say on stderr
+    which could not be written. False when one could not: the verdict then stands (a failure
+    stays 1), but a clean run whose report file is lost is no pass a CI gate may trust."""
+    written = True
+    for path, render in files:
+        try:
+            write_file(path, render())
+        except click.ClickException as exc:
+            click.echo(f"vkdoctor: {exc.message}", err=True)
+            written = False
+    return written
 
 
 def version() -> str:

@@ -135,8 +135,6 @@ def drivers(root: str | None, json_file: str | None, fmt: str, strict: bool, deb
     )
     if fmt == "github":
         sys.exit(common.emit(report, fmt=fmt, json_file=json_file, strict=strict, verbose=False))
-    if json_file:
-        common.write_file(json_file, json_render.render(report, strict=strict))
     if json_file != "-":
         if fmt == "json":
             common.out(json_render.render(report, strict=strict), nl=False)
@@ -150,4 +148,6 @@ def drivers(root: str | None, json_file: str | None, fmt: str, strict: bool, deb
             common.out(
                 render_text(ctx, rows, unicode="utf" in encoding, problems=problems), nl=False
             )
-    sys.exit(exit_code(report.status(strict=strict)))
+    code = exit_code(report.status(strict=strict))
+    files = [(json_file, lambda: json_render.render(report, strict=strict))] if json_file else []
+    sys.exit(code if common.write_outputs(files) else code or common.EXIT_OUTPUT)
