@@ -383,3 +383,31 @@ def test_drivers_command_fails_a_driver_whose_library_cannot_load(seed: SeedLab)
     assert text.returncode == 1
     assert "can load" not in text.stdout
     assert f"vkdoctor: FAIL: {row['reason']}" in text.stdout
+
+
+def test_remedies_follow_who_owns_the_file(seed: SeedLab, tmp_path: Path) -> None:
+    """A driver copied by hand gets no 'upgrade the packages' or 'reinstall the package' advice:
+    no package manager touches it."""
+    from conftest import run_json
+
+    _, doc = run_json(
+        ["check", "--no-probe", "--select", "VKL002"], env={"VK_DRIVER_FILES": str(seed.manifest)}
+    )
+    (vkl,) = [f for f in doc["findings"] if f["code"] == "VKL002"]
+    assert f"{seed.driver} belongs to no package, so no upgrade changes it" in vkl["remedy"]
+    assert "full-upgrade" not in vkl["remedy"]
+    manifest = tmp_path / "relmissing.json"
+    manifest.write_text(
+        '{"file_format_version": "1.0.0", "ICD": {"library_path": "./libvulkan_gone.so", '
+        '"api_version": "1.3.0"}}'
+    )
+    _, doc = run_json(
+        ["check", "--no-probe", "--select", "VKD005", "--select", "VKL001"],
+        env={"VK_DRIVER_FILES": str(manifest)},
+    )
+    remedies = {f["code"]: f["remedy"] for f in doc["findings"] if f["severity"] != "ok"}
+    assert remedies == {
+        code: f"{manifest} belongs to no package (put there by hand or by an installer): fix its "
+        "library_path, or remove it."
+        for code in ("VKD005", "VKL001")
+    }

@@ -356,3 +356,11 @@ def test_a_held_package_of_the_stack_is_named_with_the_release_command(
     )
     # the tree as built holds nothing
     assert list(HeldPackages().findings(ctx_for(deb_tree), facts)) == []
+
+
+def test_a_packaged_driver_missing_its_llvm_gets_the_upgrade(deb_tree: Path):
+    from conftest import run_json
+
+    _, doc = run_json(["check", "--no-probe", "--root", str(deb_tree), "--select", "VKL002"])
+    (vkl,) = [f for f in doc["findings"] if f["code"] == "VKL002" and "LLVM" in f["title"]]
+    assert "upgrade both together (`sudo apt update && sudo apt full-upgrade`)" in vkl["remedy"]

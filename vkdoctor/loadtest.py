@@ -638,8 +638,10 @@ def classify(
     others: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     loader_version: str | None = None,
+    owner: str | None = None,
 ) -> Verdict:
-    """The verdict for one target. `others`: the manifests of the other drivers, for remedies."""
+    """The verdict for one target. `others`: the manifests of the other drivers, `owner`: the
+    package that ships its library ("" for none, None when unknown), both for remedies."""
     t = outcome.target
     what = (
         f"{Path(t.manifest).name} ({t.dlopen_name})"
@@ -662,9 +664,12 @@ def classify(
             else "Every Vulkan application loads this implicit layer and does the same."
         )
         message = f"Loading {t.dlopen_name} for {t.manifest} {how}. {scope}"
-        remedy = (
-            disable_remedy(outcome, others=others, env=env, loader_version=loader_version)
-            + f"; then update or reinstall the package that ships {t.dlopen_name}"
+        remedy = disable_remedy(outcome, others=others, env=env, loader_version=loader_version) + (
+            f"; then update or reinstall {owner}, which ships {t.dlopen_name}"
+            if owner
+            else f"; then rebuild or remove {t.dlopen_name} (no package owns it)"
+            if owner == ""
+            else f"; then update or reinstall the package that ships {t.dlopen_name}"
         )
         return Verdict(
             severity=Severity.FAIL, kind=kind, title=title, message=message, remedy=remedy

@@ -76,6 +76,12 @@ def hidden_drivers(ctx: Context) -> str | None:
     )
 
 
+def stale_manifest_remedy(ctx: Context, manifest: str) -> str:
+    from vkdoctor.checks.libraries import stale_manifest_remedy as remedy
+
+    return remedy(ctx, manifest)
+
+
 def describe(d: Driver) -> str:
     kind = known_driver(d.library)
     return f"{d.basename} -> {d.library}" + (f" ({kind})" if kind else "")
@@ -428,10 +434,7 @@ class DriverLibrary(Check):
                 yield self.warn(
                     f"{d.basename}: library {d.library} cannot be loaded",
                     f"{d.reason}. library_path {d.library_path!r} is {rule}.",
-                    remedy=(
-                        f"reinstall the package that owns {d.manifest}, or remove the manifest "
-                        "if its driver was uninstalled"
-                    ),
+                    remedy=stale_manifest_remedy(ctx, d.manifest),
                     **_ev(d, scan),
                 )
 

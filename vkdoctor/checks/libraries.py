@@ -40,6 +40,7 @@ from vkdoctor.host import distro_family, distro_ids
 from vkdoctor.loader import load_targets
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.model import Finding, Severity
+from vkdoctor.packages.owner import fix_file
 from vkdoctor.packages.remedy import UPGRADE
 
 
@@ -128,8 +129,14 @@ class LibraryOpens(Check):
                     _severity(t),
                     f"{t.name}: {bad.path} is not a loadable shared object",
                     f'{label(t)}: ld.so would fail with "{res.predicted_error}".',
-                    remedy=f"Reinstall the package that owns {bad.path}, or fix library_path "
-                    f"in {t.manifest}.",
+                    remedy=fix_file(
+                        ctx,
+                        bad.path or t.dlopen_name,
+                        f"Reinstall {{package}} (it owns {bad.path}), or fix library_path in "
+                        f"{t.manifest}.",
+                        f"{bad.path} belongs to no package: replace it with a working build, or "
+                        f"fix library_path in {t.manifest}.",
+                    ),
                     evidence=ev,
                 )
                 continue
@@ -143,8 +150,7 @@ class LibraryOpens(Check):
                 _severity(t),
                 f"{t.name}: library {t.dlopen_name} not found",
                 f"{label(t)}: {res.predicted_error}. {where} {near}".strip(),
-                remedy=f"Reinstall the package that provides {posixpath.basename(t.dlopen_name)}, "
-                f"or remove the stale manifest {t.manifest}.",
+                remedy=stale_manifest_remedy(ctx, t.manifest),
                 evidence=ev,
             )
 
@@ -198,7 +204,7 @@ class NeededLibraries(Check):
                 sev,
                 f"{name} missing (needed by {posixpath.basename(needed_by or '')})",
                 message,
-                remedy=_missing_remedy(name, m, upgrade_command(ctx)),
+                remedy=_missing_remedy(ctx, name, m),
                 evidence={"targets": [t.name for t in ts], **m.as_dict()},
             )
 
@@ -206,12 +212,30 @@ class NeededLibraries(Check):
 def upgrade_command(ctx: Context) -> str:
     """The distribution's whole-system upgrade, the fix for a partial upgrade."""
     manager = {"debian": "dpkg", "arch": "pacman", "fedora": "rpm"}.get(distro_family(ctx) or "")
+    if manager is None:
+        # no os-release (a bare image tree): the one package database there says which
+        from vkdoctor.packages import inventory
+
+        databases = ctx.fact(inventory).databases
+        manager = databases[0].family if len(databases) == 1 else None
     if manager is not None:
         return f"`{UPGRADE[manager]}`"
     return "`sudo pacman -Syu`, `sudo apt full-upgrade` or `sudo dnf distro-sync`"
 
 
-def _missing_remedy(name: str, m: Miss, upgrade: str) -> str:
+def stale_manifest_remedy(ctx: Context, manifest: str) -> str:
+    """What to do about a manifest whose library is gone, by who put the manifest there."""
+    return fix_file(
+        ctx,
+        manifest,
+        f"Reinstall {{package}}, which owns {manifest} (its library is gone), or remove the "
+        "manifest if its driver was uninstalled.",
+        f"{manifest} belongs to no package (put there by hand or by an installer): fix its "
+        "library_path, or remove it.",
+    )
+
+
+def _missing_remedy(ctx: Context, name: str, m: Miss) -> str:
     exact = [n for n in m.near if n.kind in ("not-searched", "stale-cache")]
     stale = [n for n in exact if n.kind == "stale-cache"]
     if stale:
@@ -233,10 +257,16 @@ def _missing_remedy(name: str, m: Miss, upgrade: str) -> str:
         reverse=True,
     )
     if others:
-        return (
+        consumer = m.needed_by or m.name
+        return fix_file(
+            ctx,
+            consumer,
             f"Only other versions of this library are installed ({others[0].path}). The driver "
-            f"and the library come from mismatched versions: upgrade both together ({upgrade}), "
-            "or rebuild the driver against the installed library."
+            "and the library come from mismatched versions: upgrade both together "
+            f"({upgrade_command(ctx)}), or rebuild the driver against the installed library.",
+            f"Only other versions of this library are installed ({others[0].path}), and "
+            f"{consumer} belongs to no package, so no upgrade changes it: rebuild it against "
+            "the installed library, or use the distribution's driver package instead.",
         )
     return f"Install the package that provides {name}."
 

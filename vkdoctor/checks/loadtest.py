@@ -61,7 +61,14 @@ def _verdict_finding(
         and o.dlopen == "ok"
         and o.failed_step is None
     ]
-    verdict = classify(outcome, others=others, env=ctx.env, loader_version=run.loader_version)
+    owner = None
+    if outcome.failed_step is not None and outcome.target.dlopen_name.startswith("/"):
+        from vkdoctor.packages.owner import owner as package_owner
+
+        owner = package_owner(ctx, outcome.target.dlopen_name)
+    verdict = classify(
+        outcome, others=others, env=ctx.env, loader_version=run.loader_version, owner=owner
+    )
     evidence = {**outcome.as_dict(), "verdict": verdict.kind}
     return check.finding(
         verdict.severity, verdict.title, verdict.message, remedy=verdict.remedy, evidence=evidence

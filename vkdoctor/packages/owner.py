@@ -1,0 +1,32 @@
+"""Who put a file there: the package that owns it, or nobody. Remedies depend on it: "reinstall
+the package" helps a packaged driver, and nothing a package manager does touches a driver copied
+into /tmp or /opt by hand."""
+
+from __future__ import annotations
+
+from vkdoctor.context import Context
+from vkdoctor.packages.detect import inventory
+
+
+def owner(ctx: Context, path: str) -> str | None:
+    """The label of the package owning `path` ("mesa-vulkan-drivers:amd64 22.3.6-1"), "" when
+    the tree has a package database and no package owns it, None when no database can say."""
+    inv = ctx.fact(inventory)
+    if not inv.databases:
+        return None
+    try:
+        owners = inv.owners([path]).get(path, ())
+    except Exception:  # a broken database: the package checks report it
+        return None
+    return owners[0].label if owners else ""
+
+
+def fix_file(ctx: Context, path: str, packaged: str, unpackaged: str) -> str:
+    """`packaged` (with {package} filled in) when a package owns `path`, `unpackaged` when none
+    does, and both joined by "or" when no package database can tell."""
+    who = owner(ctx, path)
+    if who:
+        return packaged.format(package=who)
+    if who == "":
+        return unpackaged
+    return f"{packaged.format(package='the package that owns it')}; or, if no package does, {unpackaged}"
