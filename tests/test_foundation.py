@@ -127,6 +127,16 @@ def test_check_json_report_validates(tmp_path: Path):
     assert "vkdoctor: OK" in proc.stdout
 
 
+def test_a_root_that_is_no_system_tree_is_said_first(tmp_path: Path):
+    proc, doc = run_json(["check", "--root", str(tmp_path), "--select", "VKH001"])
+    assert proc.returncode == 0
+    (info, warn) = doc["findings"]
+    assert info["severity"] == "info"
+    assert warn["severity"] == "warn"
+    assert warn["title"] == f"{tmp_path} does not look like a root filesystem"
+    assert "not one layer" in warn["remedy"]
+
+
 def test_root_host_facts_describe_the_tree_not_this_process(tmp_path: Path):
     (tmp_path / "usr" / "lib").mkdir(parents=True)
     (tmp_path / "usr" / "lib" / "os-release").write_text(

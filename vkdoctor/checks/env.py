@@ -338,6 +338,8 @@ class XdgRuntimeDir(Check):
     code = "VKE007"
     family = "environment"
     title = "XDG_RUNTIME_DIR unset"
+    #: a login session's directory: nothing an image or chroot has
+    live_only = True
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         problem = eh.xdg_runtime_dir_problem(ctx)

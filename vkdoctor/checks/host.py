@@ -35,6 +35,20 @@ class HostFacts(Check):
         else:
             parts.append(f"inspected as a tree under --root {ctx.root}")
         yield self.info("Host", ", ".join(p for p in parts if p), **facts)
+        if not ctx.live and not _looks_like_a_root(ctx):
+            yield self.warn(
+                f"{ctx.root} does not look like a root filesystem",
+                f"{ctx.root} has no /etc/os-release, /usr/lib/os-release or /usr: the findings "
+                "below describe an empty tree (no loader, no drivers) rather than a system.",
+                remedy="Give --root the top of an unpacked image or chroot (the directory that "
+                "holds usr/ and etc/): for a container image, its merged filesystem "
+                "(docker export, or podman mount), not one layer.",
+                root=str(ctx.root),
+            )
+
+
+def _looks_like_a_root(ctx: Context) -> bool:
+    return any(ctx.under(p).exists() for p in ("/etc/os-release", "/usr/lib/os-release", "/usr"))
 
 
 CHECKS: tuple[type[Check], ...] = (HostFacts,)
