@@ -292,3 +292,17 @@ def test_a_container_mounted_nvidia_driver_is_expected_to_be_unowned():
     assert "mounts the host's driver" in mounted.message
     assert handmade.severity is Severity.WARN
     assert "installed by hand" in handmade.message
+
+
+def test_a_stray_library_shared_by_drivers_is_one_finding_naming_them_all():
+    from vkdoctor.packages.facts import StackFile
+    from vkdoctor.packages.model import Inventory
+    from vkdoctor.packages.skew import unowned_files
+
+    lvp = "/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so"
+    radv = "/usr/lib/x86_64-linux-gnu/libvulkan_radeon.so"
+    files = [StackFile(path="/opt/z/libz.so.1", role="library", target=lvp, targets=(lvp, radv))]
+    (d,) = unowned_files(files, Inventory(databases=()), {}, {})
+    assert d.title == "lavapipe and RADV: files no package owns"
+    assert d.message.startswith("lavapipe and RADV load files that no ")
+    assert "/opt/z/libz.so.1 (/opt, a vendor installer)" in d.message

@@ -45,6 +45,8 @@ class StackFile:
     role: str
     #: the driver whose closure it is in (its library path), when known
     target: str | None = None
+    #: every driver whose closure it is in (a stray libz can break all of them)
+    targets: tuple[str, ...] = ()
     #: the link in vkdoctor's overlay through which the driver reaches `path`
     overlay_link: str | None = None
 

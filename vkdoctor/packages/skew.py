@@ -385,13 +385,16 @@ def unowned_files(
 ) -> list[Diagnosis]:
     """Driver-stack files that no package owns, or whose package the database calls foreign."""
     out: list[Diagnosis] = []
-    by_target: dict[str, list[StackFile]] = defaultdict(list)
+    by_target: dict[tuple[str, ...], list[StackFile]] = defaultdict(list)
     for f in files:
         if f.path not in owners:
-            by_target[f.target or f.path].append(f)
+            by_target[f.targets or (f.target or f.path,)].append(f)
     managers = "/".join(db.family for db in inv.databases)
-    for target, group in sorted(by_target.items()):
-        drv = driver_name(target)
+    for targets, group in sorted(by_target.items()):
+        target = targets[0]
+        names = list(dict.fromkeys(driver_name(t) for t in targets))
+        drv = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        loads = "loads" if len(names) == 1 else "load"
         paths = [f.path for f in group]
         if all(p.startswith(CONTAINER_DRIVER_DIRS) for p in paths):
             out.append(
@@ -399,7 +402,7 @@ def unowned_files(
                     severity=Severity.INFO,
                     title=f"{drv}: the host's driver, mounted into this container",
                     message=(
-                        f"{drv} loads {len(paths)} files from /usr/local/nvidia, where the NVIDIA "
+                        f"{drv} {loads} {len(paths)} files from /usr/local/nvidia, where the NVIDIA "
                         "container toolkit mounts the host's driver; no package in the container "
                         "owns them, and that is expected: the host keeps them in step."
                     ),
@@ -417,7 +420,7 @@ def unowned_files(
                 severity=Severity.WARN,
                 title=f"{drv}: files no package owns",
                 message=(
-                    f"{drv} loads files that no {managers} package owns: {listed}. The package "
+                    f"{drv} {loads} files that no {managers} package owns: {listed}. The package "
                     "manager cannot keep them in step with the libraries it upgrades, which is "
                     "how a driver ends up needing an LLVM or libdrm the system no longer has."
                 ),

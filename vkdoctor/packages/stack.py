@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import importlib
 import os
+from pathlib import PurePosixPath
 from typing import Any
 
 from vkdoctor.context import Context
 from vkdoctor.packages.facts import MissingSoname, MissingVersion, StackFacts, StackFile
+from vkdoctor.record import replace
 
 #: near-miss kinds that are another version of the same library family
 _OTHER_VERSION = ("other-version",)
@@ -35,11 +37,17 @@ def stack_facts(ctx: Context) -> StackFacts:
     sonames: list[MissingSoname] = []
     versions: list[MissingVersion] = []
     files: dict[str, StackFile] = {}
+    users: dict[str, list[str]] = {}
     for target, res in _resolutions(ctx):
         root = res.root
         target_path = root.path if root is not None else target.dlopen_name
         for lib in res.libraries:
-            if lib.preloaded or lib.path in files:
+            if lib.preloaded:
+                continue
+            users.setdefault(lib.path, [])
+            if target_path not in users[lib.path]:
+                users[lib.path].append(target_path)
+            if lib.path in files:
                 continue
             role = "driver" if lib.needed_by is None else "library"
             real = _through_overlay(ctx, lib.path)
@@ -49,7 +57,10 @@ def stack_facts(ctx: Context) -> StackFacts:
                     path=real, role=role, target=target_path, overlay_link=lib.path
                 )
             else:
-                files[lib.path] = StackFile(path=lib.path, role=role, target=target_path)
+                # as a path, not as ld.so spelled it: "../" and an empty LD_LIBRARY_PATH
+                # entry (the current directory) resolved
+                path = os.path.normpath(PurePosixPath(ctx.cwd) / lib.path)
+                files[lib.path] = StackFile(path=path, role=role, target=target_path)
         classes = {lib.path: lib.elf.elf_class for lib in res.libraries}
         for miss in res.misses:
             if miss.needed_by is None:
@@ -82,5 +93,5 @@ def stack_facts(ctx: Context) -> StackFacts:
     return StackFacts(
         missing_sonames=tuple(dict.fromkeys(sonames)),
         missing_versions=tuple(dict.fromkeys(versions)),
-        files=tuple(files.values()),
+        files=tuple(replace(f, targets=tuple(users[key])) for key, f in files.items()),
     )
