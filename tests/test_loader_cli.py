@@ -312,3 +312,10 @@ def test_xdg_data_dirs_that_drop_usr_share_is_named_as_the_cause(tmp_path):
     )
     hidden = [f for f in findings(doc, "VKD002") if f["severity"] == "warn"]
     assert [f["title"] for f in hidden] == ["XDG_DATA_DIRS hides /usr/share/vulkan/icd.d"]
+    # a relative entry is no part of the fix
+    _, doc = run_json(
+        ["check", "--no-probe", "--select", "VKD001"],
+        env={"HOME": str(tmp_path), "XDG_DATA_DIRS": "relative/share"},
+    )
+    (vkd001,) = findings(doc, "VKD001")
+    assert vkd001["remedy"].endswith("(export XDG_DATA_DIRS=/usr/local/share:/usr/share)")

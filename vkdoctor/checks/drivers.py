@@ -204,10 +204,13 @@ def hidden_system_manifests(ctx: Context, scan: DriverScan) -> list[tuple[str, s
 
 def _hidden_remedy(hidden: list[tuple[str, str, str, int]], ctx: Context) -> str:
     directory, var, default, _ = hidden[0]
+    value = ctx.getenv(var) or ""
+    # a relative entry means something else in every directory: the fix keeps absolute ones
+    kept = ":".join(e for e in value.split(":") if e.startswith("/"))
+    fixed = f"{kept}:{default}" if kept else default
     return (
-        f"{var}={ctx.getenv(var)} replaces the default {default}, so the loader no longer "
-        f"searches {directory}: unset {var}, or keep the defaults in it "
-        f"(export {var}={ctx.getenv(var)}:{default})"
+        f"{var}={value} replaces the default {default}, so the loader no longer searches "
+        f"{directory}: unset {var}, or keep the defaults in it (export {var}={fixed})"
     )
 
 
