@@ -364,3 +364,77 @@ def test_a_packaged_driver_missing_its_llvm_gets_the_upgrade(deb_tree: Path):
     _, doc = run_json(["check", "--no-probe", "--root", str(deb_tree), "--select", "VKL002"])
     (vkl,) = [f for f in doc["findings"] if f["code"] == "VKL002" and "LLVM" in f["title"]]
     assert "upgrade both together (`sudo apt update && sudo apt full-upgrade`)" in vkl["remedy"]
+
+
+def _file_repository(root: Path, repo: Path, debs: list[Path]) -> None:
+    """A local apt repository with `debs`, its list in the tree as `apt update` leaves it, read
+    by the real apt-cache (with Dir= the tree)."""
+    import shutil
+    import subprocess
+
+    repo.mkdir()
+    for deb in debs:
+        shutil.copy(deb, repo)
+    packages = subprocess.run(
+        ["dpkg-scanpackages", "--multiversion", "."],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    (root / "etc/apt").mkdir(parents=True, exist_ok=True)
+    (root / "etc/apt/sources.list").write_text(f"deb [trusted=yes] file:{repo} ./\n")
+    lists = root / "var/lib/apt/lists"
+    lists.mkdir(parents=True, exist_ok=True)
+    # apt's name for the list of file:/a/b_c ./ is _a_b%5fc_._Packages
+    name = str(repo).replace("_", "%5f").replace("/", "_")
+    (lists / f"{name}_._Packages").write_text(packages)
+
+
+def test_repositories_without_the_needed_llvm_mean_the_upgrade_cannot_fix_it(
+    deb_tree: Path, tmp_path: Path
+):
+    import shutil
+
+    from vkdoctor.checks.packages import RepositoryView
+
+    facts = StackFacts(
+        missing_sonames=(
+            MissingSoname(
+                consumer=LVP, soname="libLLVM.so.23.1", near_misses=(LLVM22,), target=LVP
+            ),
+        ),
+    )
+    work = tmp_path / "work"
+    mesa_old = build_deb(work, "mesa-vulkan-drivers", "26.2.2-1", {}, source="mesa")
+    llvm23 = build_deb(work, "libllvm23", "1:23.1.0-1", {}, source="llvm-toolchain-23")
+
+    # the lists offer an older mesa and no libllvm23: mesa came from elsewhere
+    root = tmp_path / "a"
+    shutil.copytree(deb_tree, root, symlinks=True)
+    _file_repository(root, tmp_path / "repo-a", [mesa_old])
+    (f,) = RepositoryView().findings(ctx_for(root), facts)
+    assert f.severity is Severity.WARN
+    assert f.title == (
+        "The repositories offer no libllvm23:amd64: the upgrade cannot fix libLLVM.so.23.1"
+    )
+    assert (
+        "mesa-vulkan-drivers 26.2.3-1 came from a newer mirror than these package lists"
+        in f.message
+    )
+    assert f.remedy is not None
+    assert f.remedy.endswith(
+        "return mesa-vulkan-drivers to the repositories' version: "
+        "sudo apt install mesa-vulkan-drivers=26.2.2-1."
+    )
+
+    # the lists offer libllvm23: the fix is only pending
+    root = tmp_path / "b"
+    shutil.copytree(deb_tree, root, symlinks=True)
+    _file_repository(root, tmp_path / "repo-b", [mesa_old, llvm23])
+    (f,) = RepositoryView().findings(ctx_for(root), facts)
+    assert f.severity is Severity.INFO
+    assert f.title == "The repositories offer libllvm23:amd64 1:23.1.0-1"
+
+    # no package lists at all: nothing to say
+    assert list(RepositoryView().findings(ctx_for(deb_tree), facts)) == []

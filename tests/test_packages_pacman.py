@@ -248,3 +248,55 @@ def test_ignorepkg_and_ignoregroup_hold_packages_of_the_stack(arch_tree: Path, t
     assert held["llvm-libs"].remedy == (
         "remove llvm-libs from that IgnorePkg/IgnoreGroup line, then sudo pacman -Syu."
     )
+
+
+def test_sync_databases_say_whether_the_upgrade_can_bring_the_llvm(arch_tree: Path, tmp_path: Path):
+    """Rule P4 with the real pacman -Si over sync databases built by repo-add."""
+    import shutil
+
+    from pkgtools import build_pkg, sh
+
+    from vkdoctor.checks.packages import RepositoryView
+
+    facts = StackFacts(
+        missing_sonames=(
+            MissingSoname(
+                consumer=LVP,
+                soname="libLLVM.so.23.1",
+                near_misses=("/usr/lib/libLLVM.so.22.1",),
+                target=LVP,
+            ),
+        )
+    )
+
+    def with_sync(name: str, packages: list[Path]) -> Path:
+        root = tmp_path / name
+        shutil.copytree(arch_tree, root, symlinks=True)
+        sync = root / "var/lib/pacman/sync"
+        sync.mkdir()
+        sh("repo-add", "-q", sync / "extra.db.tar.gz", *packages)
+        return root
+
+    work = tmp_path / "work"
+    installed = arch_tree.parent / "llvm-libs-22.1.8-1-x86_64.pkg.tar.zst"
+    newer = build_pkg(work, "llvm-libs", "23.1.0-1", {}, provides=["libLLVM.so=23.1-64"])
+
+    # the mirror still has the installed llvm-libs: -Syu cannot fix it, -Syuu returns mesa
+    (f,) = RepositoryView().findings(ctx_for(with_sync("behind", [installed])), facts)
+    assert f.severity is Severity.WARN
+    assert f.title == (
+        "The repositories offer only llvm-libs 22.1.8-1, the installed one: "
+        "the upgrade cannot fix libLLVM.so.23.1"
+    )
+    assert (
+        "vulkan-swrast 1:26.2.3-1 came from a newer mirror than these sync databases" in f.message
+    )
+    assert (f.remedy or "").endswith(
+        "sudo pacman -Syuu (it also downgrades to the repositories' versions)."
+    )
+    # the sync database has the new llvm-libs: the upgrade is pending
+    (f,) = RepositoryView().findings(ctx_for(with_sync("ahead", [newer])), facts)
+    assert f.severity is Severity.INFO
+    assert f.title == "The repositories offer llvm-libs 23.1.0-1"
+    # no sync database: nothing to say
+    assert list(RepositoryView().findings(ctx_for(arch_tree), facts)) == []

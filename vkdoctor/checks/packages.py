@@ -365,6 +365,39 @@ class HeldPackages(Check):
             )
 
 
+class RepositoryView(Check):
+    """For a driver that misses a library (VKP002): do the repositories, as the package manager
+    last refreshed its lists, offer the package that brings it (rule P4, pending upgrades)?
+
+    If they do, the distribution's fix is only pending. If they do not, the driver came from a
+    newer mirror or another source, and the full upgrade cannot repair it: refresh the lists
+    from an up-to-date mirror, or return the driver to the repositories' version. Asked only
+    when such a skew exists (`apt-cache policy`, `pacman -Si`); rpm systems are not asked.
+    """
+
+    code = "VKP008"
+    family = "packages"
+    title = "What the repositories offer for a skew"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        return self.findings(ctx, ctx.fact(stack_facts))
+
+    def findings(self, ctx: Context, facts: StackFacts) -> Iterable[Finding]:
+        from vkdoctor.packages.pending import repository_view
+
+        inv = ctx.fact(inventory)
+        if not inv.databases or not facts.missing_sonames:
+            return
+        paths = [p for f in facts.missing_sonames for p in (f.consumer, *f.near_misses)]
+        owners = inv.owners(paths)
+        seen: set[str] = set()
+        for fact in facts.missing_sonames:
+            view = repository_view(explain_missing_soname(fact, inv, owners), inv)
+            if view is not None and view.title not in seen:
+                seen.add(view.title)
+                yield _finding(self, view)
+
+
 CHECKS: tuple[type[Check], ...] = (
     PackageDatabases,
     MissingSonameSkew,
@@ -373,4 +406,5 @@ CHECKS: tuple[type[Check], ...] = (
     SiblingSkew,
     ManagerConsistency,
     HeldPackages,
+    RepositoryView,
 )

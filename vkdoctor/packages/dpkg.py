@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence, Set
+from functools import cmp_to_key
 from pathlib import Path
 
 from vkdoctor.context import Context
@@ -239,26 +240,13 @@ class DpkgDB:
         One `apt-cache policy` for all of them, only when the tree has apt lists to compare with.
         """
         pkgs = list(pkgs)
-        lists = self._ctx.under("/var/lib/apt/lists")
-        if not pkgs or not which("apt-cache", self._ctx.env) or not any(lists.glob("*_Packages")):
-            return {}
-        argv = ["apt-cache"]
-        if not self._ctx.live:
-            argv += [
-                "-o",
-                f"Dir={self._ctx.root}",
-                "-o",
-                f"Dir::State::status={self._admin}/status",
-            ]
         names = [p.display_name for p in pkgs]
-        run = run_tool(
-            [*argv, "policy", *names],
-            env=self._ctx.env,
-            timeout=min(self._ctx.options.timeout, 60.0),
-        )
-        if run.returncode != 0:
+        # every run asks this: only where apt keeps plain lists, whose cache is cheap to read
+        # (compressed lists, as in container images, make apt-cache rebuild it: ~0.6 s)
+        lists = self._ctx.under("/var/lib/apt/lists")
+        policy = self._policy(names) if pkgs and any(lists.glob("*_Packages")) else None
+        if policy is None:
             return {}
-        policy = parse_policy(run.stdout)
         out: dict[Package, str] = {}
         for pkg, name in zip(pkgs, names, strict=True):
             entry = policy.get(name) or policy.get(pkg.name)
@@ -276,6 +264,57 @@ class DpkgDB:
                     "not in any configured repository (installed from a local .deb or "
                     "a repository since removed)"
                 )
+        return out
+
+    def lists_date(self) -> float | None:
+        """When the package lists were last refreshed (apt update): the newest list's mtime."""
+        lists = self._ctx.under("/var/lib/apt/lists")
+        try:
+            return max(
+                (p.stat().st_mtime for p in lists.iterdir() if "_Packages" in p.name),
+                default=None,
+            )
+        except OSError:
+            return None
+
+    def _policy(self, names: list[str]) -> dict[str, tuple[str, str, list[str]]] | None:
+        """`apt-cache policy NAMES`, parsed; None without apt or package lists to compare with."""
+        if not which("apt-cache", self._ctx.env) or self.lists_date() is None:
+            return None
+        run = self._apt_cache("policy", *names)
+        if run.returncode != 0:
+            return None
+        return parse_policy(run.stdout)
+
+    def _apt_cache(self, *args: str) -> ToolRun:
+        argv = ["apt-cache"]
+        if not self._ctx.live:
+            argv += [
+                "-o",
+                f"Dir={self._ctx.root}",
+                "-o",
+                f"Dir::State::status={self._admin}/status",
+            ]
+        return run_tool(
+            [*argv, *args], env=self._ctx.env, timeout=min(self._ctx.options.timeout, 60.0)
+        )
+
+    def candidates(self, names: Iterable[str]) -> dict[str, str | None] | None:
+        """The newest version the configured repositories offer for each name (as of the last
+        apt update), None for a name none offers; None when there are no package lists. Not
+        apt's candidate: an installed version newer than the repositories' is the candidate."""
+        wanted = list(dict.fromkeys(names))
+        if not wanted or not which("apt-cache", self._ctx.env) or self.lists_date() is None:
+            return None
+        run = self._apt_cache("policy", *wanted)
+        if run.returncode != 0:
+            return None
+        offered = parse_offered(run.stdout)
+        out: dict[str, str | None] = {}
+        for name in wanted:
+            # apt prints the native architecture's packages without their ":amd64"
+            versions = offered.get(name) or offered.get(name.partition(":")[0], [])
+            out[name] = max(versions, key=cmp_to_key(dpkg_compare)) if versions else None
         return out
 
     def prefetch(self) -> None:
@@ -346,6 +385,25 @@ def parse_policy(text: str) -> dict[str, tuple[str, str, list[str]]]:
             origins.append(line.strip().split(" ", 1)[1] if " " in line.strip() else line.strip())
     if name:
         out[name] = (installed, candidate, origins)
+    return out
+
+
+def parse_offered(text: str) -> dict[str, list[str]]:
+    """`apt-cache policy` -> name -> the versions some repository offers (the version table's
+    entries with an origin other than the dpkg status file)."""
+    out: dict[str, list[str]] = {}
+    name = ""
+    current: str | None = None
+    for line in text.splitlines():
+        if line and not line.startswith(" ") and line.endswith(":"):
+            name, current = line[:-1], None
+            out[name] = []
+        elif m := _VERSION_LINE.match(line):
+            current = m.group(2)
+        elif current is not None and line.startswith("        ") and name:
+            origin = line.strip().split(" ", 1)[-1]
+            if not origin.endswith("/var/lib/dpkg/status") and current not in out[name]:
+                out[name].append(current)
     return out
 
 

@@ -233,6 +233,42 @@ class PacmanDB:
             return None
         return frozenset(run.stdout.split()), run
 
+    def lists_date(self) -> float | None:
+        """When the sync databases were last refreshed (pacman -Sy): the newest one's mtime."""
+        sync = self._ctx.under(self.db_path) / "sync"
+        try:
+            return max((p.stat().st_mtime for p in sync.glob("*.db")), default=None)
+        except OSError:
+            return None
+
+    def candidates(self, names: Iterable[str]) -> dict[str, str | None] | None:
+        """The version the sync databases offer for each name (as of the last -Sy), None for a
+        name none offers; None when there are no sync databases."""
+        wanted = list(dict.fromkeys(names))
+        repos = self._sync_repos()
+        if not repos or not wanted:
+            return None
+        run = run_tool(
+            self._argv("-Si", *wanted),
+            env=self._ctx.env,
+            timeout=min(self._ctx.options.timeout, 60.0),
+            stdin=self._config(repos),
+        )
+        if run.returncode is None:
+            return None
+        found: dict[str, str] = {}
+        name = None
+        for line in run.stdout.splitlines():
+            key, sep, value = line.partition(":")
+            if not sep:
+                continue
+            if key.strip() == "Name":
+                name = value.strip()
+            elif key.strip() == "Version" and name is not None:
+                # the first repository that has it wins, as for pacman -S
+                found.setdefault(name, value.strip())
+        return {n: found.get(n) for n in wanted}
+
     def prefetch(self) -> None:
         if self._check is None:
             self._check = start_tool(

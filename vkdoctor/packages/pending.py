@@ -1,0 +1,108 @@
+"""Rule P4, pending upgrades: does the distribution's fix for a skew have what it needs?
+
+For a driver that misses a library (VKP002), the repositories as the package manager last
+refreshed them either offer the package that brings the library (the fix installs it), or
+they do not: the driver came from a newer mirror or another source, and the full upgrade
+cannot repair it. Asked only when a skew exists: `apt-cache policy` and `pacman -Si` read the
+package lists, which costs more than a healthy run should.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Protocol
+
+from vkdoctor.model import Severity
+from vkdoctor.packages.model import Inventory
+from vkdoctor.packages.skew import Diagnosis
+
+
+class _Repositories(Protocol):
+    def candidates(self, names: list[str]) -> dict[str, str | None] | None: ...
+
+    def lists_date(self) -> float | None: ...
+
+    def compare(self, a: str, b: str) -> int: ...
+
+
+_REFRESH = {"dpkg": "sudo apt update", "pacman": "sudo pacman -Syu"}
+
+
+def _when(stamp: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(stamp)) if stamp else "never"
+
+
+def repository_view(skew: Diagnosis, inv: Inventory) -> Diagnosis | None:
+    """What the repositories offer for the package a VKP002 skew needs, or None when vkdoctor
+    cannot tell (no package lists, rpm, an unowned driver)."""
+    ev = skew.evidence
+    consumer: dict[str, Any] | None = ev.get("consumer_package")
+    if consumer is None or consumer.get("manager") not in _REFRESH:
+        return None
+    family = str(consumer["manager"])
+    db = next((d for d in inv.databases if d.family == family), None)
+    if db is None or not hasattr(db, "candidates"):
+        return None
+    repos: _Repositories = db  # type: ignore[assignment]
+    provider: dict[str, Any] | None = ev.get("provider_package")
+    wanted = str(ev.get("expected_package") or (provider or {}).get("name") or "")
+    if not wanted:
+        return None
+    offered = repos.candidates([wanted, str(consumer["name"])])
+    if offered is None:
+        return None
+    have = offered.get(wanted)
+    back = offered.get(str(consumer["name"]))
+    refreshed = _when(repos.lists_date())
+    lists = "package lists" if family == "dpkg" else "sync databases"
+    evidence = {
+        "wanted": wanted,
+        "offered": have,
+        "consumer": consumer["name"],
+        "consumer_installed": consumer["version"],
+        "consumer_offered": back,
+        "lists_refreshed": refreshed,
+    }
+    installed = (provider or {}).get("version") if family == "pacman" else None
+    if have is not None and (installed is None or repos.compare(have, str(installed)) > 0):
+        return Diagnosis(
+            severity=Severity.INFO,
+            title=f"The repositories offer {wanted} {have}",
+            message=f"The {lists} (refreshed {refreshed}) offer {wanted} {have}, which the fix "
+            f"for {ev.get('soname')} installs: the upgrade is pending, not impossible.",
+            evidence=evidence,
+        )
+    what = f"only {wanted} {have}, the installed one" if have else f"no {wanted}"
+    if back is not None and repos.compare(back, str(consumer["version"])) >= 0:
+        # the repositories have this very driver package, without what it needs
+        return Diagnosis(
+            severity=Severity.WARN,
+            title=f"The repositories offer {what}: the upgrade cannot fix {ev.get('soname')}",
+            message=f"The {lists} (refreshed {refreshed}) offer {consumer['name']} {back} but "
+            f"{what}: the lists are incomplete or caught mid-sync (a mirror still updating, a "
+            "component or repository not enabled), so the distribution's fix cannot bring "
+            f"{ev.get('soname')} yet.",
+            remedy=f"Refresh the lists ({_REFRESH[family]}) and look again; check that the "
+            "repository or component that carries it is enabled.",
+            evidence=evidence,
+        )
+    downgrade = (
+        f"sudo apt install {consumer['name']}={back}"
+        if family == "dpkg"
+        else "sudo pacman -Syuu (it also downgrades to the repositories' versions)"
+    )
+    return Diagnosis(
+        severity=Severity.WARN,
+        title=f"The repositories offer {what}: the upgrade cannot fix {ev.get('soname')}",
+        message=f"The {lists} (refreshed {refreshed}) offer {what}, so the distribution's fix "
+        f"cannot bring {ev.get('soname')}. {consumer['name']} {consumer['version']} came from "
+        f"a newer mirror than these {lists}, or from another source"
+        + (f" (the repositories offer {back})" if back else "")
+        + ".",
+        remedy=f"Refresh the lists from an up-to-date mirror ({_REFRESH[family]}) and look "
+        f"again; if {wanted} is still not offered, return {consumer['name']} to the "
+        f"repositories' version"
+        + (f": {downgrade}" if back is not None or family == "pacman" else "")
+        + ".",
+        evidence=evidence,
+    )
