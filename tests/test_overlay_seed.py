@@ -261,7 +261,7 @@ def test_check_builds_the_overlay_and_proves_it(seed: Seed, tmp_path: Path) -> N
     assert proc.returncode == 1
     assert doc["overlay"] is None
     (vko,) = [f for f in doc["findings"] if f["code"] == "VKO001"]
-    assert vko["title"] == "No safe overlay for libLLVM.so.23.1"
+    assert vko["title"] == "No overlay for libLLVM.so.23.1: no copy of it found"
     assert "package caches /var/cache/pacman/pkg and /var/cache/apt/archives" in vko["message"]
     assert any(f["code"] == "VKL002" and f["severity"] == "fail" for f in doc["findings"])
 

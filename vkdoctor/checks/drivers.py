@@ -57,7 +57,7 @@ def hidden_drivers(ctx: Context) -> str | None:
         )
         shown = " and ".join(f"{v}={ctx.env.get(v, '')}" for v in variables)
         return (
-            f"The driver{'s' if len(filtered) > 1 else ''} {names} "
+            f"the driver{'s' if len(filtered) > 1 else ''} {names} "
             f"{'is' if len(filtered) == 1 else 'are'} installed, but {shown} filters "
             f"{'it' if len(filtered) == 1 else 'them'} out: unset {' '.join(variables)} (or "
             "change it to keep the driver you need)"

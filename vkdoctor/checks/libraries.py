@@ -267,6 +267,9 @@ def _missing_remedy(ctx: Context, name: str, m: Miss) -> str:
             f"Only other versions of this library are installed ({others[0].path}), and "
             f"{consumer} belongs to no package, so no upgrade changes it: rebuild it against "
             "the installed library, or use the distribution's driver package instead.",
+        ) + (
+            f" Meanwhile, a copy of {name} from the build the driver came from can be used "
+            "without touching the system: `vkdoctor exec --search-path DIR -- CMD` (VKO001)."
         )
     return f"Install the package that provides {name}."
 

@@ -70,6 +70,21 @@ def _verdict_finding(
         outcome, others=others, env=ctx.env, loader_version=run.loader_version, owner=owner
     )
     evidence = {**outcome.as_dict(), "verdict": verdict.kind}
+    predicted = PredictionAgrees().predictions(ctx).get(outcome.target)
+    if (
+        verdict.kind == "dlopen-failed"
+        and predicted is not None
+        and not predicted.loadable
+        and verdict.severity.rank > Severity.INFO.rank
+    ):
+        # the library findings said so before anything was loaded, with the cause and the fix:
+        # the real load confirms them and is no second failure for one cause
+        return check.info(
+            f"{verdict.title}, as the library findings predicted",
+            f"{verdict.message} Predicted from the files alone: {predicted.reason}.",
+            **evidence,
+            confirms=predicted.reason,
+        )
     return check.finding(
         verdict.severity, verdict.title, verdict.message, remedy=verdict.remedy, evidence=evidence
     )
@@ -160,29 +175,32 @@ class DeviceAvailable(Check):
         ]
         from vkdoctor.checks.drivers import hidden_drivers, install_command
 
-        install = (
-            "Install a Vulkan driver for this machine, or lavapipe for a CPU device: "
-            + install_command(ctx)
-        )
+        options = []
+        if failing:
+            names = ", ".join(Path(o.target.manifest).name for o in failing)
+            verb = "fails" if len(failing) == 1 else "fail"
+            options.append(f"fix why {names} {verb} to load (VKT001 and the library findings)")
         hidden = hidden_drivers(ctx)
         if hidden is not None:
-            install = f"{hidden}; or " + install[0].lower() + install[1:]
-        remedy = install
-        if failing:
-            remedy = (
-                "A driver is installed but fails: fix the cause given for it under VKT001 and the "
-                "library findings ("
-                + ", ".join(Path(o.target.manifest).name for o in failing)
-                + "), or "
-                + install[0].lower()
-                + install[1:]
-            )
+            options.append(hidden)
+        options.append(
+            "install a Vulkan driver for this machine, or lavapipe for a CPU device: "
+            + install_command(ctx)
+        )
+        remedy = _sentence("; or ".join(options))
         yield self.fail(
             "No Vulkan device from any driver",
             f"No driver, loaded alone through the real loader, reports a device: {why}.",
             remedy=remedy,
             **evidence,
         )
+
+
+def _sentence(text: str) -> str:
+    """`text` with a capital first letter, unless it starts with a name (VK_DRIVER_FILES=...)."""
+    if text[:1].islower():
+        return text[0].upper() + text[1:]
+    return text
 
 
 class LayersLoad(Check):

@@ -105,9 +105,12 @@ class OverlayFix(Check):
                 for c in cs
                 if not c.accepted
             )
+            names = ", ".join(unsupplied)
             yield self.finding(
                 Severity.WARN,
-                f"No safe overlay for {', '.join(unsupplied)}",
+                f"No safe overlay for {names}"
+                if rejected or refusals
+                else f"No overlay for {names}: no copy of it found",
                 " ".join(
                     p
                     for p in (
@@ -120,10 +123,10 @@ class OverlayFix(Check):
                     )
                     if p
                 ),
-                remedy="Install the package that provides "
-                + ", ".join(unsupplied)
-                + " (see the library findings), or give `--search-path DIR` / "
-                "`--from-package FILE` (vkdoctor overlay) with a matching build of it.",
+                remedy=f"The lasting fix is in the library and package findings (VKL002, "
+                f"VKP002). For a workaround meanwhile, give a matching build of {names} with "
+                "`--search-path DIR` or `--from-package FILE` (a .deb, .rpm or .pkg.tar.zst); "
+                "vkdoctor checks it before it uses it.",
                 evidence=evidence,
             )
             return

@@ -38,36 +38,58 @@ class ComputeProbe(Check):
     def run(self, ctx: Context) -> Iterable[Finding]:
         finding = probe_report.finding(ctx.fact(probe_result))
         if finding.severity is Severity.FAIL and finding.evidence.get("status") == "no-adapter":
-            from vkdoctor.elf.resolve import loader_lookup
-            from vkdoctor.loader import load_targets
-
-            no_driver = not any(t.kind == "driver" for t in load_targets(ctx))
-            if no_driver and loader_lookup(ctx).found is not None:
-                # VKD001 names why no driver loads, and its fix; installing one may be wrong
-                finding = replace(
-                    finding,
-                    message=finding.message + ". The Vulkan loader will load no driver (VKD001)",
-                    remedy="Fix what VKD001 reports first: the loader loads no driver at all, so "
-                    "wgpu can see no Vulkan adapter.",
-                )
-            from vkdoctor.checks.drivers import hidden_drivers
-
-            hidden = hidden_drivers(ctx)
-            if hidden is not None:
-                finding = replace(
-                    finding,
-                    remedy=f"{hidden}. Otherwise: {finding.remedy}",
-                )
-            if loader_lookup(ctx).found is None:
-                # no loader, no Vulkan adapter: VKH002 names the one package to install
-                finding = replace(
-                    finding,
-                    message=finding.message + ". The Vulkan loader (libvulkan.so.1) is missing",
-                    remedy="Install the Vulkan loader first (see VKH002: Debian/Ubuntu "
-                    "`sudo apt install libvulkan1`, Arch `sudo pacman -S vulkan-icd-loader`, "
-                    "Fedora `sudo dnf install vulkan-loader`), then run vkdoctor check again.",
-                )
+            why = _no_adapter(ctx)
+            if why is not None:
+                said, remedy = why
+                finding = replace(finding, message=finding.message + said, remedy=remedy)
         yield finding
+
+
+def _no_adapter(ctx: Context) -> tuple[str, str] | None:
+    """Why the probe found no adapter, from the checks before it, most basic cause first:
+    (what to add to the message, the one remedy). None when they say nothing more."""
+    from vkdoctor.checks.drivers import hidden_drivers
+    from vkdoctor.elf.resolve import loader_lookup
+    from vkdoctor.loader import load_targets
+
+    if loader_lookup(ctx).found is None:
+        # no loader, no Vulkan adapter: VKH002 names the one package to install
+        return (
+            ". The Vulkan loader (libvulkan.so.1) is missing",
+            "Install the Vulkan loader first (see VKH002: Debian/Ubuntu "
+            "`sudo apt install libvulkan1`, Arch `sudo pacman -S vulkan-icd-loader`, "
+            "Fedora `sudo dnf install vulkan-loader`), then run vkdoctor check again.",
+        )
+    if not any(t.kind == "driver" for t in load_targets(ctx)):
+        # VKD001 names why no driver loads, and its fix; installing one may be wrong
+        return (
+            ". The Vulkan loader will load no driver (VKD001)",
+            "Fix what VKD001 reports first: the loader loads no driver at all, so wgpu can see "
+            "no Vulkan adapter.",
+        )
+    from vkdoctor.checks.loadtest import load_test
+
+    try:
+        outcomes = ctx.fact(load_test).outcomes
+    except Exception:  # the VKT checks report a broken load test
+        outcomes = ()
+    broken = [
+        o.target.name
+        for o in outcomes
+        if o.target.kind == "driver" and (o.dlopen != "ok" or o.instance == "failed")
+    ]
+    if broken and not any(o.devices for o in outcomes if o.target.kind == "driver"):
+        names = ", ".join(broken)
+        return (
+            f". The driver{'s' if len(broken) > 1 else ''} the loader tries ({names}) "
+            f"{'do' if len(broken) > 1 else 'does'} not load (VKT001)",
+            f"Fix why {names} {'do' if len(broken) > 1 else 'does'} not load first (VKT001 and "
+            "the library findings say why): wgpu sees only drivers that load.",
+        )
+    hidden = hidden_drivers(ctx)
+    if hidden is not None:
+        return ("", f"{hidden[0].upper()}{hidden[1:]}.")
+    return None
 
 
 CHECKS: tuple[type[Check], ...] = (ComputeProbe,)

@@ -267,7 +267,7 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
         )
     if fix:
         message += f" Fix: {fix}."
-    if family:
+    if family and cpkg is not None:
         if fix:
             notes.append(then_upgrade(family, fix))
         notes.append(NOTES[family])
@@ -289,8 +289,13 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
         notes.append(overlay_hint(fact.soname, str(wanted)))
     remedy = " ".join(n for n in [f"{fix}." if fix else "", *notes] if n)
     return Diagnosis(
-        severity=Severity.FAIL,
-        title=f"{driver_name(fact.target or fact.consumer)} needs {fact.soname}: package skew",
+        # a driver no package owns: VKL002 is the failure, and the packages only say that
+        # the driver is outside them
+        severity=Severity.FAIL if cpkg is not None else Severity.INFO,
+        title=f"{driver_name(fact.target or fact.consumer)} needs {fact.soname}: package skew"
+        if cpkg is not None
+        else f"{driver_name(fact.target or fact.consumer)} needs {fact.soname}: built outside "
+        "the package manager",
         message=message,
         remedy=remedy,
         evidence=evidence,
