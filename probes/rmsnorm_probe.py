@@ -40,6 +40,8 @@ CASES: tuple[tuple[int, int, int | None, int | None], ...] = (
     (512, 4096, None, None),
     (300, 4096, 1 << 20, 16),
 )
+#: the ladder's rungs, in order
+RUNGS = ("add-one", "workgroup-reduction", "matmul")
 BACKENDS = {"vulkan": "Vulkan", "opengl": "OpenGL"}
 #: wgpu's preference order for power_preference="high-performance"
 TYPE_ORDER = {"DiscreteGPU": 0, "IntegratedGPU": 1, "Unknown": 2, "VirtualGPU": 3, "CPU": 4}
@@ -302,9 +304,8 @@ def ladder(
                 )
         return {"result_2x2": results[0].astype(int).tolist()}
 
-    rung("add-one", do_add_one)
-    rung("workgroup-reduction", do_reduce)
-    rung("matmul", do_matmul)
+    for name, fn in zip(RUNGS, (do_add_one, do_reduce, do_matmul), strict=True):
+        rung(name, fn)
 
 
 def _is_gpu_error(exc: BaseException) -> bool:
@@ -356,6 +357,8 @@ def main(argv: list[str], out: Any) -> int:
         "ladder": [],
         "cases": [],
         "stages": _stages,
+        # what a complete run reports, so that a run that stops early can say what it skipped
+        "plan": {"ladder": list(RUNGS), "cases": [[rows, d] for rows, d, _, _ in CASES]},
     }
     try:
         run(args, doc)

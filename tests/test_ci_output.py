@@ -408,3 +408,22 @@ def test_drivers_command_speaks_github_too(tmp_path: Path):
     assert found and all(m.group(1) in ("error", "warning") for m in found)
     assert any("nonexistent.json" in unescape(m.group(3)) for m in found)
     assert proc.stdout.splitlines()[-1].startswith("vkdoctor: FAIL")
+
+
+def test_a_probe_that_stops_early_keeps_its_cases_as_skipped(tmp_path: Path):
+    """No adapter: the ladder and the RMSNorm cases the probe plans are skipped test cases, so
+    a CI's test history shows them skipped, not gone. The plan comes from the real probe."""
+    proc = run_vkdoctor(
+        ["run-probe", "--cpu", "--junit", str(tmp_path / "p.xml")],
+        env={"VK_DRIVER_FILES": "/nonexistent.json"},
+    )
+    assert proc.returncode == 1, proc.stderr
+    doc = junitparser.JUnitXml.fromfile(str(tmp_path / "p.xml"))
+    (probe_suite,) = [s for s in doc if s.name == "vkdoctor.probe"]
+    cases = {c.name: c for c in probe_suite}
+    assert "ladder add-one" in cases and "rmsnorm rows=300 d=4096" in cases
+    assert len(cases) == 3 + 8
+    for case in cases.values():
+        (skipped,) = case.result
+        assert isinstance(skipped, junitparser.Skipped)
+        assert skipped.message == "not run: the probe ended with no-adapter"

@@ -76,6 +76,11 @@ def hidden_drivers(ctx: Context) -> str | None:
     )
 
 
+def _named_by_a_variable(d: Driver) -> bool:
+    """The manifest is a file entry of VK_DRIVER_FILES, VK_ICD_FILENAMES or VK_ADD_DRIVER_FILES."""
+    return d.entry == d.manifest and d.origin.startswith("VK_")
+
+
 def stale_manifest_remedy(ctx: Context, manifest: str) -> str:
     from vkdoctor.checks.libraries import stale_manifest_remedy as remedy
 
@@ -376,6 +381,8 @@ class DriverManifestContent(Check):
         for d in scan.drivers:
             ev = _ev(d, scan)
             if d.outcome in _CONTENT:
+                if _named_by_a_variable(d) and d.evidence.get("read_problem") == "missing":
+                    continue  # VKE005 names the variable's entry that does not exist
                 v, _ = I.verdict(d, scan)
                 if v == "info":
                     yield self.info(f"{d.listed_as} is skipped", d.reason + ".", **ev)

@@ -232,6 +232,8 @@ class OverridesPointAtDrivers(Check):
     code = "VKE005"
     family = "environment"
     title = "Driver override variables that point at nothing"
+    #: when no driver is left at all, VKD001 says so with this same fix
+    requires = frozenset({"VKD001"})
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         if ctx.elevated:

@@ -150,6 +150,22 @@ def _probe_cases(probe: Mapping[str, Any], *, overall_case: bool) -> list[_Case]
         else:
             case.outcome = ("failure", f"wrong numbers: {figures[0]}", "fail", text)
         cases.append(case)
+    # What the run did not get to, as skipped cases: a probe that stops early keeps the same
+    # test cases in a CI's history, skipped instead of gone.
+    plan = probe.get("plan")
+    if not isinstance(plan, Mapping):
+        plan = {}
+    ran = {c.name for c in cases}
+    why = f"not run: the probe ended with {status}" + (
+        f" ({probe.get('reason')})" if probe.get("reason") and probe.get("reason") != status else ""
+    )
+    planned = [f"ladder {rung}" for rung in plan.get("ladder") or []]
+    planned += [f"rmsnorm rows={rows} d={d}" for rows, d in plan.get("cases") or []]
+    for name in planned:
+        if name not in ran:
+            cases.append(
+                _Case(classname="vkdoctor.probe", name=name, outcome=("skipped", why, "", ""))
+            )
     # The overall case carries the time the cases do not account for (start-up, adapter).
     overall.seconds = max(0.0, overall.seconds - sum(c.seconds for c in cases[1:]))
     return cases if overall_case else cases[1:]
