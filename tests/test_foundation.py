@@ -124,6 +124,8 @@ def test_check_json_report_validates(tmp_path: Path):
     host = doc["host"]
     assert host["distro"]["id"] == "debian"
     assert host["python"] and host["kernel"] and host["memory"]["total_bytes"] > 0
+    assert host["loader"]["path"].endswith("/libvulkan.so.1")
+    assert host["loader"]["version"].startswith("1.")
     assert "vkdoctor: OK" in proc.stdout
 
 

@@ -142,10 +142,15 @@ def collect(ctx: Context) -> dict[str, Any]:
     """Distro, kernel, architecture, CPU, memory, Python and tool versions. With --root, what
     only the live machine can say (kernel, CPU, memory, and the Python and wgpu that would run
     the probe) is None: this process's own would describe another system."""
+    from vkdoctor.loader.version import loader_version
+
+    loader = ctx.fact(loader_version)
     facts: dict[str, Any] = {
         "root": str(ctx.root),
         "distro": _distro(ctx),
         "machine": ctx.machine,
+        # the Vulkan loader (libvulkan.so.1) of the root: path None when there is none
+        "loader": {"path": loader.path, "version": loader.version and loader.text},
         "vkdoctor": __version__,
         "python": None,
         "python_executable": None,

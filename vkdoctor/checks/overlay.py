@@ -183,7 +183,7 @@ class SearchPlaces(Check):
 
     code = "VKO002"
     family = "overlay"
-    title = "Search paths and packages"
+    title = "Search paths and package files that cannot be used"
     live_only = True
 
     def run(self, ctx: Context) -> Iterable[Finding]:

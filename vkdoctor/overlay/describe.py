@@ -39,8 +39,14 @@ def summary_lines(plan: Plan) -> list[str]:
             "looked for "
             + ", ".join(plan.unsupplied)
             + " in: "
-            + ("; ".join(plan.looked_in()) or "no directory (give --search-path DIR)")
+            + ("; ".join(plan.looked_in()) or "no directory")
         )
+        if not any(c.origin == "search path" for cs in plan.search.candidates.values() for c in cs):
+            lines.append(
+                f"to supply {', '.join(plan.unsupplied)}, give the directory or the package "
+                "file that holds a matching build: --search-path DIR (or VKDOCTOR_SEARCH_PATH), "
+                "--from-package FILE"
+            )
     return lines
 
 
