@@ -208,7 +208,12 @@ def summary(report: Report, *, strict: bool = False) -> str:
             lines += _table(
                 ("rows", "d", "max rel. error", "ok"),
                 (
-                    (c.get("rows"), c.get("d"), c.get("max_rel_err"), "✅" if c.get("ok") else "❌")
+                    (
+                        c.get("rows"),
+                        c.get("d"),
+                        _error(c.get("max_rel_err")),
+                        "✅" if c.get("ok") else "❌",
+                    )
                     for c in cases
                 ),
             )
@@ -234,3 +239,8 @@ def summary(report: Report, *, strict: bool = False) -> str:
             )
             lines.append("")
     return "\n".join(lines) + "\n"
+
+
+def _error(value: object) -> object:
+    """A relative error to three significant digits (9.84e-08), as a table shows it."""
+    return f"{value:.3g}" if isinstance(value, float) else value
