@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import posixpath
 from collections.abc import Iterable, Mapping
 
 from vkdoctor import envhazards as eh
@@ -60,8 +61,8 @@ class LdLibraryPathSyntax(Check):
                     f"LD_LIBRARY_PATH has a relative entry {p.entry!r}",
                     f"LD_LIBRARY_PATH entry {p.entry!r} (position {p.index + 1}) is relative: "
                     "ld.so looks for it from the current directory of each process.",
-                    remedy="Use absolute paths in LD_LIBRARY_PATH, e.g. "
-                    f"export LD_LIBRARY_PATH=$(realpath {p.entry}):...",
+                    remedy=f"Replace {p.entry} with the absolute path you mean (from "
+                    f"{ctx.cwd}: {posixpath.normpath(posixpath.join(str(ctx.cwd), p.entry))}).",
                     variable=p.var,
                     value=value,
                     index=p.index,

@@ -617,7 +617,12 @@ class WgpuNativeLibrary(Check):
         if res.ok and res.root is not None:
             yield self.ok(
                 f"wgpu-native: {native.path}",
-                f"Found through {native.source}; {len(res.libraries) - 1} libraries resolve.",
+                {
+                    "WGPU_LIB_PATH": "Named by WGPU_LIB_PATH",
+                    "resources": "wgpu-py's own copy (its resources/ directory)",
+                    "exec_prefix": "Found in the interpreter's lib directory",
+                }.get(str(native.source), f"Found through {native.source}")
+                + f"; the {len(res.libraries) - 1} libraries it needs resolve.",
                 **ev,
             )
             return

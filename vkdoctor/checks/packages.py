@@ -76,10 +76,10 @@ class PackageDatabases(Check):
         counts: dict[str, int] = {}
         for db in inv.databases:
             counts[db.family] = len(db.packages())
-            found.append(f"{db.family} ({db.db_path}, {counts[db.family]} packages)")
+            found.append(f"{db.family} database {db.db_path}, {counts[db.family]} packages")
         yield self.info(
-            "Package databases: " + ", ".join(db.family for db in inv.databases),
-            "Found " + "; ".join(found) + ".",
+            "Package databases: " + "; ".join(found),
+            "",
             databases={db.family: db.db_path for db in inv.databases},
             packages=counts,
             absent=absent,
