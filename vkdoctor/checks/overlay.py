@@ -164,10 +164,9 @@ class OverlayFix(Check):
             f"The overlay {plan.directory} holds only {_supplies(plan)}, and changes nothing else "
             f"that the drivers load; this whole check ran under it and {proven} passed.{partial} "
             "It is a workaround for one process at a time: do not put it in a shell profile.",
-            remedy=f"Real fix: install the distribution's package that provides "
-            f"{', '.join(plan.chosen)} (on a partial upgrade, upgrade the whole system). "
-            f"Until then run programs with `{exec_command(plan)}`, or `{export_line(plan)}` in "
-            "that one shell.",
+            remedy=f"Run programs with `{exec_command(plan)}`, or `{export_line(plan)}` in "
+            "that one shell. The lasting fix is the one the library and package findings give "
+            "for the missing library (VKL002, VKP002) when the check runs without the overlay.",
             evidence=evidence,
         )
 
