@@ -169,7 +169,7 @@ def test_foreign_package_when_sync_databases_exist(arch_tree: Path, tmp_path: Pa
 def test_database_listing(arch_tree: Path):
     (f,) = PackageDatabases().run(ctx_for(arch_tree))
     assert f.evidence["packages"] == {"pacman": 5}
-    assert "pacman (/var/lib/pacman, 5 packages)" in f.message
+    assert f.title == "Package databases: pacman database /var/lib/pacman, 5 packages"
 
 
 def test_resolution_feeds_the_rule(arch_tree: Path, monkeypatch: pytest.MonkeyPatch):

@@ -11,6 +11,7 @@ from typing import Any
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Severity
+from vkdoctor.offload import Fork
 
 INTERNAL_ERROR_CODE = "VKX000"
 
@@ -35,19 +36,64 @@ def run_checks(
     order = graphlib.TopologicalSorter({c.code: c.requires & known for c in checks})
     by_code = {c.code: c for c in checks}
     position = {c.code: i for i, c in enumerate(checks)}
+    forks = _start_forks(ctx, checks, debug=debug)
     results: dict[str, CheckResult] = {}
     for c in checks:
-        if not c.requires and (ctx.live or not c.live_only):
-            # the check's run meets the same problem and reports it
-            with contextlib.suppress(Exception):
-                c().prefetch(ctx)
+        if not c.requires and (ctx.live or not c.live_only) and c.code not in forks:
+            _prefetch(ctx, c)
     order.prepare()
+    held: list[str] = []  # run in a fork: collected once nothing else is ready
     while order.is_active():
         ready = sorted(order.get_ready(), key=position.__getitem__)
-        for code in ready:
-            results[code] = _run_one(ctx, by_code[code], results, debug=debug)
+        held += [code for code in ready if code in forks]
+        now = [code for code in ready if code not in forks]
+        if not now:
+            now, held = held, []
+        for code in now:
+            if code in forks:
+                results[code] = forks[code].result(code)
+            else:
+                results[code] = _run_one(ctx, by_code[code], results, debug=debug)
             order.done(code)
     return tuple(results[c.code] for c in checks)
+
+
+def _prefetch(ctx: Context, check: type[Check]) -> None:
+    # the check's run meets the same problem and reports it
+    with contextlib.suppress(Exception):
+        check().prefetch(ctx)
+
+
+class _Forked:
+    """The checks of one `Check.fork` group: their results from the fork, or run here after all."""
+
+    def __init__(self, ctx: Context, checks: list[type[Check]], *, debug: bool) -> None:
+        self._ctx, self._checks, self._debug = ctx, checks, debug
+        self._results: dict[str, CheckResult] | None = None
+        self._fork = Fork(self._run)
+
+    def _run(self) -> list[CheckResult]:
+        for c in self._checks:
+            _prefetch(self._ctx, c)
+        return [_run_one(self._ctx, c, {}, debug=self._debug) for c in self._checks]
+
+    def result(self, code: str) -> CheckResult:
+        if self._results is None:
+            got = self._fork.results()
+            self._results = {r.code: r for r in (got if got is not None else self._run())}
+        return self._results[code]
+
+
+def _start_forks(ctx: Context, checks: Sequence[type[Check]], *, debug: bool) -> dict[str, _Forked]:
+    groups: dict[str, list[type[Check]]] = {}
+    for c in checks:
+        if c.fork is not None and not c.requires and (ctx.live or not c.live_only):
+            groups.setdefault(c.fork, []).append(c)
+    forks: dict[str, _Forked] = {}
+    for members in groups.values():
+        forked = _Forked(ctx, members, debug=debug)
+        forks.update({c.code: forked for c in members})
+    return forks
 
 
 def _blocking(check: type[Check], results: dict[str, CheckResult]) -> list[str]:

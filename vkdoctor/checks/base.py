@@ -22,6 +22,9 @@ class Check:
     title: ClassVar[str]
     requires: ClassVar[frozenset[str]] = frozenset()
     live_only: ClassVar[bool] = False
+    #: checks with the same name here run together in one forked copy of vkdoctor, on another
+    #: core (vkdoctor.offload): pure analysis that needs no other check's result
+    fork: ClassVar[str | None] = None
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         raise NotImplementedError

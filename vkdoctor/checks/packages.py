@@ -47,6 +47,7 @@ class PackageDatabases(Check):
     """
 
     code = "VKP001"
+    fork = "packages"
     family = "packages"
     title = "Package databases"
 
@@ -99,6 +100,7 @@ class SiblingSkew(Check):
     """
 
     code = "VKP003"
+    fork = "packages"
     family = "packages"
     title = "Sibling packages at different versions"
 
@@ -121,6 +123,7 @@ class ManagerConsistency(Check):
     """
 
     code = "VKP006"
+    fork = "packages"
     family = "packages"
     title = "Package database consistency"
 
@@ -211,6 +214,7 @@ class MissingSonameSkew(Check):
     """
 
     code = "VKP002"
+    fork = "packages"
     family = "packages"
     title = "Missing library explained by packages"
 
@@ -241,6 +245,7 @@ class UnownedOrForeign(Check):
     """
 
     code = "VKP004"
+    fork = "packages"
     family = "packages"
     title = "Driver files no package owns, or from a foreign origin"
 
@@ -292,6 +297,7 @@ class MissingVersionOwner(Check):
     """
 
     code = "VKP005"
+    fork = "packages"
     family = "packages"
     title = "Missing symbol version explained by packages"
 
@@ -331,6 +337,7 @@ class HeldPackages(Check):
     """
 
     code = "VKP007"
+    fork = "packages"
     family = "packages"
     title = "Held driver-stack packages"
 
@@ -376,6 +383,7 @@ class RepositoryView(Check):
     """
 
     code = "VKP008"
+    fork = "packages"
     family = "packages"
     title = "What the repositories offer for a skew"
 

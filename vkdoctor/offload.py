@@ -1,0 +1,111 @@
+"""Checks run in a forked copy of vkdoctor, on another core, while the rest run here.
+
+The package checks (the database parsed, every dependency compared, file ownership, the tools
+they start) are pure analysis: they read files and run tools, and share nothing with the other
+checks but the facts computed before the checks start (the driver scan, the library closures),
+which a fork inherits. Run in a fork they overlap the other checks: 30 ms of a ~270 ms run on
+this 2-core box (docs/performance.md; forking the symbol check too cost more than it gained).
+
+A fork is copy-on-write and costs about a millisecond. Its results come back through a pipe as
+`marshal` data (findings' evidence is JSON-able by contract). Whenever that does not work (no
+fork, a thread running, a crash, evidence marshal cannot carry) the checks run here instead, as
+if no fork had been tried, so the report never depends on it.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from vkdoctor.model import CheckResult, CheckStatus, Finding, Severity
+
+#: the exit status of a fork that could not send its results
+_FAILED = 70
+
+
+def _encode(result: CheckResult) -> tuple[Any, ...]:
+    findings = tuple(
+        (f.code, f.severity.value, f.title, f.message, f.remedy, dict(f.evidence))
+        for f in result.findings
+    )
+    return (
+        result.code,
+        result.family,
+        result.title,
+        result.status.value,
+        findings,
+        result.skip_reason,
+        result.seconds,
+    )
+
+
+def _decode(data: tuple[Any, ...]) -> CheckResult:
+    code, family, title, status, findings, skip_reason, seconds = data
+    return CheckResult(
+        code=code,
+        family=family,
+        title=title,
+        status=CheckStatus(status),
+        findings=tuple(
+            Finding(code=c, severity=Severity(s), title=t, message=m, remedy=r, evidence=e)
+            for c, s, t, m, r, e in findings
+        ),
+        skip_reason=skip_reason,
+        seconds=seconds,
+    )
+
+
+class Fork:
+    """`work()` run in a forked child; `results()` waits for it: None when it did not work."""
+
+    def __init__(self, work: Callable[[], Sequence[CheckResult]]) -> None:
+        self._work = work
+        self._pid = 0
+        self._fd = -1
+        if threading.active_count() > 1:
+            return  # a fork copies one thread: a lock another one holds would stay held
+        try:
+            read, write = os.pipe()
+        except OSError:
+            return
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(read)
+            os.close(write)
+            return
+        if pid == 0:
+            os.close(read)
+            self._child(write)
+        os.close(write)
+        self._pid, self._fd = pid, read
+
+    def _child(self, fd: int) -> None:
+        status = _FAILED
+        try:
+            data = marshal.dumps(tuple(_encode(r) for r in self._work()))
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+            status = 0
+        finally:
+            # no interpreter teardown, no atexit handlers, no flush of the parent's buffers
+            os._exit(status)
+
+    def results(self) -> list[CheckResult] | None:
+        if not self._pid:
+            return None
+        chunks = []
+        with os.fdopen(self._fd, "rb") as pipe:
+            while chunk := pipe.read(1 << 16):
+                chunks.append(chunk)
+        _, status = os.waitpid(self._pid, 0)
+        self._pid = 0
+        if status != 0:
+            return None
+        try:
+            return [_decode(row) for row in marshal.loads(b"".join(chunks))]
+        except (ValueError, EOFError, TypeError):
+            return None
