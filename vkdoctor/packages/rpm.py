@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import tomllib
 from collections.abc import Iterable
+from typing import Any
 
 from vkdoctor.context import Context
 from vkdoctor.packages.deps import unmet
@@ -116,10 +116,18 @@ def versionlocks(ctx: Context) -> list[tuple[str, str | None, str]]:
         line = raw.strip()
         if line and not line.startswith(("#", "!")):  # "!" lines exclude versions instead
             locks.append((line, None, VERSIONLOCK_LIST))
+    doc: dict[str, Any] = {}
     try:
-        doc = tomllib.loads(ctx.under(VERSIONLOCK_TOML).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        doc = {}
+        text = ctx.under(VERSIONLOCK_TOML).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    if text:
+        import tomllib  # only where a dnf5 lock file exists: 4 ms of imports otherwise
+
+        try:
+            doc = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            doc = {}
     for entry in doc.get("packages", []):
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
             continue
