@@ -427,3 +427,11 @@ def test_a_probe_that_stops_early_keeps_its_cases_as_skipped(tmp_path: Path):
         (skipped,) = case.result
         assert isinstance(skipped, junitparser.Skipped)
         assert skipped.message == "not run: the probe ended with no-adapter"
+
+
+@pytest.mark.parametrize("option", ["--json", "--junit"])
+def test_github_annotations_and_a_report_on_stdout_are_a_usage_error(option: str):
+    proc = run_vkdoctor(["check", "--no-probe", "--format", "github", option, "-"])
+    assert proc.returncode == 2
+    assert "--format github writes its annotations to stdout" in proc.stderr
+    assert proc.stdout == ""  # refused before anything ran

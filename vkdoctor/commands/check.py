@@ -102,6 +102,7 @@ def check(
     """Inspect drivers, loader, libraries, packages, disk and environment, then run the probe."""
     if cpu and adapter:
         raise click.UsageError("--cpu and --adapter choose the adapter two ways; give one")
+    common.check_outputs(fmt, json_file)
     if disk_fail > disk_warn:
         raise click.UsageError("--disk-fail must not be larger than --disk-warn")
     ctx = common.host_context(

@@ -347,6 +347,19 @@ def _append_step_summary(report: Report, *, strict: bool) -> None:
         )
 
 
+def check_outputs(fmt: str, json_file: str | None) -> None:
+    """Usage errors for outputs that cannot share stdout; called before anything runs."""
+    click_ctx = click.get_current_context(silent=True)
+    junit_file = (click_ctx.meta if click_ctx is not None else {}).get(_META_JUNIT)
+    if json_file == "-" and junit_file == "-":
+        raise click.UsageError("--json - and --junit - both want stdout; send one to a file")
+    if fmt == "github" and "-" in (json_file, junit_file):
+        # the annotations are workflow commands on stdout: a report there would bury them
+        raise click.UsageError(
+            "--format github writes its annotations to stdout; send --json/--junit to a file"
+        )
+
+
 def emit(
     report: Report,
     *,
@@ -364,8 +377,7 @@ def emit(
     click_ctx = click.get_current_context(silent=True)
     meta = click_ctx.meta if click_ctx is not None else {}
     junit_file = meta.get(_META_JUNIT)
-    if json_file == "-" and junit_file == "-":
-        raise click.UsageError("--json - and --junit - both want stdout; send one to a file")
+    check_outputs(fmt, json_file)
     if meta.get(_META_REDACT):
         from vkdoctor.redact import redact
 
