@@ -19,7 +19,7 @@ DEBIAN = (
     "lavapipe (/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so, mesa-vulkan-drivers:amd64 26.2.3-1) "
     "needs libLLVM.so.23.1, but libllvm22:amd64 1:22.1.8-1 provides only libLLVM.so.22.1: mesa "
     "was upgraded without LLVM, a partial upgrade (mesa-vulkan-drivers depends on libllvm23 "
-    "(>= 1:23.1.0), which is not installed). Fix: sudo apt --fix-broken install."
+    "(>= 1:23.1.0), which is not installed). Fix: sudo apt update && sudo apt --fix-broken install."
 )
 FEDORA = (
     "lavapipe (/usr/lib64/libvulkan_lvp.so, mesa-vulkan-drivers.x86_64 26.2.3-1.fc43) needs "

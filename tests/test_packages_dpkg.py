@@ -87,10 +87,11 @@ def test_missing_llvm_names_both_packages_versions_and_apt_fix(deb_tree: Path):
         f"lavapipe ({LVP}, mesa-vulkan-drivers:amd64 26.2.3-1) needs libLLVM.so.23.1, but "
         "libllvm22:amd64 1:22.1.8-1 provides only libLLVM.so.22.1: mesa was upgraded without "
         "LLVM, a partial upgrade (mesa-vulkan-drivers depends on libllvm23 (>= 1:23.1.0), which "
-        "is not installed). Fix: sudo apt --fix-broken install."
+        "is not installed). Fix: sudo apt update && sudo apt --fix-broken install."
     )
     assert (f.remedy or "").startswith(
-        "sudo apt --fix-broken install. Then sudo apt update && sudo apt full-upgrade. "
+        "sudo apt update && sudo apt --fix-broken install. Then sudo apt full-upgrade. "
+        "Read what apt --fix-broken proposes: if it would REMOVE the driver package"
     )
     assert "ppa-purge" in (f.remedy or "")
     assert "DIR holds libLLVM.so.23.1 from the matching libllvm23:amd64 package" in (f.remedy or "")
@@ -133,7 +134,7 @@ def test_apt_get_check_reports_the_forced_dependency(deb_tree: Path):
         "mesa-vulkan-drivers : Depends: libllvm23 (>= 1:23.1.0) but it is not installable"
         in f.message
     )
-    assert "Fix: sudo apt --fix-broken install." in f.message
+    assert "Fix: sudo apt update && sudo apt --fix-broken install." in f.message
     commands = [r["command"] for r in f.evidence["runs"]]
     assert commands[0].startswith("dpkg --admindir=") and commands[0].endswith("--audit")
     assert commands[1].startswith("apt-get -o Dir=") and commands[1].endswith("check")
@@ -208,7 +209,10 @@ def test_multiarch_same_at_two_versions_is_left_unconfigured_and_audited(tmp_pat
     (f,) = ManagerConsistency().run(ctx)
     assert f.severity is Severity.FAIL
     assert "dpkg --audit: mesa-vulkan-drivers:amd64" in f.message
-    assert "Fix: sudo dpkg --configure -a && sudo apt --fix-broken install." in f.message
+    assert (
+        "Fix: sudo dpkg --configure -a && sudo apt update && sudo apt --fix-broken install."
+        in f.message
+    )
 
 
 def _target(path: str, name: str = "lvp_icd.x86_64.json"):

@@ -12,7 +12,9 @@ UPGRADE = {
 #: repairs an unmet declared dependency
 FIX_BROKEN = {
     "pacman": "sudo pacman -Syu",
-    "dpkg": "sudo apt --fix-broken install",
+    # after apt update: with stale lists, --fix-broken resolves a missing dependency by removing
+    # the package that needs it
+    "dpkg": "sudo apt update && sudo apt --fix-broken install",
     "rpm": "sudo dnf distro-sync",
 }
 
@@ -25,6 +27,9 @@ NOTES = {
         "/etc/pacman.conf if they are held there."
     ),
     "dpkg": (
+        "Read what apt --fix-broken proposes: if it would REMOVE the driver package, the "
+        "repositories lack what it needs (VKP008 says what they offer), and the way back is "
+        "the driver at the repositories' version. "
         "If the driver comes from a PPA that is ahead of the archive (kisak, oibaf), "
         "sudo ppa-purge ppa:OWNER/NAME returns to the archive's packages; apt-mark showhold "
         "lists held packages."
@@ -55,4 +60,6 @@ def overlay_hint(soname: str, provider: str) -> str:
 def then_upgrade(family: str, fix: str) -> str:
     """After a repair command, the full upgrade that brings the rest in step (when different)."""
     upgrade = UPGRADE[family]
+    if "apt update" in fix:
+        upgrade = upgrade.replace("sudo apt update && ", "")
     return "" if upgrade in fix else f"Then {upgrade}."
