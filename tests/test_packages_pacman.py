@@ -300,3 +300,32 @@ def test_sync_databases_say_whether_the_upgrade_can_bring_the_llvm(arch_tree: Pa
     assert f.title == "The repositories offer llvm-libs 23.1.0-1"
     # no sync database: nothing to say
     assert list(RepositoryView().findings(ctx_for(arch_tree), facts)) == []
+
+
+def test_a_held_llvm_changes_the_skew_fix(arch_tree: Path, tmp_path: Path):
+    """IgnorePkg = llvm-libs: pacman -Syu would skip it, so the fix starts by releasing it."""
+    import shutil
+
+    root = tmp_path / "root"
+    shutil.copytree(arch_tree, root, symlinks=True)
+    (root / "etc").mkdir(exist_ok=True)
+    (root / "etc/pacman.conf").write_text("[options]\nIgnorePkg = llvm-libs\n")
+    facts = StackFacts(
+        missing_sonames=(
+            MissingSoname(
+                consumer=LVP,
+                soname="libLLVM.so.23.1",
+                near_misses=("/usr/lib/libLLVM.so.22.1",),
+                target=LVP,
+            ),
+        )
+    )
+    (f,) = MissingSonameSkew().findings(ctx_for(root), facts)
+    assert (
+        "(llvm-libs is held by IgnorePkg = llvm-libs in /etc/pacman.conf, so upgrades skip it)"
+        in (f.message)
+    )
+    assert f.message.endswith(
+        "Fix: remove llvm-libs from that IgnorePkg/IgnoreGroup line, then sudo pacman -Syu."
+    )
+    assert f.evidence["held"] == {"llvm-libs": "IgnorePkg = llvm-libs in /etc/pacman.conf"}

@@ -170,6 +170,7 @@ def test_dnf_versionlocks_hold_packages_of_the_stack(rpm_tree: Path, tmp_path: P
     # dnf 4's list: NEVRA globs; "!" lines exclude versions and hold nothing
     (plugins / "versionlock.list").write_text(
         "# Added lock on Mon Nov 30\nllvm-libs-0:22.1.8-1.fc43.*\n!mesa-vulkan-drivers-0:26.*\n"
+        "llvm-libs-22.1.8-1.fc43.x86_64\n"
     )
     (root / "etc" / "dnf" / "versionlock.toml").write_text(
         'version = "1.0"\n'
@@ -201,3 +202,22 @@ def test_dnf_versionlocks_hold_packages_of_the_stack(rpm_tree: Path, tmp_path: P
     assert held["llvm-libs"].remedy == (
         "sudo dnf versionlock delete llvm-libs && sudo dnf distro-sync."
     )
+
+
+def test_a_versionlock_written_without_the_epoch_still_holds():
+    from vkdoctor.packages.model import Package
+    from vkdoctor.packages.rpm import _locked
+
+    pkg = Package(
+        family="rpm",
+        name="mesa-vulkan-drivers",
+        version="26.2.3-1.fc43",
+        arch="x86_64",
+        source="mesa",
+        source_version="26.2.3-1.fc43",
+    )
+    for line in ("mesa-vulkan-drivers-26.2.3-1.fc43.x86_64", "mesa-vulkan-drivers-26.2.3-1.fc43.*"):
+        assert _locked(pkg, [(line, None, "/etc/dnf/plugins/versionlock.list")]) == (
+            f"dnf versionlock {line} in /etc/dnf/plugins/versionlock.list"
+        )
+    assert _locked(pkg, [("mesa-vulkan-drivers-26.2.2-1.fc43.*", None, "x")]) is None

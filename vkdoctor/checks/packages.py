@@ -13,7 +13,7 @@ from vkdoctor.packages.conda import conda_owner
 from vkdoctor.packages.dpkg import DpkgDB
 from vkdoctor.packages.facts import StackFacts
 from vkdoctor.packages.pacman import PacmanDB
-from vkdoctor.packages.remedy import FIX_BROKEN, NOTES, then_upgrade
+from vkdoctor.packages.remedy import FIX_BROKEN, NOTES, RELEASE, then_upgrade
 from vkdoctor.packages.skew import (
     Diagnosis,
     explain_missing_soname,
@@ -317,14 +317,6 @@ class MissingVersionOwner(Check):
             yield _finding(self, explain_missing_version(fact, owners, conda))
 
 
-#: how each manager lets go of a held package, so that its next upgrade includes it
-_RELEASE = {
-    "dpkg": "sudo apt-mark unhold {name} && sudo apt update && sudo apt full-upgrade",
-    "pacman": "remove {name} from that IgnorePkg/IgnoreGroup line, then sudo pacman -Syu",
-    "rpm": "sudo dnf versionlock delete {name} && sudo dnf distro-sync",
-}
-
-
 class HeldPackages(Check):
     """A package of the driver stack is held at its version: on hold in dpkg (apt-mark hold),
     in IgnorePkg or IgnoreGroup in pacman.conf, or locked by dnf versionlock.
@@ -362,8 +354,8 @@ class HeldPackages(Check):
                 f"{pkg.label} is held at its version",
                 f"{pkg.label} owns {', '.join(owned[:3])}{' ...' if len(owned) > 3 else ''} "
                 f"and is held by {pkg.hold}: upgrades skip it while the rest of the driver "
-                "stack moves on, and a full upgrade cannot bring it back in step.",
-                remedy=_RELEASE[pkg.family].format(name=pkg.name) + ".",
+                "stack moves on.",
+                remedy=RELEASE[pkg.family].format(name=pkg.name) + ".",
                 package=pkg.name,
                 version=pkg.version,
                 manager=pkg.family,

@@ -18,6 +18,13 @@ FIX_BROKEN = {
     "rpm": "sudo dnf distro-sync",
 }
 
+#: how each manager lets go of a held package, so that its next upgrade includes it
+RELEASE = {
+    "dpkg": "sudo apt-mark unhold {name} && sudo apt update && sudo apt full-upgrade",
+    "pacman": "remove {name} from that IgnorePkg/IgnoreGroup line, then sudo pacman -Syu",
+    "rpm": "sudo dnf versionlock delete {name} && sudo dnf distro-sync",
+}
+
 NOTES = {
     "pacman": (
         "Upgrade everything together, never a single package (lib32-* packages come along when "

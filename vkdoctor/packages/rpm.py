@@ -145,10 +145,13 @@ def versionlocks(ctx: Context) -> list[tuple[str, str | None, str]]:
 
 def _locked(pkg: Package, locks: list[tuple[str, str | None, str]]) -> str | None:
     evr = pkg.version if ":" in pkg.version else f"0:{pkg.version}"
-    nevra = f"{pkg.name}-{evr}.{pkg.arch}"
+    # dnf writes name-epoch:version-release.arch; a hand-written lock may leave epoch 0 out
+    nevras = [f"{pkg.name}-{evr}.{pkg.arch}"]
+    if evr.startswith("0:"):
+        nevras.append(f"{pkg.name}-{evr[2:]}.{pkg.arch}")
     for pattern, locked_evr, where in locks:
         if locked_evr is None:
-            if fnmatch.fnmatchcase(nevra, pattern):
+            if any(fnmatch.fnmatchcase(n, pattern) for n in nevras):
                 return f"dnf versionlock {pattern} in {where}"
         elif fnmatch.fnmatchcase(pkg.name, pattern) and locked_evr in (pkg.version, evr):
             return f"dnf versionlock of {pkg.name} at {locked_evr} in {where}"

@@ -21,6 +21,7 @@ from vkdoctor.packages.names import driver_name, library_label, numbers, stem
 from vkdoctor.packages.remedy import (
     FIX_BROKEN,
     NOTES,
+    RELEASE,
     UPGRADE,
     no_symlink,
     overlay_hint,
@@ -257,6 +258,13 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
         cause = f"{lib} was upgraded without {csrc}, a partial upgrade"
     else:
         cause = "a partial upgrade or a missing package"
+    held = [p for p in (cpkg, ppkg) if p is not None and p.hold]
+    for pkg in held:
+        clause += f" ({pkg.name} is held by {pkg.hold}, so upgrades skip it)"
+    if held and fix:
+        # the upgrade cannot bring what a hold keeps back: release first
+        fix = RELEASE[held[0].family].format(name=held[0].name)
+        evidence["held"] = {p.name: p.hold for p in held}
     message = f"{subject} needs {fact.soname}, but {have}: {cause}{clause}."
     notes: list[str] = []
     if cpkg is None:
