@@ -306,3 +306,25 @@ def test_a_stray_library_shared_by_drivers_is_one_finding_naming_them_all():
     assert d.title == "lavapipe and RADV: files no package owns"
     assert d.message.startswith("lavapipe and RADV load files that no ")
     assert "/opt/z/libz.so.1 (/opt, a vendor installer)" in d.message
+
+
+def test_unowned_files_from_ld_library_path_point_at_the_variable():
+    from vkdoctor.model import Severity
+    from vkdoctor.packages.facts import StackFile
+    from vkdoctor.packages.model import Inventory
+    from vkdoctor.packages.skew import unowned_files
+
+    lvp = "/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so"
+    files = [
+        StackFile(
+            path="/tmp/stale/libz.so.1",
+            role="library",
+            target=lvp,
+            targets=(lvp,),
+            how="LD_LIBRARY_PATH",
+        )
+    ]
+    (d,) = unowned_files(files, Inventory(databases=()), {}, {})
+    assert d.severity is Severity.INFO
+    assert d.title == "lavapipe: files no package owns, from LD_LIBRARY_PATH"
+    assert d.remedy is not None and "take /tmp/stale off LD_LIBRARY_PATH" in d.remedy

@@ -49,6 +49,8 @@ class StackFile:
     targets: tuple[str, ...] = ()
     #: the link in vkdoctor's overlay through which the driver reaches `path`
     overlay_link: str | None = None
+    #: how ld.so found it ("LD_LIBRARY_PATH", "ld.so.cache", ...), when known
+    how: str | None = None
 
 
 @record(frozen=True, kw_only=True)

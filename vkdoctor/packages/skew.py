@@ -428,6 +428,21 @@ def unowned_files(
             + (f", reached through vkdoctor's overlay {f.overlay_link})" if f.overlay_link else ")")
             for f in group
         )
+        if all(f.how == "LD_LIBRARY_PATH" for f in group):
+            dirs = ", ".join(dict.fromkeys(str(PurePosixPath(f.path).parent) for f in group))
+            out.append(
+                Diagnosis(
+                    severity=Severity.INFO,
+                    title=f"{drv}: files no package owns, from LD_LIBRARY_PATH",
+                    message=f"{drv} {loads} files that no {managers} package owns, found "
+                    f"through LD_LIBRARY_PATH: {listed}. They win over the system's copies for "
+                    "every program started with this environment.",
+                    remedy=f"VKL004 and VKL006 say whether they break anything; if nothing "
+                    f"needs them, take {dirs} off LD_LIBRARY_PATH.",
+                    evidence={"target": target, "unowned": paths, "how": "LD_LIBRARY_PATH"},
+                )
+            )
+            continue
         out.append(
             Diagnosis(
                 severity=Severity.WARN,

@@ -51,6 +51,10 @@ def stack_facts(ctx: Context) -> StackFacts:
                 continue
             role = "driver" if lib.needed_by is None else "library"
             real = _through_overlay(ctx, lib.path)
+            cache = ctx.options.cache_dir
+            if real is not None and cache is not None and real.startswith(f"{cache}/extracted/"):
+                # vkdoctor's own copy out of a --from-package file: VKO001 reports it
+                continue
             if real is not None:
                 # the question is who owns the library, not vkdoctor's link to it
                 files[lib.path] = StackFile(
@@ -60,7 +64,9 @@ def stack_facts(ctx: Context) -> StackFacts:
                 # as a path, not as ld.so spelled it: "../" and an empty LD_LIBRARY_PATH
                 # entry (the current directory) resolved
                 path = os.path.normpath(PurePosixPath(ctx.cwd) / lib.path)
-                files[lib.path] = StackFile(path=path, role=role, target=target_path)
+                files[lib.path] = StackFile(
+                    path=path, role=role, target=target_path, how=lib.how.value
+                )
         classes = {lib.path: lib.elf.elf_class for lib in res.libraries}
         for miss in res.misses:
             if miss.needed_by is None:
