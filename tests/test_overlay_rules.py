@@ -443,6 +443,6 @@ def test_mistyped_search_path_and_package_are_said_when_nothing_is_missing(tmp_p
     assert missing["severity"] == "warn"
     package = by_title["A package file cannot be used"]
     assert package["message"].startswith(
-        f"{not_a_package} is not a package vkdoctor can read (it starts with b'<html>40'"
+        f"{not_a_package} is not a package vkdoctor can read (it starts with '<html>40'"
     )
     assert doc["status"] == "warn"

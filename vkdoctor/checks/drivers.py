@@ -430,7 +430,7 @@ class DriverLibrary(Check):
 
     code = "VKD005"
     family = "drivers"
-    title = "Driver libraries that are missing or unloadable"
+    title = "Manifests whose library file is missing or unusable"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         scan = driver_scan(ctx)

@@ -90,10 +90,12 @@ class LibraryOpens(Check):
                 counts: dict[str, int] = {}
                 for lib in res.libraries[1:]:
                     counts[lib.how.value] = counts.get(lib.how.value, 0) + 1
+                closure = f"{len(res.libraries) - 1} libraries of its closure found"
+                if not res.ok:
+                    closure += ", but not all: VKL002 and VKL003 say what is missing"
                 yield self.ok(
                     f"{t.name}: {root.path}",
-                    f"{label(t)} found {how_found(root)}; {len(res.libraries) - 1} libraries in "
-                    f"its closure.",
+                    f"{label(t)} found {how_found(root)}; {closure}.",
                     target=t.name,
                     path=root.path,
                     how=root.how.value,

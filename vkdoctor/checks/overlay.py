@@ -120,6 +120,11 @@ class OverlayFix(Check):
                         _looked(plan, unsupplied),
                         f"Refused candidates: {rejected}" if rejected else "",
                         refusals,
+                        "The package file(s) given could not be used: "
+                        + "; ".join(plan.package_errors)
+                        + " (VKO002)."
+                        if plan.package_errors
+                        else "",
                     )
                     if p
                 ),

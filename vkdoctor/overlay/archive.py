@@ -78,7 +78,7 @@ def sniff(path: Path) -> str:
         if head.startswith(magic):
             return kind
     raise ArchiveError(
-        f"{path} is not a package vkdoctor can read (it starts with {head[:8]!r}; "
+        f"{path} is not a package vkdoctor can read (it starts with {head[:8].decode('latin-1')!r}; "
         "expected a .deb, .rpm or a zstd/xz/gzip-compressed tar such as .pkg.tar.zst)",
         path=str(path),
     )
