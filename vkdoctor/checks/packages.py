@@ -143,6 +143,15 @@ class ManagerConsistency(Check):
             }
             tools = ", ".join(r.command for r in c.runs) or "the parsed database"
             problems = list(c.problems) or list(c.unmet)
+            skewed = _skewed_packages(ctx, inv)
+            if problems and skewed and all(any(n in p for n in skewed) for p in problems):
+                # the same missing dependency VKP002 explains, with its fix: one cause
+                yield self.info(
+                    f"{db.family}: the unmet dependency is the skew VKP002 explains",
+                    f"{tools}: {'; '.join(problems[:8])}.",
+                    **evidence,
+                )
+                continue
             if problems:
                 shown = "; ".join(problems[:8]) + (" ..." if len(problems) > 8 else "")
                 fix = FIX_BROKEN[db.family]
@@ -201,6 +210,15 @@ def _unversioned_pairs(family: str, inv: Inventory) -> list[str]:
 
 
 # Rules fed by library resolution -----------------------------------------------------------
+
+
+def _skewed_packages(ctx: Context, inv: Inventory) -> set[str]:
+    """Names of the packages whose driver misses a library (VKP002's subjects)."""
+    facts = ctx.fact(stack_facts)
+    if not facts.missing_sonames:
+        return set()
+    owners = inv.owners([m.consumer for m in facts.missing_sonames])
+    return {p.name for pkgs in owners.values() for p in pkgs}
 
 
 class MissingSonameSkew(Check):

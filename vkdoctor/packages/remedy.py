@@ -34,9 +34,6 @@ NOTES = {
         "/etc/pacman.conf if they are held there."
     ),
     "dpkg": (
-        "Read what apt --fix-broken proposes: if it would REMOVE the driver package, the "
-        "repositories lack what it needs (VKP008 says what they offer), and the way back is "
-        "the driver at the repositories' version. "
         "If the driver comes from a PPA that is ahead of the archive (kisak, oibaf), "
         "sudo ppa-purge ppa:OWNER/NAME returns to the archive's packages; apt-mark showhold "
         "lists held packages."
@@ -64,9 +61,20 @@ def overlay_hint(soname: str, provider: str) -> str:
     )
 
 
+#: said wherever the fix is apt --fix-broken
+FIX_BROKEN_CAUTION = (
+    "Read what apt --fix-broken proposes: if it would REMOVE the driver package, the "
+    "repositories lack what it needs (VKP008 says what they offer), and the way back is the "
+    "driver at the repositories' version."
+)
+
+
 def then_upgrade(family: str, fix: str) -> str:
     """After a repair command, the full upgrade that brings the rest in step (when different)."""
     upgrade = UPGRADE[family]
     if "apt update" in fix:
         upgrade = upgrade.replace("sudo apt update && ", "")
-    return "" if upgrade in fix else f"Then {upgrade}."
+    then = "" if upgrade in fix else f"Then {upgrade}."
+    if "--fix-broken" in fix:
+        then = f"{then} {FIX_BROKEN_CAUTION}".strip()
+    return then
