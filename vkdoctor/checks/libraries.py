@@ -666,6 +666,13 @@ def install_loader_command(ctx: Context) -> str:
     for names, command in INSTALL:
         if any(i in names or i.startswith(names) for i in ids):
             return command
+    # no os-release (a bare image tree): the one package database there says which
+    from vkdoctor.packages import inventory
+
+    databases = ctx.fact(inventory).databases
+    if len(databases) == 1:
+        family = {"dpkg": "debian", "pacman": "arch", "rpm": "fedora"}[databases[0].family]
+        return next(command for names, command in INSTALL if family in names)
     return (
         "Install the Vulkan loader: Debian/Ubuntu `sudo apt install libvulkan1`, Arch "
         "`sudo pacman -S vulkan-icd-loader`, Fedora `sudo dnf install vulkan-loader`."
