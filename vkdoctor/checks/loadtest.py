@@ -131,7 +131,9 @@ class DeviceAvailable(Check):
     live_only = True
     #: without a loader, with no driver the loader will load, or with a manifest that stops every
     #: instance (each driver loaded alone does not see it), VKH002, VKD001 or VKD003 has the cause
-    requires = frozenset({"VKH002", "VKD001", "VKD003"})
+    #: no loader, no driver manifest, a manifest that stops the loader, NVIDIA without GLVND's
+    #: libEGL: each is the one cause that VKT002 would only repeat
+    requires = frozenset({"VKH002", "VKD001", "VKD003", "VKC004"})
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         run = ctx.fact(load_test)
@@ -179,7 +181,7 @@ class DeviceAvailable(Check):
         if failing:
             names = ", ".join(Path(o.target.manifest).name for o in failing)
             verb = "fails" if len(failing) == 1 else "fail"
-            options.append(f"fix why {names} {verb} to load (VKT001 and the library findings)")
+            options.append(f"fix why {names} {verb} (VKT001 and the library findings)")
         hidden = hidden_drivers(ctx)
         if hidden is not None:
             options.append(hidden)
