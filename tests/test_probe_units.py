@@ -177,3 +177,20 @@ def test_no_adapter_remedy_leads_with_a_variable_that_hides_drivers():
     assert text.index("unset it first") < text.index("Install the Vulkan CPU driver")
     plain = {"status": "no-adapter", "reason": "no-adapter", "requested": {"cpu": True}, "env": {}}
     assert (remedy(plain) or "").startswith("Install the Vulkan CPU driver (lavapipe)")
+
+
+def test_no_cpu_adapter_with_nothing_else_wrong_names_this_distributions_lavapipe(tmp_path):
+    """Drivers load and nothing hides one, but no CPU adapter: the one command for this
+    distribution, not three distributions' commands."""
+    from vkdoctor.checks.loadtest import load_test
+    from vkdoctor.checks.probe import ComputeProbe, probe_result
+    from vkdoctor.context import Context, Options
+    from vkdoctor.loadtest import LoadTestRun
+
+    ctx = Context(env={"PATH": "/usr/bin:/bin"}, options=Options(cpu=True))
+    ctx._facts[probe_result] = {"status": "no-adapter", "summary": "no Vulkan CPU adapter"}
+    ctx._facts[load_test] = LoadTestRun(outcomes=())
+    (finding,) = ComputeProbe().run(ctx)
+    assert finding.remedy == (
+        "Install lavapipe, the Vulkan CPU driver: sudo apt-get install mesa-vulkan-drivers."
+    )

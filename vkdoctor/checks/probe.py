@@ -89,7 +89,17 @@ def _no_adapter(ctx: Context) -> tuple[str, str] | None:
     hidden = hidden_drivers(ctx)
     if hidden is not None:
         return ("", f"{hidden[0].upper()}{hidden[1:]}.")
-    return None
+    from vkdoctor.checks.drivers import install_command
+
+    if ctx.options.adapter:
+        return None  # the adapters seen are listed: pick one, or install its driver
+    if ctx.options.cpu:
+        return ("", f"Install lavapipe, the Vulkan CPU driver: {install_command(ctx)}.")
+    return (
+        "",
+        "Install the Vulkan driver for this machine's GPU, or lavapipe for a CPU device: "
+        f"{install_command(ctx)}.",
+    )
 
 
 CHECKS: tuple[type[Check], ...] = (ComputeProbe,)
