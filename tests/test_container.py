@@ -14,7 +14,7 @@ from elfbuild import build_lib
 
 from vkdoctor.checks.container import GpuDeviceNodes, NvidiaContainerCapabilities
 from vkdoctor.context import Context
-from vkdoctor.model import Severity
+from vkdoctor.model import Finding, Severity
 from vkdoctor.runner import run_checks
 
 
@@ -22,48 +22,71 @@ def _findings(doc, code):
     return [f for f in doc["findings"] if f["code"] == code]
 
 
-def test_compute_only_container_is_a_loud_failure():
-    proc, doc = run_json(
-        ["check", "--no-probe", "--select", "VKC001"],
-        env={"NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility"},
+def _nvidia_runtime_tree(root: Path) -> Path:
+    """What the NVIDIA container runtime leaves in a container: its device node and /proc entry."""
+    (root / "dev").mkdir(parents=True, exist_ok=True)
+    (root / "dev" / "nvidiactl").touch()
+    (root / "proc" / "driver" / "nvidia").mkdir(parents=True)
+    (root / "proc" / "driver" / "nvidia" / "version").write_text(
+        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.03  Release Build\n"
     )
-    (f,) = _findings(doc, "VKC001")
-    assert proc.returncode == 1
-    assert f["severity"] == "fail"
-    assert "NVIDIA_DRIVER_CAPABILITIES is compute,utility" in f["message"]
-    assert "libGLX_nvidia.so.0" in f["message"]
-    assert "NVIDIA_DRIVER_CAPABILITIES=compute,graphics,utility" in f["remedy"]
+    return root
 
 
-def test_unset_capabilities_means_the_runtime_default():
-    _, doc = run_json(
-        ["check", "--no-probe", "--select", "VKC001"], env={"NVIDIA_VISIBLE_DEVICES": "0"}
-    )
-    (f,) = _findings(doc, "VKC001")
-    assert f["severity"] == "fail" and "unset (the runtime assumes utility,compute)" in f["message"]
+def _vkc001(root: Path, **env: str) -> Finding:
+    (res,) = run_checks(Context(root=root, env=env), [NvidiaContainerCapabilities])
+    (f,) = res.findings
+    return f
 
 
-def test_graphics_capability_passes_and_no_gpu_is_not_judged():
-    _, doc = run_json(
-        ["check", "--no-probe", "--select", "VKC001"],
-        env={
-            "NVIDIA_VISIBLE_DEVICES": "all",
-            "NVIDIA_DRIVER_CAPABILITIES": "compute,graphics,utility",
-        },
-    )
-    assert _findings(doc, "VKC001")[0]["severity"] == "ok"
+def test_compute_only_container_is_a_loud_failure(tmp_path: Path):
+    tree = _nvidia_runtime_tree(tmp_path)
+    f = _vkc001(tree, NVIDIA_VISIBLE_DEVICES="all", NVIDIA_DRIVER_CAPABILITIES="compute,utility")
+    assert f.severity is Severity.FAIL
+    assert "NVIDIA_DRIVER_CAPABILITIES is compute,utility" in f.message
+    assert "libGLX_nvidia.so.0" in f.message
+    assert "NVIDIA_DRIVER_CAPABILITIES=compute,graphics,utility" in (f.remedy or "")
+    assert f.evidence["driver_version"] == "580.159.03"
+
+
+def test_unset_capabilities_means_the_runtime_default(tmp_path: Path):
+    f = _vkc001(_nvidia_runtime_tree(tmp_path), NVIDIA_VISIBLE_DEVICES="0")
+    assert f.severity is Severity.FAIL
+    assert "unset (the runtime assumes utility,compute)" in f.message
+
+
+def test_graphics_capability_passes_and_no_gpu_is_not_judged(tmp_path: Path):
+    tree = _nvidia_runtime_tree(tmp_path)
+    caps = "compute,graphics,utility"
+    f = _vkc001(tree, NVIDIA_VISIBLE_DEVICES="all", NVIDIA_DRIVER_CAPABILITIES=caps)
+    assert f.severity is Severity.OK
     (res,) = run_checks(Context(env={}), [NvidiaContainerCapabilities])
     assert res.findings[0].severity is Severity.OK
 
 
+def test_an_image_variable_without_the_nvidia_runtime_is_no_failure():
+    """nvidia/cuda images set NVIDIA_VISIBLE_DEVICES; run without --gpus (as on a CPU runner)
+    nothing is mounted, and the capabilities are beside the point: information, not failure."""
+    for caps in (
+        {},
+        {"NVIDIA_DRIVER_CAPABILITIES": "compute,utility"},
+        {"NVIDIA_DRIVER_CAPABILITIES": "all"},
+    ):
+        proc, doc = run_json(
+            ["check", "--no-probe", "--select", "VKC001"],
+            env={"NVIDIA_VISIBLE_DEVICES": "all", **caps},
+        )
+        assert proc.returncode == 0
+        (f,) = _findings(doc, "VKC001")
+        assert f["severity"] == "info"
+        assert f["title"].startswith("NVIDIA_VISIBLE_DEVICES is set, but no NVIDIA GPU was given")
+        assert "--gpus all" in f["message"]
+
+
 def test_container_marker_in_a_root_tree(tmp_path: Path):
     (tmp_path / ".dockerenv").touch()
-    ctx = Context(
-        root=tmp_path,
-        env={"NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "compute"},
-    )
-    (res,) = run_checks(ctx, [NvidiaContainerCapabilities])
-    f = res.findings[0]
+    tree = _nvidia_runtime_tree(tmp_path)
+    f = _vkc001(tree, NVIDIA_VISIBLE_DEVICES="all", NVIDIA_DRIVER_CAPABILITIES="compute")
     assert f.severity is Severity.FAIL and f.evidence["container"] == "docker"
     assert "in this docker container" in f.message
 

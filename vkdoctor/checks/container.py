@@ -54,6 +54,16 @@ def nvidia_driver_version(ctx: Context) -> str | None:
     return None
 
 
+def _nvidia_runtime_used(ctx: Context) -> bool:
+    """The NVIDIA container runtime (or the host's driver) is really here: its device nodes, its
+    /proc entry, or an NVIDIA driver manifest the loader will see."""
+    if ctx.under("/dev/nvidiactl").exists() or ctx.under("/proc/driver/nvidia/version").exists():
+        return True
+    from vkdoctor.loader import driver_scan
+
+    return any("nvidia" in (d.library or "").lower() for d in driver_scan(ctx).drivers)
+
+
 def nvidia_gpu_expected(ctx: Context) -> bool:
     visible = (ctx.env.get("NVIDIA_VISIBLE_DEVICES") or "").strip().lower()
     if visible and visible not in ("void", "none"):
@@ -82,6 +92,22 @@ class NvidiaContainerCapabilities(Check):
             )
             return
         kind = container_kind(ctx)
+        if not _nvidia_runtime_used(ctx):
+            # NVIDIA_VISIBLE_DEVICES comes with the image (nvidia/cuda sets it); without the
+            # NVIDIA runtime nothing is mounted whatever the capabilities say
+            yield self.info(
+                "NVIDIA_VISIBLE_DEVICES is set, but no NVIDIA GPU was given to this "
+                + (f"{kind} container" if kind else "machine"),
+                f"NVIDIA_VISIBLE_DEVICES={ctx.env.get('NVIDIA_VISIBLE_DEVICES')} (images such as "
+                "nvidia/cuda set it), but there is no /dev/nvidiactl, no /proc/driver/nvidia and "
+                "no NVIDIA driver manifest: the container was started without the NVIDIA "
+                "runtime (docker run --gpus all, or --runtime nvidia), or the machine has no "
+                "NVIDIA GPU. NVIDIA_DRIVER_CAPABILITIES matters only once it is.",
+                container=kind,
+                NVIDIA_VISIBLE_DEVICES=ctx.env.get("NVIDIA_VISIBLE_DEVICES"),
+                NVIDIA_DRIVER_CAPABILITIES=ctx.env.get("NVIDIA_DRIVER_CAPABILITIES"),
+            )
+            return
         raw = ctx.env.get("NVIDIA_DRIVER_CAPABILITIES")
         caps = {
             c.strip().lower()
