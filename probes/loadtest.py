@@ -172,12 +172,15 @@ class Loader:
         self.proc_addr.restype = ctypes.c_void_p
         self.proc_addr.argtypes = (ctypes.c_void_p, ctypes.c_char_p)
         self.version = API_1_0
+        #: whether the loader said its version (a broken implicit layer can make it fail)
+        self.version_known = False
         enum_version = self.proc_addr(None, b"vkEnumerateInstanceVersion")
         if enum_version:
             out = ctypes.c_uint32(0)
             fn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_uint32))(enum_version)
             if fn(ctypes.byref(out)) == VK_SUCCESS:
                 self.version = out.value
+                self.version_known = True
 
     def instance_devices(self) -> dict[str, object]:
         app = ApplicationInfo(
@@ -284,7 +287,9 @@ def main() -> int:
     os.environ.setdefault("VK_LOADER_DEBUG", "error")
     try:
         loader: Loader | None = Loader(request.get("loader") or "libvulkan.so.1")
-        hello: dict[str, object] = {"loader_version": version_text(loader.version)}
+        hello: dict[str, object] = {
+            "loader_version": version_text(loader.version) if loader.version_known else None
+        }
     except (OSError, AttributeError) as exc:
         loader = None
         hello = {"loader_error": str(exc)}

@@ -319,3 +319,20 @@ def test_xdg_data_dirs_that_drop_usr_share_is_named_as_the_cause(tmp_path):
     )
     (vkd001,) = findings(doc, "VKD001")
     assert vkd001["remedy"].endswith("(export XDG_DATA_DIRS=/usr/local/share:/usr/share)")
+
+
+def test_a_layer_manifest_that_fails_every_instance_is_the_one_failure(tmp_path):
+    """Loader 1.3.239 fails every vkCreateInstance over a bad implicit layer manifest: the load
+    test would blame each driver in turn; it waits for VKI002 instead."""
+    layers = tmp_path / "data" / "vulkan" / "implicit_layer.d"
+    layers.mkdir(parents=True)
+    (layers / "bad.json").write_text('{"file_format_version": "1.0.0", "layer": {,}}')
+    proc, doc = run_json(
+        ["check", "--no-probe", "--select", "VKI002", "--select", "VKT"],
+        env={"HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data")},
+    )
+    assert proc.returncode == 1
+    failed = [f["code"] for f in doc["findings"] if f["severity"] in ("fail", "warn")]
+    assert failed == ["VKI002"]
+    skipped = {c["code"]: c["skip_reason"] for c in doc["checks"] if c["status"] == "skipped"}
+    assert skipped["VKT001"] == skipped["VKT002"] == "requires VKI002, which did not pass"

@@ -50,6 +50,16 @@ def prefetch(ctx: Context) -> LoadTest | None:
         return None
 
 
+def _loader_version(ctx: Context, run: LoadTestRun) -> str | None:
+    """The real loader's own answer, else the version its file name says (vkdoctor.loader)."""
+    if run.loader_version:
+        return run.loader_version
+    from vkdoctor.loader.version import loader_version
+
+    static = ctx.fact(loader_version)
+    return static.text if static.version else None
+
+
 def _verdict_finding(
     check: Check, ctx: Context, run: LoadTestRun, outcome: TargetOutcome
 ) -> Finding:
@@ -67,7 +77,7 @@ def _verdict_finding(
 
         owner = package_owner(ctx, outcome.target.dlopen_name)
     verdict = classify(
-        outcome, others=others, env=ctx.env, loader_version=run.loader_version, owner=owner
+        outcome, others=others, env=ctx.env, loader_version=_loader_version(ctx, run), owner=owner
     )
     evidence = {**outcome.as_dict(), "verdict": verdict.kind}
     predicted = PredictionAgrees().predictions(ctx).get(outcome.target)
@@ -106,6 +116,8 @@ class DriversLoad(Check):
     family = "load"
     title = "Drivers load for real"
     live_only = True
+    #: a layer manifest that makes every vkCreateInstance fail: no driver's instance says more
+    requires = frozenset({"VKI002"})
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         run = ctx.fact(load_test)
@@ -132,8 +144,9 @@ class DeviceAvailable(Check):
     #: without a loader, with no driver the loader will load, or with a manifest that stops every
     #: instance (each driver loaded alone does not see it), VKH002, VKD001 or VKD003 has the cause
     #: no loader, no driver manifest, a manifest that stops the loader, NVIDIA without GLVND's
-    #: libEGL: each is the one cause that VKT002 would only repeat
-    requires = frozenset({"VKH002", "VKD001", "VKD003", "VKC004"})
+    #: libEGL, a layer manifest that fails every instance: each is the one cause that VKT002
+    #: would only repeat
+    requires = frozenset({"VKH002", "VKD001", "VKD003", "VKC004", "VKI002"})
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         run = ctx.fact(load_test)
