@@ -336,3 +336,62 @@ def test_a_layer_manifest_that_fails_every_instance_is_the_one_failure(tmp_path)
     assert failed == ["VKI002"]
     skipped = {c["code"]: c["skip_reason"] for c in doc["checks"] if c["status"] == "skipped"}
     assert skipped["VKT001"] == skipped["VKT002"] == "requires VKI002, which did not pass"
+
+
+def _explicit_layer(directory: Path, name: str, library: Path | str) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    manifest = {
+        "file_format_version": "1.0.0",
+        "layer": {
+            "name": name,
+            "type": "INSTANCE",
+            "library_path": str(library),
+            "api_version": "1.3.0",
+            "implementation_version": "1",
+            "description": "vkdoctor test layer",
+        },
+    }
+    (directory / f"{name}.json").write_text(json.dumps(manifest))
+
+
+def test_an_explicit_layer_the_environment_turns_on_is_loaded_for_real(tmp_path):
+    """VK_INSTANCE_LAYERS with a layer whose constructor aborts: the real vulkaninfo dies, and
+    vkdoctor says so (VKT003) instead of "OK"; a name with no manifest is named too."""
+    import subprocess
+
+    from tests.elfbuild import build_lib
+
+    lib = build_lib(
+        tmp_path / "lib" / "libVkLayer_abort.so",
+        source="#include <stdlib.h>\n__attribute__((constructor)) static void die(void){abort();}\n",
+    )
+    _explicit_layer(tmp_path / "data/vulkan/explicit_layer.d", "VK_LAYER_TEST_abort", lib)
+    env = {
+        "HOME": str(tmp_path),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "VK_INSTANCE_LAYERS": "VK_LAYER_TEST_abort:VK_LAYER_TEST_nowhere",
+    }
+    real = subprocess.run(
+        ["vulkaninfo", "--summary"],
+        env={**os.environ, **env},
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert real.returncode == -6  # SIGABRT: the oracle for "every application dies"
+    proc, doc = run_json(["check", "--no-probe", "--select", "VKI004", "--select", "VKT"], env=env)
+    assert proc.returncode == 1
+    by_title = {f["title"]: f for f in findings(doc, "VKI004")}
+    missing = by_title[
+        "VK_INSTANCE_LAYERS names VK_LAYER_TEST_nowhere, which no explicit layer manifest provides"
+    ]
+    assert missing["severity"] == "warn"
+    on = [f for f in findings(doc, "VKI004") if f["severity"] == "info"]
+    assert on and on[0]["title"].startswith("VK_LAYER_TEST_abort is in every Vulkan application")
+    (crash,) = [f for f in findings(doc, "VKT003") if f["severity"] == "fail"]
+    assert "VK_LAYER_TEST_abort" in crash["title"] and "SIGABRT" in crash["title"]
+    # without the variable the layer is the applications' business: nothing loads it
+    del env["VK_INSTANCE_LAYERS"]
+    proc, doc = run_json(["check", "--no-probe", "--select", "VKI004", "--select", "VKT"], env=env)
+    assert proc.returncode == 0
+    assert [f["severity"] for f in findings(doc, "VKI004")] == ["ok"]

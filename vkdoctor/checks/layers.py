@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
-from vkdoctor.loader import layer_scan
+from vkdoctor.loader import explicit_layers, layer_scan
 from vkdoctor.loader import layers as L
 from vkdoctor.loader.layers import Layer, LayerScan
 from vkdoctor.model import Finding
@@ -174,4 +174,63 @@ class ImplicitLayerManifest(Check):
                     )
 
 
-CHECKS: tuple[type[Check], ...] = (ImplicitLayers, BrokenImplicitLayer, ImplicitLayerManifest)
+class ExplicitLayersFromEnvironment(Check):
+    """Explicit layers that an environment variable turns on in every Vulkan application.
+
+    Explicit layers (validation, profiling, capture tools) are meant to be chosen by the
+    application. VK_INSTANCE_LAYERS (a `:`-separated list of names) and VK_LOADER_LAYERS_ENABLE
+    (globs) put them into every instance instead; the loader looks for them in the
+    explicit_layer.d directories of its search path, or in VK_LAYER_PATH, which replaces it
+    (VK_ADD_LAYER_PATH is searched first). A name no manifest provides is ignored; a layer that
+    is found is loaded into every program, so its library is resolved (VKL001-VKL003) and
+    loaded for real (VKT003) like an implicit layer's. A crashing capture layer left in a shell
+    profile takes every Vulkan program down with it.
+    """
+
+    code = "VKI004"
+    family = "layers"
+    title = "Explicit layers turned on by the environment"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        scan = explicit_layers(ctx)
+        requested = L.instance_layers(ctx)
+        if not requested and not scan.enable.active:
+            return
+        found = {layer.name for layer in scan.layers if layer.invalid is None}
+        where = (
+            f"{scan.plan.override}={scan.plan.override_value}"
+            if scan.plan.override
+            else "the explicit_layer.d directories: "
+            + ", ".join(e.path for e in scan.plan.entries)
+        )
+        for name in requested:
+            if name not in found:
+                yield self.warn(
+                    f"VK_INSTANCE_LAYERS names {name}, which no explicit layer manifest provides",
+                    f"The loader looks for {name} in {where} and ignores the name when it finds "
+                    "no manifest: the layer is not loaded.",
+                    remedy=f"remove {name} from VK_INSTANCE_LAYERS, or install the layer "
+                    "(or point VK_ADD_LAYER_PATH at its manifest's directory)",
+                    name=name,
+                    search_path=[e.path for e in scan.plan.entries],
+                )
+        for layer in scan.active:
+            off = (
+                f"remove {layer.name} from VK_INSTANCE_LAYERS"
+                if layer.name in requested
+                else f"export VK_LOADER_LAYERS_DISABLE={layer.name}"
+            )
+            yield self.info(
+                f"{layer.name} is in every Vulkan application ({layer.activation})",
+                f"{layer.manifest} -> {layer.library}. Its library is checked under VKL001-VKL003 "
+                f"and loaded for real under VKT003. To turn it off: {off}.",
+                **_ev(layer),
+            )
+
+
+CHECKS: tuple[type[Check], ...] = (
+    ImplicitLayers,
+    BrokenImplicitLayer,
+    ImplicitLayerManifest,
+    ExplicitLayersFromEnvironment,
+)

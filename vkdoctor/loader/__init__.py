@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from vkdoctor.context import Context
 from vkdoctor.loader.icd import DriverScan, default_driver_scan
-from vkdoctor.loader.layers import LayerScan, implicit_layer_scan
+from vkdoctor.loader.layers import LayerScan, explicit_layer_scan, implicit_layer_scan
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.loader.version import LoaderVersion, loader_version
 
@@ -20,6 +20,7 @@ __all__ = [
     "LoadTarget",
     "LoaderVersion",
     "driver_scan",
+    "explicit_layers",
     "implicit_layer_scan",
     "load_targets",
     "loader_version",
@@ -35,12 +36,17 @@ def layer_scan(ctx: Context) -> LayerScan:
     return ctx.fact(implicit_layer_scan)
 
 
+def explicit_layers(ctx: Context) -> LayerScan:
+    return ctx.fact(explicit_layer_scan)
+
+
 def load_targets(ctx: Context) -> tuple[LoadTarget, ...]:
     """Active implicit layers (loaded by vkCreateInstance) and the drivers the loader dlopens.
 
     The loader scans and dlopens drivers first (in manifest order), then loads the active
-    implicit layers while building the instance chain. A scan aborted by a broken manifest lists
-    what is dlopened before the abort.
+    implicit layers while building the instance chain, and the explicit layers the environment
+    asks for (VK_INSTANCE_LAYERS, VK_LOADER_LAYERS_ENABLE). A scan aborted by a broken manifest
+    lists what is dlopened before the abort.
     """
     targets: list[LoadTarget] = []
     for d in driver_scan(ctx).drivers:
@@ -54,7 +60,7 @@ def load_targets(ctx: Context) -> tuple[LoadTarget, ...]:
                     library_arch=d.library_arch,
                 )
             )
-    for layer in layer_scan(ctx).active:
+    for layer in (*layer_scan(ctx).active, *explicit_layers(ctx).active):
         if layer.library is not None and layer.name is not None:
             targets.append(
                 LoadTarget(

@@ -26,6 +26,7 @@ from vkdoctor.loader.rootpath import host_path
 from vkdoctor.loader.search import (
     ManifestFile,
     SearchPlan,
+    explicit_layer_plan,
     implicit_layer_plan,
     scan,
     secure_getenv,
@@ -162,6 +163,7 @@ def _layer(
     node: cjson.Node,
     enable: Filter,
     disable: Filter,
+    explicit: bool = False,
 ) -> Layer:
     base: dict[str, Any] = {"manifest": mf.path, "origin": mf.origin}
     values: dict[str, str] = {}
@@ -198,9 +200,10 @@ def _layer(
         return Layer(**base, invalid="has neither library_path nor component_layers")
     dis = cjson.get(node, "disable_environment")
     pair = _env_pair(dis) if dis is not None else None
-    if pair is None:
+    if pair is None and not explicit:
         return Layer(**base, invalid="required 'disable_environment' missing or empty")
-    base["disable_env"], base["disable_value"] = pair
+    if pair is not None:
+        base["disable_env"], base["disable_value"] = pair
     ena = cjson.get(node, "enable_environment")
     pair = _env_pair(ena) if ena is not None else None
     if pair is not None:
@@ -216,8 +219,30 @@ def _layer(
             return Layer(
                 **base, invalid=f"library_arch {arch_text}: skipped by a {bits}-bit process"
             )
-    active, why = _activation(ctx, base, enable, disable)
+    if explicit:
+        active, why = _explicit_activation(ctx, name, enable, disable)
+    else:
+        active, why = _activation(ctx, base, enable, disable)
     return Layer(**base, active=active, activation=why)
+
+
+def instance_layers(ctx: Context) -> list[str]:
+    """The layer names VK_INSTANCE_LAYERS asks the loader to add to every instance."""
+    return [n for n in (secure_getenv(ctx, "VK_INSTANCE_LAYERS") or "").split(":") if n]
+
+
+def _explicit_activation(
+    ctx: Context, name: str, enable: Filter, disable: Filter
+) -> tuple[bool, str]:
+    """An explicit layer is in every instance only when a variable asks for it (or the
+    application does, which vkdoctor cannot know)."""
+    if disable.all or matches(name, disable):
+        return False, f"forced off by VK_LOADER_LAYERS_DISABLE={disable.raw}"
+    if name in instance_layers(ctx):
+        return True, f"enabled by VK_INSTANCE_LAYERS={secure_getenv(ctx, 'VK_INSTANCE_LAYERS')}"
+    if enable.active and matches(name, enable):
+        return True, f"forced on by VK_LOADER_LAYERS_ENABLE={enable.raw}"
+    return False, "explicit: on only when an application asks for it"
 
 
 def _activation(
@@ -255,6 +280,7 @@ def _file(
     loader: LoaderVersion,
     enable: Filter,
     disable: Filter,
+    explicit: bool = False,
 ) -> LayerFile:
     base: dict[str, Any] = {"manifest": mf.path, "origin": mf.origin}
     got = fileio.read_manifest(host_path(ctx, mf.path))
@@ -295,7 +321,7 @@ def _file(
             why = f"not valid JSON ({exc}); loader {loader.text} skips it"
         return LayerFile(**base, outcome=FILE_JSON_ERROR, reason=why)
     try:
-        return _layers_of(ctx, mf, root, base, enable, disable)
+        return _layers_of(ctx, mf, root, base, enable, disable, explicit)
     except cjson.LoaderCrash as exc:
         return LayerFile(**base, outcome=FILE_CRASH, reason=f"{exc}; the loader crashes on it")
 
@@ -307,6 +333,7 @@ def _layers_of(
     base: dict[str, Any],
     enable: Filter,
     disable: Filter,
+    explicit: bool = False,
 ) -> LayerFile:
     if root.type != cjson.OBJECT:
         return LayerFile(**base, outcome=FILE_NOT_OBJECT, reason="top level is not a JSON object")
@@ -333,7 +360,7 @@ def _layers_of(
                 outcome=FILE_MULTIPLE_LAYER,
                 reason="keys after 'layer' read as more 'layer' objects, refused for file version >= 1.0.1",
             )
-    layers = tuple(_layer(ctx, mf, n, enable, disable) for n in nodes)
+    layers = tuple(_layer(ctx, mf, n, enable, disable, explicit) for n in nodes)
     return LayerFile(**base, outcome=FILE_OK, reason="read", layers=layers)
 
 
@@ -364,3 +391,20 @@ def implicit_layer_scan(ctx: Context) -> LayerScan:
         disable=disable,
         aborted_by=aborted,
     )
+
+
+def explicit_layer_scan(ctx: Context) -> LayerScan:
+    """Fact: the explicit layer manifests and which layers the environment turns on in every
+    instance (VK_INSTANCE_LAYERS, VK_LOADER_LAYERS_ENABLE). Read only when a variable asks for
+    one: otherwise explicit layers are the applications' business."""
+    loader = ctx.fact(loader_version)
+    plan = explicit_layer_plan(ctx)
+    enable = parse_filter("VK_LOADER_LAYERS_ENABLE", secure_getenv(ctx, "VK_LOADER_LAYERS_ENABLE"))
+    disable = parse_layer_disable(
+        "VK_LOADER_LAYERS_DISABLE", secure_getenv(ctx, "VK_LOADER_LAYERS_DISABLE")
+    )
+    files: tuple[LayerFile, ...] = ()
+    if instance_layers(ctx) or enable.active:
+        found, _problems = scan(ctx, plan)
+        files = tuple(_file(ctx, mf, loader, enable, disable, explicit=True) for mf in found)
+    return LayerScan(plan=plan, files=files, loader=loader, enable=enable, disable=disable)

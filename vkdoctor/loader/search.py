@@ -15,6 +15,7 @@ from vkdoctor.record import record
 
 DRIVERS = "vulkan/icd.d"
 IMPLICIT_LAYERS = "vulkan/implicit_layer.d"
+EXPLICIT_LAYERS = "vulkan/explicit_layer.d"
 
 #: compile-time defaults of the Debian/upstream Linux build
 FALLBACK_CONFIG_DIRS = "/etc/xdg"
@@ -176,6 +177,28 @@ def _standard_entries(ctx: Context, suffix: str) -> list[SearchEntry]:
 def implicit_layer_plan(ctx: Context) -> SearchPlan:
     """Implicit layers: the standard list only; no variable overrides it in loader 1.3.239."""
     return SearchPlan(entries=_dedup(_standard_entries(ctx, IMPLICIT_LAYERS)))
+
+
+def explicit_layer_plan(ctx: Context) -> SearchPlan:
+    """Explicit layers: VK_LAYER_PATH replaces the standard list, VK_ADD_LAYER_PATH comes first."""
+    override = secure_getenv(ctx, "VK_LAYER_PATH")
+    if override is not None:
+        entries = [
+            SearchEntry(path=e, origin="VK_LAYER_PATH", is_file=_is_json(e))
+            for e in _elements(override)
+        ]
+        return SearchPlan(
+            entries=_dedup(entries), override="VK_LAYER_PATH", override_value=override
+        )
+    entries = []
+    additional = secure_getenv(ctx, "VK_ADD_LAYER_PATH")
+    if additional is not None:
+        entries += [
+            SearchEntry(path=e, origin="VK_ADD_LAYER_PATH", is_file=_is_json(e))
+            for e in _elements(additional)
+        ]
+    entries += _standard_entries(ctx, EXPLICIT_LAYERS)
+    return SearchPlan(entries=_dedup(entries))
 
 
 @record(frozen=True, kw_only=True)
