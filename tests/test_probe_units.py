@@ -194,3 +194,22 @@ def test_no_cpu_adapter_with_nothing_else_wrong_names_this_distributions_lavapip
     assert finding.remedy == (
         "Install lavapipe, the Vulkan CPU driver: sudo apt-get install mesa-vulkan-drivers."
     )
+
+
+def test_remedies_blame_what_the_user_chose_first():
+    from vkdoctor.probe_report import remedy
+
+    custom = {
+        "status": "fail",
+        "reason": "ladder",
+        "command": ["/py", "probe.py", "--cpu", "--shader-dir", "/my/kernels"],
+    }
+    assert (remedy(custom) or "").startswith(
+        "The kernels come from --shader-dir /my/kernels: check them first"
+    )
+    broken = {"status": "error", "reason": "library-error", "env": {"WGPU_LIB_PATH": "/x.so"}}
+    assert (remedy(broken) or "").startswith("WGPU_LIB_PATH=/x.so is set")
+    system = {"status": "error", "reason": "wgpu-missing", "command": ["/usr/bin/python3", "p"]}
+    text = remedy(system) or ""
+    assert text.startswith("/usr/bin/python3 is the distribution's Python")
+    assert "--python ~/.venvs/wgpu/bin/python" in text

@@ -65,8 +65,35 @@ def remedy(probe: Mapping[str, Any]) -> str | None:
 
     if reason in ("wgpu-missing", "numpy-missing") and python:
         package = reason.split("-", 1)[0]
+        if str(python).startswith(("/usr/bin/", "/bin/")):
+            # a distribution's Python refuses pip (PEP 668, "externally managed")
+            return (
+                f"{python} is the distribution's Python, where pip may not install: make a "
+                "virtual environment with wgpu and numpy (`python3 -m venv ~/.venvs/wgpu && "
+                "~/.venvs/wgpu/bin/pip install wgpu numpy`) and run the probe with "
+                "`--python ~/.venvs/wgpu/bin/python`."
+            )
         return f"Install {package} in the Python that runs the probe: `{python} -m pip install {package}`."
     env = probe.get("env") or {}
+    command = [str(c) for c in probe.get("command") or []]
+    if "--shader-dir" in command[:-1] and reason in (
+        "wrong-numbers",
+        "ladder",
+        "gpu-error",
+        "limits",
+    ):
+        kernels = command[command.index("--shader-dir") + 1]
+        return (
+            f"The kernels come from --shader-dir {kernels}: check them first (a compile error, a "
+            "missing @workgroup_size or a wrong result there is the kernel's, not the driver's); "
+            "without --shader-dir the probe runs vkdoctor's own kernels."
+        )
+    lib_path = env.get("WGPU_LIB_PATH")
+    if reason in ("python-error", "no-output", "library-error") and lib_path:
+        return (
+            f"WGPU_LIB_PATH={lib_path} is set: wgpu-py loads that file instead of its own "
+            "wgpu-native (see VKL005). Unset it, or point it at a working libwgpu_native."
+        )
     if reason == "library-error":
         said = [f"{k}={env[k]}" for k in ("LD_LIBRARY_PATH", "LD_PRELOAD") if env.get(k)]
         where = (
@@ -79,12 +106,6 @@ def remedy(probe: Mapping[str, Any]) -> str | None:
             f"A shared library in the probe's Python did not load (the message names it): {where}. "
             "`vkdoctor check` names the copy and the fix (VKL003, VKL006); unset the variable or "
             "give it only to the program that needs it."
-        )
-    lib_path = env.get("WGPU_LIB_PATH")
-    if reason in ("python-error", "no-output") and lib_path:
-        return (
-            f"WGPU_LIB_PATH={lib_path} is set: wgpu-py loads that file instead of its own "
-            "wgpu-native (see VKL005). Unset it, or point it at a working libwgpu_native."
         )
     return _REMEDY.get(reason)
 

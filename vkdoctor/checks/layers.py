@@ -200,8 +200,7 @@ class ExplicitLayersFromEnvironment(Check):
         where = (
             f"{scan.plan.override}={scan.plan.override_value}"
             if scan.plan.override
-            else "the explicit_layer.d directories: "
-            + ", ".join(e.path for e in scan.plan.entries)
+            else "the explicit_layer.d directories: " + ", ".join(e.path for e in scan.plan.entries)
         )
         for name in requested:
             if name not in found:
