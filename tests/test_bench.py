@@ -57,3 +57,7 @@ def test_bad_sizes_are_a_usage_error():
     with pytest.raises(ValueError, match="is not ROWSxD"):
         parse_sizes("4096")
     assert parse_sizes("16384x4096, 2x8") == [(16384, 4096), (2, 8)]
+    # a size no host can hold is refused before anything runs (it was a MemoryError traceback)
+    proc = run_vkdoctor(["bench", "--cpu", "--sizes", "1000000x100000"])
+    assert proc.returncode == 2
+    assert "100,000,000,000 elements; at most 1,073,741,824" in proc.stderr

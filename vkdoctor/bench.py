@@ -51,8 +51,18 @@ def parse_sizes(text: str) -> list[tuple[int, int]]:
         r, c = int(rows), int(d)
         if r < 1 or c < 4 or c % 4:
             raise ValueError(f"{item.strip()!r}: rows must be >= 1 and d a multiple of 4")
+        if r * c > MAX_ELEMENTS:
+            raise ValueError(
+                f"{item.strip()!r}: {r * c:,} elements; at most {MAX_ELEMENTS:,} (the host keeps x, "
+                "y and a float64 reference: 16 GiB already)"
+            )
         sizes.append((r, c))
     return sizes
+
+
+#: 2^30 float32 elements: 4 GiB per tensor on the GPU, 16 GiB of host memory for x, y and the
+#: float64 reference; larger sizes measure the same bandwidth and run out of memory first
+MAX_ELEMENTS = 1 << 30
 
 
 def _gbps(v: float | None) -> str:
