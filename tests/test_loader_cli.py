@@ -395,3 +395,22 @@ def test_an_explicit_layer_the_environment_turns_on_is_loaded_for_real(tmp_path)
     proc, doc = run_json(["check", "--no-probe", "--select", "VKI004", "--select", "VKT"], env=env)
     assert proc.returncode == 0
     assert [f["severity"] for f in findings(doc, "VKI004")] == ["ok"]
+
+
+def test_a_layer_without_entry_points_is_skipped_by_the_loader_and_said(tmp_path):
+    """The real loader logs "Failed to find 'vkGetInstanceProcAddr'" and leaves the layer out;
+    that is no "loads and passes"."""
+    from tests.elfbuild import build_lib
+
+    lib = build_lib(tmp_path / "lib" / "libnoep.so", source="int nothing(void){return 0;}\n")
+    _explicit_layer(tmp_path / "data/vulkan/explicit_layer.d", "VK_LAYER_TEST_noep", lib)
+    env = {
+        "HOME": str(tmp_path),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "VK_INSTANCE_LAYERS": "VK_LAYER_TEST_noep",
+    }
+    proc, doc = run_json(["check", "--no-probe", "--select", "VKT003"], env=env)
+    assert proc.returncode == 0
+    (skipped,) = [f for f in findings(doc, "VKT003") if f["severity"] == "warn"]
+    assert skipped["title"] == f"layer VK_LAYER_TEST_noep ({lib}) loads, but the loader skips it"
+    assert "Failed to find 'vkGetInstanceProcAddr'" in skipped["message"]

@@ -729,6 +729,24 @@ def classify(
             message=f"dlopen succeeded; vkCreateInstance was not tried: {outcome.reason}.",
         )
     if t.kind == "layer":
+        said = [
+            line
+            for line in loader_errors(outcome.output.get("instance", ""))
+            if "Failed to find" in line and (t.dlopen_name in line or t.name in line)
+        ]
+        if outcome.instance == "ok" and said:
+            return Verdict(
+                severity=Severity.WARN,
+                kind="layer-skipped",
+                title=f"{what} loads, but the loader skips it",
+                message=f"dlopen succeeds, but the loader does not find the layer's entry points "
+                f"and leaves it out of every instance: {said[0]}. Whatever it is for does not "
+                "happen.",
+                remedy="Replace the library with a build of the layer (it must export "
+                "vkGetInstanceProcAddr or vkNegotiateLoaderLayerInterfaceVersion), or turn the "
+                "layer off: "
+                + disable_remedy(outcome, others=others, env=env, loader_version=loader_version),
+            )
         if outcome.instance == "ok":
             return Verdict(
                 severity=Severity.OK,
