@@ -595,6 +595,13 @@ def test_duplicate_layer_names_and_dropped_layers(oracle, tmp_path):
     # loader 1.3.239: for a duplicate name the manifest found later wins
     assert {x.name: x.library for x in layers.active} == {"VK_LAYER_TEST_dup": overlay}
     assert real.log.layers.inserted == {"VK_LAYER_TEST_dup": overlay}
+    # and VKI001 says which copy is not used
+    from tests.loader_oracle import context
+    from vkdoctor.checks.layers import ImplicitLayers
+
+    (summary,) = ImplicitLayers().run(context(env, tmp_path))
+    loser = next(line for line in summary.message.splitlines() if nullhw in line)
+    assert f"[not used: {later / 'dup.json'} has the same name and wins]" in loser
     dropped = {x.name: x.invalid for x in layers.layers if x.invalid}
     assert set(dropped) == {"VK_LAYER_TEST_nodisable", "VK_LAYER_TEST_device"}
 

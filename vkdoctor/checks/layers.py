@@ -30,10 +30,13 @@ def _ev(layer: Layer) -> dict[str, object]:
     }
 
 
-def _summary(layer: Layer) -> str:
+def _summary(layer: Layer, winner: Layer | None = None) -> str:
     state = "ACTIVE" if layer.active else "off"
     lib = layer.library_found or layer.library or "meta-layer: " + ", ".join(layer.component_layers)
     off = f"; turn off with {layer.disable_env}=<anything>" if layer.disable_env else ""
+    if layer.active and winner is not None and winner is not layer:
+        # two manifests, one name: the loader keeps the one it finds later
+        state = f"not used: {winner.manifest} has the same name and wins"
     return f"{layer.name} [{state}] {layer.manifest} -> {lib} ({layer.activation}{off})"
 
 
@@ -62,7 +65,8 @@ class ImplicitLayers(Check):
         if not valid:
             yield self.info("No implicit layers", "", **evidence)
             return
-        lines = "\n".join(_summary(x) for x in valid)
+        winners = {x.name: x for x in active}
+        lines = "\n".join(_summary(x, winners.get(x.name)) for x in valid)
         yield self.info(
             f"{len(active)} of {len(valid)} implicit layer{'s' if len(valid) != 1 else ''} active: "
             + (", ".join(x.name or "?" for x in active) or "none"),
