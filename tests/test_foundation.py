@@ -247,3 +247,32 @@ def test_exec_names_a_missing_program_by_what_is_missing():
     proc = run_vkdoctor(["exec", "--", "no-such-command-here"])
     assert proc.returncode == 127
     assert proc.stderr.strip().endswith("vkdoctor exec: no-such-command-here: command not found")
+
+
+def test_a_terminal_gets_wrapped_messages_and_a_pipe_gets_one_line_each():
+    from vkdoctor.model import CheckResult, CheckStatus
+    from vkdoctor.render import text
+
+    path = "/usr/lib/x86_64-linux-gnu/libvulkan_lvp_with_a_long_name.so"
+    f = Finding(
+        code="VKL002",
+        severity=Severity.FAIL,
+        title="t",
+        message=f"{path} needs libLLVM.so.23.1, which no directory ld.so searches holds at all.",
+        remedy="upgrade both together with the distribution's command",
+    )
+    report = Report(
+        vkdoctor_version="0",
+        host={},
+        checks=(
+            CheckResult(
+                code="VKL002", family="libraries", title="t", status=CheckStatus.RAN, findings=(f,)
+            ),
+        ),
+    )
+    piped = text.render(report, style=text.Style())
+    assert f"      {f.message}" in piped.splitlines()
+    wrapped = text.render(report, style=text.Style(width=60)).splitlines()
+    assert f"      {path}" in wrapped  # never split inside a path
+    assert all(len(line) <= 60 for line in wrapped if path not in line)
+    assert "        command" in wrapped  # the fix's next line is indented under it

@@ -264,10 +264,17 @@ def text_style(verbose: bool) -> text_render.Style:
 
     env = os.environ
     encoding = (getattr(sys.stdout, "encoding", None) or "").lower()
+    isatty = getattr(sys.stdout, "isatty", None)
+    width = None
+    if isatty is not None and isatty():
+        import shutil
+
+        width = shutil.get_terminal_size().columns
     return text_render.Style(
         colour=_want_colour(sys.stdout, env),
         unicode="utf" in encoding,
         verbose=verbose,
+        width=width,
     )
 
 

@@ -35,6 +35,9 @@ class Style:
     colour: bool = False
     unicode: bool = True
     verbose: bool = False
+    #: wrap messages and fixes at this many columns (a terminal's width); None: one line each,
+    #: as logs and tools want them
+    width: int | None = None
 
     def paint(self, text: str, sev: Severity, *, bold: bool = False) -> str:
         if not self.colour:
@@ -46,8 +49,25 @@ class Style:
         return (_GLYPH if self.unicode else _ASCII)[sev]
 
 
-def _indent(text: str, prefix: str) -> str:
-    return "\n".join(prefix + line if line else line for line in text.splitlines())
+def _indent(text: str, prefix: str, width: int | None = None) -> str:
+    if width is None or width <= len(prefix) + 20:
+        return "\n".join(prefix + line if line else line for line in text.splitlines())
+    import textwrap
+
+    # paths and commands are never split: a long one sticks out rather than breaks
+    return "\n".join(
+        textwrap.fill(
+            line,
+            width=width,
+            initial_indent=prefix,
+            subsequent_indent=prefix + ("  " if line.startswith(("- ", "fix: ")) else ""),
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        if line
+        else line
+        for line in text.splitlines()
+    )
 
 
 def _finding(f: Finding, style: Style) -> list[str]:
@@ -58,9 +78,9 @@ def _finding(f: Finding, style: Style) -> list[str]:
         return [f"{head}: {f.message}", *_evidence(f, style)]
     lines = [head]
     if f.message and (style.verbose or serious):
-        lines.append(_indent(f.message, "      "))
+        lines.append(_indent(f.message, "      ", style.width))
     if f.remedy and f.severity.rank >= Severity.WARN.rank:
-        lines.append(_indent("fix: " + f.remedy, "      "))
+        lines.append(_indent("fix: " + f.remedy, "      ", style.width))
     return lines + _evidence(f, style)
 
 
