@@ -281,8 +281,14 @@ def test_sync_databases_say_whether_the_upgrade_can_bring_the_llvm(arch_tree: Pa
     installed = arch_tree.parent / "llvm-libs-22.1.8-1-x86_64.pkg.tar.zst"
     newer = build_pkg(work, "llvm-libs", "23.1.0-1", {}, provides=["libLLVM.so=23.1-64"])
 
+    # a mirror that carries no vulkan-swrast at all: nothing to go back to
+    (f,) = RepositoryView().findings(ctx_for(with_sync("bare", [installed])), facts)
+    assert (f.remedy or "").endswith(
+        "remove vulkan-swrast and install the driver package the repositories carry."
+    )
     # the mirror still has the installed llvm-libs: -Syu cannot fix it, -Syuu returns mesa
-    (f,) = RepositoryView().findings(ctx_for(with_sync("behind", [installed])), facts)
+    older = build_pkg(work, "vulkan-swrast", "1:26.2.2-1", {}, base="mesa")
+    (f,) = RepositoryView().findings(ctx_for(with_sync("behind", [installed, older])), facts)
     assert f.severity is Severity.WARN
     assert f.title == (
         "The repositories offer only llvm-libs 22.1.8-1, the installed one: "
@@ -300,6 +306,16 @@ def test_sync_databases_say_whether_the_upgrade_can_bring_the_llvm(arch_tree: Pa
     assert f.title == "The repositories offer llvm-libs 23.1.0-1"
     # no sync database: nothing to say
     assert list(RepositoryView().findings(ctx_for(arch_tree), facts)) == []
+    # pacman asks the repositories pacman.conf lists, in its order: a stale database of a
+    # repository no longer listed does not count
+    root = with_sync("stale", [installed, older])
+    sh("repo-add", "-q", root / "var/lib/pacman/sync/community.db.tar.gz", newer)
+    (root / "etc").mkdir(exist_ok=True)
+    (root / "etc/pacman.conf").write_text(
+        "[options]\n[extra]\nInclude = /etc/pacman.d/mirrorlist\n"
+    )
+    (f,) = RepositoryView().findings(ctx_for(root), facts)
+    assert f.severity is Severity.WARN and f.evidence["offered"] == "22.1.8-1"
 
 
 def test_a_held_llvm_changes_the_skew_fix(arch_tree: Path, tmp_path: Path):

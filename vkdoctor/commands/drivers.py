@@ -22,8 +22,9 @@ def drivers_report(ctx: Context) -> tuple[Mapping[str, Any], ...]:
         return ()
 
 
-#: the library checks of every load target: the file, its DT_NEEDED closure, symbol versions
-_LIBRARY_CHECKS = ("VKL001", "VKL002", "VKL003")
+#: the library checks of every load target: the file, its DT_NEEDED closure, symbol versions,
+#: the symbols BIND_NOW objects need
+_LIBRARY_CHECKS = ("VKL001", "VKL002", "VKL003", "VKL006")
 
 _MARK = {"ok": "✓", "info": "·", "warn": "!", "fail": "✗", "error": "✗"}
 _ASCII = {"ok": "ok", "info": "--", "warn": "!!", "fail": "XX", "error": "EE"}

@@ -13,13 +13,19 @@ from vkdoctor.loader.known import known_driver
 def _predicted_errors(ctx: Context) -> dict[str, str]:
     """Driver manifest -> the dlerror() ld.so would give for its library (vkdoctor.elf), for
     the drivers whose library cannot load."""
-    from vkdoctor.checks.libraries import target_resolutions
+    from vkdoctor.checks.libraries import target_resolutions, undefined_by_target
 
-    return {
+    out = {
         t.manifest: res.predicted_error
         for t, res in ctx.fact(target_resolutions)
         if t.kind == "driver" and res.predicted_error is not None
     }
+    for t, _res, missing in ctx.fact(undefined_by_target):
+        # undefined symbols in an object linked with BIND_NOW: dlopen fails (VKL006)
+        now = [u for u in missing if u.bind_now]
+        if t.kind == "driver" and now and t.manifest not in out:
+            out[t.manifest] = now[0].error
+    return out
 
 
 def driver_rows(ctx: Context) -> tuple[dict[str, Any], ...]:

@@ -93,6 +93,20 @@ def _options(
     return out
 
 
+def configured_repos(ctx: Context) -> list[str]:
+    """The [repository] sections of the tree's pacman.conf, in order (pacman asks them so)."""
+    try:
+        text = ctx.under(CONF).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    out = []
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if line.startswith("[") and line.endswith("]") and line[1:-1] != "options":
+            out.append(line[1:-1])
+    return out
+
+
 def ignored(ctx: Context) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """IgnorePkg and IgnoreGroup of the tree's pacman.conf: (glob, the file that sets it) each."""
     pkgs: list[tuple[str, str]] = []
@@ -208,11 +222,17 @@ class PacmanDB:
         return [*argv, *args]
 
     def _sync_repos(self) -> list[str]:
+        """The repositories pacman asks, in pacman.conf's order, that have a sync database;
+        every sync database, by name, when pacman.conf lists none (a bare tree)."""
         sync = self._ctx.under(self.db_path) / "sync"
         try:
-            return sorted(p.name[: -len(".db")] for p in sync.glob("*.db"))
+            present = {p.name[: -len(".db")] for p in sync.glob("*.db")}
         except OSError:
             return []
+        configured = configured_repos(self._ctx)
+        if configured:
+            return [r for r in configured if r in present]
+        return sorted(present)
 
     def _config(self, repos: Iterable[str] = ()) -> str:
         """A minimal config: the questions asked need no servers, hooks or the tree's includes."""

@@ -91,6 +91,11 @@ def repository_view(skew: Diagnosis, inv: Inventory) -> Diagnosis | None:
         if family == "dpkg"
         else "sudo pacman -Syuu (it also downgrades to the repositories' versions)"
     )
+    if back is None:
+        # no repository carries the driver at all: nothing to go back to
+        downgrade = (
+            f"remove {consumer['name']} and install the driver package the repositories carry"
+        )
     return Diagnosis(
         severity=Severity.WARN,
         title=f"The repositories offer {what}: the upgrade cannot fix {ev.get('soname')}",
@@ -100,9 +105,11 @@ def repository_view(skew: Diagnosis, inv: Inventory) -> Diagnosis | None:
         + (f" (the repositories offer {back})" if back else "")
         + ".",
         remedy=f"Refresh the lists from an up-to-date mirror ({_REFRESH[family]}) and look "
-        f"again; if {wanted} is still not offered, return {consumer['name']} to the "
-        f"repositories' version"
-        + (f": {downgrade}" if back is not None or family == "pacman" else "")
-        + ".",
+        f"again; if they still offer no {wanted} that brings {ev.get('soname')}, "
+        + (
+            f"return {consumer['name']} to the repositories' version: {downgrade}."
+            if back is not None
+            else f"{downgrade}."
+        ),
         evidence=evidence,
     )
