@@ -206,17 +206,38 @@ class ExplicitLayersFromEnvironment(Check):
             if scan.plan.override
             else "the explicit_layer.d directories: " + ", ".join(e.path for e in scan.plan.entries)
         )
+        implicit = {layer.name for layer in layer_scan(ctx).layers if layer.invalid is None}
+        absent = [e.path for e in scan.plan.entries if not ctx.under(e.path).exists()]
         for name in requested:
-            if name not in found:
-                yield self.warn(
-                    f"VK_INSTANCE_LAYERS names {name}, which no explicit layer manifest provides",
-                    f"The loader looks for {name} in {where} and ignores the name when it finds "
-                    "no manifest: the layer is not loaded.",
-                    remedy=f"remove {name} from VK_INSTANCE_LAYERS, or install the layer "
-                    "(or point VK_ADD_LAYER_PATH at its manifest's directory)",
-                    name=name,
-                    search_path=[e.path for e in scan.plan.entries],
+            if name in found:
+                continue
+            shown = repr(name) if name != name.strip() else name
+            if name != name.strip():
+                why = f"the loader does not trim names: {shown} has spaces, so it matches no layer"
+                fix = f"remove the spaces around {name.strip()} in VK_INSTANCE_LAYERS"
+            elif name in implicit:
+                why = f"{name} is an implicit layer: it is on or off by its own rules (VKI001)"
+                fix = f"remove {name} from VK_INSTANCE_LAYERS"
+            elif scan.plan.override and absent:
+                why = (
+                    f"{scan.plan.override}={scan.plan.override_value} replaces the layer search "
+                    f"path, and {', '.join(absent)} does not exist"
                 )
+                fix = f"unset {scan.plan.override}, or point it at the layer's manifest directory"
+            else:
+                why = f"the loader looks for it in {where} and finds no manifest"
+                fix = (
+                    f"remove {name} from VK_INSTANCE_LAYERS, or install the layer (or point "
+                    "VK_ADD_LAYER_PATH at its manifest's directory)"
+                )
+            yield self.warn(
+                f"VK_INSTANCE_LAYERS names {shown}, which no explicit layer manifest provides",
+                f"{why[0].upper()}{why[1:]}; the loader ignores the name: no layer is loaded "
+                "for it.",
+                remedy=fix,
+                name=name,
+                search_path=[e.path for e in scan.plan.entries],
+            )
         for layer in scan.active:
             off = (
                 f"remove {layer.name} from VK_INSTANCE_LAYERS"

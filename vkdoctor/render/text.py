@@ -70,13 +70,31 @@ def _indent(text: str, prefix: str, width: int | None = None) -> str:
     )
 
 
+def _head(f: Finding, text: str, style: Style) -> str:
+    """`  ✓ CODE text`, wrapped under itself at the terminal's width."""
+    glyph = style.glyph(f.severity)
+    line = f"{f.code} {text}"
+    if style.width is not None and len(line) + len(glyph) + 3 > style.width > 40:
+        import textwrap
+
+        rest = textwrap.wrap(
+            line,
+            width=style.width - len(glyph) - 3,
+            subsequent_indent="  ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        pad = " " * (len(glyph) + 3)
+        line = "\n".join([rest[0], *(pad + r for r in rest[1:])])
+    return f"  {style.paint(glyph, f.severity)} {line}"
+
+
 def _finding(f: Finding, style: Style) -> list[str]:
-    head = f"  {style.paint(style.glyph(f.severity), f.severity)} {f.code} {f.title}"
     serious = f.severity.rank >= Severity.WARN.rank
     one_line = f.message and "\n" not in f.message and len(f.message) <= 110
     if f.message and not serious and one_line:
-        return [f"{head}: {f.message}", *_evidence(f, style)]
-    lines = [head]
+        return [_head(f, f"{f.title}: {f.message}", style), *_evidence(f, style)]
+    lines = [_head(f, f.title, style)]
     if f.message and (style.verbose or serious):
         lines.append(_indent(f.message, "      ", style.width))
     if f.remedy and f.severity.rank >= Severity.WARN.rank:
