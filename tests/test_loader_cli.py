@@ -414,3 +414,26 @@ def test_a_layer_without_entry_points_is_skipped_by_the_loader_and_said(tmp_path
     (skipped,) = [f for f in findings(doc, "VKT003") if f["severity"] == "warn"]
     assert skipped["title"] == f"layer VK_LAYER_TEST_noep ({lib}) loads, but the loader skips it"
     assert "Failed to find 'vkGetInstanceProcAddr'" in skipped["message"]
+
+
+def test_a_requested_layer_that_matches_nothing_says_why(tmp_path):
+    env = {
+        "HOME": str(tmp_path),
+        "VK_LAYER_PATH": str(tmp_path / "nowhere"),
+        "VK_INSTANCE_LAYERS": "VK_LAYER_MESA_overlay: VK_LAYER_X :VK_LAYER_MESA_device_select",
+    }
+    _, doc = run_json(["check", "--no-probe", "--select", "VKI004"], env=env)
+    by_name = {f["evidence"]["name"]: f for f in findings(doc, "VKI004")}
+    hidden = by_name["VK_LAYER_MESA_overlay"]
+    assert hidden["message"].startswith(
+        f"VK_LAYER_PATH={tmp_path / 'nowhere'} replaces the layer search path, and "
+        f"{tmp_path / 'nowhere'} does not exist"
+    )
+    assert hidden["remedy"].startswith("unset VK_LAYER_PATH")
+    spaced = by_name[" VK_LAYER_X "]
+    assert spaced["title"] == (
+        "VK_INSTANCE_LAYERS names ' VK_LAYER_X ', which no explicit layer manifest provides"
+    )
+    assert spaced["remedy"] == "remove the spaces around VK_LAYER_X in VK_INSTANCE_LAYERS"
+    implicit = by_name["VK_LAYER_MESA_device_select"]
+    assert "is an implicit layer" in implicit["message"]
