@@ -24,6 +24,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 
 PR_SET_PDEATHSIG = 1
 SIGKILL = 9
@@ -33,6 +34,8 @@ VK_SUCCESS = 0
 VK_INCOMPLETE = 5
 STYPE_APPLICATION_INFO = 0
 STYPE_INSTANCE_CREATE_INFO = 1
+STYPE_DEVICE_QUEUE_CREATE_INFO = 2
+STYPE_DEVICE_CREATE_INFO = 3
 STYPE_PHYSICAL_DEVICE_PROPERTIES_2 = 1000059001
 STYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES = 1000196000
 API_1_0 = 1 << 22
@@ -110,6 +113,32 @@ class PhysicalDeviceProperties2(ctypes.Structure):
     )
 
 
+class DeviceQueueCreateInfo(ctypes.Structure):
+    _fields_ = (
+        ("sType", ctypes.c_uint32),
+        ("pNext", ctypes.c_void_p),
+        ("flags", ctypes.c_uint32),
+        ("queueFamilyIndex", ctypes.c_uint32),
+        ("queueCount", ctypes.c_uint32),
+        ("pQueuePriorities", ctypes.POINTER(ctypes.c_float)),
+    )
+
+
+class DeviceCreateInfo(ctypes.Structure):
+    _fields_ = (
+        ("sType", ctypes.c_uint32),
+        ("pNext", ctypes.c_void_p),
+        ("flags", ctypes.c_uint32),
+        ("queueCreateInfoCount", ctypes.c_uint32),
+        ("pQueueCreateInfos", ctypes.POINTER(DeviceQueueCreateInfo)),
+        ("enabledLayerCount", ctypes.c_uint32),
+        ("ppEnabledLayerNames", ctypes.c_void_p),
+        ("enabledExtensionCount", ctypes.c_uint32),
+        ("ppEnabledExtensionNames", ctypes.c_void_p),
+        ("pEnabledFeatures", ctypes.c_void_p),
+    )
+
+
 def version_text(v: int) -> str:
     return f"{v >> 22 & 0x7F}.{v >> 12 & 0x3FF}.{v & 0xFFF}"
 
@@ -158,6 +187,17 @@ class Loader:
         self.destroy = lib.vkDestroyInstance
         self.destroy.restype = None
         self.destroy.argtypes = (ctypes.c_void_p, ctypes.c_void_p)
+        self.create_device = lib.vkCreateDevice
+        self.create_device.restype = ctypes.c_int32
+        self.create_device.argtypes = (
+            ctypes.c_void_p,
+            ctypes.POINTER(DeviceCreateInfo),
+            ctypes.c_void_p,
+            ctypes.POINTER(ctypes.c_void_p),
+        )
+        self.destroy_device = lib.vkDestroyDevice
+        self.destroy_device.restype = None
+        self.destroy_device.argtypes = (ctypes.c_void_p, ctypes.c_void_p)
         self.enumerate = lib.vkEnumeratePhysicalDevices
         self.enumerate.restype = ctypes.c_int32
         self.enumerate.argtypes = (
@@ -182,7 +222,28 @@ class Loader:
                 self.version = out.value
                 self.version_known = True
 
-    def instance_devices(self) -> dict[str, object]:
+    def device_result(self, physical: int) -> int:
+        """vkCreateDevice with one queue of family 0, then vkDestroyDevice: where a layer or a
+        driver that survives vkCreateInstance can still crash every program."""
+        priority = ctypes.c_float(1.0)
+        queue = DeviceQueueCreateInfo(
+            sType=STYPE_DEVICE_QUEUE_CREATE_INFO,
+            queueFamilyIndex=0,
+            queueCount=1,
+            pQueuePriorities=ctypes.pointer(priority),
+        )
+        info = DeviceCreateInfo(
+            sType=STYPE_DEVICE_CREATE_INFO,
+            queueCreateInfoCount=1,
+            pQueueCreateInfos=ctypes.pointer(queue),
+        )
+        device = ctypes.c_void_p()
+        result = int(self.create_device(physical, ctypes.byref(info), None, ctypes.byref(device)))
+        if result == VK_SUCCESS:
+            self.destroy_device(device, None)
+        return result
+
+    def instance_devices(self, before_device: Callable[[], None] | None = None) -> dict[str, object]:
         app = ApplicationInfo(
             sType=STYPE_APPLICATION_INFO,
             pApplicationName=b"vkdoctor-loadtest",
@@ -197,7 +258,13 @@ class Loader:
         if result != VK_SUCCESS:
             return {"result": result}
         try:
-            return {"result": result, **self._devices(instance)}
+            found = self._devices(instance)
+            handles = found.pop("handles", [])
+            if handles:
+                if before_device is not None:
+                    before_device()
+                found["device_result"] = self.device_result(handles[0])  # type: ignore[index]
+            return {"result": result, **found}
         finally:
             self.destroy(instance, None)
 
@@ -219,6 +286,7 @@ class Loader:
         return {
             "enumerate_result": result,
             "devices": [self._device(h, props2) for h in handles[: count.value]],
+            "handles": list(handles[: count.value]),
         }
 
     def _device(self, handle: int, props2: object) -> dict[str, object]:
@@ -332,7 +400,9 @@ def main() -> int:
         out.to(f"{index}.instance.log")
         start = time.perf_counter()
         try:
-            outcome = loader.instance_devices()
+            outcome = loader.instance_devices(
+                lambda i=index: emit(event="begin", index=i, step="device")
+            )
         except Exception as exc:  # a bug of ours (or data we cannot read), not the driver's
             emit(event="error", index=index, step="instance", error=f"{type(exc).__name__}: {exc}")
             continue

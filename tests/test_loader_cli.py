@@ -437,3 +437,26 @@ def test_a_requested_layer_that_matches_nothing_says_why(tmp_path):
     assert spaced["remedy"] == "remove the spaces around VK_LAYER_X in VK_INSTANCE_LAYERS"
     implicit = by_name["VK_LAYER_MESA_device_select"]
     assert "is an implicit layer" in implicit["message"]
+
+
+def test_a_layer_that_crashes_in_vkcreatedevice_is_caught(tmp_path):
+    """Mesa's VK_LAYER_INTEL_nullhw, turned on for every program: vkCreateInstance passes, and
+    the real vulkaninfo then dies with SIGSEGV creating a device on lavapipe. The load test
+    creates a device too, and says where it crashed."""
+    import subprocess
+
+    env = {"HOME": str(tmp_path), "VK_INSTANCE_LAYERS": "VK_LAYER_INTEL_nullhw"}
+    real = subprocess.run(
+        ["vulkaninfo", "--summary"],
+        env={**os.environ, **env},
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert real.returncode == -11  # SIGSEGV: the oracle
+    proc, doc = run_json(["check", "--no-probe", "--select", "VKT003"], env=env)
+    assert proc.returncode == 1
+    (crash,) = [f for f in findings(doc, "VKT003") if f["severity"] == "fail"]
+    assert crash["title"].startswith("layer VK_LAYER_INTEL_nullhw (libVkLayer_INTEL_nullhw.so)")
+    assert "was killed by SIGSEGV in vkCreateDevice" in crash["message"]
+    assert crash["remedy"].startswith("export VK_LOADER_LAYERS_DISABLE=VK_LAYER_INTEL_nullhw")

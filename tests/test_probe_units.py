@@ -213,3 +213,25 @@ def test_remedies_blame_what_the_user_chose_first():
     text = remedy(system) or ""
     assert text.startswith("/usr/bin/python3 is the distribution's Python")
     assert "--python ~/.venvs/wgpu/bin/python" in text
+
+
+def test_a_probe_crash_names_the_layer_the_load_test_saw_crash():
+    from vkdoctor.checks.loadtest import load_test
+    from vkdoctor.checks.probe import ComputeProbe, probe_result
+    from vkdoctor.context import Context
+    from vkdoctor.loader.targets import LoadTarget
+    from vkdoctor.loadtest import LoadTestRun, TargetOutcome
+
+    layer = LoadTarget(
+        kind="layer", name="VK_LAYER_X", manifest="/m.json", dlopen_name="libVkLayer_x.so"
+    )
+    ctx = Context(env={"PATH": "/usr/bin:/bin"})
+    ctx._facts[probe_result] = {"status": "crash", "signal": "SIGSEGV", "summary": "segfault"}
+    ctx._facts[load_test] = LoadTestRun(
+        outcomes=(TargetOutcome(target=layer, dlopen="ok", instance="crash", signal="SIGSEGV"),)
+    )
+    (finding,) = ComputeProbe().run(ctx)
+    assert "The load test saw the layer VK_LAYER_X crash or hang too (VKT003)" in finding.message
+    assert (finding.remedy or "").startswith(
+        "Turn the layer off first (export VK_LOADER_LAYERS_DISABLE=VK_LAYER_X"
+    )

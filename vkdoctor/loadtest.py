@@ -100,6 +100,9 @@ class TargetOutcome:
     devices: tuple[Device, ...] = ()
     #: for crash: the signal's name (SIGSEGV); for timeout: None
     signal: str | None = None
+    #: the call in flight when the child crashed or hung: "dlopen", "vkCreateInstance",
+    #: "vkCreateDevice"
+    crashed_in: str | None = None
     #: why a step was skipped or not run
     reason: str | None = None
     #: what the libraries printed during each step (tail), by step name
@@ -225,8 +228,9 @@ def blame(outcome: TargetOutcome, step: str, *, signal_name: str | None) -> Targ
     """The target whose `step` was in flight when the child died (signal) or hung (None)."""
     state: StepState = "crash" if signal_name else "timeout"
     if step == "dlopen":
-        return replace(outcome, dlopen=state, signal=signal_name)
-    return replace(outcome, instance=state, signal=signal_name)
+        return replace(outcome, dlopen=state, signal=signal_name, crashed_in="dlopen")
+    call = "vkCreateDevice" if step == "device" else "vkCreateInstance"
+    return replace(outcome, instance=state, signal=signal_name, crashed_in=call)
 
 
 def signal_name(returncode: int) -> str | None:
@@ -651,7 +655,11 @@ def classify(
     env = env or {}
     step = outcome.failed_step
     if step is not None:
-        where = "in its constructors (dlopen)" if step == "dlopen" else "in vkCreateInstance"
+        where = (
+            "in its constructors (dlopen)"
+            if step == "dlopen"
+            else f"in {outcome.crashed_in or 'vkCreateInstance'}"
+        )
         if outcome.signal:
             how = f"was killed by {outcome.signal} {where}"
             kind, title = "crash", f"{what} crashes the process ({outcome.signal})"
@@ -661,7 +669,7 @@ def classify(
         scope = (
             "Every Vulkan application that lets the loader try this driver does the same."
             if t.kind == "driver"
-            else "Every Vulkan application loads this implicit layer and does the same."
+            else "Every Vulkan application that loads this layer does the same."
         )
         message = f"Loading {t.dlopen_name} for {t.manifest} {how}. {scope}"
         remedy = disable_remedy(outcome, others=others, env=env, loader_version=loader_version) + (

@@ -37,12 +37,39 @@ class ComputeProbe(Check):
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         finding = probe_report.finding(ctx.fact(probe_result))
+        if finding.severity is Severity.FAIL and finding.evidence.get("status") in (
+            "crash",
+            "timeout",
+        ):
+            layers = _crashing_layers(ctx)
+            if layers:
+                names = ", ".join(layers)
+                finding = replace(
+                    finding,
+                    message=finding.message
+                    + f". The load test saw the layer {names} crash or hang too (VKT003)",
+                    remedy=f"Turn the layer off first (export VK_LOADER_LAYERS_DISABLE={','.join(layers)}, "
+                    "or remove it from VK_INSTANCE_LAYERS) and run the probe again: every Vulkan "
+                    "program loads it.",
+                )
         if finding.severity is Severity.FAIL and finding.evidence.get("status") == "no-adapter":
             why = _no_adapter(ctx)
             if why is not None:
                 said, remedy = why
                 finding = replace(finding, message=finding.message + said, remedy=remedy)
         yield finding
+
+
+def _crashing_layers(ctx: Context) -> list[str]:
+    """Layers (implicit, or explicit ones the environment turns on) that crashed or hung in the
+    load test: a probe crash in the same environment is theirs first."""
+    from vkdoctor.checks.loadtest import load_test
+
+    try:
+        outcomes = ctx.fact(load_test).outcomes
+    except Exception:  # the VKT checks report a broken load test
+        return []
+    return [o.target.name for o in outcomes if o.target.kind == "layer" and o.failed_step]
 
 
 def _no_adapter(ctx: Context) -> tuple[str, str] | None:
