@@ -295,7 +295,12 @@ def test_ppa_and_local_origins_from_apt_cache_policy(deb_tree: Path):
         found["mesa-vulkan-drivers"].remedy
         == "sudo ppa-purge ppa:kisak/kisak-mesa returns to the archive's packages."
     )
-    assert "not in any configured repository" in found["libllvm22"].message
+    assert "not in any configured repository at version 1:22.1.8-1" in found["libllvm22"].message
+    # no repository carries libllvm22 at all: no reinstall advice that cannot work
+    assert found["libllvm22"].remedy == (
+        "No configured repository carries libllvm22: remove it, or install the distribution's "
+        "package that replaces it"
+    )
 
 
 def test_installed_provider_with_its_file_deleted(tmp_path: Path):
@@ -439,6 +444,17 @@ def test_repositories_without_the_needed_llvm_mean_the_upgrade_cannot_fix_it(
     assert f.remedy.endswith(
         "return mesa-vulkan-drivers to the repositories' version: "
         "sudo apt install mesa-vulkan-drivers=26.2.2-1."
+    )
+
+    # and the driver package, foreign at its version, is sent back to the one offered
+    foreign = {
+        f.evidence["package"]["name"]: f
+        for f in UnownedOrForeign().findings(
+            ctx_for(root), StackFacts(files=(StackFile(path=LVP, role="driver"),))
+        )
+    }
+    assert foreign["mesa-vulkan-drivers"].remedy == (
+        "Install the repositories' version: sudo apt install mesa-vulkan-drivers=26.2.2-1"
     )
 
     # the lists offer libllvm23: the fix is only pending

@@ -244,9 +244,13 @@ class DpkgDB:
         # every run asks this: only where apt keeps plain lists, whose cache is cheap to read
         # (compressed lists, as in container images, make apt-cache rebuild it: ~0.6 s)
         lists = self._ctx.under("/var/lib/apt/lists")
-        policy = self._policy(names) if pkgs and any(lists.glob("*_Packages")) else None
-        if policy is None:
+        if not pkgs or not any(lists.glob("*_Packages")) or not which("apt-cache", self._ctx.env):
             return {}
+        run = self._apt_cache("policy", *names)
+        if run.returncode != 0:
+            return {}
+        policy = parse_policy(run.stdout)
+        offered = parse_offered(run.stdout)
         out: dict[Package, str] = {}
         for pkg, name in zip(pkgs, names, strict=True):
             entry = policy.get(name) or policy.get(pkg.name)
@@ -260,9 +264,12 @@ class DpkgDB:
                     f"from ppa:{ppa.group(1)}/{ppa.group(2)} (a PPA, not the distribution's archive)"
                 )
             elif local and candidate == installed:
+                versions = offered.get(name) or offered.get(pkg.name) or []
+                newest = max(versions, key=cmp_to_key(dpkg_compare)) if versions else None
                 out[pkg] = (
-                    "not in any configured repository (installed from a local .deb or "
-                    "a repository since removed)"
+                    f"not in any configured repository at version {installed} (installed from "
+                    "a local .deb or a repository since removed)"
+                    + (f"; the repositories offer {newest}" if newest else "")
                 )
         return out
 

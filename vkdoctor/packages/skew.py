@@ -483,7 +483,13 @@ def _foreign_remedy(pkg: Package, why: str) -> str:
         if "ppa:" in why:
             ppa = why.split("ppa:", 1)[1].split(maxsplit=1)[0].rstrip(").,")
             return f"sudo ppa-purge ppa:{ppa} returns to the archive's packages."
-        return "Reinstall it from the archive: sudo apt install --reinstall " + pkg.name
+        if "; the repositories offer " in why:
+            offered = why.rsplit("; the repositories offer ", 1)[1]
+            return f"Install the repositories' version: sudo apt install {pkg.name}={offered}"
+        return (
+            f"No configured repository carries {pkg.name}: remove it, or install the "
+            "distribution's package that replaces it"
+        )
     return (
         "If it comes from a COPR or third-party repository: sudo dnf copr disable OWNER/PROJECT "
         "(or disable the repository), then sudo dnf distro-sync."
