@@ -246,7 +246,8 @@ def test_ignorepkg_and_ignoregroup_hold_packages_of_the_stack(arch_tree: Path, t
         "IgnorePkg = vulkan-swrast in /etc/pacman.d/hold.conf"
     )
     assert held["llvm-libs"].remedy == (
-        "remove llvm-libs from that IgnorePkg/IgnoreGroup line, then sudo pacman -Syu."
+        "change the IgnorePkg/IgnoreGroup entry that matches llvm-libs so that it no longer "
+        "does, then sudo pacman -Syu."
     )
 
 
@@ -342,6 +343,7 @@ def test_a_held_llvm_changes_the_skew_fix(arch_tree: Path, tmp_path: Path):
         in (f.message)
     )
     assert f.message.endswith(
-        "Fix: remove llvm-libs from that IgnorePkg/IgnoreGroup line, then sudo pacman -Syu."
+        "Fix: change the IgnorePkg/IgnoreGroup entry that matches llvm-libs so that it no "
+        "longer does, then sudo pacman -Syu."
     )
     assert f.evidence["held"] == {"llvm-libs": "IgnorePkg = llvm-libs in /etc/pacman.conf"}

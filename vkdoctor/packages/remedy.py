@@ -21,7 +21,8 @@ FIX_BROKEN = {
 #: how each manager lets go of a held package, so that its next upgrade includes it
 RELEASE = {
     "dpkg": "sudo apt-mark unhold {name} && sudo apt update && sudo apt full-upgrade",
-    "pacman": "remove {name} from that IgnorePkg/IgnoreGroup line, then sudo pacman -Syu",
+    "pacman": "change the IgnorePkg/IgnoreGroup entry that matches {name} so that it no "
+    "longer does, then sudo pacman -Syu",
     "rpm": "sudo dnf versionlock delete {name} && sudo dnf distro-sync",
 }
 
