@@ -19,7 +19,9 @@ INTERNAL_ERROR_CODE = "VKX000"
 def select(
     checks: Iterable[type[Check]], selected: Sequence[str] = (), ignored: Sequence[str] = ()
 ) -> list[type[Check]]:
-    """Filter by code or code prefix (`VKD`, `VKD003`), before anything runs."""
+    """Filter by code or code prefix (`VKD`, `VKD003`; `VKD,VKL` is two), before anything runs."""
+    selected = [p.strip() for item in selected for p in item.split(",") if p.strip()]
+    ignored = [p.strip() for item in ignored for p in item.split(",") if p.strip()]
 
     def matches(code: str, patterns: Sequence[str]) -> bool:
         return any(code.upper().startswith(p.upper()) for p in patterns)
