@@ -188,6 +188,23 @@ def test_libstdcxx_shadowing(monkeypatch: pytest.MonkeyPatch, seed: SeedLab) -> 
     assert f"take {seed.shadow_dir} off LD_LIBRARY_PATH" in shadow_warn[0].remedy
 
 
+def test_a_private_libstdcxx_is_one_failure_with_the_packages_view_beside_it(
+    monkeypatch: pytest.MonkeyPatch, seed: SeedLab
+) -> None:
+    from vkdoctor.checks.packages import MissingVersionOwner
+
+    env = {"LD_LIBRARY_PATH": str(seed.shadow_dir)}
+    monkeypatch.setattr(libraries, "targets", lambda _ctx: tuple(mesa_targets()))
+    checks = [c for c in libraries.CHECKS if c.code == "VKL003"] + [MissingVersionOwner]
+    results = run_checks(Context(env=env), checks)
+    by = {f.code: f for r in results for f in r.findings}
+    assert by["VKL003"].severity is Severity.FAIL
+    # the packages know only that the copy is nobody's: VKL003 says how it comes to win
+    assert by["VKP005"].severity is Severity.INFO
+    assert "(no package: bundled by an application or copied by hand)" in by["VKP005"].message
+    assert "/lib/x86_64-linux-gnu/libstdc++.so.6 (libstdc++6:amd64" in by["VKP005"].message
+
+
 def test_driver_library_missing_and_wrong_class(
     monkeypatch: pytest.MonkeyPatch, seed: SeedLab, tmp_path: Path
 ) -> None:

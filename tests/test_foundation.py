@@ -62,6 +62,34 @@ class Quiet(Check):
         return ()
 
 
+class Symptoms(Check):
+    """Two missing libraries."""
+
+    code = "VKZ905"
+    family = "test"
+    title = "symptoms"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        yield self.fail("libA missing", "looked everywhere", remedy="find libA", name="libA")
+        yield self.fail("libB missing", "looked everywhere", remedy="find libB", name="libB")
+
+
+class Cause(Check):
+    """A package skew behind libA; libB outside the packages (no cause of ours)."""
+
+    code = "VKZ906"
+    family = "test"
+    title = "causes"
+    explains = "VKZ905"
+
+    def explained(self, symptom: Finding, cause: Finding) -> bool:
+        return symptom.evidence.get("name") == cause.evidence.get("name")
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        yield self.fail("skew behind libA", "partial upgrade", remedy="upgrade", name="libA")
+        yield self.info("libB belongs to no package", name="libB")
+
+
 def _report(checks) -> Report:
     return Report(vkdoctor_version="0", host={}, checks=checks)
 
@@ -279,3 +307,21 @@ def test_a_terminal_gets_wrapped_messages_and_a_pipe_gets_one_line_each():
     assert f"      {path}" in wrapped  # never split inside a path
     assert all(len(line) <= 60 for line in wrapped if path not in line)
     assert "        command" in wrapped  # the fix's next line is indented under it
+
+
+def test_a_cause_found_from_two_sides_is_one_failure():
+    by = {r.code: r for r in run_checks(Context(), [Symptoms, Cause])}
+    a, b = by["VKZ905"].findings
+    assert (a.severity, b.severity) == (Severity.INFO, Severity.FAIL)
+    assert a.title == "libA missing: VKZ906 gives the cause"
+    assert a.remedy == "See VKZ906: skew behind libA."
+    assert a.message == "looked everywhere" and a.evidence == {
+        "name": "libA",
+        "explained_by": "VKZ906",
+    }
+    assert b.remedy == "find libB"  # an info cause explains nothing
+    failures = [f for r in by.values() for f in r.findings if f.severity is Severity.FAIL]
+    assert [f.title for f in failures] == ["libB missing", "skew behind libA"]
+    # without the check that gives the cause, the symptom is the failure
+    (alone,) = run_checks(Context(), [Symptoms])
+    assert [f.severity for f in alone.findings] == [Severity.FAIL, Severity.FAIL]

@@ -206,6 +206,8 @@ def test_missing_version_in_an_application_bundle_without_any_package(tmp_path: 
     (f,) = MissingVersionOwner().findings(ctx, facts)
     assert "offers only up to GLIBCXX_3.4.29" in f.message
     assert "(no package: bundled by an application or copied by hand)" in f.message
+    # VKL003 is the failure, with how that copy comes to win; the packages add only this
+    assert f.severity is Severity.INFO
     assert f.remedy and f.remedy.startswith("Update the application that bundles the old copy")
 
 

@@ -58,8 +58,14 @@ def test_check_root_names_packages_versions_and_the_fix(
         skew["evidence"]["consumer_package"]["name"],
         skew["evidence"]["provider_package"]["name"],
     ) == packages
+    # one cause, one failure: the missing library is the skew's symptom, and points at it
     (vkl,) = _by_code(doc, "VKL002")
     assert "libLLVM.so.23.1" in vkl["message"]
+    assert vkl["severity"] == "info" and vkl["evidence"]["explained_by"] == "VKP002"
+    assert (
+        vkl["title"]
+        == "libLLVM.so.23.1 missing (needed by libvulkan_lvp.so): VKP002 gives the cause"
+    )
     assert {f["code"] for f in doc["findings"]} >= {"VKP001", "VKP003", "VKP006"}
     text = run_vkdoctor(["check", "--root", str(root), "--no-probe", "--select", "VKP002"])
     assert sentence in text.stdout

@@ -12,6 +12,7 @@ from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Severity
 from vkdoctor.offload import Fork
+from vkdoctor.record import replace
 
 INTERNAL_ERROR_CODE = "VKX000"
 
@@ -57,7 +58,36 @@ def run_checks(
             else:
                 results[code] = _run_one(ctx, by_code[code], results, debug=debug)
             order.done(code)
+    for c in checks:
+        if c.explains is not None and c.explains in results:
+            results[c.explains] = _explained(c(), results[c.code], results[c.explains])
     return tuple(results[c.code] for c in checks)
+
+
+def _explained(check: Check, causes: CheckResult, symptoms: CheckResult) -> CheckResult:
+    """`symptoms` with each failure or warning that one of `check`'s failures explains turned
+    into info that names the cause's code, so that one cause is one failure."""
+    failing = [f for f in causes.findings if f.severity is Severity.FAIL]
+    if not failing:
+        return symptoms
+    findings = []
+    for f in symptoms.findings:
+        cause = next(
+            (c for c in failing if f.severity.rank > Severity.INFO.rank and check.explained(f, c)),
+            None,
+        )
+        findings.append(
+            f
+            if cause is None
+            else replace(
+                f,
+                severity=Severity.INFO,
+                title=f"{f.title}: {cause.code} gives the cause",
+                remedy=f"See {cause.code}: {cause.title}.",
+                evidence={**f.evidence, "explained_by": cause.code},
+            )
+        )
+    return replace(symptoms, findings=tuple(findings))
 
 
 def _prefetch(ctx: Context, check: type[Check]) -> None:

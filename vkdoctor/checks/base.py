@@ -25,6 +25,15 @@ class Check:
     #: checks with the same name here run together in one forked copy of vkdoctor, on another
     #: core (vkdoctor.offload): pure analysis that needs no other check's result
     fork: ClassVar[str | None] = None
+    #: the code of a check whose failures this one's failures can explain: one cause seen from
+    #: two sides (a missing library, and the package skew behind it). The runner turns each
+    #: failure `explained` by one of ours into info that points here, so the cause is counted
+    #: once, with its fix.
+    explains: ClassVar[str | None] = None
+
+    def explained(self, symptom: Finding, cause: Finding) -> bool:
+        """Whether our `cause` finding is the reason for the `explains` check's `symptom`."""
+        return False
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         raise NotImplementedError

@@ -235,6 +235,13 @@ class MissingSonameSkew(Check):
     fork = "packages"
     family = "packages"
     title = "Missing library explained by packages"
+    explains = "VKL002"
+
+    def explained(self, symptom: Finding, cause: Finding) -> bool:
+        return (symptom.evidence.get("needed_by"), symptom.evidence.get("name")) == (
+            cause.evidence.get("consumer"),
+            cause.evidence.get("soname"),
+        )
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         return self.findings(ctx, ctx.fact(stack_facts))
@@ -318,6 +325,12 @@ class MissingVersionOwner(Check):
     fork = "packages"
     family = "packages"
     title = "Missing symbol version explained by packages"
+    explains = "VKL003"
+
+    def explained(self, symptom: Finding, cause: Finding) -> bool:
+        return symptom.evidence.get("provider") == cause.evidence.get("provider") and (
+            cause.evidence.get("version") in symptom.evidence.get("missing", ())
+        )
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         return self.findings(ctx, ctx.fact(stack_facts))

@@ -595,7 +595,9 @@ def explain_missing_version(
             + no_symlink(fact.provider, alt or fact.soname)
         )
     return Diagnosis(
-        severity=Severity.FAIL,
+        # a copy no package or conda environment owns: VKL003 is the failure (its remedy says
+        # how that copy comes to win), and the packages only say that it is outside them
+        severity=Severity.FAIL if conda is not None or ppkg is not None else Severity.INFO,
         title=f"{fact.soname}: {fact.version} missing from the copy that wins",
         message=message,
         remedy=remedy,
