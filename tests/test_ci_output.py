@@ -352,6 +352,10 @@ def test_real_cli_github_and_junit_on_this_host(tmp_path: Path):
     assert len([m for m in found if m.group(1) == "error"]) >= len(failing)
     assert proc.returncode == (1 if failing else 0)
     assert summary.read_text().startswith("## vkdoctor check: ")
+    # the verdict once, last, outside the folded report
+    lines = proc.stdout.splitlines()
+    assert [i for i, line in enumerate(lines) if line.startswith("vkdoctor: ")] == [len(lines) - 1]
+    assert lines[-2] == "::endgroup::"
 
 
 def test_a_probe_finding_is_not_repeated_by_the_probe_annotation_or_case(tmp_path: Path):

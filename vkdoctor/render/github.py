@@ -95,13 +95,13 @@ def _sentinel(text: str) -> str:
 def render(report: Report, *, strict: bool = False) -> str:
     """The annotations, then the full text report folded in a log group, then the verdict."""
     style = text_render.Style(colour=False, unicode=True, verbose=False)
-    body = text_render.render(report, style=style, strict=strict)
+    body = "\n".join(text_render.sections(report, style))
     token = _sentinel(body)
     lines = [
         *annotation_lines(report, strict=strict),
         "::group::vkdoctor report",
         f"::stop-commands::{token}",
-        body.rstrip("\n"),
+        body,
         f"::{token}::",
         "::endgroup::",
         text_render.verdict(report, style=style, strict=strict),

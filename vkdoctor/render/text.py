@@ -129,6 +129,12 @@ def _probe(probe: dict[str, object], style: Style) -> list[str]:
 
 
 def render(report: Report, *, style: Style, strict: bool = False) -> str:
+    lines = [*sections(report, style), "", verdict(report, style=style, strict=strict)]
+    return "\n".join(lines) + "\n"
+
+
+def sections(report: Report, style: Style) -> list[str]:
+    """The report's lines, family by family, without the verdict."""
     lines: list[str] = []
     families: dict[str, list[CheckResult]] = {}
     for c in report.checks:
@@ -147,8 +153,7 @@ def render(report: Report, *, style: Style, strict: bool = False) -> str:
         ]
     if report.probe is not None:
         lines += ["", "Probe", *_probe(dict(report.probe), style)]
-    lines += ["", verdict(report, style=style, strict=strict)]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def verdict(report: Report, *, style: Style, strict: bool = False) -> str:
