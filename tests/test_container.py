@@ -34,8 +34,9 @@ def _nvidia_runtime_tree(root: Path) -> Path:
 
 
 def _vkc001(root: Path, **env: str) -> Finding:
-    (res,) = run_checks(Context(root=root, env=env), [NvidiaContainerCapabilities])
-    (f,) = res.findings
+    # a tree stands in for this machine's /dev and /proc: the check is run directly, as
+    # `check --root` skips it (it judges the live machine)
+    (f,) = NvidiaContainerCapabilities().run(Context(root=root, env=env))
     return f
 
 
@@ -62,6 +63,16 @@ def test_graphics_capability_passes_and_no_gpu_is_not_judged(tmp_path: Path):
     assert f.severity is Severity.OK
     (res,) = run_checks(Context(env={}), [NvidiaContainerCapabilities])
     assert res.findings[0].severity is Severity.OK
+
+
+def test_device_nodes_and_container_variables_are_the_live_machines(tmp_path: Path):
+    _nvidia_runtime_tree(tmp_path)
+    _, doc = run_json(["check", "--no-probe", "--root", str(tmp_path), "--select", "VKC001,VKC002"])
+    assert {c["code"]: c["status"] for c in doc["checks"]} == {
+        "VKC001": "skipped",
+        "VKC002": "skipped",
+    }
+    assert all("needs the live machine" in c["skip_reason"] for c in doc["checks"])
 
 
 def test_an_image_variable_without_the_nvidia_runtime_is_no_failure():
@@ -116,8 +127,8 @@ def test_render_node_denied_to_an_unprivileged_user(world_readable_root: Path):
     assert setpriv, "setpriv (util-linux) is needed for this test"
     code = (
         "import sys; from pathlib import Path; from vkdoctor.context import Context; "
-        "from vkdoctor.checks.container import GpuDeviceNodes; from vkdoctor.runner import run_checks; "
-        "f = run_checks(Context(root=Path(sys.argv[1])), [GpuDeviceNodes])[0].findings[0]; "
+        "from vkdoctor.checks.container import GpuDeviceNodes; "
+        "f = list(GpuDeviceNodes().run(Context(root=Path(sys.argv[1]))))[0]; "
         "print(f.severity.value); print(f.message); print(f.remedy)"
     )
     # nobody may not be able to enter the checkout (a clone under a 0700 directory): give it a
@@ -156,10 +167,10 @@ def test_render_node_denied_to_an_unprivileged_user(world_readable_root: Path):
 
 def test_render_node_accessible_and_absent(tmp_path: Path):
     _tree_with_render_node(tmp_path, 0o666)
-    (res,) = run_checks(Context(root=tmp_path), [GpuDeviceNodes])
-    assert res.findings[0].severity is Severity.OK
-    (res,) = run_checks(Context(root=tmp_path / "nothing"), [GpuDeviceNodes])
-    assert res.findings[0].severity is Severity.INFO
+    (f,) = GpuDeviceNodes().run(Context(root=tmp_path))
+    assert f.severity is Severity.OK
+    (f,) = GpuDeviceNodes().run(Context(root=tmp_path / "nothing"))
+    assert f.severity is Severity.INFO
 
 
 NVIDIA_ICD = '{"file_format_version": "1.0.1", "ICD": {"library_path": "libGLX_nvidia.so.0", "api_version": "1.4.312"}}'

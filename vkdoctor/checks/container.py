@@ -83,6 +83,8 @@ class NvidiaContainerCapabilities(Check):
     code = "VKC001"
     family = "container"
     title = "NVIDIA container capabilities"
+    # the container runtime's variables and the kernel's /dev and /proc: this process's
+    live_only = True
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         if not nvidia_gpu_expected(ctx):
@@ -171,6 +173,8 @@ class GpuDeviceNodes(Check):
     code = "VKC002"
     family = "container"
     title = "GPU device nodes"
+    # /dev and this user's access to it: nothing an image tree under --root has
+    live_only = True
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         dri = (
