@@ -78,3 +78,15 @@ def test_the_overlay_looks_for_the_near_miss_package_family(tmp_path: Path):
 
     root = arch_skew_tree(tmp_path)
     assert near_miss_packages(Context(root=root, env={})) == {"libLLVM.so.23.1": ["llvm-libs"]}
+
+
+def test_drivers_gives_the_package_cause_and_fix_as_check_does(tmp_path: Path):
+    root = debian_skew_tree(tmp_path)
+    proc = run_vkdoctor(["drivers", "--root", str(root)])
+    assert proc.returncode == 1, proc.stderr
+    assert "✗ VKP002 lavapipe needs libLLVM.so.23.1: package skew" in proc.stdout
+    assert "fix: sudo apt update && sudo apt --fix-broken install." in proc.stdout
+    assert "VKL002" not in proc.stdout  # the symptom points at VKP002, in the JSON
+    _, doc = run_json(["drivers", "--root", str(root)])
+    (vkl,) = _by_code(doc, "VKL002")
+    assert vkl["severity"] == "info" and vkl["evidence"]["explained_by"] == "VKP002"

@@ -247,8 +247,10 @@ class MissingSonameSkew(Check):
         return self.findings(ctx, ctx.fact(stack_facts))
 
     def findings(self, ctx: Context, facts: StackFacts) -> Iterable[Finding]:
+        if not facts.missing_sonames:
+            return
         inv = ctx.fact(inventory)
-        if not inv.databases or not facts.missing_sonames:
+        if not inv.databases:
             return
         paths = [
             p

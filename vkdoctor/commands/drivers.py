@@ -23,8 +23,10 @@ def drivers_report(ctx: Context) -> tuple[Mapping[str, Any], ...]:
 
 
 #: the library checks of every load target: the file, its DT_NEEDED closure, symbol versions,
-#: the symbols BIND_NOW objects need
-_LIBRARY_CHECKS = ("VKL001", "VKL002", "VKL003", "VKL006")
+#: the symbols BIND_NOW objects need; and the package skews behind a missing library or
+#: version, so that `drivers` gives the same cause and fix as `check` (they read the package
+#: database only when something is missing)
+_LIBRARY_CHECKS = ("VKL001", "VKL002", "VKL003", "VKL006", "VKP002", "VKP005")
 
 _MARK = {"ok": "✓", "info": "·", "warn": "!", "fail": "✗", "error": "✗"}
 _ASCII = {"ok": "ok", "info": "--", "warn": "!!", "fail": "XX", "error": "EE"}
