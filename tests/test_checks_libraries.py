@@ -203,6 +203,13 @@ def test_a_private_libstdcxx_is_one_failure_with_the_packages_view_beside_it(
     assert by["VKP005"].severity is Severity.INFO
     assert "(no package: bundled by an application or copied by hand)" in by["VKP005"].message
     assert "/lib/x86_64-linux-gnu/libstdc++.so.6 (libstdc++6:amd64" in by["VKP005"].message
+    # one finding for the copy and version, every library that needs it named once (lavapipe
+    # and radv both load libLLVM: it is not repeated per driver)
+    (vkp,) = [f for r in results for f in r.findings if f.code == "VKP005"]
+    consumers = vkp.evidence["consumers"]
+    assert "/lib/x86_64-linux-gnu/libLLVM-15.so.1" in consumers
+    assert len(consumers) == len(set(consumers)) >= 2
+    assert f"{consumers[0]} (" in vkp.message and " need GLIBCXX_3.4.30 from " in vkp.message
 
 
 def test_driver_library_missing_and_wrong_class(
@@ -306,13 +313,26 @@ def test_undefined_symbol_from_a_shadowing_build(
         runpath=[str(full.parent)],
         flags=["-Wl,-z,lazy"],
     )
-    targets = [driver("now_icd.json", now), driver("lazy_icd.json", lazy)]
+    # lazily bound too, but it takes the function's address: ld.so binds that at load
+    pointer = build_lib(
+        tmp_path / "drv" / "libvulkan_pointer.so",
+        source="int drmx_new(void);\nint (*hook)(void) = drmx_new;\n"
+        "int vk_icdGetInstanceProcAddr(void){return hook();}\n",
+        link=[full],
+        runpath=[str(full.parent)],
+        flags=["-Wl,-z,lazy"],
+    )
+    targets = [
+        driver("now_icd.json", now),
+        driver("lazy_icd.json", lazy),
+        driver("pointer_icd.json", pointer),
+    ]
     assert bad(run(monkeypatch, Context(), targets, ("VKL006",))) == []
     env = {"LD_LIBRARY_PATH": str(tmp_path / "vendor")}
     findings = {
         f.evidence["path"]: f for f in bad(run(monkeypatch, Context(env=env), targets, ("VKL006",)))
     }
-    f_now, f_lazy = findings[str(now)], findings[str(lazy)]
+    f_now, f_lazy, f_pointer = findings[str(now)], findings[str(lazy)], findings[str(pointer)]
     assert (f_now.severity, f_lazy.severity) == (Severity.FAIL, Severity.WARN)
     assert f_now.evidence["symbols"] == ["drmx_new"] == f_lazy.evidence["symbols"]
     real_now = seed.probe.load(str(now), env=env)
@@ -320,6 +340,13 @@ def test_undefined_symbol_from_a_shadowing_build(
     assert real_now.error in f_now.message
     assert seed.probe.load(str(lazy), env=env).error is None
     assert "symbol lookup error" in f_lazy.message
+    # the real dlopen is the oracle: the pointer's relocation fails it, lazy binding or not
+    assert f_pointer.severity is Severity.FAIL
+    assert f_pointer.evidence["bound_at_dlopen"] == ["drmx_new"]
+    assert "a relocation outside the PLT" in f_pointer.message
+    real_pointer = seed.probe.load(str(pointer), env=env)
+    assert real_pointer.error == f"{pointer}: undefined symbol: drmx_new"
+    assert real_pointer.error in f_pointer.message
 
 
 def test_seed_failure_names_the_closest_version_and_the_package_to_look_for(seed: SeedLab) -> None:
@@ -431,3 +458,18 @@ def test_remedies_follow_who_owns_the_file(seed: SeedLab, tmp_path: Path) -> Non
         "library_path, or remove it."
         for code in ("VKD005", "VKL001")
     }
+
+
+def test_no_device_with_lavapipe_installed_does_not_say_install_it(seed: SeedLab) -> None:
+    from conftest import run_json
+
+    _, doc = run_json(
+        ["check", "--no-probe", "--select", "VKT002"],
+        env={"LD_LIBRARY_PATH": str(seed.shadow_dir)},
+    )
+    (f,) = [x for x in doc["findings"] if x["code"] == "VKT002"]
+    assert f["severity"] == "fail"
+    assert (
+        "lvp_icd.x86_64.json" in f["remedy"] and "(VKT001 and the library findings)" in f["remedy"]
+    )
+    assert "install" not in f["remedy"]

@@ -43,11 +43,32 @@ def by_pyelftools(path: Path) -> tuple[set[str], list[tuple[str, bool]], list[st
     return defined, undefined, names
 
 
+def load_time_by_pyelftools(path: Path) -> set[str]:
+    """The symbol names that relocation sections other than the PLT's (.rela.dyn, .rel.dyn)
+    refer to, from the section headers."""
+    from elftools.elf.relocation import RelocationSection
+
+    with open(path, "rb") as f:
+        elf = ELFFile(f)
+        dynsym = elf.get_section_by_name(".dynsym")
+        out: set[str] = set()
+        for section in elf.iter_sections():
+            if not isinstance(section, RelocationSection) or section.name.endswith(".plt"):
+                continue
+            if section["sh_link"] != elf.get_section_index(".dynsym"):
+                continue
+            for rel in section.iter_relocations():
+                if rel["r_info_sym"]:
+                    out.add(dynsym.get_symbol(rel["r_info_sym"]).name)
+    return out
+
+
 def _compare(path: Path, most: int = 300) -> None:
     table = read_symbol_table(path)
     assert table.error is None, (path, table.error)
     defined, undefined, names = by_pyelftools(path)
     assert list(table.undefined) == undefined, path
+    assert table.at_load == load_time_by_pyelftools(path) & {n for n, _ in undefined}, path
     assert table.count == len(names) + 1, path
     step = max(1, len(names) // most)
     probes = sorted(set(names))[::step] + [n + "_not_there" for n in names[:10]]
@@ -229,3 +250,36 @@ def test_gnu_hash_of_short_and_long_names_is_the_dl_new_hash() -> None:
     # fixed values, so that a change to both functions at once is caught too (5381 = 0x1505)
     assert SymbolName("").gnu == 0x00001505
     assert SymbolName("printf").gnu == 0x156B2BB8
+
+
+def test_relocations_outside_the_plt_are_bound_at_dlopen_even_lazily(tmp_path: Path) -> None:
+    """A data reference and a function pointer are bound when the library loads; a call through
+    the PLT waits for the first call. The real dlopen (lazy binding) is the oracle."""
+    both = build_lib(
+        tmp_path / "libboth.so",
+        soname="libboth.so",
+        source="extern int absent_var;\nextern int absent_fn(void);\nextern int absent_target(void);\n"
+        "int (*keep)(void) = absent_target;\n"
+        "int get(void) { return absent_var + absent_fn(); }\n",
+        flags=["-Wl,-z,lazy"],
+    )
+    table = read_symbol_table(both)
+    assert {"absent_var", "absent_fn", "absent_target"} <= {n for n, _ in table.undefined}
+    assert {"absent_var", "absent_target"} <= table.at_load
+    assert "absent_fn" not in table.at_load
+    probe = DlopenProbe.build(tmp_path / "probe")
+    real = probe.load(str(both), env={})
+    assert real.error is not None
+    assert real.error.split("undefined symbol: ")[1] in ("absent_var", "absent_target")
+    calls = build_lib(
+        tmp_path / "libcalls.so",
+        soname="libcalls.so",
+        source="extern int absent_fn(void);\nint get(void) { return absent_fn(); }\n",
+        flags=["-Wl,-z,lazy"],
+    )
+    assert read_symbol_table(calls).at_load == frozenset()
+    assert probe.load(str(calls), env={}).error is None
+    # the system's libraries: what they bind at load is a subset of what they leave undefined
+    for lib in ("libvulkan_lvp.so", "libvulkan_intel.so"):
+        t = read_symbol_table(Path("/usr/lib/x86_64-linux-gnu") / lib)
+        assert t.error is None and t.at_load and t.at_load <= {n for n, _ in t.undefined}

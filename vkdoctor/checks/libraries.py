@@ -442,8 +442,10 @@ class UndefinedSymbols(Check):
     Libraries without symbol versions (libdrm, for one) give ld.so nothing to check before it
     binds symbols: a vendor libdrm_amdgpu.so.1 shadowing the distribution's can lack a function
     radv calls. ld.so then fails only when it binds the symbol: at dlopen for a library linked
-    with -z now (BIND_NOW: Arch and Fedora build flags), or later, as a crash with "symbol lookup
-    error", for a lazily bound one (Debian 12's Mesa). The scope is the process's global objects
+    with -z now (BIND_NOW: Arch and Fedora build flags) and for any symbol a relocation outside
+    the PLT uses (data, a function pointer, a C++ vtable: bound at load even when binding
+    lazily), or later, as a crash with "symbol lookup error", for a function called through the
+    PLT of a lazily bound library (Debian 12's Mesa). The scope is the process's global objects
     (the executable, libvulkan, libc, LD_PRELOAD) and the driver's own closure.
     """
 
@@ -468,14 +470,22 @@ class UndefinedSymbols(Check):
         for u, ts in groups.values():
             by_path.setdefault(u.path, []).append((u, ts))
         for path, items in by_path.items():
+            # the ones dlopen binds first: they decide whether it fails
+            items.sort(key=lambda item: not item[0].fails_dlopen)
             names = [u.name for u, _ in items]
             ts = list(dict.fromkeys(t for _, tl in items for t in tl))
             first = items[0][0]
             who = ", ".join(label(t) for t in ts)
             shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
-            if first.bind_now:
+            if first.fails_dlopen:
                 sev = Severity.FAIL if any(t.kind == "driver" for t in ts) else Severity.WARN
-                what = f'dlopen would fail with "{first.error}" (it is linked with BIND_NOW)'
+                why = (
+                    "it is linked with BIND_NOW"
+                    if first.bind_now
+                    else "a relocation outside the PLT (data, a function pointer or a vtable) "
+                    "uses it, and ld.so binds those at load even when binding lazily"
+                )
+                what = f'dlopen would fail with "{first.error}" ({why})'
             else:
                 sev = Severity.WARN
                 what = (
@@ -494,6 +504,7 @@ class UndefinedSymbols(Check):
                     "path": path,
                     "symbols": names[:50],
                     "bind_now": first.bind_now,
+                    "bound_at_dlopen": [u.name for u, _ in items if u.fails_dlopen][:50],
                     "targets": [t.name for t in ts],
                 },
             )
@@ -513,8 +524,8 @@ class UndefinedSymbols(Check):
         effects = []
         if failing:
             effects.append(
-                f"dlopen fails for {', '.join(failing)} (a library that uses them is linked "
-                "with BIND_NOW)"
+                f"dlopen fails for {', '.join(failing)} (ld.so binds one of them at load: its "
+                "user is linked with BIND_NOW, or a data relocation refers to it)"
             )
         if lazy:
             effects.append(

@@ -198,10 +198,12 @@ class DeviceAvailable(Check):
         hidden = hidden_drivers(ctx)
         if hidden is not None:
             options.append(hidden)
-        options.append(
-            "install a Vulkan driver for this machine, or lavapipe for a CPU device: "
-            + install_command(ctx)
-        )
+        if not any(Path(o.target.dlopen_name).name == "libvulkan_lvp.so" for o in drivers):
+            # with lavapipe among the drivers, installing it again changes nothing
+            options.append(
+                "install a Vulkan driver for this machine, or lavapipe for a CPU device: "
+                + install_command(ctx)
+            )
         remedy = _sentence("; or ".join(options))
         yield self.fail(
             "No Vulkan device from any driver",
@@ -255,11 +257,12 @@ class PredictionAgrees(Check):
 
     def predictions(self, ctx: Context) -> Mapping[LoadTarget, Prediction]:
         """The ld.so emulation's verdict on each target (vkdoctor.checks.libraries): the
-        closure and symbol versions, then the undefined symbols of BIND_NOW objects (VKL006)."""
+        closure and symbol versions, then the undefined symbols dlopen binds (VKL006)."""
         from vkdoctor.checks.libraries import target_resolutions, undefined_by_target
 
         unbound = {
-            t: [u for u in missing if u.bind_now] for t, _, missing in ctx.fact(undefined_by_target)
+            t: [u for u in missing if u.fails_dlopen]
+            for t, _, missing in ctx.fact(undefined_by_target)
         }
         out = {}
         for target, r in ctx.fact(target_resolutions):
@@ -269,8 +272,8 @@ class PredictionAgrees(Check):
                 # prediction is "fails", not its exact dlerror
                 out[target] = Prediction(
                     loadable=False,
-                    reason=f"{len(now)} undefined symbol(s) in objects linked with BIND_NOW, "
-                    f"e.g. {now[0].error} (VKL006)",
+                    reason=f"{len(now)} undefined symbol(s) that dlopen binds (BIND_NOW, or "
+                    f"a data relocation), e.g. {now[0].error} (VKL006)",
                     error=None,
                 )
                 continue
@@ -278,7 +281,7 @@ class PredictionAgrees(Check):
                 loadable=r.ok,
                 reason=r.predicted_error
                 or "the library, its DT_NEEDED closure, every symbol version and every symbol "
-                "of BIND_NOW objects resolve",
+                "dlopen binds resolve",
                 error=r.predicted_error,
             )
         return out

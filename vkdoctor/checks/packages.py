@@ -11,7 +11,7 @@ from vkdoctor.model import Finding
 from vkdoctor.packages import Inventory, Package, inventory
 from vkdoctor.packages.conda import conda_owner
 from vkdoctor.packages.dpkg import DpkgDB
-from vkdoctor.packages.facts import StackFacts
+from vkdoctor.packages.facts import MissingVersion, StackFacts
 from vkdoctor.packages.pacman import PacmanDB
 from vkdoctor.packages.remedy import FIX_BROKEN, NOTES, RELEASE, then_upgrade
 from vkdoctor.packages.skew import (
@@ -345,9 +345,16 @@ class MissingVersionOwner(Check):
             p for f in facts.missing_versions for p in (f.consumer, f.provider, *f.alternatives)
         ]
         owners = inv.owners(paths) if inv.databases else {}
+        # one finding per copy and version, with every library that needs it (the same
+        # library needs it for every driver it is part of)
+        groups: dict[tuple[str, str], list[MissingVersion]] = {}
         for fact in facts.missing_versions:
-            conda = conda_owner(ctx, fact.provider)
-            yield _finding(self, explain_missing_version(fact, owners, conda))
+            group = groups.setdefault((fact.provider, fact.version), [])
+            if all(f.consumer != fact.consumer for f in group):
+                group.append(fact)
+        for (provider, _), group in groups.items():
+            conda = conda_owner(ctx, provider)
+            yield _finding(self, explain_missing_version(group, owners, conda))
 
 
 class HeldPackages(Check):

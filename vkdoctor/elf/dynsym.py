@@ -33,6 +33,8 @@ from vkdoctor.elf.reader import (
 from vkdoctor.record import field, record
 
 DT_HASH, DT_SYMTAB, DT_SYMENT = 4, 6, 11
+DT_PLTRELSZ, DT_RELA, DT_RELASZ, DT_REL, DT_RELSZ, DT_JMPREL = 2, 7, 8, 17, 18, 23
+DT_RELACOUNT, DT_RELCOUNT = 0x6FFFFFF9, 0x6FFFFFFA
 DT_GNU_HASH = 0x6FFFFEF5
 DT_VERSYM = 0x6FFFFFF0
 STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE = 1, 2, 10
@@ -106,6 +108,9 @@ class SymbolTable:
 
     #: strong undefined references (STB_GLOBAL, SHN_UNDEF): (name, the reference is versioned)
     undefined: tuple[tuple[str, bool], ...] = ()
+    #: the names of `undefined` that a relocation outside the PLT uses (a data reference, a
+    #: function pointer, a vtable): ld.so binds those at dlopen even when binding lazily
+    at_load: frozenset[str] = frozenset()
     #: how many entries DT_SYMTAB has (index 0, the null symbol, included)
     count: int = 0
     error: str | None = None
@@ -287,12 +292,17 @@ def _read(image: _Image) -> SymbolTable:
     indexes = sorted(i for m in strong_undefined for i in _positions(meta, m))
     versions = _array(image, versym, "H")
     undefined = []
+    at_load = []
+    eager = _load_time_symbols(image, raw) if indexes else set()
     for i in indexes:
         if i:
             name = _name(strings, words[i * step]).decode("utf-8", "replace")
             undefined.append((name, i < len(versions) and (versions[i] & 0x7FFF) >= 2))
+            if i in eager:
+                at_load.append(name)
     return SymbolTable(
         undefined=tuple(undefined),
+        at_load=frozenset(at_load),
         count=count,
         _strings=strings,
         _words=words,
@@ -300,6 +310,39 @@ def _read(image: _Image) -> SymbolTable:
         _little=little,
         _hash=table,
     )
+
+
+def _load_time_symbols(image: _Image, raw: dict[int, list[int]]) -> set[int]:
+    """The symbol indexes that relocations outside DT_JMPREL (the PLT) refer to: ld.so resolves
+    those when it loads the object, lazy binding or not. The first DT_RELACOUNT (DT_RELCOUNT)
+    entries are relative relocations without a symbol, as ld.so itself assumes."""
+    found: set[int] = set()
+    plt = (raw.get(DT_JMPREL, [0])[0], raw.get(DT_JMPREL, [0])[0] + raw.get(DT_PLTRELSZ, [0])[0])
+    for table, size, relative, addend in (
+        (DT_RELA, DT_RELASZ, DT_RELACOUNT, True),
+        (DT_REL, DT_RELSZ, DT_RELCOUNT, False),
+    ):
+        if table not in raw or size not in raw:
+            continue
+        start, end = raw[table][0], raw[table][0] + raw[size][0]
+        if plt[0] < plt[1] and start <= plt[0] < end:
+            end = plt[0]  # some linkers count the PLT's relocations in DT_RELASZ too
+        entsize = (8 if image.is64 else 4) * (3 if addend else 2)
+        start += min(raw.get(relative, [0])[0], (end - start) // entsize) * entsize
+        if start >= end:
+            continue
+        at = image.offset(start, "relocations")
+        n = min(end - start, _segment_end(image, start) - at) // entsize
+        words = _array(image, image.data[at : at + n * entsize], "I")
+        per = entsize // 4
+        if image.is64:
+            # r_info is 64 bits, the symbol in its high half: the second word of it in
+            # little-endian files, the first in big-endian ones
+            found.update(words[(3 if image.e == "<" else 2) :: per])
+        else:
+            found.update(info >> 8 for info in words[1::per])
+    found.discard(0)
+    return found
 
 
 def _positions(words: array.array[int], value: int) -> Iterator[int]:

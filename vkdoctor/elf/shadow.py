@@ -33,7 +33,8 @@ class Shadow:
     system: str
     #: symbol -> the libraries that use it
     symbols: dict[str, list[str]] = field(default_factory=dict)
-    #: a user of a missing symbol is linked with BIND_NOW: dlopen itself fails
+    #: a missing symbol is bound at dlopen (its user is linked with BIND_NOW, or a data
+    #: relocation uses it): dlopen itself fails
     bind_now: bool = False
 
 
@@ -55,7 +56,7 @@ def explain(
     """Attribute each of `missing` (undefined symbols of `res`'s objects) to a shadowing library
     whose system copy defines it, adding to `found` (keyed by the winner's path). Returns the
     ones no shadowing explains, and for each shadow that explained some of the others whether
-    one of those is used by a BIND_NOW library (this dlopen fails) or not."""
+    one of those is bound at dlopen (this dlopen fails) or not."""
     candidates = _shadowing(ctx, res)
     rest = []
     used: dict[str, bool] = {}
@@ -67,8 +68,8 @@ def explain(
                 users = shadow.symbols.setdefault(u.name, [])
                 if u.path not in users:
                     users.append(u.path)
-                shadow.bind_now = shadow.bind_now or u.bind_now
-                used[lib.path] = used.get(lib.path, False) or u.bind_now
+                shadow.bind_now = shadow.bind_now or u.fails_dlopen
+                used[lib.path] = used.get(lib.path, False) or u.fails_dlopen
                 break
         else:
             rest.append(u)

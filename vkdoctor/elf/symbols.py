@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from vkdoctor.context import Context
-from vkdoctor.elf.dynsym import unresolved
+from vkdoctor.elf.dynsym import symbol_table, unresolved
 from vkdoctor.record import record
 
 
@@ -19,8 +19,16 @@ class Undefined:
     path: str
     name: str
     versioned: bool
-    #: the object is linked with -z now (DF_BIND_NOW / DF_1_NOW): dlopen itself fails
+    #: the object is linked with -z now (DF_BIND_NOW / DF_1_NOW): dlopen binds every symbol
     bind_now: bool
+    #: a relocation outside the PLT uses it (data, a function pointer): dlopen binds it anyway
+    at_load: bool = False
+
+    @property
+    def fails_dlopen(self) -> bool:
+        """dlopen itself fails on it; otherwise the process dies when the function is first
+        called ("symbol lookup error")."""
+        return self.bind_now or self.at_load
 
     @property
     def error(self) -> str:
@@ -37,7 +45,9 @@ def undefined_symbols(
     """
     missing = unresolved(ctx, [p for p, _ in new], scope)
     return tuple(
-        Undefined(path=p, name=n, versioned=v, bind_now=b)
+        Undefined(
+            path=p, name=n, versioned=v, bind_now=b, at_load=n in symbol_table(ctx, p).at_load
+        )
         for p, b in new
         for n, v in missing.get(p, ())
     )

@@ -21,8 +21,8 @@ def _predicted_errors(ctx: Context) -> dict[str, str]:
         if t.kind == "driver" and res.predicted_error is not None
     }
     for t, _res, missing in ctx.fact(undefined_by_target):
-        # undefined symbols in an object linked with BIND_NOW: dlopen fails (VKL006)
-        now = [u for u in missing if u.bind_now]
+        # undefined symbols bound at dlopen (BIND_NOW, a data relocation): it fails (VKL006)
+        now = [u for u in missing if u.fails_dlopen]
         if t.kind == "driver" and now and t.manifest not in out:
             out[t.manifest] = now[0].error
     return out

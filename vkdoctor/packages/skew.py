@@ -526,17 +526,24 @@ def gcc_for(version: str, system: Package | None) -> int | None:
 
 
 def explain_missing_version(
-    fact: MissingVersion,
+    facts: Sequence[MissingVersion],
     owners: Owners,
     conda: CondaPackage | None,
 ) -> Diagnosis:
-    """A version node the consumer needs is missing from the copy that wins."""
-    cpkg = _first(owners.get(fact.consumer))
+    """A version node the consumers need is missing from the copy that wins (`facts`: one
+    provider and version, one fact per library that needs it)."""
+    fact = facts[0]
     ppkg = _first(owners.get(fact.provider))
     alt = next((a for a in fact.alternatives), None)
     apkg = _first(owners.get(alt)) if alt else None
     highest = _highest(fact.provider_versions, fact.version)
-    consumer = f"{fact.consumer} ({cpkg.label if cpkg else 'no package'})"
+    consumers = list(dict.fromkeys(f.consumer for f in facts))
+    owning = [_first(owners.get(c)) for c in consumers]
+    labels = [
+        f"{c} ({p.label if p else 'no package'})" for c, p in zip(consumers, owning, strict=True)
+    ]
+    consumer = labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + f" and {labels[-1]}"
+    cpkg = _first(owners.get(fact.consumer))
     if conda is not None:
         winner = f"{fact.provider} (conda package {conda.label} in {conda.prefix})"
     elif ppkg is not None:
@@ -544,12 +551,14 @@ def explain_missing_version(
     else:
         winner = f"{fact.provider} (no package: bundled by an application or copied by hand)"
     offers = f"offers only up to {highest}" if highest else f"does not define {fact.version}"
-    message = f"{consumer} needs {fact.version} from {fact.soname}, but the copy that wins, {winner}, {offers}"
+    need = "needs" if len(labels) == 1 else "need"
+    message = f"{consumer} {need} {fact.version} from {fact.soname}, but the copy that wins, {winner}, {offers}"
     if alt:
         message += f"; {alt}{f' ({apkg.label})' if apkg else ''} has it"
     message += "."
     evidence: dict[str, Any] = {
         "consumer": fact.consumer,
+        "consumers": consumers,
         "soname": fact.soname,
         "version": fact.version,
         "provider": fact.provider,
