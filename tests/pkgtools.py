@@ -3,6 +3,7 @@ installed with the real dpkg, pacman and rpm into private roots and databases.""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -139,6 +140,13 @@ def build_deb(
     (pkgdir / "DEBIAN" / "control").write_text(
         "".join(f"{k}: {v}\n" for k, v in fields.items() if v)
     )
+    # as dh_md5sums writes it: every regular file, relative to the root
+    sums = [
+        f"{hashlib.md5(p.read_bytes()).hexdigest()}  {p.relative_to(pkgdir)}\n"
+        for p in sorted(pkgdir.rglob("*"))
+        if p.is_file() and not p.is_symlink() and "DEBIAN" not in p.relative_to(pkgdir).parts
+    ]
+    (pkgdir / "DEBIAN" / "md5sums").write_text("".join(sums))
     out = work / f"{pkgdir.name}.deb"
     sh("dpkg-deb", "--root-owner-group", "-Zgzip", "-z1", "--build", pkgdir, out)
     return out
@@ -207,6 +215,18 @@ def build_pkg(
     (pkgdir / ".PKGINFO").write_text("\n".join(lines) + "\n")
     out = work / f"{name}-{version}-{arch}.pkg.tar.zst"
     members = [".PKGINFO", *sorted({p.lstrip("/").split("/")[0] for p in files})]
+    # the file list with digests that pacman keeps as local/NAME-VER/mtree, made the way
+    # makepkg makes it
+    sh(
+        "bsdtar",
+        "-czf",
+        ".MTREE",
+        "--format=mtree",
+        "--options=!all,use-set,type,uid,gid,mode,time,size,md5,sha256,link",
+        *members,
+        cwd=pkgdir,
+    )
+    members.insert(1, ".MTREE")
     sh("bsdtar", "--zstd", "-cf", out, *members, cwd=pkgdir)
     return out
 

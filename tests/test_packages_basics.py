@@ -330,3 +330,25 @@ def test_unowned_files_from_ld_library_path_point_at_the_variable():
     assert d.severity is Severity.INFO
     assert d.title == "lavapipe: files no package owns, from LD_LIBRARY_PATH"
     assert d.remedy is not None and "take /tmp/stale off LD_LIBRARY_PATH" in d.remedy
+
+
+def test_recorded_digests_are_found_by_any_spelling_of_the_path():
+    import gzip
+
+    from vkdoctor.packages.digests import md5sums_entry, mtree_entry
+
+    sums = "0123456789abcdef0123456789abcdef  usr/lib/x86_64-linux-gnu/libvulkan_lvp.so\n"
+    assert md5sums_entry(sums, ["/lib/x86_64-linux-gnu/libvulkan_lvp.so"]) is None
+    assert (
+        md5sums_entry(sums, ["/lib/x", "/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so"])
+        == "0123456789abcdef0123456789abcdef"
+    )
+    tree = (
+        "#mtree\n/set type=file uid=0 gid=0 mode=644\n"
+        "./usr/lib/odd\\040name.so time=1.0 size=3 md5digest=aa sha256digest=BB\n"
+        "./usr/lib/old.so time=1.0 size=3 md5digest=cc\n"
+    )
+    data = gzip.compress(tree.encode())
+    assert mtree_entry(data, ["/usr/lib/odd name.so"]) == ("sha256", "bb")
+    assert mtree_entry(data, ["/usr/lib/old.so"]) == ("md5", "cc")
+    assert mtree_entry(b"not gzip", ["/usr/lib/old.so"]) is None

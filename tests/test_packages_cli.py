@@ -90,3 +90,37 @@ def test_drivers_gives_the_package_cause_and_fix_as_check_does(tmp_path: Path):
     _, doc = run_json(["drivers", "--root", str(root)])
     (vkl,) = _by_code(doc, "VKL002")
     assert vkl["severity"] == "info" and vkl["evidence"]["explained_by"] == "VKP002"
+
+
+@pytest.mark.parametrize(
+    ("build", "driver", "fix"),
+    [
+        (arch_skew_tree, "/usr/lib/libvulkan_lvp.so", "sudo pacman -S vulkan-swrast"),
+        (
+            debian_skew_tree,
+            "/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so",
+            "sudo apt install --reinstall mesa-vulkan-drivers:amd64",
+        ),
+        (fedora_skew_tree, "/usr/lib64/libvulkan_lvp.so", "sudo dnf reinstall mesa-vulkan-drivers"),
+    ],
+    ids=["pacman", "dpkg", "rpm"],
+)
+def test_a_driver_replaced_after_install_is_named_by_its_checksum(
+    tmp_path: Path, build: Any, driver: str, fix: str
+):
+    """A build installed over the package's file (ninja install into /usr): the checksum the
+    database recorded (dpkg md5sums, pacman mtree, rpm's digests) no longer matches, so the
+    packages' versions explain nothing, and the fix is to put the package's file back."""
+    root = build(tmp_path)
+    with open(root / driver.lstrip("/"), "ab") as f:
+        f.write(b"\0")  # another build: other bytes, the same needs
+    _, doc = run_json(["check", "--root", str(root), "--no-probe", "--select", "VKP002,VKL002"])
+    (skew,) = _by_code(doc, "VKP002")
+    assert skew["severity"] == "fail" and skew["evidence"]["modified"] is True
+    assert skew["title"].endswith(
+        "libvulkan_lvp.so is not " + skew["evidence"]["consumer_package"]["name"] + "'s file"
+    )
+    assert "its checksum differs from the one the package database recorded" in skew["message"]
+    assert skew["message"].endswith(f"Fix: {fix}.")
+    assert skew["remedy"].startswith(fix)
+    assert "partial upgrade" not in skew["message"]

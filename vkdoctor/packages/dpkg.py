@@ -234,6 +234,23 @@ class DpkgDB:
     def compare(self, a: str, b: str) -> int:
         return dpkg_compare(a, b)
 
+    def modified(self, pkg: Package, path: str) -> bool | None:
+        from vkdoctor.packages.digests import file_digest, md5sums_entry
+
+        for stem in (f"{pkg.name}:{pkg.arch}", pkg.name):
+            try:
+                text = (self._admin / "info" / f"{stem}.md5sums").read_text(
+                    encoding="utf-8", errors="surrogateescape"
+                )
+            except OSError:
+                continue
+            recorded = md5sums_entry(text, spellings(self._ctx, path))
+            if recorded is None:
+                return None
+            actual = file_digest(self._ctx.under(path), "md5")
+            return None if actual is None else actual != recorded
+        return None
+
     def origins(self, pkgs: Iterable[Package]) -> dict[Package, str]:
         """Packages not installed from the configured archive: from a PPA, or from no repository.
 

@@ -124,6 +124,11 @@ class PackageDB(Protocol):
         """-1, 0 or 1: this family's version order."""
         ...
 
+    def modified(self, pkg: Package, path: str) -> bool | None:
+        """Whether the file at `path` (inside the tree), which `pkg` owns, differs from what the
+        package installed (the checksum its database recorded); None when that is unknown."""
+        ...
+
     def consistency(self) -> Consistency:
         """Run the manager's own database check."""
         ...

@@ -212,6 +212,20 @@ class PacmanDB:
                     break
         return out
 
+    def modified(self, pkg: Package, path: str) -> bool | None:
+        from vkdoctor.packages.digests import file_digest, mtree_entry
+
+        try:
+            data = (self._local / f"{pkg.name}-{pkg.version}" / "mtree").read_bytes()
+        except OSError:
+            return None
+        recorded = mtree_entry(data, spellings(self._ctx, path))
+        if recorded is None:
+            return None
+        algorithm, digest = recorded
+        actual = file_digest(self._ctx.under(path), algorithm)
+        return None if actual is None else actual != digest
+
     def compare(self, a: str, b: str) -> int:
         return pacman_compare(a, b)
 

@@ -9,6 +9,13 @@ UPGRADE = {
     "rpm": "sudo dnf distro-sync",
 }
 
+#: puts back a package's own copy of its files
+REINSTALL = {
+    "pacman": "sudo pacman -S {name}",
+    "dpkg": "sudo apt install --reinstall {name}",
+    "rpm": "sudo dnf reinstall {name}",
+}
+
 #: repairs an unmet declared dependency
 FIX_BROKEN = {
     "pacman": "sudo pacman -Syu",

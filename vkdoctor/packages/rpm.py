@@ -14,7 +14,7 @@ from typing import Any
 from vkdoctor.context import Context
 from vkdoctor.packages.deps import unmet
 from vkdoctor.packages.model import Consistency, Family, Package, PackageDBError, Relation
-from vkdoctor.packages.paths import resolve_in_root
+from vkdoctor.packages.paths import resolve_in_root, spellings
 from vkdoctor.packages.proc import ToolRun, run_tool, which
 from vkdoctor.packages.versions import rpm_compare
 from vkdoctor.record import replace
@@ -254,6 +254,19 @@ class RpmDB:
             if pkgs:
                 out[path] = pkgs
         return out
+
+    def modified(self, pkg: Package, path: str) -> bool | None:
+        # rpm -V prints one line per file that differs: 9 flags ('5': the digest) and the path
+        label = f"{pkg.name}-{pkg.version}.{pkg.arch}"
+        run = self._run("-V", "--nodeps", "--noscripts", "--nosignature", label)
+        if run.returncode is None or run.returncode not in (0, 1):
+            return None
+        differs = {
+            line[line.index(" /") + 1 :]
+            for line in run.stdout.splitlines()
+            if line[2:3] == "5" and " /" in line
+        }
+        return any(s in differs for s in spellings(self._ctx, path))
 
     def compare(self, a: str, b: str) -> int:
         return rpm_compare(a, b)

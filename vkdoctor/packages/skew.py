@@ -21,6 +21,7 @@ from vkdoctor.packages.names import driver_name, library_label, numbers, stem
 from vkdoctor.packages.remedy import (
     FIX_BROKEN,
     NOTES,
+    REINSTALL,
     RELEASE,
     UPGRADE,
     no_symlink,
@@ -225,6 +226,8 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
         "offered": offered,
         "unowned_near_misses": unowned_near,
     }
+    if cpkg is not None and inv.db_of(cpkg).modified(cpkg, fact.consumer):
+        return _replaced(fact, cpkg, subject, lib, evidence)
 
     clause, fix, guess = "", UPGRADE.get(family or "", None), None
     if cpkg is not None:
@@ -285,7 +288,13 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
             f"{', '.join(evidence['declared'])} without a version."
         )
     if guess:
-        notes.append(f"Debian names LLVM runtime packages libllvmN; here that is {guess}.")
+        if lib == "LLVM":
+            notes.append(f"Debian names LLVM runtime packages libllvmN; here that is {guess}.")
+        else:
+            notes.append(
+                f"Debian names library packages after the soname, so {guess} is a guess; "
+                f"`apt-file search {fact.soname}` names the package that has it."
+            )
     if offered:
         notes.append(no_symlink(offered[0], fact.soname))
     if (direction > 0 or ppkg is None) and not evidence.get("damaged"):
@@ -307,6 +316,33 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
         message=message,
         remedy=remedy,
         evidence=evidence,
+    )
+
+
+def _replaced(
+    fact: MissingSoname, cpkg: Package, subject: str, lib: str, evidence: dict[str, Any]
+) -> Diagnosis:
+    """The consumer is not the file its package installed: versions and dependencies of the
+    packages say nothing about what it needs."""
+    name = (
+        f"{cpkg.name}:{cpkg.arch}"
+        if cpkg.family == "dpkg" and cpkg.multi_arch == "same"
+        else cpkg.name
+    )
+    fix = REINSTALL[cpkg.family].format(name=name)
+    return Diagnosis(
+        severity=Severity.FAIL,
+        title=f"{driver_name(fact.target or fact.consumer)} needs {fact.soname}: "
+        f"{PurePosixPath(fact.consumer).name} is not {cpkg.name}'s file",
+        message=f"{subject} needs {fact.soname}, but {fact.consumer} is not the file "
+        f"{cpkg.label} installed: its checksum differs from the one the package database "
+        "recorded, so it was replaced after the package was installed (a build installed over "
+        "it, such as `ninja install` or `make install` into /usr, or a copy by hand), by one "
+        f"built against another {lib}. Fix: {fix}.",
+        remedy=f"{fix}: that puts back {cpkg.name}'s own {fact.consumer}. To keep the other "
+        "build instead, install it under a prefix of its own with the libraries it was built "
+        "against, and select its manifest with VK_DRIVER_FILES.",
+        evidence={**evidence, "modified": True},
     )
 
 
