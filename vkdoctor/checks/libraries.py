@@ -91,27 +91,33 @@ class LibraryOpens(Check):
                 for lib in res.libraries[1:]:
                     counts[lib.how.value] = counts.get(lib.how.value, 0) + 1
                 closure = f"{len(res.libraries) - 1} libraries of its closure found"
+                title = f"{t.name}: {root.path}"
                 if not res.ok:
+                    # the file is fine; what it needs is not (VKL002, VKL003): no check mark
                     closure += ", but not all: VKL002 and VKL003 say what is missing"
-                yield self.ok(
-                    f"{t.name}: {root.path}",
+                    title += " found, but not all it needs"
+                yield self.finding(
+                    Severity.OK if res.ok else Severity.INFO,
+                    title,
                     f"{label(t)} found {how_found(root)}; {closure}.",
-                    target=t.name,
-                    path=root.path,
-                    how=root.how.value,
-                    elf_class=root.elf.bits,
-                    closure=counts,
-                    libraries=[
-                        {
-                            "name": lib.name,
-                            "path": lib.path,
-                            "how": lib.how.value,
-                            "directory": lib.directory,
-                            "needed_by": lib.needed_by,
-                            "already_in_process": lib.preloaded,
-                        }
-                        for lib in res.libraries[1:]
-                    ],
+                    evidence=dict(
+                        target=t.name,
+                        path=root.path,
+                        how=root.how.value,
+                        elf_class=root.elf.bits,
+                        closure=counts,
+                        libraries=[
+                            {
+                                "name": lib.name,
+                                "path": lib.path,
+                                "how": lib.how.value,
+                                "directory": lib.directory,
+                                "needed_by": lib.needed_by,
+                                "already_in_process": lib.preloaded,
+                            }
+                            for lib in res.libraries[1:]
+                        ],
+                    ),
                 )
                 continue
             miss = res.misses[0]
