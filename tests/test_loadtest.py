@@ -620,3 +620,22 @@ def test_a_driver_hidden_by_a_variable_is_named_before_any_install_advice(tmp_pa
         f"VK_DRIVER_FILES={intel} replaces the loader's driver search path, which has "
     )
     assert "lvp_icd.x86_64.json" in f["remedy"].split(": unset VK_DRIVER_FILES")[0]
+
+
+def test_devices_behind_a_crashing_driver_get_no_check_mark(fakes):
+    """Each driver is loaded alone, so lavapipe shows its device; an application loads them
+    all and dies in the crashing one first: VKT002 must not say all is well."""
+    env = {"VK_ADD_DRIVER_FILES": fakes["GIPA_ABORT"].manifest}
+    proc, doc = run_json(["check", "--no-probe", "--select", "VKT001,VKT002"], env=env, timeout=120)
+    assert proc.returncode == 1
+    (vkt2,) = [f for f in doc["findings"] if f["code"] == "VKT002"]
+    assert vkt2["severity"] == "info"
+    assert vkt2["title"].startswith("1 Vulkan device(s): llvmpipe")
+    assert vkt2["title"].endswith("but only with gipa_abort_icd.json out of the way")
+    assert "crashes it first (VKT001)" in vkt2["message"]
+    crash = [
+        f
+        for f in doc["findings"]
+        if f["code"] == "VKT001" and f["evidence"]["name"] == "gipa_abort_icd.json"
+    ]
+    assert crash and crash[0]["severity"] == "fail"

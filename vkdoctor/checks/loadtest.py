@@ -160,12 +160,23 @@ class DeviceAvailable(Check):
             listed = "; ".join(
                 f"{d.describe()} from {Path(o.target.manifest).name}" for o, d in found
             )
-            yield self.finding(
-                Severity.OK,
-                f"{len(found)} Vulkan device(s): {', '.join(d.name for _, d in found)}",
-                listed,
-                evidence=evidence,
-            )
+            title = f"{len(found)} Vulkan device(s): {', '.join(d.name for _, d in found)}"
+            # each driver was loaded alone; an application loads them all, and one that
+            # crashes or hangs takes the process with it before any device is used
+            wrecks = [o for o in drivers if o.failed_step is not None]
+            if wrecks:
+                names = ", ".join(Path(o.target.manifest).name for o in wrecks)
+                how = {o.signal or "hangs" for o in wrecks}
+                yield self.info(
+                    f"{title}, but only with {names} out of the way",
+                    f"{listed}. Each driver was loaded alone here; an application loads every "
+                    f"driver, and {names} "
+                    f"{'crashes' if how != {'hangs'} else 'hangs'} it first (VKT001), so as "
+                    "things are no Vulkan application gets to these devices.",
+                    **evidence,
+                )
+                return
+            yield self.finding(Severity.OK, title, listed, evidence=evidence)
             return
         untested = [o for o in drivers if o.dlopen == "not-run"]
         if drivers and len(untested) == len(drivers):
