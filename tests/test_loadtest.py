@@ -639,3 +639,20 @@ def test_devices_behind_a_crashing_driver_get_no_check_mark(fakes):
         if f["code"] == "VKT001" and f["evidence"]["name"] == "gipa_abort_icd.json"
     ]
     assert crash and crash[0]["severity"] == "fail"
+
+
+def test_the_probe_runs_past_a_crashing_driver_and_says_so(fakes):
+    """The probe would die in the crashing driver as every Vulkan program does: it runs with the
+    loader's filter for it, and the one failure is the load test's."""
+    env = {"VK_ADD_DRIVER_FILES": fakes["GIPA_ABORT"].manifest}
+    proc, doc = run_json(["check", "--cpu", "--select", "VKT001,VKR001"], env=env, timeout=300)
+    assert proc.returncode == 1
+    (vkr,) = [f for f in doc["findings"] if f["code"] == "VKR001"]
+    assert vkr["severity"] == "info", vkr
+    assert vkr["title"] == "Compute probe passed once gipa_abort_icd.json was turned off"
+    assert "VK_LOADER_DRIVERS_DISABLE=gipa_abort_icd.json" in vkr["message"]
+    assert vkr["remedy"].startswith("export VK_LOADER_DRIVERS_DISABLE=gipa_abort_icd.json")
+    assert doc["probe"]["status"] == "pass"
+    assert doc["probe"]["disabled"] == {"VK_LOADER_DRIVERS_DISABLE": ["gipa_abort_icd.json"]}
+    failures = [f["code"] for f in doc["findings"] if f["severity"] == "fail"]
+    assert failures == ["VKT001"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from vkdoctor import probe_report
@@ -14,11 +15,46 @@ from vkdoctor.record import replace
 
 
 def probe_result(ctx: Context) -> dict[str, Any]:
-    """Run the probe once per Context, with the context's environment and options."""
+    """Run the probe once per Context, with the context's environment and options.
+
+    A driver or layer that the load test saw crash or hang takes every Vulkan process down, the
+    probe's too (a hang would cost the whole --timeout): the probe runs with those turned off
+    through the loader's own filters, and says so (`disabled`), so that it answers whether
+    compute works once they are out of the way."""
     request = ProbeRequest(
         cpu=ctx.options.cpu, adapter=ctx.options.adapter, timeout=ctx.options.timeout
     )
-    return run_probe(ctx.env, request)
+    off = _wrecks(ctx)
+    if not off:
+        return run_probe(ctx.env, request)
+    env = dict(ctx.env)
+    for var, names in off.items():
+        env[var] = ",".join(n for n in (ctx.env.get(var, ""), *names) if n)
+    return {**run_probe(env, request), "disabled": off}
+
+
+def _wrecks(ctx: Context) -> dict[str, list[str]]:
+    """The loader filter variable and names of each target the load test saw crash or hang,
+    when this loader has the filters (1.3.234)."""
+    from vkdoctor.checks.loadtest import load_test
+    from vkdoctor.loadtest import FILTERS_SINCE, _version_tuple
+
+    try:
+        run = ctx.fact(load_test)
+    except Exception:  # the VKT checks report a broken load test
+        return {}
+    version = _version_tuple(run.loader_version)
+    if version is None or version < FILTERS_SINCE:
+        return {}
+    off: dict[str, list[str]] = {}
+    for o in run.outcomes:
+        if o.failed_step is None:
+            continue
+        if o.target.kind == "layer":
+            off.setdefault("VK_LOADER_LAYERS_DISABLE", []).append(o.target.name)
+        else:
+            off.setdefault("VK_LOADER_DRIVERS_DISABLE", []).append(Path(o.target.manifest).name)
+    return off
 
 
 class ComputeProbe(Check):
@@ -36,7 +72,29 @@ class ComputeProbe(Check):
     live_only = True
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        finding = probe_report.finding(ctx.fact(probe_result))
+        result = ctx.fact(probe_result)
+        finding = probe_report.finding(result)
+        off: dict[str, list[str]] = result.get("disabled") or {}
+        if off:
+            names = ", ".join(n for ns in off.values() for n in ns)
+            setting = " ".join(f"{var}={','.join(ns)}" for var, ns in off.items())
+            note = (
+                f"The probe ran with {setting}: as things are, every Vulkan program crashes or "
+                f"hangs in {names} first (VKT001, VKT003)"
+            )
+            if finding.severity is Severity.OK:
+                # the failure is the load test's, with this very remedy: counted once
+                finding = replace(
+                    finding,
+                    severity=Severity.INFO,
+                    title=f"Compute probe passed once {names} was turned off",
+                    message=f"{finding.message}. {note}",
+                    remedy=f"export {setting}, or remove what installs {names} (VKT001, VKT003).",
+                )
+            else:
+                finding = replace(finding, message=f"{finding.message}. {note}")
+            yield replace(finding, evidence={**finding.evidence, "disabled": off})
+            return
         if finding.severity is Severity.FAIL and finding.evidence.get("status") in (
             "crash",
             "timeout",

@@ -91,6 +91,12 @@ def probe_lines(probe: Mapping[str, Any], style: Style) -> list[str]:
     lines = [head]
     if probe.get("summary"):
         lines.append(f"    {probe['summary']}")
+    off = probe.get("disabled") or {}
+    if off:
+        setting = " ".join(f"{var}={','.join(names)}" for var, names in off.items())
+        lines.append(
+            f"    ran with {setting}: they crash or hang every Vulkan program (VKT001, VKT003)"
+        )
     lines += _adapters(probe)
     lines += _ladder(probe)
     lines += _cases(probe)
