@@ -243,7 +243,9 @@ class Loader:
             self.destroy_device(device, None)
         return result
 
-    def instance_devices(self, before_device: Callable[[], None] | None = None) -> dict[str, object]:
+    def instance_devices(
+        self, before_device: Callable[[], None] | None = None
+    ) -> dict[str, object]:
         app = ApplicationInfo(
             sType=STYPE_APPLICATION_INFO,
             pApplicationName=b"vkdoctor-loadtest",

@@ -364,10 +364,17 @@ def main(argv: list[str], out: Any) -> int:
         run(args, doc)
     except Exception as exc:
         doc["status"] = "error"
-        doc["reason"] = "library-error" if _library_error(exc) else "python-error"
-        doc["summary"] = f"the probe raised {type(exc).__name__}: {exc}"
         doc["traceback"] = traceback.format_exc()
-        sys.stderr.write(doc["traceback"])
+        line = _dlerror_line(exc)
+        if line is not None:
+            # numpy wraps ld.so's one line in a 20-line banner: the line is the news
+            doc["reason"] = "library-error"
+            doc["summary"] = f"the probe raised {type(exc).__name__}: {line}"
+            sys.stderr.write(f"{type(exc).__name__}: {line}\n")
+        else:
+            doc["reason"] = "python-error"
+            doc["summary"] = f"the probe raised {type(exc).__name__}: {exc}"
+            sys.stderr.write(doc["traceback"])
     doc["stage"] = _stages[-1]["name"] if _stages else None
     stage("done")
     _stages.pop()
@@ -386,11 +393,20 @@ _DLERRORS = ("undefined symbol", "cannot open shared object file", "version `", 
 def _library_error(exc: BaseException) -> bool:
     """An ImportError (or OSError) that is ld.so failing to load a shared library: a module that
     is installed but cannot load in this environment (LD_LIBRARY_PATH, LD_PRELOAD)."""
-    text = str(exc)
-    while exc.__cause__ or exc.__context__:
-        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
-        text += f" {exc}"
-    return any(marker in text for marker in _DLERRORS)
+    return _dlerror_line(exc) is not None
+
+
+def _dlerror_line(exc: BaseException) -> str | None:
+    """ld.so's own line ("X: version `Y' not found (required by Z)") from the exception or what
+    caused it, without the text a package wraps it in; None when it is no library error."""
+    chain: list[BaseException] = [exc]
+    while chain[-1].__cause__ or chain[-1].__context__:
+        chain.append(chain[-1].__cause__ or chain[-1].__context__)  # type: ignore[arg-type]
+    for e in chain:
+        for line in str(e).splitlines():
+            if any(marker in line for marker in _DLERRORS):
+                return line.strip().removeprefix("Original error was: ")
+    return None
 
 
 def run(args: argparse.Namespace, doc: dict[str, Any]) -> None:

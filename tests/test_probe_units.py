@@ -235,3 +235,24 @@ def test_a_probe_crash_names_the_layer_the_load_test_saw_crash():
     assert (finding.remedy or "").startswith(
         "Turn the layer off first (export VK_LOADER_LAYERS_DISABLE=VK_LAYER_X"
     )
+
+
+def test_a_library_error_is_ld_sos_line_without_the_banner_around_it():
+    banner = (
+        "\n\nIMPORTANT: PLEASE READ THIS FOR ADVICE ON HOW TO SOLVE THIS ISSUE!\n\n"
+        "Importing the numpy C-extensions failed. This error can happen for\nmany reasons...\n\n"
+        "Original error was: /env/lib/libstdc++.so.6: version `CXXABI_1.3.9' not found "
+        "(required by /numpy/_multiarray_umath.so)\n"
+    )
+    try:
+        try:
+            raise OSError("cannot load")
+        except OSError as inner:
+            raise ImportError(banner) from inner
+    except ImportError as exc:
+        line = rmsnorm_probe._dlerror_line(exc)
+    assert line == (
+        "/env/lib/libstdc++.so.6: version `CXXABI_1.3.9' not found "
+        "(required by /numpy/_multiarray_umath.so)"
+    )
+    assert rmsnorm_probe._dlerror_line(ImportError("No module named 'wgpu'")) is None

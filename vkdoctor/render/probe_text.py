@@ -104,7 +104,7 @@ def probe_lines(probe: Mapping[str, Any], style: Style) -> list[str]:
         if probe.get("stage"):
             lines.append(f"    stage reached: {probe['stage']}")
         tail = probe.get("stderr_tail") or []
-        if tail:
+        if tail and not all(line in str(probe.get("summary") or "") for line in tail):
             lines.append("    last lines of stderr:")
             lines += [f"      | {line}" for line in tail]
     return lines
