@@ -238,7 +238,8 @@ class DriverSearchPath(Check):
         search = [{"path": e.path, "origin": e.origin} for e in plan.entries]
         for var, why in plan.ignored:
             sev = self.warn if var == "VK_ADD_DRIVER_FILES" else self.info
-            yield sev(f"{var} is {why.split(':')[0]}", f"{var}={ctx.getenv(var)!r}: {why}.")
+            state, _, reason = why.partition(": ")
+            yield sev(f"{var} is {state}", f"{var}={ctx.getenv(var)!r}: {reason or state}.")
         if plan.override is not None and not plan.entries:
             yield self.fail(
                 f"{plan.override} is set but empty: the loader looks for no drivers at all",
@@ -293,7 +294,10 @@ class DriverSearchPath(Check):
                 search_path=search,
             )
         else:
-            text = "\n".join(f"{e.path}   ({e.origin})" for e in plan.entries)
+            text = "\n".join(
+                e.path if e.origin == plan.override else f"{e.path}   ({e.origin})"
+                for e in plan.entries
+            )
             yield self.info(
                 f"{len(plan.entries)} search location{'s' if len(plan.entries) != 1 else ''}"
                 + (f", set by {plan.override}" if plan.override else ""),
