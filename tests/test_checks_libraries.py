@@ -478,3 +478,25 @@ def test_no_device_with_lavapipe_installed_does_not_say_install_it(seed: SeedLab
         "lvp_icd.x86_64.json" in f["remedy"] and "(VKT001 and the library findings)" in f["remedy"]
     )
     assert "install" not in f["remedy"]
+
+
+def test_a_32_bit_driver_alone_is_the_cause_not_harmless(seed: SeedLab, tmp_path: Path) -> None:
+    from conftest import run_json
+
+    manifest = tmp_path / "fake32_icd.i686.json"
+    manifest.write_text(
+        json.dumps(
+            {
+                "file_format_version": "1.0.0",
+                "ICD": {"library_path": str(seed.lib32), "api_version": "1.3.0"},
+            }
+        )
+    )
+    _, doc = run_json(
+        ["check", "--no-probe", "--select", "VKD001"], env={"VK_DRIVER_FILES": str(manifest)}
+    )
+    (f,) = [x for x in doc["findings"] if x["code"] == "VKD001"]
+    assert f["severity"] == "fail"
+    assert "ELFCLASS32; dlopen rejects it for a 64-bit process" in f["message"]
+    assert "harmless" not in f["message"]
+    assert f["remedy"].endswith("or point it at a 64-bit driver's manifest")

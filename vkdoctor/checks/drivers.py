@@ -10,6 +10,7 @@ from vkdoctor.context import Context
 from vkdoctor.host import distro_family
 from vkdoctor.loader import driver_scan
 from vkdoctor.loader import icd as I
+from vkdoctor.loader.fields import process_bits
 from vkdoctor.loader.icd import Driver, DriverScan
 from vkdoctor.loader.known import known_driver
 from vkdoctor.model import Finding
@@ -150,13 +151,20 @@ class DriversFound(Check):
             where = ", ".join(e.path for e in scan.plan.entries) or "(an empty search path)"
             message = f"The loader finds no driver manifest. It searches: {where}."
         else:
-            skipped = "\n".join(f"- {d.reason}" for d in scan.drivers)
+            # beside a working driver a skipped one is harmless; with none left, it is the cause
+            skipped = "\n".join(f"- {d.reason.removesuffix(' (harmless)')}" for d in scan.drivers)
             message = f"Every driver manifest is skipped:\n{skipped}"
         filtered = {I.FILTER_DISABLED, I.FILTER_NOT_SELECTED}
+        other_arch = {I.WRONG_CLASS, I.ARCH_MISMATCH}
         if scan.plan.override is not None:
+            what = (
+                f"a {process_bits(ctx.machine)}-bit driver's manifest"
+                if scan.drivers and all(d.outcome in other_arch for d in scan.drivers)
+                else "an existing driver manifest"
+            )
             remedy = (
                 f"unset {scan.plan.override} (it replaces the driver search path), "
-                "or point it at an existing driver manifest"
+                f"or point it at {what}"
             )
         elif scan.drivers and any(d.outcome in filtered for d in scan.drivers):
             remedy = "unset VK_LOADER_DRIVERS_SELECT VK_LOADER_DRIVERS_DISABLE"
