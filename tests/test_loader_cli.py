@@ -460,3 +460,23 @@ def test_a_layer_that_crashes_in_vkcreatedevice_is_caught(tmp_path):
     assert crash["title"].startswith("layer VK_LAYER_INTEL_nullhw (libVkLayer_INTEL_nullhw.so)")
     assert "was killed by SIGSEGV in vkCreateDevice" in crash["message"]
     assert crash["remedy"].startswith("export VK_LOADER_LAYERS_DISABLE=VK_LAYER_INTEL_nullhw")
+
+
+def test_an_enable_pattern_that_matches_no_layer_is_said(tmp_path):
+    """VK_LOADER_LAYERS_ENABLE=*validation* without the validation layer turns nothing on; a
+    pattern that matches a layer the loader finds is fine."""
+    from tests.elfbuild import build_lib
+
+    lib = build_lib(tmp_path / "lib" / "libVkLayer_mine.so")
+    _explicit_layer(tmp_path / "data/vulkan/explicit_layer.d", "VK_LAYER_TEST_mine", lib)
+    env = {
+        "HOME": str(tmp_path),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "VK_LOADER_LAYERS_ENABLE": "*validation*,*test_mine",
+    }
+    proc, doc = run_json(["check", "--no-probe", "--select", "VKI004"], env=env)
+    assert proc.returncode == 0
+    (warn,) = [f for f in findings(doc, "VKI004") if f["severity"] == "warn"]
+    assert warn["title"] == "VK_LOADER_LAYERS_ENABLE pattern *validation* matches no layer"
+    assert "VK_LAYER_TEST_mine" in warn["evidence"]["layers"]
+    assert "vulkan-validationlayers" in warn["remedy"]

@@ -8,8 +8,10 @@ from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.loader import explicit_layers, layer_scan
 from vkdoctor.loader import layers as L
+from vkdoctor.loader.filters import matches
 from vkdoctor.loader.layers import Layer, LayerScan
 from vkdoctor.model import Finding
+from vkdoctor.record import replace
 
 
 def _ev(layer: Layer) -> dict[str, object]:
@@ -236,6 +238,33 @@ class ExplicitLayersFromEnvironment(Check):
                 "for it.",
                 remedy=fix,
                 name=name,
+                search_path=[e.path for e in scan.plan.entries],
+            )
+        names = {n for n in found | implicit if n}
+        for tok in scan.enable.tokens:
+            if tok.kind == "special":
+                continue
+            one = replace(scan.enable, tokens=(tok,))
+            if any(matches(n, one) for n in names):
+                continue
+            pattern = {"substring": "*{}*", "suffix": "*{}", "prefix": "{}*"}.get(
+                tok.kind, "{}"
+            ).format(tok.value)
+            yield self.warn(
+                f"VK_LOADER_LAYERS_ENABLE pattern {pattern} matches no layer",
+                f"VK_LOADER_LAYERS_ENABLE={scan.enable.raw}: {pattern} matches none of the "
+                f"{len(names)} layers the loader finds ({', '.join(sorted(names)) or 'none'}), "
+                "so it turns nothing on.",
+                remedy=(
+                    "install the Khronos validation layer (Debian/Ubuntu `sudo apt install "
+                    "vulkan-validationlayers`, Arch `sudo pacman -S vulkan-validation-layers`, "
+                    "Fedora `sudo dnf install vulkan-validation-layers`)"
+                    if "valid" in tok.value
+                    else "install the layer"
+                )
+                + ", point VK_ADD_LAYER_PATH at its manifest's directory, or fix the pattern",
+                pattern=pattern,
+                layers=sorted(names),
                 search_path=[e.path for e in scan.plan.entries],
             )
         for layer in scan.active:
