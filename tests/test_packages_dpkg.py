@@ -217,11 +217,20 @@ def test_multiarch_same_at_two_versions_is_left_unconfigured_and_audited(tmp_pat
     assert {p.state for p in db.packages()} == {"iU"}
     (f,) = ManagerConsistency().run(ctx)
     assert f.severity is Severity.FAIL
-    assert "dpkg --audit: mesa-vulkan-drivers:amd64" in f.message
+    # each package with what dpkg says is wrong with it, not the bare list
+    assert "dpkg --audit: mesa-vulkan-drivers:amd64 is unpacked but not yet configured" in f.message
     assert (
         "Fix: sudo dpkg --configure -a && sudo apt update && sudo apt --fix-broken install."
         in f.message
     )
+    # a package whose file list is gone cannot be configured back: dpkg says reinstall
+    (root / "var/lib/dpkg/info/mesa-vulkan-drivers:amd64.list").unlink()
+    (f,) = ManagerConsistency().run(ctx_for(root))
+    assert (
+        "dpkg --audit: mesa-vulkan-drivers:amd64 is missing the list control file in the database"
+        in f.message
+    )
+    assert "Fix: sudo apt install --reinstall mesa-vulkan-drivers:amd64 && " in f.message
 
 
 def _target(path: str, name: str = "lvp_icd.x86_64.json"):

@@ -157,6 +157,10 @@ class ManagerConsistency(Check):
                 fix = FIX_BROKEN[db.family]
                 if any(p.startswith("dpkg --audit") for p in c.problems):
                     fix = "sudo dpkg --configure -a && " + fix
+                if c.reinstall:
+                    # dpkg says these cannot be repaired in place: their files or records
+                    # are damaged
+                    fix = f"sudo apt install --reinstall {' '.join(c.reinstall)} && " + fix
                 then = then_upgrade(db.family, fix)
                 yield self.fail(
                     f"{db.family}: the package database reports problems",

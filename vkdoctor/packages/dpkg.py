@@ -357,7 +357,8 @@ class DpkgDB:
         assert self._audit is not None
         audit = self._audit.result()
         runs = [audit]
-        problems = [f"dpkg --audit: {line.strip()}" for line in _audit_packages(audit)]
+        audited = _audit_packages(audit)
+        problems = [f"dpkg --audit: {pkg} is {why}" for pkg, why, _ in audited]
         missing = tuple(str(u) for u in unmet(self))
         if missing and which("apt-get", ctx.env):
             argv = ["apt-get"]
@@ -381,6 +382,7 @@ class DpkgDB:
             runs=tuple(runs),
             unavailable=unavailable,
             unmet=missing,
+            reinstall=tuple(dict.fromkeys(pkg for pkg, _, again in audited if again)),
         )
 
 
@@ -431,9 +433,33 @@ def parse_offered(text: str) -> dict[str, list[str]]:
     return out
 
 
-def _audit_packages(run: ToolRun) -> list[str]:
-    """`dpkg --audit` exits 0 even when it lists problems: the indented lines are the packages."""
-    return [line for line in run.stdout.splitlines() if line.startswith(" ") and line.strip()]
+_AUDIT_STATE = re.compile(
+    r"The following packages? (?:are |is |have been |has been |have |has )?(.+?)(?:[,.:](?:\s|$)|$)"
+)
+
+
+def _audit_packages(run: ToolRun) -> list[tuple[str, str, bool]]:
+    """(package, what is wrong, whether it must be reinstalled) per package `dpkg --audit` lists.
+    It exits 0 even when it lists problems: each paragraph's header says what is wrong
+    ("The following packages are only half configured, ..."), its indented lines name the
+    packages ("PKG:ARCH  description")."""
+    out: list[tuple[str, str, bool]] = []
+    header: list[str] = []
+    listing = False
+    for line in run.stdout.splitlines():
+        if not line.strip():
+            header, listing = [], False
+        elif line.startswith(" "):
+            text = " ".join(header)
+            m = _AUDIT_STATE.search(text)
+            why = m.group(1).strip() if m else "reported"
+            out.append((line.split()[0], why, "reinstall" in text))
+            listing = True
+        else:
+            if listing:
+                header, listing = [], False
+            header.append(line.strip())
+    return out
 
 
 def _apt_unmet(run: ToolRun) -> list[str]:

@@ -99,6 +99,9 @@ class Consistency:
     unavailable: str | None = None
     #: declared dependencies no installed package satisfies, computed from the parsed database
     unmet: tuple[str, ...] = ()
+    #: packages the tool says must be reinstalled (dpkg --audit: a missing list file, a failed
+    #: installation)
+    reinstall: tuple[str, ...] = ()
 
 
 class PackageDB(Protocol):
