@@ -361,7 +361,9 @@ def test_checks_report_each_driver_and_the_device(monkeypatch, fakes):
     assert aborted.remedy and "VK_LOADER_DRIVERS_DISABLE=gipa_abort_icd.json" in aborted.remedy
 
     (device,) = results["VKT002"].findings
-    assert device.severity is Severity.OK and "llvmpipe" in device.title
+    # llvmpipe is there, but an application would die in gipa_abort first
+    assert device.severity is Severity.INFO and "llvmpipe" in device.title
+    assert device.title.endswith("but only with gipa_abort_icd.json out of the way")
     assert device.evidence["children"] == 2 and device.evidence["loader_version"].startswith("1.")
 
     (layer,) = results["VKT003"].findings
@@ -472,7 +474,11 @@ def test_cli_load_test_through_the_real_loader_emulation(fakes):
     lvp = drivers["lvp_icd.x86_64.json"]
     assert lvp["severity"] == "ok" and lvp["evidence"]["devices"][0]["type"] == "cpu"
     (device,) = [f for f in doc["findings"] if f["code"] == "VKT002"]
-    assert device["severity"] == "ok" and device["evidence"]["children"] == 3
+    # the device is there, behind two drivers that crash and hang every application
+    assert device["severity"] == "info" and device["evidence"]["children"] == 3
+    assert device["title"].endswith(
+        "but only with ctor_segv_icd.json, ctor_hang_icd.json out of the way"
+    )
     (layer,) = [f for f in doc["findings"] if f["code"] == "VKT003"]
     assert layer["severity"] == "ok" and layer["evidence"]["name"] == "VK_LAYER_MESA_device_select"
     # the ld.so emulation predicted the missing library; the real dlopen agrees, word for word

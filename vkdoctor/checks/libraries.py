@@ -37,7 +37,8 @@ from vkdoctor.elf.shadow import Shadow
 from vkdoctor.elf.symbols import Undefined, undefined_symbols
 from vkdoctor.elf.wgpu import find_wgpu_native
 from vkdoctor.host import distro_family, distro_ids
-from vkdoctor.loader import load_targets
+from vkdoctor.loader import driver_scan, load_targets
+from vkdoctor.loader.icd import LIBRARY_MISSING, LIBRARY_UNLOADABLE
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.model import Finding, Severity
 from vkdoctor.packages.owner import fix_file
@@ -84,8 +85,24 @@ class LibraryOpens(Check):
     title = "Driver and layer libraries"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
+        # a manifest whose library file is missing or unusable is VKD005's finding
+        stale = {
+            d.manifest
+            for d in driver_scan(ctx).drivers
+            if d.outcome in (LIBRARY_MISSING, LIBRARY_UNLOADABLE)
+        }
         for t, res in ctx.fact(target_resolutions):
             root = res.root
+            if root is None and t.kind == "driver" and t.manifest in stale:
+                miss = res.misses[0]
+                yield self.info(
+                    f"{t.name}: library {t.dlopen_name} cannot be loaded (VKD005)",
+                    f"{label(t)}: {res.predicted_error}.",
+                    target=t.name,
+                    manifest=t.manifest,
+                    **miss.as_dict(),
+                )
+                continue
             if root is not None:
                 counts: dict[str, int] = {}
                 for lib in res.libraries[1:]:
