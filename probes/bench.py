@@ -322,6 +322,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--warm", type=float, help="seconds of warm-up per kernel and size")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--shader-dir", type=Path, required=True)
+    ap.add_argument("--parent", type=int, help="die with this process (vkdoctor)")
     return ap.parse_args(argv)
 
 
@@ -404,6 +405,7 @@ def run(args: argparse.Namespace, doc: dict[str, Any]) -> None:
 
 def main(argv: list[str], out: Any) -> int:
     args = parse_args(argv)
+    probe.die_with_parent(args.parent)
     doc: dict[str, Any] = {
         "bench_version": 1,
         "status": "error",

@@ -13,6 +13,7 @@ tell where a crash or hang happened. Imports only wgpu, numpy and the standard l
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import sys
@@ -72,7 +73,22 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--backend", choices=sorted(BACKENDS), default="vulkan")
     p.add_argument("--seed", type=int, help="repeat a run's random inputs")
     p.add_argument("--shader-dir", type=Path, default=default_shaders)
+    p.add_argument("--parent", type=int, help="die with this process (vkdoctor)")
     return p.parse_args(argv)
+
+
+def die_with_parent(parent: int | None) -> None:
+    """SIGKILL this process when vkdoctor dies (a SIGTERM from a cancelled CI job reaches only
+    vkdoctor: this child runs in its own session, so that a hang can be killed as a group)."""
+    if parent is None:
+        return
+    import ctypes
+    import signal
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # it died before the line above
+        os._exit(1)
 
 
 def adapter_record(a: Any) -> dict[str, Any]:
@@ -342,6 +358,7 @@ def run_cases(device: Any, kernels: Any, shader_dir: Path, rng: Any) -> list[dic
 
 def main(argv: list[str], out: Any) -> int:
     args = parse_args(argv)
+    die_with_parent(args.parent)
     doc: dict[str, Any] = {
         "probe_version": PROBE_VERSION,
         "status": "error",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -218,7 +219,7 @@ def test_unwritable_json_target_is_a_usage_error_before_anything_runs(tmp_path: 
 
 
 def test_a_selection_that_matches_nothing_is_a_usage_error():
-    proc = run_vkdoctor(["check", "--select", "VKZ"])
+    proc = run_vkdoctor(["check", "--select", "VKD", "--ignore", "VKD"])
     assert proc.returncode == 2
     assert "leave no check to run" in proc.stderr
 
@@ -262,6 +263,27 @@ def test_an_unusable_timeout_is_a_usage_error(command: list[str], value: str):
             ["check", "--no-probe", "--from-package", "/nonexistent/llvm.deb"],
             "File '/nonexistent/llvm.deb' does not exist",
         ),
+        (
+            ["check", "--no-probe", "--ignore", "VKZ999"],
+            "--ignore VKZ999: no check has such a code",
+        ),
+        (
+            ["check", "--no-probe", "--select", "VKH001,VKZ999"],
+            "--select VKZ999: no check has such a code",
+        ),
+        (["check", "--no-probe", "--select", ""], "--select needs a check code or prefix"),
+        (
+            [
+                "check",
+                "--no-probe",
+                "--json",
+                "/tmp/vkdoctor-same",
+                "--junit",
+                "/tmp/vkdoctor-same",
+            ],
+            "--json and --junit both name /tmp/vkdoctor-same",
+        ),
+        (["exec", "--", ""], "the command to run is an empty string"),
     ],
 )
 def test_input_that_cannot_mean_anything_is_a_usage_error(args: list[str], message: str):
@@ -325,3 +347,27 @@ def test_a_cause_found_from_two_sides_is_one_failure():
     # without the check that gives the cause, the symptom is the failure
     (alone,) = run_checks(Context(), [Symptoms])
     assert [f.severity for f in alone.findings] == [Severity.FAIL, Severity.FAIL]
+
+
+def test_closed_stdout_is_no_traceback():
+    """`vkdoctor explain VKH001 >&-`: nothing can be printed, and nothing breaks."""
+    import subprocess
+    import sys
+
+    from conftest import REPO, clean_env
+
+    for args in (["explain", "VKH001"], ["check", "--no-probe", "--select", "VKH001"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "vkdoctor", *args],
+            cwd=REPO,
+            env=clean_env({"PYTHONPATH": str(REPO)}),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+            # the descriptor closed as a shell's >&- closes it
+            preexec_fn=lambda: os.close(1),
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert "Traceback" not in proc.stderr

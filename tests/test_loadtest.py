@@ -662,3 +662,36 @@ def test_the_probe_runs_past_a_crashing_driver_and_says_so(fakes):
     assert doc["probe"]["disabled"] == {"VK_LOADER_DRIVERS_DISABLE": ["gipa_abort_icd.json"]}
     failures = [f["code"] for f in doc["findings"] if f["severity"] == "fail"]
     assert failures == ["VKT001"]
+
+
+@pytest.mark.parametrize(
+    ("sig", "code"), [(signal.SIGTERM, -signal.SIGTERM), (signal.SIGINT, 130)], ids=["term", "int"]
+)
+def test_a_stopped_vkdoctor_takes_its_hanging_probe_child_with_it(fakes, sig, code):
+    """A cancelled CI job sends SIGTERM to vkdoctor alone (the probe child has its own session,
+    so that a hang can be killed as a group): the child must not live on. Ctrl-C exits 130."""
+    from conftest import REPO, clean_env
+
+    env = clean_env({"VK_ADD_DRIVER_FILES": fakes["CTOR_HANG"].manifest, "PYTHONPATH": str(REPO)})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vkdoctor", "run-probe", "--timeout", "120"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    me = psutil.Process(proc.pid)
+    deadline = time.monotonic() + 30
+    while not me.children() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    children = me.children(recursive=True)
+    assert children, "the probe child did not start"
+    time.sleep(1.0)  # in the driver's hanging constructor by now
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == code
+    if sig == signal.SIGINT:
+        assert "vkdoctor: interrupted" in err
+    _, alive = psutil.wait_procs(children, timeout=10)
+    assert alive == []

@@ -256,3 +256,39 @@ def test_a_library_error_is_ld_sos_line_without_the_banner_around_it():
         "(required by /numpy/_multiarray_umath.so)"
     )
     assert rmsnorm_probe._dlerror_line(ImportError("No module named 'wgpu'")) is None
+
+
+def test_a_grandchild_that_keeps_the_pipes_open_does_not_turn_a_result_into_a_hang(tmp_path):
+    """A driver may start a process in its own session that inherits the probe's stdout: the
+    probe's result is read when the probe exits, not when the pipes close."""
+    import json
+    import os
+    import signal
+    import time
+
+    from vkdoctor.probe import ProbeRequest, run_probe
+
+    pidfile = tmp_path / "daemon.pid"
+    script = tmp_path / "fake_probe.py"
+    doc = {"status": "pass", "backend": "vulkan", "adapter": None, "cases": [], "summary": "fake"}
+    script.write_text(
+        "import json, os, sys, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        f"    open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
+        "    time.sleep(60)\n"
+        "    os._exit(0)\n"
+        f"print(json.dumps({doc!r}))\n"
+    )
+    start = time.monotonic()
+    result = run_probe(dict(os.environ), ProbeRequest(script=script, timeout=20))
+    try:
+        assert result["status"] == "pass" and result["summary"] == "fake", result
+        assert time.monotonic() - start < 10
+        assert "--parent" not in result["command"]
+    finally:
+        deadline = time.monotonic() + 5
+        while not pidfile.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(int(pidfile.read_text()), signal.SIGKILL)
+    json.dumps(result)

@@ -46,12 +46,16 @@ def cli() -> None:
 
 def main() -> None:
     try:
-        cli.main(prog_name="vkdoctor", standalone_mode=True)
+        # not standalone: click would turn Ctrl-C into "Aborted!" and exit 1, a failed check
+        code = cli.main(prog_name="vkdoctor", standalone_mode=False)
     except SystemExit:
         raise
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, click.exceptions.Abort):
         click.echo("vkdoctor: interrupted", err=True)
         sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
     except Exception as exc:  # a bug of ours: say so, exit 3, keep the traceback for --debug
         click.echo(f"vkdoctor: internal error: {type(exc).__name__}: {exc}", err=True)
         if "--debug" in sys.argv:
@@ -61,3 +65,4 @@ def main() -> None:
         else:
             click.echo("Re-run with --debug for the traceback, and please report it.", err=True)
         sys.exit(EXIT_INTERNAL)
+    sys.exit(code if isinstance(code, int) else 0)

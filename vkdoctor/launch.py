@@ -56,6 +56,8 @@ def exit_now(code: str | int | None) -> NoReturn:
 
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
+        if stream is None:  # started with the descriptor closed (vkdoctor check >&-)
+            continue
         try:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe (vkdoctor check | head): nothing to do

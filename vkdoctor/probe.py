@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import selectors
 import signal
 import subprocess
 import sys
@@ -39,6 +40,8 @@ MAX_TIMEOUT = 7 * 24 * 3600.0
 DUMP_SECONDS = 0.5
 #: seconds to wait for the pipes to close after the process group was killed
 REAP_SECONDS = 5.0
+#: seconds of silence on pipes still open after the child exited before they are given up
+EXIT_DRAIN_SECONDS = 0.2
 
 
 class ProbeRequest(NamedTuple):
@@ -62,6 +65,7 @@ class ProbeRequest(NamedTuple):
     def argv(self) -> list[str]:
         script = self.script or probes_dir() / PROBE_SCRIPT
         cmd = [self.python, "-X", "faulthandler", str(script), "--backend", self.backend]
+        cmd += ["--parent", str(os.getpid())]
         if self.cpu:
             cmd.append("--cpu")
         if self.adapter:
@@ -123,31 +127,32 @@ def finish(running: RunningProbe) -> dict[str, Any]:
             reason="spawn-failed",
             summary=running.spawn_error or "the probe did not start",
         )
-    timed_out = False
+    output = _Output(proc)
     try:
-        out, err = proc.communicate(timeout=running.request.timeout)
-    except BaseException as exc:
-        if not isinstance(exc, subprocess.TimeoutExpired):
-            # interrupted (Ctrl-C reaches only our session): the child must not outlive us
+        timed_out = not output.read_until_exit(running.request.timeout)
+        if timed_out:
+            # the child dumps its Python stacks on SIGUSR1 (faulthandler), even in native code
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGUSR1)
+            output.read_until_exit(DUMP_SECONDS)
             _kill_group(proc.pid)
-            _reap(proc)
-            raise
-        timed_out = True
-        # the child dumps its Python stacks on SIGUSR1 (faulthandler), even inside native code
-        try:
-            os.kill(proc.pid, signal.SIGUSR1)
-            proc.communicate(timeout=DUMP_SECONDS)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            pass
+            output.read_until_exit(REAP_SECONDS)
+    except BaseException:
+        # interrupted (Ctrl-C reaches only our session): the child must not outlive us
         _kill_group(proc.pid)
-        out, err = _reap(proc)
+        raise
+    finally:
+        output.close()
+    if proc.poll() is None:  # outlived even SIGKILL's wait: nothing more to learn
+        proc.kill()
+    proc.wait()
     # the child's own children (if any) go with it
     _kill_group(proc.pid)
     return interpret(
         running,
         returncode=proc.returncode,
-        stdout=out.decode("utf-8", "replace"),
-        stderr=err.decode("utf-8", "replace"),
+        stdout=bytes(output.stdout).decode("utf-8", "replace"),
+        stderr=bytes(output.stderr).decode("utf-8", "replace"),
         timed_out=timed_out,
     )
 
@@ -157,15 +162,53 @@ def run_probe(env: Mapping[str, str], request: ProbeRequest) -> dict[str, Any]:
     return finish(start(env, request))
 
 
-def _reap(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
-    """Collect a killed child's output and status, without waiting forever on its pipes."""
-    try:
-        return proc.communicate(timeout=REAP_SECONDS)
-    except subprocess.TimeoutExpired:
-        # something outside the group holds the pipes open; stop reading
-        proc.kill()
-        proc.wait()
-        return b"", b""
+class _Output:
+    """The child's stdout and stderr, read until the child has exited (not until the pipes
+    close: a process the driver started in another session can hold them open forever)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdout is not None and proc.stderr is not None
+        self._proc = proc
+        self.stdout = bytearray()
+        self.stderr = bytearray()
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(proc.stdout, selectors.EVENT_READ, self.stdout)
+        self._selector.register(proc.stderr, selectors.EVENT_READ, self.stderr)
+
+    def read_until_exit(self, seconds: float) -> bool:
+        """Read for up to `seconds`; True once the child has exited and what it wrote is read
+        (the pipes closed, or nothing more came for a moment after its exit)."""
+        deadline = time.monotonic() + seconds
+        exited: float | None = None
+        while self._selector.get_map():
+            now = time.monotonic()
+            if exited is None and self._proc.poll() is not None:
+                exited = now
+            if exited is not None and now - exited > EXIT_DRAIN_SECONDS:
+                return True  # someone else holds the pipes: the child's part is read
+            if exited is None and now >= deadline:
+                return False
+            wait = EXIT_DRAIN_SECONDS if exited is not None else min(deadline - now, 0.5)
+            for key, _ in self._selector.select(timeout=max(wait, 0.0)):
+                chunk = os.read(key.fd, 65536)
+                if chunk:
+                    key.data.extend(chunk)
+                else:
+                    self._selector.unregister(key.fileobj)
+        return self._proc.poll() is not None or self._wait(deadline)
+
+    def _wait(self, deadline: float) -> bool:
+        try:
+            self._proc.wait(timeout=max(deadline - time.monotonic(), 0.0))
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
+    def close(self) -> None:
+        self._selector.close()
+        for pipe in (self._proc.stdout, self._proc.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 def _kill_group(pgid: int) -> None:
@@ -308,7 +351,9 @@ def _result(
         out["status"] = "error"
     out["child_seconds"] = out.get("seconds")
     out["seconds"] = round(time.monotonic() - running.started, 6)
-    out["command"] = list(running.argv)
+    # to run by hand: without the tie to this vkdoctor process
+    at = running.argv.index("--parent") if "--parent" in running.argv else len(running.argv)
+    out["command"] = running.argv[:at] + running.argv[at + 2 :]
     out["timeout"] = running.request.timeout
     out["env"] = running.env
     out["pid"] = running.process.pid if running.process else None
@@ -416,4 +461,7 @@ def discard_early() -> None:
 def _discard(running: RunningProbe) -> None:
     if running.process is not None:
         _kill_group(running.process.pid)
-        _reap(running.process)
+        output = _Output(running.process)
+        output.read_until_exit(REAP_SECONDS)
+        output.close()
+        running.process.wait()

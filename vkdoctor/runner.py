@@ -21,14 +21,25 @@ def select(
     checks: Iterable[type[Check]], selected: Sequence[str] = (), ignored: Sequence[str] = ()
 ) -> list[type[Check]]:
     """Filter by code or code prefix (`VKD`, `VKD003`; `VKD,VKL` is two), before anything runs."""
-    selected = [p.strip() for item in selected for p in item.split(",") if p.strip()]
-    ignored = [p.strip() for item in ignored for p in item.split(",") if p.strip()]
+    selected = code_patterns(selected)
+    ignored = code_patterns(ignored)
 
     def matches(code: str, patterns: Sequence[str]) -> bool:
         return any(code.upper().startswith(p.upper()) for p in patterns)
 
     out = [c for c in checks if not selected or matches(c.code, selected)]
     return [c for c in out if not matches(c.code, ignored)]
+
+
+def code_patterns(items: Sequence[str]) -> list[str]:
+    """The codes and prefixes of repeated, comma-separated --select/--ignore values."""
+    return [p.strip() for item in items for p in item.split(",") if p.strip()]
+
+
+def unknown_patterns(checks: Iterable[type[Check]], items: Sequence[str]) -> list[str]:
+    """The patterns of `items` that name no check: a typo, or a code of another version."""
+    codes = [c.code.upper() for c in checks]
+    return [p for p in code_patterns(items) if not any(c.startswith(p.upper()) for c in codes)]
 
 
 def run_checks(

@@ -14,7 +14,7 @@ from vkdoctor.commands import common
 from vkdoctor.commands.overlay import from_package_option
 from vkdoctor.context import Context
 from vkdoctor.model import Report
-from vkdoctor.runner import run_checks, select
+from vkdoctor.runner import code_patterns, run_checks, select, unknown_patterns
 
 
 def with_load_results(
@@ -128,6 +128,16 @@ def check(
     from vkdoctor.commands.drivers import drivers_report
     from vkdoctor.host import collect
 
+    for option, given in (("--select", selected), ("--ignore", ignored)):
+        unknown = unknown_patterns(REGISTRY, given)
+        if unknown:
+            # an --ignore with a typo would leave on what a CI gate meant to turn off
+            raise click.UsageError(
+                f"{option} {', '.join(unknown)}: no check has such a code; "
+                "`vkdoctor explain` lists the codes"
+            )
+        if given and not code_patterns(given):
+            raise click.UsageError(f"{option} needs a check code or prefix (VKD, VKL002)")
     chosen = select(REGISTRY, selected, ignored)
     if not chosen:
         # a typo in a CI gate must not turn it green by running nothing

@@ -354,12 +354,22 @@ def _append_step_summary(report: Report, *, strict: bool) -> None:
         )
 
 
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return Path(a).samefile(b)
+    except OSError:  # not there yet: compare the names
+        return Path(a).absolute() == Path(b).absolute()
+
+
 def check_outputs(fmt: str, json_file: str | None) -> None:
     """Usage errors for outputs that cannot share stdout; called before anything runs."""
     click_ctx = click.get_current_context(silent=True)
     junit_file = (click_ctx.meta if click_ctx is not None else {}).get(_META_JUNIT)
     if json_file == "-" and junit_file == "-":
         raise click.UsageError("--json - and --junit - both want stdout; send one to a file")
+    if json_file and junit_file and json_file != "-" and _same_file(json_file, junit_file):
+        # the second write would replace the first report
+        raise click.UsageError(f"--json and --junit both name {json_file}; give each its own file")
     if fmt == "github" and "-" in (json_file, junit_file):
         # the annotations are workflow commands on stdout: a report there would bury them
         raise click.UsageError(

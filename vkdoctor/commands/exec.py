@@ -37,6 +37,9 @@ def exec_command(
     from vkdoctor.overlay.discover import plan_for
     from vkdoctor.overlay.errors import OverlayError
 
+    if not cmd[0]:
+        raise click.UsageError("the command to run is an empty string")
+
     def say(text: str) -> None:
         if not quiet:
             click.echo(f"vkdoctor exec: {text}", err=True)

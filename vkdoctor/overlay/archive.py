@@ -18,6 +18,7 @@ import io
 import os
 import posixpath
 import shutil
+import stat
 import subprocess
 import sys
 import tarfile
@@ -68,6 +69,13 @@ class Extracted:
 def sniff(path: Path) -> str:
     """The container format by magic bytes: deb, rpm, zstd, xz, gzip, bzip2."""
     try:
+        # a pipe (--from-package <(curl ...)) would block the open and can be read only once
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise ArchiveError(
+                f"{path} is not a regular file (a pipe or a device): save the package to a file "
+                "and give that",
+                path=str(path),
+            )
         with path.open("rb") as f:
             head = f.read(8)
     except OSError as exc:
