@@ -439,3 +439,34 @@ def test_github_annotations_and_a_report_on_stdout_are_a_usage_error(option: str
     assert proc.returncode == 2
     assert "--format github writes its annotations to stdout" in proc.stderr
     assert proc.stdout == ""  # refused before anything ran
+
+
+def test_a_path_that_is_not_utf8_is_reported_not_fatal(tmp_path: Path):
+    """Paths and variables are bytes: one that is not UTF-8 goes to the terminal as the same
+    bytes and into the JSON and XML files as \\xNN, whatever the locale's error handler."""
+    import os
+    import xml.etree.ElementTree as ET
+
+    import subprocess
+    import sys
+
+    from conftest import REPO, clean_env
+
+    out, xml = tmp_path / "r.json", tmp_path / "r.xml"
+    env = {"LD_LIBRARY_PATH": os.fsdecode(b"/opt/\xe9t\xe9/lib"), "PYTHONIOENCODING": "utf-8"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "vkdoctor", "check", "--no-probe", "--format", "github"]
+        + ["--json", str(out), "--junit", str(xml)],
+        cwd=REPO,
+        env=clean_env({**env, "PYTHONPATH": str(REPO)}),
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    assert b"internal error" not in proc.stderr
+    assert b"/opt/\xe9t\xe9/lib" in proc.stdout  # the bytes as they are
+    doc = json.loads(out.read_text())
+    (entry,) = [f for f in doc["findings"] if f["code"] == "VKE002"]
+    assert "/opt/\\xe9t\\xe9/lib" in entry["message"]
+    assert "/opt/\\xe9t\\xe9/lib" in ET.tostring(ET.parse(xml).getroot(), encoding="unicode")

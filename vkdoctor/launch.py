@@ -14,6 +14,11 @@ def main() -> None:
     # `check` leaves about 50,000 more tracked objects alive than it frees; at 20,000 the two
     # collections that still ran cost ~10 ms, so the threshold is above that.
     gc.set_threshold(100_000, 20, 20)
+    # paths and variables are bytes: one that is not UTF-8 comes in surrogate-escaped and goes
+    # out as the same bytes, as `ls` prints it, whatever the locale's error handler says
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="surrogateescape")
     early = None
     if len(sys.argv) > 1 and sys.argv[1] == "run-probe":
         from vkdoctor import probe

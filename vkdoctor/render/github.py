@@ -89,7 +89,7 @@ def annotation_lines(report: Report, *, strict: bool = False) -> list[str]:
 
 def _sentinel(text: str) -> str:
     # A token the text cannot contain: it is derived from the text itself.
-    return "vkdoctor-" + hashlib.sha256(text.encode()).hexdigest()[:32]
+    return "vkdoctor-" + hashlib.sha256(text.encode(errors="surrogateescape")).hexdigest()[:32]
 
 
 def render(report: Report, *, strict: bool = False) -> str:
