@@ -445,18 +445,19 @@ def test_a_path_that_is_not_utf8_is_reported_not_fatal(tmp_path: Path):
     """Paths and variables are bytes: one that is not UTF-8 goes to the terminal as the same
     bytes and into the JSON and XML files as \\xNN, whatever the locale's error handler."""
     import os
-    import xml.etree.ElementTree as ET
-
     import subprocess
     import sys
+    import xml.etree.ElementTree as ET
 
     from conftest import REPO, clean_env
 
     out, xml = tmp_path / "r.json", tmp_path / "r.xml"
     env = {"LD_LIBRARY_PATH": os.fsdecode(b"/opt/\xe9t\xe9/lib"), "PYTHONIOENCODING": "utf-8"}
     proc = subprocess.run(
-        [sys.executable, "-m", "vkdoctor", "check", "--no-probe", "--format", "github"]
-        + ["--json", str(out), "--junit", str(xml)],
+        [
+            *(sys.executable, "-m", "vkdoctor", "check", "--no-probe", "--format", "github"),
+            *("--json", str(out), "--junit", str(xml)),
+        ],
         cwd=REPO,
         env=clean_env({**env, "PYTHONPATH": str(REPO)}),
         capture_output=True,

@@ -371,3 +371,42 @@ def test_closed_stdout_is_no_traceback():
         )
         assert proc.returncode == 0, proc.stderr
         assert "Traceback" not in proc.stderr
+
+
+def test_a_root_tree_with_fifos_and_device_links_is_read_without_hanging(tmp_path: Path):
+    """An image tree is someone else's: FIFOs where os-release, ld.so.conf, the dpkg status and
+    a file list belong, and ld.so.cache linked to /dev/zero (absolute: inside the tree, not on
+    this host). Each is "cannot read"; nothing blocks or reads without end."""
+    for d in ("etc", "var/lib/dpkg/info"):
+        (tmp_path / d).mkdir(parents=True)
+    for f in (
+        "etc/os-release",
+        "etc/ld.so.conf",
+        "var/lib/dpkg/status",
+        "var/lib/dpkg/info/x.list",
+    ):
+        os.mkfifo(tmp_path / f)
+    (tmp_path / "etc/ld.so.cache").symlink_to("/dev/zero")
+    proc, doc = run_json(["check", "--no-probe", "--root", str(tmp_path)], timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    (db,) = [f for f in doc["findings"] if f["code"] == "VKP001"]
+    assert db["severity"] == "warn" and "not a regular file" in db["message"]
+
+
+def test_bounded_reads_refuse_what_is_no_regular_file_or_too_large(tmp_path: Path):
+    from vkdoctor import files
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * 2048)
+    for path, limit, errno_name in (
+        (fifo, 100, "ESPIPE"),
+        (Path("/dev/zero"), 100, "ESPIPE"),
+        (big, 1024, "EFBIG"),
+    ):
+        with pytest.raises(OSError) as info:
+            files.read_bytes(path, limit)
+        assert info.value.errno == getattr(__import__("errno"), errno_name)
+    assert files.read_bytes(big, 4096) == b"x" * 2048
+    assert not files.exists(tmp_path / ("a" * 300))  # ENAMETOOLONG: no, not an error

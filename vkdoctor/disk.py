@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
 
+from vkdoctor import files
 from vkdoctor.context import Context
 from vkdoctor.model import Severity
 from vkdoctor.record import record
@@ -70,7 +71,7 @@ def places(ctx: Context) -> list[Place]:
 def nearest_existing(path: Path) -> Path:
     """`path` itself, or its nearest parent that exists (where it would be created)."""
     for candidate in (path, *path.parents):
-        if candidate.exists():
+        if files.exists(candidate):
             return candidate
     return Path("/")
 

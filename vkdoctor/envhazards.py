@@ -11,6 +11,7 @@ import stat
 from collections.abc import Iterator, Sequence
 from pathlib import PurePosixPath
 
+from vkdoctor import files
 from vkdoctor.context import Context
 from vkdoctor.loader.search import (
     SECURE_VARIABLES,
@@ -54,7 +55,7 @@ class PathProblem:
     #: 0-based position in the list
     index: int
     entry: str
-    #: empty, relative, missing
+    #: empty, relative, missing, denied (this user may not search it)
     problem: str
 
 
@@ -68,8 +69,17 @@ def ld_library_path_problems(ctx: Context) -> Iterator[PathProblem]:
             yield PathProblem(var="LD_LIBRARY_PATH", index=index, entry=entry, problem="empty")
         elif not entry.startswith("/"):
             yield PathProblem(var="LD_LIBRARY_PATH", index=index, entry=entry, problem="relative")
-        elif not ctx.under(entry).is_dir():
-            yield PathProblem(var="LD_LIBRARY_PATH", index=index, entry=entry, problem="missing")
+        else:
+            try:
+                if not stat.S_ISDIR(ctx.under(entry).stat().st_mode):
+                    raise FileNotFoundError(entry)
+            except PermissionError:
+                # ld.so cannot search it either: for this user it holds nothing
+                yield PathProblem(var="LD_LIBRARY_PATH", index=index, entry=entry, problem="denied")
+            except OSError:
+                yield PathProblem(
+                    var="LD_LIBRARY_PATH", index=index, entry=entry, problem="missing"
+                )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -274,9 +284,9 @@ def override_entries(ctx: Context, var: str) -> list[OverrideEntry]:
     out = []
     for entry in _override_entries(ctx, var):
         host = ctx.under(entry)
-        if host.is_file():
+        if files.is_file(host):
             kind, count = "file", 1
-        elif host.is_dir():
+        elif files.is_dir(host):
             try:
                 count = sum(1 for p in host.iterdir() if p.name.endswith(".json"))
             except OSError:
@@ -299,7 +309,7 @@ def installed_layer(ctx: Context, file_name: str) -> str | None:
         if entry.is_file:
             continue
         path = f"{entry.path.rstrip('/')}/{file_name}"
-        if ctx.under(path).is_file():
+        if files.is_file(ctx.under(path)):
             return path
     return None
 

@@ -11,14 +11,14 @@ from typing import Any
 
 from vkdoctor import __version__
 from vkdoctor.context import Context
+from vkdoctor.files import read_text
 
 
 def os_release(ctx: Context) -> dict[str, str]:
     """/etc/os-release (or /usr/lib/os-release) of the root, as key -> value."""
     for candidate in ("/etc/os-release", "/usr/lib/os-release"):
-        path = ctx.under(candidate)
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
+            text = read_text(ctx.resolve(candidate))
         except OSError:
             continue
         out = {}

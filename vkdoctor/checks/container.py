@@ -7,6 +7,7 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
+from vkdoctor import files
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.elf.resolve import resolve
@@ -32,7 +33,7 @@ def container_kind(ctx: Context) -> str | None:
     if ctx.env.get("KUBERNETES_SERVICE_HOST"):
         return "kubernetes"
     try:
-        cgroup = ctx.under("/proc/1/cgroup").read_text(errors="replace")
+        cgroup = files.read_text(ctx.under("/proc/1/cgroup"))
     except OSError:
         return None
     for marker in ("kubepods", "docker", "containerd", "libpod", "lxc"):
@@ -44,7 +45,7 @@ def container_kind(ctx: Context) -> str | None:
 def nvidia_driver_version(ctx: Context) -> str | None:
     """From /proc/driver/nvidia/version: 'NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.03 ...'."""
     try:
-        text = ctx.under("/proc/driver/nvidia/version").read_text(errors="replace")
+        text = files.read_text(ctx.under("/proc/driver/nvidia/version"))
     except OSError:
         return None
     for word in text.split():

@@ -88,7 +88,18 @@ class LdLibraryPathExists(Check):
             return
         value = ctx.env.get("LD_LIBRARY_PATH", "")
         for p in eh.ld_library_path_problems(ctx):
-            if p.problem == "missing":
+            if p.problem == "denied":
+                yield self.info(
+                    f"LD_LIBRARY_PATH entry {p.entry} cannot be searched by this user",
+                    f"{p.entry} (LD_LIBRARY_PATH position {p.index + 1}) is not accessible to "
+                    f"this user (permission denied): ld.so loads nothing from it for this user. "
+                    "If a driver relied on it, that driver's load test says so.",
+                    variable=p.var,
+                    value=value,
+                    index=p.index,
+                    entry=p.entry,
+                )
+            elif p.problem == "missing":
                 yield self.info(
                     f"LD_LIBRARY_PATH entry {p.entry} does not exist",
                     f"{p.entry} (LD_LIBRARY_PATH position {p.index + 1}) does not exist; "

@@ -13,6 +13,7 @@ import struct
 from pathlib import Path
 
 from vkdoctor.context import Context
+from vkdoctor.files import read_bytes, read_text
 from vkdoctor.record import record
 
 NEW_MAGIC = b"glibc-ld.so.cache1.1"
@@ -148,11 +149,8 @@ def parse_cache(data: bytes, path: str = "/etc/ld.so.cache") -> LdCache:
 def load_cache(ctx: Context) -> LdCache | None:
     """The root's /etc/ld.so.cache, or None when there is none (ld.so then skips this step)."""
     path = "/etc/ld.so.cache"
-    host = ctx.under(path)
     try:
-        if host.stat().st_size > MAX_CACHE_BYTES:
-            return LdCache(path=path, entries=(), error="larger than 64 MiB, not read")
-        data = host.read_bytes()
+        data = read_bytes(ctx.resolve(path), MAX_CACHE_BYTES)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -177,7 +175,7 @@ def load_conf(ctx: Context) -> LdConf:
         if depth > 8 or path in files:
             return
         try:
-            text = ctx.under(path).read_text(encoding="utf-8", errors="replace")
+            text = read_text(ctx.resolve(path))
         except OSError:
             return
         files.append(path)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from vkdoctor import files
 from vkdoctor.context import Context
 from vkdoctor.record import record
 
@@ -82,7 +83,7 @@ class LdsoPlatform:
 
 def _cpu_flags(ctx: Context) -> tuple[set[str], str]:
     try:
-        text = ctx.under("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        text = files.read_text(ctx.under("/proc/cpuinfo"))
     except OSError:
         return set(), ""
     flags: set[str] = set()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import PurePosixPath
 
+from vkdoctor import files
 from vkdoctor.context import Context
 from vkdoctor.record import record
 
@@ -41,7 +42,7 @@ def conda_owner(ctx: Context, path: str) -> CondaPackage | None:
     meta = ctx.under(f"{prefix}/conda-meta")
     for entry in sorted(meta.glob("*.json")):
         try:
-            doc = json.loads(entry.read_text(encoding="utf-8"))
+            doc = json.loads(files.read_text(entry))
         except (OSError, ValueError):
             continue
         if not isinstance(doc, dict) or rel not in (doc.get("files") or []):

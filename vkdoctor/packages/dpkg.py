@@ -12,6 +12,7 @@ from functools import cmp_to_key
 from pathlib import Path
 
 from vkdoctor.context import Context
+from vkdoctor.files import LARGE, read_bytes, read_text
 from vkdoctor.packages.deps import unmet
 from vkdoctor.packages.listgrep import ListSearch
 from vkdoctor.packages.model import Consistency, Family, Package, Relation
@@ -126,8 +127,7 @@ def _search_lists(lists: Sequence[tuple[str, str]], wanted: Set[bytes]) -> dict[
     found: dict[bytes, str] = {}
     for name, path in lists:
         try:
-            with open(path, "rb") as fh:
-                lines = fh.read().split(b"\n")
+            lines = read_bytes(Path(path)).split(b"\n")
         except OSError:
             continue
         for hit in want.intersection(lines):
@@ -154,7 +154,7 @@ class DpkgDB:
 
     def packages(self) -> tuple[Package, ...]:
         if self._packages is None:
-            text = (self._admin / "status").read_text(encoding="utf-8", errors="replace")
+            text = read_text(self._admin / "status", LARGE)
             memo: dict[str, Relation | None] = {}
             pkgs = (_package(p, memo) for p in parse_status(text))
             self._packages = tuple(p for p in pkgs if p is not None)
@@ -239,8 +239,8 @@ class DpkgDB:
 
         for stem in (f"{pkg.name}:{pkg.arch}", pkg.name):
             try:
-                text = (self._admin / "info" / f"{stem}.md5sums").read_text(
-                    encoding="utf-8", errors="surrogateescape"
+                text = read_bytes(self._admin / "info" / f"{stem}.md5sums").decode(
+                    "utf-8", "surrogateescape"
                 )
             except OSError:
                 continue

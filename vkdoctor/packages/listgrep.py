@@ -44,7 +44,9 @@ class ListSearch:
         child_env = {"LC_ALL": "C", "LANG": "C", "PATH": env.get("PATH") or DEFAULT_PATH}
         try:
             proc = subprocess.Popen(
-                [exe, "-a", "-F", "-x", "-Z", "-f", "-", "--", *(p for _, p in self.lists)],
+                # -D skip: a FIFO among the lists (a --root tree) would block grep
+                [exe, "-a", "-D", "skip", "-F", "-x", "-Z", "-f", "-", "--"]
+                + [p for _, p in self.lists],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from vkdoctor.context import Context
+from vkdoctor.files import LARGE, read_bytes, read_text
 from vkdoctor.packages.model import Consistency, Family, Package, Relation
 from vkdoctor.packages.paths import spellings
 from vkdoctor.packages.proc import RunningTool, ToolRun, run_tool, start_tool
@@ -51,7 +52,7 @@ def parse_relation(text: str) -> Relation:
 def dbpath_from_conf(ctx: Context) -> str:
     """DBPath from the tree's /etc/pacman.conf, else the default."""
     try:
-        text = ctx.under("/etc/pacman.conf").read_text(encoding="utf-8", errors="replace")
+        text = read_text(ctx.under("/etc/pacman.conf"))
     except OSError:
         return DBPATH
     for line in text.splitlines():
@@ -72,7 +73,7 @@ def _options(
     """(key, value, file) of the [options] section of `path` and the files it includes, in
     order. An included file continues the section of its Include line."""
     try:
-        text = ctx.under(path).read_text(encoding="utf-8", errors="replace")
+        text = read_text(ctx.under(path))
     except OSError:
         return []
     out: list[tuple[str, str, str]] = []
@@ -96,7 +97,7 @@ def _options(
 def configured_repos(ctx: Context) -> list[str]:
     """The [repository] sections of the tree's pacman.conf, in order (pacman asks them so)."""
     try:
-        text = ctx.under(CONF).read_text(encoding="utf-8", errors="replace")
+        text = read_text(ctx.under(CONF))
     except OSError:
         return []
     out = []
@@ -157,7 +158,7 @@ class PacmanDB:
                 desc = entry / "desc"
                 if not desc.is_file():
                     continue
-                fields = parse_desc(desc.read_text(encoding="utf-8", errors="replace"))
+                fields = parse_desc(read_text(desc))
                 name = (fields.get("NAME") or [""])[0]
                 version = (fields.get("VERSION") or [""])[0]
                 if not name or not version:
@@ -188,8 +189,8 @@ class PacmanDB:
             files: dict[str, list[Package]] = {}
             for dirname, pkg in self._dirs.items():
                 try:
-                    text = (self._local / dirname / "files").read_text(
-                        encoding="utf-8", errors="surrogateescape"
+                    text = read_bytes(self._local / dirname / "files", LARGE).decode(
+                        "utf-8", "surrogateescape"
                     )
                 except OSError:
                     continue
@@ -216,7 +217,7 @@ class PacmanDB:
         from vkdoctor.packages.digests import file_digest, mtree_entry
 
         try:
-            data = (self._local / f"{pkg.name}-{pkg.version}" / "mtree").read_bytes()
+            data = read_bytes(self._local / f"{pkg.name}-{pkg.version}" / "mtree")
         except OSError:
             return None
         recorded = mtree_entry(data, spellings(self._ctx, path))

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from vkdoctor import files
 from vkdoctor.context import Context
 from vkdoctor.packages.deps import unmet
 from vkdoctor.packages.model import Consistency, Family, Package, PackageDBError, Relation
@@ -109,7 +110,7 @@ def versionlocks(ctx: Context) -> list[tuple[str, str | None, str]]:
     package name glob and the version it is locked to from dnf5's TOML file."""
     locks: list[tuple[str, str | None, str]] = []
     try:
-        text = ctx.under(VERSIONLOCK_LIST).read_text(encoding="utf-8", errors="replace")
+        text = files.read_text(ctx.under(VERSIONLOCK_LIST))
     except OSError:
         text = ""
     for raw in text.splitlines():
@@ -118,7 +119,7 @@ def versionlocks(ctx: Context) -> list[tuple[str, str | None, str]]:
             locks.append((line, None, VERSIONLOCK_LIST))
     doc: dict[str, Any] = {}
     try:
-        text = ctx.under(VERSIONLOCK_TOML).read_text(encoding="utf-8")
+        text = files.read_text(ctx.under(VERSIONLOCK_TOML))
     except (OSError, UnicodeDecodeError):
         text = ""
     if text:

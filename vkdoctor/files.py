@@ -1,0 +1,70 @@
+"""Reading a file of the inspected tree safely: regular files only, opened without blocking,
+and never more than a bound.
+
+Under --root the tree is someone else's: a FIFO where /etc/os-release belongs would block a
+plain open() forever, and a link to /dev/zero where /etc/ld.so.cache belongs would be read until
+memory runs out. Each reader here raises OSError for those (ESPIPE for a file that is not a
+regular one, EFBIG for one over its bound), which its callers already handle as "cannot read".
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+#: bounds for what the readers read: far above any real file of each kind
+SMALL = 1 << 20  # os-release, ld.so.conf, pacman.conf, a package's desc or file list
+LARGE = 256 << 20  # the dpkg status database, ld.so.cache
+
+
+def read_bytes(path: Path, limit: int = SMALL) -> bytes:
+    """The bytes of the regular file at `path`, at most `limit` of them."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.ESPIPE, "not a regular file", str(path))
+        if st.st_size > limit:
+            raise OSError(errno.EFBIG, f"larger than {limit >> 20} MiB, not read", str(path))
+        chunks = []
+        left = limit + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        if left <= 0:  # it grew while being read
+            raise OSError(errno.EFBIG, f"larger than {limit >> 20} MiB, not read", str(path))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_text(path: Path, limit: int = SMALL) -> str:
+    """The text of the regular file at `path` (UTF-8, undecodable bytes replaced)."""
+    return read_bytes(path, limit).decode("utf-8", "replace")
+
+
+def _mode(path: Path) -> int | None:
+    try:
+        return path.stat().st_mode
+    except (OSError, ValueError):  # missing, not ours to look into, a name too long
+        return None
+
+
+def exists(path: Path) -> bool:
+    """Whether `path` exists for this user; False where it may not look (pathlib raises)."""
+    return _mode(path) is not None
+
+
+def is_file(path: Path) -> bool:
+    mode = _mode(path)
+    return mode is not None and stat.S_ISREG(mode)
+
+
+def is_dir(path: Path) -> bool:
+    mode = _mode(path)
+    return mode is not None and stat.S_ISDIR(mode)
