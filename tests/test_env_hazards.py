@@ -200,3 +200,53 @@ def test_an_ld_preload_entry_that_cannot_be_loaded(tmp_path):
     assert f["title"] == f"LD_PRELOAD entry {tmp_path}/gone.so cannot be preloaded"
     assert "cannot open shared object file" in f["message"]
     assert f["remedy"] == f"export LD_PRELOAD='{real}'"
+
+
+def test_an_unprivileged_user_pointed_at_roots_home_gets_findings_not_crashes():
+    """A container run with --user keeps HOME=/root (0700): every path under it is one this user
+    may not look into, which pathlib reports by raising. No check may break on it."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    from conftest import REPO, clean_env
+
+    code_dir = Path(tempfile.mkdtemp(prefix="vkdoctor-code-"))
+    try:
+        code_dir.chmod(0o755)
+        shutil.copytree(
+            REPO / "vkdoctor", code_dir / "vkdoctor", ignore=shutil.ignore_patterns("__pycache__")
+        )
+        env = clean_env(
+            {
+                "PYTHONPATH": str(code_dir),
+                "PYTHONDONTWRITEBYTECODE": "1",
+                "HOME": "/root",
+                "TMPDIR": "/root/tmp",
+                "LD_LIBRARY_PATH": "/root/lib",
+                "VK_ADD_DRIVER_FILES": "/root/.x/x.json",
+                "XDG_CONFIG_HOME": "/root/.config",
+            }
+        )
+        proc = subprocess.run(
+            [
+                *("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"),
+                *(sys.executable, "-m", "vkdoctor", "check", "--no-probe", "--json", "-"),
+            ],
+            cwd="/",
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    finally:
+        shutil.rmtree(code_dir)
+    doc = json.loads(proc.stdout)
+    broke = [f["title"] for f in doc["findings"] if f["code"] == "VKX000"]
+    assert broke == [], proc.stderr
+    assert proc.returncode in (0, 1)
+    (denied,) = [f for f in doc["findings"] if f["code"] == "VKE002"]
+    assert denied["title"] == "LD_LIBRARY_PATH entry /root/lib cannot be searched by this user"

@@ -695,3 +695,19 @@ def test_a_stopped_vkdoctor_takes_its_hanging_probe_child_with_it(fakes, sig, co
         assert "vkdoctor: interrupted" in err
     _, alive = psutil.wait_procs(children, timeout=10)
     assert alive == []
+
+
+def test_a_load_test_child_that_cannot_start_is_said_as_such(monkeypatch):
+    """Not "ran out of time": the interpreter could not be started (a user who may not run it)."""
+    import vkdoctor.loadtest as lt
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", "/venv/bin/python")
+
+    monkeypatch.setattr(lt, "_spawn", refuse)
+    results = run_load_checks(monkeypatch, [manifest_target(LVP_MANIFEST)])
+    (device,) = results["VKT002"].findings
+    assert device.severity is Severity.WARN
+    assert device.title == "The load test could not run"
+    assert "cannot start the load test child" in device.message
+    assert "Permission denied" in device.message

@@ -152,8 +152,10 @@ class LoadTestRun:
     #: child processes started (1 unless a target crashed or hung)
     children: int = 0
     seconds: float = 0.0
-    #: set when the global time bound stopped the run
+    #: set when the global time bound stopped the run, or a child could not be started
     stopped: str | None = None
+    #: why a child could not be started (then `stopped` says so too)
+    spawn_error: str | None = None
 
     def evidence(self) -> dict[str, Any]:
         return {
@@ -162,6 +164,7 @@ class LoadTestRun:
             "children": self.children,
             "seconds": round(self.seconds, 3),
             "stopped": self.stopped,
+            "spawn_error": self.spawn_error,
         }
 
 
@@ -407,6 +410,7 @@ class LoadTest:
         self.loader_error: str | None = None
         self.children = 0
         self.stopped: str | None = None
+        self.spawn_error: str | None = None
         self._started = 0.0
         self._deadline = 0.0
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
@@ -462,7 +466,8 @@ class LoadTest:
         try:
             proc = _spawn(request, env=self.env, cwd=self.cwd, logdir=self._logdir)
         except OSError as exc:
-            self.stopped = f"cannot start the load test child ({child_command()[0]}): {exc}"
+            self.spawn_error = f"cannot start the load test child ({child_command()[0]}): {exc}"
+            self.stopped = self.spawn_error
             return
         self.children += 1
         self._child = _Child(proc=proc, last_event=time.monotonic())
@@ -489,6 +494,7 @@ class LoadTest:
             children=self.children,
             seconds=time.monotonic() - self._started,
             stopped=self.stopped,
+            spawn_error=self.spawn_error,
         )
         return self._result
 

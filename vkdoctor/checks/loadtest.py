@@ -179,6 +179,17 @@ class DeviceAvailable(Check):
             yield self.finding(Severity.OK, title, listed, evidence=evidence)
             return
         untested = [o for o in drivers if o.dlopen == "not-run"]
+        if drivers and len(untested) == len(drivers) and run.spawn_error:
+            # it never ran: that, not the time, is the news
+            yield self.warn(
+                "The load test could not run",
+                f"None of the {len(drivers)} driver(s) was load-tested: {run.spawn_error}. "
+                "Nothing is known about their devices; the static checks above still hold.",
+                remedy="Run vkdoctor with a Python this user can start again (the load test "
+                "runs it as a child), or see the reason above.",
+                **evidence,
+            )
+            return
         if drivers and len(untested) == len(drivers):
             yield self.warn(
                 "The load test ran out of time before it tried a driver",
