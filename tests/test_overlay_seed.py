@@ -241,6 +241,14 @@ def test_check_builds_the_overlay_and_proves_it(seed: Seed, tmp_path: Path) -> N
     assert f"export LD_LIBRARY_PATH={overlay['dir']}" in vko["remedy"]
     assert vko["evidence"]["load_test"][str(seed.driver)]["dlopen"] == "ok"
     assert vko["evidence"]["probe_status"] == "pass"
+    # the checks ran under the overlay, where nothing is missing: the packages' view of the
+    # missing library, from before it, is the lasting fix (here: a driver built outside them)
+    (lasting,) = vko["evidence"]["lasting_fixes"]
+    assert lasting.startswith(
+        f"lavapipe ({seed.driver}, which no package owns) needs libLLVM.so.23.1, but "
+    )
+    assert "outside the package manager" in lasting
+    assert "The lasting fix, from the packages as they are: " + lasting in vko["remedy"]
     failed = [f for f in doc["findings"] if f["severity"] in ("fail", "error")]
     assert failed == []
     # The library checks ran under the overlay and say where the LLVM came from, with no advice

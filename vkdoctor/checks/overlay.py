@@ -170,9 +170,14 @@ class OverlayFix(Check):
             f"that the drivers load; this whole check ran under it and {proven} passed.{partial} "
             "It is a workaround for one process at a time: do not put it in a shell profile.",
             remedy=f"Run programs with `{exec_command(plan)}`, or `{export_line(plan)}` in "
-            "that one shell. The lasting fix is the one the library and package findings give "
-            "for the missing library (VKL002, VKP002) when the check runs without the overlay.",
-            evidence=evidence,
+            "that one shell. "
+            + (
+                "The lasting fix, from the packages as they are: " + " ".join(outcome.lasting_fixes)
+                if outcome.lasting_fixes
+                else "The lasting fix is the one the library and package findings give for the "
+                "missing library (VKL002, VKP002) when the check runs without the overlay."
+            ),
+            evidence={**evidence, "lasting_fixes": list(outcome.lasting_fixes)},
         )
 
 

@@ -23,6 +23,9 @@ class Outcome:
     hint: str | None = None
     #: the user's LD_LIBRARY_PATH, before the overlay
     original_ld_library_path: str | None = None
+    #: what the package databases say about each library the overlay supplies, with their fix
+    #: (the checks run under the overlay, where nothing is missing any more)
+    lasting_fixes: tuple[str, ...] = ()
 
     @property
     def applied(self) -> bool:
@@ -39,7 +42,37 @@ def overlay_outcome(ctx: Context) -> Outcome:
         plan = plan_for(ctx, ctx.options.packages)
     except OverlayError as exc:
         return Outcome(error=exc.message, hint=exc.hint)
-    return Outcome(plan=plan, original_ld_library_path=ctx.getenv("LD_LIBRARY_PATH"))
+    return Outcome(
+        plan=plan,
+        original_ld_library_path=ctx.getenv("LD_LIBRARY_PATH"),
+        lasting_fixes=_lasting_fixes(ctx, plan) if plan.built else (),
+    )
+
+
+def _lasting_fixes(ctx: Context, plan: Plan) -> tuple[str, ...]:
+    """VKP002's sentence (who needs what, which package has what instead, the fix) for each
+    library the overlay supplies, from the user's own environment."""
+    from vkdoctor.packages import inventory
+    from vkdoctor.packages.skew import explain_missing_soname
+    from vkdoctor.packages.stack import stack_facts
+
+    try:
+        inv = ctx.fact(inventory)
+        if not inv.databases:
+            return ()
+        missing = [m for m in ctx.fact(stack_facts).missing_sonames if m.soname in plan.chosen]
+        paths = [p for m in missing for p in (m.consumer, *m.near_misses)]
+        owners = inv.owners(paths)
+        out = []
+        for m in missing:
+            d = explain_missing_soname(m, inv, owners)
+            text = d.message
+            if "Fix:" not in text and d.remedy:
+                text += " " + d.remedy.split(". ")[0].rstrip(".") + "."
+            out.append(text)
+        return tuple(dict.fromkeys(out))
+    except Exception:  # the package view is a bonus here; VKO001 says what it can without it
+        return ()
 
 
 def context_for_checks(ctx: Context) -> Context:
