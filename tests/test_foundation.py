@@ -284,6 +284,11 @@ def test_an_unusable_timeout_is_a_usage_error(command: list[str], value: str):
             "--json and --junit both name /tmp/vkdoctor-same",
         ),
         (["exec", "--", ""], "the command to run is an empty string"),
+        (["check", "--no-probe", "--json", ""], "give a file name ('-' for stdout)"),
+        (["check", "--no-probe", "--json", "/tmp/" + "a" * 300], "is too long"),
+        (["check", "--no-probe", "--search-path", ""], "an empty path would mean the current"),
+        (["bench", "--cpu", "--repeat", "100000"], "100000 is not in the range 1<=x<=2048"),
+        (["run-probe", "--shader-dir", "/tmp/" + "a" * 300], "Invalid value for '--shader-dir'"),
     ],
 )
 def test_input_that_cannot_mean_anything_is_a_usage_error(args: list[str], message: str):
@@ -410,3 +415,17 @@ def test_bounded_reads_refuse_what_is_no_regular_file_or_too_large(tmp_path: Pat
         assert info.value.errno == getattr(__import__("errno"), errno_name)
     assert files.read_bytes(big, 4096) == b"x" * 2048
     assert not files.exists(tmp_path / ("a" * 300))  # ENAMETOOLONG: no, not an error
+
+
+def test_names_too_long_for_the_system_are_findings_not_crashes():
+    """ENAMETOOLONG from a variable is the system's answer about that path, not a bug of ours."""
+    long = "/tmp/" + "a" * 300
+    env = {
+        "LD_LIBRARY_PATH": long,
+        "TMPDIR": long,
+        "HOME": long,
+        "VK_ADD_DRIVER_FILES": f"{long}/x.json",
+    }
+    proc, doc = run_json(["check", "--no-probe"], env=env)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert [f["title"] for f in doc["findings"] if f["code"] == "VKX000"] == []

@@ -418,7 +418,7 @@ def request_from_argv(argv: list[str]) -> ProbeRequest | None:
         or backend not in ("vulkan", "opengl")
         or (cpu and "--adapter" in values)
         or not values.get("--adapter", "x").strip()
-        or (shader_dir is not None and not Path(shader_dir).is_dir())
+        or (shader_dir is not None and not _is_dir(shader_dir))
         or not Path(python).is_file()
     ):
         return None
@@ -450,6 +450,15 @@ def adopt(request: ProbeRequest, env: Mapping[str, str]) -> RunningProbe | None:
             return running
         _discard(running)
     return None
+
+
+def _is_dir(path: str) -> bool:
+    # the early start reads the raw command line: a path that cannot even be looked at is
+    # click's to refuse, as a usage error
+    try:
+        return Path(path).is_dir()
+    except (OSError, ValueError):
+        return False
 
 
 def discard_early() -> None:

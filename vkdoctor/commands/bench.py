@@ -19,7 +19,12 @@ from vkdoctor.commands import common
     help="Tensor shapes; d a multiple of 4. Default: 16384x4096,65536x4096 on a GPU, "
     "1024x4096,4096x4096 on a CPU adapter.",
 )
-@click.option("--repeat", type=click.IntRange(min=1), help="Timed runs per kernel and size.")
+@click.option(
+    "--repeat",
+    # two timestamps per run in one query set, and WebGPU allows 4096 queries in a set
+    type=click.IntRange(min=1, max=2048),
+    help="Timed runs per kernel and size (at most 2048).",
+)
 @click.option("--seed", type=click.IntRange(min=0), help="Repeat a run's random inputs.")
 @click.option(
     "--timeout",

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from vkdoctor import __version__
+from vkdoctor import __version__, files
 from vkdoctor.context import Context, Options, cache_home
 from vkdoctor.model import Report, exit_code
 from vkdoctor.probe import MAX_TIMEOUT
@@ -109,11 +109,18 @@ def root_option(f: F) -> F:
     )(f)
 
 
+def _no_empty_path(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> Any:
+    if any(not v for v in value):
+        raise click.BadParameter("an empty path would mean the current directory; give a directory")
+    return value
+
+
 def search_path_option(f: F) -> F:
     return click.option(
         "--search-path",
         multiple=True,
         type=click.Path(),
+        callback=_no_empty_path,
         help="A directory to look in for missing libraries (repeatable; also VKDOCTOR_SEARCH_PATH).",
     )(f)
 
@@ -164,13 +171,19 @@ def output_path(_ctx: click.Context | None, param: click.Parameter, value: Any) 
     typo is a usage error and not a failure after the whole check."""
     if value is None or value == "-":
         return value
+    if not value:
+        raise click.BadParameter("give a file name ('-' for stdout)", param=param)
     target = Path(value)
     parent = target.parent
-    if target.is_dir():
+    if len(target.name.encode(errors="surrogateescape")) > 255:
+        raise click.BadParameter(f"the file name {target.name[:40]}... is too long", param=param)
+    if files.is_dir(target):
         raise click.BadParameter(f"{value} is a directory", param=param)
-    if not parent.is_dir():
-        raise click.BadParameter(f"the directory {parent} does not exist", param=param)
-    if not os.access(parent, os.W_OK) and not (target.exists() and os.access(target, os.W_OK)):
+    if not files.is_dir(parent):
+        raise click.BadParameter(
+            f"the directory {parent} does not exist or cannot be entered", param=param
+        )
+    if not os.access(parent, os.W_OK) and not (files.exists(target) and os.access(target, os.W_OK)):
         raise click.BadParameter(f"{parent} is not writable", param=param)
     return value
 

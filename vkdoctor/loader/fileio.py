@@ -50,6 +50,8 @@ def read_manifest(host_path: Path) -> ReadResult:
             return ReadResult(problem=LOOP, detail="symbolic link loop")
         if exc.errno in (errno.EACCES, errno.EPERM):
             return ReadResult(problem=UNREADABLE, detail=exc.strerror or "permission denied")
+        if exc.errno == errno.ENAMETOOLONG:
+            return ReadResult(problem=MISSING, detail=exc.strerror or "file name too long")
         if host_path.is_symlink():
             return ReadResult(problem=MISSING, detail="dangling symbolic link")
         return ReadResult(problem=MISSING, detail=exc.strerror or "no such file")
