@@ -286,3 +286,24 @@ def test_check_from_package_proves_the_overlay(seed: Seed, tmp_path: Path) -> No
     (vko,) = [f for f in doc["findings"] if f["code"] == "VKO001"]
     assert vko["severity"] == "warn"
     assert f"vkdoctor exec --from-package {seed.deb} -- CMD" in vko["remedy"]
+
+
+def test_a_right_named_copy_that_does_not_fit_is_no_advice_to_use_it(
+    seed: Seed, tmp_path: Path
+) -> None:
+    """A libLLVM.so.23.1 without LLVM's symbol versions in the search path: the overlay refuses
+    it (VKO003), so VKL002 must not send the user to it; it gives the fix it gives without it."""
+    from tests.elfbuild import build_lib
+
+    bad = build_lib(tmp_path / "bad" / lab.NEW_LLVM, soname=lab.NEW_LLVM)
+    proc, doc = run_json(
+        ["check", "--no-probe", "--search-path", str(bad.parent), "--select", "VKL002,VKO"],
+        env=seed.env(tmp_path / "cache"),
+    )
+    assert proc.returncode == 1, proc.stderr
+    (vkl,) = [f for f in doc["findings"] if f["code"] == "VKL002"]
+    assert vkl["remedy"].startswith(
+        f"{bad} has the name ld.so looks for, but does not fit: lacks symbol version"
+    )
+    assert "(VKO003). Only other versions of this library are installed" in vkl["remedy"]
+    assert f"vkdoctor exec --search-path {bad.parent}" not in vkl["remedy"]

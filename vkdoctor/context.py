@@ -117,6 +117,11 @@ class Context:
     def getenv(self, name: str) -> str | None:
         return self.env.get(name)
 
+    def known(self, compute: Callable[[Context], T]) -> T | None:
+        """The fact if it was computed already; None otherwise (nothing is computed)."""
+        with self._lock:
+            return self._facts.get(compute)
+
     def fact(self, compute: Callable[[Context], T]) -> T:
         """`compute(self)`, evaluated once per Context. Exceptions are not cached."""
         with self._lock:

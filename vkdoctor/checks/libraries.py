@@ -265,7 +265,14 @@ def _missing_remedy(ctx: Context, name: str, m: Miss) -> str:
     stale = [n for n in exact if n.kind == "stale-cache"]
     if stale:
         return f"Run `sudo ldconfig`: {stale[0].path} is in an ld.so.conf directory but not in the cache."
-    if exact:
+    refused = _refused(ctx).get(exact[0].path) if exact else None
+    prefix = ""
+    if refused is not None:
+        # the overlay tried it: the file does not fit, so it is no way out (VKO003)
+        prefix = (
+            f"{exact[0].path} has the name ld.so looks for, but does not fit: {refused} (VKO003). "
+        )
+    elif exact:
         d = posixpath.dirname(exact[0].path)
         return (
             f"{exact[0].path} has the name ld.so looks for, in a directory it does not search. "
@@ -283,20 +290,40 @@ def _missing_remedy(ctx: Context, name: str, m: Miss) -> str:
     )
     if others:
         consumer = m.needed_by or m.name
-        return fix_file(
-            ctx,
-            consumer,
-            f"Only other versions of this library are installed ({others[0].path}). The driver "
-            "and the library come from mismatched versions: upgrade both together "
-            f"({upgrade_command(ctx)}), or rebuild the driver against the installed library.",
-            f"Only other versions of this library are installed ({others[0].path}), and "
-            f"{consumer} belongs to no package, so no upgrade changes it: rebuild it against "
-            "the installed library, or use the distribution's driver package instead.",
-        ) + (
-            f" Meanwhile, a copy of {name} from the build the driver came from can be used "
-            "without touching the system: `vkdoctor exec --search-path DIR -- CMD` (VKO001)."
+        return (
+            prefix
+            + fix_file(
+                ctx,
+                consumer,
+                f"Only other versions of this library are installed ({others[0].path}). The driver "
+                "and the library come from mismatched versions: upgrade both together "
+                f"({upgrade_command(ctx)}), or rebuild the driver against the installed library.",
+                f"Only other versions of this library are installed ({others[0].path}), and "
+                f"{consumer} belongs to no package, so no upgrade changes it: rebuild it against "
+                "the installed library, or use the distribution's driver package instead.",
+            )
+            + (
+                f" Meanwhile, a copy of {name} from the build the driver came from can be used "
+                "without touching the system: `vkdoctor exec --search-path DIR -- CMD` (VKO001)."
+            )
         )
-    return f"Install the package that provides {name}."
+    return prefix + f"Install the package that provides {name}."
+
+
+def _refused(ctx: Context) -> dict[str, str]:
+    """Candidates the overlay's planning (when this run made one) refused: path -> why."""
+    from vkdoctor.overlay.checkflow import overlay_outcome
+
+    outcome = ctx.known(overlay_outcome)
+    plan = outcome.plan if outcome is not None else None
+    if plan is None:
+        return {}
+    return {
+        c.path: c.reason or "refused"
+        for cs in plan.search.candidates.values()
+        for c in cs
+        if not c.accepted
+    }
 
 
 class SymbolVersions(Check):
