@@ -480,3 +480,14 @@ def test_an_enable_pattern_that_matches_no_layer_is_said(tmp_path):
     assert warn["title"] == "VK_LOADER_LAYERS_ENABLE pattern *validation* matches no layer"
     assert "VK_LAYER_TEST_mine" in warn["evidence"]["layers"]
     assert "vulkan-validationlayers" in warn["remedy"]
+
+
+def test_a_relative_xdg_entry_is_a_warning():
+    _, doc = run_json(
+        ["check", "--no-probe", "--select", "VKD002"], env={"XDG_DATA_DIRS": "rel/share:/usr/share"}
+    )
+    (warn,) = [f for f in findings(doc, "VKD002") if f["severity"] == "warn"]
+    assert warn["title"] == (
+        "XDG_DATA_DIRS has a relative entry: rel/share/vulkan/icd.d depends on the current directory"
+    )
+    assert warn["remedy"].startswith("Use absolute paths in XDG_DATA_DIRS (rel/share from ")

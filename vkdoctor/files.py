@@ -24,8 +24,10 @@ def read_bytes(path: Path, limit: int = SMALL) -> bytes:
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     try:
         st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
         if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.ESPIPE, "not a regular file", str(path))
+            raise OSError(errno.ESPIPE, "not a regular file (a FIFO or a device)", str(path))
         if st.st_size > limit:
             raise OSError(errno.EFBIG, f"larger than {limit >> 20} MiB, not read", str(path))
         chunks = []

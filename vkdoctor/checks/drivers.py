@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
@@ -278,6 +279,21 @@ class DriverSearchPath(Check):
                 entry=e.path,
                 variable=e.origin,
             )
+        for e in plan.entries:
+            if not e.path.startswith("/") and e.origin.startswith(("XDG_", "HOME")):
+                # the loader takes it as it is: relative to each program's working directory
+                var = e.origin.split()[0]
+                given = e.path.removesuffix("/vulkan/icd.d")
+                yield self.warn(
+                    f"{var} has a relative entry: {e.path} depends on the current directory",
+                    f"The loader searches {e.path} (from {e.origin}) relative to the working "
+                    "directory of each program, so which drivers it finds depends on where the "
+                    "program starts, and any directory it starts in can add a driver.",
+                    remedy=f"Use absolute paths in {var} ({given} from {ctx.cwd} is "
+                    f"{posixpath.normpath(posixpath.join(str(ctx.cwd), given))}).",
+                    variable=var,
+                    entry=e.path,
+                )
         for directory, var, default, count in hidden_system_manifests(ctx, scan):
             yield self.warn(
                 f"{var} hides {directory}",

@@ -485,8 +485,8 @@ def unowned_files(
                 title=f"{drv}: files no package owns",
                 message=(
                     f"{drv} {loads} files that no {managers} package owns: {listed}. The package "
-                    "manager cannot keep them in step with the libraries it upgrades, which is "
-                    "how a driver ends up needing an LLVM or libdrm the system no longer has."
+                    "manager cannot keep them in step with the libraries it upgrades: after an "
+                    "upgrade they can need a library version the system no longer has."
                 ),
                 remedy=(
                     "Prefer the distribution's package for this driver; if the files must stay, "
