@@ -429,3 +429,8 @@ def test_names_too_long_for_the_system_are_findings_not_crashes():
     proc, doc = run_json(["check", "--no-probe"], env=env)
     assert proc.returncode in (0, 1), proc.stderr
     assert [f["title"] for f in doc["findings"] if f["code"] == "VKX000"] == []
+
+
+def test_information_can_carry_a_remedy_and_it_is_no_evidence():
+    f = Symptoms().info("wgpu is not installed", "no wgpu here", remedy="pip install wgpu", x=1)
+    assert (f.severity, f.remedy, dict(f.evidence)) == (Severity.INFO, "pip install wgpu", {"x": 1})

@@ -65,8 +65,10 @@ class Check:
     def ok(self, title: str, message: str = "", **evidence: Any) -> Finding:
         return self.finding(Severity.OK, title, message, evidence=evidence)
 
-    def info(self, title: str, message: str = "", **evidence: Any) -> Finding:
-        return self.finding(Severity.INFO, title, message, evidence=evidence)
+    def info(
+        self, title: str, message: str = "", *, remedy: str | None = None, **evidence: Any
+    ) -> Finding:
+        return self.finding(Severity.INFO, title, message, remedy=remedy, evidence=evidence)
 
     def warn(
         self, title: str, message: str = "", *, remedy: str | None = None, **evidence: Any

@@ -227,6 +227,23 @@ class DeviceAvailable(Check):
                 + install_command(ctx)
             )
         remedy = _sentence("; or ".join(options))
+        predictions = PredictionAgrees().predictions(ctx)
+        if failing and all(
+            o.dlopen == "failed"
+            and (p := predictions.get(o.target)) is not None
+            and not p.loadable
+            for o in failing
+        ):
+            # the library findings named each failing driver's cause, with its fix, before
+            # anything was loaded: no device is their consequence, not a second cause
+            yield self.finding(
+                Severity.INFO,
+                "No Vulkan device from any driver, as the library findings predicted",
+                f"No driver, loaded alone through the real loader, reports a device: {why}.",
+                remedy=remedy,
+                evidence=evidence,
+            )
+            return
         yield self.fail(
             "No Vulkan device from any driver",
             f"No driver, loaded alone through the real loader, reports a device: {why}.",
