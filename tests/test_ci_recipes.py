@@ -62,6 +62,40 @@ def _installs(commands: list[tuple[str, dict[str, str]]]) -> str:
     return "\n".join(line for line, _ in commands)
 
 
+def install_from_checkout(commands: list[tuple[str, dict[str, str]]], workdir: Path) -> None:
+    """Run the recipe's pip line for real, with the checkout it names being this repository:
+    it must build and install vkdoctor (into a folder here, offline: the test environment's
+    build backend, no dependencies fetched)."""
+    import subprocess
+    import sys
+
+    (line,) = [line for line, _ in commands if " pip install " in f" {line} "]
+    argv = shlex.split(line, comments=True)
+    assert argv[:4] == ["python", "-m", "pip", "install"], line
+    (source,) = argv[4:]
+    (workdir / source).symlink_to(REPO, target_is_directory=True)
+    site = workdir / "site"
+    subprocess.run(
+        [
+            *(sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation"),
+            *("--no-deps", "--no-index", "--target", str(site), source),
+        ],
+        cwd=workdir,
+        check=True,
+        timeout=300,
+    )
+    where = subprocess.run(
+        [sys.executable, "-c", "import vkdoctor; print(vkdoctor.__file__)"],
+        cwd="/",
+        env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert where.stdout.strip() == str(site / "vkdoctor" / "__init__.py")
+
+
 def _check_reports(workdir: Path) -> None:
     doc = json.loads((workdir / "vkdoctor.json").read_text())
     validate_report(doc)
@@ -77,7 +111,11 @@ def test_github_actions_recipe_runs_here(tmp_path: Path):
     commands = github_commands(doc)
     text = _installs(commands)
     assert "apt-get install" in text and "mesa-vulkan-drivers" in text and "libvulkan1" in text
-    assert "pip install vkdoctor" in text
+    # vkdoctor is not on PyPI: the checkout step names the path the pip line installs
+    steps = doc["jobs"]["gate"]["steps"]
+    (checkout,) = [s for s in steps if s.get("with", {}).get("path") == "vkdoctor-src"]
+    assert checkout["uses"].startswith("actions/checkout@")
+    install_from_checkout(commands, tmp_path)
     summary = tmp_path / "step-summary.md"
     ran = run_recipe(commands, tmp_path, {"GITHUB_STEP_SUMMARY": str(summary)})
     # the preflight comes before the gate, and both are there
@@ -98,7 +136,8 @@ def test_gitlab_recipe_runs_here(tmp_path: Path):
     commands = gitlab_commands(doc)
     text = _installs(commands)
     assert "mesa-vulkan-drivers" in text and "libvulkan1" in text
-    assert "pip install vkdoctor" in text
+    assert 'git clone --depth 1 "$VKDOCTOR_GIT" vkdoctor-src' in text
+    install_from_checkout(commands, tmp_path)
     ran = run_recipe(commands, tmp_path, {})
     assert [a[1] for a in ran] == ["check", "exec"]
     _check_reports(tmp_path)
