@@ -319,10 +319,25 @@ def test_step_summary_is_appended_with_verdict_drivers_probe_and_overlay(
     assert "### Drivers" in md and "libLLVM.so.23.1 \\| not found" in md
     assert "### Probe: fail on llvmpipe (LLVM 23.1.0, 256 bits) (vulkan)" in md
     assert "| 64 | 4096 | 0.37 | ❌ |" in md
-    assert "rows=64 d=4096: max_rel_err=0.37, worst element [3, 17] = 1.37 (reference 1.0)" in md
-    assert "Ladder: add_one ✅, reduce ✅, matmul ✅" in md
+    # report text is literal Markdown: _ [ ] escaped, so nothing turns into emphasis or links
+    assert (
+        "rows=64 d=4096: max\\_rel\\_err=0.37, worst element \\[3, 17\\] = 1.37 (reference 1.0)"
+        in md
+    )
+    assert "Ladder: add\\_one ✅, reduce ✅, matmul ✅" in md
     assert "export LD_LIBRARY_PATH=/home/u/.cache/vkdoctor/overlay/ab12" in md
-    assert "| `libLLVM.so.23.1` | /opt/llvm23/lib/libLLVM.so.23.1 |" in md
+    assert "| <code>libLLVM.so.23.1</code> | /opt/llvm23/lib/libLLVM.so.23.1 |" in md
+
+
+def test_step_summary_shows_report_text_as_it_is():
+    """A redacted <user>, a path with * _ ` | and HTML in a message: shown literally, not as
+    markup (GitHub drops unknown tags, italicises *c*, and a backtick ends a code span)."""
+    from vkdoctor.render.github import _cell, _code
+
+    assert _cell("**x** <user> a*b*c `q` [l](u) #h") == (
+        "\\*\\*x\\*\\* &lt;user&gt; a\\*b\\*c \\`q\\` \\[l\\](u) \\#h"
+    )
+    assert _code("/tmp/a|b`c<img>.json") == "<code>/tmp/a&#124;b`c&lt;img&gt;.json</code>"
 
 
 def test_unwritable_step_summary_is_reported_and_keeps_the_exit_code(monkeypatch, tmp_path):

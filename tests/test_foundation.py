@@ -431,6 +431,8 @@ def test_names_too_long_for_the_system_are_findings_not_crashes():
     assert [f["title"] for f in doc["findings"] if f["code"] == "VKX000"] == []
 
 
-def test_information_can_carry_a_remedy_and_it_is_no_evidence():
-    f = Symptoms().info("wgpu is not installed", "no wgpu here", remedy="pip install wgpu", x=1)
-    assert (f.severity, f.remedy, dict(f.evidence)) == (Severity.INFO, "pip install wgpu", {"x": 1})
+def test_information_with_a_remedy_is_not_filed_as_evidence():
+    with pytest.raises(TypeError):
+        Symptoms().info("wgpu is not installed", remedy="pip install wgpu")
+    f = Symptoms().finding(Severity.INFO, "wgpu is not installed", remedy="pip install wgpu")
+    assert (f.severity, f.remedy, dict(f.evidence)) == (Severity.INFO, "pip install wgpu", {})

@@ -65,10 +65,11 @@ class Check:
     def ok(self, title: str, message: str = "", **evidence: Any) -> Finding:
         return self.finding(Severity.OK, title, message, evidence=evidence)
 
-    def info(
-        self, title: str, message: str = "", *, remedy: str | None = None, **evidence: Any
-    ) -> Finding:
-        return self.finding(Severity.INFO, title, message, remedy=remedy, evidence=evidence)
+    def info(self, title: str, message: str = "", **evidence: Any) -> Finding:
+        """Information: no remedy (use `finding` for information that has one)."""
+        if "remedy" in evidence:
+            raise TypeError("info() takes no remedy; use finding(Severity.INFO, ..., remedy=)")
+        return self.finding(Severity.INFO, title, message, evidence=evidence)
 
     def warn(
         self, title: str, message: str = "", *, remedy: str | None = None, **evidence: Any

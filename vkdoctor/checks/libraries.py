@@ -658,7 +658,8 @@ class WgpuNativeLibrary(Check):
     def run(self, ctx: Context) -> Iterable[Finding]:
         native = find_wgpu_native(ctx)
         if native.package_dir is None and native.source != "WGPU_LIB_PATH":
-            yield self.info(
+            yield self.finding(
+                Severity.INFO,
                 "wgpu is not installed",
                 "The wgpu Python package is not importable from this Python, so the compute "
                 "probe cannot run here.",

@@ -229,9 +229,7 @@ class DeviceAvailable(Check):
         remedy = _sentence("; or ".join(options))
         predictions = PredictionAgrees().predictions(ctx)
         if failing and all(
-            o.dlopen == "failed"
-            and (p := predictions.get(o.target)) is not None
-            and not p.loadable
+            o.dlopen == "failed" and (p := predictions.get(o.target)) is not None and not p.loadable
             for o in failing
         ):
             # the library findings named each failing driver's cause, with its fix, before

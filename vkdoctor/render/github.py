@@ -9,6 +9,8 @@ contain `::error` cannot issue a workflow command.
 from __future__ import annotations
 
 import hashlib
+import html
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -119,21 +121,29 @@ _VERDICT = {
 }
 
 
+#: what Markdown (GitHub's) would read as emphasis, code, links, headings or a table cell's end
+_MARKDOWN = re.compile(r"([\\`*_\[\]#|~])")
+
+
 def _cell(value: object) -> str:
+    """Text from the report (paths, messages, a driver's output) as literal Markdown: HTML and
+    Markdown characters escaped, so a name like `<user>` or `a*b*c` shows as it is."""
     text = "" if value is None else str(value)
-    return (
-        text.replace("\\", "\\\\")
-        .replace("|", "\\|")
-        .replace("\r", "")
-        .replace("\n", "<br>")
-        .replace("<br><br>", "<br>")
-    )
+    text = _MARKDOWN.sub(r"\\\1", html.escape(text, quote=False))
+    return text.replace("\r", "").replace("\n", "<br>").replace("<br><br>", "<br>")
 
 
-def _table(head: Iterable[str], rows: Iterable[Iterable[object]]) -> list[str]:
+def _code(value: object) -> str:
+    """Text as inline code that any character in it (a backtick, a `|`) cannot break."""
+    text = html.escape("" if value is None else str(value)).replace("|", "&#124;")
+    return f"<code>{text.replace(chr(10), ' ')}</code>"
+
+
+def _table(head: Iterable[str], rows: Iterable[Iterable[str]]) -> list[str]:
+    """Rows of cells already made Markdown (with _cell, _code or markup around them)."""
     head = list(head)
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    out += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+    out += ["| " + " | ".join(row) + " |" for row in rows]
     return out
 
 
@@ -146,7 +156,7 @@ def summary(report: Report, *, strict: bool = False) -> str:
     status = report.status(strict=strict)
     style = text_render.Style(colour=False, unicode=True)
     lines = [f"## vkdoctor {report.command}: {_VERDICT[status]}", ""]
-    lines += [f"`{text_render.verdict(report, style=style, strict=strict)}`", ""]
+    lines += [_code(text_render.verdict(report, style=style, strict=strict)), ""]
 
     needing = _attention(report.checks)
     if needing:
@@ -156,9 +166,9 @@ def summary(report: Report, *, strict: bool = False) -> str:
             (
                 (
                     "❌" if f.severity.rank >= Severity.FAIL.rank or strict else "⚠️",
-                    f"`{f.code}`",
-                    f"**{f.title}**" + (f"\n{f.message}" if f.message else ""),
-                    f.remedy or "",
+                    _code(f.code),
+                    f"**{_cell(f.title)}**" + (f"<br>{_cell(f.message)}" if f.message else ""),
+                    _cell(f.remedy or ""),
                 )
                 for f in needing
             ),
@@ -178,10 +188,10 @@ def summary(report: Report, *, strict: bool = False) -> str:
             ("manifest", "library", "verdict", "reason"),
             (
                 (
-                    f"`{d.get('manifest')}`",
-                    d.get("library_path") or d.get("library") or "",
-                    d.get("verdict"),
-                    d.get("reason") or "",
+                    _code(d.get("manifest")),
+                    _cell(d.get("library_path") or d.get("library") or ""),
+                    _cell(d.get("verdict")),
+                    _cell(d.get("reason") or ""),
                 )
                 for d in report.drivers
             ),
@@ -192,26 +202,28 @@ def summary(report: Report, *, strict: bool = False) -> str:
         probe = report.probe
         adapter = probe.get("adapter") or {}
         name = adapter.get("name") if isinstance(adapter, Mapping) else None
-        head = f"### Probe: {probe.get('status')}"
+        head = f"### Probe: {_cell(probe.get('status'))}"
         if name:
-            head += f" on {name} ({probe.get('backend')})"
+            head += f" on {_cell(name)} ({_cell(probe.get('backend'))})"
         lines += [head, ""]
         failure = probe_failure(probe)
         if failure:
             lines += [_cell(failure), ""]
         rungs = [r for r in probe.get("ladder") or () if isinstance(r, Mapping)]
         if rungs:
-            marks = ", ".join(f"{r.get('rung')} {'✅' if r.get('ok') else '❌'}" for r in rungs)
-            lines += [f"Ladder: {_cell(marks)}", ""]
+            marks = ", ".join(
+                f"{_cell(r.get('rung'))} {'✅' if r.get('ok') else '❌'}" for r in rungs
+            )
+            lines += [f"Ladder: {marks}", ""]
         cases = [c for c in probe.get("cases") or () if isinstance(c, Mapping)]
         if cases:
             lines += _table(
                 ("rows", "d", "max rel. error", "ok"),
                 (
                     (
-                        c.get("rows"),
-                        c.get("d"),
-                        _error(c.get("max_rel_err")),
+                        _cell(c.get("rows")),
+                        _cell(c.get("d")),
+                        _cell(_error(c.get("max_rel_err"))),
                         "✅" if c.get("ok") else "❌",
                     )
                     for c in cases
@@ -233,7 +245,11 @@ def summary(report: Report, *, strict: bool = False) -> str:
             lines += _table(
                 ("soname", "target", "needed by"),
                 (
-                    (f"`{x.get('soname')}`", x.get("target"), ", ".join(x.get("needed_by") or ()))
+                    (
+                        _code(x.get("soname")),
+                        _cell(x.get("target")),
+                        _cell(", ".join(x.get("needed_by") or ())),
+                    )
                     for x in libs
                 ),
             )
