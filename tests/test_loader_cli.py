@@ -92,18 +92,28 @@ def test_drivers_text_tells_the_order_origin_and_layer(tmp_path):
     assert "Implicit layers the loader adds" not in proc.stdout
 
 
-def test_empty_override_fails_with_install_command(tmp_path):
-    proc, doc = run_json(
-        ["check", "--no-probe"], env={"HOME": str(tmp_path), "VK_DRIVER_FILES": ""}
-    )
-    assert proc.returncode == 1
-    (vkd002,) = [f for f in findings(doc, "VKD002") if f["severity"] == "fail"]
-    assert "VK_DRIVER_FILES is set but empty" in vkd002["title"]
-    assert vkd002["remedy"] == "unset VK_DRIVER_FILES"
-    (vkd001,) = findings(doc, "VKD001")
-    assert vkd001["severity"] == "fail"
-    assert vkd001["remedy"].startswith("unset VK_DRIVER_FILES")
-    assert doc["drivers"] == []
+def test_an_override_that_leaves_no_driver_is_one_failure(tmp_path):
+    """Empty, or a directory without manifests: VKD001 fails once, naming the variable and the
+    fix; VKD002 only describes the search path."""
+    (tmp_path / "empty").mkdir()
+    for value, said in (
+        ("", "VK_DRIVER_FILES='' replaces the whole search path with nothing."),
+        (
+            str(tmp_path / "empty"),
+            f"VK_DRIVER_FILES='{tmp_path / 'empty'}' replaces the whole search path, and holds none.",
+        ),
+    ):
+        proc, doc = run_json(
+            ["check", "--no-probe"], env={"HOME": str(tmp_path), "VK_DRIVER_FILES": value}
+        )
+        assert proc.returncode == 1
+        failures = [f["code"] for f in doc["findings"] if f["severity"] == "fail"]
+        assert failures == ["VKD001"], failures
+        (vkd001,) = findings(doc, "VKD001")
+        assert said in vkd001["message"]
+        assert vkd001["remedy"].startswith("unset VK_DRIVER_FILES")
+        assert {f["severity"] for f in findings(doc, "VKD002")} == {"info"}
+        assert doc["drivers"] == []
 
 
 def test_no_manifest_anywhere_fails_with_the_distro_install_command(tmp_path):
@@ -270,9 +280,10 @@ def test_override_pointing_at_nothing_and_ignored_additions(tmp_path):
     assert f"VK_ICD_FILENAMES entry {tmp_path}/nonexistent_dir gives no driver manifest" in titles
     txt = next(f for f in vkd002 if "manifest.txt" in f["title"])
     assert "does not end in .json, so the loader treats it as a directory" in txt["message"]
-    (fail,) = [f for f in vkd002 if f["severity"] == "fail"]
-    assert fail["title"] == "VK_ICD_FILENAMES points at no driver manifest"
-    assert fail["remedy"].startswith("unset VK_ICD_FILENAMES")
+    # no driver at all: VKD001 is the one failure; VKD002 says why each entry gives none
+    assert {f["severity"] for f in vkd002} == {"info", "warn"}  # the ignored addition warns
+    assert "VK_ICD_FILENAMES points at no driver manifest" in titles
+    assert [f["code"] for f in doc["findings"] if f["severity"] == "fail"] == ["VKD001"]
 
 
 @pytest.mark.parametrize(

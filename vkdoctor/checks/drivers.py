@@ -14,7 +14,7 @@ from vkdoctor.loader import icd as I
 from vkdoctor.loader.fields import process_bits
 from vkdoctor.loader.icd import Driver, DriverScan
 from vkdoctor.loader.known import known_driver
-from vkdoctor.model import Finding
+from vkdoctor.model import Finding, Severity
 from vkdoctor.record import replace
 
 #: distro family -> how to install Mesa's Vulkan drivers (lavapipe is the CPU one)
@@ -151,6 +151,12 @@ class DriversFound(Check):
         if not scan.drivers:
             where = ", ".join(e.path for e in scan.plan.entries) or "(an empty search path)"
             message = f"The loader finds no driver manifest. It searches: {where}."
+            if scan.plan.override is not None:
+                message += (
+                    f" {scan.plan.override}={scan.plan.override_value!r} replaces the whole "
+                    "search path"
+                    + (" with nothing." if not scan.plan.entries else ", and holds none.")
+                )
         else:
             # beside a working driver a skipped one is harmless; with none left, it is the cause
             skipped = "\n".join(f"- {d.reason.removesuffix(' (harmless)')}" for d in scan.drivers)
@@ -249,14 +255,16 @@ class DriverSearchPath(Check):
             sev = self.warn if var == "VK_ADD_DRIVER_FILES" else self.info
             state, _, reason = why.partition(": ")
             yield sev(f"{var} is {state}", f"{var}={ctx.getenv(var)!r}: {reason or state}.")
+        # an override that leaves no driver at all is VKD001's failure, with this very fix: here
+        # it is the search path's information
         if plan.override is not None and not plan.entries:
-            yield self.fail(
+            yield self.info(
                 f"{plan.override} is set but empty: the loader looks for no drivers at all",
-                f"{plan.override}='' replaces the whole search path with nothing.",
-                remedy=f"unset {plan.override}",
+                f"{plan.override}='' replaces the whole search path with nothing (VKD001).",
                 variable=plan.override,
             )
             return
+        nothing = plan.override is not None and not scan.drivers
         user_vars = {"VK_DRIVER_FILES", "VK_ICD_FILENAMES", "VK_ADD_DRIVER_FILES"}
         found_from = {d.entry for d in scan.drivers}
         problems = {p.entry.path: p for p in scan.dir_problems}
@@ -272,12 +280,13 @@ class DriverSearchPath(Check):
                 if p is not None and p.problem == "not-a-directory"
                 else ""
             )
-            yield self.warn(
+            # with no driver at all, why each entry gives none is VKD001's detail, not a warning
+            yield self.finding(
+                Severity.INFO if nothing else Severity.WARN,
                 f"{e.origin} entry {e.path} gives no driver manifest",
                 f"{e.origin} entry {e.path}: {detail}{hint}.",
                 remedy=f"fix {e.origin} to name existing *.json files or directories holding them",
-                entry=e.path,
-                variable=e.origin,
+                evidence={"entry": e.path, "variable": e.origin},
             )
         for e in plan.entries:
             if not e.path.startswith("/") and e.origin.startswith(("XDG_", "HOME")):
@@ -303,11 +312,11 @@ class DriverSearchPath(Check):
                 variable=var,
                 directory=directory,
             )
-        if plan.override is not None and not scan.drivers:
-            yield self.fail(
+        if nothing:
+            yield self.info(
                 f"{plan.override} points at no driver manifest",
-                f"{plan.override}={plan.override_value!r} lists no existing manifest, so the loader finds no drivers.",
-                remedy=f"unset {plan.override}, or point it at an existing *_icd.*.json file",
+                f"{plan.override}={plan.override_value!r} lists no existing manifest, so the "
+                "loader finds no drivers (VKD001).",
                 variable=plan.override,
             )
         elif ctx.elevated:
