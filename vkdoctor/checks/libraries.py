@@ -458,8 +458,9 @@ class LdLibraryPathOnly(Check):
                     targets=targets,
                 )
                 continue
+            are = "is" if len(paths) == 1 else "are"
             msg = (
-                f"{shown} (for {', '.join(targets)}) are found only through LD_LIBRARY_PATH entry "
+                f"{shown} (for {', '.join(targets)}) {are} found only through LD_LIBRARY_PATH entry "
                 f"{where}: a program started without that variable (a CI step that clears the "
                 "environment, sudo, a systemd unit, a setuid program) loses this driver."
             )
@@ -472,8 +473,10 @@ class LdLibraryPathOnly(Check):
             else:
                 remedy = (
                     f"Add {directory} to the ld.so configuration (echo {directory} | sudo tee "
-                    "/etc/ld.so.conf.d/vulkan-driver.conf && sudo ldconfig), or keep the variable "
-                    "scoped to the one command that needs it (`vkdoctor exec -- CMD`)."
+                    "/etc/ld.so.conf.d/vulkan-driver.conf && sudo ldconfig), or give it only to the "
+                    f"programs that need it: `vkdoctor exec --search-path {directory} -- CMD` "
+                    f"(a checked overlay of just the missing files) or `LD_LIBRARY_PATH={directory} "
+                    "CMD`."
                 )
             yield self.warn(
                 f"{len(paths)} driver librar{'y' if len(paths) == 1 else 'ies'} found only through LD_LIBRARY_PATH {where}",
