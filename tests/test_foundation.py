@@ -436,3 +436,13 @@ def test_information_with_a_remedy_is_not_filed_as_evidence():
         Symptoms().info("wgpu is not installed", remedy="pip install wgpu")
     f = Symptoms().finding(Severity.INFO, "wgpu is not installed", remedy="pip install wgpu")
     assert (f.severity, f.remedy, dict(f.evidence)) == (Severity.INFO, "pip install wgpu", {})
+
+
+def test_the_probe_under_root_is_said_not_applicable(tmp_path: Path):
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "os-release").write_text("ID=debian\n")
+    proc, doc = run_json(["check", "--root", str(tmp_path), "--select", "VKR001"])
+    assert proc.returncode == 0, proc.stderr
+    (vkr,) = doc["checks"]
+    assert vkr["status"] == "skipped" and "needs the live machine" in vkr["skip_reason"]
+    assert doc["probe"] is None

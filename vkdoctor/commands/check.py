@@ -159,7 +159,8 @@ def check(
         load_checks.prefetch(ctx)
     # the probe runs after every static check, and not at all with --no-probe or --root
     static = [c for c in chosen if c.code[:3] != "VKR"]
-    probes = [c for c in chosen if c.code[:3] == "VKR"] if ctx.options.probe else []
+    # with --root the probe is listed as not applicable (it needs the live machine)
+    probes = [c for c in chosen if c.code[:3] == "VKR"] if not no_probe else []
     results = run_checks(ctx, [*static, *probes], debug=debug)
     from vkdoctor.overlay.checkflow import report_overlay
 
@@ -169,7 +170,7 @@ def check(
         checks=results,
         drivers=with_load_results(ctx, drivers_report(ctx), chosen),
         overlay=report_overlay(ctx) if any(c.code == "VKO001" for c in chosen) else None,
-        probe=ctx.fact(probe_result) if probes else None,
+        probe=ctx.fact(probe_result) if probes and ctx.options.probe else None,
         command="check",
     )
     sys.exit(common.emit(report, fmt=fmt, json_file=json_file, strict=strict, verbose=verbose))
