@@ -307,3 +307,22 @@ def test_a_right_named_copy_that_does_not_fit_is_no_advice_to_use_it(
     )
     assert "(VKO003). Only other versions of this library are installed" in vkl["remedy"]
     assert f"vkdoctor exec --search-path {bad.parent}" not in vkl["remedy"]
+
+
+def test_an_overlay_the_drivers_still_fail_under_is_not_shown_as_the_fix(
+    seed: Seed, tmp_path: Path
+) -> None:
+    """The overlay supplies libLLVM.so.23.1, but the driver also needs a library found nowhere:
+    it still fails under the overlay, so the report carries no `export LD_LIBRARY_PATH=...`."""
+    drv = tmp_path / "libvulkan_lvp.so"
+    drv.write_bytes(seed.driver.read_bytes())
+    lab.run(["patchelf", "--add-needed", "libvkdoctor_absent.so.9", str(drv)])
+    manifest = lab.manifest(tmp_path / "lvp_twice_broken.json", drv)
+    env = {"VK_DRIVER_FILES": str(manifest), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    proc, doc = run_json(["check", "--no-probe", "--search-path", str(seed.llvm_dir)], env=env)
+    assert proc.returncode == 1, proc.stderr
+    (vko,) = [f for f in doc["findings"] if f["code"] == "VKO001"]
+    assert vko["severity"] == "fail", vko
+    assert doc["overlay"] is None
+    text = run_vkdoctor(["check", "--no-probe", "--search-path", str(seed.llvm_dir)], env=env)
+    assert "export LD_LIBRARY_PATH=" not in text.stdout

@@ -162,14 +162,18 @@ def check(
     # with --root the probe is listed as not applicable (it needs the live machine)
     probes = [c for c in chosen if c.code[:3] == "VKR"] if not no_probe else []
     results = run_checks(ctx, [*static, *probes], debug=debug)
+    from vkdoctor.model import Severity
     from vkdoctor.overlay.checkflow import report_overlay
+
+    # an overlay under which the drivers still fail is no fix to show (VKO001 says why)
+    overlay_proven = any(r.code == "VKO001" and r.worst is not Severity.FAIL for r in results)
 
     report = Report(
         vkdoctor_version=common.version(),
         host=ctx.fact(collect),
         checks=results,
         drivers=with_load_results(ctx, drivers_report(ctx), chosen),
-        overlay=report_overlay(ctx) if any(c.code == "VKO001" for c in chosen) else None,
+        overlay=report_overlay(ctx) if overlay_proven else None,
         probe=ctx.fact(probe_result) if probes and ctx.options.probe else None,
         command="check",
     )
