@@ -505,3 +505,20 @@ def test_a_32_bit_driver_alone_is_the_cause_not_harmless(seed: SeedLab, tmp_path
     assert "ELFCLASS32; dlopen rejects it for a 64-bit process" in f["message"]
     assert "harmless" not in f["message"]
     assert f["remedy"].endswith("or point it at a 64-bit driver's manifest")
+
+
+def test_a_loader_found_only_through_ld_library_path_has_a_fix(tmp_path: Path) -> None:
+    import shutil
+
+    from conftest import run_json
+
+    private = tmp_path / "vk"
+    private.mkdir()
+    shutil.copy("/usr/lib/x86_64-linux-gnu/libvulkan.so.1", private / "libvulkan.so.1")
+    _, doc = run_json(
+        ["check", "--no-probe", "--select", "VKH002"], env={"LD_LIBRARY_PATH": str(private)}
+    )
+    (f,) = [x for x in doc["findings"] if x["code"] == "VKH002"]
+    assert f["severity"] == "warn"
+    assert "only through LD_LIBRARY_PATH" in f["message"]
+    assert f["remedy"] and f"add {private} to the ld.so configuration" in f["remedy"]

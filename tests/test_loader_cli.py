@@ -502,3 +502,28 @@ def test_a_relative_xdg_entry_is_a_warning():
         "XDG_DATA_DIRS has a relative entry: rel/share/vulkan/icd.d depends on the current directory"
     )
     assert warn["remedy"].startswith("Use absolute paths in XDG_DATA_DIRS (rel/share from ")
+
+
+def test_an_implicit_layer_whose_library_is_gone_is_one_warning(tmp_path):
+    """VKI002 says the loader skips the layer; VKL001 points at it instead of warning again."""
+    manifest = {
+        "file_format_version": "1.0.0",
+        "layer": {
+            "name": "VK_LAYER_TEST_gone",
+            "type": "GLOBAL",
+            "library_path": str(tmp_path / "libVkLayer_gone.so"),
+            "api_version": "1.3.0",
+            "implementation_version": "1",
+            "description": "vkdoctor test layer",
+            "disable_environment": {"DISABLE_TEST_GONE": "1"},
+        },
+    }
+    layers = tmp_path / "data/vulkan/implicit_layer.d"
+    layers.mkdir(parents=True)
+    (layers / "gone.json").write_text(json.dumps(manifest))
+    env = {"HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data")}
+    _, doc = run_json(["check", "--no-probe", "--select", "VKI002,VKL001"], env=env)
+    warnings = [(f["code"], f["title"]) for f in doc["findings"] if f["severity"] == "warn"]
+    assert [code for code, _ in warnings] == ["VKI002"], warnings
+    (vkl,) = [f for f in findings(doc, "VKL001") if "VK_LAYER_TEST_gone" in f["title"]]
+    assert vkl["severity"] == "info" and vkl["title"].endswith("cannot be loaded (VKI002)")

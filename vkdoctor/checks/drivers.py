@@ -164,11 +164,12 @@ class DriversFound(Check):
         filtered = {I.FILTER_DISABLED, I.FILTER_NOT_SELECTED}
         other_arch = {I.WRONG_CLASS, I.ARCH_MISMATCH}
         if scan.plan.override is not None:
-            what = (
-                f"a {process_bits(ctx.machine)}-bit driver's manifest"
-                if scan.drivers and all(d.outcome in other_arch for d in scan.drivers)
-                else "an existing driver manifest"
-            )
+            if not scan.drivers:
+                what = "an existing driver manifest"
+            elif all(d.outcome in other_arch for d in scan.drivers):
+                what = f"a {process_bits(ctx.machine)}-bit driver's manifest"
+            else:
+                what = "a driver manifest whose library exists (the ones it names are skipped)"
             remedy = (
                 f"unset {scan.plan.override} (it replaces the driver search path), "
                 f"or point it at {what}"

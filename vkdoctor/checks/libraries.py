@@ -37,7 +37,7 @@ from vkdoctor.elf.shadow import Shadow
 from vkdoctor.elf.symbols import Undefined, undefined_symbols
 from vkdoctor.elf.wgpu import find_wgpu_native
 from vkdoctor.host import distro_family, distro_ids
-from vkdoctor.loader import driver_scan, load_targets
+from vkdoctor.loader import driver_scan, layer_scan, load_targets
 from vkdoctor.loader.icd import LIBRARY_MISSING, LIBRARY_UNLOADABLE
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.model import Finding, Severity
@@ -85,18 +85,27 @@ class LibraryOpens(Check):
     title = "Driver and layer libraries"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        # a manifest whose library file is missing or unusable is VKD005's finding
+        # a manifest whose library file is missing or unusable is VKD005's finding (an implicit
+        # layer's, VKI002's)
         stale = {
             d.manifest
             for d in driver_scan(ctx).drivers
             if d.outcome in (LIBRARY_MISSING, LIBRARY_UNLOADABLE)
         }
+        broken_layers = {
+            layer.name
+            for layer in layer_scan(ctx).active
+            if layer.library is not None and layer.library_state != "ok"
+        }
         for t, res in ctx.fact(target_resolutions):
             root = res.root
-            if root is None and t.kind == "driver" and t.manifest in stale:
+            said = "VKD005" if t.kind == "driver" and t.manifest in stale else None
+            if t.kind == "layer" and t.name in broken_layers:
+                said = "VKI002"
+            if root is None and said is not None:
                 miss = res.misses[0]
                 yield self.info(
-                    f"{t.name}: library {t.dlopen_name} cannot be loaded (VKD005)",
+                    f"{t.name}: library {t.dlopen_name} cannot be loaded ({said})",
                     f"{label(t)}: {res.predicted_error}.",
                     target=t.name,
                     manifest=t.manifest,
@@ -790,11 +799,23 @@ class VulkanLoaderLibrary(Check):
             )
             return
         sev = Severity.WARN if root.how is How.LD_LIBRARY_PATH else Severity.OK
-        note = " (only through LD_LIBRARY_PATH)" if sev is Severity.WARN else ""
+        note = (
+            " (only through LD_LIBRARY_PATH: a program started without it, under sudo or a "
+            "service manager, gets the system's loader or none)"
+            if sev is Severity.WARN
+            else ""
+        )
         yield self.finding(
             sev,
             f"Vulkan loader {version or '(version unknown)'}",
             f"libvulkan.so.1 is {root.realpath}, found {how_found(root)}{note}.",
+            remedy=(
+                f"Install the loader where ld.so finds it without the variable "
+                f"({install_loader_command(ctx)}), or add {root.directory} to the ld.so "
+                "configuration (a file in /etc/ld.so.conf.d, then sudo ldconfig)."
+            )
+            if sev is Severity.WARN
+            else None,
             evidence=ev,
         )
 
