@@ -89,3 +89,7 @@ def run_json(
         ) from exc
     validate_report(doc)
     return proc, doc
+
+
+#: a host object as the schema requires it, for reports a test builds by hand
+HOST = {"root": "/", "distro": {"id": "debian"}, "machine": "x86_64", "vkdoctor": "test"}

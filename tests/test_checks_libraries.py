@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import clean_env, run_vkdoctor, validate_report
+from conftest import HOST, clean_env, run_vkdoctor, validate_report
 from elfbuild import DlopenProbe, build_lib, copy, patchelf
 
 from vkdoctor.checks import libraries
@@ -103,7 +103,7 @@ def run(
     monkeypatch.setattr(libraries, "targets", lambda _ctx: tuple(targets))
     checks = [c for c in libraries.CHECKS if c.code in codes]
     results = run_checks(ctx, checks)
-    report = Report(vkdoctor_version="test", host={}, checks=results)
+    report = Report(vkdoctor_version="test", host=HOST, checks=results)
     doc = json.loads(json.dumps(report.as_dict()))
     validate_report(doc)
     return [f for r in results for f in r.findings]

@@ -10,7 +10,7 @@ from pathlib import Path
 import junitparser
 import pytest
 from click.testing import CliRunner
-from conftest import run_vkdoctor, validate_report
+from conftest import HOST, run_vkdoctor, validate_report
 
 import vkdoctor.checks
 from vkdoctor.checks.base import Check
@@ -209,7 +209,7 @@ def _report_with_probe(**probe) -> Report:
     )
     return Report(
         vkdoctor_version="0",
-        host={},
+        host=HOST,
         checks=(host,),
         drivers=(
             {
@@ -391,7 +391,7 @@ def test_a_probe_finding_is_not_repeated_by_the_probe_annotation_or_case(tmp_pat
             ),
         ),
     )
-    report = Report(vkdoctor_version="0", host={}, checks=(*base.checks, vkr), probe=base.probe)
+    report = Report(vkdoctor_version="0", host=HOST, checks=(*base.checks, vkr), probe=base.probe)
     (line,) = github.annotation_lines(report)
     assert line.startswith("::error title=VKR001%3A No adapter for the compute probe::")
     path = tmp_path / "j.xml"
@@ -401,7 +401,7 @@ def test_a_probe_finding_is_not_repeated_by_the_probe_annotation_or_case(tmp_pat
     assert names == ["VKH001 Host", "VKR001 Compute probe (RMSNorm)"]
     assert doc.failures == 1
     # without the check, the probe's own case carries the failure
-    alone = Report(vkdoctor_version="0", host={}, checks=base.checks, probe=base.probe)
+    alone = Report(vkdoctor_version="0", host=HOST, checks=base.checks, probe=base.probe)
     path.write_text(junit.render(alone))
     doc = junitparser.JUnitXml.fromfile(str(path))
     assert [c.name for s in doc for c in s][

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import run_json, run_vkdoctor, validate_report
+from conftest import HOST, run_json, run_vkdoctor, validate_report
 
 from vkdoctor.checks.base import Check
 from vkdoctor.cli import cli
@@ -92,7 +92,7 @@ class Cause(Check):
 
 
 def _report(checks) -> Report:
-    return Report(vkdoctor_version="0", host={}, checks=checks)
+    return Report(vkdoctor_version="0", host=HOST, checks=checks)
 
 
 def test_exception_in_a_check_becomes_an_error_finding_naming_it():
@@ -142,7 +142,7 @@ def test_select_and_ignore_by_prefix():
 
 
 def test_failed_probe_fails_the_report():
-    r = Report(vkdoctor_version="0", host={}, checks=(), probe={"status": "timeout"})
+    r = Report(vkdoctor_version="0", host=HOST, checks=(), probe={"status": "timeout"})
     assert r.status() is ReportStatus.FAIL
 
 
@@ -321,7 +321,7 @@ def test_a_terminal_gets_wrapped_messages_and_a_pipe_gets_one_line_each():
     )
     report = Report(
         vkdoctor_version="0",
-        host={},
+        host=HOST,
         checks=(
             CheckResult(
                 code="VKL002", family="libraries", title="t", status=CheckStatus.RAN, findings=(f,)

@@ -51,6 +51,9 @@ def _report() -> Report:
     return Report(
         vkdoctor_version="0.1.0",
         host={
+            "root": "/",
+            "machine": "x86_64",
+            "vkdoctor": "0.1.0",
             "distro": {"id": "debian", "version": "12"},
             "python_executable": "/home/alice/.venv/bin/python",
             "kernel": "6.1.0-18-amd64",
