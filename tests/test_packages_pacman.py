@@ -347,3 +347,46 @@ def test_a_held_llvm_changes_the_skew_fix(arch_tree: Path, tmp_path: Path):
         "longer does, then sudo pacman -Syu."
     )
     assert f.evidence["held"] == {"llvm-libs": "IgnorePkg = llvm-libs in /etc/pacman.conf"}
+
+
+def test_llvm_newer_than_the_driver_needs_a_newer_driver_from_the_repositories(
+    arch_tree: Path, tmp_path: Path
+):
+    """The driver needs an older LLVM than installed: the fix is a newer driver, so the question
+    is whether the repositories offer one (not the old llvm-libs)."""
+    import shutil
+
+    from pkgtools import build_pkg, sh
+
+    from vkdoctor.checks.packages import RepositoryView
+
+    facts = StackFacts(
+        missing_sonames=(
+            MissingSoname(
+                consumer=LVP,
+                soname="libLLVM.so.21.1",
+                near_misses=("/usr/lib/libLLVM.so.22.1",),
+                target=LVP,
+            ),
+        )
+    )
+
+    def with_sync(name: str, packages: list[Path]) -> Path:
+        root = tmp_path / name
+        shutil.copytree(arch_tree, root, symlinks=True)
+        sync = root / "var/lib/pacman/sync"
+        sync.mkdir()
+        sh("repo-add", "-q", sync / "extra.db.tar.gz", *packages)
+        return root
+
+    work = tmp_path / "work"
+    newer = build_pkg(work, "vulkan-swrast", "1:26.2.4-1", {}, base="mesa")
+    (f,) = RepositoryView().findings(ctx_for(with_sync("newer", [newer])), facts)
+    assert f.severity is Severity.INFO
+    assert f.title == "The repositories offer vulkan-swrast 1:26.2.4-1"
+    same = build_pkg(tmp_path / "work2", "vulkan-swrast", "1:26.2.3-1", {}, base="mesa")
+    (f,) = RepositoryView().findings(ctx_for(with_sync("same", [same])), facts)
+    assert f.severity is Severity.WARN
+    assert f.title == (
+        "The repositories offer no newer vulkan-swrast: the upgrade cannot fix libLLVM.so.21.1"
+    )

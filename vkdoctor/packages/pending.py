@@ -63,6 +63,8 @@ def repository_view(skew: Diagnosis, inv: Inventory) -> Diagnosis | None:
         "consumer_offered": back,
         "lists_refreshed": refreshed,
     }
+    if int(ev.get("direction") or 0) < 0:
+        return _newer_driver(ev, repos, consumer, back, lists, refreshed, family, evidence)
     installed = (provider or {}).get("version") if family == "pacman" else None
     if have is not None and (installed is None or repos.compare(have, str(installed)) > 0):
         return Diagnosis(
@@ -111,5 +113,40 @@ def repository_view(skew: Diagnosis, inv: Inventory) -> Diagnosis | None:
             if back is not None
             else f"{downgrade}."
         ),
+        evidence=evidence,
+    )
+
+
+def _newer_driver(
+    ev: dict[str, Any],
+    repos: _Repositories,
+    consumer: dict[str, Any],
+    back: str | None,
+    lists: str,
+    refreshed: str,
+    family: str,
+    evidence: dict[str, Any],
+) -> Diagnosis:
+    """The library was upgraded without the driver: the fix is a newer driver, not the old
+    library. Do the repositories offer one?"""
+    name, installed = str(consumer["name"]), str(consumer["version"])
+    if back is not None and repos.compare(back, installed) > 0:
+        return Diagnosis(
+            severity=Severity.INFO,
+            title=f"The repositories offer {name} {back}",
+            message=f"The {lists} (refreshed {refreshed}) offer {name} {back}, newer than the "
+            f"installed {installed}: the fix for {ev.get('soname')} upgrades the driver to it; "
+            "the upgrade is pending, not impossible.",
+            evidence=evidence,
+        )
+    return Diagnosis(
+        severity=Severity.WARN,
+        title=f"The repositories offer no newer {name}: the upgrade cannot fix {ev.get('soname')}",
+        message=f"The {lists} (refreshed {refreshed}) offer "
+        + (f"{name} {back}, no newer than the installed {installed}" if back else f"no {name}")
+        + ", so the distribution's fix cannot bring a driver built for the installed library.",
+        remedy=f"Refresh the lists from an up-to-date mirror ({_REFRESH[family]}) and look again; "
+        f"{name} is rebuilt for a new library soon after it, so a mirror that has one has the "
+        "other.",
         evidence=evidence,
     )

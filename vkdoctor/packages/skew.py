@@ -225,6 +225,8 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
         "provider_package": ppkg.as_evidence() if ppkg else None,
         "offered": offered,
         "unowned_near_misses": unowned_near,
+        #: 1: the consumer needs a newer library than installed; -1: an older one; 0: unknown
+        "direction": direction,
     }
     if cpkg is not None and inv.db_of(cpkg).modified(cpkg, fact.consumer):
         return _replaced(fact, cpkg, subject, lib, evidence)
