@@ -27,7 +27,8 @@ FIX_BROKEN = {
 
 #: how each manager lets go of a held package, so that its next upgrade includes it
 RELEASE = {
-    "dpkg": "sudo apt-mark unhold {name} && sudo apt update && sudo apt full-upgrade",
+    # --fix-broken: with a dependency already unmet, full-upgrade refuses to start
+    "dpkg": "sudo apt-mark unhold {name} && sudo apt update && sudo apt --fix-broken install",
     "pacman": "change the IgnorePkg/IgnoreGroup entry that matches {name} so that it no "
     "longer does, then sudo pacman -Syu",
     "rpm": "sudo dnf versionlock delete {name} && sudo dnf distro-sync",

@@ -263,7 +263,7 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
         cause = f"{lib} was upgraded without {csrc}, a partial upgrade"
     else:
         cause = "a partial upgrade or a missing package"
-    held = [p for p in (cpkg, ppkg) if p is not None and p.hold]
+    held = [p for p in _blocking(cpkg, ppkg, direction) if p.hold]
     for pkg in held:
         clause += f" ({pkg.name} is held by {pkg.hold}, so upgrades skip it)"
     if held and fix:
@@ -319,6 +319,20 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
         remedy=remedy,
         evidence=evidence,
     )
+
+
+def _blocking(cpkg: Package | None, ppkg: Package | None, direction: int) -> list[Package]:
+    """The packages whose hold can keep the fix from happening. The fix upgrades the side that
+    is behind: the library's package when the driver needs a newer one, the driver when the
+    library moved on. On Debian the library's major is in the package name (libllvm23 beside
+    libllvm22): a hold on the installed one never blocks installing the other."""
+    if direction > 0:
+        side = [] if ppkg is not None and ppkg.family == "dpkg" else [ppkg]
+    elif direction < 0:
+        side = [cpkg]
+    else:
+        side = [cpkg, ppkg]
+    return [p for p in side if p is not None]
 
 
 def _replaced(
