@@ -160,7 +160,9 @@ def test_foreign_package_when_sync_databases_exist(arch_tree: Path, tmp_path: Pa
         facts = StackFacts(files=(StackFile(path=LVP, role="driver"),))
         (f,) = UnownedOrForeign().findings(ctx_for(arch_tree), facts)
         assert "vulkan-swrast 1:26.2.3-1 owns driver-stack files" in f.message
-        assert "pacman -Qm" in f.message and "sudo pacman -S mesa" in (f.remedy or "")
+        assert "pacman -Qm" in f.message
+        # the package's own name, not its pkgbase (mesa), which installs something else
+        assert (f.remedy or "").endswith("build: sudo pacman -S vulkan-swrast.")
     finally:
         (sync / "extra.db").unlink()
         sync.rmdir()
@@ -389,4 +391,36 @@ def test_llvm_newer_than_the_driver_needs_a_newer_driver_from_the_repositories(
     assert f.severity is Severity.WARN
     assert f.title == (
         "The repositories offer no newer vulkan-swrast: the upgrade cannot fix libLLVM.so.21.1"
+    )
+
+
+def test_a_foreign_driver_missing_its_llvm_is_rebuilt_not_upgraded(arch_tree: Path, tmp_path: Path):
+    """pacman -Syu never rebuilds an AUR or local package: the fix says rebuild, or go back to
+    the repositories' package by its own name."""
+    import shutil
+
+    from pkgtools import sh
+
+    root = tmp_path / "root"
+    shutil.copytree(arch_tree, root, symlinks=True)
+    sync = root / "var/lib/pacman/sync"
+    sync.mkdir()
+    sh("bsdtar", "-czf", sync / "extra.db", "--files-from", "/dev/null")
+    facts = StackFacts(
+        missing_sonames=(
+            MissingSoname(
+                consumer=LVP,
+                soname="libLLVM.so.23.1",
+                near_misses=("/usr/lib/libLLVM.so.22.1",),
+                target=LVP,
+            ),
+        )
+    )
+    (f,) = MissingSonameSkew().findings(ctx_for(root), facts)
+    assert f.severity is Severity.FAIL and f.evidence["foreign"] is True
+    assert f.title == "lavapipe needs libLLVM.so.23.1: vulkan-swrast is a foreign build"
+    assert "sudo pacman -Syu does not rebuild it" in f.message
+    assert f.message.endswith(
+        "Fix: rebuild vulkan-swrast against the installed LLVM (with the AUR helper or makepkg "
+        "that built it), or sudo pacman -S vulkan-swrast."
     )

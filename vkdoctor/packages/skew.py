@@ -252,6 +252,21 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
     else:
         have = "no installed package provides it"
 
+    if cpkg is not None and cpkg.family == "pacman" and _foreign_pacman(inv, cpkg):
+        base = re.sub(r"-(git|bin|svn|hg|devel|stable|minimal)$", "", cpkg.name)
+        fix = f"rebuild {cpkg.name} against the installed {lib} (with the AUR helper or makepkg that built it), or sudo pacman -S {base}"
+        return Diagnosis(
+            severity=Severity.FAIL,
+            title=f"{driver_name(fact.target or fact.consumer)} needs {fact.soname}: "
+            f"{cpkg.name} is a foreign build",
+            message=f"{subject} needs {fact.soname}, but {have}: {cpkg.name} is not from the "
+            f"configured repositories (AUR or a local build, pacman -Qm) and was built against "
+            f"another {lib}; sudo pacman -Syu does not rebuild it. Fix: {fix}.",
+            remedy=f"{fix[0].upper()}{fix[1:]}. " + no_symlink(offered[0], fact.soname)
+            if offered
+            else f"{fix[0].upper()}{fix[1:]}.",
+            evidence={**evidence, "foreign": True},
+        )
     csrc = cpkg.source if cpkg else driver_name(fact.target or fact.consumer)
     if cpkg is None:
         cause = f"the driver was built or copied outside the package manager against another {lib}"
@@ -319,6 +334,14 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
         remedy=remedy,
         evidence=evidence,
     )
+
+
+def _foreign_pacman(inv: Inventory, pkg: Package) -> bool:
+    """Whether pacman's sync databases lack the package (pacman -Qm lists it)."""
+    db = inv.db_of(pkg)
+    foreign = getattr(db, "foreign", None)
+    answer = foreign() if foreign is not None else None
+    return answer is not None and pkg.name in answer[0]
 
 
 def _blocking(cpkg: Package | None, ppkg: Package | None, direction: int) -> list[Package]:
@@ -527,9 +550,13 @@ def unowned_files(
 
 def _foreign_remedy(pkg: Package, why: str) -> str:
     if pkg.family == "pacman":
+        # AUR names the repositories' package with a suffix (vulkan-swrast-git for
+        # vulkan-swrast); its pkgbase (mesa-git) is no package anyone can install
+        base = re.sub(r"-(git|bin|svn|hg|devel|stable|minimal)$", "", pkg.name)
         return (
-            f"A foreign (AUR or local) package must be rebuilt after every upgrade of what it "
-            f"links; to go back to the repositories' build: sudo pacman -S {pkg.source}."
+            "A foreign (AUR or local) package must be rebuilt after every upgrade of what it "
+            "links (sudo pacman -Syu does not rebuild it); to go back to the repositories' "
+            f"build: sudo pacman -S {base}."
         )
     if pkg.family == "dpkg":
         if "ppa:" in why:
