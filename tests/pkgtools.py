@@ -123,6 +123,7 @@ def build_deb(
     source: str | None = None,
     depends: str | None = None,
     multi_arch: str | None = "same",
+    conffiles: Sequence[str] = (),
 ) -> Path:
     pkgdir = work / f"{name}_{arch}_{version.replace(':', '_')}"
     (pkgdir / "DEBIAN").mkdir(parents=True)
@@ -147,6 +148,8 @@ def build_deb(
         if p.is_file() and not p.is_symlink() and "DEBIAN" not in p.relative_to(pkgdir).parts
     ]
     (pkgdir / "DEBIAN" / "md5sums").write_text("".join(sums))
+    if conffiles:
+        (pkgdir / "DEBIAN" / "conffiles").write_text("".join(f"{c}\n" for c in conffiles))
     out = work / f"{pkgdir.name}.deb"
     sh("dpkg-deb", "--root-owner-group", "-Zgzip", "-z1", "--build", pkgdir, out)
     return out

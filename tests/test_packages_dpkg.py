@@ -482,3 +482,31 @@ def test_repositories_without_the_needed_llvm_mean_the_upgrade_cannot_fix_it(
 
     # no package lists at all: nothing to say
     assert list(RepositoryView().findings(ctx_for(deb_tree), facts)) == []
+
+
+def test_a_manifest_left_by_a_removed_package_says_purge(tmp_path: Path):
+    """`apt remove` keeps conffiles: the manifest in /etc/vulkan/icd.d outlives its driver. It
+    is no stray file: dpkg knows the removed package (state rc) it belongs to."""
+    from pkgtools import icd_manifest, sh
+
+    from vkdoctor.checks.libraries import stale_manifest_remedy
+
+    lvp = build_lib(tmp_path / "s" / "libvulkan_lvp.so", "libvulkan_lvp.so")
+    manifest = tmp_path / "s" / "lvp_icd.x86_64.json"
+    manifest.write_text(icd_manifest(LVP))
+    icd = "/etc/vulkan/icd.d/lvp_icd.x86_64.json"
+    root = dpkg_root(tmp_path / "root")
+    deb = build_deb(
+        tmp_path, "mesa-vulkan-drivers", "26.2.2-1", {LVP: lvp, icd: manifest}, conffiles=[icd]
+    )
+    dpkg_install(root, deb)
+    sh(
+        *("dpkg", f"--root={root}", f"--admindir={root / 'var/lib/dpkg'}"),
+        *("--force-script-chrootless", "--force-not-root", "-r", "mesa-vulkan-drivers"),
+    )
+    assert (root / icd.lstrip("/")).is_file() and not (root / LVP.lstrip("/")).exists()
+    assert stale_manifest_remedy(ctx_for(root), icd) == (
+        f"{icd} was left behind by mesa-vulkan-drivers:amd64, removed but not purged (dpkg "
+        "state rc): sudo apt purge mesa-vulkan-drivers removes it; sudo apt install "
+        "mesa-vulkan-drivers brings the driver back."
+    )

@@ -41,7 +41,7 @@ from vkdoctor.loader import driver_scan, layer_scan, load_targets
 from vkdoctor.loader.icd import LIBRARY_MISSING, LIBRARY_UNLOADABLE
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.model import Finding, Severity
-from vkdoctor.packages.owner import fix_file
+from vkdoctor.packages.owner import fix_file, leftover_of, owner
 from vkdoctor.packages.remedy import UPGRADE
 
 
@@ -259,6 +259,15 @@ def upgrade_command(ctx: Context) -> str:
 
 def stale_manifest_remedy(ctx: Context, manifest: str) -> str:
     """What to do about a manifest whose library is gone, by who put the manifest there."""
+    if owner(ctx, manifest) == "":
+        left = leftover_of(ctx, manifest)
+        if left is not None:
+            name = left.split(":")[0]
+            return (
+                f"{manifest} was left behind by {left}, removed but not purged (dpkg state "
+                f"rc): sudo apt purge {name} removes it; sudo apt install {name} brings the "
+                "driver back."
+            )
     return fix_file(
         ctx,
         manifest,

@@ -50,6 +50,9 @@ _FIELD = re.compile(
 )
 
 
+_CONFFILES = re.compile(r"\nConffiles:[ \t]*((?:\n[ \t].*)*)")
+
+
 def parse_status(text: str) -> list[dict[str, str]]:
     """The status file's paragraphs (deb822, blank-line separated), with the fields we use."""
     return [
@@ -159,6 +162,25 @@ class DpkgDB:
             pkgs = (_package(p, memo) for p in parse_status(text))
             self._packages = tuple(p for p in pkgs if p is not None)
         return self._packages
+
+    def leftovers(self) -> dict[str, str]:
+        """Conffile path -> the package (name:arch) that left it: removed, not purged (state
+        config-files, `rc` in dpkg -l). Read only when a file turns out to be nobody's."""
+        text = read_text(self._admin / "status", LARGE)
+        out: dict[str, str] = {}
+        for chunk in text.split("\n\n"):
+            if " config-files\n" not in chunk + "\n":
+                continue
+            fields = dict(_FIELD.findall("\n" + chunk))
+            if fields.get("Status", "").split()[-1:] != ["config-files"]:
+                continue
+            name, arch = fields.get("Package", ""), fields.get("Architecture")
+            conffiles = _CONFFILES.search("\n" + chunk)
+            for line in (conffiles.group(1) if conffiles else "").splitlines():
+                parts = line.split()
+                if parts and parts[0].startswith("/"):
+                    out[parts[0]] = f"{name}:{arch}" if arch else name
+        return out
 
     def by_name(self, name: str) -> tuple[Package, ...]:
         base, _, arch = name.partition(":")

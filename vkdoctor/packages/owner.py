@@ -30,3 +30,19 @@ def fix_file(ctx: Context, path: str, packaged: str, unpackaged: str) -> str:
     if who == "":
         return unpackaged
     return f"{packaged.format(package='the package that owns it')}; or, if no package does, {unpackaged}"
+
+
+def leftover_of(ctx: Context, path: str) -> str | None:
+    """The removed (not purged) package whose configuration file `path` is, on dpkg systems:
+    `apt remove` keeps conffiles such as /etc/vulkan/icd.d/*.json behind."""
+    from vkdoctor.packages.dpkg import DpkgDB
+    from vkdoctor.packages.paths import spellings
+
+    for db in ctx.fact(inventory).databases:
+        if isinstance(db, DpkgDB):
+            try:
+                left = db.leftovers()
+            except OSError:
+                return None
+            return next((left[s] for s in spellings(ctx, path) if s in left), None)
+    return None
