@@ -172,7 +172,7 @@ def test_conda_libstdcxx_tied_to_its_conda_package_and_the_system_package(deb_tr
         "copy that wins, /opt/conda/envs/ml/lib/libstdc++.so.6 (conda package libstdcxx-ng 11.2.0 "
         "in /opt/conda/envs/ml), offers only up to GLIBCXX_3.4.29; "
         f"{LIB}/libstdc++.so.6 (libstdc++6:amd64 12.2.0-14) has it. "
-        "Fix: conda install -c conda-forge 'libstdcxx-ng>=12'."
+        "Fix: conda install -p /opt/conda/envs/ml -c conda-forge 'libstdcxx-ng>=12'."
     )
     assert "LD_LIBRARY_PATH=/opt/conda/envs/ml/lib" in (f.remedy or "")
     assert "Do not symlink" in (f.remedy or "")
@@ -257,7 +257,9 @@ def test_resolution_feeds_the_rules(deb_tree: Path, monkeypatch: pytest.MonkeyPa
     (version,) = MissingVersionOwner().run(ctx)
     assert "conda package libstdcxx-ng 11.2.0" in version.message
     assert "libstdc++6:amd64 12.2.0-14) has it" in version.message
-    assert version.message.endswith("Fix: conda install -c conda-forge 'libstdcxx-ng>=12'.")
+    assert version.message.endswith(
+        "Fix: conda install -p /opt/conda/envs/ml -c conda-forge 'libstdcxx-ng>=12'."
+    )
     (unowned,) = UnownedOrForeign().run(ctx)
     assert unowned.evidence["unowned"] == ["/opt/conda/envs/ml/lib/libstdc++.so.6"]
 

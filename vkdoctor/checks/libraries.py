@@ -400,9 +400,10 @@ def _version_remedy(how: How, directory: str, soname: str, better: list[str]) ->
             + "."
         )
         if "conda" in directory or "/envs/" in directory:
+            prefix = directory.removesuffix("/lib")
             text += (
                 " In a conda environment, update its C++ runtime instead: "
-                "`conda install -c conda-forge 'libstdcxx-ng>=12'`."
+                f"`conda install -p {prefix} -c conda-forge 'libstdcxx-ng>=12'`."
             )
         return text
     if how is How.RPATH:

@@ -661,11 +661,12 @@ def explain_missing_version(
     if conda is not None:
         if is_cxx:
             n = gcc_for(fact.version, apkg)
-            fix = "conda install -c conda-forge " + (
+            # -p: into that environment, whichever one is active
+            fix = f"conda install -p {conda.prefix} -c conda-forge " + (
                 f"'libstdcxx-ng>={n}'" if n else "libstdcxx-ng"
             )
         else:
-            fix = f"conda update -c conda-forge {conda.name}"
+            fix = f"conda update -p {conda.prefix} -c conda-forge {conda.name}"
         remedy = (
             f"{fix} (in the environment {conda.prefix}), so the environment's copy is at least as "
             f"new as the system's; or stop exporting LD_LIBRARY_PATH={conda.prefix}/lib. "
