@@ -117,7 +117,12 @@ def test_undeclared_llvm_of_a_vendor_build(deb_tree: Path, tmp_path: Path):
     assert "RADV" in f.message and "vendor-vulkan:amd64 26.0-1" in f.message
     assert "no installed package provides it" in f.message
     assert "does not declare a dependency on libllvm21" in f.message
-    assert "sudo apt install libllvm21:amd64 && sudo apt-mark manual libllvm21:amd64" in f.message
+    assert (
+        "Fix: sudo apt update && sudo apt install libllvm21:amd64 && sudo apt-mark manual "
+        "libllvm21:amd64." in f.message
+    )
+    # the refresh comes first, not after the install
+    assert "Then sudo apt update" not in (f.remedy or "")
 
 
 def test_i386_sibling_behind_native(deb_tree: Path):

@@ -128,7 +128,7 @@ def _dpkg_clause(
     )
     return (
         clause,
-        f"sudo apt install {qualified} && sudo apt-mark manual {qualified}",
+        f"sudo apt update && sudo apt install {qualified} && sudo apt-mark manual {qualified}",
         evidence,
         guess,
     )
