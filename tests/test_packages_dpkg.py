@@ -298,6 +298,18 @@ def test_ppa_and_local_origins_from_apt_cache_policy(deb_tree: Path):
             f.evidence["package"]["name"]: f
             for f in UnownedOrForeign().findings(ctx_for(deb_tree), facts)
         }
+        # the PPA ships mesa but no libllvm23, and the archive is not configured: the skew's
+        # fix is to leave the PPA, not apt --fix-broken (which would remove the driver)
+        (skew,) = MissingSonameSkew().findings(
+            ctx_for(deb_tree),
+            StackFacts(
+                missing_sonames=(
+                    MissingSoname(
+                        consumer=LVP, soname="libLLVM.so.23.1", near_misses=(LLVM22,), target=LVP
+                    ),
+                )
+            ),
+        )
     finally:
         import shutil
 
@@ -311,6 +323,8 @@ def test_ppa_and_local_origins_from_apt_cache_policy(deb_tree: Path):
         found["mesa-vulkan-drivers"].remedy
         == "sudo ppa-purge ppa:kisak/kisak-mesa returns to the archive's packages."
     )
+    assert "comes from ppa:kisak/kisak-mesa, and neither it nor the archive offers" in skew.message
+    assert skew.message.endswith("Fix: sudo ppa-purge ppa:kisak/kisak-mesa.")
     assert "not in any configured repository at version 1:22.1.8-1" in found["libllvm22"].message
     # no repository carries libllvm22 at all: no reinstall advice that cannot work
     assert found["libllvm22"].remedy == (
@@ -478,6 +492,22 @@ def test_repositories_without_the_needed_llvm_mean_the_upgrade_cannot_fix_it(
     assert foreign["mesa-vulkan-drivers"].remedy == (
         "Install the repositories' version: sudo apt install mesa-vulkan-drivers=26.2.2-1"
     )
+    # the skew's own fix is the one that works here: apt --fix-broken would remove the driver
+    (skew,) = MissingSonameSkew().findings(ctx_for(root), facts)
+    assert skew.severity is Severity.FAIL
+    assert "offer no libllvm23:amd64, so the distribution's fix cannot bring" in skew.message
+    assert skew.message.endswith(
+        "return mesa-vulkan-drivers to the repositories' version: "
+        "sudo apt install mesa-vulkan-drivers=26.2.2-1."
+    )
+    assert "--fix-broken" not in skew.message
+    # one failure: VKP008 and VKP004 say the same, so they point at VKP002
+    from conftest import run_json
+
+    _, doc = run_json(["check", "--root", str(root), "--no-probe", "--select", "VKP"])
+    severities = {f["code"]: f["severity"] for f in doc["findings"]}
+    assert severities["VKP002"] == "fail"
+    assert severities["VKP004"] == severities["VKP008"] == "info"
 
     # the lists offer libllvm23: the fix is only pending
     root = tmp_path / "b"

@@ -70,8 +70,9 @@ def run_checks(
                 results[code] = _run_one(ctx, by_code[code], results, debug=debug)
             order.done(code)
     for c in checks:
-        if c.explains is not None and c.explains in results:
-            results[c.explains] = _explained(c(), results[c.code], results[c.explains])
+        for code in c.explains:
+            if code in results:
+                results[code] = _explained(c(), results[c.code], results[code])
     return tuple(results[c.code] for c in checks)
 
 

@@ -25,11 +25,11 @@ class Check:
     #: checks with the same name here run together in one forked copy of vkdoctor, on another
     #: core (vkdoctor.offload): pure analysis that needs no other check's result
     fork: ClassVar[str | None] = None
-    #: the code of a check whose failures this one's failures can explain: one cause seen from
-    #: two sides (a missing library, and the package skew behind it). The runner turns each
-    #: failure `explained` by one of ours into info that points here, so the cause is counted
-    #: once, with its fix.
-    explains: ClassVar[str | None] = None
+    #: the codes of checks whose failures and warnings this one's failures can explain: one
+    #: cause seen from two sides (a missing library, and the package skew behind it). The
+    #: runner turns each one `explained` by one of ours into info that points here, so the
+    #: cause is counted once, with its fix.
+    explains: ClassVar[tuple[str, ...]] = ()
 
     def explained(self, symptom: Finding, cause: Finding) -> bool:
         """Whether our `cause` finding is the reason for the `explains` check's `symptom`."""

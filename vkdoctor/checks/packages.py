@@ -7,7 +7,7 @@ from typing import Any
 
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
-from vkdoctor.model import Finding
+from vkdoctor.model import Finding, Severity
 from vkdoctor.packages import Inventory, Package, inventory
 from vkdoctor.packages.conda import conda_owner
 from vkdoctor.packages.dpkg import DpkgDB
@@ -23,6 +23,7 @@ from vkdoctor.packages.skew import (
     unowned_files,
 )
 from vkdoctor.packages.stack import stack_facts
+from vkdoctor.record import replace
 
 #: how each manager repairs or rebuilds its own database
 _REPAIR = {
@@ -239,9 +240,19 @@ class MissingSonameSkew(Check):
     fork = "packages"
     family = "packages"
     title = "Missing library explained by packages"
-    explains = "VKL002"
+    explains = ("VKL002", "VKP004", "VKP008")
 
     def explained(self, symptom: Finding, cause: Finding) -> bool:
+        if symptom.code in ("VKP004", "VKP008"):
+            # the repositories' view (VKP008) and the driver package's origin (VKP004) are
+            # already in the skew's fix when the repositories cannot carry out the upgrade
+            if not cause.evidence.get("repositories"):
+                return False
+            if symptom.code == "VKP008":
+                return symptom.evidence.get("soname") == cause.evidence.get("soname")
+            package = symptom.evidence.get("package") or {}
+            consumer = cause.evidence.get("consumer_package") or {}
+            return bool(package) and package.get("name") == consumer.get("name")
         return (symptom.evidence.get("needed_by"), symptom.evidence.get("name")) == (
             cause.evidence.get("consumer"),
             cause.evidence.get("soname"),
@@ -263,7 +274,46 @@ class MissingSonameSkew(Check):
         ]
         owners = inv.owners(paths)
         for fact in facts.missing_sonames:
-            yield _finding(self, explain_missing_soname(fact, inv, owners))
+            d = explain_missing_soname(fact, inv, owners)
+            yield _finding(self, _with_repositories(d, inv))
+
+
+def _with_repositories(d: Diagnosis, inv: Inventory) -> Diagnosis:
+    """A skew whose distribution fix the repositories cannot carry out (VKP008's view: the
+    lists lack the package, or the driver came from a PPA that does not ship it) gets the fix
+    that works instead; apt --fix-broken would remove the driver there."""
+    from vkdoctor.packages.pending import repository_view
+
+    consumer = d.evidence.get("consumer_package")
+    if d.severity is not Severity.FAIL or consumer is None:
+        return d
+    if d.evidence.get("modified") or d.evidence.get("foreign"):
+        return d  # the fix is the package's own file, or a rebuild: no upgrade in it
+    view = repository_view(d, inv)
+    if view is None or view.severity is not Severity.WARN:
+        return d
+    db = next((x for x in inv.databases if x.family == consumer["manager"]), None)
+    pkg = next((p for p in (db.by_name(consumer["name"]) if db else ())), None)
+    origin = db.origins([pkg]).get(pkg, "") if isinstance(db, DpkgDB) and pkg else ""
+    if "ppa:" in origin:
+        ppa = origin.split("ppa:", 1)[1].split(maxsplit=1)[0].rstrip(").,")
+        fix = f"sudo ppa-purge ppa:{ppa}"
+        why = (
+            f"{consumer['name']} comes from ppa:{ppa}, and neither it nor the archive offers "
+            f"what it needs, so the upgrade cannot bring it; going back to the archive's "
+            "packages can"
+        )
+    else:
+        fix = (view.remedy or "").rstrip(".")
+        why = view.message.rstrip(".")
+        why = why[0].lower() + why[1:]
+    message, _, _ = d.message.partition(" Fix: ")
+    return replace(
+        d,
+        message=f"{message} But {why} (VKP008). Fix: {fix}.",
+        remedy=f"{fix}.",
+        evidence={**d.evidence, "repositories": view.evidence, "fix": fix},
+    )
 
 
 class UnownedOrForeign(Check):
@@ -331,7 +381,7 @@ class MissingVersionOwner(Check):
     fork = "packages"
     family = "packages"
     title = "Missing symbol version explained by packages"
-    explains = "VKL003"
+    explains = ("VKL003",)
 
     def explained(self, symptom: Finding, cause: Finding) -> bool:
         return symptom.evidence.get("provider") == cause.evidence.get("provider") and (

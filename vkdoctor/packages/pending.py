@@ -56,6 +56,7 @@ def repository_view(skew: Diagnosis, inv: Inventory) -> Diagnosis | None:
     refreshed = _when(repos.lists_date())
     lists = "package lists" if family == "dpkg" else "sync databases"
     evidence = {
+        "soname": ev.get("soname"),
         "wanted": wanted,
         "offered": have,
         "consumer": consumer["name"],
