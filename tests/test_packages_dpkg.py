@@ -218,6 +218,12 @@ def test_multiarch_same_at_two_versions_is_left_unconfigured_and_audited(tmp_pat
         "mesa-vulkan-drivers:i386 26.2.2-1 is behind mesa-vulkan-drivers:amd64 26.2.3-1"
         in sib.message
     )
+    # Multi-Arch: same twins at two versions: dpkg configures neither, so this is the failure,
+    # with the fix that brings them to one version (not dpkg --configure -a, which fails)
+    assert sib.severity is Severity.FAIL
+    assert sib.message.endswith(
+        "Fix: sudo apt update && sudo apt install mesa-vulkan-drivers:i386=26.2.3-1."
+    )
     (db,) = inventory(ctx).databases
     assert {p.state for p in db.packages()} == {"iU"}
     (f,) = ManagerConsistency().run(ctx)
@@ -228,6 +234,11 @@ def test_multiarch_same_at_two_versions_is_left_unconfigured_and_audited(tmp_pat
         "Fix: sudo dpkg --configure -a && sudo apt update && sudo apt --fix-broken install."
         in f.message
     )
+    # ... which the runner turns into information pointing at VKP003: one cause, one failure
+    from vkdoctor.runner import run_checks
+
+    by = {r.code: r for r in run_checks(ctx, [SiblingSkew, ManagerConsistency])}
+    assert by["VKP006"].findings[0].title.endswith(": VKP003 gives the cause")
     # a package whose file list is gone cannot be configured back: dpkg says reinstall
     (root / "var/lib/dpkg/info/mesa-vulkan-drivers:amd64.list").unlink()
     (f,) = ManagerConsistency().run(ctx_for(root))

@@ -104,6 +104,13 @@ class SiblingSkew(Check):
     fork = "packages"
     family = "packages"
     title = "Sibling packages at different versions"
+    explains = ("VKP006",)
+
+    def explained(self, symptom: Finding, cause: Finding) -> bool:
+        # dpkg --audit's unconfigured packages are the Multi-Arch twins it cannot configure
+        twins = [t.split(":")[0] for t in cause.evidence.get("multi_arch_twins", ())]
+        problems = symptom.evidence.get("problems") or ()
+        return bool(twins) and all(any(t in p for t in twins) for p in problems)
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         inv = ctx.fact(inventory)
@@ -155,6 +162,8 @@ class ManagerConsistency(Check):
                 continue
             if problems:
                 shown = "; ".join(problems[:8]) + (" ..." if len(problems) > 8 else "")
+                # each problem names the tool that reported it
+                tools = "The package manager's own checks"
                 fix = FIX_BROKEN[db.family]
                 if any(p.startswith("dpkg --audit") for p in c.problems):
                     fix = "sudo dpkg --configure -a && " + fix

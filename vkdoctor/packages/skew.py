@@ -429,9 +429,27 @@ def _sibling_group(db: PackageDB, source: str, pkgs: list[Package]) -> list[Diag
         "are built and tested together; mixed versions are a partial upgrade."
     )
     fix = UPGRADE[db.family]
+    # Multi-Arch: same twins (mesa-vulkan-drivers:amd64 and :i386) must be at one version, or
+    # dpkg configures neither; apt --fix-broken would resolve that by removing one
+    twins = [
+        p
+        for p in behind
+        if db.family == "dpkg"
+        and p.multi_arch == "same"
+        and any(q.name == p.name and q.arch != p.arch for q in ahead)
+    ]
+    if twins:
+        install = " ".join(f"{p.name}:{p.arch}={newest}" for p in twins)
+        fix = f"sudo apt update && sudo apt install {install}"
+        message += (
+            f" {', '.join(p.display_name for p in twins)} and {'its' if len(twins) == 1 else 'their'}"
+            " other architecture are Multi-Arch: same, which must be at one version: dpkg "
+            "configures neither until they are (dpkg --configure -a fails), and apt --fix-broken "
+            "resolves it by removing one."
+        )
     return [
         Diagnosis(
-            severity=Severity.WARN,
+            severity=Severity.FAIL if twins else Severity.WARN,
             title=f"{source}: sibling packages at different versions",
             message=message + f" Fix: {fix}.",
             remedy=f"{fix}. {NOTES[db.family]}",
@@ -440,6 +458,7 @@ def _sibling_group(db: PackageDB, source: str, pkgs: list[Package]) -> list[Diag
                 "manager": db.family,
                 "packages": [p.as_evidence() for p in pkgs],
                 "newest": newest,
+                "multi_arch_twins": [p.display_name for p in twins],
             },
         )
     ]
