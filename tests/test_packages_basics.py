@@ -352,3 +352,32 @@ def test_recorded_digests_are_found_by_any_spelling_of_the_path():
     assert mtree_entry(data, ["/usr/lib/odd name.so"]) == ("sha256", "bb")
     assert mtree_entry(data, ["/usr/lib/old.so"]) == ("md5", "cc")
     assert mtree_entry(b"not gzip", ["/usr/lib/old.so"]) is None
+
+
+def test_a_driver_package_of_another_distributions_manager_is_removed_not_upgraded(tmp_path: Path):
+    """An rpm installed on Debian: `dnf distro-sync` does not exist there, and no upgrade brings
+    an rpm's libraries and a .deb's together."""
+    from vkdoctor.checks.packages import _on_another_distribution
+    from vkdoctor.packages.skew import Diagnosis
+
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc/os-release").write_text("ID=debian\nVERSION_ID=12\n")
+    skew = Diagnosis(
+        severity=Severity.FAIL,
+        title="lavapipe needs libLLVM.so.23.1: package skew",
+        message="lavapipe (/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so, mesa-vulkan-drivers.x86_64 "
+        "26.2.3-1.fc43) needs libLLVM.so.23.1, but libllvm22:amd64 1:22.1.8-1 provides only "
+        "libLLVM.so.22.1: mesa was upgraded without LLVM, a partial upgrade. Fix: sudo dnf "
+        "distro-sync.",
+        evidence={"consumer_package": {"manager": "rpm", "name": "mesa-vulkan-drivers"}},
+    )
+    d = _on_another_distribution(Context(root=tmp_path, env=ENV), skew)
+    assert d is not None
+    assert "mesa-vulkan-drivers is an rpm package on a Debian system" in d.message
+    assert d.message.endswith(
+        "Fix: sudo rpm -e --nodeps mesa-vulkan-drivers, then sudo apt install mesa-vulkan-drivers."
+    )
+    assert "dnf" not in d.message
+    # on Fedora it is the native manager: nothing to change
+    (tmp_path / "etc/os-release").write_text("ID=fedora\n")
+    assert _on_another_distribution(Context(root=tmp_path, env=ENV), skew) is None

@@ -284,7 +284,43 @@ class MissingSonameSkew(Check):
         owners = inv.owners(paths)
         for fact in facts.missing_sonames:
             d = explain_missing_soname(fact, inv, owners)
-            yield _finding(self, _with_repositories(d, inv))
+            yield _finding(self, _on_another_distribution(ctx, d) or _with_repositories(d, inv))
+
+
+#: the distribution family whose own package manager each one is
+_NATIVE = {"dpkg": "debian", "pacman": "arch", "rpm": "fedora"}
+#: what installs the driver package on each family
+_DRIVER_INSTALL = {
+    "debian": "sudo apt install mesa-vulkan-drivers",
+    "arch": "sudo pacman -S vulkan-swrast",
+    "fedora": "sudo dnf install mesa-vulkan-drivers",
+}
+
+
+def _on_another_distribution(ctx: Context, d: Diagnosis) -> Diagnosis | None:
+    """A driver package of another distribution's manager (an rpm on Debian): that manager's
+    upgrade command does not exist here, and no upgrade brings the two together."""
+    from vkdoctor.host import distro_family
+
+    consumer = d.evidence.get("consumer_package")
+    here = distro_family(ctx)
+    if consumer is None or here is None or _NATIVE.get(consumer["manager"]) == here:
+        return None
+    name, manager = consumer["name"], consumer["manager"]
+    remove = {"rpm": f"sudo rpm -e --nodeps {name}", "dpkg": f"sudo dpkg -r {name}"}.get(
+        manager, f"sudo pacman -Rdd {name}"
+    )
+    fix = f"{remove}, then {_DRIVER_INSTALL[here]}"
+    message, _, _ = d.message.partition(": ")
+    return replace(
+        d,
+        message=f"{message}: {name} is {'an' if manager == 'rpm' else 'a'} {manager} package on "
+        f"a {here.capitalize()} system (installed with "
+        f"{manager} directly), built against another distribution's libraries; no upgrade of "
+        f"either package manager brings them together. Fix: {fix}.",
+        remedy=f"{fix}.",
+        evidence={**d.evidence, "foreign_manager": manager},
+    )
 
 
 def _with_repositories(d: Diagnosis, inv: Inventory) -> Diagnosis:
