@@ -81,7 +81,7 @@ class Cause(Check):
     code = "VKZ906"
     family = "test"
     title = "causes"
-    explains = "VKZ905"
+    explains = ("VKZ905",)
 
     def explained(self, symptom: Finding, cause: Finding) -> bool:
         return symptom.evidence.get("name") == cause.evidence.get("name")
