@@ -39,8 +39,8 @@ NOTES = {
         "Upgrade everything together, never a single package (lib32-* packages come along when "
         "multilib is enabled). If the mirror does not carry the matching package yet, refresh or "
         "rank the mirrors first (reflector, pacman-mirrors), then -Syu; never `pacman -Sy <pkg>`, "
-        "which makes the next partial upgrade. Take the packages out of IgnorePkg in "
-        "/etc/pacman.conf if they are held there."
+        "which makes the next partial upgrade. Take the packages out of IgnorePkg/IgnoreGroup "
+        "(in /etc/pacman.conf or a file it Includes; VKP007 names it) if they are held there."
     ),
     "dpkg": (
         "If the driver comes from a PPA that is ahead of the archive (kisak, oibaf), "
