@@ -341,6 +341,25 @@ def test_a_file_others_can_replace_is_refused(tmp_path: Path) -> None:
         f"  {shared}/libwob.so.1 (search path): refused: in {shared}, a directory anyone can write"
         in lines
     )
+    # higher up counts too: whoever may rename `sub` in `shared` swaps the file with it
+    shared.chmod(0o755)
+    sub = shared / "sub"
+    sub.mkdir()
+    shutil.move(shared / "libwob.so.1", sub / "libwob.so.1")
+    proc, lines = _overlay(["--search-path", str(sub)], _env(tmp_path, manifest))
+    assert proc.returncode == 0, lines
+    shared.chmod(0o777)
+    proc, lines = _overlay(["--search-path", str(sub)], _env(tmp_path, manifest))
+    assert proc.returncode == 1
+    assert (
+        f"  {sub}/libwob.so.1 (search path): refused: under {shared}, a directory anyone can write"
+        in lines
+    )
+    # sticky (as /tmp is): only the owner of `sub` can rename it, and that is root here
+    shared.chmod(0o1777)
+    proc, lines = _overlay(["--search-path", str(sub)], _env(tmp_path, manifest))
+    assert proc.returncode == 0, lines
+    shared.chmod(0o755)
 
 
 def test_unreadable_search_path_is_named(tmp_path: Path) -> None:

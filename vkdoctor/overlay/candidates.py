@@ -146,10 +146,26 @@ def _writable_by_others(real: Path) -> str | None:
         return f"owned by uid {st.st_uid}, neither you nor root"
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         return f"writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
-    if parent.st_mode & stat.S_IWOTH and not parent.st_mode & stat.S_ISVTX:
-        return f"in {real.parent}, a directory anyone can write"
-    if parent.st_uid not in (0, me) and parent.st_mode & stat.S_IWUSR:
-        return f"in {real.parent}, a directory owned by uid {parent.st_uid}"
+    # every directory on the way: whoever may rename an entry of one can swap the whole
+    # subtree below it, file included (a sticky directory lets only the entry's owner do so)
+    child, child_uid = real, st.st_uid
+    for directory in real.parents:
+        try:
+            dst = parent if directory == real.parent else directory.stat()
+        except OSError:
+            return None
+        where = "in" if directory == real.parent else "under"
+        if dst.st_mode & stat.S_IWOTH:
+            if not dst.st_mode & stat.S_ISVTX:
+                return f"{where} {directory}, a directory anyone can write"
+            if child_uid not in (0, me):
+                return (
+                    f"{where} {directory}, a sticky directory where {child} belongs to uid "
+                    f"{child_uid}, who can replace it"
+                )
+        if dst.st_uid not in (0, me) and dst.st_mode & stat.S_IWUSR:
+            return f"{where} {directory}, a directory owned by uid {dst.st_uid}"
+        child, child_uid = directory, dst.st_uid
     return None
 
 
