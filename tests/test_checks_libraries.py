@@ -190,7 +190,8 @@ def test_libstdcxx_shadowing(monkeypatch: pytest.MonkeyPatch, seed: SeedLab) -> 
     assert len(shadow_warn) == 1
     assert "shadows the system copy /lib/x86_64-linux-gnu/libstdc++.so.6" in shadow_warn[0].message
     assert shadow_warn[0].remedy is not None
-    assert f"take {seed.shadow_dir} off LD_LIBRARY_PATH" in shadow_warn[0].remedy
+    assert f"Take {seed.shadow_dir} off LD_LIBRARY_PATH" in shadow_warn[0].remedy
+    assert f"vkdoctor exec --search-path {seed.shadow_dir} -- CMD" in shadow_warn[0].remedy
 
 
 def test_a_private_libstdcxx_is_one_failure_with_the_packages_view_beside_it(
@@ -521,4 +522,38 @@ def test_a_loader_found_only_through_ld_library_path_has_a_fix(tmp_path: Path) -
     (f,) = [x for x in doc["findings"] if x["code"] == "VKH002"]
     assert f["severity"] == "warn"
     assert "only through LD_LIBRARY_PATH" in f["message"]
-    assert f["remedy"] and f"add {private} to the ld.so configuration" in f["remedy"]
+    # the system has its own loader: no install, no ldconfig of a private directory
+    assert f["remedy"].startswith("The system has its own Vulkan loader (")
+    assert f["remedy"].endswith(f"take {private} off LD_LIBRARY_PATH.")
+    # a directory that holds other libraries the system has is never offered to ldconfig
+    from vkdoctor.checks.libraries import shadowing_files
+    from vkdoctor.context import Context
+
+    shutil.copy("/lib/x86_64-linux-gnu/libz.so.1", private / "libz.so.1")
+    assert shadowing_files(Context(), str(private)) == ["libvulkan.so.1", "libz.so.1"]
+
+
+def test_a_private_directory_with_system_libraries_is_never_offered_to_ldconfig(
+    seed: SeedLab, tmp_path: Path
+) -> None:
+    """The seed's hack with a directory that also holds copies of libc and libz: exporting it
+    or adding it to ld.so's configuration would replace those for every program."""
+    import shutil
+
+    from conftest import run_json
+
+    mixed = tmp_path / "mixed"
+    shutil.copytree(seed.llvm_dir, mixed)
+    for lib in ("libc.so.6", "libz.so.1"):
+        shutil.copy(f"/lib/x86_64-linux-gnu/{lib}", mixed / lib)
+    _, doc = run_json(
+        ["check", "--no-probe", "--select", "VKL004"],
+        env={"VK_DRIVER_FILES": str(seed.manifest), "LD_LIBRARY_PATH": str(mixed)},
+    )
+    found = {f["title"]: f for f in doc["findings"] if f["code"] == "VKL004"}
+    libc = found["libc.so.6 from LD_LIBRARY_PATH shadows the system copy"]
+    assert libc["severity"] == "fail"  # another glibc's libc beside this ld.so breaks everything
+    (only,) = [f for t, f in found.items() if "found only through LD_LIBRARY_PATH" in t]
+    assert "ldconfig" not in only["remedy"] and "LD_LIBRARY_PATH=" not in only["remedy"]
+    assert f"vkdoctor exec --search-path {mixed} -- CMD" in only["remedy"]
+    assert "it also holds libc.so.6, libz.so.1" in only["remedy"]

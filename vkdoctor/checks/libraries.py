@@ -415,6 +415,25 @@ def _version_remedy(how: How, directory: str, soname: str, better: list[str]) ->
     return f"Upgrade the package that provides {soname} in {directory} to match its users."
 
 
+#: glibc's own libraries: a copy of another glibc beside this ld.so breaks every program
+_GLIBC = {"libc", "libm", "libpthread", "libdl", "librt", "libresolv", "ld-linux-x86-64"}
+
+
+def shadowing_files(ctx: Context, directory: str) -> list[str]:
+    """Libraries in `directory` of which the system has its own copy: putting the directory
+    in the ld.so configuration (or exporting it) would replace those for every program."""
+    try:
+        names = sorted(p.name for p in ctx.under(directory).iterdir() if ".so" in p.name)
+    except OSError:
+        return []
+    out = []
+    for name in names[:400]:
+        system = system_copy(ctx, name)
+        if system is not None and posixpath.dirname(system) != directory:
+            out.append(name)
+    return out
+
+
 class LdLibraryPathOnly(Check):
     """Libraries of a driver's closure that are found only because LD_LIBRARY_PATH is set.
 
@@ -444,19 +463,24 @@ class LdLibraryPathOnly(Check):
             if not system or system == path:
                 only.setdefault(lib.directory, []).append(path)
                 continue
-            yield self.warn(
+            glibc = name.split(".so")[0] in _GLIBC
+            yield self.finding(
+                # another glibc's libc beside this ld.so: every program, not only Vulkan, breaks
+                Severity.FAIL if glibc else Severity.WARN,
                 f"{name} from LD_LIBRARY_PATH shadows the system copy",
                 f"{path} (for {', '.join(dict.fromkeys(names))}) is found through LD_LIBRARY_PATH "
                 f"entry {lib.directory or '(empty: the current directory)'} and shadows the "
                 f"system copy {system}.",
                 remedy="VKL003 and VKL006 say whether this copy lacks what the drivers need. "
-                f"If nothing needs it, take {lib.directory} off LD_LIBRARY_PATH; if one program "
-                f"does, give it to that program alone (LD_LIBRARY_PATH={lib.directory} program) "
-                "instead of exporting it for the whole session.",
-                path=path,
-                directory=lib.directory,
-                targets=names,
-                system_copy=system,
+                f"Take {lib.directory} off LD_LIBRARY_PATH; if a program needs a library that "
+                f"only {lib.directory} has, `vkdoctor exec --search-path {lib.directory} -- CMD` "
+                "gives that program just the missing files, not this copy.",
+                evidence={
+                    "path": path,
+                    "directory": lib.directory,
+                    "targets": names,
+                    "system_copy": system,
+                },
             )
         conf_dirs = {d for d, _ in load_conf(ctx).dirs}
         for directory, paths in only.items():
@@ -489,6 +513,14 @@ class LdLibraryPathOnly(Check):
                     "does not have these libraries: the cache is stale."
                 )
                 remedy = "sudo ldconfig (rebuilds /etc/ld.so.cache from the ld.so configuration)"
+            elif shadows := shadowing_files(ctx, directory):
+                # the whole directory, for every program, would replace those too
+                remedy = (
+                    f"Give {directory} only to the programs that need it: `vkdoctor exec "
+                    f"--search-path {directory} -- CMD` (a checked overlay of just the missing "
+                    f"files). Do not add it to the ld.so configuration or export it: it also "
+                    f"holds {', '.join(shadows[:4])}, which would replace the system's copies."
+                )
             else:
                 remedy = (
                     f"Add {directory} to the ld.so configuration (echo {directory} | sudo tee "
@@ -819,15 +851,32 @@ class VulkanLoaderLibrary(Check):
             sev,
             f"Vulkan loader {version or '(version unknown)'}",
             f"libvulkan.so.1 is {root.realpath}, found {how_found(root)}{note}.",
-            remedy=(
-                f"Install the loader where ld.so finds it without the variable "
-                f"({install_loader_command(ctx)}), or add {root.directory} to the ld.so "
-                "configuration (a file in /etc/ld.so.conf.d, then sudo ldconfig)."
-            )
-            if sev is Severity.WARN
-            else None,
+            remedy=_loader_outside_remedy(ctx, root.directory) if sev is Severity.WARN else None,
             evidence=ev,
         )
+
+
+def _loader_outside_remedy(ctx: Context, directory: str) -> str:
+    """For a libvulkan.so.1 found only through LD_LIBRARY_PATH."""
+    system = system_copy(ctx, "libvulkan.so.1")
+    if system is not None and posixpath.dirname(system) != directory:
+        return (
+            f"The system has its own Vulkan loader ({system}); unless you need this copy, take "
+            f"{directory} off LD_LIBRARY_PATH."
+        )
+    shadows = shadowing_files(ctx, directory)
+    if shadows:
+        return (
+            f"Install the loader where ld.so finds it without the variable "
+            f"({install_loader_command(ctx)}). Do not add {directory} to the ld.so "
+            f"configuration: it also holds {', '.join(shadows[:4])}, which would replace the "
+            "system's copies for every program."
+        )
+    return (
+        f"Install the loader where ld.so finds it without the variable "
+        f"({install_loader_command(ctx)}), or add {directory} to the ld.so configuration (a "
+        "file in /etc/ld.so.conf.d, then sudo ldconfig)."
+    )
 
 
 CHECKS: tuple[type[Check], ...] = (
