@@ -61,3 +61,38 @@ def test_bad_sizes_are_a_usage_error():
     proc = run_vkdoctor(["bench", "--cpu", "--sizes", "1000000x100000"])
     assert proc.returncode == 2
     assert "100,000,000,000 elements; at most 1,073,741,824" in proc.stderr
+
+
+def test_the_bench_catches_a_wrong_eps_and_a_half_copy_and_names_them(tmp_path, monkeypatch):
+    """The bench's own numbers are checked like the probe's: inputs scaled so that eps shows,
+    each copy from a poisoned destination, and the wrong kernel named."""
+    import os
+    import shutil
+
+    from vkdoctor import bench
+    from vkdoctor.resources import shaders_dir
+
+    broken = tmp_path / "shaders"
+    shutil.copytree(shaders_dir(), broken)
+    sub = broken / "bench_rmsnorm_subgroup_vec4.wgsl"
+    sub.write_text(sub.read_text().replace("+ p.eps)", "+ 0.0)"))
+    copy = broken / "bench_copy_vec4.wgsl"
+    copy.write_text(copy.read_text().replace("if (i >= p.n4)", "if (i >= p.n4 / 2u)"))
+    monkeypatch.setattr(bench, "shaders_dir", lambda: broken)
+    doc = bench.run_bench(dict(os.environ), cpu=True, sizes="64x1024", repeat=2, seed=3)
+    assert doc["status"] == "fail", doc.get("summary")
+    (r,) = doc["results"]
+    assert r["wrong_kernels"] == ["subgroup"] and not r["ok"]
+    assert r["max_rel_err"] > 1e-5  # the failing kernel's error, not the good one's
+    assert (r["buffer_copy_ok"], r["kernel_copy_ok"], r["copy_ok"]) == (True, False, False)
+    assert "WRONG: subgroup, the copy kernel" in bench.render(doc)
+
+
+def test_a_size_over_the_adapters_largest_buffer_says_so():
+    proc = run_vkdoctor(["bench", "--cpu", "--sizes", "131072x4096", "--json", "-"])
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 1
+    assert doc["reason"] == "limits"
+    assert (
+        "131072x4096 is 2,147,483,648 bytes per tensor, over the largest buffer" in doc["summary"]
+    )
