@@ -486,3 +486,16 @@ def test_a_path_that_is_not_utf8_is_reported_not_fatal(tmp_path: Path):
     (entry,) = [f for f in doc["findings"] if f["code"] == "VKE002"]
     assert "/opt/\\xe9t\\xe9/lib" in entry["message"]
     assert "/opt/\\xe9t\\xe9/lib" in ET.tostring(ET.parse(xml).getroot(), encoding="unicode")
+
+
+def test_a_probe_killed_before_it_reported_still_lists_its_plan_in_junit(tmp_path: Path):
+    """Killed by the time bound before it wrote anything: every rung and case is in the JUnit
+    report, skipped (not reached), instead of the suite vanishing from the CI history."""
+    xml = tmp_path / "probe.xml"
+    proc = run_vkdoctor(["run-probe", "--cpu", "--timeout", "0.3", "--junit", str(xml)])
+    assert proc.returncode == 1, proc.stderr
+    suites = {s.name: s for s in junitparser.JUnitXml.fromfile(str(xml))}
+    probe = suites["vkdoctor.probe"]
+    names = [c.name for c in probe]
+    assert "ladder add-one" in names and "rmsnorm rows=512 d=4096" in names
+    assert probe.skipped == probe.tests == len(names) >= 11

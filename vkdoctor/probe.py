@@ -331,6 +331,25 @@ def interpret(
     return _result(running, doc=doc, **extra)
 
 
+def _probe_plan() -> dict[str, Any] | None:
+    """The ladder and the cases the shipped probe runs (its RUNGS and CASES)."""
+    import importlib.util
+
+    path = probes_dir() / PROBE_SCRIPT
+    try:
+        spec = importlib.util.spec_from_file_location("vkdoctor_probe_plan", path)
+        if spec is None or spec.loader is None:
+            return None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return {
+            "ladder": list(module.RUNGS),
+            "cases": [[rows, d] for rows, d, _, _ in module.CASES],
+        }
+    except Exception:  # the plan is a courtesy to the JUnit report, never a reason to fail
+        return None
+
+
 def _result(
     running: RunningProbe, *, doc: Mapping[str, Any] | None = None, **fields: Any
 ) -> dict[str, Any]:
@@ -347,6 +366,12 @@ def _result(
     }
     out.update(doc or {})
     out.update(fields)
+    if "plan" not in out and running.request.script is None:
+        # the child died before it wrote its document: what it would have run, from its
+        # source, so that a JUnit report lists every rung and case as not reached
+        plan = _probe_plan()
+        if plan is not None:
+            out["plan"] = plan
     if out.get("status") not in ("pass", "fail", "crash", "timeout", "no-adapter", "error"):
         out["status"] = "error"
     out["child_seconds"] = out.get("seconds")
