@@ -326,3 +326,39 @@ def test_an_overlay_the_drivers_still_fail_under_is_not_shown_as_the_fix(
     assert doc["overlay"] is None
     text = run_vkdoctor(["check", "--no-probe", "--search-path", str(seed.llvm_dir)], env=env)
     assert "export LD_LIBRARY_PATH=" not in text.stdout
+
+
+def test_a_second_llvm_in_the_process_is_no_overlay_advice(seed: Seed, tmp_path: Path) -> None:
+    """The system's lavapipe loads libLLVM-15 and the seed's copy needs libLLVM.so.23.1: no
+    build of it can join that process, so neither VKL002 nor VKO001 sends the user to the
+    search path; VKO001 says to give a program only the driver that needs it."""
+    env = {"VK_ADD_DRIVER_FILES": str(seed.manifest), "XDG_CACHE_HOME": str(tmp_path / "c")}
+    proc, doc = run_json(
+        ["check", "--no-probe", "--search-path", str(seed.llvm_dir), "--select", "VKL002,VKO"],
+        env=env,
+    )
+    assert proc.returncode == 1, proc.stderr
+    (vkl,) = [f for f in doc["findings"] if f["code"] == "VKL002"]
+    assert vkl["remedy"].startswith(f"An overlay cannot supply {lab.NEW_LLVM} here: ")
+    assert "would be a second llvm library in the process" in vkl["remedy"]
+    assert "exec --search-path" not in vkl["remedy"]
+    (vko,) = [f for f in doc["findings"] if f["code"] == "VKO001"]
+    assert (
+        "give a program only the driver that needs it (VK_DRIVER_FILES=its manifest)"
+        in (vko["remedy"])
+    )
+
+
+def test_a_full_cache_is_named_as_such() -> None:
+    from types import SimpleNamespace
+
+    from vkdoctor.checks.overlay import _not_built_remedy
+
+    plan = SimpleNamespace(
+        refused=[],
+        package_errors=[
+            "cannot write /c/vkdoctor/extracted/x/libLLVM.so: no space left on the device"
+        ],
+    )
+    remedy = _not_built_remedy(plan, lab.NEW_LLVM)
+    assert "the filesystem of vkdoctor's cache (XDG_CACHE_HOME, else ~/.cache) is full" in remedy

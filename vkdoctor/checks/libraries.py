@@ -284,13 +284,17 @@ def _missing_remedy(ctx: Context, name: str, m: Miss) -> str:
     if stale:
         return f"Run `sudo ldconfig`: {stale[0].path} is in an ld.so.conf directory but not in the cache."
     refused = _refused(ctx).get(exact[0].path) if exact else None
+    whole = _refused_sonames(ctx).get(name)
     prefix = ""
-    if refused is not None:
+    if whole is not None:
+        # no file can supply it in this process: no exec, no --search-path advice
+        prefix = f"An overlay cannot supply {name} here: {whole} (VKO001). "
+    elif refused is not None:
         # the overlay tried it: the file does not fit, so it is no way out (VKO003)
         prefix = (
             f"{exact[0].path} has the name ld.so looks for, but does not fit: {refused} (VKO003). "
         )
-    elif exact:
+    if whole is None and refused is None and exact:
         d = posixpath.dirname(exact[0].path)
         return (
             f"{exact[0].path} has the name ld.so looks for, in a directory it does not search. "
@@ -323,9 +327,20 @@ def _missing_remedy(ctx: Context, name: str, m: Miss) -> str:
             + (
                 f" Meanwhile, a copy of {name} from the build the driver came from can be used "
                 "without touching the system: `vkdoctor exec --search-path DIR -- CMD` (VKO001)."
+                if whole is None
+                else ""
             )
         )
     return prefix + f"Install the package that provides {name}."
+
+
+def _refused_sonames(ctx: Context) -> dict[str, str]:
+    """Sonames the overlay's planning (when this run made one) refused outright: soname -> why."""
+    from vkdoctor.overlay.checkflow import overlay_outcome
+
+    outcome = ctx.known(overlay_outcome)
+    plan = outcome.plan if outcome is not None else None
+    return {r.soname: r.reason for r in plan.refused} if plan is not None else {}
 
 
 def _refused(ctx: Context) -> dict[str, str]:

@@ -128,10 +128,7 @@ class OverlayFix(Check):
                     )
                     if p
                 ),
-                remedy=f"The lasting fix is in the library and package findings (VKL002, "
-                f"VKP002). For a workaround meanwhile, give a matching build of {names} with "
-                "`--search-path DIR` or `--from-package FILE` (a .deb, .rpm or .pkg.tar.zst); "
-                "vkdoctor checks it before it uses it.",
+                remedy=_not_built_remedy(plan, names),
                 evidence=evidence,
             )
             return
@@ -181,6 +178,29 @@ class OverlayFix(Check):
         )
 
 
+def _not_built_remedy(plan: Any, names: str) -> str:
+    lasting = "The lasting fix is in the library and package findings (VKL002, VKP002)."
+    if any(" would be a second " in r.reason for r in plan.refused):
+        # no build of it can join this process: the other drivers load another version
+        return (
+            f"{lasting} Meanwhile no build of {names} can be added to a process whose other "
+            "drivers load another version of it: give a program only the driver that needs it "
+            "(VK_DRIVER_FILES=its manifest) and the overlay, as in `VK_DRIVER_FILES=MANIFEST "
+            "vkdoctor exec --search-path DIR -- CMD`."
+        )
+    if plan.package_errors and all("no space left" in e for e in plan.package_errors):
+        return (
+            f"{lasting} The package could not be unpacked: the filesystem of vkdoctor's cache "
+            "(XDG_CACHE_HOME, else ~/.cache) is full. Free space there, or point XDG_CACHE_HOME "
+            "at a filesystem with room, and run again."
+        )
+    return (
+        f"{lasting} For a workaround meanwhile, give a matching build of {names} with "
+        "`--search-path DIR` or `--from-package FILE` (a .deb, .rpm or .pkg.tar.zst); vkdoctor "
+        "checks it before it uses it."
+    )
+
+
 class SearchPlaces(Check):
     """Places to look for missing libraries that cannot be used.
 
@@ -208,11 +228,17 @@ class SearchPlaces(Check):
                 evidence=p.as_dict(),
             )
         for err in plan.package_errors:
+            full = "no space left" in err
             yield self.finding(
                 Severity.WARN,
-                "A package file cannot be used",
+                "vkdoctor's cache is full: a package file cannot be unpacked"
+                if full
+                else "A package file cannot be used",
                 err,
-                remedy="Download the package again (or give the right file).",
+                remedy="Free space on the filesystem of vkdoctor's cache (XDG_CACHE_HOME, else "
+                "~/.cache), or point XDG_CACHE_HOME at one with room; the package itself is fine."
+                if full
+                else "Download the package again (or give the right file).",
                 evidence={"error": err},
             )
 
