@@ -249,6 +249,7 @@ def test_read_only_cache_is_a_clear_error_and_exec_runs_unchanged(tmp_path: Path
     script = (
         f"mount -t tmpfs -o ro,size=64k tmpfs {cache} || exit 99; "
         f"{vk} overlay --search-path {supply}; echo rc=$?; "
+        f"{vk} overlay --search-path {supply} --format json; echo rc=$?; "
         f"{vk} exec --search-path {supply} -- sh -c 'echo LLP=$LD_LIBRARY_PATH'; echo rc=$?"
     )
     proc = subprocess.run(
@@ -261,7 +262,8 @@ def test_read_only_cache_is_a_clear_error_and_exec_runs_unchanged(tmp_path: Path
         check=False,
     )
     out = proc.stdout.splitlines()
-    assert out == ["rc=1", "LLP=/keep/me", "rc=0"], (proc.stdout, proc.stderr)
+    # JSON gets `null` (no overlay) there too, for the program that reads it
+    assert out == ["rc=1", "null", "rc=1", "LLP=/keep/me", "rc=0"], (proc.stdout, proc.stderr)
     assert (
         f"vkdoctor overlay: cannot create vkdoctor's store {cache}/vkdoctor: the file system is "
         "read-only" in proc.stderr

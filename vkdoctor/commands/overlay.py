@@ -52,6 +52,8 @@ def overlay(
     try:
         plan = plan_for(ctx, [Path(p) for p in from_package])
     except OverlayError as exc:
+        if fmt == "json":  # a program reads stdout: no overlay, as in every other failure
+            common.out("null")
         click.echo(f"vkdoctor overlay: {exc.message}", err=True)
         if exc.hint:
             click.echo(f"  fix: {exc.hint}", err=True)
