@@ -362,3 +362,23 @@ def test_a_full_cache_is_named_as_such() -> None:
     )
     remedy = _not_built_remedy(plan, lab.NEW_LLVM)
     assert "the filesystem of vkdoctor's cache (XDG_CACHE_HOME, else ~/.cache) is full" in remedy
+
+
+def test_a_file_with_the_right_name_and_versions_but_not_the_symbols_is_no_overlay(
+    seed: Seed, tmp_path: Path
+) -> None:
+    """A stub libLLVM.so.23.1 that defines the LLVM_15 version node and nothing else: names and
+    versions fit, but the driver still cannot load; `overlay` must not hand it out."""
+    from tests.elfbuild import build_lib
+
+    stub = build_lib(
+        tmp_path / "stub" / lab.NEW_LLVM,
+        soname=lab.NEW_LLVM,
+        source="int llvm_stub(void) { return 0; }\n",
+        version_script="LLVM_15 { global: llvm_stub; local: *; };\n",
+    )
+    env = seed.env(tmp_path / "cache")
+    proc = run_vkdoctor(["overlay", "--search-path", str(stub.parent)], env=env)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout == ""
+    assert "would still not load" in proc.stderr and "defined nowhere" in proc.stderr

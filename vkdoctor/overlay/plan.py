@@ -439,6 +439,18 @@ def _first_violation(
                     f"with the overlay's LD_LIBRARY_PATH, {e.consumer} would load {e.soname} from "
                     f"{e.resolved or 'nowhere'} instead of {old or 'nowhere'}"
                 )
+    # Right names and versions are not all: the symbols dlopen binds must be defined (VKL006's
+    # rule), or the driver still does not load, and a file with the right soname lacks them.
+    from vkdoctor.checks.libraries import undefined_by_target
+
+    affected = {target for target, chain in plan.chains.items() if chain.missing()}
+    for t, _, missing in fixed.fact(undefined_by_target):
+        unbound = [u for u in missing if u.fails_dlopen]
+        if t.dlopen_name in affected and unbound:
+            return None, (
+                f"with the overlay, {t.dlopen_name} would still not load: {len(unbound)} "
+                f"symbol(s) dlopen binds are defined nowhere, e.g. {unbound[0].error}"
+            )
     return None
 
 
