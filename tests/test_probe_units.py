@@ -292,3 +292,14 @@ def test_a_grandchild_that_keeps_the_pipes_open_does_not_turn_a_result_into_a_ha
             time.sleep(0.05)
         os.kill(int(pidfile.read_text()), signal.SIGKILL)
     json.dumps(result)
+
+
+def test_a_bad_python_interpreter_is_named_as_the_suspect():
+    from vkdoctor.probe_report import remedy
+
+    for reason, said in (
+        ("spawn-failed", "cannot be started"),
+        ("no-output", "wrote no probe result"),
+    ):
+        text = remedy({"status": "error", "reason": reason, "command": ["/bin/true", "probe.py"]})
+        assert text and text.startswith(f"The probe's interpreter /bin/true (--python) {said}")

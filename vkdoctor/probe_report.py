@@ -5,6 +5,7 @@ Kept outside vkdoctor/checks so that `vkdoctor run-probe` does not import every 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -93,6 +94,13 @@ def remedy(probe: Mapping[str, Any]) -> str | None:
         return (
             f"WGPU_LIB_PATH={lib_path} is set: wgpu-py loads that file instead of its own "
             "wgpu-native (see VKL005). Unset it, or point it at a working libwgpu_native."
+        )
+    if python and python != sys.executable and reason in ("spawn-failed", "no-output"):
+        # --python: the interpreter the user named, not vkdoctor's, is the suspect
+        what = "cannot be started" if reason == "spawn-failed" else "wrote no probe result"
+        return (
+            f"The probe's interpreter {python} (--python) {what}: give --python a Python 3.11+ "
+            "with wgpu and numpy installed, or leave it out to use the one running vkdoctor."
         )
     if reason == "library-error":
         said = [f"{k}={env[k]}" for k in ("LD_LIBRARY_PATH", "LD_PRELOAD") if env.get(k)]
