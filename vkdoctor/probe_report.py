@@ -175,7 +175,13 @@ def finding(probe: Mapping[str, Any]) -> Finding:
             evidence=evidence,
         )
     stage = probe.get("stage")
-    if status not in ("pass", "error") and stage and f"stage {stage}" not in message:
+    # where it stopped, for a run that stopped early (a finished run's last stage says nothing)
+    if (
+        status not in ("pass", "error")
+        and stage
+        and not probe.get("finished")
+        and f"stage {stage}" not in message
+    ):
         message += f" (stage reached: {stage})"
     hiding = {k: v for k, v in (probe.get("env") or {}).items() if k in _DRIVER_SELECTION}
     if status == "no-adapter" and hiding:
