@@ -46,6 +46,9 @@ for rows, d in CASES:
     cpass.dispatch_workgroups(rows, 1, 1)
     cpass.end()
     device.queue.submit([encoder.finish()])
+    # wait for the work as the probe does before it reads back (probes/wgpu_kernels.py): the
+    # readback alone waits by polling, which on lavapipe costs 0.1-0.2 s per run in all
+    device._poll_wait()
     y = np.frombuffer(device.queue.read_buffer(yb), dtype=np.float32).reshape(rows, d)
     x64 = x.astype(np.float64)
     ref = x64 / np.sqrt(np.mean(x64 * x64, axis=1, keepdims=True) + EPS) * w
