@@ -27,7 +27,9 @@ _SCALAR_BYTES = {
     "atomic<u32>": 4,
     "atomic<i32>": 4,
 }
-_CONST = re.compile(r"\bconst\s+(\w+)\s*(?::\s*\w+\s*)?=\s*([0-9]+)u?\s*;")
+#: a WGSL integer literal: decimal or hexadecimal, with an optional u or i suffix
+_INT = r"(?:0[xX][0-9a-fA-F]+|[0-9]+)[ui]?"
+_CONST = re.compile(r"\bconst\s+(\w+)\s*(?::\s*\w+\s*)?=\s*(" + _INT + r")\s*;")
 _WORKGROUP_VAR = re.compile(r"\bvar\s*<\s*workgroup\s*>\s*(\w+)\s*:\s*([^;]+);")
 _WORKGROUP_SIZE = re.compile(r"@workgroup_size\s*\(([^)]*)\)")
 
@@ -40,14 +42,23 @@ class ShaderLimitError(Exception):
     """A kernel needs more than the device allows, or we cannot tell how much it needs."""
 
 
+def _literal(token: str) -> int | None:
+    token = token.strip().rstrip("ui")
+    try:
+        return int(token, 0) if token[:2].lower() == "0x" or token.isdigit() else None
+    except ValueError:
+        return None
+
+
 def _consts(source: str) -> dict[str, int]:
-    return {name: int(value) for name, value in _CONST.findall(source)}
+    return {name: v for name, value in _CONST.findall(source) if (v := _literal(value)) is not None}
 
 
 def _count(token: str, consts: dict[str, int]) -> int:
-    token = token.strip().rstrip("u")
-    if token.isdigit():
-        return int(token)
+    value = _literal(token)
+    if value is not None:
+        return value
+    token = token.strip()
     if token in consts:
         return consts[token]
     raise ShaderLimitError(

@@ -303,3 +303,12 @@ def test_a_bad_python_interpreter_is_named_as_the_suspect():
     ):
         text = remedy({"status": "error", "reason": reason, "command": ["/bin/true", "probe.py"]})
         assert text and text.startswith(f"The probe's interpreter /bin/true (--python) {said}")
+
+
+def test_workgroup_sizes_in_every_wgsl_integer_literal_form():
+    src = (
+        "const WG: u32 = 0x40u;\nconst N = 8i;\nvar<workgroup> s: array<f32, WG>;\n"
+        "@compute @workgroup_size(WG, N, 1) fn main() {}"
+    )
+    assert wgpu_kernels.workgroup_size(src) == (64, 8, 1)
+    assert wgpu_kernels.workgroup_storage_bytes(src) == 256

@@ -15,7 +15,14 @@ def parse_size(text: str) -> int:
         raise ValueError(
             f"{text!r} is not a size; use a number with an optional unit K, M, G, T or P (e.g. 5G, 500M)"
         )
-    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    size = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    if size > MAX_SIZE:
+        raise ValueError(f"{text!r} is more than any filesystem holds (at most 1 EiB)")
+    return size
+
+
+#: 1 EiB: far above any filesystem a check runs on; a larger number is a typo
+MAX_SIZE = 1 << 60
 
 
 def format_size(n: int) -> str:
