@@ -28,6 +28,9 @@ def test_parse_and_format_sizes():
     for bad in ("", "abc", "-1G", "5X", "G"):
         with pytest.raises(ValueError, match="is not a size"):
             parse_size(bad)
+    with pytest.raises(ValueError, match="more than any filesystem holds"):
+        parse_size("99999999999999999999999P")
+    assert parse_size("1024P") == 1 << 60
     assert format_size(512) == "512 B"
     assert format_size(int(1.5 * GiB)) == "1.5 GiB"
 
