@@ -382,3 +382,23 @@ def test_a_file_with_the_right_name_and_versions_but_not_the_symbols_is_no_overl
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout == ""
     assert "would still not load" in proc.stderr and "defined nowhere" in proc.stderr
+
+
+def test_an_exported_overlay_whose_library_is_gone_is_named(seed: Seed, tmp_path: Path) -> None:
+    import shutil
+
+    private = tmp_path / "llvm-private"
+    shutil.copytree(seed.llvm_dir, private)
+    env = seed.env(tmp_path / "cache")
+    proc = run_vkdoctor(["overlay", "--search-path", str(private), "--format", "env"], env=env)
+    assert proc.returncode == 0, proc.stderr
+    overlay = proc.stdout.strip().removeprefix("LD_LIBRARY_PATH=")
+    shutil.rmtree(private)  # the user cleans up the private LLVM, the export stays
+    _, doc = run_json(
+        ["check", "--no-probe", "--select", "VKL002"], env={**env, "LD_LIBRARY_PATH": overlay}
+    )
+    (vkl,) = [f for f in doc["findings"] if f["code"] == "VKL002"]
+    assert vkl["remedy"].startswith(
+        f"vkdoctor's overlay {overlay} is on LD_LIBRARY_PATH, but its link for "
+        f"{lab.NEW_LLVM} points at {private}/{lab.NEW_LLVM}, which is gone."
+    )

@@ -278,7 +278,30 @@ def stale_manifest_remedy(ctx: Context, manifest: str) -> str:
     )
 
 
+def _stale_overlay(ctx: Context, name: str, m: Miss) -> str | None:
+    """A vkdoctor overlay on LD_LIBRARY_PATH whose link for `name` points at a file that is
+    gone (the directory it came from was removed or renamed): why, and what to do."""
+    cache = ctx.options.cache_dir
+    if cache is None:
+        return None
+    for t in m.tried:
+        if t.how is How.LD_LIBRARY_PATH and posixpath.dirname(t.where) == f"{cache}/overlays":
+            link = ctx.under(posixpath.join(t.where, name))
+            if link.is_symlink() and not link.exists():
+                return (
+                    f"vkdoctor's overlay {t.where} is on LD_LIBRARY_PATH, but its link for {name} "
+                    f"points at {link.readlink()}, which is gone. Build the overlay again "
+                    "with the directory that holds the library now (`vkdoctor overlay "
+                    "--search-path DIR`, or `vkdoctor exec --search-path DIR -- CMD`), or take "
+                    "the overlay off LD_LIBRARY_PATH."
+                )
+    return None
+
+
 def _missing_remedy(ctx: Context, name: str, m: Miss) -> str:
+    stale_overlay = _stale_overlay(ctx, name, m)
+    if stale_overlay is not None:
+        return stale_overlay
     exact = [n for n in m.near if n.kind in ("not-searched", "stale-cache")]
     stale = [n for n in exact if n.kind == "stale-cache"]
     if stale:
