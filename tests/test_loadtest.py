@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -711,3 +712,42 @@ def test_a_load_test_child_that_cannot_start_is_said_as_such(monkeypatch):
     assert device.title == "The load test could not run"
     assert "cannot start the load test child" in device.message
     assert "Permission denied" in device.message
+
+
+def test_a_failure_left_to_the_library_findings_stays_a_failure_when_they_do_not_run():
+    """`check --select VKT` as a gate: "as the library findings predicted" would make the one
+    failure vanish when those findings are not part of the run."""
+    import os as _os
+
+    from conftest import run_json
+
+    lvp = _os.path.realpath("/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so")
+    env: dict[str, str] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        drv = Path(tmp) / "libvulkan_lvp.so"
+        subprocess.run(["cp", lvp, str(drv)], check=True)
+        subprocess.run(
+            ["patchelf", "--add-needed", "libvkdoctor_absent.so.3", str(drv)], check=True
+        )
+        manifest = Path(tmp) / "lvp_broken.json"
+        manifest.write_text(
+            json.dumps(
+                {
+                    "file_format_version": "1.0.0",
+                    "ICD": {"library_path": str(drv), "api_version": "1.3.0"},
+                }
+            )
+        )
+        env["VK_DRIVER_FILES"] = str(manifest)
+        proc, doc = run_json(["check", "--no-probe", "--select", "VKT001,VKT002"], env=env)
+        assert proc.returncode == 1
+        sev = {f["code"]: f["severity"] for f in doc["findings"]}
+        assert sev == {"VKT001": "fail", "VKT002": "fail"}
+        # with the library checks in the run, they have the failure and VKT says so
+        proc, doc = run_json(["check", "--no-probe", "--select", "VKL,VKT001,VKT002"], env=env)
+        sev = {
+            f["code"]: f["severity"]
+            for f in doc["findings"]
+            if f["code"] in ("VKT001", "VKT002", "VKL002")
+        }
+        assert sev == {"VKL002": "fail", "VKT001": "info", "VKT002": "info"}

@@ -122,6 +122,11 @@ class Context:
         with self._lock:
             return self._facts.get(compute)
 
+    def set_fact(self, compute: Callable[[Context], T], value: T) -> None:
+        """Record what `compute` would give, from something that knows (the runner's selection)."""
+        with self._lock:
+            self._facts[compute] = value
+
     def fact(self, compute: Callable[[Context], T]) -> T:
         """`compute(self)`, evaluated once per Context. Exceptions are not cached."""
         with self._lock:

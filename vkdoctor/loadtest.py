@@ -827,6 +827,8 @@ class Prediction:
     reason: str
     #: the dlerror() text it expects when not loadable, if it predicts one
     error: str | None = None
+    #: the checks that report the predicted failure, with its cause and fix
+    by: tuple[str, ...] = ()
 
 
 @record(frozen=True, kw_only=True)

@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from vkdoctor.checks.base import Check
+from vkdoctor.checks.base import Check, selected_codes
 from vkdoctor.context import Context
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Severity
 from vkdoctor.offload import Fork
@@ -47,6 +47,8 @@ def run_checks(
 ) -> tuple[CheckResult, ...]:
     """Run `checks` in an order that honours `requires`; never raises for a check's bug."""
     known = {c.code for c in checks}
+    selection: frozenset[str] | None = frozenset(known)
+    ctx.set_fact(selected_codes, selection)
     order = graphlib.TopologicalSorter({c.code: c.requires & known for c in checks})
     by_code = {c.code: c for c in checks}
     position = {c.code: i for i, c in enumerate(checks)}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from vkdoctor.checks.base import Check
+from vkdoctor.checks.base import Check, all_selected
 from vkdoctor.context import Context
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.loadtest import (
@@ -86,6 +86,8 @@ def _verdict_finding(
         and predicted is not None
         and not predicted.loadable
         and verdict.severity.rank > Severity.INFO.rank
+        and predicted.by
+        and all_selected(ctx, *predicted.by)
     ):
         # the library findings said so before anything was loaded, with the cause and the fix:
         # the real load confirms them and is no second failure for one cause
@@ -229,7 +231,11 @@ class DeviceAvailable(Check):
         remedy = _sentence("; or ".join(options))
         predictions = PredictionAgrees().predictions(ctx)
         if failing and all(
-            o.dlopen == "failed" and (p := predictions.get(o.target)) is not None and not p.loadable
+            o.dlopen == "failed"
+            and (p := predictions.get(o.target)) is not None
+            and not p.loadable
+            and p.by
+            and all_selected(ctx, *p.by)
             for o in failing
         ):
             # the library findings named each failing driver's cause, with its fix, before
@@ -312,14 +318,22 @@ class PredictionAgrees(Check):
                     reason=f"{len(now)} undefined symbol(s) that dlopen binds (BIND_NOW, or "
                     f"a data relocation), e.g. {now[0].error} (VKL006)",
                     error=None,
+                    by=("VKL006",),
                 )
                 continue
+            if r.misses:
+                by: tuple[str, ...] = (
+                    ("VKL001",) if any(m.needed_by is None for m in r.misses) else ("VKL002",)
+                )
+            else:
+                by = ("VKL003",) if r.versions else ()
             out[target] = Prediction(
                 loadable=r.ok,
                 reason=r.predicted_error
                 or "the library, its DT_NEEDED closure, every symbol version and every symbol "
                 "dlopen binds resolve",
                 error=r.predicted_error,
+                by=by,
             )
         return out
 
