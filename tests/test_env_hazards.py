@@ -219,6 +219,15 @@ def test_an_unprivileged_user_pointed_at_roots_home_gets_findings_not_crashes():
         shutil.copytree(
             REPO / "vkdoctor", code_dir / "vkdoctor", ignore=shutil.ignore_patterns("__pycache__")
         )
+        # and its one dependency: the test environment may live where nobody cannot read it
+        # (a clone under a 0700 directory)
+        import click
+
+        shutil.copytree(
+            Path(click.__file__).parent,
+            code_dir / "click",
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
         env = clean_env(
             {
                 "PYTHONPATH": str(code_dir),
