@@ -303,7 +303,7 @@ def test_a_right_named_copy_that_does_not_fit_is_no_advice_to_use_it(
     assert proc.returncode == 1, proc.stderr
     (vkl,) = [f for f in doc["findings"] if f["code"] == "VKL002"]
     assert vkl["remedy"].startswith(
-        f"{bad} has the name ld.so looks for, but does not fit: lacks symbol version"
+        f"{bad} has the name ld.so looks for, but the overlay refuses it: lacks symbol version"
     )
     assert "(VKO003). Only other versions of this library are installed" in vkl["remedy"]
     assert f"vkdoctor exec --search-path {bad.parent}" not in vkl["remedy"]

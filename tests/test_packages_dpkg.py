@@ -558,3 +558,26 @@ def test_a_manifest_left_by_a_removed_package_says_purge(tmp_path: Path):
         "state rc): sudo apt purge mesa-vulkan-drivers removes it; sudo apt install "
         "mesa-vulkan-drivers brings the driver back."
     )
+
+
+def test_a_deleted_library_is_found_by_its_package_whatever_the_package_is_named(tmp_path: Path):
+    """zlib1g ships libz.so.1: the file lists, not the soname, say which package to reinstall."""
+    s = tmp_path / "s"
+    libzx = build_lib(s / "zx" / "libzx.so.1", "libzx.so.1")
+    lvp = build_lib(s / "lvp" / "libvulkan_lvp.so", "libvulkan_lvp.so", needs=[libzx])
+    root = dpkg_root(tmp_path / "root")
+    dpkg_install(
+        root,
+        build_deb(tmp_path, "zlibx1g", "1:1.2.13-1", {f"{LIB}/libzx.so.1": libzx}),
+        build_deb(tmp_path, "mesa-vulkan-drivers", "26.2.3-1", {LVP: lvp}, depends="zlibx1g"),
+    )
+    (root / LIB.lstrip("/") / "libzx.so.1").unlink()
+    facts = StackFacts(
+        missing_sonames=(MissingSoname(consumer=LVP, soname="libzx.so.1", target=LVP),)
+    )
+    (f,) = MissingSonameSkew().findings(ctx_for(root), facts)
+    assert "zlibx1g:amd64 1:1.2.13-1 is installed and lists libzx.so.1, but the file is gone" in (
+        f.message
+    )
+    assert f.message.endswith("Fix: sudo apt install --reinstall zlibx1g:amd64.")
+    assert "libzx1" not in f.message  # no package name guessed from the soname

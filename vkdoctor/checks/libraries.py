@@ -314,9 +314,7 @@ def _missing_remedy(ctx: Context, name: str, m: Miss) -> str:
         prefix = f"An overlay cannot supply {name} here: {whole} (VKO001). "
     elif refused is not None:
         # the overlay tried it: the file does not fit, so it is no way out (VKO003)
-        prefix = (
-            f"{exact[0].path} has the name ld.so looks for, but does not fit: {refused} (VKO003). "
-        )
+        prefix = f"{exact[0].path} has the name ld.so looks for, but the overlay refuses it: {refused} (VKO003). "
     if whole is None and refused is None and exact:
         d = posixpath.dirname(exact[0].path)
         return (
@@ -397,6 +395,13 @@ class SymbolVersions(Check):
     code = "VKL003"
     family = "libraries"
     title = "Missing symbol versions"
+    # a copy that lacks a version node mostly lacks symbols too: one copy, one failure
+    explains = ("VKL006",)
+
+    def explained(self, symptom: Finding, cause: Finding) -> bool:
+        return bool(symptom.evidence.get("system_copy")) and symptom.evidence.get(
+            "path"
+        ) == cause.evidence.get("provider")
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         groups: dict[tuple[str, tuple[str, ...]], list[tuple[LoadTarget, VersionProblem]]] = {}
@@ -721,8 +726,9 @@ def _unshadow(ctx: Context, lib: Library) -> str:
         kept = [e for e in entries if e and posixpath.normpath(e) != lib.directory]
         change = f"export LD_LIBRARY_PATH={':'.join(kept)}" if kept else "unset LD_LIBRARY_PATH"
         return (
-            f"Take {lib.directory} off LD_LIBRARY_PATH ({change}); if a program needs that "
-            f"directory, give it to that program alone (LD_LIBRARY_PATH={lib.directory} program)."
+            f"Take {lib.directory} off LD_LIBRARY_PATH ({change}); if a program needs a library "
+            f"that only {lib.directory} has, `vkdoctor exec --search-path {lib.directory} -- CMD` "
+            "gives it just the missing files, not this copy."
         )
     if lib.how is How.PRELOAD:
         return f"Take {lib.path} out of LD_PRELOAD."

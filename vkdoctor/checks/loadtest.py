@@ -166,6 +166,16 @@ class DeviceAvailable(Check):
             # each driver was loaded alone; an application loads them all, and one that
             # crashes or hangs takes the process with it before any device is used
             wrecks = [o for o in drivers if o.failed_step is not None]
+            if wrecks and not all_selected(ctx, "VKT001"):
+                names = ", ".join(Path(o.target.manifest).name for o in wrecks)
+                yield self.fail(
+                    f"{title}, but every Vulkan application dies in {names} first",
+                    f"{listed}. Each driver was loaded alone here; an application loads every "
+                    f"driver, and {names} crashes or hangs it first.",
+                    remedy=f"export VK_LOADER_DRIVERS_DISABLE={','.join(Path(o.target.manifest).name for o in wrecks)}",
+                    **evidence,
+                )
+                return
             if wrecks:
                 names = ", ".join(Path(o.target.manifest).name for o in wrecks)
                 how = {o.signal or "hangs" for o in wrecks}

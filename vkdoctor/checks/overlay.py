@@ -201,6 +201,17 @@ def _not_built_remedy(plan: Any, names: str) -> str:
     )
 
 
+def _refusal_remedy(soname: str, reason: str) -> str:
+    """What to do about a refused candidate: where it sits, or what it is."""
+    if "can write" in reason or "owned by uid" in reason:
+        # the file may fit; the place lets someone else swap it
+        return (
+            f"Copy {soname} to a directory only you (or root) can change, all the way up, and "
+            "give that directory with --search-path."
+        )
+    return f"Put a build of {soname} that fits in a search path, or remove this one."
+
+
 class SearchPlaces(Check):
     """Places to look for missing libraries that cannot be used.
 
@@ -271,7 +282,7 @@ class RefusedCandidates(Check):
                         Severity.WARN,
                         f"{c.path} refused for {soname}",
                         f"{c.path} ({c.origin}) cannot supply {soname}: {c.reason}.",
-                        remedy=f"Put a build of {soname} that fits next to it, or remove it.",
+                        remedy=_refusal_remedy(soname, c.reason or ""),
                         evidence=c.as_dict(),
                     )
                 elif chosen is not None and c is not chosen:

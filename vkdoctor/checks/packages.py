@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from vkdoctor.checks.base import Check
+from vkdoctor.checks.base import Check, all_selected
 from vkdoctor.context import Context
 from vkdoctor.model import Finding, Severity
 from vkdoctor.packages import Inventory, Package, inventory
@@ -152,7 +152,12 @@ class ManagerConsistency(Check):
             tools = ", ".join(r.command for r in c.runs) or "the parsed database"
             problems = list(c.problems) or list(c.unmet)
             skewed = _skewed_packages(ctx, inv)
-            if problems and skewed and all(any(n in p for n in skewed) for p in problems):
+            if (
+                problems
+                and skewed
+                and all_selected(ctx, "VKP002")
+                and all(any(n in p for n in skewed) for p in problems)
+            ):
                 # the same missing dependency VKP002 explains, with its fix: one cause
                 yield self.info(
                     f"{db.family}: the unmet dependency is the skew VKP002 explains",
@@ -254,8 +259,9 @@ class MissingSonameSkew(Check):
     def explained(self, symptom: Finding, cause: Finding) -> bool:
         if symptom.code in ("VKP004", "VKP008"):
             # the repositories' view (VKP008) and the driver package's origin (VKP004) are
-            # already in the skew's fix when the repositories cannot carry out the upgrade
-            if not cause.evidence.get("repositories"):
+            # already in the skew's fix when the repositories cannot carry out the upgrade, or
+            # when the driver is a foreign build that no upgrade touches
+            if not (cause.evidence.get("repositories") or cause.evidence.get("foreign")):
                 return False
             if symptom.code == "VKP008":
                 return symptom.evidence.get("soname") == cause.evidence.get("soname")
@@ -282,9 +288,18 @@ class MissingSonameSkew(Check):
             for p in (f.consumer, *(f.near_misses), *([f.target] if f.target else []))
         ]
         owners = inv.owners(paths)
+        seen: dict[tuple[str, str | None], Finding] = {}
         for fact in facts.missing_sonames:
             d = explain_missing_soname(fact, inv, owners)
-            yield _finding(self, _on_another_distribution(ctx, d) or _with_repositories(d, inv))
+            d = _on_another_distribution(ctx, d) or _with_repositories(d, inv)
+            if d.severity is Severity.INFO and not all_selected(ctx, "VKL002"):
+                # an unowned driver: "VKL002 is the failure" holds only when VKL002 runs
+                d = replace(d, severity=Severity.FAIL)
+            key = (d.title, d.remedy)
+            if key in seen:
+                continue  # the same soname and fix for another library of the same driver
+            seen[key] = _finding(self, d)
+        yield from seen.values()
 
 
 #: the distribution family whose own package manager each one is
@@ -453,7 +468,11 @@ class MissingVersionOwner(Check):
                 group.append(fact)
         for (provider, _), group in groups.items():
             conda = conda_owner(ctx, provider)
-            yield _finding(self, explain_missing_version(group, owners, conda))
+            d = explain_missing_version(group, owners, conda)
+            if d.severity is Severity.INFO and not all_selected(ctx, "VKL003"):
+                # "VKL003 is the failure" holds only when VKL003 runs
+                d = replace(d, severity=Severity.FAIL)
+            yield _finding(self, d)
 
 
 class HeldPackages(Check):

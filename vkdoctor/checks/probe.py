@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from vkdoctor import probe_report
-from vkdoctor.checks.base import Check
+from vkdoctor.checks.base import Check, all_selected
 from vkdoctor.context import Context
 from vkdoctor.model import Finding, Severity
 from vkdoctor.probe import ProbeRequest, run_probe
@@ -82,7 +82,21 @@ class ComputeProbe(Check):
                 f"The probe ran with {setting}: as things are, every Vulkan program crashes or "
                 f"hangs in {names} first (VKT001, VKT003)"
             )
-            if finding.severity is Severity.OK:
+            reported = all_selected(
+                ctx,
+                *(["VKT001"] if "VK_LOADER_DRIVERS_DISABLE" in off else []),
+                *(["VKT003"] if "VK_LOADER_LAYERS_DISABLE" in off else []),
+            )
+            if finding.severity is Severity.OK and not reported:
+                # the load test's failure is not in this run: the probe's is the one there is
+                finding = replace(
+                    finding,
+                    severity=Severity.FAIL,
+                    title=f"Compute probe passed only with {names} turned off",
+                    message=f"{finding.message}. {note}",
+                    remedy=f"export {setting}, or remove what installs {names}.",
+                )
+            elif finding.severity is Severity.OK:
                 # the failure is the load test's, with this very remedy: counted once
                 finding = replace(
                     finding,

@@ -155,9 +155,10 @@ def _writable_by_others(real: Path) -> str | None:
         except OSError:
             return None
         where = "in" if directory == real.parent else "under"
-        if dst.st_mode & stat.S_IWOTH:
+        if dst.st_mode & (stat.S_IWOTH | stat.S_IWGRP):
+            who = "anyone" if dst.st_mode & stat.S_IWOTH else f"its group (gid {dst.st_gid})"
             if not dst.st_mode & stat.S_ISVTX:
-                return f"{where} {directory}, a directory anyone can write"
+                return f"{where} {directory}, a directory {who} can write"
             if child_uid not in (0, me):
                 return (
                     f"{where} {directory}, a sticky directory where {child} belongs to uid "

@@ -115,6 +115,13 @@ def _dpkg_clause(
     qualified = f"{guess}:{cpkg.arch}" if arch else guess
     have = _installed(db, guess, arch)
     evidence = {"expected_package": qualified, "declared": [str(d) for d in deps]}
+    # the file lists know who ships the soname, whatever its name (zlib1g: libz.so.1)
+    shipper = _dpkg_shipper(db, soname, cpkg.arch)
+    if shipper is not None:
+        evidence["damaged"] = shipper.label
+        name = f"{shipper.name}:{shipper.arch}" if shipper.multi_arch == "same" else shipper.name
+        clause = f" ({shipper.label} is installed and lists {soname}, but the file is gone)"
+        return clause, f"sudo apt install --reinstall {name}", evidence, None
     if have:
         evidence["damaged"] = have[0].label
         clause = f" ({have[0].label} is installed, but its {soname} is gone)"
@@ -132,6 +139,31 @@ def _dpkg_clause(
         evidence,
         guess,
     )
+
+
+#: Debian's multiarch directory for an architecture
+_TRIPLET = {
+    "amd64": "x86_64-linux-gnu",
+    "i386": "i386-linux-gnu",
+    "arm64": "aarch64-linux-gnu",
+    "armhf": "arm-linux-gnueabihf",
+    "ppc64el": "powerpc64le-linux-gnu",
+    "s390x": "s390x-linux-gnu",
+    "riscv64": "riscv64-linux-gnu",
+}
+
+
+def _dpkg_shipper(db: PackageDB, soname: str, arch: str) -> Package | None:
+    """The installed package whose file list has `soname` in a library directory."""
+    triplet = _TRIPLET.get(arch)
+    dirs = [f"/usr/lib/{triplet}", f"/lib/{triplet}"] if triplet else []
+    dirs += ["/usr/lib", "/lib", "/usr/lib64", "/lib64"]
+    paths = [f"{d}/{soname}" for d in dirs]
+    try:
+        owners = db.owners(paths)
+    except Exception:  # a broken database: VKP001 says so
+        return None
+    return next((pkgs[0] for p in paths if (pkgs := owners.get(p))), None)
 
 
 def _is64(pkg: Package, elf_class: int | None) -> bool:
