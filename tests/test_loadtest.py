@@ -751,3 +751,16 @@ def test_a_failure_left_to_the_library_findings_stays_a_failure_when_they_do_not
             if f["code"] in ("VKT001", "VKT002", "VKL002")
         }
         assert sev == {"VKL002": "fail", "VKT001": "info", "VKT002": "info"}
+
+
+def test_under_a_selection_without_the_load_test_the_crash_is_the_probes_failure(fakes):
+    env = {"VK_ADD_DRIVER_FILES": fakes["GIPA_ABORT"].manifest}
+    proc, doc = run_json(["check", "--cpu", "--select", "VKR001"], env=env, timeout=300)
+    assert proc.returncode == 1
+    (vkr,) = [f for f in doc["findings"] if f["code"] == "VKR001"]
+    assert vkr["severity"] == "fail"
+    assert vkr["title"] == "Compute probe passed only with gipa_abort_icd.json turned off"
+    proc, doc = run_json(["check", "--no-probe", "--select", "VKT002"], env=env, timeout=300)
+    assert proc.returncode == 1
+    (vkt,) = [f for f in doc["findings"] if f["code"] == "VKT002"]
+    assert vkt["severity"] == "fail" and "dies in gipa_abort_icd.json first" in vkt["title"]

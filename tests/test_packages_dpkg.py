@@ -581,3 +581,11 @@ def test_a_deleted_library_is_found_by_its_package_whatever_the_package_is_named
     )
     assert f.message.endswith("Fix: sudo apt install --reinstall zlibx1g:amd64.")
     assert "libzx1" not in f.message  # no package name guessed from the soname
+
+
+def test_the_package_view_is_a_failure_when_the_check_it_defers_to_is_not_run(deb_tree: Path):
+    from conftest import run_json
+
+    _, doc = run_json(["check", "--root", str(deb_tree), "--no-probe", "--select", "VKP006"])
+    (f,) = [x for x in doc["findings"] if x["code"] == "VKP006"]
+    assert f["severity"] == "fail"  # not "the skew VKP002 explains": VKP002 is not in the run
