@@ -10,4 +10,5 @@ $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-rec
 venv=${VKDOCTOR_VENV:-.venv}
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/python" -m pip install -q .
+echo "vkdoctor is installed in $venv: run $venv/bin/vkdoctor (or put $PWD/$venv/bin on PATH)." >&2
 exec "$venv/bin/vkdoctor" check "$@"

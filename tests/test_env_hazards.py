@@ -138,7 +138,8 @@ def test_override_that_leaves_no_driver_fails():
     )
     (deprecated,) = findings(doc, "VKE004")
     assert deprecated["title"] == "VK_ICD_FILENAMES is deprecated"
-    assert deprecated["remedy"].startswith("export VK_DRIVER_FILES=/nowhere/icd.json")
+    # renaming the variable would carry the mistake over: it names nothing
+    assert deprecated["remedy"].startswith("unset VK_ICD_FILENAMES: it names no existing")
     (none,) = findings(doc, "VKE005")
     assert none["severity"] == "fail" and "/nowhere/icd.json (does not exist)" in none["message"]
 

@@ -446,3 +446,9 @@ def test_the_probe_under_root_is_said_not_applicable(tmp_path: Path):
     (vkr,) = doc["checks"]
     assert vkr["status"] == "skipped" and "needs the live machine" in vkr["skip_reason"]
     assert doc["probe"] is None
+
+
+def test_a_mistyped_command_gets_the_close_one():
+    proc = run_vkdoctor(["chek"])
+    assert proc.returncode == 2
+    assert "No such command 'chek'. Did you mean 'check'?" in proc.stderr

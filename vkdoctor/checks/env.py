@@ -223,11 +223,19 @@ class IcdFilenamesDeprecated(Check):
                 vk_driver_files=ctx.env["VK_DRIVER_FILES"],
             )
             return
+        entries = eh.override_entries(ctx, "VK_ICD_FILENAMES")
+        if entries and not any(e.manifests for e in entries):
+            # renaming the variable would carry the mistake over: it names no manifest
+            remedy = "unset VK_ICD_FILENAMES: it names no existing driver manifest (VKD001)"
+        else:
+            remedy = (
+                f"export VK_DRIVER_FILES={value}; unset VK_ICD_FILENAMES "
+                "(VK_DRIVER_FILES needs loader 1.3.207 or newer)"
+            )
         yield self.warn(
             "VK_ICD_FILENAMES is deprecated",
             f"VK_ICD_FILENAMES={value!r} is the deprecated name of VK_DRIVER_FILES.",
-            remedy=f"export VK_DRIVER_FILES={value}; unset VK_ICD_FILENAMES "
-            "(VK_DRIVER_FILES needs loader 1.3.207 or newer)",
+            remedy=remedy,
             value=value,
         )
 

@@ -72,14 +72,14 @@ def with_load_results(
     "selected",
     multiple=True,
     metavar="CODE",
-    help="Run only checks with this code or prefix.",
+    help="Run only checks with this code or prefix (repeatable, or comma-separated: VKD,VKL002).",
 )
 @click.option(
     "--ignore",
     "ignored",
     multiple=True,
     metavar="CODE",
-    help="Do not run checks with this code or prefix.",
+    help="Do not run checks with this code or prefix (repeatable, or comma-separated).",
 )
 def check(
     root: str | None,
@@ -104,7 +104,12 @@ def check(
         raise click.UsageError("--cpu and --adapter choose the adapter two ways; give one")
     common.check_outputs(fmt, json_file)
     if disk_fail > disk_warn:
-        raise click.UsageError("--disk-fail must not be larger than --disk-warn")
+        from vkdoctor.units import format_size
+
+        raise click.UsageError(
+            f"--disk-fail ({format_size(disk_fail)}) must not be larger than --disk-warn "
+            f"({format_size(disk_warn)}); a number without a unit is bytes: 5G is five gibibytes"
+        )
     ctx = common.host_context(
         root=root,
         search_path=search_path,

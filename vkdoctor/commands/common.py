@@ -162,7 +162,8 @@ def timeout_option(f: F) -> F:
         type=Seconds(0.1),
         default=60.0,
         show_default=True,
-        help="Seconds each child process (load test, probe) may run before it is killed.",
+        help="Seconds each child process this command starts (the driver load test, the probe, "
+        "a package tool) may run before it is killed.",
     )(f)
 
 
@@ -184,7 +185,10 @@ def output_path(_ctx: click.Context | None, param: click.Parameter, value: Any) 
             f"the directory {parent} does not exist or cannot be entered", param=param
         )
     if not os.access(parent, os.W_OK) and not (files.exists(target) and os.access(target, os.W_OK)):
-        raise click.BadParameter(f"{parent} is not writable", param=param)
+        raise click.BadParameter(
+            f"cannot write {value}: the directory {parent.absolute()} is not writable by you",
+            param=param,
+        )
     return value
 
 
@@ -214,7 +218,9 @@ def adapter_options(f: F) -> F:
         help="Use the adapter whose name contains TEXT.",
     )(f)
     f = click.option(
-        "--cpu", is_flag=True, help="Use a CPU adapter on the chosen backend (lavapipe)."
+        "--cpu",
+        is_flag=True,
+        help="Use a CPU adapter on the chosen backend (lavapipe on Vulkan, llvmpipe on OpenGL).",
     )(f)
     return f
 
