@@ -260,3 +260,12 @@ def test_an_unprivileged_user_pointed_at_roots_home_gets_findings_not_crashes():
     assert proc.returncode in (0, 1)
     (denied,) = [f for f in doc["findings"] if f["code"] == "VKE002"]
     assert denied["title"] == "LD_LIBRARY_PATH entry /root/lib cannot be searched by this user"
+
+
+def test_home_in_a_shared_directory_is_one_warning_with_the_real_fix():
+    _, doc = run_json(["check", "--no-probe", "--select", "VKE003"], env={"HOME": "/tmp"})
+    (f,) = [x for x in doc["findings"] if x["code"] == "VKE003"]
+    assert f["severity"] == "warn" and f["evidence"]["culprit"] == "/tmp"
+    assert len(f["evidence"]["paths"]) >= 4
+    assert f["remedy"].startswith("HOME is /tmp, which others can write")
+    assert "chmod" not in f["remedy"]

@@ -162,7 +162,15 @@ class WritableByOthers(Check):
     title = "Library and manifest directories writable by others"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
+        by_culprit: dict[str, list[eh.WritableByOthers]] = {}
         for h in eh.hazards_writable(ctx, _identity(ctx)):
+            by_culprit.setdefault(h.culprit, []).append(h)
+        for culprit, group in by_culprit.items():
+            if len(group) > 1:
+                # one directory makes them all unsafe (HOME=/tmp gives six): one finding
+                yield self._shared_culprit(ctx, culprit, group)
+                continue
+            (h,) = group
             where = h.path if h.culprit == h.path else f"{h.path} (through {h.culprit})"
             created = "" if h.exists else f"; {h.path} does not exist, and others can create it"
             yield self.warn(
@@ -174,6 +182,33 @@ class WritableByOthers(Check):
                 **{k: v for k, v in asdict(h).items() if k != "owner"},
                 owner=asdict(h.owner),
             )
+
+    def _shared_culprit(
+        self, ctx: Context, culprit: str, group: list[eh.WritableByOthers]
+    ) -> Finding:
+        first = group[0]
+        listed = "; ".join(f"{h.purpose} {h.path}" for h in group)
+        home = (ctx.env.get("HOME") or "").rstrip("/")
+        from_home = bool(home) and all(h.path.startswith(home + "/") for h in group)
+        if from_home and culprit in (home, *(p for p in _SHARED if home.startswith(p))):
+            remedy = (
+                f"HOME is {home or '/'}, which others can write, so the loader's per-user "
+                "directories under it are unsafe: set HOME (or XDG_CONFIG_HOME and "
+                "XDG_DATA_HOME) to a directory only you can write."
+            )
+        else:
+            remedy = _writable_remedy(first)
+        return self.warn(
+            f"{len(group)} directories the loader or ld.so reads are writable by others "
+            f"through {culprit}",
+            f"{listed}: {culprit} is {', '.join(first.reasons)} (owner {first.owner.user}, group "
+            f"{first.owner.group}, mode {first.owner.mode}). Whoever can write there can make "
+            "Vulkan applications load their code.",
+            remedy=remedy,
+            culprit=culprit,
+            paths=[h.path for h in group],
+            owner=asdict(first.owner),
+        )
 
 
 #: shared places that must stay writable by everyone: never suggest chmod on them
