@@ -165,23 +165,27 @@ class WritableByOthers(Check):
         by_culprit: dict[str, list[eh.WritableByOthers]] = {}
         for h in eh.hazards_writable(ctx, _identity(ctx)):
             by_culprit.setdefault(h.culprit, []).append(h)
+        home = (ctx.env.get("HOME") or "").rstrip("/")
         for culprit, group in by_culprit.items():
-            if len(group) > 1:
+            if len(group) > 1 and (culprit in _SHARED or culprit == home):
                 # one directory makes them all unsafe (HOME=/tmp gives six): one finding
                 yield self._shared_culprit(ctx, culprit, group)
                 continue
-            (h,) = group
-            where = h.path if h.culprit == h.path else f"{h.path} (through {h.culprit})"
-            created = "" if h.exists else f"; {h.path} does not exist, and others can create it"
-            yield self.warn(
-                f"{h.purpose} {h.path} is writable by others",
-                f"{where}: {h.culprit} is {', '.join(h.reasons)} "
-                f"(owner {h.owner.user}, group {h.owner.group}, mode {h.owner.mode}){created}. "
-                "Whoever can write there can make Vulkan applications load their code.",
-                remedy=_writable_remedy(h),
-                **{k: v for k, v in asdict(h).items() if k != "owner"},
-                owner=asdict(h.owner),
-            )
+            for h in group:
+                yield self._one(h)
+
+    def _one(self, h: eh.WritableByOthers) -> Finding:
+        where = h.path if h.culprit == h.path else f"{h.path} (through {h.culprit})"
+        created = "" if h.exists else f"; {h.path} does not exist, and others can create it"
+        return self.warn(
+            f"{h.purpose} {h.path} is writable by others",
+            f"{where}: {h.culprit} is {', '.join(h.reasons)} "
+            f"(owner {h.owner.user}, group {h.owner.group}, mode {h.owner.mode}){created}. "
+            "Whoever can write there can make Vulkan applications load their code.",
+            remedy=_writable_remedy(h),
+            **{k: v for k, v in asdict(h).items() if k != "owner"},
+            owner=asdict(h.owner),
+        )
 
     def _shared_culprit(
         self, ctx: Context, culprit: str, group: list[eh.WritableByOthers]
