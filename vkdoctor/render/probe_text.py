@@ -88,9 +88,8 @@ def probe_lines(probe: Mapping[str, Any], style: Style) -> list[str]:
     seconds = probe.get("seconds")
     if seconds is not None:
         head += f" in {float(seconds):.2f} s"
+    # the summary is VKR001's line, right above this section
     lines = [head]
-    if probe.get("summary"):
-        lines.append(f"    {probe['summary']}")
     off = probe.get("disabled") or {}
     if off:
         setting = " ".join(f"{var}={','.join(names)}" for var, names in off.items())
