@@ -143,7 +143,7 @@ def sections(report: Report, style: Style) -> list[str]:
         if lines:
             lines.append("")
         lines.append(family.capitalize())
-        for c in checks:
+        for c in sorted(checks, key=lambda c: c.code):  # VKL004 before VKL005, whatever ran first
             lines.extend(_check(c, style))
     if report.overlay:
         lines += [
