@@ -29,7 +29,7 @@ def drivers_report(ctx: Context) -> tuple[Mapping[str, Any], ...]:
 _LIBRARY_CHECKS = ("VKL001", "VKL002", "VKL003", "VKL006", "VKP002", "VKP005")
 
 _MARK = {"ok": "✓", "info": "·", "warn": "!", "fail": "✗", "error": "✗"}
-_ASCII = {"ok": "ok", "info": "--", "warn": "!!", "fail": "XX", "error": "EE"}
+_ASCII = {"ok": "ok", "info": "ii", "warn": "!!", "fail": "XX", "error": "EE"}
 
 
 def render_text(

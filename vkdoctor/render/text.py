@@ -16,7 +16,7 @@ _GLYPH = {
 }
 _ASCII = {
     Severity.OK: "ok",
-    Severity.INFO: "--",
+    Severity.INFO: "ii",
     Severity.WARN: "!!",
     Severity.FAIL: "XX",
     Severity.ERROR: "EE",
@@ -111,11 +111,12 @@ def _evidence(f: Finding, style: Style) -> list[str]:
 
 def _check(c: CheckResult, style: Style) -> list[str]:
     if c.status is CheckStatus.SKIPPED:
+        mark = "-" if style.unicode else "--"  # as wide as the other marks
         if not style.verbose:
             return [
-                f"  {style.paint('-', Severity.INFO)} {c.code} {c.title}: skipped ({c.skip_reason})"
+                f"  {style.paint(mark, Severity.INFO)} {c.code} {c.title}: skipped ({c.skip_reason})"
             ]
-        return [f"  - {c.code} {c.title}: skipped ({c.skip_reason})"]
+        return [f"  {mark} {c.code} {c.title}: skipped ({c.skip_reason})"]
     out: list[str] = []
     for f in c.findings:
         out.extend(_finding(f, style))
