@@ -348,6 +348,10 @@ def run_cases(device: Any, kernels: Any, shader_dir: Path, rng: Any) -> list[dic
             device, kernel, x, w, binding_limit=binding_limit, max_groups=max_groups
         )
         case = {"rows": rows, "d": d, **errors(y, kernels.rmsnorm_reference(x, w))}
+        if timing.overrun:
+            # it wrote past its last row: into memory that is not its output
+            case["ok"] = False
+            case["overrun"] = timing.overrun
         if split:
             case["binding_limit"] = binding_limit
             case["max_groups"] = max_groups
@@ -526,6 +530,13 @@ def kernels_run(
         doc["status"] = "fail"
         doc["reason"] = "wrong-numbers"
         err = "not finite" if c["max_rel_err"] is None else f"{c['max_rel_err']:.3g}"
+        if c.get("overrun"):
+            doc["summary"] = (
+                f"RMSNorm wrote past the end of its output on {chosen['name']}: "
+                f"{c['overrun']} element(s) after the last row of {c['rows']}x{c['d']} (a kernel "
+                "that writes one past its row overwrites the next row's first element)"
+            )
+            return
         doc["summary"] = (
             f"RMSNorm gave wrong numbers on {chosen['name']}: {len(bad)} of {len(doc['cases'])} cases "
             f"over {TOLERANCE:g}; first {c['rows']}x{c['d']}: max relative error {err}"

@@ -240,6 +240,8 @@ class RmsTiming:
     #: submit -> device idle of the repeats (warm), when repeats > 0
     repeats: list[float] = field(default_factory=list)
     readback: float = 0.0
+    #: elements written past the end of the output (the guard after the last row)
+    overrun: int = 0
     chunks: int = 1
     #: bytes one dispatch must move at least: read x, write y, read w once
     bytes: int = 0
@@ -276,6 +278,10 @@ def rows_per_chunk(rows: int, d: int, binding_limit: int, alignment: int) -> int
     return fit
 
 
+#: poisoned elements after the output, to catch a kernel that writes past its last row
+GUARD = 64
+
+
 def rmsnorm(
     device: Any,
     kernel: Kernel,
@@ -300,6 +306,7 @@ def rmsnorm(
     limit = int(limits["max-storage-buffer-binding-size"])
     if binding_limit is not None:
         limit = min(limit, binding_limit)
+    limit -= GUARD * 4  # each output binding carries the guard too
     align = int(limits["min-storage-buffer-offset-alignment"])
     groups_limit = int(limits["max-compute-workgroups-per-dimension"])
     if max_groups is not None:
@@ -310,7 +317,10 @@ def rmsnorm(
     start = time.perf_counter()
     xb = _storage(device, np.ascontiguousarray(x, dtype=np.float32))
     wb = _storage(device, np.ascontiguousarray(w, dtype=np.float32))
-    yb = _storage(device, np.full(rows * d, np.nan, dtype=np.float32), out=True)
+    # a guard of poisoned elements after the last row, inside each output binding: a kernel that
+    # writes past its row writes there (robust access would drop a write past the binding, and
+    # one row's overrun into the next races with that row's own write)
+    yb = _storage(device, np.full(rows * d + GUARD, np.nan, dtype=np.float32), out=True)
     groups = []
     for first in range(0, rows, per_chunk):
         n = min(per_chunk, rows - first)
@@ -326,7 +336,7 @@ def rmsnorm(
             kernel,
             {"buffer": xb, "offset": off, "size": size},
             wb,
-            {"buffer": yb, "offset": off, "size": size},
+            {"buffer": yb, "offset": off, "size": size + GUARD * 4},
             _uniform(device, n, d, float(eps), gx),
         )
         groups.append((bg, (gx, gy, 1)))
@@ -335,8 +345,10 @@ def rmsnorm(
 
     timing.dispatch = _run(device, kernel, groups)
     start = time.perf_counter()
-    y = _read(device, yb, np.float32, (rows, d))
+    full = _read(device, yb, np.float32, (rows * d + GUARD,))
     timing.readback = time.perf_counter() - start
+    timing.overrun = int(np.count_nonzero(~np.isnan(full[rows * d :])))
+    y = full[: rows * d].reshape(rows, d)
     timing.repeats = [_run(device, kernel, groups) for _ in range(repeats)]
     return y, timing
 

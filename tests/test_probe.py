@@ -426,3 +426,28 @@ def test_request_from_argv_only_understands_plain_command_lines(tmp_path):
         ["--seed", "1", "--seed", "2"],
     ):
         assert request_from_argv(argv) is None, argv
+
+
+def test_a_kernel_that_writes_one_past_its_row_is_caught_on_one_thread(tmp_path):
+    """The overrun lands in the next row's first element, which that row's own write may or may
+    not overwrite after it: a race. The guard after the last row catches it every time, even
+    with llvmpipe on one thread."""
+    shaders = tmp_path / "shaders"
+    shutil.copytree(REPO / "shaders", shaders)
+    rms = shaders / "rmsnorm.wgsl"
+    loop = "for (var i = lid.x; i < p.d; i = i + WG) {\n            y[base + i]"
+    text = rms.read_text()
+    assert loop in text
+    rms.write_text(
+        text.replace(loop, "for (var i = lid.x; i <= p.d; i = i + WG) {\n            y[base + i]")
+    )
+    proc, doc, _ = _probe_run(
+        ["--cpu", "--seed", "1", "--shader-dir", str(shaders)],
+        env={"VK_DRIVER_FILES": str(LVP_ICD), "LP_NUM_THREADS": "1"},
+        tmp=tmp_path,
+    )
+    probe = doc["probe"]
+    assert proc.returncode == 1
+    assert probe["status"] == "fail" and probe["reason"] == "wrong-numbers"
+    assert "wrote past the end of its output" in probe["summary"]
+    assert probe["cases"][0]["overrun"] >= 1
