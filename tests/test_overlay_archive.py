@@ -125,3 +125,20 @@ def test_package_caches_offer_only_the_soname_family(tmp_path: Path) -> None:
         ("llvm-libs", "23.1.0-1", "x86_64"),
     ]
     assert found[0].path == "/var/cache/apt/archives/libllvm23_1%3a23.1.0-1_amd64.deb"
+
+
+def test_a_soname_linked_out_of_the_package_is_named(tmp_path: Path) -> None:
+    """A -dev style link to an absolute path outside the package is not a library of the package."""
+    root = tmp_path / "root"
+    libdir = root / "usr/lib/x86_64-linux-gnu"
+    libdir.mkdir(parents=True)
+    (libdir / "libfoo.so.1").symlink_to("/opt/elsewhere/libfoo.so.1.2.3")
+    package = lab.deb(root, tmp_path / "libfoo-link_1.0-1_amd64.deb", name="libfoo-link")
+    cache = tmp_path / "cache"
+    got = extract_libraries(package, ["libfoo.so.1"], cache)
+    assert got.found == {}
+    assert got.absent == ("libfoo.so.1",)
+    assert got.linked_out == {"libfoo.so.1": "/opt/elsewhere/libfoo.so.1.2.3"}
+    # The second call reuses the extraction and still knows why.
+    again = extract_libraries(package, ["libfoo.so.1"], cache)
+    assert again.linked_out == got.linked_out

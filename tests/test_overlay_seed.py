@@ -402,3 +402,20 @@ def test_an_exported_overlay_whose_library_is_gone_is_named(seed: Seed, tmp_path
         f"vkdoctor's overlay {overlay} is on LD_LIBRARY_PATH, but its link for "
         f"{lab.NEW_LLVM} points at {private}/{lab.NEW_LLVM}, which is gone."
     )
+
+
+def test_a_package_whose_soname_links_out_of_it_says_so(seed: Seed, tmp_path: Path) -> None:
+    """A package that holds the soname only as a link to a file it does not ship (the way some
+    vendor packages point into /opt) is named for what it is, not as 'does not contain'."""
+    pkgroot = tmp_path / "pkgroot"
+    (pkgroot / "usr/lib/x86_64-linux-gnu").mkdir(parents=True)
+    target = "/opt/llvm-23/lib/libLLVM.so.23.1"
+    (pkgroot / "usr/lib/x86_64-linux-gnu" / lab.NEW_LLVM).symlink_to(target)
+    deb = lab.deb(pkgroot, tmp_path / "llvm23-link_1_amd64.deb", name="llvm23-link")
+    proc = run_vkdoctor(["overlay", "--from-package", str(deb)], env=seed.env(tmp_path / "cache"))
+    assert proc.returncode != 0
+    assert (
+        f"package {deb} holds {lab.NEW_LLVM} only as a link to {target}, outside the "
+        "package: not used"
+    ) in proc.stdout + proc.stderr
+    assert "does not contain" not in proc.stdout + proc.stderr

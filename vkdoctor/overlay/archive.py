@@ -29,7 +29,7 @@ from typing import IO
 
 from vkdoctor.overlay import store
 from vkdoctor.overlay.errors import ArchiveError, StoreError, describe_os_error, store_hint
-from vkdoctor.record import record
+from vkdoctor.record import field, record
 
 _MAGIC = {
     b"!<arch>\n": "deb",
@@ -64,6 +64,8 @@ class Extracted:
     found: dict[str, Path]
     #: wanted sonames the package does not contain
     absent: tuple[str, ...]
+    #: wanted sonames the package holds only as a link to a path outside it: soname -> target
+    linked_out: dict[str, str] = field(default_factory=dict)
 
 
 def sniff(path: Path) -> str:
@@ -375,6 +377,7 @@ def extract_libraries(
     key = store.content_key([digest.hexdigest(), *sorted(sonames)])
     wanted = set(sonames)
     result: dict[str, str] = {}
+    outside: dict[str, str] = {}
 
     def fill(tmp: Path) -> None:
         links: dict[str, str] = {}
@@ -411,9 +414,14 @@ def extract_libraries(
             if real in written and not (tmp / soname).exists():
                 (tmp / soname).symlink_to(written[real])
                 result[soname] = soname
+            elif real not in written:
+                outside[soname] = "/" + real
         for base in written.values():
             if base in wanted:
                 result[base] = base
+                outside.pop(base, None)
+        if outside:
+            (tmp / ".outside").write_text("".join(f"{s} {t}\n" for s, t in sorted(outside.items())))
         (tmp / ".complete").write_text("\n".join(sorted(result)) + "\n")
 
     def complete(d: Path) -> bool:
@@ -422,6 +430,10 @@ def extract_libraries(
             return False
         for name in marker.read_text().split():
             result[name] = name
+        with contextlib.suppress(OSError):
+            for line in (d / ".outside").read_text().splitlines():
+                soname, _, target = line.partition(" ")
+                outside[soname] = target
         return True
 
     directory = store.build_atomically(
@@ -433,6 +445,7 @@ def extract_libraries(
         directory=directory,
         found=found,
         absent=tuple(sorted(wanted - set(found))),
+        linked_out={s: t for s, t in outside.items() if s not in found},
     )
 
 

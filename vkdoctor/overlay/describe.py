@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 from vkdoctor.overlay.plan import Plan, chosen_dirs
 
@@ -30,8 +31,18 @@ def summary_lines(plan: Plan) -> list[str]:
     for err in plan.package_errors:
         lines.append(f"package: {err}")
     for pkg in plan.packages:
-        if pkg["absent"]:
-            lines.append(f"package {pkg['package']} does not contain {', '.join(pkg['absent'])}")
+        out = pkg.get("linked_out") or {}
+        for soname, target in sorted(out.items()):
+            line = (
+                f"package {pkg['package']} holds {soname} only as a link to {target}, outside "
+                "the package: not used"
+            )
+            if Path(target).is_file():
+                line += f" (the file is here: --search-path {Path(target).parent})"
+            lines.append(line)
+        absent = [s for s in pkg["absent"] if s not in out]
+        if absent:
+            lines.append(f"package {pkg['package']} does not contain {', '.join(absent)}")
     for d in plan.dropped:
         lines.append(f"LD_LIBRARY_PATH entry {d.entry!r} dropped: {d.reason}")
     if plan.unsupplied:

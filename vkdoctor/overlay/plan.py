@@ -197,6 +197,7 @@ def _extract_from(
                 "directory": str(got.directory),
                 "found": sorted(got.found),
                 "absent": list(got.absent),
+                "linked_out": dict(got.linked_out),
             }
         )
         if got.found:
