@@ -123,6 +123,16 @@ def _check(c: CheckResult, style: Style) -> list[str]:
     return out
 
 
+def _found_nothing(c: CheckResult) -> bool:
+    """A check that ran and had nothing to say: one line per family names them all."""
+    return (
+        c.status is CheckStatus.RAN
+        and len(c.findings) == 1
+        and c.findings[0].severity is Severity.OK
+        and c.findings[0].message == "none"
+    )
+
+
 def _probe(probe: dict[str, object], style: Style) -> list[str]:
     from vkdoctor.render.probe_text import probe_lines
 
@@ -138,14 +148,24 @@ def sections(report: Report, style: Style) -> list[str]:
     """The report's lines, family by family, without the verdict."""
     lines: list[str] = []
     families: dict[str, list[CheckResult]] = {}
+    hinted = False
     for c in report.checks:
         families.setdefault(c.family, []).append(c)
     for family, checks in families.items():
         if lines:
             lines.append("")
         lines.append(family.capitalize())
+        quiet: list[str] = []
         for c in sorted(checks, key=lambda c: c.code):  # VKL004 before VKL005, whatever ran first
-            lines.extend(_check(c, style))
+            if not style.verbose and _found_nothing(c):
+                quiet.append(c.code)
+            else:
+                lines.extend(_check(c, style))
+        if quiet:
+            glyph = style.paint(style.glyph(Severity.OK), Severity.OK)
+            hint = "" if hinted else " (-v lists each check)"
+            hinted = True
+            lines.append(f"  {glyph} {' '.join(quiet)}: nothing found{hint}")
     if report.overlay:
         lines += [
             "",
