@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 from collections.abc import Iterable
@@ -11,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import HOST, run_json, run_vkdoctor, validate_report
 
+from vkdoctor.checks import REGISTRY
 from vkdoctor.checks.base import Check
 from vkdoctor.cli import cli
 from vkdoctor.context import Context
@@ -201,6 +203,25 @@ def test_explain_lists_codes_and_shows_a_page():
     assert page.exit_code == 0 and page.output.startswith("# VKH001")
     bad = runner.invoke(cli, ["explain", "nope"])
     assert bad.exit_code == 2 and "unknown finding code" in bad.output
+
+
+@pytest.mark.parametrize("code", [c.code for c in REGISTRY])
+def test_explain_shows_the_check_docstring_and_its_page(code: str) -> None:
+    check = next(c for c in REGISTRY if c.code == code)
+    shown = run_vkdoctor(["explain", code])
+    assert shown.returncode == 0
+    first_line = inspect.cleandoc(check.__doc__ or "").splitlines()[0]
+    assert first_line and f"**The check.** {first_line}" in shown.stdout
+    assert "**How to fix" in shown.stdout or "**What it means" in shown.stdout
+
+
+def test_explain_styles_markdown_only_for_colour() -> None:
+    plain = run_vkdoctor(["explain", "VKL002"])
+    assert "**What it means.**" in plain.stdout and "\x1b[" not in plain.stdout
+    styled = run_vkdoctor(["explain", "VKL002"], env={"FORCE_COLOR": "1"})
+    assert "\x1b[1mWhat it means.\x1b[0m" in styled.stdout
+    assert "\x1b[36mDT_NEEDED\x1b[0m" in styled.stdout
+    assert "**" not in styled.stdout and not styled.stdout.startswith("#")
 
 
 def test_usage_error_exits_2():

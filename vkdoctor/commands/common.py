@@ -269,7 +269,7 @@ def output_options(f: F) -> F:
     return f
 
 
-def _want_colour(stream: Any, env: Mapping[str, str]) -> bool:
+def want_colour(stream: Any, env: Mapping[str, str] = os.environ) -> bool:
     if "NO_COLOR" in env and env["NO_COLOR"] != "":
         return False
     if env.get("FORCE_COLOR"):
@@ -290,7 +290,7 @@ def text_style(verbose: bool) -> text_render.Style:
 
         width = shutil.get_terminal_size().columns
     return text_render.Style(
-        colour=_want_colour(sys.stdout, env),
+        colour=want_colour(sys.stdout, env),
         unicode="utf" in encoding,
         verbose=verbose,
         width=width,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import re
+import sys
 
 import click
 
@@ -53,4 +55,33 @@ def explain(code: str | None) -> None:
         raise click.ClickException(
             f"the page for {code} is missing from this installation ({codes_dir()})"
         )
-    common.out(text.rstrip("\n"))
+    text = with_check_doc(code, text.rstrip("\n"))
+    if common.want_colour(sys.stdout):
+        text = styled(text)
+    common.out(text, color=True)
+
+
+def with_check_doc(code: str, text: str) -> str:
+    """The page, with what the check itself does (its docstring) after the heading."""
+    check = next((c for c in REGISTRY if c.code == code), None)
+    doc = inspect.cleandoc(check.__doc__ or "") if check is not None else ""
+    if not doc:
+        return text
+    head, _, rest = text.partition("\n")
+    return f"{head}\n\n**The check.** {doc}\n{rest}"
+
+
+_BOLD = re.compile(r"\*\*(.+?)\*\*", re.S)
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def styled(markdown: str) -> str:
+    """Markdown emphasis as terminal styles: headings and **bold** in bold, `code` in cyan."""
+    lines = []
+    for line in markdown.splitlines():
+        if line.startswith("#"):
+            lines.append(f"\x1b[1m{line.lstrip('#').strip()}\x1b[0m")
+            continue
+        coded = _CODE_SPAN.sub(lambda m: f"\x1b[36m{m.group(1)}\x1b[0m", line)
+        lines.append(_BOLD.sub(lambda m: f"\x1b[1m{m.group(1)}\x1b[0m", coded))
+    return "\n".join(lines)
