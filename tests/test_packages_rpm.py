@@ -228,3 +228,89 @@ def test_a_versionlock_written_without_the_epoch_still_holds():
             f"dnf versionlock {line} in /etc/dnf/plugins/versionlock.list"
         )
     assert _locked(pkg, [("mesa-vulkan-drivers-26.2.2-1.fc43.*", None, "x")]) is None
+
+
+def test_dnf_metadata_says_whether_the_upgrade_can_bring_the_llvm(rpm_tree: Path, tmp_path: Path):
+    """Rule P4 on Fedora: the primary metadata dnf cached (written here by createrepo_c, gzip and
+    zstd as Fedora ships it) says whether the repositories offer a newer llvm-libs."""
+    import os
+    import shutil
+
+    from pkgtools import build_rpms, sh
+
+    from vkdoctor.checks.packages import RepositoryView
+
+    facts = StackFacts(
+        missing_sonames=(
+            MissingSoname(
+                consumer=LVP,
+                soname="libLLVM.so.23.1",
+                near_misses=(f"{LIB}/libLLVM.so.22.1",),
+                target=LVP,
+            ),
+        )
+    )
+    work = tmp_path / "work"
+    newer = build_rpms(work, "llvm", "23.1.0", "1.fc43", {"llvm-libs": {}})["llvm-libs"]
+    older_mesa = build_rpms(work, "mesa", "26.2.2", "1.fc43", {"mesa-vulkan-drivers": {}})[
+        "mesa-vulkan-drivers"
+    ]
+
+    def with_cache(
+        name: str, rpms: list[Path], *, repo: str = "fedora", zstd: bool = False
+    ) -> Path:
+        root = tmp_path / name
+        if not root.exists():
+            shutil.copytree(rpm_tree, root, symlinks=True)
+        src = tmp_path / f"{name}-{repo}-repo"
+        src.mkdir()
+        for r in rpms:
+            shutil.copy(r, src)
+        sh("createrepo_c", "-q", "--no-database", src)
+        if zstd:
+            # Debian's createrepo_c 0.17 cannot write zstd; Fedora's does (primary.xml.zst)
+            (gz,) = (src / "repodata").glob("*-primary.xml.gz")
+            zst = gz.with_name(gz.name.replace(".gz", ".zst"))
+            sh("sh", "-c", f"gzip -dc {gz} | zstd -q -o {zst}")
+            gz.unlink()
+            repomd = src / "repodata/repomd.xml"
+            repomd.write_text(repomd.read_text().replace(gz.name, zst.name))
+        cache = root / "var/cache/dnf" / f"{repo}-0123456789abcdef"
+        cache.mkdir(parents=True)
+        shutil.copytree(src / "repodata", cache / "repodata")
+        os.utime(cache / "repodata/repomd.xml", (1_700_000_000, 1_700_000_000))
+        return root
+
+    # the metadata offer llvm-libs 23.1.0: the fix is pending
+    for zstd in (False, True):
+        root = with_cache(f"ahead-{zstd}", [newer], zstd=zstd)
+        primary = list((root / "var/cache/dnf/fedora-0123456789abcdef/repodata").iterdir())
+        assert any(p.name.endswith(".zst" if zstd else ".gz") for p in primary)
+        (f,) = RepositoryView().findings(ctx_for(root), facts)
+        assert f.severity is Severity.INFO
+        assert f.title == "The repositories offer llvm-libs 23.1.0-1.fc43"
+        assert "The repository metadata (refreshed 2023-11-14" in f.message
+    # the metadata have only an older mesa and no newer llvm-libs: distro-sync goes back
+    root = with_cache("behind", [older_mesa])
+    (f,) = RepositoryView().findings(ctx_for(root), facts)
+    assert f.severity is Severity.WARN
+    assert f.title == "The repositories offer no llvm-libs: the upgrade cannot fix libLLVM.so.23.1"
+    assert "mesa-vulkan-drivers 26.2.3-1.fc43 came from a newer mirror" in f.message
+    assert "(the repositories offer 26.2.2-1.fc43)" in f.message
+    assert (f.remedy or "").endswith(
+        "sudo dnf distro-sync (it also downgrades to the repositories' versions)."
+    )
+    assert "sudo dnf makecache --refresh" in (f.remedy or "")
+    # a cache left by a repository that /etc/yum.repos.d disables does not count
+    root = with_cache("disabled", [older_mesa])
+    with_cache("disabled", [newer], repo="copr-llvm")
+    (root / "etc/yum.repos.d").mkdir(parents=True)
+    (root / "etc/yum.repos.d/fedora.repo").write_text("[fedora]\nname=Fedora\nenabled=1\n")
+    (root / "etc/yum.repos.d/copr.repo").write_text("[copr-llvm]\nname=COPR\nenabled=0\n")
+    (f,) = RepositoryView().findings(ctx_for(root), facts)
+    assert f.severity is Severity.WARN and f.evidence["offered"] is None
+    (root / "etc/yum.repos.d/copr.repo").write_text("[copr-llvm]\nname=COPR\nenabled=1\n")
+    (f,) = RepositoryView().findings(ctx_for(root), facts)
+    assert f.severity is Severity.INFO and f.evidence["offered"] == "23.1.0-1.fc43"
+    # no metadata at all: nothing to say
+    assert list(RepositoryView().findings(ctx_for(rpm_tree), facts)) == []

@@ -529,7 +529,7 @@ class RepositoryView(Check):
     If they do, the distribution's fix is only pending. If they do not, the driver came from a
     newer mirror or another source, and the full upgrade cannot repair it: refresh the lists
     from an up-to-date mirror, or return the driver to the repositories' version. Asked only
-    when such a skew exists (`apt-cache policy`, `pacman -Si`); rpm systems are not asked.
+    when such a skew exists (`apt-cache policy`, `pacman -Si`, dnf's cached metadata).
     """
 
     code = "VKP008"

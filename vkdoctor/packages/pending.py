@@ -3,8 +3,9 @@
 For a driver that misses a library (VKP002), the repositories as the package manager last
 refreshed them either offer the package that brings the library (the fix installs it), or
 they do not: the driver came from a newer mirror or another source, and the full upgrade
-cannot repair it. Asked only when a skew exists: `apt-cache policy` and `pacman -Si` read the
-package lists, which costs more than a healthy run should.
+cannot repair it. Asked only when a skew exists: `apt-cache policy`, `pacman -Si` and dnf's
+cached metadata (vkdoctor.packages.dnfrepos) read the package lists, which costs more than a
+healthy run should.
 """
 
 from __future__ import annotations
@@ -25,7 +26,12 @@ class _Repositories(Protocol):
     def compare(self, a: str, b: str) -> int: ...
 
 
-_REFRESH = {"dpkg": "sudo apt update", "pacman": "sudo pacman -Syu"}
+_REFRESH = {
+    "dpkg": "sudo apt update",
+    "pacman": "sudo pacman -Syu",
+    "rpm": "sudo dnf makecache --refresh",
+}
+_LISTS = {"dpkg": "package lists", "pacman": "sync databases", "rpm": "repository metadata"}
 
 
 def _when(stamp: float | None) -> str:
@@ -34,7 +40,7 @@ def _when(stamp: float | None) -> str:
 
 def repository_view(skew: Diagnosis, inv: Inventory) -> Diagnosis | None:
     """What the repositories offer for the package a VKP002 skew needs, or None when vkdoctor
-    cannot tell (no package lists, rpm, an unowned driver)."""
+    cannot tell (no package lists, an unowned driver)."""
     ev = skew.evidence
     consumer: dict[str, Any] | None = ev.get("consumer_package")
     if consumer is None or consumer.get("manager") not in _REFRESH:
@@ -54,7 +60,7 @@ def repository_view(skew: Diagnosis, inv: Inventory) -> Diagnosis | None:
     have = offered.get(wanted)
     back = offered.get(str(consumer["name"]))
     refreshed = _when(repos.lists_date())
-    lists = "package lists" if family == "dpkg" else "sync databases"
+    lists = _LISTS[family]
     evidence = {
         "soname": ev.get("soname"),
         "wanted": wanted,
@@ -66,7 +72,7 @@ def repository_view(skew: Diagnosis, inv: Inventory) -> Diagnosis | None:
     }
     if int(ev.get("direction") or 0) < 0:
         return _newer_driver(ev, repos, consumer, back, lists, refreshed, family, evidence)
-    installed = (provider or {}).get("version") if family == "pacman" else None
+    installed = (provider or {}).get("version") if family in ("pacman", "rpm") else None
     if have is not None and (installed is None or repos.compare(have, str(installed)) > 0):
         return Diagnosis(
             severity=Severity.INFO,
@@ -89,11 +95,11 @@ def repository_view(skew: Diagnosis, inv: Inventory) -> Diagnosis | None:
             "repository or component that carries it is enabled.",
             evidence=evidence,
         )
-    downgrade = (
-        f"sudo apt install {consumer['name']}={back}"
-        if family == "dpkg"
-        else "sudo pacman -Syuu (it also downgrades to the repositories' versions)"
-    )
+    downgrade = {
+        "dpkg": f"sudo apt install {consumer['name']}={back}",
+        "pacman": "sudo pacman -Syuu (it also downgrades to the repositories' versions)",
+        "rpm": "sudo dnf distro-sync (it also downgrades to the repositories' versions)",
+    }[family]
     if back is None:
         # no repository carries the driver at all: nothing to go back to
         downgrade = (

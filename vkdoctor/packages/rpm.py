@@ -272,6 +272,22 @@ class RpmDB:
     def compare(self, a: str, b: str) -> int:
         return rpm_compare(a, b)
 
+    def lists_date(self) -> float | None:
+        """When dnf last downloaded an enabled repository's metadata."""
+        from vkdoctor.packages.dnfrepos import lists_date
+
+        return lists_date(self._ctx)
+
+    def candidates(self, names: Iterable[str]) -> dict[str, str | None] | None:
+        """The newest version dnf's cached metadata offer for each name (as of the last
+        download, `dnf makecache`), None for a name none offers; None without metadata."""
+        from vkdoctor.packages.dnfrepos import offered
+
+        wanted = list(dict.fromkeys(names))
+        arches = {p.arch for n in wanted for p in self.by_name(n) if p.arch}
+        arches.add(self._ctx.machine)
+        return offered(self._ctx, wanted, arches)
+
     def prefetch(self) -> None:
         """Nothing to start: rpm -Va runs only when the parsed database shows a problem."""
 
