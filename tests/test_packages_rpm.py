@@ -314,3 +314,35 @@ def test_dnf_metadata_says_whether_the_upgrade_can_bring_the_llvm(rpm_tree: Path
     assert f.severity is Severity.INFO and f.evidence["offered"] == "23.1.0-1.fc43"
     # no metadata at all: nothing to say
     assert list(RepositoryView().findings(ctx_for(rpm_tree), facts)) == []
+
+
+def test_a_copr_driver_gets_the_copr_to_disable(rpm_tree: Path, tmp_path: Path):
+    """dnf copr enable writes /etc/yum.repos.d/_copr:HOST:OWNER:PROJECT.repo; the vendor
+    'Fedora Copr - user mesa-fan' names the owner, the file the project."""
+    import shutil
+
+    facts = StackFacts(files=(StackFile(path=LVP, role="driver"),))
+    root = tmp_path / "root"
+    shutil.copytree(rpm_tree, root, symlinks=True)
+    repos = root / "etc/yum.repos.d"
+    repos.mkdir(parents=True)
+    (repos / "_copr:copr.fedorainfracloud.org:mesa-fan:mesa-git.repo").write_text("[x]\n")
+    (repos / "_copr:copr.fedorainfracloud.org:someone-else:llvm.repo").write_text("[y]\n")
+    (foreign,) = UnownedOrForeign().findings(ctx_for(root), facts)
+    assert foreign.message.endswith(
+        "from vendor 'Fedora Copr - user mesa-fan', not 'Fedora Project' like most installed "
+        "packages (COPR mesa-fan/mesa-git, in /etc/yum.repos.d)."
+    )
+    assert foreign.remedy == (
+        "sudo dnf copr disable mesa-fan/mesa-git, then sudo dnf distro-sync returns to the "
+        "distribution's packages."
+    )
+    # two projects of the owner: both named, the user picks
+    (repos / "_copr:copr.fedorainfracloud.org:mesa-fan:mesa-stable.repo").write_text("[z]\n")
+    (foreign,) = UnownedOrForeign().findings(ctx_for(root), facts)
+    assert "(COPR mesa-fan/mesa-git or mesa-fan/mesa-stable, in /etc/yum.repos.d)" in (
+        foreign.message
+    )
+    assert (foreign.remedy or "").startswith(
+        "Disable the COPR it came from (mesa-fan/mesa-git or mesa-fan/mesa-stable: "
+    )

@@ -422,7 +422,7 @@ class UnownedOrForeign(Check):
             elif isinstance(db, DpkgDB):
                 foreign.update(db.origins(mine))
             elif db.family == "rpm":
-                foreign.update(rpm_foreign(db, mine))
+                foreign.update(rpm_foreign(ctx, db, mine))
         for d in unowned_files(facts.files, inv, owners, foreign):
             yield _finding(self, d)
 

@@ -191,3 +191,27 @@ def offered(
 def lists_date(ctx: Context) -> float | None:
     """When dnf last downloaded the metadata of an enabled repository: the newest repomd.xml."""
     return max((c.refreshed for c in caches(ctx)), default=None)
+
+
+_COPR_VENDOR = re.compile(r"^Fedora Copr - (user|group) (\S+)$")
+_COPR_FILE = re.compile(r"^_copr:[^:]+:(?P<owner>[^:]+):(?P<project>[^:]+)\.repo$")
+
+
+def copr_projects(ctx: Context, vendor: str) -> list[str]:
+    """The COPR projects (`OWNER/PROJECT`, `@GROUP/PROJECT`) whose .repo file dnf copr wrote in
+    /etc/yum.repos.d, of the owner an rpm's Vendor ("Fedora Copr - user OWNER") names."""
+    m = _COPR_VENDOR.match(vendor.strip())
+    if m is None:
+        return []
+    owner = m.group(2) if m.group(1) == "user" else f"group_{m.group(2)}"
+    try:
+        names = sorted(p.name for p in ctx.under("/etc/yum.repos.d").iterdir())
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        f = _COPR_FILE.match(name)
+        if f and f.group("owner") == owner:
+            shown = owner if m.group(1) == "user" else f"@{m.group(2)}"
+            found.append(f"{shown}/{f.group('project')}")
+    return found

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
+from vkdoctor.context import Context
 from vkdoctor.model import Severity
 from vkdoctor.packages.conda import CondaPackage
 from vkdoctor.packages.facts import MissingSoname, MissingVersion, StackFile
@@ -620,25 +621,45 @@ def _foreign_remedy(pkg: Package, why: str) -> str:
             f"No configured repository carries {pkg.name}: remove it, or install the "
             "distribution's package that replaces it"
         )
+    copr = re.search(r"\(COPR (\S+)(?: or \S+)*, in /etc/yum.repos.d\)", why)
+    if copr is not None and " or " not in copr.group(0):
+        return (
+            f"sudo dnf copr disable {copr.group(1)}, then sudo dnf distro-sync returns to the "
+            "distribution's packages."
+        )
+    if copr is not None:
+        projects = copr.group(0)[len("(COPR ") : -len(", in /etc/yum.repos.d)")]
+        return (
+            f"Disable the COPR it came from ({projects}: sudo dnf copr disable OWNER/PROJECT), "
+            "then sudo dnf distro-sync returns to the distribution's packages."
+        )
     return (
         "If it comes from a COPR or third-party repository: sudo dnf copr disable OWNER/PROJECT "
         "(or disable the repository), then sudo dnf distro-sync."
     )
 
 
-def rpm_foreign(db: PackageDB, pkgs: Sequence[Package]) -> dict[Package, str]:
-    """rpm packages whose vendor differs from the vendor of most installed packages."""
+def rpm_foreign(ctx: Context, db: PackageDB, pkgs: Sequence[Package]) -> dict[Package, str]:
+    """rpm packages whose vendor differs from the vendor of most installed packages; a COPR's
+    project is named when dnf copr's .repo file for its owner is in /etc/yum.repos.d."""
+    from vkdoctor.packages.dnfrepos import copr_projects
+
     vendors = Counter(p.vendor for p in db.packages() if p.vendor)
     if not vendors:
         return {}
     main, count = vendors.most_common(1)[0]
     if count * 2 <= sum(vendors.values()):
         return {}
-    return {
-        p: f"from vendor {p.vendor!r}, not {main!r} like most installed packages"
-        for p in pkgs
-        if p.vendor and p.vendor != main
-    }
+    out = {}
+    for p in pkgs:
+        if not p.vendor or p.vendor == main:
+            continue
+        why = f"from vendor {p.vendor!r}, not {main!r} like most installed packages"
+        projects = copr_projects(ctx, p.vendor)
+        if projects:
+            why += f" (COPR {' or '.join(projects)}, in /etc/yum.repos.d)"
+        out[p] = why
+    return out
 
 
 # missing symbol versions -----------------------------------------------------------------------
