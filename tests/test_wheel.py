@@ -20,6 +20,7 @@ import pytest
 from conftest import REPO, clean_env, validate_report
 
 import vkdoctor
+from vkdoctor.commands.explain import with_check_doc
 
 
 def _run(cmd: list[str], *, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -141,7 +142,8 @@ def test_installed_wheel_runs_outside_the_repository(venv: Path, tmp_path: Path)
 
     explain = _run([str(venv / "bin" / "vkdoctor"), "explain", "VKH001"], cwd=tmp_path)
     assert explain.returncode == 0, explain.stderr
-    assert explain.stdout.strip() == (REPO / "docs" / "codes" / "VKH001.md").read_text().strip()
+    page = (REPO / "docs" / "codes" / "VKH001.md").read_text().strip()
+    assert explain.stdout.strip() == with_check_doc("VKH001", page)
 
     report = tmp_path / "report.json"
     check = _run(
