@@ -470,7 +470,8 @@ def test_a_layer_that_crashes_in_vkcreatedevice_is_caught(tmp_path):
     (crash,) = [f for f in findings(doc, "VKT003") if f["severity"] == "fail"]
     assert crash["title"].startswith("layer VK_LAYER_INTEL_nullhw (libVkLayer_INTEL_nullhw.so)")
     assert "was killed by SIGSEGV in vkCreateDevice" in crash["message"]
-    assert crash["remedy"].startswith("export VK_LOADER_LAYERS_DISABLE=VK_LAYER_INTEL_nullhw")
+    # the variable that forces it on is the fix (DISABLE would only hide it for one run)
+    assert crash["remedy"].startswith("remove VK_LAYER_INTEL_nullhw from VK_INSTANCE_LAYERS")
 
 
 def test_an_enable_pattern_that_matches_no_layer_is_said(tmp_path):
@@ -487,8 +488,15 @@ def test_an_enable_pattern_that_matches_no_layer_is_said(tmp_path):
     }
     proc, doc = run_json(["check", "--no-probe", "--select", "VKI004"], env=env)
     assert proc.returncode == 0
-    (warn,) = [f for f in findings(doc, "VKI004") if f["severity"] == "warn"]
-    assert warn["title"] == "VK_LOADER_LAYERS_ENABLE pattern *validation* matches no layer"
+    warns = {f["title"]: f for f in findings(doc, "VKI004") if f["severity"] == "warn"}
+    warn = warns["VK_LOADER_LAYERS_ENABLE pattern *validation* matches no layer"]
+    # a glob that forces an explicit layer on is a warning of its own: it catches every layer
+    # installed later that matches it, and DISABLE cannot undo it
+    forced = warns[
+        "VK_LAYER_TEST_mine is in every Vulkan application (forced on by "
+        "VK_LOADER_LAYERS_ENABLE=*validation*,*test_mine)"
+    ]
+    assert forced["remedy"].startswith("Unset VK_LOADER_LAYERS_ENABLE, or narrow it")
     assert "VK_LAYER_TEST_mine" in warn["evidence"]["layers"]
     assert "vulkan-validationlayers" in warn["remedy"]
 

@@ -502,6 +502,58 @@ def test_implicit_layer_disable_all_implicit(oracle, tmp_path):
     )
 
 
+@pytest.mark.parametrize(
+    ("variables", "inserted"),
+    [
+        # VK_LOADER_LAYERS_ENABLE wins over VK_LOADER_LAYERS_DISABLE, by name or by class
+        ({"VK_LOADER_LAYERS_ENABLE": "*test_x*", "VK_LOADER_LAYERS_DISABLE": "*test_x*"}, {"x"}),
+        ({"VK_LOADER_LAYERS_ENABLE": "*test_x*", "VK_LOADER_LAYERS_DISABLE": "~all~"}, {"x"}),
+        ({"VK_LOADER_LAYERS_ENABLE": "*test_x*", "VK_LOADER_LAYERS_DISABLE": "~explicit~"}, {"x"}),
+        # ... while VK_INSTANCE_LAYERS loses to it
+        ({"VK_INSTANCE_LAYERS": "VK_LAYER_TEST_x:VK_LAYER_TEST_y"}, {"x", "y"}),
+        (
+            {
+                "VK_INSTANCE_LAYERS": "VK_LAYER_TEST_x:VK_LAYER_TEST_y",
+                "VK_LOADER_LAYERS_DISABLE": "*_y",
+            },
+            {"x"},
+        ),
+        (
+            {"VK_INSTANCE_LAYERS": "VK_LAYER_TEST_x", "VK_LOADER_LAYERS_DISABLE": "~explicit~"},
+            set(),
+        ),
+        ({"VK_LOADER_LAYERS_ENABLE": "*", "VK_LOADER_LAYERS_DISABLE": "*_y"}, {"x", "y"}),
+    ],
+)
+def test_explicit_layer_precedence_against_the_loader(oracle, tmp_path, variables, inserted):
+    """Which explicit layers the environment puts into every instance, and which variable wins;
+    the remedy vkdoctor gives for each is the one that works here."""
+    env = base_env(tmp_path)
+    env["XDG_DATA_HOME"] = str(tmp_path / "data")
+    nullhw = "/usr/lib/x86_64-linux-gnu/libVkLayer_INTEL_nullhw.so"
+    d = tmp_path / "data/vulkan/explicit_layer.d"
+    _layer(d / "x.json", "VK_LAYER_TEST_x", nullhw)
+    _layer(d / "y.json", "VK_LAYER_TEST_y", nullhw)
+    lvp(tmp_path / "share/vulkan/icd.d/lvp.json")  # layers are inserted only once a driver exists
+    env.update(variables)
+    real = oracle.run(env, cwd=tmp_path)
+    names = {n.removeprefix("VK_LAYER_TEST_") for n in real.log.layers.inserted}
+    assert names == inserted, real.stderr
+    from tests.loader_oracle import context
+    from vkdoctor.loader.layers import explicit_layer_scan
+
+    active = {
+        x.name.removeprefix("VK_LAYER_TEST_"): x
+        for x in explicit_layer_scan(context(env, tmp_path)).active
+    }
+    assert set(active) == inserted
+    for layer in active.values():
+        if "VK_LOADER_LAYERS_ENABLE" in variables:
+            assert layer.remedy.startswith("unset VK_LOADER_LAYERS_ENABLE")
+        else:
+            assert layer.remedy == f"remove {layer.name} from VK_INSTANCE_LAYERS"
+
+
 NOBODY = 65534
 
 

@@ -530,8 +530,17 @@ def test_cli_implicit_layer_that_aborts_in_vkcreateinstance(tmp_path):
     assert crash["severity"] == "fail" and crash["evidence"]["signal"] == "SIGABRT"
     assert crash["evidence"]["instance"] == "crash" and crash["evidence"]["dlopen"] == "ok"
     assert "Every Vulkan application that loads this layer does the same" in crash["message"]
-    assert crash["remedy"].startswith("export VK_LOADER_LAYERS_DISABLE=VK_LAYER_VKDOCTOR_crash")
+    # the layer's own off switch, which every loader version honours; and it works
+    assert crash["remedy"].startswith("export VKDOCTOR_NO_CRASH_LAYER=1")
     assert layers_found["VK_LAYER_MESA_device_select"]["severity"] == "ok"
+    fixed = subprocess.run(
+        ["vulkaninfo", "--summary"],
+        env={**os.environ, **env, "VKDOCTOR_NO_CRASH_LAYER": "1"},
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert fixed.returncode == 0, fixed.stderr
 
 
 def test_instance_failure_quotes_the_loaders_reason():
@@ -663,6 +672,38 @@ def test_the_probe_runs_past_a_crashing_driver_and_says_so(fakes):
     assert doc["probe"]["disabled"] == {"VK_LOADER_DRIVERS_DISABLE": ["gipa_abort_icd.json"]}
     failures = [f["code"] for f in doc["findings"] if f["severity"] == "fail"]
     assert failures == ["VKT001"]
+
+
+def test_a_layer_forced_on_by_a_glob_is_turned_off_by_unsetting_the_glob():
+    """VK_LOADER_LAYERS_ENABLE=* forces Mesa's explicit nullhw layer, which segfaults in
+    vkCreateDevice on lavapipe, into every program. VK_LOADER_LAYERS_DISABLE cannot take it
+    out (the real loader's precedence): the fix and the probe's own filter unset the glob."""
+    env = {"VK_LOADER_LAYERS_ENABLE": "*"}
+    proc, doc = run_json(["check", "--cpu", "--select", "VKI004,VKT003,VKR001"], env=env)
+    assert proc.returncode == 1
+    by_code: dict[str, list[dict]] = {}
+    for f in doc["findings"]:
+        by_code.setdefault(f["code"], []).append(f)
+    (crash,) = [f for f in by_code["VKT003"] if f["severity"] == "fail"]
+    assert "VK_LAYER_INTEL_nullhw" in crash["title"] and "SIGSEGV" in crash["title"]
+    assert crash["remedy"].startswith(
+        "unset VK_LOADER_LAYERS_ENABLE, or narrow it so that it no longer matches "
+        "VK_LAYER_INTEL_nullhw (VK_LOADER_LAYERS_DISABLE cannot turn off a layer it forces on)"
+    )
+    assert "reinstall" not in crash["remedy"]
+    forced = {f["title"].split()[0]: f["severity"] for f in by_code["VKI004"]}
+    assert forced == {"VK_LAYER_INTEL_nullhw": "warn", "VK_LAYER_MESA_overlay": "warn"}
+    assert doc["probe"]["status"] == "pass"
+    assert doc["probe"]["disabled"] == {"VK_LOADER_LAYERS_ENABLE": ["VK_LAYER_INTEL_nullhw"]}
+    (vkr,) = by_code["VKR001"]
+    assert vkr["severity"] == "info" and "VK_LOADER_LAYERS_ENABLE unset" in vkr["message"]
+    # an exact name is a deliberate choice: information, not a warning
+    proc, doc = run_json(
+        ["check", "--no-probe", "--select", "VKI004"],
+        env={"VK_LOADER_LAYERS_ENABLE": "VK_LAYER_MESA_overlay"},
+    )
+    (f,) = doc["findings"]
+    assert f["severity"] == "info" and f["title"].startswith("VK_LAYER_MESA_overlay is in every")
 
 
 @pytest.mark.parametrize(

@@ -619,6 +619,8 @@ def disable_remedy(
     target = outcome.target
     version = _version_tuple(loader_version)
     has_filters = version is None or version >= FILTERS_SINCE
+    if target.kind == "layer" and target.off and not target.off.startswith("export VK_LOADER_"):
+        return target.off  # its own variable, or a variable that forces it on
     if target.kind == "layer":
         var, value = "VK_LOADER_LAYERS_DISABLE", target.name
     else:
@@ -678,8 +680,12 @@ def classify(
             else "Every Vulkan application that loads this layer does the same."
         )
         message = f"Loading {t.dlopen_name} for {t.manifest} {how}. {scope}"
+        forced = t.kind == "layer" and (t.off or "").startswith(("unset ", "remove "))
         remedy = disable_remedy(outcome, others=others, env=env, loader_version=loader_version) + (
-            f"; then update or reinstall {owner}, which ships {t.dlopen_name}"
+            "; it is an explicit layer (a debugging or capture tool), meant only for the "
+            "programs that ask for it"
+            if forced
+            else f"; then update or reinstall {owner}, which ships {t.dlopen_name}"
             if owner
             else f"; then rebuild or remove {t.dlopen_name} (no package owns it)"
             if owner == ""

@@ -268,11 +268,23 @@ class ExplicitLayersFromEnvironment(Check):
                 search_path=[e.path for e in scan.plan.entries],
             )
         for layer in scan.active:
-            off = (
-                f"remove {layer.name} from VK_INSTANCE_LAYERS"
-                if layer.name in requested
-                else f"export VK_LOADER_LAYERS_DISABLE={layer.name}"
+            off = layer.remedy
+            by_glob = layer.activation.startswith("forced on by VK_LOADER_LAYERS_ENABLE") and any(
+                t.kind != "full" for t in scan.enable.tokens
             )
+            if by_glob:
+                yield self.warn(
+                    f"{layer.name} is in every Vulkan application ({layer.activation})",
+                    f"The pattern VK_LOADER_LAYERS_ENABLE={scan.enable.raw} forces the explicit "
+                    f"layer {layer.name} ({layer.manifest} -> {layer.library}) into every "
+                    "Vulkan program; explicit layers are debugging and capture tools meant for "
+                    "the programs that ask for them, and VK_LOADER_LAYERS_DISABLE cannot take "
+                    "out what this variable forces in. Its library is checked under "
+                    "VKL001-VKL003 and loaded for real under VKT003.",
+                    remedy=f"{off[0].upper()}{off[1:]}.",
+                    **_ev(layer),
+                )
+                continue
             yield self.info(
                 f"{layer.name} is in every Vulkan application ({layer.activation})",
                 f"{layer.manifest} -> {layer.library}. Its library is checked under VKL001-VKL003 "

@@ -29,7 +29,10 @@ def probe_result(ctx: Context) -> dict[str, Any]:
         return run_probe(ctx.env, request)
     env = dict(ctx.env)
     for var, names in off.items():
-        env[var] = ",".join(n for n in (ctx.env.get(var, ""), *names) if n)
+        if var == probe_report.FORCING:
+            env.pop(var, None)  # DISABLE cannot turn off what it forces on
+        else:
+            env[var] = ",".join(n for n in (ctx.env.get(var, ""), *names) if n)
     return {**run_probe(env, request), "disabled": off}
 
 
@@ -51,7 +54,14 @@ def _wrecks(ctx: Context) -> dict[str, list[str]]:
         if o.failed_step is None:
             continue
         if o.target.kind == "layer":
-            off.setdefault("VK_LOADER_LAYERS_DISABLE", []).append(o.target.name)
+            own = (o.target.off or "").partition("=")[0].removeprefix("export ")
+            if (o.target.off or "").startswith("unset " + probe_report.FORCING):
+                var = probe_report.FORCING
+            elif own and " " not in own and not own.startswith("VK_LOADER_"):
+                var = own  # an implicit layer's own disable_environment wins over everything
+            else:
+                var = "VK_LOADER_LAYERS_DISABLE"
+            off.setdefault(var, []).append(o.target.name)
         else:
             off.setdefault("VK_LOADER_DRIVERS_DISABLE", []).append(Path(o.target.manifest).name)
     return off
@@ -77,7 +87,7 @@ class ComputeProbe(Check):
         off: dict[str, list[str]] = result.get("disabled") or {}
         if off:
             names = ", ".join(n for ns in off.values() for n in ns)
-            setting = " ".join(f"{var}={','.join(ns)}" for var, ns in off.items())
+            setting, commands = probe_report.disabled_setting(off)
             note = (
                 f"The probe ran with {setting}: as things are, every Vulkan program crashes or "
                 f"hangs in {names} first (VKT001, VKT003)"
@@ -85,7 +95,7 @@ class ComputeProbe(Check):
             reported = all_selected(
                 ctx,
                 *(["VKT001"] if "VK_LOADER_DRIVERS_DISABLE" in off else []),
-                *(["VKT003"] if "VK_LOADER_LAYERS_DISABLE" in off else []),
+                *(["VKT003"] if set(off) - {"VK_LOADER_DRIVERS_DISABLE"} else []),
             )
             if finding.severity is Severity.OK and not reported:
                 # the load test's failure is not in this run: the probe's is the one there is
@@ -94,7 +104,7 @@ class ComputeProbe(Check):
                     severity=Severity.FAIL,
                     title=f"Compute probe passed only with {names} turned off",
                     message=f"{finding.message}. {note}",
-                    remedy=f"export {setting}, or remove what installs {names}.",
+                    remedy=f"{commands}, or remove what installs {names}.",
                 )
             elif finding.severity is Severity.OK:
                 # the failure is the load test's, with this very remedy: counted once
@@ -103,7 +113,7 @@ class ComputeProbe(Check):
                     severity=Severity.INFO,
                     title=f"Compute probe passed once {names} was turned off",
                     message=f"{finding.message}. {note}",
-                    remedy=f"export {setting}, or remove what installs {names} (VKT001, VKT003).",
+                    remedy=f"{commands}, or remove what installs {names} (VKT001, VKT003).",
                 )
             else:
                 finding = replace(finding, message=f"{finding.message}. {note}")
@@ -116,13 +126,13 @@ class ComputeProbe(Check):
             layers = _crashing_layers(ctx)
             if layers:
                 names = ", ".join(layers)
+                offs = "; ".join(dict.fromkeys(layers.values()))
                 finding = replace(
                     finding,
                     message=finding.message
                     + f". The load test saw the layer {names} crash or hang too (VKT003)",
-                    remedy=f"Turn the layer off first (export VK_LOADER_LAYERS_DISABLE={','.join(layers)}, "
-                    "or remove it from VK_INSTANCE_LAYERS) and run the probe again: every Vulkan "
-                    "program loads it.",
+                    remedy=f"Turn the layer off first ({offs}) and run the probe again: every "
+                    "Vulkan program loads it.",
                 )
         if finding.severity is Severity.FAIL and finding.evidence.get("status") == "no-adapter":
             why = _no_adapter(ctx)
@@ -132,16 +142,21 @@ class ComputeProbe(Check):
         yield finding
 
 
-def _crashing_layers(ctx: Context) -> list[str]:
+def _crashing_layers(ctx: Context) -> dict[str, str]:
     """Layers (implicit, or explicit ones the environment turns on) that crashed or hung in the
-    load test: a probe crash in the same environment is theirs first."""
+    load test, each with how to turn it off: a probe crash in the same environment is theirs
+    first."""
     from vkdoctor.checks.loadtest import load_test
 
     try:
         outcomes = ctx.fact(load_test).outcomes
     except Exception:  # the VKT checks report a broken load test
-        return []
-    return [o.target.name for o in outcomes if o.target.kind == "layer" and o.failed_step]
+        return {}
+    return {
+        o.target.name: o.target.off or f"export VK_LOADER_LAYERS_DISABLE={o.target.name}"
+        for o in outcomes
+        if o.target.kind == "layer" and o.failed_step
+    }
 
 
 def _no_adapter(ctx: Context) -> tuple[str, str] | None:

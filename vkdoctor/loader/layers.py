@@ -79,14 +79,26 @@ class Layer:
     active: bool = False
     #: why active or not, one line
     activation: str = ""
+    #: an explicit layer (explicit_layer.d), in every instance only when a variable asks
+    explicit: bool = False
 
     @property
     def remedy(self) -> str:
-        if self.disable_env:
+        """How to keep this layer out of every instance, by the loader's precedence: an
+        implicit layer's disable_environment wins over everything; for an explicit layer,
+        VK_LOADER_LAYERS_ENABLE wins over VK_LOADER_LAYERS_DISABLE."""
+        if self.disable_env and not self.explicit:
             return (
                 f"export {self.disable_env}={self.disable_value or '1'}   "
                 f"(any value, even empty, turns {self.name} off)"
             )
+        if self.activation.startswith("forced on by VK_LOADER_LAYERS_ENABLE"):
+            return (
+                f"unset VK_LOADER_LAYERS_ENABLE, or narrow it so that it no longer matches "
+                f"{self.name} (VK_LOADER_LAYERS_DISABLE cannot turn off a layer it forces on)"
+            )
+        if self.activation.startswith("enabled by VK_INSTANCE_LAYERS"):
+            return f"remove {self.name} from VK_INSTANCE_LAYERS"
         return f"export VK_LOADER_LAYERS_DISABLE={self.name}"
 
 
@@ -220,6 +232,7 @@ def _layer(
                 **base, invalid=f"library_arch {arch_text}: skipped by a {bits}-bit process"
             )
     if explicit:
+        base["explicit"] = True
         active, why = _explicit_activation(ctx, name, enable, disable)
     else:
         active, why = _activation(ctx, base, enable, disable)
@@ -235,13 +248,20 @@ def _explicit_activation(
     ctx: Context, name: str, enable: Filter, disable: Filter
 ) -> tuple[bool, str]:
     """An explicit layer is in every instance only when a variable asks for it (or the
-    application does, which vkdoctor cannot know)."""
-    if disable.all or matches(name, disable):
+    application does, which vkdoctor cannot know). As loader 1.3.239 does (checked against it):
+    VK_LOADER_LAYERS_ENABLE wins over VK_LOADER_LAYERS_DISABLE, which wins over
+    VK_INSTANCE_LAYERS."""
+    if enable.active and matches(name, enable):
+        if disable.all or disable.explicit or matches(name, disable):
+            return True, (
+                f"forced on by VK_LOADER_LAYERS_ENABLE={enable.raw} "
+                f"(VK_LOADER_LAYERS_DISABLE={disable.raw} cannot turn it off)"
+            )
+        return True, f"forced on by VK_LOADER_LAYERS_ENABLE={enable.raw}"
+    if disable.all or disable.explicit or matches(name, disable):
         return False, f"forced off by VK_LOADER_LAYERS_DISABLE={disable.raw}"
     if name in instance_layers(ctx):
         return True, f"enabled by VK_INSTANCE_LAYERS={secure_getenv(ctx, 'VK_INSTANCE_LAYERS')}"
-    if enable.active and matches(name, enable):
-        return True, f"forced on by VK_LOADER_LAYERS_ENABLE={enable.raw}"
     return False, "explicit: on only when an application asks for it"
 
 

@@ -26,3 +26,5 @@ class LoadTarget:
     dlopen_name: str
     #: the manifest's library_arch ("32"/"64") when it has one
     library_arch: str | None = None
+    #: for a layer: how to keep it out of every instance in this environment (Layer.remedy)
+    off: str | None = None

@@ -92,7 +92,9 @@ def probe_lines(probe: Mapping[str, Any], style: Style) -> list[str]:
     lines = [head]
     off = probe.get("disabled") or {}
     if off:
-        setting = " ".join(f"{var}={','.join(names)}" for var, names in off.items())
+        from vkdoctor.probe_report import disabled_setting
+
+        setting, _ = disabled_setting(off)
         lines.append(
             f"    ran with {setting}: they crash or hang every Vulkan program (VKT001, VKT003)"
         )
