@@ -7,9 +7,10 @@ import posixpath
 from collections.abc import Iterable, Mapping
 
 from vkdoctor import envhazards as eh
+from vkdoctor import wgpuenv as wgpu_env
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
-from vkdoctor.model import Finding
+from vkdoctor.model import Finding, Severity
 from vkdoctor.record import asdict
 
 
@@ -423,6 +424,142 @@ class XdgRuntimeDir(Check):
         )
 
 
+class WgpuSelection(Check):
+    """wgpu is not told to use another backend, or an adapter that is not there.
+
+    wgpu-py reads WGPU_BACKEND_TYPE (Vulkan, OpenGL, OpenGLES, D3D12, Metal, Null...; the
+    names are case-sensitive, and an unknown one is ignored with a logged warning) and
+    WGPUPY_WGPU_ADAPTER_NAME (a substring of the adapter's summary, "NAME (TYPE) via Vulkan";
+    no match raises "Adapter with name ... not found"). Rust programs that opt in read
+    WGPU_BACKEND (a comma list: vulkan, gl, dx12, metal...) and WGPU_ADAPTER_NAME (a
+    case-insensitive substring of the adapter's name). vkdoctor's probe ignores them all, so a
+    value left in a profile can send a user's program to OpenGL or to no adapter while vkdoctor
+    reports Vulkan healthy. The adapter names are matched against the devices the load test saw.
+    """
+
+    code = "VKE009"
+    family = "environment"
+    title = "wgpu backend and adapter variables"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        for choice in (wgpu_env.py_backend(ctx.env), wgpu_env.rust_backend(ctx.env)):
+            if choice is not None:
+                yield self._backend(choice)
+        if not wgpu_env.adapter_names(ctx.env, ()):
+            return
+        devices = self._devices(ctx)
+        for name in wgpu_env.adapter_names(ctx.env, devices or ()):
+            yield self._adapter(name, devices)
+
+    def _backend(self, choice: wgpu_env.BackendChoice) -> Finding:
+        python = choice.var == "WGPU_BACKEND_TYPE"
+        who = "wgpu-py programs" if python else "Rust wgpu programs that read it"
+        setting = f"{choice.var}={choice.value}"
+        unset = f"unset {choice.var}"
+        evidence = {"variable": choice.var, "value": choice.value, "effect": choice.effect}
+        if choice.effect == "ignored":
+            close = [k for k in wgpu_env.PY_BACKENDS if k.lower() == choice.value.lower()]
+            hint = f" (did you mean {close[0]}? the names are case-sensitive)" if close else ""
+            return self.warn(
+                f"{setting} is not a backend wgpu-py knows: it is ignored",
+                f'wgpu-py logs "Invalid value for WGPU_BACKEND_TYPE" and picks the backend '
+                f"itself{hint}. Known values: {', '.join(wgpu_env.PY_BACKENDS)}.",
+                remedy=f"export {choice.var}={close[0]}" if close else unset,
+                **evidence,
+            )
+        unknown = (
+            f" wgpu skips the names it does not know: {', '.join(choice.unknown)}."
+            if choice.unknown
+            else ""
+        )
+        if choice.effect == "gl":
+            return self.warn(
+                f"{setting}: {who} use OpenGL, not Vulkan",
+                f"{who.capitalize()} ask wgpu for OpenGL only, so they do not use the Vulkan "
+                f"drivers this report checks, and vkdoctor's probe (which runs on Vulkan) says "
+                f"nothing about them.{unknown}",
+                remedy=f"{unset} (or set it to {'Vulkan' if python else 'vulkan'}) to use Vulkan",
+                **evidence,
+            )
+        if choice.effect == "none":
+            make = self.fail if python else self.warn
+            return make(
+                f"{setting}: {who} get no adapter on Linux",
+                "They ask wgpu only for backends that Linux does not have (or for none at all), "
+                f'so requesting an adapter fails ("no adapter found") even though Vulkan may '
+                f"work.{unknown}",
+                remedy=unset,
+                **evidence,
+            )
+        return self.finding(
+            Severity.WARN if choice.unknown else Severity.INFO,
+            f"{setting}: {who} use Vulkan"
+            + (" among other backends" if choice.effect == "mixed" else " only"),
+            f"The backend this report checks.{unknown}",
+            remedy=f"remove {', '.join(choice.unknown)} from {choice.var}"
+            if choice.unknown
+            else None,
+            evidence=evidence,
+        )
+
+    def _devices(self, ctx: Context) -> list[tuple[str, str]] | None:
+        if not ctx.live:
+            return None
+        from vkdoctor.checks.loadtest import load_test
+
+        try:
+            run = ctx.fact(load_test)
+        except Exception:  # the VKT checks report a load test that did not run
+            return None
+        return [
+            (d.name, d.type) for o in run.outcomes if o.target.kind == "driver" for d in o.devices
+        ]
+
+    def _adapter(
+        self, name: wgpu_env.AdapterName, devices: list[tuple[str, str]] | None
+    ) -> Finding:
+        python = name.var == "WGPUPY_WGPU_ADAPTER_NAME"
+        who = "wgpu-py programs" if python else "Rust wgpu programs that read it"
+        setting = f"{name.var}={name.value}"
+        evidence = {"variable": name.var, "value": name.value, "selects": list(name.matches)}
+        if devices is None:
+            return self.info(
+                f"{setting}: {who} use only an adapter whose name contains it",
+                "The load test did not run here, so which device it selects is not known.",
+                **evidence,
+            )
+        if name.matches:
+            among = (
+                f"It matches {', '.join(name.matches)} among {len(devices)} Vulkan devices; wgpu "
+                "takes the first."
+                if len(devices) > 1
+                else ""
+            )
+            return self.info(f"{setting}: {who} use {name.matches[0]}", among, **evidence)
+        seen = ", ".join(n for n, _ in devices) or "none"
+        rule = (
+            'a case-sensitive part of the adapter\'s summary, "NAME (TYPE) via Vulkan"'
+            if python
+            else "a case-insensitive part of the adapter's name"
+        )
+        message = (
+            f"No Vulkan device matches it ({rule}). The devices the load test found: {seen}. "
+            + (
+                f"wgpu-py raises \"Adapter with name '{name.value}' not found.\""
+                if python
+                else "wgpu::util::initialize_adapter_from_env finds no adapter."
+            )
+        )
+        make = self.fail if python else self.warn
+        return make(
+            f"{setting} matches no Vulkan device",
+            message,
+            remedy=f"unset {name.var}, or set it to part of a device's name"
+            + (f" (for example {devices[0][0]!r})" if devices else ""),
+            **evidence,
+        )
+
+
 CHECKS: tuple[type[Check], ...] = (
     LdLibraryPathSyntax,
     LdLibraryPathExists,
@@ -432,4 +569,5 @@ CHECKS: tuple[type[Check], ...] = (
     OverridesPointAtDrivers,
     ElevatedIgnoresVariables,
     XdgRuntimeDir,
+    WgpuSelection,
 )
