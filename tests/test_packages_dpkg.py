@@ -589,3 +589,54 @@ def test_the_package_view_is_a_failure_when_the_check_it_defers_to_is_not_run(de
     _, doc = run_json(["check", "--root", str(deb_tree), "--no-probe", "--select", "VKP006"])
     (f,) = [x for x in doc["findings"] if x["code"] == "VKP006"]
     assert f["severity"] == "fail"  # not "the skew VKP002 explains": VKP002 is not in the run
+
+
+def test_an_installed_package_whose_file_was_deleted_is_reinstalled(tmp_path: Path):
+    """`apt install libvulkan1` is a no-op when libvulkan1 is installed and its file was deleted
+    by hand (or by a cleanup script): the fix is --reinstall, for the loader and for the
+    driver package."""
+    from pkgtools import icd_manifest
+
+    from vkdoctor.checks.drivers import DriversFound
+    from vkdoctor.checks.libraries import VulkanLoaderLibrary
+
+    s = tmp_path / "s"
+    loader = build_lib(s / "loader" / "libvulkan.so.1.3.239", "libvulkan.so.1")
+    lvp = build_lib(s / "lvp" / "libvulkan_lvp.so", "libvulkan_lvp.so")
+    icd = s / "lvp_icd.x86_64.json"
+    icd.write_text(icd_manifest(LVP))
+    manifest = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"
+    debs = [
+        build_deb(
+            tmp_path,
+            "libvulkan1",
+            "1.3.239.0-1",
+            {
+                f"{LIB}/libvulkan.so.1.3.239": loader,
+                f"{LIB}/libvulkan.so.1": "libvulkan.so.1.3.239",
+            },
+        ),
+        build_deb(
+            tmp_path, "mesa-vulkan-drivers", "22.3.6-1", {LVP: lvp, manifest: icd}, source="mesa"
+        ),
+    ]
+    root = dpkg_root(tmp_path / "root")
+    dpkg_install(root, *debs)
+    ctx = ctx_for(root)
+    assert [f.severity for f in VulkanLoaderLibrary().run(ctx)] == [Severity.OK]
+
+    (root / LIB.lstrip("/") / "libvulkan.so.1.3.239").unlink()
+    (root / manifest.lstrip("/")).unlink()
+    ctx = ctx_for(root)
+    (gone,) = VulkanLoaderLibrary().run(ctx)
+    assert gone.severity is Severity.FAIL
+    assert gone.remedy is not None
+    assert gone.remedy.startswith(
+        "sudo apt install --reinstall libvulkan1 (the package is installed"
+    )
+    (none,) = DriversFound().run(ctx)
+    assert none.severity is Severity.FAIL
+    assert none.remedy == (
+        "sudo apt install --reinstall mesa-vulkan-drivers (the package is installed, but its "
+        "driver files are gone)"
+    )

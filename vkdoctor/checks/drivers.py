@@ -25,7 +25,18 @@ _INSTALL = {
 }
 
 
+#: the package that holds lavapipe, by package family
+_LAVAPIPE = {"dpkg": "mesa-vulkan-drivers", "pacman": "vulkan-swrast", "rpm": "mesa-vulkan-drivers"}
+
+
 def install_command(ctx: Context) -> str:
+    """How to get Mesa's Vulkan drivers: installed, or reinstalled when the package is there but
+    its files were deleted."""
+    from vkdoctor.packages.owner import reinstall_if_installed
+
+    again = reinstall_if_installed(ctx, _LAVAPIPE)
+    if again is not None:
+        return f"{again} (the package is installed, but its driver files are gone)"
     family = distro_family(ctx)
     if family is not None:
         return _INSTALL[family]

@@ -821,7 +821,16 @@ INSTALL = (
 )
 
 
+#: the package that holds libvulkan.so.1, by package family
+_LOADER = {"dpkg": "libvulkan1", "pacman": "vulkan-icd-loader", "rpm": "vulkan-loader"}
+
+
 def install_loader_command(ctx: Context) -> str:
+    from vkdoctor.packages.owner import reinstall_if_installed
+
+    again = reinstall_if_installed(ctx, _LOADER)
+    if again is not None:
+        return again
     ids = distro_ids(ctx)
     for names, command in INSTALL:
         if any(i in names or i.startswith(names) for i in ids):
@@ -862,7 +871,7 @@ class VulkanLoaderLibrary(Check):
                 f"The Vulkan loader is not installed or not where ld.so looks: "
                 f"{res.predicted_error}. Looked in: {places_tried(m.tried, ctx)}. "
                 f"{near_text(m.near)}".strip(),
-                remedy=install_loader_command(ctx),
+                remedy=_with_reason(install_loader_command(ctx)),
                 **m.as_dict(),
             )
             return
@@ -879,7 +888,7 @@ class VulkanLoaderLibrary(Check):
                 "libvulkan.so.1 cannot be loaded",
                 f"{root.path} (version {version or 'unknown'}) is found {how_found(root)}, but "
                 f'dlopen would fail with "{res.predicted_error}".',
-                remedy=install_loader_command(ctx).replace("install", "reinstall", 1),
+                remedy=_with_reason(install_loader_command(ctx)),
                 **ev,
                 problems=res.as_dict(),
             )
@@ -898,6 +907,12 @@ class VulkanLoaderLibrary(Check):
             remedy=_loader_outside_remedy(ctx, root.directory) if sev is Severity.WARN else None,
             evidence=ev,
         )
+
+
+def _with_reason(command: str) -> str:
+    if "reinstall" in command:
+        return f"{command} (the package is installed, but its libvulkan.so.1 is gone or broken)"
+    return command
 
 
 def _loader_outside_remedy(ctx: Context, directory: str) -> str:

@@ -46,3 +46,22 @@ def leftover_of(ctx: Context, path: str) -> str | None:
                 return None
             return next((left[s] for s in spellings(ctx, path) if s in left), None)
     return None
+
+
+def reinstall_if_installed(ctx: Context, names: dict[str, str]) -> str | None:
+    """The reinstall command when the package that should supply a missing file is installed
+    after all (its file was deleted by hand): installing it again is a no-op to apt and dnf.
+    `names` maps a package family (dpkg, pacman, rpm) to the package's name there."""
+    from vkdoctor.packages.remedy import REINSTALL
+
+    for db in ctx.fact(inventory).databases:
+        name = names.get(db.family)
+        if name is None:
+            continue
+        try:
+            found = db.by_name(name)
+        except Exception:  # a broken database: the package checks report it
+            continue
+        if found:
+            return REINSTALL[db.family].format(name=name)
+    return None
