@@ -535,3 +535,31 @@ def test_an_implicit_layer_whose_library_is_gone_is_one_warning(tmp_path):
     assert [code for code, _ in warnings] == ["VKI002"], warnings
     (vkl,) = [f for f in findings(doc, "VKL001") if "VK_LAYER_TEST_gone" in f["title"]]
     assert vkl["severity"] == "info" and vkl["title"].endswith("cannot be loaded (VKI002)")
+
+
+def test_drivers_fails_without_the_loader(tmp_path):
+    """A tree with a driver and no libvulkan.so.1: no driver is ever tried, so `drivers` must
+    not exit 0 with "1 of 1 drivers can load"."""
+    from tests.elfbuild import build_lib
+
+    root = tmp_path / "root"
+    lib = root / "usr/lib/x86_64-linux-gnu"
+    # no DT_NEEDED: the tree has no libc, and the driver's own closure is not the point
+    build_lib(lib / "libvulkan_lvp.so", flags=["-nostdlib"])
+    icd = root / "usr/share/vulkan/icd.d"
+    icd.mkdir(parents=True)
+    (icd / "lvp_icd.x86_64.json").write_text(
+        json.dumps(
+            {
+                "file_format_version": "1.0.0",
+                "ICD": {
+                    "library_path": "/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so",
+                    "api_version": "1.3.255",
+                },
+            }
+        )
+    )
+    proc = run_vkdoctor(["drivers", "--root", str(root)])
+    assert proc.returncode == 1, proc.stdout
+    assert "✗ VKH002 libvulkan.so.1 not found" in proc.stdout or "XX VKH002" in proc.stdout
+    assert proc.stdout.rstrip().endswith("vkdoctor: FAIL: libvulkan.so.1 not found")

@@ -26,7 +26,8 @@ def drivers_report(ctx: Context) -> tuple[Mapping[str, Any], ...]:
 #: the symbols BIND_NOW objects need; and the package skews behind a missing library or
 #: version, so that `drivers` gives the same cause and fix as `check` (they read the package
 #: database only when something is missing)
-_LIBRARY_CHECKS = ("VKL001", "VKL002", "VKL003", "VKL006", "VKP002", "VKP005")
+# (and the loader itself, without which no driver is ever tried)
+_LIBRARY_CHECKS = ("VKH002", "VKL001", "VKL002", "VKL003", "VKL006", "VKP002", "VKP005")
 
 _MARK = {"ok": "✓", "info": "·", "warn": "!", "fail": "✗", "error": "✗"}
 _ASCII = {"ok": "ok", "info": "ii", "warn": "!!", "fail": "XX", "error": "EE"}
@@ -85,6 +86,8 @@ def render_text(
         out.append("")
     if failing:
         out.append(f"vkdoctor: FAIL: {failing[0]['reason']}")
+    elif problems:
+        out.append(f"vkdoctor: FAIL: {problems[0][1]}")
     elif loads:
         out.append(
             f"vkdoctor: {len(loads)} of {len(rows)} drivers can load (manifest and libraries): "
