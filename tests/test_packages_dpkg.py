@@ -638,5 +638,5 @@ def test_an_installed_package_whose_file_was_deleted_is_reinstalled(tmp_path: Pa
     assert none.severity is Severity.FAIL
     assert none.remedy == (
         "sudo apt install --reinstall mesa-vulkan-drivers (the package is installed, but its "
-        "driver files are gone)"
+        "driver manifests are gone)"
     )

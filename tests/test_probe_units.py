@@ -191,8 +191,11 @@ def test_no_cpu_adapter_with_nothing_else_wrong_names_this_distributions_lavapip
     ctx._facts[probe_result] = {"status": "no-adapter", "summary": "no Vulkan CPU adapter"}
     ctx._facts[load_test] = LoadTestRun(outcomes=())
     (finding,) = ComputeProbe().run(ctx)
+    # mesa-vulkan-drivers is installed here (.ci/run installs it): installing it again would
+    # do nothing
     assert finding.remedy == (
-        "Install lavapipe, the Vulkan CPU driver: sudo apt-get install mesa-vulkan-drivers."
+        "Reinstall lavapipe, the Vulkan CPU driver: sudo apt install --reinstall "
+        "mesa-vulkan-drivers."
     )
 
 

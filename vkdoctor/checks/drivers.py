@@ -36,7 +36,7 @@ def install_command(ctx: Context) -> str:
 
     again = reinstall_if_installed(ctx, _LAVAPIPE)
     if again is not None:
-        return f"{again} (the package is installed, but its driver files are gone)"
+        return again
     family = distro_family(ctx)
     if family is not None:
         return _INSTALL[family]
@@ -197,8 +197,15 @@ class DriversFound(Check):
                 )
                 + "."
             )
+        elif scan.drivers:
+            remedy = (
+                "Fix the skipped manifests as their own findings say (VKD003 syntax, VKD004 "
+                f"content, VKD005 library), or put the packaged ones back: {install_command(ctx)}"
+            )
         else:
             remedy = install_command(ctx)
+            if "reinstall" in remedy:
+                remedy += " (the package is installed, but its driver manifests are gone)"
         yield self.fail(
             "No Vulkan driver will load: every application gets VK_ERROR_INCOMPATIBLE_DRIVER",
             message,

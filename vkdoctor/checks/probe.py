@@ -207,12 +207,15 @@ def _no_adapter(ctx: Context) -> tuple[str, str] | None:
 
     if ctx.options.adapter:
         return None  # the adapters seen are listed: pick one, or install its driver
+    command = install_command(ctx)
+    # the package is installed, yet no device: its files are gone or broken
+    verb = "Reinstall" if "reinstall" in command else "Install"
     if ctx.options.cpu:
-        return ("", f"Install lavapipe, the Vulkan CPU driver: {install_command(ctx)}.")
+        return ("", f"{verb} lavapipe, the Vulkan CPU driver: {command}.")
     return (
         "",
-        "Install the Vulkan driver for this machine's GPU, or lavapipe for a CPU device: "
-        f"{install_command(ctx)}.",
+        f"Install the Vulkan driver for this machine's GPU, or {verb.lower()} lavapipe for a "
+        f"CPU device: {command}.",
     )
 
 
