@@ -194,6 +194,51 @@ def test_libstdcxx_shadowing(monkeypatch: pytest.MonkeyPatch, seed: SeedLab) -> 
     assert f"vkdoctor exec --search-path {seed.shadow_dir} -- CMD" in shadow_warn[0].remedy
 
 
+def test_an_older_libstdcxx_is_one_failure_for_all_its_users(
+    monkeypatch: pytest.MonkeyPatch, seed: SeedLab, tmp_path: Path
+) -> None:
+    """A GCC 8 libstdc++ (GLIBCXX_3.4.25, CXXABI_1.3.11) on LD_LIBRARY_PATH: lavapipe, LLVM,
+    z3 and ICU each need a different set of versions from it, and the fix is one. The conda
+    remedy is only for a directory that is a conda environment."""
+    nodes = [f"GLIBCXX_3.4.{i}" for i in range(1, 26)] + ["GLIBCXX_3.4"]
+    nodes += [f"CXXABI_1.3.{i}" for i in range(1, 12)] + ["CXXABI_1.3"]
+    prefix = tmp_path / "envs" / "ml"
+    old = build_lib(
+        prefix / "lib" / "libstdc++.so.6",
+        soname="libstdc++.so.6",
+        source="void shadow_stub(void) {}\n",
+        version_script="".join(f"{n} {{ }};\n" for n in nodes),
+    )
+    env = {"LD_LIBRARY_PATH": str(old.parent)}
+    (f,) = [
+        f for f in bad(run(monkeypatch, Context(env=env), mesa_targets())) if f.code == "VKL003"
+    ]
+    assert f.severity is Severity.FAIL
+    assert f.title == f"GLIBCXX_3.4.30, CXXABI_1.3.13 not found in {old}"
+    for needs in ("libLLVM-15.so.1 (CXXABI_1.3.13", "libz3.so.4 (GLIBCXX_3.4.30"):
+        assert needs in f.message
+    assert {"GLIBCXX_3.4.26", "GLIBCXX_3.4.29", "GLIBCXX_3.4.30", "CXXABI_1.3.13"} <= set(
+        f.evidence["missing"]
+    )
+    # each driver's error, as dlopen really gives it
+    for d in ("lvp", "radeon"):
+        real = seed.probe.load(str(SYSLIB / f"libvulkan_{d}.so"), env=env)
+        assert real.error and f'"{real.error}" for {d}_icd.x86_64.json' in f.message
+    assert f.remedy == (
+        f"Remove {old.parent} from LD_LIBRARY_PATH for Vulkan programs so that "
+        "/lib/x86_64-linux-gnu/libstdc++.so.6 is used."
+    )
+    (prefix / "conda-meta").mkdir()
+    (f,) = [
+        f for f in bad(run(monkeypatch, Context(env=env), mesa_targets())) if f.code == "VKL003"
+    ]
+    assert f.remedy is not None
+    assert f.remedy.endswith(
+        f"In a conda environment, update its C++ runtime instead: `conda install -p {prefix} "
+        "-c conda-forge 'libstdcxx-ng>=12'`."
+    )
+
+
 def test_a_private_libstdcxx_is_one_failure_with_the_packages_view_beside_it(
     monkeypatch: pytest.MonkeyPatch, seed: SeedLab
 ) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from vkdoctor.checks.base import Check
@@ -404,46 +404,85 @@ class SymbolVersions(Check):
         ) == cause.evidence.get("provider")
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        groups: dict[tuple[str, tuple[str, ...]], list[tuple[LoadTarget, VersionProblem]]] = {}
+        # one finding per copy that wins and lacks versions: its users need different sets of
+        # them, but the copy, and so the fix, is one
+        groups: dict[tuple[str, bool], list[tuple[LoadTarget, VersionProblem]]] = {}
         for t, res in ctx.fact(target_resolutions):
             for v in res.versions:
-                groups.setdefault((v.provider, v.missing), []).append((t, v))
-        for items in groups.values():
+                groups.setdefault((v.provider, v.weak_only), []).append((t, v))
+        for (provider, weak_only), items in groups.items():
             ts = list(dict.fromkeys(t for t, _ in items))
             v = items[0][1]
-            requirers = list(dict.fromkeys(x.required_by for _, x in items))
+            needs = {x.required_by: x.missing for _, x in items}
+            missing = tuple(dict.fromkeys(m for _, x in items for m in x.missing))
             who = ", ".join(label(t) for t in ts)
-            also = f" Also required by {', '.join(requirers[1:])}." if len(requirers) > 1 else ""
-            ev = {"targets": [t.name for t in ts], "required_by_all": requirers, **v.as_dict()}
-            if v.weak_only:
+            ev = {
+                "targets": [t.name for t in ts],
+                "required_by_all": list(needs),
+                **v.as_dict(),
+                "missing": list(missing),
+            }
+            if weak_only:
                 yield self.info(
-                    f"weak version {', '.join(v.missing)} missing from {v.provider}",
-                    f"{who}: {version_sentence(v)}{also} The requirement is weak: ld.so does "
-                    f"not fail.",
+                    f"weak version {', '.join(missing)} missing from {provider}",
+                    f"{who}: {version_sentence(v)}{_also(needs)} The requirement is weak: "
+                    "ld.so does not fail.",
                     **ev,
                 )
                 continue
             sev = Severity.FAIL if any(t.kind == "driver" for t in ts) else Severity.WARN
+            better = list(dict.fromkeys(n.path for _, x in items for n in x.better))
+            # each target's dlopen stops at its own first missing version
+            errors = {t: x.error for t, x in reversed(items)}
+            if len(errors) == 1:
+                fails = f'dlopen would fail with "{v.error}".'
+            else:
+                fails = (
+                    "dlopen would fail with "
+                    + "; ".join(f'"{errors[t]}" for {t.name}' for t in ts)
+                    + "."
+                )
             yield self.finding(
                 sev,
-                f"{v.missing[0]} not found in {v.provider}",
-                f'{who}: {version_sentence(v)}{also} dlopen would fail with "{v.error}".',
-                remedy=_version_remedy(
-                    v.provider_how, v.provider_dir, v.soname, [n.path for n in v.better]
-                ),
+                f"{', '.join(highest_per_family(missing))} not found in {provider}",
+                f"{who}: {version_sentence(v)}{_also(needs)} {fails}",
+                remedy=_version_remedy(ctx, v.provider_how, v.provider_dir, v.soname, better),
                 evidence=ev,
             )
 
 
-def _version_remedy(how: How, directory: str, soname: str, better: list[str]) -> str:
+def _also(needs: Mapping[str, tuple[str, ...]]) -> str:
+    """The other libraries that need versions from the same copy, each with what it needs."""
+    _, *rest = needs
+    if not rest:
+        return ""
+    return " Also required by " + "; ".join(f"{r} ({', '.join(needs[r])})" for r in rest) + "."
+
+
+def highest_per_family(versions: Iterable[str]) -> list[str]:
+    """GLIBCXX_3.4.30 and CXXABI_1.3.13 out of every GLIBCXX_* and CXXABI_* missing: the copy
+    that has the highest of each family has the others too."""
+    best: dict[str, tuple[tuple[int, ...], str]] = {}
+    for name in versions:
+        family, _, number = name.rpartition("_")
+        try:
+            key = tuple(int(p) for p in number.split("."))
+        except ValueError:
+            family, key = name, ()
+        if family not in best or key > best[family][0]:
+            best[family] = (key, name)
+    return [name for _, name in best.values()]
+
+
+def _version_remedy(ctx: Context, how: How, directory: str, soname: str, better: list[str]) -> str:
     if how is How.LD_LIBRARY_PATH:
         text = (
             f"Remove {directory} from LD_LIBRARY_PATH for Vulkan programs"
             + (f" so that {better[0]} is used" if better else "")
             + "."
         )
-        if "conda" in directory or "/envs/" in directory:
-            prefix = directory.removesuffix("/lib")
+        prefix = directory.removesuffix("/lib")
+        if ctx.under(f"{prefix}/conda-meta").is_dir():
             text += (
                 " In a conda environment, update its C++ runtime instead: "
                 f"`conda install -p {prefix} -c conda-forge 'libstdcxx-ng>=12'`."
