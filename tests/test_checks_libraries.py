@@ -228,6 +228,16 @@ def test_an_older_libstdcxx_is_one_failure_for_all_its_users(
         f"Remove {old.parent} from LD_LIBRARY_PATH for Vulkan programs so that "
         "/lib/x86_64-linux-gnu/libstdc++.so.6 is used."
     )
+    # the packages' side: one finding for the copy too
+    proc = run_vkdoctor(
+        ["check", "--no-probe", "--select", "VKL003,VKP005", "--json", "-"], env=env
+    )
+    doc = json.loads(proc.stdout)
+    (owner,) = [f for f in doc["findings"] if f["code"] == "VKP005"]
+    assert owner["title"] == (
+        "libstdc++.so.6: GLIBCXX_3.4.30, CXXABI_1.3.13 missing from the copy that wins"
+    )
+    assert [f["severity"] for f in doc["findings"] if f["code"] == "VKL003"] == ["fail"]
     (prefix / "conda-meta").mkdir()
     (f,) = [
         f for f in bad(run(monkeypatch, Context(env=env), mesa_targets())) if f.code == "VKL003"

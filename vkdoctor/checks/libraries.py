@@ -16,6 +16,7 @@ from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.elf import shadow
 from vkdoctor.elf.explain import (
+    highest_per_family,
     how_found,
     near_text,
     places_tried,
@@ -457,21 +458,6 @@ def _also(needs: Mapping[str, tuple[str, ...]]) -> str:
     if not rest:
         return ""
     return " Also required by " + "; ".join(f"{r} ({', '.join(needs[r])})" for r in rest) + "."
-
-
-def highest_per_family(versions: Iterable[str]) -> list[str]:
-    """GLIBCXX_3.4.30 and CXXABI_1.3.13 out of every GLIBCXX_* and CXXABI_* missing: the copy
-    that has the highest of each family has the others too."""
-    best: dict[str, tuple[tuple[int, ...], str]] = {}
-    for name in versions:
-        family, _, number = name.rpartition("_")
-        try:
-            key = tuple(int(p) for p in number.split("."))
-        except ValueError:
-            family, key = name, ()
-        if family not in best or key > best[family][0]:
-            best[family] = (key, name)
-    return [name for _, name in best.values()]
 
 
 def _version_remedy(ctx: Context, how: How, directory: str, soname: str, better: list[str]) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 
 from vkdoctor.checks.base import Check, all_selected
 from vkdoctor.context import Context
+from vkdoctor.elf.explain import highest_per_family
 from vkdoctor.model import Finding, Severity
 from vkdoctor.packages import Inventory, Package, inventory
 from vkdoctor.packages.conda import conda_owner
@@ -459,16 +460,26 @@ class MissingVersionOwner(Check):
             p for f in facts.missing_versions for p in (f.consumer, f.provider, *f.alternatives)
         ]
         owners = inv.owners(paths) if inv.databases else {}
-        # one finding per copy and version, with every library that needs it (the same
-        # library needs it for every driver it is part of)
-        groups: dict[tuple[str, str], list[MissingVersion]] = {}
+        # one finding per copy, told from its highest missing version and every library that
+        # needs that one (the same library needs it for every driver it is part of)
+        groups: dict[str, dict[str, list[MissingVersion]]] = {}
         for fact in facts.missing_versions:
-            group = groups.setdefault((fact.provider, fact.version), [])
+            group = groups.setdefault(fact.provider, {}).setdefault(fact.version, [])
             if all(f.consumer != fact.consumer for f in group):
                 group.append(fact)
-        for (provider, _), group in groups.items():
+        for provider, by_version in groups.items():
             conda = conda_owner(ctx, provider)
-            d = explain_missing_version(group, owners, conda)
+            top = highest_per_family(by_version)
+            d = explain_missing_version(by_version[top[0]], owners, conda)
+            if len(by_version) > 1:
+                others = [v for v in by_version if v != top[0]]
+                d = replace(
+                    d,
+                    title=f"{by_version[top[0]][0].soname}: {', '.join(top)} missing from the "
+                    "copy that wins",
+                    message=f"{d.message} It lacks {', '.join(others)} as well.",
+                    evidence={**d.evidence, "versions": list(by_version)},
+                )
             if d.severity is Severity.INFO and not all_selected(ctx, "VKL003"):
                 # "VKL003 is the failure" holds only when VKL003 runs
                 d = replace(d, severity=Severity.FAIL)

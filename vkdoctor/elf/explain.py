@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from vkdoctor.context import Context
 from vkdoctor.elf.ldcache import load_cache
@@ -103,3 +103,18 @@ def system_copy(ctx: Context, soname: str) -> str | None:
         if ctx.under(posixpath.join(d, soname)).exists():
             return posixpath.join(d, soname)
     return None
+
+
+def highest_per_family(versions: Iterable[str]) -> list[str]:
+    """GLIBCXX_3.4.30 and CXXABI_1.3.13 out of every GLIBCXX_* and CXXABI_* missing: the copy
+    that has the highest of each family has the others too."""
+    best: dict[str, tuple[tuple[int, ...], str]] = {}
+    for name in versions:
+        family, _, number = name.rpartition("_")
+        try:
+            key = tuple(int(p) for p in number.split("."))
+        except ValueError:
+            family, key = name, ()
+        if family not in best or key > best[family][0]:
+            best[family] = (key, name)
+    return [name for _, name in best.values()]
