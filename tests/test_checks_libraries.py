@@ -192,6 +192,13 @@ def test_libstdcxx_shadowing(monkeypatch: pytest.MonkeyPatch, seed: SeedLab) -> 
     assert shadow_warn[0].remedy is not None
     assert f"Take {seed.shadow_dir} off LD_LIBRARY_PATH" in shadow_warn[0].remedy
     assert f"vkdoctor exec --search-path {seed.shadow_dir} -- CMD" in shadow_warn[0].remedy
+    # `overlay` only adds what is missing: it says it cannot fix a shadow, and what does
+    proc = run_vkdoctor(["overlay", "--format", "json"], env=env)
+    assert proc.returncode == 1 and proc.stdout.strip() == "null"
+    assert "an overlay cannot fix this: no library is missing, but GLIBCXX_3.4.30 not found" in (
+        proc.stderr
+    )
+    assert f"fix: Remove {seed.shadow_dir} from LD_LIBRARY_PATH" in proc.stderr
 
 
 def test_an_older_libstdcxx_is_one_failure_for_all_its_users(
