@@ -499,3 +499,36 @@ def test_checks_that_found_nothing_share_one_line_per_family_unless_verbose() ->
     )
     assert "VKE001" not in next(x for x in hazard.stdout.splitlines() if "nothing found" in x)
     assert "! VKE001 " in hazard.stdout
+
+
+@pytest.mark.parametrize(
+    ("files", "links", "machine"),
+    [
+        # an arm64 image inspected from this x86_64 host, merged /usr
+        ({"usr/lib/ld-linux-aarch64.so.1"}, {"lib": "usr/lib"}, "aarch64"),
+        # an x86_64 tree with i386 multiarch: the host's machine wins
+        (
+            {"usr/lib64/ld-linux-x86-64.so.2", "usr/lib/ld-linux.so.2"},
+            {"lib64": "usr/lib64", "lib": "usr/lib"},
+            "x86_64",
+        ),
+        # an i386-only tree
+        ({"lib/ld-linux.so.2"}, {}, "i686"),
+        # nothing to tell from: the host's
+        (set(), {}, "x86_64"),
+    ],
+)
+def test_a_root_tree_is_judged_as_the_machine_its_ldso_is_for(tmp_path, files, links, machine):
+    import platform
+
+    from vkdoctor.commands.common import host_context
+
+    if platform.machine() != "x86_64":
+        raise AssertionError("this test describes an x86_64 host (CI's)")
+    for f in files:
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f).write_bytes(b"\x7fELF")
+    for link, target in links.items():
+        if not (tmp_path / link).exists():
+            (tmp_path / link).symlink_to(target)
+    assert host_context(root=str(tmp_path)).machine == machine

@@ -55,7 +55,7 @@ def host_context(
     **options: Any,
 ) -> Context:
     env = dict(os.environ)
-    return Context(
+    ctx = Context(
         root=Path(root).resolve() if root else Path("/"),
         env=env,
         elevated=elevated(),
@@ -68,6 +68,11 @@ def host_context(
             **options,
         ),
     )
+    if not ctx.live:
+        from vkdoctor.elf.platform import tree_machine
+
+        ctx.machine = tree_machine(ctx)
+    return ctx
 
 
 def _byte_size(ctx: click.Context, param: click.Parameter, value: Any) -> int:

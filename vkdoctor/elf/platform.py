@@ -131,6 +131,16 @@ def _legacy(flags: set[str], vendor: str, machine: str) -> tuple[tuple[str, ...]
     return tuple(out), platform or "x86_64"
 
 
+def tree_machine(ctx: Context) -> str:
+    """The machine a --root tree is built for: the one whose ld.so it has (an aarch64 image
+    inspected from an x86_64 host is judged as aarch64). The host's own machine when the tree
+    has its interpreter too (an x86_64 tree with i386 multiarch), or has none at all."""
+    present = [m for m, interpreter in INTERPRETERS.items() if ctx.resolve(interpreter).is_file()]
+    if ctx.machine in present or not present:
+        return ctx.machine
+    return min(present, key=lambda m: MACHINES[m][1] != 64)
+
+
 def ldso_platform(ctx: Context) -> LdsoPlatform:
     """The Context-level fact: use as `ctx.fact(ldso_platform)`."""
     machine = ctx.machine
