@@ -640,3 +640,25 @@ def test_an_installed_package_whose_file_was_deleted_is_reinstalled(tmp_path: Pa
         "sudo apt install --reinstall mesa-vulkan-drivers (the package is installed, but its "
         "driver manifests are gone)"
     )
+
+
+def test_a_database_that_lists_no_package_owns_nothing(tmp_path: Path):
+    """An unfinished debootstrap has /var/lib/dpkg/status and no package in it: that is no
+    database to say "no package owns this file" from, for every file of every driver."""
+    from vkdoctor.checks.packages import PackageDatabases
+
+    s = tmp_path / "s"
+    lvp = build_lib(s / "lvp" / "libvulkan_lvp.so", "libvulkan_lvp.so")
+    root = dpkg_root(tmp_path / "root")
+    (root / LVP.lstrip("/")).parent.mkdir(parents=True)
+    (root / LVP.lstrip("/")).write_bytes(lvp.read_bytes())
+    ctx = ctx_for(root)
+    inv = inventory(ctx)
+    assert inv.databases == ()
+    assert inv.absent["dpkg"] == "/var/lib/dpkg lists no installed package"
+    (f,) = PackageDatabases().run(ctx)
+    assert f.title == "No package database"
+    assert "/var/lib/dpkg lists no installed package" in f.message
+    from vkdoctor.packages.owner import owner
+
+    assert owner(ctx, LVP) is None  # nobody can say, rather than "no package"

@@ -68,10 +68,13 @@ class PackageDatabases(Check):
         if not inv.databases:
             if inv.unreadable:
                 return
+            empty = [why for why in absent.values() if why.endswith("lists no installed package")]
             yield self.info(
                 "No package database",
-                f"No dpkg, pacman or rpm database in {ctx.root}: the package rules have nothing "
-                "to explain here; library checks still report what is missing.",
+                f"No dpkg, pacman or rpm database in {ctx.root}"
+                + (f" ({'; '.join(empty)}: an unfinished install?)" if empty else "")
+                + ": the package rules have nothing to explain here; library checks still "
+                "report what is missing.",
                 absent=absent,
             )
             return

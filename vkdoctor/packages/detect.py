@@ -48,9 +48,14 @@ def inventory(ctx: Context) -> Inventory:
     unreadable: dict[str, str] = {}
     for db in dbs:
         try:
-            db.packages()
+            installed = db.packages()
         except (OSError, UnicodeError, ValueError, PackageDBError) as exc:
             unreadable[db.family] = f"{db.db_path}: {exc}"
+            continue
+        if not installed and not (isinstance(db, DpkgDB) and db.leftovers()):
+            # an unfinished debootstrap or a stripped image: a database that owns nothing cannot
+            # say that a file is outside every package
+            absent[db.family] = f"{db.db_path} lists no installed package"
             continue
         readable.append(db)
     return Inventory(databases=tuple(readable), absent=absent, unreadable=unreadable)
