@@ -532,3 +532,25 @@ def test_a_root_tree_is_judged_as_the_machine_its_ldso_is_for(tmp_path, files, l
         if not (tmp_path / link).exists():
             (tmp_path / link).symlink_to(target)
     assert host_context(root=str(tmp_path)).machine == machine
+
+
+def test_with_root_the_text_report_says_the_fixes_are_the_trees():
+    from vkdoctor.model import CheckResult, CheckStatus
+    from vkdoctor.render import text
+
+    f = Finding(
+        code="VKH002",
+        severity=Severity.FAIL,
+        title="libvulkan.so.1 not found",
+        remedy="sudo apt install libvulkan1",
+    )
+    checks = (
+        CheckResult(code="VKH002", family="host", title="t", status=CheckStatus.RAN, findings=(f,)),
+    )
+    tree = Report(vkdoctor_version="0", host={**HOST, "root": "/srv/img"}, checks=checks)
+    assert (
+        "The fixes are for the system in /srv/img: run them inside it (sudo chroot /srv/img ..., "
+        "or in the image's build), where the paths above are its own."
+    ) in text.render(tree, style=text.Style()).splitlines()
+    live = Report(vkdoctor_version="0", host=HOST, checks=checks)
+    assert "The fixes are for" not in text.render(live, style=text.Style())

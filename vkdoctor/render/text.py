@@ -140,8 +140,25 @@ def _probe(probe: dict[str, object], style: Style) -> list[str]:
 
 
 def render(report: Report, *, style: Style, strict: bool = False) -> str:
-    lines = [*sections(report, style), "", verdict(report, style=style, strict=strict)]
+    lines = [*sections(report, style), ""]
+    note = root_note(report)
+    if note:
+        lines += [note, ""]
+    lines.append(verdict(report, style=style, strict=strict))
     return "\n".join(lines) + "\n"
+
+
+def root_note(report: Report) -> str | None:
+    """With --root, the fixes are the tree's: its paths and its package manager."""
+    root = str(report.host.get("root") or "/")
+    if root == "/" or not any(
+        f.remedy and f.severity.rank >= Severity.WARN.rank for f in report.findings
+    ):
+        return None
+    return (
+        f"The fixes are for the system in {root}: run them inside it (sudo chroot {root} ..., "
+        "or in the image's build), where the paths above are its own."
+    )
 
 
 def sections(report: Report, style: Style) -> list[str]:
