@@ -350,6 +350,17 @@ def test_wgpu_native(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert f.severity is Severity.FAIL
     assert "libnot-there.so.7: cannot open shared object file" in f.message
     assert f.evidence["source"] == "WGPU_LIB_PATH"
+    # a 32-bit build: the headline says so, not "cannot be loaded" with unrelated near misses
+    i386 = build_lib(tmp_path / "32" / "libwgpu_native.so", m32=True)
+    env = {"WGPU_LIB_PATH": str(i386)}
+    (f,) = run(monkeypatch, Context(env=env), [], ("VKL005",))
+    assert f.severity is Severity.FAIL
+    assert f.title.startswith("wgpu-native from WGPU_LIB_PATH is not for this x86_64 process")
+    assert "wrong ELF class: ELFCLASS32" in f.message  # dlerror's text
+    assert f.remedy == (
+        "Point WGPU_LIB_PATH at a libwgpu_native built for x86_64, or unset it to use wgpu-py's "
+        "own copy."
+    )
 
 
 def test_undefined_symbol_from_a_shadowing_build(

@@ -814,16 +814,39 @@ class WgpuNativeLibrary(Check):
             )
             return
         detail = ""
+        title = "wgpu-native cannot be loaded"
+        remedy = "Fix the library named above, or point WGPU_LIB_PATH at a working build."
         if res.misses:
             m = res.misses[0]
-            detail = f" Looked in: {places_tried(m.tried, ctx)}. {near_text(m.near)}"
+            other = [
+                t
+                for t in m.tried
+                if t.path == native.path and t.outcome in ("wrong_class", "wrong_machine")
+            ]
+            if m.needed_by is None and other:
+                # the file itself is for another machine: its near misses are beside the point
+                title = (
+                    f"wgpu-native from {native.source} is not for this {ctx.machine} "
+                    f"process (it is built for {other[0].detail or 'another machine'})"
+                )
+                remedy = (
+                    f"Point WGPU_LIB_PATH at a libwgpu_native built for {ctx.machine}, or unset "
+                    "it to use "
+                    "wgpu-py's own copy."
+                    if native.source == "WGPU_LIB_PATH"
+                    else f"Reinstall wgpu for this {ctx.machine} Python "
+                    "(`pip install --force-reinstall wgpu`)."
+                )
+                detail = ""
+            else:
+                detail = f" Looked in: {places_tried(m.tried, ctx)}. {near_text(m.near)}"
         elif res.versions:
             detail = " " + version_sentence(res.versions[0])
         yield self.fail(
-            "wgpu-native cannot be loaded",
+            title,
             f"{native.path} (from {native.source}): dlopen would fail with "
             f'"{res.predicted_error}".{detail}'.strip(),
-            remedy="Fix the library named above, or point WGPU_LIB_PATH at a working build.",
+            remedy=remedy,
             **ev,
         )
 
