@@ -56,6 +56,8 @@ def _vke009(env: dict[str, str], tmp_path) -> tuple[int, list[dict]]:
         # the match is case-sensitive in wgpu-py
         ({"WGPUPY_WGPU_ADAPTER_NAME": "LLVMPIPE"}, "fail", "error"),
         ({"WGPUPY_WGPU_ADAPTER_NAME": "NVIDIA H200"}, "fail", "error"),
+        # only the OpenGL adapter's summary has it: wgpu-py takes that one
+        ({"WGPUPY_WGPU_ADAPTER_NAME": "via OpenGL"}, "warn", "OpenGL"),
     ],
 )
 def test_what_vke009_says_is_what_wgpu_py_does(env, severity, real, tmp_path):

@@ -107,11 +107,14 @@ class AdapterName:
     #: wgpu-py matches a case-sensitive substring of the adapter's summary; Rust wgpu a
     #: case-insensitive substring of the adapter's name
     matches: tuple[str, ...]
+    #: no Vulkan adapter matches, but the summary of an OpenGL adapter on one of these devices
+    #: would (wgpu-py also lists OpenGL adapters: "... via OpenGL")
+    opengl: bool = False
 
 
-def summary(name: str, device_type: str) -> str:
+def summary(name: str, device_type: str, backend: str = "Vulkan") -> str:
     """The adapter summary wgpu-py matches against: "NAME (TYPE) via Vulkan"."""
-    return f"{name} ({_ADAPTER_TYPES.get(device_type, 'Unknown')}) via Vulkan"
+    return f"{name} ({_ADAPTER_TYPES.get(device_type, 'Unknown')}) via {backend}"
 
 
 def adapter_names(env: Mapping[str, str], devices: Sequence[tuple[str, str]]) -> list[AdapterName]:
@@ -119,11 +122,13 @@ def adapter_names(env: Mapping[str, str], devices: Sequence[tuple[str, str]]) ->
     found = []
     py = env.get("WGPUPY_WGPU_ADAPTER_NAME")
     if py:
+        matches = tuple(n for n, t in devices if py in summary(n, t))
         found.append(
             AdapterName(
                 var="WGPUPY_WGPU_ADAPTER_NAME",
                 value=py,
-                matches=tuple(n for n, t in devices if py in summary(n, t)),
+                matches=matches,
+                opengl=not matches and any(py in summary(n, t, "OpenGL") for n, t in devices),
             )
         )
     rust = env.get("WGPU_ADAPTER_NAME")

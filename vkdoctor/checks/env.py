@@ -536,6 +536,16 @@ class WgpuSelection(Check):
                 else ""
             )
             return self.info(f"{setting}: {who} use {name.matches[0]}", among, **evidence)
+        if name.opengl:
+            return self.warn(
+                f"{setting}: {who} use an OpenGL adapter, not Vulkan",
+                "It matches no Vulkan adapter's summary, only the one wgpu-py gives an OpenGL "
+                'adapter on the same device ("NAME (TYPE) via OpenGL"): these programs do not '
+                "use the Vulkan drivers this report checks.",
+                remedy=f"unset {name.var}, or set it to part of a Vulkan adapter's summary "
+                f"(for example {wgpu_env.summary(*devices[0])!r})",
+                **evidence,
+            )
         seen = ", ".join(n for n, _ in devices) or "none"
         rule = (
             'a case-sensitive part of the adapter\'s summary, "NAME (TYPE) via Vulkan"'
