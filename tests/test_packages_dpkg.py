@@ -24,6 +24,7 @@ from vkdoctor.packages.facts import MissingSoname, MissingVersion, StackFacts, S
 
 LIB = "/usr/lib/x86_64-linux-gnu"
 LVP = f"{LIB}/libvulkan_lvp.so"
+RADV = f"{LIB}/libvulkan_radeon.so"
 LLVM22 = f"{LIB}/libLLVM.so.22.1"
 NODES = [f"GLIBCXX_3.4.{n}" for n in range(28, 31)]
 
@@ -356,22 +357,30 @@ def test_installed_provider_with_its_file_deleted(tmp_path: Path):
             tmp_path,
             "mesa-vulkan-drivers",
             "26.2.3-1",
-            {LVP: lvp},
+            {LVP: lvp, RADV: lvp},
             source="mesa",
             depends="libllvm23",
         ),
     )
     (root / LIB.lstrip("/") / "libLLVM.so.23.1").unlink()
     facts = StackFacts(
-        missing_sonames=(MissingSoname(consumer=LVP, soname="libLLVM.so.23.1", target=LVP),)
+        missing_sonames=(
+            MissingSoname(consumer=LVP, soname="libLLVM.so.23.1", target=LVP),
+            MissingSoname(consumer=RADV, soname="libLLVM.so.23.1", target=RADV),
+        )
     )
+    # one skew, one fix: both drivers in one finding
     (f,) = MissingSonameSkew().findings(ctx_for(root), facts)
+    assert f.title == "lavapipe and RADV need libLLVM.so.23.1: package skew"
     assert f.message == (
         f"lavapipe ({LVP}, mesa-vulkan-drivers:amd64 26.2.3-1) needs libLLVM.so.23.1, but no installed "
         "package provides it: an installed package's file was deleted or damaged (libllvm23:amd64 "
         "1:23.1.0-1 is installed and lists libLLVM.so.23.1, but the file is gone). "
-        "Fix: sudo apt install --reinstall libllvm23:amd64."
+        f"Fix: sudo apt install --reinstall libllvm23:amd64. RADV ({RADV}) needs it too."
     )
+    # the reinstall puts the file back: no upgrade or PPA advice after it
+    assert f.remedy == "sudo apt install --reinstall libllvm23:amd64."
+    assert f.evidence["consumers"] == [LVP, RADV]
 
 
 def test_a_held_package_of_the_stack_is_named_with_the_release_command(

@@ -272,9 +272,9 @@ class MissingSonameSkew(Check):
             package = symptom.evidence.get("package") or {}
             consumer = cause.evidence.get("consumer_package") or {}
             return bool(package) and package.get("name") == consumer.get("name")
-        return (symptom.evidence.get("needed_by"), symptom.evidence.get("name")) == (
-            cause.evidence.get("consumer"),
-            cause.evidence.get("soname"),
+        return symptom.evidence.get("name") == cause.evidence.get("soname") and (
+            symptom.evidence.get("needed_by")
+            in cause.evidence.get("consumers", [cause.evidence.get("consumer")])
         )
 
     def run(self, ctx: Context) -> Iterable[Finding]:
@@ -292,6 +292,8 @@ class MissingSonameSkew(Check):
             for p in (f.consumer, *(f.near_misses), *([f.target] if f.target else []))
         ]
         owners = inv.owners(paths)
+        # one finding per missing soname and fix: lavapipe and RADV missing the same LLVM
+        # are one skew with one command
         seen: dict[tuple[str, str | None], Finding] = {}
         for fact in facts.missing_sonames:
             d = explain_missing_soname(fact, inv, owners)
@@ -299,11 +301,29 @@ class MissingSonameSkew(Check):
             if d.severity is Severity.INFO and not all_selected(ctx, "VKL002"):
                 # an unowned driver: "VKL002 is the failure" holds only when VKL002 runs
                 d = replace(d, severity=Severity.FAIL)
-            key = (d.title, d.remedy)
-            if key in seen:
-                continue  # the same soname and fix for another library of the same driver
-            seen[key] = _finding(self, d)
+            key = (fact.soname, d.remedy)
+            first = seen.get(key)
+            if first is None:
+                seen[key] = replace(
+                    _finding(self, d), evidence={**d.evidence, "consumers": [fact.consumer]}
+                )
+            elif fact.consumer not in first.evidence["consumers"]:
+                seen[key] = _joined(first, d, fact.soname, fact.consumer)
         yield from seen.values()
+
+
+def _joined(first: Finding, d: Diagnosis, soname: str, consumer: str) -> Finding:
+    """`first` with another library that misses the same soname, with the same fix."""
+    needs = f" needs {soname}"
+    names, _, rest = first.title.partition(needs if needs in first.title else f" need {soname}")
+    other = d.title.partition(needs)[0]
+    names = f"{names.replace(' and ', ', ')} and {other}"
+    return replace(
+        first,
+        title=f"{names} need {soname}{rest}",
+        message=f"{first.message} {other} ({consumer}) needs it too.",
+        evidence={**first.evidence, "consumers": [*first.evidence["consumers"], consumer]},
+    )
 
 
 #: the distribution family whose own package manager each one is

@@ -328,7 +328,8 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
         )
     if fix:
         message += f" Fix: {fix}."
-    if family and cpkg is not None:
+    if family and cpkg is not None and not evidence.get("damaged"):
+        # a deleted file is put back by the reinstall alone: no upgrade, no PPA to purge
         if fix:
             notes.append(then_upgrade(family, fix))
         notes.append(NOTES[family])
