@@ -554,3 +554,15 @@ def test_with_root_the_text_report_says_the_fixes_are_the_trees():
     ) in text.render(tree, style=text.Style()).splitlines()
     live = Report(vkdoctor_version="0", host=HOST, checks=checks)
     assert "The fixes are for" not in text.render(live, style=text.Style())
+
+
+def test_with_root_the_shells_loader_variables_are_named(tmp_path):
+    """--root reads this shell's VK_*/LD_* variables as the tree's: the report says so."""
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc/os-release").write_text('ID=debian\nNAME="Debian GNU/Linux"\n')
+    select = ["check", "--root", str(tmp_path), "--no-probe", "--select", "VKH001"]
+    _, doc = run_json(select, env={"LD_LIBRARY_PATH": "/opt/x", "VK_DRIVER_FILES": "/a.json"})
+    titles = [f["title"] for f in doc["findings"] if f["code"] == "VKH001"]
+    assert "This shell's LD_LIBRARY_PATH, VK_DRIVER_FILES applied to the tree" in titles
+    _, doc = run_json(select)
+    assert [f["title"] for f in doc["findings"] if f["code"] == "VKH001"] == ["Host"]

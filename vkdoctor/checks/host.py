@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
@@ -35,6 +35,16 @@ class HostFacts(Check):
         else:
             parts.append(f"inspected as a tree under --root {ctx.root}")
         yield self.info("Host", ", ".join(p for p in parts if p), **facts)
+        applied = [] if ctx.live else applied_variables(ctx.env)
+        if applied:
+            yield self.info(
+                f"This shell's {', '.join(applied)} applied to the tree",
+                f"vkdoctor reads them as the environment of a program started in {ctx.root}: "
+                "the findings describe that program, not the image's own environment. For the "
+                "image alone, run with only its variables: env -i PATH=/usr/bin:/bin vkdoctor "
+                f"check --root {ctx.root} (add the image's own ENV settings).",
+                variables=applied,
+            )
         if not ctx.live and not _looks_like_a_root(ctx):
             yield self.warn(
                 f"{ctx.root} does not look like a root filesystem",
@@ -45,6 +55,16 @@ class HostFacts(Check):
                 "(docker export, or podman mount), not one layer.",
                 root=str(ctx.root),
             )
+
+
+#: the variables whose values change what the loader and ld.so find (HOME is always set and
+#: only adds per-user directories: not worth a line)
+_TREE_VARIABLES = ("VK_", "LD_", "WGPU", "XDG_")
+
+
+def applied_variables(env: Mapping[str, str]) -> list[str]:
+    """The set variables that change what vkdoctor finds in a tree."""
+    return sorted(k for k in env if k.startswith(_TREE_VARIABLES))
 
 
 def _looks_like_a_root(ctx: Context) -> bool:
