@@ -805,3 +805,31 @@ def test_under_a_selection_without_the_load_test_the_crash_is_the_probes_failure
     assert proc.returncode == 1
     (vkt,) = [f for f in doc["findings"] if f["code"] == "VKT002"]
     assert vkt["severity"] == "fail" and "dies in gipa_abort_icd.json first" in vkt["title"]
+
+
+def test_a_truncated_driver_is_predicted_to_crash_as_it_really_does(tmp_path):
+    """A copy of lavapipe cut short (a full disk during an install, an interrupted download):
+    ld.so maps it by its headers and the process dies with SIGBUS, which is what VKL001 says
+    and what the real load test sees."""
+    lib = tmp_path / "libvulkan_lvp.so"
+    shutil.copy("/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so", lib)
+    os.truncate(lib, 2_000_000)
+    manifest = tmp_path / "cut.json"
+    manifest.write_text(
+        json.dumps(
+            {
+                "file_format_version": "1.0.0",
+                "ICD": {"library_path": str(lib), "api_version": "1.3.230"},
+            }
+        )
+    )
+    proc, doc = run_json(
+        ["check", "--no-probe", "--select", "VKL001,VKT001"],
+        env={"HOME": str(tmp_path), "VK_DRIVER_FILES": str(manifest)},
+    )
+    assert proc.returncode == 1
+    (predicted,) = [f for f in doc["findings"] if f["code"] == "VKL001" and f["severity"] == "fail"]
+    assert predicted["title"] == f"cut.json: {lib} is truncated"
+    assert "kills the process with SIGBUS" in predicted["message"]
+    (real,) = [f for f in doc["findings"] if f["code"] == "VKT001"]
+    assert real["evidence"]["signal"] == "SIGBUS"

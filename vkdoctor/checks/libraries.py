@@ -160,10 +160,19 @@ class LibraryOpens(Check):
                 continue
             if miss.bad_file is not None:
                 bad = miss.bad_file
+                cut = "beyond the end of the file" in bad.detail
                 yield self.finding(
                     _severity(t),
-                    f"{t.name}: {bad.path} is not a loadable shared object",
-                    f'{label(t)}: ld.so would fail with "{res.predicted_error}".',
+                    f"{t.name}: {bad.path} is "
+                    + ("truncated" if cut else "not a loadable shared object"),
+                    # ld.so maps segments by their headers' sizes, past a short file's end: the
+                    # first touch of the missing pages is a SIGBUS, not a dlopen error
+                    f"{label(t)}: {bad.path} ends before the data its headers describe "
+                    f"({bad.detail.removeprefix('cannot parse: ')}). ld.so maps it anyway, and the "
+                    "first access past the end kills the process with SIGBUS: every program that "
+                    "loads it crashes."
+                    if cut
+                    else f'{label(t)}: ld.so would fail with "{res.predicted_error}".',
                     remedy=fix_file(
                         ctx,
                         bad.path or t.dlopen_name,
