@@ -555,7 +555,9 @@ class WgpuSelection(Check):
         message = (
             f"No Vulkan device matches it ({rule}). The devices the load test found: {seen}. "
             + (
-                f"wgpu-py raises \"Adapter with name '{name.value}' not found.\""
+                f"wgpu-py raises \"Adapter with name '{name.value}' not found.\" (or, if it is "
+                "part of an OpenGL adapter's summary, which can name the device differently, "
+                "takes that adapter: OpenGL, not Vulkan)"
                 if python
                 else "wgpu::util::initialize_adapter_from_env finds no adapter."
             )
