@@ -133,6 +133,12 @@ class DriversFound(Check):
     code = "VKD001"
     family = "drivers"
     title = "Vulkan drivers the loader will try"
+    # with no driver left because XDG_DATA_DIRS or XDG_CONFIG_DIRS hides the system's
+    # directories, VKD002's warning about that variable is the same cause and fix
+    explains = ("VKD002",)
+
+    def explained(self, symptom: Finding, cause: Finding) -> bool:
+        return symptom.evidence.get("directory") in cause.evidence.get("hidden", ())
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         scan = driver_scan(ctx)
@@ -189,6 +195,7 @@ class DriversFound(Check):
             remedy = "unset VK_LOADER_DRIVERS_SELECT VK_LOADER_DRIVERS_DISABLE"
         elif hidden := hidden_system_manifests(ctx, scan):
             remedy = _hidden_remedy(hidden, ctx)
+            evidence["hidden"] = [d for d, *_ in hidden]
             message += (
                 " "
                 + "; ".join(
