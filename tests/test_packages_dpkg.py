@@ -13,6 +13,7 @@ from vkdoctor.checks.packages import (
     ManagerConsistency,
     MissingSonameSkew,
     MissingVersionOwner,
+    RepositoryView,
     SiblingSkew,
     UnownedOrForeign,
 )
@@ -376,7 +377,7 @@ def test_installed_provider_with_its_file_deleted(tmp_path: Path):
         f"lavapipe ({LVP}, mesa-vulkan-drivers:amd64 26.2.3-1) needs libLLVM.so.23.1, but no installed "
         "package provides it: an installed package's file was deleted or damaged (libllvm23:amd64 "
         "1:23.1.0-1 is installed and lists libLLVM.so.23.1, but the file is gone). "
-        f"Fix: sudo apt install --reinstall libllvm23:amd64. RADV ({RADV}) needs it too."
+        f"Fix: sudo apt install --reinstall libllvm23:amd64. Also needed by {RADV}."
     )
     # the reinstall puts the file back: no upgrade or PPA advice after it
     assert f.remedy == "sudo apt install --reinstall libllvm23:amd64."
@@ -470,7 +471,6 @@ def test_repositories_without_the_needed_llvm_mean_the_upgrade_cannot_fix_it(
 ):
     import shutil
 
-    from vkdoctor.checks.packages import RepositoryView
 
     facts = StackFacts(
         missing_sonames=(
@@ -575,11 +575,13 @@ def test_a_deleted_library_is_found_by_its_package_whatever_the_package_is_named
     libzx = build_lib(s / "zx" / "libzx.so.1", "libzx.so.1")
     lvp = build_lib(s / "lvp" / "libvulkan_lvp.so", "libvulkan_lvp.so", needs=[libzx])
     root = dpkg_root(tmp_path / "root")
-    dpkg_install(
-        root,
+    debs = [
         build_deb(tmp_path, "zlibx1g", "1:1.2.13-1", {f"{LIB}/libzx.so.1": libzx}),
         build_deb(tmp_path, "mesa-vulkan-drivers", "26.2.3-1", {LVP: lvp}, depends="zlibx1g"),
-    )
+    ]
+    dpkg_install(root, *debs)
+    # the package lists offer both: nothing there named after the soname (libzx1)
+    _file_repository(root, tmp_path / "repo", debs)
     (root / LIB.lstrip("/") / "libzx.so.1").unlink()
     facts = StackFacts(
         missing_sonames=(MissingSoname(consumer=LVP, soname="libzx.so.1", target=LVP),)
@@ -590,6 +592,10 @@ def test_a_deleted_library_is_found_by_its_package_whatever_the_package_is_named
     )
     assert f.message.endswith("Fix: sudo apt install --reinstall zlibx1g:amd64.")
     assert "libzx1" not in f.message  # no package name guessed from the soname
+    assert f.remedy == "sudo apt install --reinstall zlibx1g:amd64."
+    # the repositories have nothing to add to a reinstall (before: "the lists are incomplete,
+    # sudo apt update", from looking up the guessed libzx1)
+    assert list(RepositoryView().findings(ctx_for(root), facts)) == []
 
 
 def test_the_package_view_is_a_failure_when_the_check_it_defers_to_is_not_run(deb_tree: Path):

@@ -309,20 +309,32 @@ class MissingSonameSkew(Check):
                 )
             elif fact.consumer not in first.evidence["consumers"]:
                 seen[key] = _joined(first, d, fact.soname, fact.consumer)
-        yield from seen.values()
+        for f in seen.values():
+            others = f.evidence["consumers"][1:]
+            yield (
+                replace(f, message=f"{f.message} Also needed by {', '.join(others)}.")
+                if others
+                else f
+            )
 
 
 def _joined(first: Finding, d: Diagnosis, soname: str, consumer: str) -> Finding:
     """`first` with another library that misses the same soname, with the same fix."""
     needs = f" needs {soname}"
-    names, _, rest = first.title.partition(needs if needs in first.title else f" need {soname}")
+    rest = first.title.partition(needs)[2] or first.title.partition(f" need {soname}")[2]
+    drivers = list(first.evidence.get("drivers") or [first.title.partition(needs)[0]])
     other = d.title.partition(needs)[0]
-    names = f"{names.replace(' and ', ', ')} and {other}"
+    if other not in drivers:
+        drivers.append(other)
+    names = drivers[0] if len(drivers) == 1 else f"{', '.join(drivers[:-1])} and {drivers[-1]}"
     return replace(
         first,
-        title=f"{names} need {soname}{rest}",
-        message=f"{first.message} {other} ({consumer}) needs it too.",
-        evidence={**first.evidence, "consumers": [*first.evidence["consumers"], consumer]},
+        title=f"{names} {'needs' if len(drivers) == 1 else 'need'} {soname}{rest}",
+        evidence={
+            **first.evidence,
+            "consumers": [*first.evidence["consumers"], consumer],
+            "drivers": drivers,
+        },
     )
 
 

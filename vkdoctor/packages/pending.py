@@ -42,6 +42,10 @@ def repository_view(skew: Diagnosis, inv: Inventory) -> Diagnosis | None:
     """What the repositories offer for the package a VKP002 skew needs, or None when vkdoctor
     cannot tell (no package lists, an unowned driver)."""
     ev = skew.evidence
+    if ev.get("damaged"):
+        # an installed package lost its file: the reinstall puts it back, whatever the
+        # repositories offer (and the soname-named package guessed here may not exist)
+        return None
     consumer: dict[str, Any] | None = ev.get("consumer_package")
     if consumer is None or consumer.get("manager") not in _REFRESH:
         return None
