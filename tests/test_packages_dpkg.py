@@ -471,7 +471,6 @@ def test_repositories_without_the_needed_llvm_mean_the_upgrade_cannot_fix_it(
 ):
     import shutil
 
-
     facts = StackFacts(
         missing_sonames=(
             MissingSoname(
