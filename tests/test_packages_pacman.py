@@ -424,3 +424,26 @@ def test_a_foreign_driver_missing_its_llvm_is_rebuilt_not_upgraded(arch_tree: Pa
         "Fix: rebuild vulkan-swrast against the installed LLVM (with the AUR helper or makepkg "
         "that built it), or sudo pacman -S vulkan-swrast."
     )
+
+
+def test_a_deleted_library_is_reinstalled_from_the_package_that_lists_it(tmp_path: Path):
+    """A package that declares no soname provides (most of Arch's) lost its file: the file
+    list names it, and the fix is `pacman -S` of it, not a partial-upgrade `-Syu`."""
+    from pkgtools import build_lib, build_pkg, pacman_install, pacman_root
+
+    s = tmp_path / "s"
+    z3 = build_lib(s / "z3" / "libzx3.so.4", "libzx3.so.4")
+    lvp = build_lib(s / "lvp" / "libvulkan_lvp.so", "libvulkan_lvp.so", needs=[z3])
+    root = pacman_root(tmp_path / "root")
+    pacman_install(
+        root,
+        build_pkg(tmp_path, "zx3", "4.8.12-1", {"/usr/lib/libzx3.so.4": z3}),
+        build_pkg(tmp_path, "vulkan-swrast", "1:26.2.3-1", {LVP: lvp}, depends=["zx3"]),
+    )
+    (root / "usr/lib/libzx3.so.4").unlink()
+    facts = StackFacts(
+        missing_sonames=(MissingSoname(consumer=LVP, soname="libzx3.so.4", target=LVP),)
+    )
+    (f,) = MissingSonameSkew().findings(ctx_for(root), facts)
+    assert "zx3 4.8.12-1 is installed and lists libzx3.so.4, but the file is gone" in f.message
+    assert f.remedy == "sudo pacman -S zx3."

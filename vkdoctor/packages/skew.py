@@ -167,6 +167,26 @@ def _dpkg_shipper(db: PackageDB, soname: str, arch: str) -> Package | None:
     return next((pkgs[0] for p in paths if (pkgs := owners.get(p))), None)
 
 
+#: where each family's 64-bit and 32-bit libraries live
+_LIBDIRS = {
+    ("rpm", True): ("/usr/lib64", "/lib64"),
+    ("rpm", False): ("/usr/lib", "/lib"),
+    ("pacman", True): ("/usr/lib",),
+    ("pacman", False): ("/usr/lib32",),
+}
+
+
+def _shipper(db: PackageDB, soname: str, is64: bool) -> Package | None:
+    """The installed package (rpm, pacman) whose file list has `soname` in a library directory
+    of the right class: its file is gone when nothing provides the soname any more."""
+    paths = [f"{d}/{soname}" for d in _LIBDIRS[(db.family, is64)]]
+    try:
+        owners = db.owners(paths)
+    except Exception:  # a broken database: VKP001 says so
+        return None
+    return next((pkgs[0] for p in paths if (pkgs := owners.get(p))), None)
+
+
 def _is64(pkg: Package, elf_class: int | None) -> bool:
     """lib32-* packages on Arch are arch x86_64 but hold 32-bit files: the ELF class decides."""
     return elf_class == 64 if elf_class else pkg.arch in _64BIT_ARCHES
@@ -189,6 +209,11 @@ def _rpm_clause(
         evidence["damaged"] = providers[0].label
         clause = f" ({providers[0].label} provides {cap}, but the file is gone)"
         return clause, f"sudo dnf reinstall {providers[0].name}", evidence, None
+    shipper = _shipper(db, soname, _is64(cpkg, elf_class))
+    if shipper is not None:
+        evidence["damaged"] = shipper.label
+        clause = f" ({shipper.label} is installed and lists {soname}, but the file is gone)"
+        return clause, f"sudo dnf reinstall {shipper.name}", evidence, None
     if required:
         clause = (
             f" ({cpkg.name} requires {cap}, which no installed package provides: it was "
@@ -223,6 +248,11 @@ def _pacman_clause(
         evidence["damaged"] = providers[0].label
         clause = f" ({providers[0].label} provides {cap}, but the file is gone)"
         return clause, f"sudo pacman -S {providers[0].name}", evidence, None
+    shipper = _shipper(db, soname, _is64(cpkg, elf_class))
+    if shipper is not None:
+        evidence["damaged"] = shipper.label
+        clause = f" ({shipper.label} is installed and lists {soname}, but the file is gone)"
+        return clause, f"sudo pacman -S {shipper.name}", evidence, None
     return "", UPGRADE["pacman"], evidence, None
 
 
