@@ -117,3 +117,47 @@ def test_rust_adapter_name_is_case_insensitive_and_warns_at_most(tmp_path):
     rc, (miss,) = _vke009({"WGPU_ADAPTER_NAME": "radeon"}, tmp_path)
     assert rc == 0 and miss["severity"] == "warn"
     assert "llvmpipe" in miss["message"]
+
+
+def test_the_adapter_name_makes_wgpu_py_skip_the_backend_variable(tmp_path):
+    """wgpu-py returns the named adapter before it reads WGPU_BACKEND_TYPE: D3D12 beside a
+    name that matches is no failure."""
+    env = {"WGPU_BACKEND_TYPE": "D3D12", "WGPUPY_WGPU_ADAPTER_NAME": "llvmpipe"}
+    assert _wgpu_py(env, tmp_path).get("backend") == "Vulkan"
+    rc, found = _vke009(env, tmp_path)
+    assert rc == 0
+    assert [f["severity"] for f in found] == ["info", "info"]
+    assert found[0]["title"] == (
+        "WGPU_BACKEND_TYPE=D3D12 is not read: WGPUPY_WGPU_ADAPTER_NAME is set"
+    )
+
+
+def test_without_any_vulkan_device_the_name_is_not_blamed(tmp_path):
+    """No driver at all (an override that names nothing): VKT002 is the failure, and the name,
+    which would match lavapipe, is not."""
+    env = {
+        "VK_DRIVER_FILES": str(tmp_path / "none.json"),
+        "WGPUPY_WGPU_ADAPTER_NAME": "llvmpipe",
+    }
+    _, (finding,) = _vke009(env, tmp_path)
+    assert finding["severity"] == "info"
+    assert (
+        finding["title"]
+        == "WGPUPY_WGPU_ADAPTER_NAME=llvmpipe: no Vulkan device to match it against"
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "severity", "title"),
+    [
+        (
+            "vulkan,",
+            "info",
+            "WGPU_BACKEND=vulkan,: Rust wgpu programs that read it use Vulkan only",
+        ),
+        ("", "warn", "WGPU_BACKEND='': Rust wgpu programs that read it get no adapter"),
+    ],
+)
+def test_empty_rust_backend_entries(value, severity, title, tmp_path):
+    _, (finding,) = _vke009({"WGPU_BACKEND": value}, tmp_path)
+    assert (finding["severity"], finding["title"]) == (severity, title)

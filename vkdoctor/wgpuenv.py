@@ -87,7 +87,8 @@ def rust_backend(env: Mapping[str, str]) -> BackendChoice | None:
         return None
     tokens = [t.strip() for t in raw.lower().split(",")]
     effects = {RUST_BACKENDS[t] for t in tokens if t in RUST_BACKENDS}
-    unknown = tuple(t for t in tokens if t not in RUST_BACKENDS)
+    # an empty entry (a trailing comma) is skipped like an unknown one, but is no name to show
+    unknown = tuple(t for t in tokens if t and t not in RUST_BACKENDS)
     if "vulkan" in effects:
         effect = "vulkan" if effects == {"vulkan"} else "mixed"
     elif "gl" in effects:

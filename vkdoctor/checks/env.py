@@ -427,13 +427,14 @@ class XdgRuntimeDir(Check):
 class WgpuSelection(Check):
     """wgpu is not told to use another backend, or an adapter that is not there.
 
-    wgpu-py reads WGPU_BACKEND_TYPE (Vulkan, OpenGL, OpenGLES, D3D12, Metal, Null...; the
-    names are case-sensitive, and an unknown one is ignored with a logged warning) and
-    WGPUPY_WGPU_ADAPTER_NAME (a substring of the adapter's summary, "NAME (TYPE) via Vulkan";
-    no match raises "Adapter with name ... not found"). Rust programs that opt in read
-    WGPU_BACKEND (a comma list: vulkan, gl, dx12, metal...) and WGPU_ADAPTER_NAME (a
-    case-insensitive substring of the adapter's name). vkdoctor's probe ignores them all, so a
-    value left in a profile can send a user's program to OpenGL or to no adapter while vkdoctor
+    wgpu-py reads WGPUPY_WGPU_ADAPTER_NAME first: when it is set, the first adapter whose
+    summary ("NAME (TYPE) via Vulkan") contains it, case-sensitively, is used, no match raises
+    "Adapter with name ... not found", and WGPU_BACKEND_TYPE is not read at all. Otherwise
+    wgpu-py reads WGPU_BACKEND_TYPE (Vulkan, OpenGL, OpenGLES, D3D12, Metal, Null...; the names
+    are case-sensitive, and an unknown one is ignored with a logged warning). Rust programs that
+    opt in read WGPU_BACKEND (a comma list: vulkan, gl, dx12, metal...) and WGPU_ADAPTER_NAME (a
+    case-insensitive part of the adapter's name). vkdoctor's probe ignores them all, so a value
+    left in a profile can send a user's program to OpenGL or to no adapter while vkdoctor
     reports Vulkan healthy. The adapter names are matched against the devices the load test saw.
     """
 
@@ -442,10 +443,22 @@ class WgpuSelection(Check):
     title = "wgpu backend and adapter variables"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
+        names = wgpu_env.adapter_names(ctx.env, ())
+        by_name = any(n.var == "WGPUPY_WGPU_ADAPTER_NAME" for n in names)
         for choice in (wgpu_env.py_backend(ctx.env), wgpu_env.rust_backend(ctx.env)):
-            if choice is not None:
-                yield self._backend(choice)
-        if not wgpu_env.adapter_names(ctx.env, ()):
+            if choice is None:
+                continue
+            if by_name and choice.var == "WGPU_BACKEND_TYPE":
+                yield self.info(
+                    f"{_setting(choice.var, choice.value)} is not read: "
+                    "WGPUPY_WGPU_ADAPTER_NAME is set",
+                    "wgpu-py picks the adapter by name and never looks at the backend variable.",
+                    variable=choice.var,
+                    value=choice.value,
+                )
+                continue
+            yield self._backend(choice)
+        if not names:
             return
         devices = self._devices(ctx)
         for name in wgpu_env.adapter_names(ctx.env, devices or ()):
@@ -454,17 +467,23 @@ class WgpuSelection(Check):
     def _backend(self, choice: wgpu_env.BackendChoice) -> Finding:
         python = choice.var == "WGPU_BACKEND_TYPE"
         who = "wgpu-py programs" if python else "Rust wgpu programs that read it"
-        setting = f"{choice.var}={choice.value}"
+        setting = _setting(choice.var, choice.value)
         unset = f"unset {choice.var}"
         evidence = {"variable": choice.var, "value": choice.value, "effect": choice.effect}
         if choice.effect == "ignored":
             close = [k for k in wgpu_env.PY_BACKENDS if k.lower() == choice.value.lower()]
-            hint = f" (did you mean {close[0]}? the names are case-sensitive)" if close else ""
+            hint = f" (the names are case-sensitive: {close[0]})" if close else ""
+            remedy = (
+                f"export {choice.var}=Vulkan, or {unset}"
+                if close == ["Vulkan"]
+                else f"{unset} (wgpu-py then picks Vulkan)"
+                + (f"; if you meant {close[0]}, that is its name" if close else "")
+            )
             return self.warn(
                 f"{setting} is not a backend wgpu-py knows: it is ignored",
                 f'wgpu-py logs "Invalid value for WGPU_BACKEND_TYPE" and picks the backend '
                 f"itself{hint}. Known values: {', '.join(wgpu_env.PY_BACKENDS)}.",
-                remedy=f"export {choice.var}={close[0]}" if close else unset,
+                remedy=remedy,
                 **evidence,
             )
         unknown = (
@@ -475,19 +494,23 @@ class WgpuSelection(Check):
         if choice.effect == "gl":
             return self.warn(
                 f"{setting}: {who} use OpenGL, not Vulkan",
-                f"{who.capitalize()} ask wgpu for OpenGL only, so they do not use the Vulkan "
-                f"drivers this report checks, and vkdoctor's probe (which runs on Vulkan) says "
-                f"nothing about them.{unknown}",
+                "They ask wgpu for OpenGL only: they do not use the Vulkan drivers this report "
+                f"checks, and vkdoctor's probe, which runs on Vulkan, says nothing about them."
+                f"{unknown}",
                 remedy=f"{unset} (or set it to {'Vulkan' if python else 'vulkan'}) to use Vulkan",
                 **evidence,
             )
         if choice.effect == "none":
             make = self.fail if python else self.warn
+            asked = (
+                "nothing (it is set but empty)"
+                if not choice.value.strip(" ,")
+                else "only backends that Linux does not have"
+            )
             return make(
-                f"{setting}: {who} get no adapter on Linux",
-                "They ask wgpu only for backends that Linux does not have (or for none at all), "
-                f'so requesting an adapter fails ("no adapter found") even though Vulkan may '
-                f"work.{unknown}",
+                f"{setting}: {who} get no adapter",
+                f'They ask wgpu for {asked}, so requesting an adapter fails (wgpu: "No '
+                f'suitable graphics adapter found") even though Vulkan may work.{unknown}',
                 remedy=unset,
                 **evidence,
             )
@@ -495,7 +518,7 @@ class WgpuSelection(Check):
             Severity.WARN if choice.unknown else Severity.INFO,
             f"{setting}: {who} use Vulkan"
             + (" among other backends" if choice.effect == "mixed" else " only"),
-            f"The backend this report checks.{unknown}",
+            unknown.strip(),
             remedy=f"remove {', '.join(choice.unknown)} from {choice.var}"
             if choice.unknown
             else None,
@@ -520,12 +543,25 @@ class WgpuSelection(Check):
     ) -> Finding:
         python = name.var == "WGPUPY_WGPU_ADAPTER_NAME"
         who = "wgpu-py programs" if python else "Rust wgpu programs that read it"
-        setting = f"{name.var}={name.value}"
+        setting = _setting(name.var, name.value)
         evidence = {"variable": name.var, "value": name.value, "selects": list(name.matches)}
+        part = "summary" if python else "name"
         if devices is None:
             return self.info(
-                f"{setting}: {who} use only an adapter whose name contains it",
+                f"{setting}: {who} use only an adapter whose {part} contains it",
                 "The load test did not run here, so which device it selects is not known.",
+                **evidence,
+            )
+        if not devices:
+            return self.info(
+                f"{setting}: no Vulkan device to match it against",
+                "The load test found no Vulkan device at all (VKT002 says why), so which adapter "
+                "it selects cannot be told; "
+                + (
+                    "wgpu-py may take an OpenGL adapter whose summary contains it."
+                    if python
+                    else "the program falls back to its own choice."
+                ),
                 **evidence,
             )
         if name.matches:
@@ -536,6 +572,7 @@ class WgpuSelection(Check):
                 else ""
             )
             return self.info(f"{setting}: {who} use {name.matches[0]}", among, **evidence)
+        example = wgpu_env.summary(*devices[0]) if python else devices[0][0]
         if name.opengl:
             return self.warn(
                 f"{setting}: {who} use an OpenGL adapter, not Vulkan",
@@ -543,10 +580,10 @@ class WgpuSelection(Check):
                 'adapter on the same device ("NAME (TYPE) via OpenGL"): these programs do not '
                 "use the Vulkan drivers this report checks.",
                 remedy=f"unset {name.var}, or set it to part of a Vulkan adapter's summary "
-                f"(for example {wgpu_env.summary(*devices[0])!r})",
+                f"(for example {example!r})",
                 **evidence,
             )
-        seen = ", ".join(n for n, _ in devices) or "none"
+        seen = ", ".join(n for n, _ in devices)
         rule = (
             'a case-sensitive part of the adapter\'s summary, "NAME (TYPE) via Vulkan"'
             if python
@@ -557,7 +594,7 @@ class WgpuSelection(Check):
             + (
                 f"wgpu-py raises \"Adapter with name '{name.value}' not found.\" (or, if it is "
                 "part of an OpenGL adapter's summary, which can name the device differently, "
-                "takes that adapter: OpenGL, not Vulkan)"
+                "takes that adapter: OpenGL, not Vulkan)."
                 if python
                 else "wgpu::util::initialize_adapter_from_env finds no adapter."
             )
@@ -566,10 +603,17 @@ class WgpuSelection(Check):
         return make(
             f"{setting} matches no Vulkan device",
             message,
-            remedy=f"unset {name.var}, or set it to part of a device's name"
-            + (f" (for example {devices[0][0]!r})" if devices else ""),
+            remedy=f"unset {name.var}, or set it to part of a device's {part} "
+            f"(for example {example!r})",
             **evidence,
         )
+
+
+def _setting(var: str, value: str) -> str:
+    """VAR=value as a shell would need it written (a space or an empty value shows)."""
+    import shlex
+
+    return f"{var}={shlex.quote(value)}"
 
 
 CHECKS: tuple[type[Check], ...] = (
