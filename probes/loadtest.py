@@ -370,7 +370,7 @@ def main() -> int:
         emit(event="begin", index=index, step="dlopen")
         out.to(f"{index}.dlopen.log")
         start = time.perf_counter()
-        handle = dl.dlopen(target["dlopen_name"].encode(), RTLD_LAZY | RTLD_LOCAL)
+        handle = dl.dlopen(os.fsencode(target["dlopen_name"]), RTLD_LAZY | RTLD_LOCAL)
         error = None if handle else (dl.dlerror() or b"").decode("utf-8", "replace")
         seconds = time.perf_counter() - start
         if handle:

@@ -833,3 +833,30 @@ def test_a_truncated_driver_is_predicted_to_crash_as_it_really_does(tmp_path):
     assert "kills the process with SIGBUS" in predicted["message"]
     (real,) = [f for f in doc["findings"] if f["code"] == "VKT001"]
     assert real["evidence"]["signal"] == "SIGBUS"
+
+
+def test_a_library_path_that_is_not_utf8_is_loaded_like_any_other(tmp_path):
+    """A manifest naming /tmp/.../libvulkan_lvp\\xff.so: the real loader loads it, and so must
+    the load test child (it crashed on encoding the name before, reported as the driver's
+    crash)."""
+    lib = os.fsencode(tmp_path) + b"/libvulkan_lvp\xff.so"
+    shutil.copyfile(b"/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so", lib)
+    manifest = tmp_path / "icd.json"
+    manifest.write_bytes(
+        b'{"file_format_version": "1.0.0", "ICD": {"library_path": "'
+        + lib
+        + b'", "api_version": "1.3.230"}}'
+    )
+    env = {"HOME": str(tmp_path), "VK_DRIVER_FILES": str(manifest)}
+    real = subprocess.run(
+        ["vulkaninfo", "--summary"],
+        env={**os.environ, **env},
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert real.returncode == 0 and b"llvmpipe" in real.stdout
+    proc, doc = run_json(["check", "--no-probe", "--select", "VKT001"], env=env)
+    assert proc.returncode == 0, proc.stdout
+    (f,) = [f for f in doc["findings"] if f["code"] == "VKT001"]
+    assert f["severity"] == "ok" and "llvmpipe" in f["title"]
