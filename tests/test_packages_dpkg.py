@@ -676,3 +676,30 @@ def test_a_database_that_lists_no_package_owns_nothing(tmp_path: Path):
     from vkdoctor.packages.owner import owner
 
     assert owner(ctx, LVP) is None  # nobody can say, rather than "no package"
+
+
+def test_a_manifest_whose_packaged_library_was_deleted_gets_the_reinstall_command(tmp_path: Path):
+    from pkgtools import icd_manifest
+
+    from vkdoctor.checks.libraries import stale_manifest_remedy
+
+    lvp = build_lib(tmp_path / "s" / "libvulkan_lvp.so", "libvulkan_lvp.so")
+    manifest = tmp_path / "s" / "lvp_icd.x86_64.json"
+    manifest.write_text(icd_manifest(LVP))
+    icd = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"
+    root = dpkg_root(tmp_path / "root")
+    dpkg_install(
+        root, build_deb(tmp_path, "mesa-vulkan-drivers", "26.2.2-1", {LVP: lvp, icd: manifest})
+    )
+    (root / LVP.lstrip("/")).unlink()
+    assert stale_manifest_remedy(ctx_for(root), icd) == (
+        "sudo apt install --reinstall mesa-vulkan-drivers (mesa-vulkan-drivers:amd64 26.2.2-1 "
+        f"owns {icd}, and the library it names is gone)"
+    )
+    # no database to tell: both, in one sentence
+    bare = tmp_path / "bare"
+    (bare / "usr/share/vulkan/icd.d").mkdir(parents=True)
+    assert stale_manifest_remedy(ctx_for(bare), icd) == (
+        f"If a package owns {icd}, reinstall it; if none does, {icd} belongs to no package (put "
+        "there by hand or by an installer): fix its library_path, or remove it."
+    )

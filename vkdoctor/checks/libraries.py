@@ -176,7 +176,7 @@ class LibraryOpens(Check):
                     remedy=fix_file(
                         ctx,
                         bad.path or t.dlopen_name,
-                        f"Reinstall {{package}} (it owns {bad.path}), or fix library_path in "
+                        f"{{reinstall}} ({{package}} owns {bad.path}), or fix library_path in "
                         f"{t.manifest}.",
                         f"{bad.path} belongs to no package: replace it with a working build, or "
                         f"fix library_path in {t.manifest}.",
@@ -281,8 +281,7 @@ def stale_manifest_remedy(ctx: Context, manifest: str) -> str:
     return fix_file(
         ctx,
         manifest,
-        f"Reinstall {{package}}, which owns {manifest} (its library is gone), or remove the "
-        "manifest if its driver was uninstalled.",
+        f"{{reinstall}} ({{package}} owns {manifest}, and the library it names is gone)",
         f"{manifest} belongs to no package (put there by hand or by an installer): fix its "
         "library_path, or remove it.",
     )

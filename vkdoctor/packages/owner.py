@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from vkdoctor.context import Context
 from vkdoctor.packages.detect import inventory
+from vkdoctor.packages.model import Package
+from vkdoctor.record import replace
 
 
 def owner(ctx: Context, path: str) -> str | None:
@@ -22,14 +24,26 @@ def owner(ctx: Context, path: str) -> str | None:
 
 
 def fix_file(ctx: Context, path: str, packaged: str, unpackaged: str) -> str:
-    """`packaged` (with {package} filled in) when a package owns `path`, `unpackaged` when none
-    does, and both joined by "or" when no package database can tell."""
-    who = owner(ctx, path)
-    if who:
-        return packaged.format(package=who)
-    if who == "":
+    """`packaged` when a package owns `path` ({package}: its label, {reinstall}: the command that
+    puts its files back), `unpackaged` when none does, and both joined by "or" when no package
+    database can tell."""
+    from vkdoctor.packages.remedy import REINSTALL
+
+    inv = ctx.fact(inventory)
+    pkgs: tuple[Package, ...] = ()
+    if inv.databases:
+        try:
+            pkgs = inv.owners([path]).get(path, ())
+        except Exception:  # a broken database: the package checks report it
+            inv = replace(inv, databases=())
+    if pkgs:
+        pkg = pkgs[0]
+        return packaged.format(
+            package=pkg.label, reinstall=REINSTALL[pkg.family].format(name=pkg.name)
+        )
+    if inv.databases:
         return unpackaged
-    return f"{packaged.format(package='the package that owns it')}; or, if no package does, {unpackaged}"
+    return f"If a package owns {path}, reinstall it; if none does, {unpackaged[:1].lower()}{unpackaged[1:]}"
 
 
 def leftover_of(ctx: Context, path: str) -> str | None:
