@@ -549,11 +549,19 @@ def test_with_root_the_text_report_says_the_fixes_are_the_trees():
     )
     tree = Report(vkdoctor_version="0", host={**HOST, "root": "/srv/img"}, checks=checks)
     assert (
-        "The fixes are for the system in /srv/img: run them inside it (sudo chroot /srv/img ..., "
-        "or in the image's build), where the paths above are its own."
+        "The fixes that change files or packages are for the system in /srv/img: run them inside "
+        "it (sudo chroot /srv/img ..., or in the image's build), where the paths above are its "
+        "own. Those that unset or export a variable are for this shell."
     ) in text.render(tree, style=text.Style()).splitlines()
+    arm = Report(
+        vkdoctor_version="0", host={**HOST, "root": "/srv/img", "machine": "aarch64"}, checks=checks
+    )
+    assert (
+        "(an aarch64 tree: chroot needs qemu-user-static here, or use docker run --platform)"
+        in (text.render(arm, style=text.Style()))
+    )
     live = Report(vkdoctor_version="0", host=HOST, checks=checks)
-    assert "The fixes are for" not in text.render(live, style=text.Style())
+    assert "The fixes that" not in text.render(live, style=text.Style())
 
 
 def test_with_root_the_shells_loader_variables_are_named(tmp_path):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+import sys
 from collections.abc import Iterable, Mapping
 
 from vkdoctor.checks.base import Check
@@ -41,8 +43,9 @@ class HostFacts(Check):
                 f"This shell's {', '.join(applied)} applied to the tree",
                 f"vkdoctor reads them as the environment of a program started in {ctx.root}: "
                 "the findings describe that program, not the image's own environment. For the "
-                "image alone, run with only its variables: env -i PATH=/usr/bin:/bin vkdoctor "
-                f"check --root {ctx.root} (add the image's own ENV settings).",
+                "image alone, run with only its variables: env -i PATH=/usr/bin:/bin "
+                f"{shlex.quote(sys.executable)} -m vkdoctor check --root {ctx.root} (add the "
+                "image's own ENV settings).",
                 variables=applied,
             )
         if not ctx.live and not _looks_like_a_root(ctx):

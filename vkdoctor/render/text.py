@@ -155,9 +155,18 @@ def root_note(report: Report) -> str | None:
         f.remedy and f.severity.rank >= Severity.WARN.rank for f in report.findings
     ):
         return None
+    import platform
+
+    machine = str(report.host.get("machine") or "")
+    foreign = (
+        f" (an {machine} tree: chroot needs qemu-user-static here, or use docker run --platform)"
+        if machine and machine != platform.machine()
+        else ""
+    )
     return (
-        f"The fixes are for the system in {root}: run them inside it (sudo chroot {root} ..., "
-        "or in the image's build), where the paths above are its own."
+        f"The fixes that change files or packages are for the system in {root}: run them inside "
+        f"it (sudo chroot {root} ..., or in the image's build){foreign}, where the paths above "
+        "are its own. Those that unset or export a variable are for this shell."
     )
 
 
