@@ -574,3 +574,44 @@ def test_with_root_the_shells_loader_variables_are_named(tmp_path):
     assert "This shell's LD_LIBRARY_PATH, VK_DRIVER_FILES applied to the tree" in titles
     _, doc = run_json(select)
     assert [f["title"] for f in doc["findings"] if f["code"] == "VKH001"] == ["Host"]
+
+
+def test_a_tree_without_its_dynamic_linker_is_one_failure_with_the_link_to_restore(tmp_path):
+    """A merged-/usr tree that lost its /lib link: /lib64/ld-linux-x86-64.so.2 dangles, no
+    program can start. Before, every library resolved and the tree passed."""
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc/os-release").write_text('ID=debian\nNAME="Debian GNU/Linux"\n')
+    real = tmp_path / "usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
+    real.parent.mkdir(parents=True)
+    real.write_bytes(b"\x7fELF")
+    (tmp_path / "usr/lib64").mkdir()
+    (tmp_path / "usr/lib64/ld-linux-x86-64.so.2").symlink_to(
+        "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
+    )
+    (tmp_path / "lib64").symlink_to("usr/lib64")
+    (tmp_path / "usr/lib/x86_64-linux-gnu/libc.so.6").write_bytes(b"\x7fELF")
+    select = ["check", "--root", str(tmp_path), "--no-probe", "--select", "VKH001"]
+    proc, doc = run_json(select)
+    assert proc.returncode == 1
+    (f,) = [f for f in doc["findings"] if f["severity"] == "fail"]
+    assert f["title"] == (
+        "The tree's dynamic linker /lib64/ld-linux-x86-64.so.2 is missing: no program in it can "
+        "start"
+    )
+    assert f["remedy"] == f"ln -s usr/lib {tmp_path}/lib (the merged-/usr links)"
+    (tmp_path / "lib").symlink_to("usr/lib")
+    proc, doc = run_json(select)
+    assert proc.returncode == 0
+    assert [f["severity"] for f in doc["findings"]] == ["info"]
+
+
+def test_a_tree_without_any_dynamic_linker_is_judged_by_its_programs(tmp_path):
+    from vkdoctor.commands.common import host_context
+
+    env = tmp_path / "usr/bin/env"
+    env.parent.mkdir(parents=True)
+    # an ELF header: 64-bit, little-endian, ET_DYN, EM_AARCH64 (183)
+    env.write_bytes(
+        b"\x7fELF\x02\x01\x01" + bytes(9) + (3).to_bytes(2, "little") + (183).to_bytes(2, "little")
+    )
+    assert host_context(root=str(tmp_path)).machine == "aarch64"

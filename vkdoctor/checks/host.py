@@ -37,6 +37,8 @@ class HostFacts(Check):
         else:
             parts.append(f"inspected as a tree under --root {ctx.root}")
         yield self.info("Host", ", ".join(p for p in parts if p), **facts)
+        if not ctx.live and _looks_like_a_root(ctx):
+            yield from _interpreter(self, ctx)
         applied = [] if ctx.live else applied_variables(ctx.env)
         if applied:
             yield self.info(
@@ -68,6 +70,46 @@ _TREE_VARIABLES = ("VK_", "LD_", "WGPU", "XDG_")
 def applied_variables(env: Mapping[str, str]) -> list[str]:
     """The set variables that change what vkdoctor finds in a tree."""
     return sorted(k for k in env if k.startswith(_TREE_VARIABLES))
+
+
+def _interpreter(check: Check, ctx: Context) -> Iterable[Finding]:
+    """A tree whose dynamic linker is gone (a deleted file, a merged-/usr tree without its /lib
+    link) can start no program, whatever its libraries say."""
+    from vkdoctor.elf.platform import INTERPRETERS, ldso_platform
+
+    interpreter = INTERPRETERS.get(ctx.machine)
+    if interpreter is None or ctx.resolve(interpreter).is_file():
+        return
+    dirs = ctx.fact(ldso_platform).system_dirs
+    if not any(ctx.resolve(f"{d}/libc.so.6").is_file() for d in dirs):
+        return  # no glibc: a static or partial tree, nothing that needs ld.so to judge
+    try:
+        target = str(ctx.under(interpreter).readlink())
+        why = f"{interpreter} is a link to {target}, which does not exist in the tree"
+    except OSError:
+        why = f"{interpreter} does not exist in the tree"
+    # a merged-/usr tree whose top-level links were lost (an archive that dropped them)
+    unlinked = [
+        d
+        for d in ("/lib", "/lib64", "/bin", "/sbin")
+        if not ctx.under(d).exists()
+        and not ctx.under(d).is_symlink()
+        and ctx.under(f"/usr{d}").is_dir()
+    ]
+    if unlinked:
+        why += f"; {', '.join(unlinked)} {'is' if len(unlinked) == 1 else 'are'} missing"
+    yield check.fail(
+        f"The tree's dynamic linker {interpreter} is missing: no program in it can start",
+        f"{why}. Every {ctx.machine} program and library in {ctx.root} needs it, so nothing "
+        "in the tree can load, whatever the library findings below say.",
+        remedy=(
+            "; ".join(f"ln -s usr{d} {ctx.root}{d}" for d in unlinked) + " (the merged-/usr links)"
+            if unlinked
+            else "reinstall the C library package inside the tree (Debian: apt install "
+            "--reinstall libc6; Arch: pacman -S glibc; Fedora: dnf reinstall glibc)"
+        ),
+        interpreter=interpreter,
+    )
 
 
 def _looks_like_a_root(ctx: Context) -> bool:

@@ -134,11 +134,33 @@ def _legacy(flags: set[str], vendor: str, machine: str) -> tuple[tuple[str, ...]
 def tree_machine(ctx: Context) -> str:
     """The machine a --root tree is built for: the one whose ld.so it has (an aarch64 image
     inspected from an x86_64 host is judged as aarch64). The host's own machine when the tree
-    has its interpreter too (an x86_64 tree with i386 multiarch), or has none at all."""
+    has its interpreter too (an x86_64 tree with i386 multiarch). With no interpreter at all,
+    the tree's own programs (/usr/bin/env, /bin/sh) say it."""
     present = [m for m, interpreter in INTERPRETERS.items() if ctx.resolve(interpreter).is_file()]
-    if ctx.machine in present or not present:
+    if ctx.machine in present:
         return ctx.machine
-    return min(present, key=lambda m: MACHINES[m][1] != 64)
+    if present:
+        return min(present, key=lambda m: MACHINES[m][1] != 64)
+    return _machine_of_programs(ctx) or ctx.machine
+
+
+def _machine_of_programs(ctx: Context) -> str | None:
+    from vkdoctor.elf.names import machine_name
+
+    by_name = {em: m for m, (em, _) in reversed(MACHINES.items())}
+    for program in ("/usr/bin/env", "/bin/sh", "/usr/bin/ls"):
+        try:
+            with ctx.resolve(program).open("rb") as f:
+                head = f.read(20)
+        except OSError:
+            continue
+        if len(head) < 20 or head[:4] != b"\x7fELF":
+            continue
+        value = int.from_bytes(head[18:20], "little" if head[5] == 1 else "big")
+        machine = by_name.get(machine_name(value))
+        if machine is not None:
+            return machine
+    return None
 
 
 def ldso_platform(ctx: Context) -> LdsoPlatform:
