@@ -199,6 +199,10 @@ def test_libstdcxx_shadowing(monkeypatch: pytest.MonkeyPatch, seed: SeedLab) -> 
         proc.stderr
     )
     assert f"fix: Remove {seed.shadow_dir} from LD_LIBRARY_PATH" in proc.stderr
+    # exec runs the command, and says so too
+    proc = run_vkdoctor(["exec", "--", "true"], env=env)
+    assert proc.returncode == 0
+    assert "vkdoctor exec: an overlay cannot fix this: no library is missing" in proc.stderr
 
 
 def test_an_older_libstdcxx_is_one_failure_for_all_its_users(
@@ -245,6 +249,13 @@ def test_an_older_libstdcxx_is_one_failure_for_all_its_users(
         "libstdc++.so.6: GLIBCXX_3.4.30, CXXABI_1.3.13 missing from the copy that wins"
     )
     assert [f["severity"] for f in doc["findings"] if f["code"] == "VKL003"] == ["fail"]
+    # a second old copy later on LD_LIBRARY_PATH would win once the first is gone: both named
+    two = {"LD_LIBRARY_PATH": f"{old.parent}:{seed.shadow_dir}"}
+    (f2,) = [
+        f for f in bad(run(monkeypatch, Context(env=two), mesa_targets())) if f.code == "VKL003"
+    ]
+    assert f2.remedy is not None
+    assert f2.remedy.startswith(f"Remove {old.parent} and {seed.shadow_dir} from LD_LIBRARY_PATH")
     (prefix / "conda-meta").mkdir()
     (f,) = [
         f for f in bad(run(monkeypatch, Context(env=env), mesa_targets())) if f.code == "VKL003"

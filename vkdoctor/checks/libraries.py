@@ -455,7 +455,9 @@ class SymbolVersions(Check):
                 sev,
                 f"{', '.join(highest_per_family(missing))} not found in {provider}",
                 f"{who}: {version_sentence(v)}{_also(needs)} {fails}",
-                remedy=_version_remedy(ctx, v.provider_how, v.provider_dir, v.soname, better),
+                remedy=_version_remedy(
+                    ctx, v.provider_how, v.provider_dir, v.soname, better, missing
+                ),
                 evidence=ev,
             )
 
@@ -468,10 +470,37 @@ def _also(needs: Mapping[str, tuple[str, ...]]) -> str:
     return " Also required by " + "; ".join(f"{r} ({', '.join(needs[r])})" for r in rest) + "."
 
 
-def _version_remedy(ctx: Context, how: How, directory: str, soname: str, better: list[str]) -> str:
+def _older_copies_behind(
+    ctx: Context, directory: str, soname: str, missing: tuple[str, ...]
+) -> list[str]:
+    """The LD_LIBRARY_PATH entries after `directory` whose copy of `soname` also lacks one of
+    the `missing` versions."""
+    from vkdoctor.elf.reader import ElfInfo, read_elf
+
+    entries = [e for e in ctx.env.get("LD_LIBRARY_PATH", "").split(":") if e.startswith("/")]
+    if directory not in entries:
+        return []
+    found = []
+    for entry in entries[entries.index(directory) + 1 :]:
+        info = read_elf(ctx, posixpath.join(entry, soname))
+        if isinstance(info, ElfInfo) and not set(missing) <= set(info.verdef):
+            found.append(entry)
+    return found
+
+
+def _version_remedy(
+    ctx: Context,
+    how: How,
+    directory: str,
+    soname: str,
+    better: list[str],
+    missing: tuple[str, ...] = (),
+) -> str:
     if how is How.LD_LIBRARY_PATH:
+        # the next entry with its own old copy would win once this one is gone: name them all
+        dirs = [directory, *_older_copies_behind(ctx, directory, soname, missing)]
         text = (
-            f"Remove {directory} from LD_LIBRARY_PATH for Vulkan programs"
+            f"Remove {' and '.join(dirs)} from LD_LIBRARY_PATH for Vulkan programs"
             + (f" so that {better[0]} is used" if better else "")
             + "."
         )

@@ -33,7 +33,7 @@ def exec_command(
     CMD replaces vkdoctor, so its exit status and signals are the command's own: a CI gate reads
     `vkdoctor exec --search-path DIR -- cargo test ...`. With nothing missing, CMD runs unchanged.
     """
-    from vkdoctor.overlay.describe import summary_lines
+    from vkdoctor.overlay.describe import shadowing_copies, summary_lines
     from vkdoctor.overlay.discover import plan_for
     from vkdoctor.overlay.errors import OverlayError
 
@@ -54,6 +54,9 @@ def exec_command(
         if plan.needed:
             for line in summary_lines(plan):
                 say(line)
+        else:
+            for problem, fix in shadowing_copies(ctx):
+                say(f"an overlay cannot fix this: {problem}; fix: {fix}")
         if plan.built and plan.ld_path is not None:
             env["LD_LIBRARY_PATH"] = plan.ld_path.value
             say(f"LD_LIBRARY_PATH={plan.ld_path.value}")

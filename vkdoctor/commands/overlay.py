@@ -9,8 +9,6 @@ from pathlib import Path
 import click
 
 from vkdoctor.commands import common
-from vkdoctor.context import Context
-from vkdoctor.model import Severity
 
 
 def from_package_option(f: common.F) -> common.F:
@@ -46,7 +44,7 @@ def overlay(
     and only when nothing the process already loads changes. Nothing to do: exit 0, no output
     (with --format json: null, as the report's `overlay`).
     """
-    from vkdoctor.overlay.describe import export_line, summary_lines
+    from vkdoctor.overlay.describe import export_line, shadowing_copies, summary_lines
     from vkdoctor.overlay.discover import plan_for
     from vkdoctor.overlay.errors import OverlayError
 
@@ -66,11 +64,12 @@ def overlay(
         if fmt == "json":
             common.out("null")
         if not plan.needed:
-            shadow = _shadowing_copy(ctx)
-            if shadow is not None:
+            shadows = shadowing_copies(ctx)
+            for problem, fix in shadows:
                 # an overlay only adds what is missing: it never replaces a copy that wins
-                click.echo(f"vkdoctor overlay: an overlay cannot fix this: {shadow[0]}", err=True)
-                click.echo(f"  fix: {shadow[1]}", err=True)
+                click.echo(f"vkdoctor overlay: an overlay cannot fix this: {problem}", err=True)
+                click.echo(f"  fix: {fix}", err=True)
+            if shadows:
                 sys.exit(1)
             click.echo(
                 "vkdoctor overlay: nothing to do: every library the Vulkan drivers need resolves",
@@ -90,18 +89,3 @@ def overlay(
         common.out(f"LD_LIBRARY_PATH={plan.ld_path.value}")
     else:
         common.out(export_line(plan))
-
-
-def _shadowing_copy(ctx: Context) -> tuple[str, str] | None:
-    """What VKL003 says when no library is missing but a copy that wins lacks symbol versions
-    (an old libstdc++ first on LD_LIBRARY_PATH): the problem, and its fix."""
-    from vkdoctor.checks.libraries import SymbolVersions
-
-    for finding in SymbolVersions().run(ctx):
-        if finding.severity is Severity.FAIL:
-            return (
-                f"no library is missing, but {finding.title} (VKL003: `vkdoctor check` says "
-                "which libraries need it)",
-                finding.remedy or "vkdoctor explain VKL003",
-            )
-    return None

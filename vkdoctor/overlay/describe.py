@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from vkdoctor.context import Context
 from vkdoctor.overlay.plan import Plan, chosen_dirs
 
 
@@ -76,3 +77,21 @@ def exec_command(plan: Plan, cmd: str = "CMD") -> str:
         if pkg["found"] and pkg["origin"] == "package":
             parts += ["--from-package", shlex.quote(pkg["package"])]
     return " ".join([*parts, "--", cmd])
+
+
+def shadowing_copies(ctx: Context) -> list[tuple[str, str]]:
+    """What VKL003 says when no library is missing but copies that win lack symbol versions
+    (an old libstdc++ first on LD_LIBRARY_PATH, or bundled behind an RPATH): each problem, and
+    its fix. An overlay only adds missing sonames, so it cannot help with these."""
+    from vkdoctor.checks.libraries import SymbolVersions
+    from vkdoctor.model import Severity
+
+    return [
+        (
+            f"no library is missing, but {f.title} (VKL003: `vkdoctor check` says which "
+            "libraries need it)",
+            f.remedy or "vkdoctor explain VKL003",
+        )
+        for f in SymbolVersions().run(ctx)
+        if f.severity is Severity.FAIL
+    ]
