@@ -420,10 +420,24 @@ def test_root_tree_with_its_own_cache(tmp_path: Path, lab: Lab) -> None:
     r = resolve(ctx, "/usr/lib/libclsuser.so", caller="executable")
     cls = r.library("libcls.so.1")
     assert cls is not None and (cls.how, cls.path) == (How.CACHE, "/opt/vendor/libcls.so.1")
+    # moved to another ld.so.conf directory after the cache was built: the cache still names
+    # the old path, and ld.so (which reads only the cache) fails; ldconfig is the fix
+    (root / "opt" / "other").mkdir()
+    (root / "etc" / "ld.so.conf.d" / "other.conf").write_text("/opt/other\n")
+    (root / "opt" / "vendor" / "libcls.so.1").rename(root / "opt" / "other" / "libcls.so.1")
+    moved = resolve(Context(root=root), "/usr/lib/libclsuser.so", caller="executable")
+    miss = next(m for m in moved.misses if m.name == "libcls.so.1")
+    assert [(n.kind, n.path) for n in miss.near] == [("stale-cache", "/opt/other/libcls.so.1")]
+    from vkdoctor.elf.explain import places_tried
+
+    assert (
+        "ld.so.cache (lists /opt/vendor/libcls.so.1, which is gone: run ldconfig)"
+        in places_tried(miss.tried, Context(root=root))
+    )
     (root / "etc" / "ld.so.cache").unlink()
     r2 = resolve(Context(root=root), "/usr/lib/libclsuser.so", caller="executable")
     miss = next(m for m in r2.misses if m.name == "libcls.so.1")
-    assert [(n.kind, n.path) for n in miss.near] == [("stale-cache", "/opt/vendor/libcls.so.1")]
+    assert [(n.kind, n.path) for n in miss.near] == [("stale-cache", "/opt/other/libcls.so.1")]
 
 
 def _ld_debug_places(stderr: str, name: str, subdirs: tuple[str, ...]) -> list[str]:

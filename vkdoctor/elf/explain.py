@@ -48,7 +48,13 @@ def places_tried(tried: Sequence[Tried], ctx: Context | None = None) -> str:
         elif t.outcome in ("wrong_machine", "unreadable", "bad_elf", "skipped"):
             note = f" [{t.outcome.replace('_', ' ')}{': ' + t.detail if t.detail else ''}]"
         if t.how is How.CACHE:
-            where = "ld.so.cache" + (f" (has {t.path})" if t.path and t.outcome != "found" else "")
+            where = "ld.so.cache" + (
+                f" (lists {t.path}, which is gone: run ldconfig)"
+                if t.path and t.outcome == "absent"
+                else f" (has {t.path})"
+                if t.path and t.outcome != "found"
+                else ""
+            )
         groups[key].append(where + note)
     for how, origin in order:
         label = {

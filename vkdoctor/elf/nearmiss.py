@@ -98,10 +98,14 @@ def _scan_dirs(ctx: Context, searcher: Searcher, tried: Sequence[str]) -> list[t
     return out
 
 
-def _cached_names(searcher: Searcher) -> set[str]:
+def _cached_names(ctx: Context, searcher: Searcher, base: str) -> set[str]:
+    """The names ld.so.cache lists; `base` only if its file is still there: an entry whose file
+    was moved away is as good as none (ldconfig must run again)."""
     if searcher.cache is None:
         return set()
-    return {e.name for e in searcher.cache.entries}
+    return {
+        e.name for e in searcher.cache.entries if e.name != base or ctx.resolve(e.path).exists()
+    }
 
 
 def near_misses(
@@ -113,7 +117,7 @@ def near_misses(
     base = posixpath.basename(name)
     out: list[NearMiss] = []
     seen_real: set[str] = set()
-    cached = _cached_names(searcher)
+    cached = _cached_names(ctx, searcher, base)
     for d, where in _scan_dirs(ctx, searcher, tried):
         entries = [e for e in list_dir(ctx, d) if e == base or (stem and family(e) == stem)]
         # a file named like its soname first, so that links to it (libLLVM-15.so) are folded in
