@@ -567,3 +567,21 @@ def test_drivers_fails_without_the_loader(tmp_path):
     assert proc.returncode == 1, proc.stdout
     assert "✗ VKH002 libvulkan.so.1 not found" in proc.stdout or "XX VKH002" in proc.stdout
     assert proc.stdout.rstrip().endswith("vkdoctor: FAIL: libvulkan.so.1 not found")
+
+
+def test_a_driver_filter_that_drops_every_driver_is_unset_by_name(tmp_path):
+    import subprocess
+
+    env = {"HOME": str(tmp_path), "VK_LOADER_DRIVERS_DISABLE": "*"}
+    real = subprocess.run(
+        ["vulkaninfo", "--summary"],
+        env={**os.environ, **env},
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert real.returncode != 0  # the oracle: no driver left
+    proc, doc = run_json(["check", "--no-probe", "--select", "VKD001"], env=env)
+    assert proc.returncode == 1
+    (f,) = findings(doc, "VKD001")
+    assert f["remedy"] == "unset VK_LOADER_DRIVERS_DISABLE"  # not SELECT, which is not set

@@ -192,7 +192,11 @@ class DriversFound(Check):
                 f"or point it at {what}"
             )
         elif scan.drivers and any(d.outcome in filtered for d in scan.drivers):
-            remedy = "unset VK_LOADER_DRIVERS_SELECT VK_LOADER_DRIVERS_DISABLE"
+            remedy = "unset " + " ".join(
+                v
+                for v in ("VK_LOADER_DRIVERS_SELECT", "VK_LOADER_DRIVERS_DISABLE")
+                if ctx.env.get(v) is not None
+            )
         elif hidden := hidden_system_manifests(ctx, scan):
             remedy = _hidden_remedy(hidden, ctx)
             evidence["hidden"] = [d for d, *_ in hidden]
