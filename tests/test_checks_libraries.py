@@ -199,6 +199,10 @@ def test_libstdcxx_shadowing(monkeypatch: pytest.MonkeyPatch, seed: SeedLab) -> 
         proc.stderr
     )
     assert f"fix: Remove {seed.shadow_dir} from LD_LIBRARY_PATH" in proc.stderr
+    # `drivers` counts them all in its last line
+    proc = run_vkdoctor(["drivers"], env=env)
+    assert proc.returncode == 1
+    assert proc.stdout.splitlines()[-1].startswith("vkdoctor: FAIL: 0 of 4 drivers can load; ")
     # exec runs the command, and says so too
     proc = run_vkdoctor(["exec", "--", "true"], env=env)
     assert proc.returncode == 0

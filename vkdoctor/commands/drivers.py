@@ -84,8 +84,14 @@ def render_text(
             out.append(f"    fix: {remedy}")
     if problems:
         out.append("")
-    if failing:
+    if len(failing) == 1:
         out.append(f"vkdoctor: FAIL: {failing[0]['reason']}")
+    elif failing:
+        names = ", ".join(str(r["manifest"]).rsplit("/", 1)[-1] for r in failing)
+        out.append(
+            f"vkdoctor: FAIL: {len(loads)} of {len(rows)} drivers can load; {names} cannot "
+            "(the findings above say why)"
+        )
     elif problems:
         out.append(f"vkdoctor: FAIL: {problems[0][1]}")
     elif loads:
