@@ -585,3 +585,24 @@ def test_a_driver_filter_that_drops_every_driver_is_unset_by_name(tmp_path):
     assert proc.returncode == 1
     (f,) = findings(doc, "VKD001")
     assert f["remedy"] == "unset VK_LOADER_DRIVERS_DISABLE"  # not SELECT, which is not set
+
+
+def test_an_override_naming_nothing_usable_points_at_a_manifest_that_works(tmp_path):
+    import subprocess
+
+    env = {"HOME": str(tmp_path), "VK_DRIVER_FILES": str(tmp_path / "nope.json")}
+    proc, doc = run_json(["check", "--no-probe", "--select", "VKD001"], env=env)
+    assert proc.returncode == 1
+    (f,) = findings(doc, "VKD001")
+    example = f["remedy"].rpartition("for example ")[2]
+    assert example == f"VK_DRIVER_FILES={LVP_MANIFEST}"
+    # the example the fix gives works with the real loader
+    var, _, value = example.partition("=")
+    real = subprocess.run(
+        ["vulkaninfo", "--summary"],
+        env={**os.environ, "HOME": str(tmp_path), var: value},
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert real.returncode == 0 and b"llvmpipe" in real.stdout

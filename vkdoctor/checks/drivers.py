@@ -186,10 +186,12 @@ class DriversFound(Check):
             elif all(d.outcome in other_arch for d in scan.drivers):
                 what = f"a {process_bits(ctx.machine)}-bit driver's manifest"
             else:
-                what = "a driver manifest whose library exists (the ones it names are skipped)"
+                what = "a driver manifest the loader can use (why each one it names is skipped is above)"
+            example = _installed_manifest(ctx)
             remedy = (
                 f"unset {scan.plan.override} (it replaces the driver search path), "
                 f"or point it at {what}"
+                + (f", for example {scan.plan.override}={example}" if example else "")
             )
         elif scan.drivers and any(d.outcome in filtered for d in scan.drivers):
             remedy = "unset " + " ".join(
@@ -223,6 +225,18 @@ class DriversFound(Check):
             remedy=remedy,
             **evidence,
         )
+
+
+def _installed_manifest(ctx: Context) -> str | None:
+    """A driver manifest installed where the loader looks by default (lavapipe's first: it
+    works on any machine)."""
+    found: list[str] = []
+    for d in ("/usr/share/vulkan/icd.d", "/etc/vulkan/icd.d", "/usr/local/share/vulkan/icd.d"):
+        try:
+            found += sorted(f"{d}/{p.name}" for p in ctx.under(d).glob("*.json"))
+        except OSError:
+            continue
+    return next((f for f in found if "lvp_icd" in f), found[0] if found else None)
 
 
 #: where the distributions install driver manifests, and the variable whose default holds each
