@@ -271,3 +271,23 @@ def test_driver_found_only_through_ld_library_path_with_a_stale_cache(tmp_path: 
     assert "libGLX_nvidia.so.0 (for nvidia_icd.json)" in f["message"]
     assert "the cache is stale" in f["message"]
     assert f["remedy"].startswith("sudo ldconfig")
+
+
+def test_a_left_over_nvidia_manifest_is_not_blamed_on_libegl(tmp_path: Path):
+    """The manifest is there, the driver library is not (a removed driver): libEGL is beside
+    the point, VKL001 and VKD005 say what is wrong."""
+    _nvidia_tree(tmp_path, link_icd=True, egl=False)
+    (tmp_path / "usr/lib/x86_64-linux-gnu/libGLX_nvidia.so.0").unlink()
+    (tmp_path / "usr/local/nvidia/lib64/libGLX_nvidia.so.0").unlink()
+    _, doc = run_json(["check", "--no-probe", "--root", str(tmp_path), "--select", "VKC004"])
+    (f,) = _findings(doc, "VKC004")
+    assert f["severity"] == "ok" and f["title"] == "No NVIDIA Vulkan driver library to check"
+
+
+def test_the_libegl_fix_is_the_trees_own_distributions(tmp_path: Path):
+    _nvidia_tree(tmp_path, link_icd=True, egl=False)
+    (tmp_path / "etc").mkdir(exist_ok=True)
+    (tmp_path / "etc/os-release").write_text("ID=debian\n")
+    _, doc = run_json(["check", "--no-probe", "--root", str(tmp_path), "--select", "VKC004"])
+    (f,) = _findings(doc, "VKC004")
+    assert f["severity"] == "fail" and f["remedy"] == "sudo apt install libegl1"

@@ -11,6 +11,7 @@ from vkdoctor import files
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.elf.resolve import resolve
+from vkdoctor.host import distro_family
 from vkdoctor.loader import load_targets
 from vkdoctor.loader.search import driver_plan, implicit_layer_plan
 from vkdoctor.model import Finding
@@ -325,6 +326,19 @@ class NvidiaNeedsGlvnd(Check):
                 "No NVIDIA Vulkan driver to check", "no driver manifest names libGLX_nvidia"
             )
             return
+        # a manifest left behind by a removed driver names a library that is not there: that
+        # is VKD005's and VKL001's finding, and libEGL is beside the point
+        nvidia = [
+            t
+            for t in nvidia
+            if resolve(ctx, t.dlopen_name, caller="loader", near=False).root is not None
+        ]
+        if not nvidia:
+            yield self.ok(
+                "No NVIDIA Vulkan driver library to check",
+                "the NVIDIA manifests name a library that is not here (VKL001 says so)",
+            )
+            return
         egl = resolve(ctx, _GLVND_EGL, caller="loader", near=False)
         names = ", ".join(t.name for t in nvidia)
         if egl.ok:
@@ -338,13 +352,22 @@ class NvidiaNeedsGlvnd(Check):
             f"create a Vulkan instance, and ld.so cannot load it: {egl.predicted_error}. "
             "The loader will report \"Could not get 'vkCreateInstance' via "
             '\'vk_icdGetInstanceProcAddr\'" and then "Found no drivers!".',
-            remedy=(
+            remedy=_EGL_INSTALL.get(
+                distro_family(ctx) or "",
                 "Install GLVND's EGL library: sudo apt install libegl1 (Debian/Ubuntu), "
-                "sudo dnf install libglvnd-egl (Fedora), sudo pacman -S libglvnd (Arch)."
+                "sudo dnf install libglvnd-egl (Fedora), sudo pacman -S libglvnd (Arch).",
             ),
             error=egl.predicted_error,
             drivers=[t.manifest for t in nvidia],
         )
+
+
+#: distro family -> how to install GLVND's libEGL.so.1
+_EGL_INSTALL = {
+    "debian": "sudo apt install libegl1",
+    "fedora": "sudo dnf install libglvnd-egl",
+    "arch": "sudo pacman -S libglvnd",
+}
 
 
 CHECKS: tuple[type[Check], ...] = (
