@@ -593,7 +593,10 @@ def test_a_32_bit_driver_alone_is_the_cause_not_harmless(seed: SeedLab, tmp_path
     assert f["severity"] == "fail"
     assert "ELFCLASS32; dlopen rejects it for a 64-bit process" in f["message"]
     assert "harmless" not in f["message"]
-    assert f["remedy"].endswith("or point it at a 64-bit driver's manifest")
+    assert f["remedy"].endswith(
+        "or point it at a 64-bit driver's manifest, for example "
+        "VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"
+    )
 
 
 def test_a_loader_found_only_through_ld_library_path_has_a_fix(tmp_path: Path) -> None:
@@ -645,3 +648,22 @@ def test_a_private_directory_with_system_libraries_is_never_offered_to_ldconfig(
     assert "ldconfig" not in only["remedy"] and "LD_LIBRARY_PATH=" not in only["remedy"]
     assert f"vkdoctor exec --search-path {mixed} -- CMD" in only["remedy"]
     assert "it also holds libc.so.6, libz.so.1" in only["remedy"]
+
+
+def test_one_missing_soname_is_one_finding_whoever_needs_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """libgone.so.1 needed by two libraries of a driver's closure (libdrm by six, in a real
+    tree without a package database): one failure that names both, not one per user."""
+    gone = build_lib(tmp_path / "l" / "libgone.so.1", soname="libgone.so.1")
+    a = build_lib(tmp_path / "l" / "liba.so.1", soname="liba.so.1", link=[gone])
+    b = build_lib(tmp_path / "l" / "libb.so.1", soname="libb.so.1", link=[gone])
+    drv = build_lib(tmp_path / "d" / "libvulkan_two.so", link=[a, b], rpath=[str(a.parent)])
+    gone.unlink()
+    found = [
+        f
+        for f in bad(run(monkeypatch, Context(), [driver("two.json", drv)], ("VKL002",)))
+        if f.code == "VKL002"
+    ]
+    assert [f.title for f in found] == ["libgone.so.1 missing (needed by liba.so.1, libb.so.1)"]
+    assert found[0].evidence["needed_by_all"] == [str(a), str(b)]

@@ -217,15 +217,19 @@ class NeededLibraries(Check):
     title = "Needed libraries that cannot be found"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        groups: dict[tuple[str, str | None], list[tuple[LoadTarget, Miss]]] = {}
+        # one finding per missing soname: the libraries that need it are listed in it (a
+        # missing libdrm.so.2 is one problem, not one per library that links it)
+        groups: dict[str, list[tuple[LoadTarget, Miss]]] = {}
         for t, res in ctx.fact(target_resolutions):
             if res.root is None:
                 continue
             for m in res.misses:
-                groups.setdefault((m.name, m.needed_by), []).append((t, m))
-        for (name, needed_by), items in groups.items():
-            ts = [t for t, _ in items]
+                groups.setdefault(m.name, []).append((t, m))
+        for name, items in groups.items():
+            ts = list(dict.fromkeys(t for t, _ in items))
             m = items[0][1]
+            needed_by = m.needed_by
+            users = list(dict.fromkeys(x.needed_by or x.name for _, x in items))
             sev = Severity.FAIL if any(t.kind == "driver" for t in ts) else Severity.WARN
             who = ", ".join(label(t) for t in ts)
             via = (
@@ -239,17 +243,20 @@ class NeededLibraries(Check):
                 what = f"{m.bad_file.path} is not a loadable shared object ({m.bad_file.detail})"
             else:
                 what = f"ld.so cannot find {name}"
+            also = f" Also needed by {', '.join(users[1:])}." if len(users) > 1 else ""
             message = (
-                f"{who}: {needed_by}{via} needs {name}; {what}. "
+                f"{who}: {needed_by}{via} needs {name}; {what}.{also} "
                 f'dlopen would fail with "{m.error}". Looked in: {places_tried(m.tried, ctx)}. '
                 f"{near_text(m.near)}"
             ).strip()
+            shown = [posixpath.basename(u) for u in users[:3]]
+            more = f" and {len(users) - 3} more" if len(users) > 3 else ""
             yield self.finding(
                 sev,
-                f"{name} missing (needed by {posixpath.basename(needed_by or '')})",
+                f"{name} missing (needed by {', '.join(shown)}{more})",
                 message,
                 remedy=_missing_remedy(ctx, name, m),
-                evidence={"targets": [t.name for t in ts], **m.as_dict()},
+                evidence={"targets": [t.name for t in ts], **m.as_dict(), "needed_by_all": users},
             )
 
 

@@ -272,9 +272,10 @@ class MissingSonameSkew(Check):
             package = symptom.evidence.get("package") or {}
             consumer = cause.evidence.get("consumer_package") or {}
             return bool(package) and package.get("name") == consumer.get("name")
-        return symptom.evidence.get("name") == cause.evidence.get("soname") and (
-            symptom.evidence.get("needed_by")
-            in cause.evidence.get("consumers", [cause.evidence.get("consumer")])
+        consumers = cause.evidence.get("consumers", [cause.evidence.get("consumer")])
+        users = symptom.evidence.get("needed_by_all") or [symptom.evidence.get("needed_by")]
+        return symptom.evidence.get("name") == cause.evidence.get("soname") and any(
+            u in consumers for u in users
         )
 
     def run(self, ctx: Context) -> Iterable[Finding]:
