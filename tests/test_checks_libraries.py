@@ -667,3 +667,24 @@ def test_one_missing_soname_is_one_finding_whoever_needs_it(
     ]
     assert [f.title for f in found] == ["libgone.so.1 missing (needed by liba.so.1, libb.so.1)"]
     assert found[0].evidence["needed_by_all"] == [str(a), str(b)]
+
+
+def test_an_old_copy_behind_a_dt_rpath_names_the_library_that_carries_it(
+    monkeypatch: pytest.MonkeyPatch, seed: SeedLab, tmp_path: Path
+) -> None:
+    """A bundled driver whose DT_RPATH points at its own old libstdc++: the fix names the
+    library with the RPATH, and what to do with it."""
+    drv = copy(SYSLIB / "libvulkan_lvp.so", tmp_path / "bundle" / "libvulkan_lvp.so")
+    patchelf(drv, "--force-rpath", "--set-rpath", str(seed.shadow_dir))
+    (f,) = [
+        f
+        for f in bad(run(monkeypatch, Context(), [driver("bundle.json", drv)], ("VKL003",)))
+        if f.code == "VKL003"
+    ]
+    assert f.evidence["provider_how"] == "rpath"
+    assert f.remedy is not None
+    assert f.remedy.startswith(
+        f"{seed.shadow_dir} comes from {drv}'s DT_RPATH, and its libstdc++.so.6 is older than "
+        "what the libraries need"
+    )
+    assert f"patchelf --remove-rpath {drv}" in f.remedy

@@ -463,7 +463,7 @@ class SymbolVersions(Check):
                 f"{', '.join(highest_per_family(missing))} not found in {provider}",
                 f"{who}: {version_sentence(v)}{_also(needs)} {fails}",
                 remedy=_version_remedy(
-                    ctx, v.provider_how, v.provider_dir, v.soname, better, missing
+                    ctx, v.provider_how, v.provider_dir, v.soname, better, missing, v.chain
                 ),
                 evidence=ev,
             )
@@ -475,6 +475,22 @@ def _also(needs: Mapping[str, tuple[str, ...]]) -> str:
     if not rest:
         return ""
     return " Also required by " + "; ".join(f"{r} ({', '.join(needs[r])})" for r in rest) + "."
+
+
+def _rpath_carrier(ctx: Context, directory: str, chain: tuple[str, ...]) -> str | None:
+    """The object of the loading chain whose DT_RPATH names `directory` ($ORIGIN expanded)."""
+    from vkdoctor.elf.reader import ElfInfo, read_elf
+
+    for obj in reversed(chain):
+        info = read_elf(ctx, obj)
+        if not isinstance(info, ElfInfo):
+            continue
+        origin = posixpath.dirname(obj)
+        for entry in info.rpath:
+            expanded = entry.replace("${ORIGIN}", origin).replace("$ORIGIN", origin)
+            if posixpath.normpath(expanded) == posixpath.normpath(directory):
+                return obj
+    return None
 
 
 def _older_copies_behind(
@@ -502,6 +518,7 @@ def _version_remedy(
     soname: str,
     better: list[str],
     missing: tuple[str, ...] = (),
+    chain: tuple[str, ...] = (),
 ) -> str:
     if how is How.LD_LIBRARY_PATH:
         # the next entry with its own old copy would win once this one is gone: name them all
@@ -519,8 +536,13 @@ def _version_remedy(
             )
         return text
     if how is How.RPATH:
+        carrier = _rpath_carrier(ctx, directory, chain)
+        who = f"{carrier}'s DT_RPATH" if carrier else "a DT_RPATH"
         return (
-            f"{directory} comes from a DT_RPATH; the library carrying it bundles an old {soname}."
+            f"{directory} comes from {who}, and its {soname} is older than what the libraries "
+            f"need: update that copy (to one that defines {', '.join(missing) or 'them'}), or "
+            f"remove it so that the system's is found, or drop the RPATH (patchelf --remove-rpath "
+            f"{carrier or 'LIBRARY'}) if the bundle does not need it."
         )
     if how is How.PRELOAD:
         return f"Stop preloading {soname} from {directory} (LD_PRELOAD)."
