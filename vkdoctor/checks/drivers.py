@@ -203,7 +203,7 @@ class DriversFound(Check):
             remedy = _hidden_remedy(hidden, ctx)
             evidence["hidden"] = [d for d, *_ in hidden]
             message += (
-                " "
+                ("\n" if "\n" in message else " ")
                 + "; ".join(
                     f"{n} manifest(s) in {d} are not searched because {v} is set"
                     for d, v, _, n in hidden

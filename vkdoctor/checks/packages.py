@@ -319,6 +319,12 @@ class MissingSonameSkew(Check):
             )
 
 
+def _version_order(node: str) -> tuple[str, tuple[int, ...]]:
+    """CXXABI_1.3.13 before GLIBCXX_3.4.26 before GLIBCXX_3.4.29: by family, then number."""
+    family, _, number = node.rpartition("_")
+    return family, tuple(int(p) for p in number.split(".") if p.isdigit())
+
+
 def _joined(first: Finding, d: Diagnosis, soname: str, consumer: str) -> Finding:
     """`first` with another library that misses the same soname, with the same fix."""
     needs = f" needs {soname}"
@@ -508,7 +514,7 @@ class MissingVersionOwner(Check):
             top = highest_per_family(by_version)
             d = explain_missing_version(by_version[top[0]], owners, conda)
             if len(by_version) > 1:
-                others = [v for v in by_version if v != top[0]]
+                others = sorted((v for v in by_version if v != top[0]), key=_version_order)
                 d = replace(
                     d,
                     title=f"{by_version[top[0]][0].soname}: {', '.join(top)} missing from the "

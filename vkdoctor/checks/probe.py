@@ -138,7 +138,7 @@ class ComputeProbe(Check):
             why = _no_adapter(ctx)
             if why is not None:
                 said, remedy = why
-                finding = replace(finding, message=finding.message + said, remedy=remedy)
+                finding = replace(finding, message=f"{finding.message}{said}.", remedy=remedy)
         yield finding
 
 
