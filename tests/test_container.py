@@ -291,3 +291,53 @@ def test_the_libegl_fix_is_the_trees_own_distributions(tmp_path: Path):
     _, doc = run_json(["check", "--no-probe", "--root", str(tmp_path), "--select", "VKC004"])
     (f,) = _findings(doc, "VKC004")
     assert f["severity"] == "fail" and f["remedy"] == "sudo apt install libegl1"
+
+
+def test_a_manifest_directory_this_user_cannot_read_is_named_not_reinstalled(
+    world_readable_root: Path,
+):
+    """mode 000 on /usr/share/vulkan/icd.d: the manifests are there, an unprivileged user's
+    loader cannot list them. The fix is the mode, not "reinstall, the manifests are gone"."""
+    root = world_readable_root
+    icd = root / "usr/share/vulkan/icd.d"
+    icd.mkdir(parents=True)
+    (icd / "lvp_icd.x86_64.json").write_text(NVIDIA_ICD)
+    icd.chmod(0)
+    code = (
+        "import sys; from pathlib import Path; from vkdoctor.context import Context; "
+        "from vkdoctor.checks.drivers import DriversFound; "
+        "f = list(DriversFound().run(Context(root=Path(sys.argv[1]), "
+        "env={'HOME': '/nonexistent'})))[0]; print(f.severity.value); print(f.remedy)"
+    )
+    code_dir = Path(tempfile.mkdtemp(prefix="vkdoctor-code-"))
+    code_dir.chmod(0o755)
+    shutil.copytree(
+        REPO / "vkdoctor", code_dir / "vkdoctor", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    env = clean_env({"PYTHONPATH": str(code_dir), "PYTHONDONTWRITEBYTECODE": "1"})
+    try:
+        proc = subprocess.run(
+            [
+                "setpriv",
+                "--reuid=nobody",
+                "--regid=nogroup",
+                "--clear-groups",
+                sys.executable,
+                "-c",
+                code,
+                str(root),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+            cwd="/",
+        )
+    finally:
+        shutil.rmtree(code_dir)
+        icd.chmod(0o755)
+    assert proc.returncode == 0, proc.stderr
+    sev, remedy = proc.stdout.splitlines()[:2]
+    assert sev == "fail"
+    assert remedy == "chmod a+rx /usr/share/vulkan/icd.d (this user cannot read it)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import posixpath
 from collections.abc import Iterable
 from pathlib import PurePosixPath
@@ -215,6 +216,9 @@ class DriversFound(Check):
                 "Fix the skipped manifests as their own findings say (VKD003 syntax, VKD004 "
                 f"content, VKD005 library), or put the packaged ones back: {install_command(ctx)}"
             )
+        elif closed := [e.path for e in scan.plan.entries if _unreadable(ctx, e.path)]:
+            # a directory this user cannot list holds manifests the loader never sees
+            remedy = f"chmod a+rx {' '.join(closed)} (this user cannot read {'them' if len(closed) > 1 else 'it'})"
         else:
             remedy = install_command(ctx)
             if "reinstall" in remedy:
@@ -225,6 +229,18 @@ class DriversFound(Check):
             remedy=remedy,
             **evidence,
         )
+
+
+def _unreadable(ctx: Context, path: str) -> bool:
+    """`path` exists, and this process may not read it (a directory: list and enter it)."""
+    host = ctx.under(path)
+    try:
+        is_dir = host.is_dir()
+        if not is_dir and not host.exists():
+            return False
+    except OSError:
+        return False
+    return not os.access(host, os.R_OK | (os.X_OK if is_dir else 0))
 
 
 def _installed_manifest(ctx: Context) -> str | None:
@@ -522,10 +538,16 @@ class DriverLibrary(Check):
                     "relative": f"relative to {PurePosixPath(d.manifest).parent}",
                     "bare": "a bare name for the dynamic linker",
                 }.get(d.library_rule or "", "")
+                unreadable = bool(
+                    d.library and d.library.startswith("/") and _unreadable(ctx, d.library)
+                )
                 yield self.warn(
                     f"{d.basename}: library {d.library} cannot be loaded",
                     f"{d.reason}. library_path {d.library_path!r} is {rule}.",
-                    remedy=stale_manifest_remedy(ctx, d.manifest),
+                    # there, but not for this user: its mode is the fix, not a reinstall
+                    remedy=f"chmod a+r {d.library} (this user cannot read it)"
+                    if unreadable
+                    else stale_manifest_remedy(ctx, d.manifest),
                     **_ev(d, scan),
                 )
 
