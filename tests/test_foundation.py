@@ -574,6 +574,18 @@ def test_with_root_the_shells_loader_variables_are_named(tmp_path):
     assert "This shell's LD_LIBRARY_PATH, VK_DRIVER_FILES applied to the tree" in titles
     _, doc = run_json(select)
     assert [f["title"] for f in doc["findings"] if f["code"] == "VKH001"] == ["Host"]
+    # an implicit layer's own switch counts too
+    layers = tmp_path / "usr/share/vulkan/implicit_layer.d"
+    layers.mkdir(parents=True)
+    (layers / "ds.json").write_text(
+        '{"file_format_version": "1.0.0", "layer": {"name": "VK_LAYER_MESA_device_select", '
+        '"type": "GLOBAL", "library_path": "libVkLayer_MESA_device_select.so", '
+        '"api_version": "1.3.211", "implementation_version": "1", "description": "ds", '
+        '"disable_environment": {"NODEVICE_SELECT": "1"}}}'
+    )
+    _, doc = run_json(select, env={"NODEVICE_SELECT": "1"})
+    titles = [f["title"] for f in doc["findings"] if f["code"] == "VKH001"]
+    assert "This shell's NODEVICE_SELECT applied to the tree" in titles
 
 
 def test_a_tree_without_its_dynamic_linker_is_one_failure_with_the_link_to_restore(tmp_path):

@@ -39,7 +39,7 @@ class HostFacts(Check):
         yield self.info("Host", ", ".join(p for p in parts if p), **facts)
         if not ctx.live and _looks_like_a_root(ctx):
             yield from _interpreter(self, ctx)
-        applied = [] if ctx.live else applied_variables(ctx.env)
+        applied = [] if ctx.live else applied_variables(ctx.env, _layer_switches(ctx))
         if applied:
             yield self.info(
                 f"This shell's {', '.join(applied)} applied to the tree",
@@ -67,9 +67,21 @@ class HostFacts(Check):
 _TREE_VARIABLES = ("VK_", "LD_", "WGPU", "XDG_")
 
 
-def applied_variables(env: Mapping[str, str]) -> list[str]:
-    """The set variables that change what vkdoctor finds in a tree."""
-    return sorted(k for k in env if k.startswith(_TREE_VARIABLES))
+def applied_variables(env: Mapping[str, str], switches: Iterable[str] = ()) -> list[str]:
+    """The set variables that change what vkdoctor finds in a tree: the loader's and ld.so's,
+    and the implicit layers' own enable/disable variables (NODEVICE_SELECT)."""
+    extra = set(switches)
+    return sorted(k for k in env if k.startswith(_TREE_VARIABLES) or k in extra)
+
+
+def _layer_switches(ctx: Context) -> set[str]:
+    from vkdoctor.loader import layer_scan
+
+    try:
+        layers = layer_scan(ctx).layers
+    except Exception:  # the VKI checks report a scan that fails
+        return set()
+    return {v for layer in layers for v in (layer.enable_env, layer.disable_env) if v}
 
 
 def _interpreter(check: Check, ctx: Context) -> Iterable[Finding]:
