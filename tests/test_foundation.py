@@ -627,3 +627,24 @@ def test_a_tree_without_any_dynamic_linker_is_judged_by_its_programs(tmp_path):
         b"\x7fELF\x02\x01\x01" + bytes(9) + (3).to_bytes(2, "little") + (183).to_bytes(2, "little")
     )
     assert host_context(root=str(tmp_path)).machine == "aarch64"
+
+
+def test_the_text_report_does_not_say_a_fix_twice():
+    """Package findings end their message with "Fix: X." for JSON readers; the text report
+    shows X once, on its fix line."""
+    from vkdoctor.model import CheckResult, CheckStatus
+    from vkdoctor.render import text
+
+    f = Finding(
+        code="VKP002",
+        severity=Severity.FAIL,
+        title="lavapipe needs libz.so.1: package skew",
+        message="zlib1g lists libz.so.1, but the file is gone. Fix: sudo apt install --reinstall zlib1g.",
+        remedy="sudo apt install --reinstall zlib1g.",
+    )
+    check = CheckResult(
+        code="VKP002", family="packages", title="t", status=CheckStatus.RAN, findings=(f,)
+    )
+    out = text.render(Report(vkdoctor_version="0", host=HOST, checks=(check,)), style=text.Style())
+    assert out.count("sudo apt install --reinstall zlib1g") == 1
+    assert "      zlib1g lists libz.so.1, but the file is gone." in out.splitlines()

@@ -68,7 +68,11 @@ def test_check_root_names_packages_versions_and_the_fix(
     )
     assert {f["code"] for f in doc["findings"]} >= {"VKP001", "VKP003", "VKP006"}
     text = run_vkdoctor(["check", "--root", str(root), "--no-probe", "--select", "VKP002"])
-    assert sentence in text.stdout
+    # the text report gives the fix once, on its own line
+    said, _, fix = sentence.rpartition(" Fix: ")
+    assert said in text.stdout
+    assert f"fix: {fix.rstrip('.')}" in text.stdout
+    assert " Fix: " not in text.stdout
 
 
 def test_the_overlay_looks_for_the_near_miss_package_family(tmp_path: Path):

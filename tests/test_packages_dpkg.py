@@ -377,7 +377,7 @@ def test_installed_provider_with_its_file_deleted(tmp_path: Path):
         f"lavapipe ({LVP}, mesa-vulkan-drivers:amd64 26.2.3-1) needs libLLVM.so.23.1, but no installed "
         "package provides it: an installed package's file was deleted or damaged (libllvm23:amd64 "
         "1:23.1.0-1 is installed and lists libLLVM.so.23.1, but the file is gone). "
-        f"Fix: sudo apt install --reinstall libllvm23:amd64. Also needed by {RADV}."
+        f"Also needed by {RADV}. Fix: sudo apt install --reinstall libllvm23:amd64."
     )
     # the reinstall puts the file back: no upgrade or PPA advice after it
     assert f.remedy == "sudo apt install --reinstall libllvm23:amd64."

@@ -312,11 +312,13 @@ class MissingSonameSkew(Check):
                 seen[key] = _joined(first, d, fact.soname, fact.consumer)
         for f in seen.values():
             others = f.evidence["consumers"][1:]
-            yield (
-                replace(f, message=f"{f.message} Also needed by {', '.join(others)}.")
-                if others
-                else f
-            )
+            if not others:
+                yield f
+                continue
+            # before the closing "Fix: ...", which stays the message's last sentence
+            head, sep, fix = f.message.partition(" Fix: ")
+            also = f" Also needed by {', '.join(others)}."
+            yield replace(f, message=f"{head}{also}{sep}{fix}" if sep else f"{f.message}{also}")
 
 
 def _version_order(node: str) -> tuple[str, tuple[int, ...]]:

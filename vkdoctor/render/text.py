@@ -49,6 +49,15 @@ class Style:
         return (_GLYPH if self.unicode else _ASCII)[sev]
 
 
+def _without_fix(message: str, remedy: str | None) -> str:
+    """The message without its closing "Fix: X." when the fix line below says X again (the
+    package findings carry the whole sentence for JSON readers)."""
+    head, sep, fix = message.rpartition(" Fix: ")
+    if sep and remedy and remedy.startswith(fix.rstrip(".")):
+        return head
+    return message
+
+
 def _indent(text: str, prefix: str, width: int | None = None) -> str:
     if width is None or width <= len(prefix) + 20:
         return "\n".join(prefix + line if line else line for line in text.splitlines())
@@ -96,7 +105,7 @@ def _finding(f: Finding, style: Style) -> list[str]:
         return [_head(f, f"{f.title}: {f.message}", style), *_evidence(f, style)]
     lines = [_head(f, f.title, style)]
     if f.message and (style.verbose or serious):
-        lines.append(_indent(f.message, "      ", style.width))
+        lines.append(_indent(_without_fix(f.message, f.remedy), "      ", style.width))
     if f.remedy and f.severity.rank >= Severity.WARN.rank:
         lines.append(_indent("fix: " + f.remedy, "      ", style.width))
     return lines + _evidence(f, style)
