@@ -648,3 +648,31 @@ def test_the_text_report_does_not_say_a_fix_twice():
     out = text.render(Report(vkdoctor_version="0", host=HOST, checks=(check,)), style=text.Style())
     assert out.count("sudo apt install --reinstall zlib1g") == 1
     assert "      zlib1g lists libz.so.1, but the file is gone." in out.splitlines()
+
+
+class Installs(Check):
+    """Test double: a failure whose fix is a sudo command."""
+
+    code = "VKZ906"
+    family = "test"
+    title = "installs"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        yield self.fail("x missing", "Fix: sudo apt install x.", remedy="sudo apt install x.")
+
+
+def test_fixes_drop_sudo_for_root_on_a_machine_without_it(tmp_path):
+    """A root CI container has no sudo: `sudo apt install x` would be "command not found"."""
+    if os.geteuid() != 0:
+        raise AssertionError("CI runs as root; this test describes root")
+    (found,) = run_checks(Context(env={"PATH": str(tmp_path)}), [Installs])
+    assert found.findings[0].remedy == "apt install x."
+    assert found.findings[0].message == "Fix: apt install x."
+    # with sudo on PATH, or inspecting a tree, the command stays as written
+    sudo = tmp_path / "sudo"
+    sudo.write_text("#!/bin/sh\n")
+    sudo.chmod(0o755)
+    (found,) = run_checks(Context(env={"PATH": str(tmp_path)}), [Installs])
+    assert found.findings[0].remedy == "sudo apt install x."
+    (found,) = run_checks(Context(root=tmp_path, env={"PATH": "/nonexistent"}), [Installs])
+    assert found.findings[0].remedy == "sudo apt install x."

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import graphlib
+import os
+import re
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -75,7 +77,32 @@ def run_checks(
         for code in c.explains:
             if code in results:
                 results[code] = _explained(c(), results[c.code], results[code])
+    if _root_without_sudo(ctx):
+        return tuple(_without_sudo(results[c.code]) for c in checks)
     return tuple(results[c.code] for c in checks)
+
+
+def _root_without_sudo(ctx: Context) -> bool:
+    """root on a machine without sudo (a container, a CI image): `sudo apt ...` would fail
+    with "command not found", and root needs no sudo."""
+    import shutil
+
+    return ctx.live and os.geteuid() == 0 and shutil.which("sudo", path=ctx.env.get("PATH")) is None
+
+
+_SUDO = re.compile(r"\bsudo (?=\S)")
+
+
+def _without_sudo(result: CheckResult) -> CheckResult:
+    findings = tuple(
+        replace(
+            f,
+            message=_SUDO.sub("", f.message),
+            remedy=_SUDO.sub("", f.remedy) if f.remedy else f.remedy,
+        )
+        for f in result.findings
+    )
+    return replace(result, findings=findings)
 
 
 def _explained(check: Check, causes: CheckResult, symptoms: CheckResult) -> CheckResult:
