@@ -119,3 +119,24 @@ def test_a_reader_that_stops_reading_does_not_change_the_status() -> None:
         0,
         "",
     )
+
+
+def test_a_stdout_that_cannot_be_written_is_an_output_failure_not_a_bug() -> None:
+    """> /dev/full: ENOSPC on every write. Exit 2 with the reason, not "internal error" (3)."""
+    env = clean_env({"PYTHONPATH": str(REPO)})
+    for args in (["check", "--no-probe", "--select", "VKH001"], ["explain", "VKH001"]):
+        with open("/dev/full", "w") as full:
+            proc = subprocess.run(
+                [sys.executable, "-m", "vkdoctor", *args],
+                stdout=full,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+                timeout=120,
+                check=False,
+                cwd=REPO,
+            )
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.strip() == (
+            "vkdoctor: cannot write to standard output: No space left on device"
+        )

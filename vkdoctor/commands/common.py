@@ -309,9 +309,19 @@ def out(text: str, *, nl: bool = True, color: bool | None = None) -> None:
     try:
         click.echo(text, nl=nl, color=color)
     except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
+        _stdout_to_devnull()
+    except OSError as exc:
+        # a full disk or a device that refuses (> /dev/full): the report is lost, which is an
+        # output failure, not a bug of vkdoctor's
+        _stdout_to_devnull()
+        click.echo(f"vkdoctor: cannot write to standard output: {exc.strerror or exc}", err=True)
+        sys.exit(EXIT_OUTPUT)
+
+
+def _stdout_to_devnull() -> None:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def write_file(path: str, text: str) -> None:
