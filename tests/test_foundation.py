@@ -676,3 +676,17 @@ def test_fixes_drop_sudo_for_root_on_a_machine_without_it(tmp_path):
     assert found.findings[0].remedy == "sudo apt install x."
     (found,) = run_checks(Context(root=tmp_path, env={"PATH": "/nonexistent"}), [Installs])
     assert found.findings[0].remedy == "sudo apt install x."
+
+
+def test_a_json_target_on_a_read_only_file_system_says_so(tmp_path):
+    import subprocess
+
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(ro)], check=True)
+    try:
+        proc = run_vkdoctor(["check", "--no-probe", "--json", str(ro / "r.json")])
+    finally:
+        subprocess.run(["umount", str(ro)], check=True)
+    assert proc.returncode == 2
+    assert f"the directory {ro} is on a read-only file system" in proc.stderr

@@ -190,9 +190,13 @@ def output_path(_ctx: click.Context | None, param: click.Parameter, value: Any) 
             f"the directory {parent} does not exist or cannot be entered", param=param
         )
     if not os.access(parent, os.W_OK) and not (files.exists(target) and os.access(target, os.W_OK)):
+        try:
+            read_only = bool(os.statvfs(parent).f_flag & os.ST_RDONLY)
+        except OSError:
+            read_only = False
+        why = "is on a read-only file system" if read_only else "is not writable by you"
         raise click.BadParameter(
-            f"cannot write {value}: the directory {parent.absolute()} is not writable by you",
-            param=param,
+            f"cannot write {value}: the directory {parent.absolute()} {why}", param=param
         )
     return value
 
