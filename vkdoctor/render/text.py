@@ -220,7 +220,9 @@ def verdict(report: Report, *, style: Style, strict: bool = False) -> str:
     parts = []
     if counts[Severity.FAIL]:
         parts.append(f"{counts[Severity.FAIL]} failed")
-    if report.probe is not None and report.probe.get("status") != "pass":
+    probe_failed = any(f.code == "VKR001" and f.severity is Severity.FAIL for f in report.findings)
+    if report.probe is not None and report.probe.get("status") != "pass" and not probe_failed:
+        # (VKR001's failure already counts the probe among the failed)
         parts.append(f"probe {report.probe.get('status')}")
     if counts[Severity.ERROR]:
         parts.append(f"{counts[Severity.ERROR]} internal error(s)")
