@@ -23,7 +23,8 @@ from vkdoctor.render import github, junit
 # Everything the workflow-command escaping must handle, in one title and one message.
 NASTY_TITLE = "libLLVM.so.23.1: missing, 100% of it"
 NASTY_MESSAGE = "line one: a, b\r\nline two 50%\nline three ::error::injected"
-REMEDY = "sudo pacman -Syu mesa llvm-libs"
+# (no sudo in it: run as root without sudo, vkdoctor drops it from fixes)
+REMEDY = "pacman -Syu mesa llvm-libs"
 
 ANNOTATION = re.compile(r"^::(error|warning) title=([^:,]*)::(.*)$")
 
