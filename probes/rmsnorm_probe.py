@@ -438,9 +438,9 @@ def run(args: argparse.Namespace, doc: dict[str, Any]) -> None:
         if _library_error(exc):
             raise
         doc["reason"] = "wgpu-missing"
+        # (how to install it depends on this Python: the report's fix says)
         doc["summary"] = (
-            f"wgpu is not importable in {sys.executable} ({exc}); "
-            "install it with `python -m pip install wgpu`"
+            f"wgpu is not importable in {sys.executable} ({exc}); the probe needs wgpu and numpy"
         )
         return
     try:
@@ -450,8 +450,8 @@ def run(args: argparse.Namespace, doc: dict[str, Any]) -> None:
             raise
         doc["reason"] = "numpy-missing"
         doc["summary"] = (
-            f"numpy is not importable in {sys.executable} ({exc}); "
-            "install it with `python -m pip install numpy`"
+            f"numpy is not importable in {sys.executable} ({exc}); the probe needs it for its "
+            "float64 reference"
         )
         return
     doc["wgpu"] = wgpu.__version__

@@ -84,10 +84,11 @@ def render_text(
             out.append(f"    fix: {remedy}")
     if problems:
         out.append("")
-    if len(failing) == 1:
+    if len(failing) == 1 and len(rows) == 1:
         out.append(f"vkdoctor: FAIL: {failing[0]['reason']}")
     elif failing:
-        names = ", ".join(str(r["manifest"]).rsplit("/", 1)[-1] for r in failing)
+        # every driver that will not load, the ones the loader skips (warn) included
+        names = ", ".join(str(r["manifest"]).rsplit("/", 1)[-1] for r in rows if r not in loads)
         out.append(
             f"vkdoctor: FAIL: {len(loads)} of {len(rows)} drivers can load; {names} cannot "
             "(the findings above say why)"
