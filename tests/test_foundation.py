@@ -690,3 +690,24 @@ def test_a_json_target_on_a_read_only_file_system_says_so(tmp_path):
         subprocess.run(["umount", str(ro)], check=True)
     assert proc.returncode == 2
     assert f"the directory {ro} is on a read-only file system" in proc.stderr
+
+
+def test_strict_warning_beside_an_internal_error_is_a_failure():
+    """--strict makes a warning a failure, and a failure beats vkdoctor's own error (exit 1,
+    as the JUnit file of the same run says), not 3."""
+    from vkdoctor.model import CheckResult, CheckStatus
+
+    warn = Finding(code="VKS001", severity=Severity.WARN, title="low disk")
+    broke = Finding(code="VKX000", severity=Severity.ERROR, title="a check broke")
+    checks = (
+        CheckResult(
+            code="VKS001", family="disk", title="t", status=CheckStatus.RAN, findings=(warn,)
+        ),
+        CheckResult(
+            code="VKE008", family="env", title="t", status=CheckStatus.RAN, findings=(broke,)
+        ),
+    )
+    report = Report(vkdoctor_version="0", host=HOST, checks=checks)
+    assert report.status(strict=True) is ReportStatus.FAIL
+    assert exit_code(report.status(strict=True)) == 1
+    assert report.status() is ReportStatus.ERROR

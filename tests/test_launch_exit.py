@@ -140,3 +140,52 @@ def test_a_stdout_that_cannot_be_written_is_an_output_failure_not_a_bug() -> Non
         assert proc.stderr.strip() == (
             "vkdoctor: cannot write to standard output: No space left on device"
         )
+
+
+def test_a_lost_stdout_keeps_the_verdict_and_the_report_files(tmp_path) -> None:
+    """A failing run with --json FILE and stdout on /dev/full: the file is written and the exit
+    status is the verdict's (1), not an internal error (3)."""
+    env = clean_env({"PYTHONPATH": str(REPO), "VK_DRIVER_FILES": "/nonexistent.json"})
+    report = tmp_path / "r.json"
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "vkdoctor", "check", "--no-probe", "--json", str(report)],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+            cwd=REPO,
+        )
+    assert proc.returncode == 1, proc.stderr
+    assert '"status": "fail"' in report.read_text()
+
+
+def test_github_format_on_a_stdout_that_is_not_utf8(tmp_path) -> None:
+    """PYTHONIOENCODING=latin-1: the marks it cannot encode become "?", the verdict and the
+    files stay (it was an internal error, exit 3, and no file)."""
+    env = clean_env({"PYTHONPATH": str(REPO), "PYTHONIOENCODING": "latin-1"})
+    report = tmp_path / "r.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vkdoctor",
+            "check",
+            "--no-probe",
+            "--format",
+            "github",
+            "--json",
+            str(report),
+        ],
+        capture_output=True,
+        env=env,
+        timeout=120,
+        check=False,
+        cwd=REPO,
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    assert b"internal error" not in proc.stderr
+    assert b"::group::vkdoctor report" in proc.stdout and b"? VKH002" in proc.stdout
+    assert report.exists()

@@ -37,6 +37,9 @@ def main() -> None:
         # a child started early that no command adopted (usage error, --help, Ctrl-C)
         if early is not None:
             early.discard_early()
+    common = sys.modules.get("vkdoctor.commands.common")
+    if common is not None and common.STDOUT_FAILED and code in (0, None):
+        code = common.EXIT_OUTPUT  # the report was lost: not a success
     exit_now(code)
 
 

@@ -122,7 +122,8 @@ class Report:
             return ReportStatus.FAIL
         if probe_failed:
             return ReportStatus.FAIL
-        if strict and worst == Severity.WARN.rank:
+        if strict and any(f.severity is Severity.WARN for f in self.findings):
+            # a strict warning is a failure, and failure beats vkdoctor's own error
             return ReportStatus.FAIL
         if worst == Severity.ERROR.rank:
             return ReportStatus.ERROR

@@ -314,12 +314,33 @@ def out(text: str, *, nl: bool = True, color: bool | None = None) -> None:
         click.echo(text, nl=nl, color=color)
     except BrokenPipeError:
         _stdout_to_devnull()
+    except UnicodeEncodeError:
+        # a stdout whose encoding lacks ✓ or → (PYTHONIOENCODING=latin-1): the same text with
+        # "?" for those, and paths' undecodable bytes kept
+        encoding = getattr(sys.stdout, "encoding", None) or "ascii"
+        data = "".join(_encodable(c, encoding) for c in text + ("\n" if nl else ""))
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data.encode(encoding, "surrogateescape"))
+        sys.stdout.flush()
     except OSError as exc:
-        # a full disk or a device that refuses (> /dev/full): the report is lost, which is an
-        # output failure, not a bug of vkdoctor's
+        # a full disk or a device that refuses (> /dev/full): an output failure, not a bug of
+        # vkdoctor's; the run goes on (its report files are still written) and exits with its
+        # verdict, or 2 (vkdoctor.launch)
         _stdout_to_devnull()
+        STDOUT_FAILED.append(exc.strerror or str(exc))
         click.echo(f"vkdoctor: cannot write to standard output: {exc.strerror or exc}", err=True)
-        sys.exit(EXIT_OUTPUT)
+
+
+#: the reasons standard output refused writes in this run (empty: it did not)
+STDOUT_FAILED: list[str] = []
+
+
+def _encodable(char: str, encoding: str) -> str:
+    try:
+        char.encode(encoding, "surrogateescape")
+    except UnicodeEncodeError:
+        return "?"
+    return char
 
 
 def _stdout_to_devnull() -> None:
