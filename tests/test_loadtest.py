@@ -860,3 +860,25 @@ def test_a_library_path_that_is_not_utf8_is_loaded_like_any_other(tmp_path):
     assert proc.returncode == 0, proc.stdout
     (f,) = [f for f in doc["findings"] if f["code"] == "VKT001"]
     assert f["severity"] == "ok" and "llvmpipe" in f["title"]
+
+
+def test_a_load_test_out_of_time_before_any_driver_confirms_no_device():
+    """--timeout too small for even the first dlopen: nothing is known about any device, and a
+    preflight must not pass on that (it was a warning, exit 0)."""
+    from vkdoctor.checks.loadtest import DeviceAvailable, load_test
+    from vkdoctor.context import Context, Options
+    from vkdoctor.loadtest import LoadTestRun, TargetOutcome
+
+    stopped = "the load test's time bound (0.1 s) ran out"
+    run = LoadTestRun(
+        outcomes=(
+            TargetOutcome(target=manifest_target(LVP_MANIFEST), dlopen="not-run", reason=stopped),
+        ),
+        stopped=stopped,
+    )
+    ctx = Context(env={}, options=Options(timeout=0.1))
+    ctx._facts[load_test] = run
+    (f,) = DeviceAvailable().run(ctx)
+    assert f.severity is Severity.FAIL
+    assert f.title.startswith("No Vulkan device confirmed: the load test ran out of time")
+    assert f.remedy == "Run again with a larger --timeout (the default is 60 s)."

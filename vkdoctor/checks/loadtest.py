@@ -203,8 +203,9 @@ class DeviceAvailable(Check):
             )
             return
         if drivers and len(untested) == len(drivers):
-            yield self.warn(
-                "The load test ran out of time before it tried a driver",
+            # a preflight that could not confirm any device must not pass
+            yield self.fail(
+                "No Vulkan device confirmed: the load test ran out of time before it tried a driver",
                 f"None of the {len(drivers)} driver(s) was load-tested within the time bound "
                 f"(--timeout {ctx.options.timeout:g} s): nothing is known about their devices.",
                 remedy="Run again with a larger --timeout (the default is 60 s).",
@@ -375,7 +376,12 @@ class PredictionAgrees(Check):
             compared = sum(
                 1 for o in run.outcomes if o.target in predicted and o.dlopen in ("ok", "failed")
             )
-            yield self.ok("Prediction matches", f"{compared} load(s) went as predicted.")
+            if compared:
+                yield self.ok("Prediction matches", f"{compared} load(s) went as predicted.")
+            else:
+                yield self.info(
+                    "Nothing to compare", "The load test dlopened nothing the analysis predicted."
+                )
 
 
 CHECKS: tuple[type[Check], ...] = (DriversLoad, DeviceAvailable, LayersLoad, PredictionAgrees)
