@@ -670,6 +670,8 @@ def test_the_probe_runs_past_a_crashing_driver_and_says_so(fakes):
     assert vkr["remedy"].startswith("export VK_LOADER_DRIVERS_DISABLE=gipa_abort_icd.json")
     assert doc["probe"]["status"] == "pass"
     assert doc["probe"]["disabled"] == {"VK_LOADER_DRIVERS_DISABLE": ["gipa_abort_icd.json"]}
+    # the filter is vkdoctor's, not the user's: the probe's variables are the user's own
+    assert "VK_LOADER_DRIVERS_DISABLE" not in doc["probe"]["env"]
     failures = [f["code"] for f in doc["findings"] if f["severity"] == "fail"]
     assert failures == ["VKT001"]
 

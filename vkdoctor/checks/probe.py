@@ -33,7 +33,11 @@ def probe_result(ctx: Context) -> dict[str, Any]:
             env.pop(var, None)  # DISABLE cannot turn off what it forces on
         else:
             env[var] = ",".join(n for n in (ctx.env.get(var, ""), *names) if n)
-    return {**run_probe(env, request), "disabled": off}
+    result = run_probe(env, request)
+    # the report's variables are the user's: the filters added here are in `disabled`, and a
+    # fix must not tell the user to unset what vkdoctor set
+    shown = {k: ctx.env[k] for k in result.get("env") or {} if k in ctx.env}
+    return {**result, "env": shown, "disabled": off}
 
 
 def _wrecks(ctx: Context) -> dict[str, list[str]]:
