@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from conftest import run_json
 
 from vkdoctor.checks import env as env_checks
@@ -269,3 +270,29 @@ def test_home_in_a_shared_directory_is_one_warning_with_the_real_fix():
     assert len(f["evidence"]["paths"]) >= 4
     assert f["remedy"].startswith("HOME is /tmp, which others can write")
     assert "chmod" not in f["remedy"]
+
+
+@pytest.mark.parametrize(
+    ("content", "renamed"),
+    [
+        ("{broken json", False),  # the loader stops at it: renaming carries the breakage over
+        (None, True),  # lavapipe's own manifest: the rename is the fix
+    ],
+)
+def test_the_deprecated_name_is_renamed_only_when_what_it_names_works(tmp_path, content, renamed):
+    manifest = tmp_path / "icd.json"
+    if content is None:
+        manifest = Path(LVP_MANIFEST)
+    else:
+        manifest.write_text(content)
+    _, doc = run_json(
+        ["check", "--no-probe", "--select", "VKE004"],
+        env={"HOME": str(tmp_path), "VK_ICD_FILENAMES": str(manifest)},
+    )
+    (f,) = findings(doc, "VKE004")
+    if renamed:
+        assert f["remedy"].startswith(f"export VK_DRIVER_FILES={manifest}; unset VK_ICD_FILENAMES")
+    else:
+        assert f["remedy"].startswith(
+            "unset VK_ICD_FILENAMES: no driver manifest it names is usable"
+        )

@@ -263,10 +263,20 @@ class IcdFilenamesDeprecated(Check):
                 vk_driver_files=ctx.env["VK_DRIVER_FILES"],
             )
             return
+        from vkdoctor.loader import driver_scan
+        from vkdoctor.loader import icd as I
+
         entries = eh.override_entries(ctx, "VK_ICD_FILENAMES")
+        scan = driver_scan(ctx)
         if entries and not any(e.manifests for e in entries):
             # renaming the variable would carry the mistake over: it names no manifest
             remedy = "unset VK_ICD_FILENAMES: it names no existing driver manifest (VKD001)"
+        elif scan.aborted_by is not None or not any(d.outcome == I.LOADS for d in scan.drivers):
+            # nor a manifest the loader cannot use (a JSON error, a missing library)
+            remedy = (
+                "unset VK_ICD_FILENAMES: no driver manifest it names is usable (VKD001, VKD003 "
+                "and VKD005 say why)"
+            )
         else:
             remedy = (
                 f"export VK_DRIVER_FILES={value}; unset VK_ICD_FILENAMES "
