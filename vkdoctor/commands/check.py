@@ -55,7 +55,7 @@ def with_load_results(
 @click.command()
 @common.root_option
 @common.search_path_option
-@common.timeout_option
+@common.timeout_option("the driver load test, the probe, a package tool")
 @common.output_options
 @common.disk_options
 @from_package_option

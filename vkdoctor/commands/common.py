@@ -161,15 +161,20 @@ def adapter_text(_ctx: click.Context | None, param: click.Parameter, value: Any)
     return value
 
 
-def timeout_option(f: F) -> F:
-    return click.option(
-        "--timeout",
-        type=Seconds(0.1),
-        default=60.0,
-        show_default=True,
-        help="Seconds each child process this command starts (the driver load test, the probe, "
-        "a package tool) may run before it is killed.",
-    )(f)
+def timeout_option(children: str) -> Callable[[F], F]:
+    """--timeout, whose help names the child processes (`children`) the command starts."""
+
+    def add(f: F) -> F:
+        return click.option(
+            "--timeout",
+            type=Seconds(0.1),
+            default=60.0,
+            show_default=True,
+            help=f"Seconds each child process this command starts ({children}) may run before "
+            f"it is killed; from 0.1 to {MAX_TIMEOUT:g} (a week).",
+        )(f)
+
+    return add
 
 
 def output_path(_ctx: click.Context | None, param: click.Parameter, value: Any) -> Any:

@@ -18,7 +18,7 @@ from vkdoctor.commands.overlay import from_package_option
 )
 @common.search_path_option
 @from_package_option
-@common.timeout_option
+@common.timeout_option("a package tool that unpacks --from-package")
 @click.option("-q", "--quiet", is_flag=True, help="Say nothing on stderr about the overlay.")
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
 def exec_command(

@@ -26,7 +26,7 @@ def from_package_option(f: common.F) -> common.F:
 @click.command()
 @common.search_path_option
 @from_package_option
-@common.timeout_option
+@common.timeout_option("a package tool that unpacks --from-package")
 @click.option(
     "--format",
     "fmt",

@@ -29,7 +29,7 @@ from vkdoctor.commands import common
     type=click.Path(exists=True, dir_okay=False),
     help="The Python interpreter that runs the probe, e.g. your test suite's (default: vkdoctor's).",
 )
-@common.timeout_option
+@common.timeout_option("the probe")
 @common.output_options
 def run_probe(
     cpu: bool,
