@@ -41,8 +41,10 @@ def overlay(
     """Build a private overlay for the libraries the Vulkan drivers lack, and print it.
 
     Only sonames missing from the normal resolution are added, each a symlink to a checked file,
-    and only when nothing the process already loads changes. Nothing to do: exit 0, no output
-    (with --format json: null, as the report's `overlay`).
+    and only when nothing the process already loads changes. Nothing to do: exit 0, nothing on
+    stdout (with --format json: null, as the report's `overlay`). An overlay that cannot help
+    (no safe candidate, or an old copy that wins and lacks versions): exit 1, the reason on
+    stderr.
     """
     from vkdoctor.overlay.describe import export_line, shadowing_copies, summary_lines
     from vkdoctor.overlay.discover import plan_for
