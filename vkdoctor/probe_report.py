@@ -45,8 +45,10 @@ _REMEDY: dict[str, str] = {
         "picture, and isolate the driver with VK_DRIVER_FILES=/path/to/one_icd.json."
     ),
     "timeout": (
-        "The driver hangs. If this machine is just slow, raise --timeout; otherwise isolate the "
-        "driver with VK_DRIVER_FILES=/path/to/one_icd.json."
+        "Either a driver hangs, or --timeout is too short for this machine (the probe takes a "
+        "few seconds on lavapipe): run again with a larger --timeout. If it still times out, "
+        "run it with one driver at a time, VK_DRIVER_FILES set to one of the manifests that "
+        "`vkdoctor drivers` lists."
     ),
     "wgpu-missing": "Install wgpu-py in the Python that runs vkdoctor: `python -m pip install wgpu`.",
     "numpy-missing": "Install numpy in the Python that runs vkdoctor: `python -m pip install numpy`.",
