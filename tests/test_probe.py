@@ -340,7 +340,11 @@ def test_wgpu_not_installed_is_an_error_naming_the_interpreter(tmp_path):
     probe = doc["probe"]
     assert proc.returncode == 1
     assert probe["status"] == "error" and probe["reason"] == "wgpu-missing"
-    assert python in probe["summary"] and "pip install wgpu" in probe["summary"]
+    assert python in probe["summary"] and "the probe needs wgpu and numpy" in probe["summary"]
+    # one piece of advice, fit for this Python: the distribution's refuses pip, so a venv
+    (f,) = [x for x in doc["findings"] if x["code"] == "VKR001"]
+    assert "pip install" not in probe["summary"]
+    assert f["remedy"].startswith(f"{python} is the distribution's Python")
 
 
 def test_a_library_that_cannot_load_in_the_probe_points_at_the_environment(tmp_path):

@@ -59,7 +59,7 @@ _REMEDY: dict[str, str] = {
 }
 
 
-def remedy(probe: Mapping[str, Any]) -> str | None:
+def remedy(probe: Mapping[str, Any], *, in_check: bool = False) -> str | None:
     reason = str(probe.get("reason") or probe.get("status"))
     if reason == "no-adapter":
         hidden = _hidden_by(probe.get("env") or {})
@@ -112,10 +112,14 @@ def remedy(probe: Mapping[str, Any]) -> str | None:
             if said
             else "a library the error names is not the one its users were built against"
         )
+        names = (
+            "The library findings above (VKL003, VKL004, VKL006) name the copy and the fix"
+            if in_check
+            else "`vkdoctor check` names the copy and the fix (VKL003, VKL004, VKL006)"
+        )
         return (
             f"A shared library in the probe's Python did not load (the message names it): {where}. "
-            "`vkdoctor check` names the copy and the fix (VKL003, VKL006); unset the variable or "
-            "give it only to the program that needs it."
+            f"{names}; unset the variable or give it only to the program that needs it."
         )
     return _REMEDY.get(reason)
 
@@ -144,8 +148,9 @@ def _install(probe: Mapping[str, Any]) -> str:
     )
 
 
-def finding(probe: Mapping[str, Any]) -> Finding:
-    """The VKR001 finding for a probe result: ok when it passed, fail with the summary otherwise."""
+def finding(probe: Mapping[str, Any], *, in_check: bool = False) -> Finding:
+    """The VKR001 finding for a probe result: ok when it passed, fail with the summary otherwise.
+    `in_check`: part of `vkdoctor check`, whose other findings the fix can point at."""
     status = str(probe.get("status"))
     evidence = {
         k: probe.get(k)
@@ -201,7 +206,7 @@ def finding(probe: Mapping[str, Any]) -> Finding:
         severity=Severity.FAIL,
         title=title,
         message=message,
-        remedy=remedy(probe),
+        remedy=remedy(probe, in_check=in_check),
         evidence=evidence,
     )
 

@@ -87,7 +87,7 @@ class ComputeProbe(Check):
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         result = ctx.fact(probe_result)
-        finding = probe_report.finding(result)
+        finding = probe_report.finding(result, in_check=True)
         off: dict[str, list[str]] = result.get("disabled") or {}
         if off:
             names = ", ".join(n for ns in off.values() for n in ns)
