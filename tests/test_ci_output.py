@@ -500,3 +500,14 @@ def test_a_probe_killed_before_it_reported_still_lists_its_plan_in_junit(tmp_pat
     names = [c.name for c in probe]
     assert "ladder add-one" in names and "rmsnorm rows=512 d=4096" in names
     assert probe.skipped == probe.tests == len(names) >= 11
+
+
+def test_the_job_summary_shows_control_characters_instead_of_passing_them_through():
+    """A path with \\x01 or an escape sequence in it (a driver's output, a crafted name): the
+    Markdown summary shows \\x01, as the JUnit file does, not the raw byte."""
+    from vkdoctor.render.github import _cell, _code
+
+    cell = _cell("/tmp/a\x01b\x1b[31m\nnext")
+    assert "\x01" not in cell and "\x1b" not in cell
+    assert "x01" in cell and "x1b" in cell and "<br>next" in cell
+    assert _code("x\x07y") == "<code>x\\x07y</code>"

@@ -125,17 +125,25 @@ _VERDICT = {
 _MARKDOWN = re.compile(r"([\\`*_\[\]#|~])")
 
 
+#: control characters other than newlines: shown as \xNN, as the JUnit file shows them
+_CONTROL = re.compile(r"[\x00-\x09\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _visible(text: str) -> str:
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def _cell(value: object) -> str:
     """Text from the report (paths, messages, a driver's output) as literal Markdown: HTML and
     Markdown characters escaped, so a name like `<user>` or `a*b*c` shows as it is."""
-    text = "" if value is None else str(value)
+    text = _visible("" if value is None else str(value))
     text = _MARKDOWN.sub(r"\\\1", html.escape(text, quote=False))
     return text.replace("\r", "").replace("\n", "<br>").replace("<br><br>", "<br>")
 
 
 def _code(value: object) -> str:
     """Text as inline code that any character in it (a backtick, a `|`) cannot break."""
-    text = html.escape("" if value is None else str(value)).replace("|", "&#124;")
+    text = html.escape(_visible("" if value is None else str(value))).replace("|", "&#124;")
     return f"<code>{text.replace(chr(10), ' ')}</code>"
 
 
