@@ -667,6 +667,11 @@ def test_one_missing_soname_is_one_finding_whoever_needs_it(
     ]
     assert [f.title for f in found] == ["libgone.so.1 missing (needed by liba.so.1, libb.so.1)"]
     assert found[0].evidence["needed_by_all"] == [str(a), str(b)]
+    # on this Debian machine, the way to find the package that ships it
+    assert found[0].remedy == (
+        "Install the package that provides libgone.so.1: apt-file search libgone.so.1 (Debian "
+        "names library packages after the soname) names it."
+    )
 
 
 def test_an_old_copy_behind_a_dt_rpath_names_the_library_that_carries_it(

@@ -368,7 +368,22 @@ def _missing_remedy(ctx: Context, name: str, m: Miss) -> str:
                 else ""
             )
         )
-    return prefix + f"Install the package that provides {name}."
+    return prefix + _provider_hint(ctx, name)
+
+
+#: how each distribution family asks which package ships a file
+_WHO_SHIPS = {
+    "debian": "apt-file search {name} (Debian names library packages after the soname)",
+    "fedora": "dnf provides '*/{name}'",
+    "arch": "pacman -F {name}",
+}
+
+
+def _provider_hint(ctx: Context, name: str) -> str:
+    ask = _WHO_SHIPS.get(distro_family(ctx) or "")
+    if ask is None:
+        return f"Install the package that provides {name}."
+    return f"Install the package that provides {name}: {ask.format(name=name)} names it."
 
 
 def _refused_sonames(ctx: Context) -> dict[str, str]:
