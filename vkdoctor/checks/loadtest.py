@@ -125,7 +125,10 @@ class DriversLoad(Check):
         run = ctx.fact(load_test)
         drivers = [o for o in run.outcomes if o.target.kind == "driver"]
         if not drivers:
-            yield self.info("No driver to load", "The loader has no driver manifest to try.")
+            yield self.info(
+                "No driver to load",
+                "no driver manifest survives the loader's reading of it (VKD001 says why)",
+            )
             return
         for outcome in drivers:
             yield _verdict_finding(self, ctx, run, outcome)
