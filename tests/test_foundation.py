@@ -658,7 +658,11 @@ class Installs(Check):
     title = "installs"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        yield self.fail("x missing", "Fix: sudo apt install x.", remedy="sudo apt install x.")
+        yield self.fail(
+            "x missing",
+            "/tmp/a sudo dir breaks under sudo or cron. Fix: sudo apt install x.",
+            remedy="sudo apt install x.",
+        )
 
 
 def test_fixes_drop_sudo_for_root_on_a_machine_without_it(tmp_path):
@@ -667,7 +671,10 @@ def test_fixes_drop_sudo_for_root_on_a_machine_without_it(tmp_path):
         raise AssertionError("CI runs as root; this test describes root")
     (found,) = run_checks(Context(env={"PATH": str(tmp_path)}), [Installs])
     assert found.findings[0].remedy == "apt install x."
-    assert found.findings[0].message == "Fix: apt install x."
+    # prose and paths keep the word: only a command loses it
+    assert found.findings[0].message == (
+        "/tmp/a sudo dir breaks under sudo or cron. Fix: apt install x."
+    )
     # with sudo on PATH, or inspecting a tree, the command stays as written
     sudo = tmp_path / "sudo"
     sudo.write_text("#!/bin/sh\n")

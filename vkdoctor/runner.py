@@ -77,9 +77,14 @@ def run_checks(
         for code in c.explains:
             if code in results:
                 results[code] = _explained(c(), results[c.code], results[code])
+    return for_this_user(ctx, tuple(results[c.code] for c in checks))
+
+
+def for_this_user(ctx: Context, results: tuple[CheckResult, ...]) -> tuple[CheckResult, ...]:
+    """The results with their fixes as this user can run them (no sudo for root without it)."""
     if _root_without_sudo(ctx):
-        return tuple(_without_sudo(results[c.code]) for c in checks)
-    return tuple(results[c.code] for c in checks)
+        return tuple(_without_sudo(r) for r in results)
+    return results
 
 
 def _root_without_sudo(ctx: Context) -> bool:
@@ -90,7 +95,12 @@ def _root_without_sudo(ctx: Context) -> bool:
     return ctx.live and os.geteuid() == 0 and shutil.which("sudo", path=ctx.env.get("PATH")) is None
 
 
-_SUDO = re.compile(r"\bsudo (?=\S)")
+#: `sudo` where it starts one of the commands vkdoctor's fixes give (not in prose, "under sudo
+#: or a service manager", nor in a path that happens to hold the word)
+_SUDO = re.compile(
+    r"\bsudo (?=(?:apt|apt-get|apt-mark|dpkg|dnf|rpm|pacman|ppa-purge|ldconfig|usermod|zypper"
+    r"|apk|chmod|ln|env|rm|mkdir|tee|sh)\b)"
+)
 
 
 def _without_sudo(result: CheckResult) -> CheckResult:

@@ -74,10 +74,13 @@ def run_probe(
     host = _light_host()
     result = probe.finish(running)
     host["wgpu"] = result.get("wgpu")
+    from vkdoctor.context import Context
+    from vkdoctor.runner import for_this_user
+
     report = Report(
         vkdoctor_version=common.version(),
         host=host,
-        checks=(check_result(result),),
+        checks=for_this_user(Context(env=env), (check_result(result),)),
         probe=result,
         command="run-probe",
     )
