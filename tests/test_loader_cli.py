@@ -606,3 +606,30 @@ def test_an_override_naming_nothing_usable_points_at_a_manifest_that_works(tmp_p
         check=False,
     )
     assert real.returncode == 0 and b"llvmpipe" in real.stdout
+
+
+def test_a_filter_that_drops_the_override_s_good_manifest_is_the_cause(tmp_path):
+    """VK_ICD_FILENAMES names lavapipe's manifest, VK_LOADER_DRIVERS_DISABLE=*lvp* drops it: the
+    filter is what to undo (not the override, which is fine), and the real loader agrees."""
+    import subprocess
+
+    env = {
+        "HOME": str(tmp_path),
+        "VK_ICD_FILENAMES": LVP_MANIFEST,
+        "VK_LOADER_DRIVERS_DISABLE": "*lvp*",
+    }
+    proc, doc = run_json(["check", "--no-probe", "--select", "VKD001,VKE004"], env=env)
+    assert proc.returncode == 1
+    (vkd001,) = findings(doc, "VKD001")
+    assert vkd001["remedy"] == "unset VK_LOADER_DRIVERS_DISABLE"
+    (vke004,) = findings(doc, "VKE004")
+    assert vke004["remedy"].startswith(f"export VK_DRIVER_FILES={LVP_MANIFEST}")
+    fixed = {k: v for k, v in env.items() if k != "VK_LOADER_DRIVERS_DISABLE"}
+    real = subprocess.run(
+        ["vulkaninfo", "--summary"],
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("VK_")}, **fixed},
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert real.returncode == 0 and b"llvmpipe" in real.stdout

@@ -181,24 +181,26 @@ class DriversFound(Check):
             message = f"Every driver manifest is skipped:\n{skipped}"
         filtered = {I.FILTER_DISABLED, I.FILTER_NOT_SELECTED}
         other_arch = {I.WRONG_CLASS, I.ARCH_MISMATCH}
-        if scan.plan.override is not None:
+        if scan.drivers and any(d.outcome in filtered for d in scan.drivers):
+            # a filter dropped a manifest the loader could use: the filter is the cause, even
+            # beside an override (which then names a good manifest)
+            remedy = "unset " + " ".join(
+                v
+                for v in ("VK_LOADER_DRIVERS_SELECT", "VK_LOADER_DRIVERS_DISABLE")
+                if ctx.env.get(v) is not None
+            )
+        elif scan.plan.override is not None:
             if not scan.drivers:
                 what = "an existing driver manifest"
             elif all(d.outcome in other_arch for d in scan.drivers):
                 what = f"a {process_bits(ctx.machine)}-bit driver's manifest"
             else:
                 what = "a driver manifest the loader can use (why each one it names is skipped is above)"
-            example = _installed_manifest(ctx)
+            example = _installed_manifest(ctx, exclude={d.manifest for d in scan.drivers})
             remedy = (
                 f"unset {scan.plan.override} (it replaces the driver search path), "
                 f"or point it at {what}"
                 + (f", for example {scan.plan.override}={example}" if example else "")
-            )
-        elif scan.drivers and any(d.outcome in filtered for d in scan.drivers):
-            remedy = "unset " + " ".join(
-                v
-                for v in ("VK_LOADER_DRIVERS_SELECT", "VK_LOADER_DRIVERS_DISABLE")
-                if ctx.env.get(v) is not None
             )
         elif hidden := hidden_system_manifests(ctx, scan):
             remedy = _hidden_remedy(hidden, ctx)
@@ -243,15 +245,28 @@ def _unreadable(ctx: Context, path: str) -> bool:
     return not os.access(host, os.R_OK | (os.X_OK if is_dir else 0))
 
 
-def _installed_manifest(ctx: Context) -> str | None:
-    """A driver manifest installed where the loader looks by default (lavapipe's first: it
-    works on any machine)."""
+def _installed_manifest(ctx: Context, exclude: set[str]) -> str | None:
+    """A driver manifest installed where the loader looks by default, other than `exclude`, whose
+    absolute library_path exists (lavapipe's first: it works on any machine)."""
+    import json
+
     found: list[str] = []
     for d in ("/usr/share/vulkan/icd.d", "/etc/vulkan/icd.d", "/usr/local/share/vulkan/icd.d"):
         try:
-            found += sorted(f"{d}/{p.name}" for p in ctx.under(d).glob("*.json"))
+            names = sorted(f"{d}/{p.name}" for p in ctx.under(d).glob("*.json"))
         except OSError:
             continue
+        for name in names:
+            if name in exclude:
+                continue
+            try:
+                library = json.loads(ctx.under(name).read_text())["ICD"]["library_path"]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            if isinstance(library, str) and (
+                not library.startswith("/") or ctx.resolve(library).is_file()
+            ):
+                found.append(name)
     return next((f for f in found if "lvp_icd" in f), found[0] if found else None)
 
 

@@ -271,7 +271,9 @@ class IcdFilenamesDeprecated(Check):
         if entries and not any(e.manifests for e in entries):
             # renaming the variable would carry the mistake over: it names no manifest
             remedy = "unset VK_ICD_FILENAMES: it names no existing driver manifest (VKD001)"
-        elif scan.aborted_by is not None or not any(d.outcome == I.LOADS for d in scan.drivers):
+        elif scan.aborted_by is not None or not any(
+            d.outcome in (I.LOADS, I.FILTER_DISABLED, I.FILTER_NOT_SELECTED) for d in scan.drivers
+        ):
             # nor a manifest the loader cannot use (a JSON error, a missing library)
             remedy = (
                 "unset VK_ICD_FILENAMES: no driver manifest it names is usable (VKD001, VKD003 "
