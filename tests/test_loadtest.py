@@ -884,3 +884,28 @@ def test_a_load_test_out_of_time_before_any_driver_confirms_no_device():
     assert f.severity is Severity.FAIL
     assert f.title.startswith("No Vulkan device confirmed: the load test ran out of time")
     assert f.remedy == "Run again with a larger --timeout (the default is 60 s)."
+
+
+def test_a_library_cut_inside_its_program_headers_is_a_dlopen_error_as_predicted(tmp_path):
+    """Cut at 100 bytes, the program headers themselves are missing: glibc refuses it with
+    "cannot read file data" (no crash), and the prediction is that error, not a SIGBUS."""
+    lib = tmp_path / "libvulkan_lvp.so"
+    lib.write_bytes(Path("/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so").read_bytes()[:100])
+    manifest = tmp_path / "cut.json"
+    manifest.write_text(
+        json.dumps(
+            {
+                "file_format_version": "1.0.0",
+                "ICD": {"library_path": str(lib), "api_version": "1.3.230"},
+            }
+        )
+    )
+    _proc, doc = run_json(
+        ["check", "--no-probe", "--select", "VKL001,VKT001,VKT004"],
+        env={"HOME": str(tmp_path), "VK_DRIVER_FILES": str(manifest)},
+    )
+    (predicted,) = [f for f in doc["findings"] if f["code"] == "VKL001" and f["severity"] == "fail"]
+    assert f'"{lib}: cannot read file data"' in predicted["message"]
+    (real,) = [f for f in doc["findings"] if f["code"] == "VKT001"]
+    assert real["evidence"]["dlerror"] == f"{lib}: cannot read file data"
+    assert [f["severity"] for f in doc["findings"] if f["code"] == "VKT004"] == ["ok"]

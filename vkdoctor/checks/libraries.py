@@ -160,6 +160,7 @@ class LibraryOpens(Check):
                 continue
             if miss.bad_file is not None:
                 bad = miss.bad_file
+                # the headers are whole, the data they describe is not: ld.so maps it
                 cut = "beyond the end of the file" in bad.detail
                 yield self.finding(
                     _severity(t),

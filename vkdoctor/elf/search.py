@@ -190,6 +190,9 @@ class Searcher:
                 return "unreadable", None, info.message
             if info.kind == "directory":
                 return "bad_elf", None, "cannot read file data: Is a directory"
+            if info.kind == "truncated" and "program header" in info.message:
+                # open_verify reads the program headers from the file: glibc's own words
+                return "bad_elf", None, "cannot read file data"
             return "bad_elf", None, info.message
         if info.elf_class != self.plat.elf_class:
             return "wrong_class", info, info.bits
