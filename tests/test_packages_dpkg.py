@@ -703,3 +703,20 @@ def test_a_manifest_whose_packaged_library_was_deleted_gets_the_reinstall_comman
         f"If a package owns {icd}, reinstall it; if none does, {icd} belongs to no package (put "
         "there by hand or by an installer): fix its library_path, or remove it."
     )
+
+
+def test_without_a_database_a_fix_that_is_not_a_reinstall_keeps_its_words(tmp_path: Path):
+    from vkdoctor.packages.owner import fix_file
+
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    said = fix_file(
+        ctx_for(bare),
+        LVP,
+        "Upgrade both together (`sudo apt full-upgrade`).",
+        "Rebuild it against the installed library.",
+    )
+    assert said == (
+        "Upgrade both together (`sudo apt full-upgrade`); or, if no package owns "
+        f"{LVP}, rebuild it against the installed library."
+    )

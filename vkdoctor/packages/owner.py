@@ -43,7 +43,11 @@ def fix_file(ctx: Context, path: str, packaged: str, unpackaged: str) -> str:
         )
     if inv.databases:
         return unpackaged
-    return f"If a package owns {path}, reinstall it; if none does, {unpackaged[:1].lower()}{unpackaged[1:]}"
+    otherwise = f"{unpackaged[:1].lower()}{unpackaged[1:]}"
+    if "{reinstall}" in packaged:
+        return f"If a package owns {path}, reinstall it; if none does, {otherwise}"
+    either = packaged.format(package="the package that owns it", reinstall="").rstrip(".")
+    return f"{either}; or, if no package owns {path}, {otherwise}"
 
 
 def leftover_of(ctx: Context, path: str) -> str | None:
