@@ -124,7 +124,12 @@ def test_a_reader_that_stops_reading_does_not_change_the_status() -> None:
 def test_a_stdout_that_cannot_be_written_is_an_output_failure_not_a_bug() -> None:
     """> /dev/full: ENOSPC on every write. Exit 2 with the reason, not "internal error" (3)."""
     env = clean_env({"PYTHONPATH": str(REPO)})
-    for args in (["check", "--no-probe", "--select", "VKH001"], ["explain", "VKH001"]):
+    for args in (
+        ["check", "--no-probe", "--select", "VKH001"],
+        ["explain", "VKH001"],
+        ["--version"],
+        ["--help"],
+    ):
         with open("/dev/full", "w") as full:
             proc = subprocess.run(
                 [sys.executable, "-m", "vkdoctor", *args],

@@ -316,17 +316,18 @@ def out(text: str, *, nl: bool = True, color: bool | None = None) -> None:
     the output, not the command: the rest goes to /dev/null and the exit status stays the
     command's own (a check's verdict is not turned into a failure by `| head`)."""
     try:
-        click.echo(text, nl=nl, color=color)
+        try:
+            click.echo(text, nl=nl, color=color)
+        except UnicodeEncodeError:
+            # a stdout whose encoding lacks ✓ or → (PYTHONIOENCODING=latin-1): the same text
+            # with "?" for those, and paths' undecodable bytes kept
+            encoding = getattr(sys.stdout, "encoding", None) or "ascii"
+            data = "".join(_encodable(c, encoding) for c in text + ("\n" if nl else ""))
+            sys.stdout.flush()
+            sys.stdout.buffer.write(data.encode(encoding, "surrogateescape"))
+            sys.stdout.flush()
     except BrokenPipeError:
         _stdout_to_devnull()
-    except UnicodeEncodeError:
-        # a stdout whose encoding lacks ✓ or → (PYTHONIOENCODING=latin-1): the same text with
-        # "?" for those, and paths' undecodable bytes kept
-        encoding = getattr(sys.stdout, "encoding", None) or "ascii"
-        data = "".join(_encodable(c, encoding) for c in text + ("\n" if nl else ""))
-        sys.stdout.flush()
-        sys.stdout.buffer.write(data.encode(encoding, "surrogateescape"))
-        sys.stdout.flush()
     except OSError as exc:
         # a full disk or a device that refuses (> /dev/full): an output failure, not a bug of
         # vkdoctor's; the run goes on (its report files are still written) and exits with its
