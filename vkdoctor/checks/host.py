@@ -22,6 +22,12 @@ class HostFacts(Check):
     code = "VKH001"
     family = "host"
     title = "Host"
+    # a tree that lost its /lib link also loses the file lists' spelling of every library
+    # there: the "files no package owns" that follow are that one cause
+    explains = ("VKP004",)
+
+    def explained(self, symptom: Finding, cause: Finding) -> bool:
+        return "interpreter" in cause.evidence
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         facts = ctx.fact(collect)
@@ -115,7 +121,7 @@ def _interpreter(check: Check, ctx: Context) -> Iterable[Finding]:
         f"{why}. Every {ctx.machine} program and library in {ctx.root} needs it, so nothing "
         "in the tree can load, whatever the library findings below say.",
         remedy=(
-            "; ".join(f"ln -s usr{d} {ctx.root}{d}" for d in unlinked) + " (the merged-/usr links)"
+            "; ".join(f"ln -s usr{d} {shlex.quote(f'{ctx.root}{d}')}" for d in unlinked) + " (the merged-/usr links)"
             if unlinked
             else "reinstall the C library package inside the tree (Debian: apt install "
             "--reinstall libc6; Arch: pacman -S glibc; Fedora: dnf reinstall glibc)"
