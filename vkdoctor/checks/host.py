@@ -121,7 +121,8 @@ def _interpreter(check: Check, ctx: Context) -> Iterable[Finding]:
         f"{why}. Every {ctx.machine} program and library in {ctx.root} needs it, so nothing "
         "in the tree can load, whatever the library findings below say.",
         remedy=(
-            "; ".join(f"ln -s usr{d} {shlex.quote(f'{ctx.root}{d}')}" for d in unlinked) + " (the merged-/usr links)"
+            "; ".join(f"ln -s usr{d} {shlex.quote(f'{ctx.root}{d}')}" for d in unlinked)
+            + " (the merged-/usr links)"
             if unlinked
             else "reinstall the C library package inside the tree (Debian: apt install "
             "--reinstall libc6; Arch: pacman -S glibc; Fedora: dnf reinstall glibc)"

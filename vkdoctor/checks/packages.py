@@ -315,10 +315,14 @@ class MissingSonameSkew(Check):
             if not others:
                 yield f
                 continue
-            # before the closing "Fix: ...", which stays the message's last sentence
-            head, sep, fix = f.message.partition(" Fix: ")
             also = f" Also needed by {', '.join(others)}."
-            yield replace(f, message=f"{head}{also}{sep}{fix}" if sep else f"{f.message}{also}")
+            yield replace(f, message=_before_fix(f.message, also))
+
+
+def _before_fix(message: str, sentence: str) -> str:
+    """`sentence` added before the message's closing "Fix: ...", which stays its last."""
+    head, sep, fix = message.partition(" Fix: ")
+    return f"{head}{sentence}{sep}{fix}" if sep else f"{message}{sentence}"
 
 
 def _version_order(node: str) -> tuple[str, tuple[int, ...]]:
@@ -521,7 +525,7 @@ class MissingVersionOwner(Check):
                     d,
                     title=f"{by_version[top[0]][0].soname}: {', '.join(top)} missing from the "
                     "copy that wins",
-                    message=f"{d.message} It lacks {', '.join(others)} as well.",
+                    message=_before_fix(d.message, f" It lacks {', '.join(others)} as well."),
                     evidence={**d.evidence, "versions": list(by_version)},
                 )
             if d.severity is Severity.INFO and not all_selected(ctx, "VKL003"):
