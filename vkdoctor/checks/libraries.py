@@ -516,14 +516,23 @@ def _older_copies_behind(
     the `missing` versions."""
     from vkdoctor.elf.reader import ElfInfo, read_elf
 
-    entries = [e for e in ctx.env.get("LD_LIBRARY_PATH", "").split(":") if e.startswith("/")]
-    if directory not in entries:
+    entries = list(
+        dict.fromkeys(
+            posixpath.normpath(e)
+            for e in ctx.env.get("LD_LIBRARY_PATH", "").split(":")
+            if e.startswith("/")
+        )
+    )
+    if posixpath.normpath(directory) not in entries:
         return []
     found = []
-    for entry in entries[entries.index(directory) + 1 :]:
+    for entry in entries[entries.index(posixpath.normpath(directory)) + 1 :]:
         info = read_elf(ctx, posixpath.join(entry, soname))
-        if isinstance(info, ElfInfo) and not set(missing) <= set(info.verdef):
-            found.append(entry)
+        if not isinstance(info, ElfInfo):
+            continue
+        if set(missing) <= set(info.verdef):
+            break  # this copy would win next, and it has them
+        found.append(entry)
     return found
 
 
