@@ -511,3 +511,7 @@ def test_the_job_summary_shows_control_characters_instead_of_passing_them_throug
     assert "\x01" not in cell and "\x1b" not in cell
     assert "x01" in cell and "x1b" in cell and "<br>next" in cell
     assert _code("x\x07y") == "<code>x\\x07y</code>"
+    # and the annotations: an ESC from a driver's output does not reach the log raw
+    from vkdoctor.render.github import command
+
+    assert command("error", "a\x1b[31mb", file="/x\x01") == "::error file=/x\\x01::a\\x1b[31mb"

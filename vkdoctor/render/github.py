@@ -18,9 +18,17 @@ from vkdoctor.model import CheckResult, Finding, Report, ReportStatus, Severity
 from vkdoctor.render import PROBE_FAMILY_PREFIX
 from vkdoctor.render import text as text_render
 
+#: control characters other than newlines: shown as \xNN, as the JUnit file shows them
+_CONTROL = re.compile(r"[\x00-\x09\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _visible(text: str) -> str:
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
 
 def escape_data(value: str) -> str:
-    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    # other control characters (ESC from a driver's output) are shown, not passed to the log
+    return _visible(value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def escape_property(value: str) -> str:
@@ -123,14 +131,6 @@ _VERDICT = {
 
 #: what Markdown (GitHub's) would read as emphasis, code, links, headings or a table cell's end
 _MARKDOWN = re.compile(r"([\\`*_\[\]#|~])")
-
-
-#: control characters other than newlines: shown as \xNN, as the JUnit file shows them
-_CONTROL = re.compile(r"[\x00-\x09\x0b\x0c\x0e-\x1f\x7f]")
-
-
-def _visible(text: str) -> str:
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _cell(value: object) -> str:
