@@ -220,13 +220,14 @@ class NeededLibraries(Check):
     def run(self, ctx: Context) -> Iterable[Finding]:
         # one finding per missing soname: the libraries that need it are listed in it (a
         # missing libdrm.so.2 is one problem, not one per library that links it)
-        groups: dict[str, list[tuple[LoadTarget, Miss]]] = {}
+        # (a 32-bit and a 64-bit miss of one name are two problems: one package each)
+        groups: dict[tuple[str, int], list[tuple[LoadTarget, Miss]]] = {}
         for t, res in ctx.fact(target_resolutions):
             if res.root is None:
                 continue
             for m in res.misses:
-                groups.setdefault(m.name, []).append((t, m))
-        for name, items in groups.items():
+                groups.setdefault((m.name, res.root.elf.elf_class), []).append((t, m))
+        for (name, _), items in groups.items():
             ts = list(dict.fromkeys(t for t, _ in items))
             m = items[0][1]
             needed_by = m.needed_by
