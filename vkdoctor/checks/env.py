@@ -439,15 +439,10 @@ class XdgRuntimeDir(Check):
 class WgpuSelection(Check):
     """wgpu is not told to use another backend, or an adapter that is not there.
 
-    wgpu-py reads WGPUPY_WGPU_ADAPTER_NAME first: when it is set, the first adapter whose
-    summary ("NAME (TYPE) via Vulkan") contains it, case-sensitively, is used, no match raises
-    "Adapter with name ... not found", and WGPU_BACKEND_TYPE is not read at all. Otherwise
-    wgpu-py reads WGPU_BACKEND_TYPE (Vulkan, OpenGL, OpenGLES, D3D12, Metal, Null...; the names
-    are case-sensitive, and an unknown one is ignored with a logged warning). Rust programs that
-    opt in read WGPU_BACKEND (a comma list: vulkan, gl, dx12, metal...) and WGPU_ADAPTER_NAME (a
-    case-insensitive part of the adapter's name). vkdoctor's probe ignores them all, so a value
-    left in a profile can send a user's program to OpenGL or to no adapter while vkdoctor
-    reports Vulkan healthy. The adapter names are matched against the devices the load test saw.
+    wgpu-py's WGPUPY_WGPU_ADAPTER_NAME (read first) and WGPU_BACKEND_TYPE, and Rust's
+    WGPU_BACKEND and WGPU_ADAPTER_NAME, read as wgpu reads them; adapter names are matched
+    against the devices the load test saw. vkdoctor's probe ignores these variables, so a value
+    left in a profile could otherwise send programs to OpenGL or to no adapter unseen.
     """
 
     code = "VKE009"
