@@ -909,3 +909,27 @@ def test_a_library_cut_inside_its_program_headers_is_a_dlopen_error_as_predicted
     (real,) = [f for f in doc["findings"] if f["code"] == "VKT001"]
     assert real["evidence"]["dlerror"] == f"{lib}: cannot read file data"
     assert [f["severity"] for f in doc["findings"] if f["code"] == "VKT004"] == ["ok"]
+
+
+def test_a_timeout_too_short_to_start_the_child_is_one_failure_with_its_reason(tmp_path):
+    """--timeout 0.1: the child cannot even start within its step bound. The reason says so
+    (not "stopped answering"), and each "was not load-tested" points at VKT002's failure."""
+    from vkdoctor.checks.loadtest import DeviceAvailable
+    from vkdoctor.loadtest import _child_broke
+    from vkdoctor.model import Finding
+
+    assert _child_broke(tmp_path, None, "step", 0.1 / 3) == (
+        "the load test child was still starting when its step bound (0.033 s, a third of "
+        "--timeout) ran out"
+    )
+    cause = Finding(
+        code="VKT002", severity=Severity.FAIL, title="t", evidence={"out_of_time": True}
+    )
+    untested = Finding(
+        code="VKT001", severity=Severity.WARN, title="t", evidence={"dlopen": "not-run"}
+    )
+    crashed = Finding(
+        code="VKT001", severity=Severity.FAIL, title="t", evidence={"dlopen": "crash"}
+    )
+    assert DeviceAvailable().explained(untested, cause)
+    assert not DeviceAvailable().explained(crashed, cause)

@@ -529,7 +529,7 @@ class LoadTest:
         if how == "global":
             return
         if not child.done:
-            self.stopped = _child_broke(self._logdir, child.proc.returncode, how)
+            self.stopped = _child_broke(self._logdir, child.proc.returncode, how, self.step_timeout)
             return
         for i in self._pending:
             if not self.outcomes[i].finished and self.outcomes[i].dlopen == "ok":
@@ -565,13 +565,21 @@ def run_load_test(
     )
 
 
-def _child_broke(logdir: Path, rc: int | None, how: str) -> str:
+def _child_broke(logdir: Path, rc: int | None, how: str, step_timeout: float) -> str:
     text = ""
     for name in ("startup.log", "child.log"):
         with contextlib.suppress(OSError):
             text += (logdir / name).read_text(encoding="utf-8", errors="replace")
+    tail = _tail(text)
+    if how == "step" and not tail:
+        # nothing said at all: it was still starting when the step bound (a third of
+        # --timeout) ran out
+        return (
+            f"the load test child was still starting when its step bound ({step_timeout:.2g} s, "
+            "a third of --timeout) ran out"
+        )
     what = "stopped answering" if how == "step" else f"ended with status {rc}"
-    return f"the load test child {what} between steps: {_tail(text) or 'no output'}"
+    return f"the load test child {what} between steps: {tail or 'no output'}"
 
 
 def load_test_for(ctx: Context, targets: Sequence[LoadTarget]) -> LoadTest:

@@ -146,6 +146,14 @@ class DeviceAvailable(Check):
     family = "load"
     title = "A Vulkan device is available"
     live_only = True
+    # out of time before any driver: each "was not load-tested" is that one cause
+    explains = ("VKT001", "VKT003")
+
+    def explained(self, symptom: Finding, cause: Finding) -> bool:
+        return cause.evidence.get("out_of_time") is True and symptom.evidence.get("dlopen") == (
+            "not-run"
+        )
+
     #: without a loader, with no driver the loader will load, or with a manifest that stops every
     #: instance (each driver loaded alone does not see it), VKH002, VKD001 or VKD003 has the cause
     #: no loader, no driver manifest, a manifest that stops the loader, NVIDIA without GLVND's
@@ -213,6 +221,7 @@ class DeviceAvailable(Check):
                 f"(--timeout {ctx.options.timeout:g} s): nothing is known about their devices.",
                 remedy="Run again with a larger --timeout (the default is 60 s).",
                 **evidence,
+                out_of_time=True,
             )
             return
         if not drivers:
