@@ -447,3 +447,22 @@ def test_a_deleted_library_is_reinstalled_from_the_package_that_lists_it(tmp_pat
     (f,) = MissingSonameSkew().findings(ctx_for(root), facts)
     assert "zx3 4.8.12-1 is installed and lists libzx3.so.4, but the file is gone" in f.message
     assert f.remedy == "sudo pacman -S zx3."
+
+
+def test_a_missing_dependency_is_installed_not_upgraded(tmp_path: Path):
+    """pacman -Dk: "missing 'libdrmx>=2.4' dependency for 'vulkan-swrast'". -Syu installs
+    nothing that no package pulls in again; the fix is -S --asdeps of what is missing."""
+    from pkgtools import build_lib, build_pkg, pacman_install, pacman_root
+
+    from vkdoctor.checks.packages import ManagerConsistency
+
+    lvp = build_lib(tmp_path / "s" / "libvulkan_lvp.so", "libvulkan_lvp.so")
+    root = pacman_root(tmp_path / "root")
+    pacman_install(
+        root,
+        build_pkg(tmp_path, "vulkan-swrast", "1:26.2.3-1", {LVP: lvp}, depends=["libdrmx>=2.4"]),
+    )
+    (f,) = ManagerConsistency().run(ctx_for(root))
+    assert f.severity is Severity.FAIL
+    assert "missing 'libdrmx>=2.4' dependency for 'vulkan-swrast'" in f.message
+    assert f.remedy is not None and f.remedy.startswith("sudo pacman -S --asdeps libdrmx.")

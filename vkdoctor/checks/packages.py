@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -180,6 +181,10 @@ class ManagerConsistency(Check):
                     # dpkg says these cannot be repaired in place: their files or records
                     # are damaged
                     fix = f"sudo apt install --reinstall {' '.join(c.reinstall)} && " + fix
+                missing = _pacman_missing(c.problems) if db.family == "pacman" else []
+                if missing:
+                    # -Syu does not install a dependency nothing pulls in again
+                    fix = f"sudo pacman -S --asdeps {' '.join(missing)}"
                 then = then_upgrade(db.family, fix)
                 yield self.fail(
                     f"{db.family}: the package database reports problems",
@@ -317,6 +322,14 @@ class MissingSonameSkew(Check):
                 continue
             also = f" Also needed by {', '.join(others)}."
             yield replace(f, message=_before_fix(f.message, also))
+
+
+_PACMAN_MISSING = re.compile(r"missing '([^'<>=]+)[^']*' dependency for")
+
+
+def _pacman_missing(problems: Iterable[str]) -> list[str]:
+    """The packages `pacman -Dk` says are missing ("missing 'libdrm>=2.4' dependency for ...")."""
+    return list(dict.fromkeys(m.group(1) for p in problems if (m := _PACMAN_MISSING.search(p))))
 
 
 def _before_fix(message: str, sentence: str) -> str:
