@@ -558,7 +558,13 @@ class DriverLibrary(Check):
                 )
                 yield self.warn(
                     f"{d.basename}: library {d.library} cannot be loaded",
-                    f"{d.reason}. library_path {d.library_path!r} is {rule}.",
+                    # (the reason names an absolute path as such already)
+                    f"{d.reason}."
+                    + (
+                        f" library_path {d.library_path!r} is {rule}."
+                        if d.library_rule != "absolute"
+                        else ""
+                    ),
                     # there, but not for this user: its mode is the fix, not a reinstall
                     remedy=f"chmod a+r {d.library} (this user cannot read it)"
                     if unreadable
