@@ -780,8 +780,7 @@ def classify(
                 severity=Severity.OK,
                 kind="layer-ok",
                 title=f"{what} loads and passes vkCreateInstance",
-                message=f"vkCreateInstance with {t.name} on the working drivers: VK_SUCCESS, "
-                f"{len(outcome.devices)} device(s).",
+                message=f"on the drivers that work alone, with {len(outcome.devices)} device(s)",
             )
         return Verdict(
             severity=Severity.FAIL,
