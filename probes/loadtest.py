@@ -370,7 +370,12 @@ def main() -> int:
         emit(event="begin", index=index, step="dlopen")
         out.to(f"{index}.dlopen.log")
         start = time.perf_counter()
-        handle = dl.dlopen(os.fsencode(target["dlopen_name"]), RTLD_LAZY | RTLD_LOCAL)
+        try:
+            name = os.fsencode(target["dlopen_name"])
+        except Exception as exc:  # a bug of ours (or data we cannot pass), not the driver's
+            emit(event="error", index=index, step="dlopen", error=f"{type(exc).__name__}: {exc}")
+            continue
+        handle = dl.dlopen(name, RTLD_LAZY | RTLD_LOCAL)
         error = None if handle else (dl.dlerror() or b"").decode("utf-8", "replace")
         seconds = time.perf_counter() - start
         if handle:

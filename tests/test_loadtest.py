@@ -933,3 +933,18 @@ def test_a_timeout_too_short_to_start_the_child_is_one_failure_with_its_reason(t
     )
     assert DeviceAvailable().explained(untested, cause)
     assert not DeviceAvailable().explained(crashed, cause)
+
+
+def test_a_bug_of_ours_before_dlopen_is_vkdoctors_error_not_the_drivers_crash():
+    """The child could not even pass the name to dlopen (it raised): an internal error that
+    says so, not "the driver crashes the process"."""
+    from vkdoctor.loadtest import apply_event
+
+    outcome = TargetOutcome(target=manifest_target(LVP_MANIFEST))
+    broke = apply_event(
+        outcome, {"event": "error", "index": 0, "step": "dlopen", "error": "ValueError: nope"}
+    )
+    assert broke.dlopen == "error" and broke.finished
+    verdict = classify(broke)
+    assert verdict.severity is Severity.ERROR and verdict.kind == "internal-error"
+    assert "ValueError: nope" in verdict.message and "not in the driver" in verdict.message

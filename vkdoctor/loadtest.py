@@ -111,7 +111,7 @@ class TargetOutcome:
 
     @property
     def finished(self) -> bool:
-        return self.instance != "not-run" or self.dlopen in ("failed", "crash", "timeout")
+        return self.instance != "not-run" or self.dlopen in ("failed", "crash", "timeout", "error")
 
     @property
     def failed_step(self) -> str | None:
@@ -202,8 +202,8 @@ def apply_event(outcome: TargetOutcome, event: Mapping[str, Any]) -> TargetOutco
         seconds[step] = float(event["seconds"])
     if event["event"] == "skip" and step == "instance":
         return replace(outcome, instance="skipped", reason=str(event.get("reason", "")))
-    if event["event"] == "error" and step == "instance":
-        return replace(outcome, instance="error", reason=str(event.get("error", "")))
+    if event["event"] == "error" and step in ("dlopen", "instance"):
+        return replace(outcome, **{step: "error"}, reason=str(event.get("error", "")))
     if event["event"] != "end":
         return outcome
     if step == "dlopen":
@@ -732,6 +732,15 @@ def classify(
             remedy=f"vkdoctor's library findings for {t.dlopen_name} say what is missing; "
             "meanwhile, to stop the loader trying it: "
             + disable_remedy(outcome, others=others, env=env, loader_version=loader_version),
+        )
+    if outcome.dlopen == "error":
+        return Verdict(
+            severity=Severity.ERROR,
+            kind="internal-error",
+            title=f"{what}: vkdoctor could not load-test it",
+            message=f"the load test child broke before dlopen: {outcome.reason}. This is a bug "
+            "in vkdoctor, not in the driver.",
+            remedy="Report it with `vkdoctor check --json -` to the vkdoctor maintainers.",
         )
     if outcome.dlopen == "not-run" or outcome.instance == "not-run":
         return Verdict(
