@@ -40,6 +40,18 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def vulkaninfo(env: Mapping[str, str]) -> subprocess.CompletedProcess[bytes]:
+    """The real loader's own answer, the oracle: `vulkaninfo --summary` with `env` over the
+    test's environment (scrubbed of the user's Vulkan variables by _scrub_env)."""
+    return subprocess.run(
+        ["vulkaninfo", "--summary"],
+        env={**os.environ, **env},
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+
+
 @pytest.fixture(autouse=True)
 def _scrub_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for key in list(os.environ):

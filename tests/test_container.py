@@ -120,44 +120,50 @@ def world_readable_root():
     shutil.rmtree(root)
 
 
+def _as_nobody(code: str, root: Path) -> subprocess.CompletedProcess[str]:
+    """`python -c CODE ROOT` as the user nobody, with a world-readable copy of vkdoctor (nobody
+    may not be able to enter the checkout: a clone under a 0700 directory)."""
+    setpriv = shutil.which("setpriv")
+    assert setpriv, "setpriv (util-linux) is needed for this test"
+    code_dir = Path(tempfile.mkdtemp(prefix="vkdoctor-code-"))
+    try:
+        code_dir.chmod(0o755)
+        shutil.copytree(
+            REPO / "vkdoctor", code_dir / "vkdoctor", ignore=shutil.ignore_patterns("__pycache__")
+        )
+        env = clean_env({"PYTHONPATH": str(code_dir), "PYTHONDONTWRITEBYTECODE": "1"})
+        return subprocess.run(
+            [
+                setpriv,
+                "--reuid=nobody",
+                "--regid=nogroup",
+                "--clear-groups",
+                sys.executable,
+                "-c",
+                code,
+                str(root),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+            cwd="/",
+        )
+    finally:
+        shutil.rmtree(code_dir)
+
+
 def test_render_node_denied_to_an_unprivileged_user(world_readable_root: Path):
     root = world_readable_root
     _tree_with_render_node(root, 0o660)
-    setpriv = shutil.which("setpriv")
-    assert setpriv, "setpriv (util-linux) is needed for this test"
     code = (
         "import sys; from pathlib import Path; from vkdoctor.context import Context; "
         "from vkdoctor.checks.container import GpuDeviceNodes; "
         "f = list(GpuDeviceNodes().run(Context(root=Path(sys.argv[1]))))[0]; "
         "print(f.severity.value); print(f.message); print(f.remedy)"
     )
-    # nobody may not be able to enter the checkout (a clone under a 0700 directory): give it a
-    # world-readable copy of the package
-    code_dir = Path(tempfile.mkdtemp(prefix="vkdoctor-code-"))
-    code_dir.chmod(0o755)
-    shutil.copytree(
-        REPO / "vkdoctor", code_dir / "vkdoctor", ignore=shutil.ignore_patterns("__pycache__")
-    )
-    env = clean_env({"PYTHONPATH": str(code_dir), "PYTHONDONTWRITEBYTECODE": "1"})
-    proc = subprocess.run(
-        [
-            setpriv,
-            "--reuid=nobody",
-            "--regid=nogroup",
-            "--clear-groups",
-            sys.executable,
-            "-c",
-            code,
-            str(root),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-        cwd="/",
-    )
-    shutil.rmtree(code_dir)
+    proc = _as_nobody(code, root)
     assert proc.returncode == 0, proc.stderr
     sev, message, remedy = proc.stdout.splitlines()[:3]
     assert sev == "fail"
@@ -309,33 +315,9 @@ def test_a_manifest_directory_this_user_cannot_read_is_named_not_reinstalled(
         "f = list(DriversFound().run(Context(root=Path(sys.argv[1]), "
         "env={'HOME': '/nonexistent'})))[0]; print(f.severity.value); print(f.remedy)"
     )
-    code_dir = Path(tempfile.mkdtemp(prefix="vkdoctor-code-"))
-    code_dir.chmod(0o755)
-    shutil.copytree(
-        REPO / "vkdoctor", code_dir / "vkdoctor", ignore=shutil.ignore_patterns("__pycache__")
-    )
-    env = clean_env({"PYTHONPATH": str(code_dir), "PYTHONDONTWRITEBYTECODE": "1"})
     try:
-        proc = subprocess.run(
-            [
-                "setpriv",
-                "--reuid=nobody",
-                "--regid=nogroup",
-                "--clear-groups",
-                sys.executable,
-                "-c",
-                code,
-                str(root),
-            ],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-            check=False,
-            cwd="/",
-        )
+        proc = _as_nobody(code, root)
     finally:
-        shutil.rmtree(code_dir)
         icd.chmod(0o755)
     assert proc.returncode == 0, proc.stderr
     sev, remedy = proc.stdout.splitlines()[:2]

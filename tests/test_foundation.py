@@ -622,9 +622,13 @@ def test_a_tree_without_any_dynamic_linker_is_judged_by_its_programs(tmp_path):
 
     env = tmp_path / "usr/bin/env"
     env.parent.mkdir(parents=True)
-    # an ELF header: 64-bit, little-endian, ET_DYN, EM_AARCH64 (183)
+    # a whole ELF header: 64-bit, little-endian, ET_DYN, EM_AARCH64 (183), no program headers
+    import struct
+
     env.write_bytes(
-        b"\x7fELF\x02\x01\x01" + bytes(9) + (3).to_bytes(2, "little") + (183).to_bytes(2, "little")
+        b"\x7fELF\x02\x01\x01"
+        + bytes(9)
+        + struct.pack("<HHIQQQIHHHHHH", 3, 183, 1, 0, 0, 0, 0, 64, 56, 0, 64, 0, 0)
     )
     assert host_context(root=str(tmp_path)).machine == "aarch64"
 

@@ -121,6 +121,21 @@ def test_a_reader_that_stops_reading_does_not_change_the_status() -> None:
     )
 
 
+def _to_dev_full(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`vkdoctor ARGS` with stdout on /dev/full: every write fails with ENOSPC."""
+    with open("/dev/full", "w") as full:
+        return subprocess.run(
+            [sys.executable, "-m", "vkdoctor", *args],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+            cwd=REPO,
+        )
+
+
 def test_a_stdout_that_cannot_be_written_is_an_output_failure_not_a_bug() -> None:
     """> /dev/full: ENOSPC on every write. Exit 2 with the reason, not "internal error" (3)."""
     env = clean_env({"PYTHONPATH": str(REPO)})
@@ -130,17 +145,7 @@ def test_a_stdout_that_cannot_be_written_is_an_output_failure_not_a_bug() -> Non
         ["--version"],
         ["--help"],
     ):
-        with open("/dev/full", "w") as full:
-            proc = subprocess.run(
-                [sys.executable, "-m", "vkdoctor", *args],
-                stdout=full,
-                stderr=subprocess.PIPE,
-                text=True,
-                env=env,
-                timeout=120,
-                check=False,
-                cwd=REPO,
-            )
+        proc = _to_dev_full(args, env)
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.strip() == (
             "vkdoctor: cannot write to standard output: No space left on device"
@@ -152,17 +157,7 @@ def test_a_lost_stdout_keeps_the_verdict_and_the_report_files(tmp_path) -> None:
     status is the verdict's (1), not an internal error (3)."""
     env = clean_env({"PYTHONPATH": str(REPO), "VK_DRIVER_FILES": "/nonexistent.json"})
     report = tmp_path / "r.json"
-    with open("/dev/full", "w") as full:
-        proc = subprocess.run(
-            [sys.executable, "-m", "vkdoctor", "check", "--no-probe", "--json", str(report)],
-            stdout=full,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            timeout=120,
-            check=False,
-            cwd=REPO,
-        )
+    proc = _to_dev_full(["check", "--no-probe", "--json", str(report)], env)
     assert proc.returncode == 1, proc.stderr
     assert '"status": "fail"' in report.read_text()
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_json, run_vkdoctor
+from tests.conftest import run_json, run_vkdoctor, vulkaninfo
 from tests.loader_oracle import LVP_MANIFEST
 from tests.test_loader_oracle import base_env, oracle  # noqa: F401  (session fixture)
 
@@ -372,7 +372,6 @@ def _explicit_layer(directory: Path, name: str, library: Path | str) -> None:
 def test_an_explicit_layer_the_environment_turns_on_is_loaded_for_real(tmp_path):
     """VK_INSTANCE_LAYERS with a layer whose constructor aborts: the real vulkaninfo dies, and
     vkdoctor says so (VKT003) instead of "OK"; a name with no manifest is named too."""
-    import subprocess
 
     from tests.elfbuild import build_lib
 
@@ -386,13 +385,7 @@ def test_an_explicit_layer_the_environment_turns_on_is_loaded_for_real(tmp_path)
         "XDG_DATA_HOME": str(tmp_path / "data"),
         "VK_INSTANCE_LAYERS": "VK_LAYER_TEST_abort:VK_LAYER_TEST_nowhere",
     }
-    real = subprocess.run(
-        ["vulkaninfo", "--summary"],
-        env={**os.environ, **env},
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
+    real = vulkaninfo(env)
     assert real.returncode == -6  # SIGABRT: the oracle for "every application dies"
     proc, doc = run_json(["check", "--no-probe", "--select", "VKI004", "--select", "VKT"], env=env)
     assert proc.returncode == 1
@@ -458,16 +451,9 @@ def test_a_layer_that_crashes_in_vkcreatedevice_is_caught(tmp_path):
     """Mesa's VK_LAYER_INTEL_nullhw, turned on for every program: vkCreateInstance passes, and
     the real vulkaninfo then dies with SIGSEGV creating a device on lavapipe. The load test
     creates a device too, and says where it crashed."""
-    import subprocess
 
     env = {"HOME": str(tmp_path), "VK_INSTANCE_LAYERS": "VK_LAYER_INTEL_nullhw"}
-    real = subprocess.run(
-        ["vulkaninfo", "--summary"],
-        env={**os.environ, **env},
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
+    real = vulkaninfo(env)
     assert real.returncode == -11  # SIGSEGV: the oracle
     proc, doc = run_json(["check", "--no-probe", "--select", "VKT003"], env=env)
     assert proc.returncode == 1
@@ -570,16 +556,9 @@ def test_drivers_fails_without_the_loader(tmp_path):
 
 
 def test_a_driver_filter_that_drops_every_driver_is_unset_by_name(tmp_path):
-    import subprocess
 
     env = {"HOME": str(tmp_path), "VK_LOADER_DRIVERS_DISABLE": "*"}
-    real = subprocess.run(
-        ["vulkaninfo", "--summary"],
-        env={**os.environ, **env},
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
+    real = vulkaninfo(env)
     assert real.returncode != 0  # the oracle: no driver left
     proc, doc = run_json(["check", "--no-probe", "--select", "VKD001"], env=env)
     assert proc.returncode == 1
@@ -588,7 +567,6 @@ def test_a_driver_filter_that_drops_every_driver_is_unset_by_name(tmp_path):
 
 
 def test_an_override_naming_nothing_usable_points_at_a_manifest_that_works(tmp_path):
-    import subprocess
 
     env = {"HOME": str(tmp_path), "VK_DRIVER_FILES": str(tmp_path / "nope.json")}
     proc, doc = run_json(["check", "--no-probe", "--select", "VKD001"], env=env)
@@ -598,20 +576,13 @@ def test_an_override_naming_nothing_usable_points_at_a_manifest_that_works(tmp_p
     assert example == f"VK_DRIVER_FILES={LVP_MANIFEST}"
     # the example the fix gives works with the real loader
     var, _, value = example.partition("=")
-    real = subprocess.run(
-        ["vulkaninfo", "--summary"],
-        env={**os.environ, "HOME": str(tmp_path), var: value},
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
+    real = vulkaninfo({"HOME": str(tmp_path), var: value})
     assert real.returncode == 0 and b"llvmpipe" in real.stdout
 
 
 def test_a_filter_that_drops_the_override_s_good_manifest_is_the_cause(tmp_path):
     """VK_ICD_FILENAMES names lavapipe's manifest, VK_LOADER_DRIVERS_DISABLE=*lvp* drops it: the
     filter is what to undo (not the override, which is fine), and the real loader agrees."""
-    import subprocess
 
     env = {
         "HOME": str(tmp_path),
@@ -625,11 +596,5 @@ def test_a_filter_that_drops_the_override_s_good_manifest_is_the_cause(tmp_path)
     (vke004,) = findings(doc, "VKE004")
     assert vke004["remedy"].startswith(f"export VK_DRIVER_FILES={LVP_MANIFEST}")
     fixed = {k: v for k, v in env.items() if k != "VK_LOADER_DRIVERS_DISABLE"}
-    real = subprocess.run(
-        ["vulkaninfo", "--summary"],
-        env={**{k: v for k, v in os.environ.items() if not k.startswith("VK_")}, **fixed},
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
+    real = vulkaninfo(fixed)
     assert real.returncode == 0 and b"llvmpipe" in real.stdout

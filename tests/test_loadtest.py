@@ -14,7 +14,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import run_json
+from conftest import run_json, vulkaninfo
+from pkgtools import icd_manifest
 
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.loadtest import (
@@ -515,13 +516,7 @@ def test_cli_implicit_layer_that_aborts_in_vkcreateinstance(tmp_path):
         )
     )
     env = {"XDG_DATA_HOME": str(tmp_path / "share"), "VK_DRIVER_FILES": LVP_MANIFEST}
-    oracle = subprocess.run(
-        ["vulkaninfo", "--summary"],
-        env={**os.environ, **env},
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
+    oracle = vulkaninfo(env)
     assert oracle.returncode == -signal.SIGABRT
     proc, doc = run_json(["check", "--no-probe", "--select", "VKT003"], env=env, timeout=60)
     assert proc.returncode == 1
@@ -533,13 +528,7 @@ def test_cli_implicit_layer_that_aborts_in_vkcreateinstance(tmp_path):
     # the layer's own off switch, which every loader version honours; and it works
     assert crash["remedy"].startswith("export VKDOCTOR_NO_CRASH_LAYER=1")
     assert layers_found["VK_LAYER_MESA_device_select"]["severity"] == "ok"
-    fixed = subprocess.run(
-        ["vulkaninfo", "--summary"],
-        env={**os.environ, **env, "VKDOCTOR_NO_CRASH_LAYER": "1"},
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
+    fixed = vulkaninfo({**env, "VKDOCTOR_NO_CRASH_LAYER": "1"})
     assert fixed.returncode == 0, fixed.stderr
 
 
@@ -817,14 +806,7 @@ def test_a_truncated_driver_is_predicted_to_crash_as_it_really_does(tmp_path):
     shutil.copy("/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so", lib)
     os.truncate(lib, 2_000_000)
     manifest = tmp_path / "cut.json"
-    manifest.write_text(
-        json.dumps(
-            {
-                "file_format_version": "1.0.0",
-                "ICD": {"library_path": str(lib), "api_version": "1.3.230"},
-            }
-        )
-    )
+    manifest.write_text(icd_manifest(str(lib)))
     proc, doc = run_json(
         ["check", "--no-probe", "--select", "VKL001,VKT001"],
         env={"HOME": str(tmp_path), "VK_DRIVER_FILES": str(manifest)},
@@ -850,13 +832,7 @@ def test_a_library_path_that_is_not_utf8_is_loaded_like_any_other(tmp_path):
         + b'", "api_version": "1.3.230"}}'
     )
     env = {"HOME": str(tmp_path), "VK_DRIVER_FILES": str(manifest)}
-    real = subprocess.run(
-        ["vulkaninfo", "--summary"],
-        env={**os.environ, **env},
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
+    real = vulkaninfo(env)
     assert real.returncode == 0 and b"llvmpipe" in real.stdout
     proc, doc = run_json(["check", "--no-probe", "--select", "VKT001"], env=env)
     assert proc.returncode == 0, proc.stdout
@@ -892,14 +868,7 @@ def test_a_library_cut_inside_its_program_headers_is_a_dlopen_error_as_predicted
     lib = tmp_path / "libvulkan_lvp.so"
     lib.write_bytes(Path("/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so").read_bytes()[:100])
     manifest = tmp_path / "cut.json"
-    manifest.write_text(
-        json.dumps(
-            {
-                "file_format_version": "1.0.0",
-                "ICD": {"library_path": str(lib), "api_version": "1.3.230"},
-            }
-        )
-    )
+    manifest.write_text(icd_manifest(str(lib)))
     _proc, doc = run_json(
         ["check", "--no-probe", "--select", "VKL001,VKT001,VKT004"],
         env={"HOME": str(tmp_path), "VK_DRIVER_FILES": str(manifest)},

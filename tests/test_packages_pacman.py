@@ -253,9 +253,22 @@ def test_ignorepkg_and_ignoregroup_hold_packages_of_the_stack(arch_tree: Path, t
     )
 
 
+def _with_sync(arch_tree: Path, tmp_path: Path, name: str, packages: list[Path]) -> Path:
+    """A copy of the Arch tree whose sync database (built by the real repo-add) holds `packages`."""
+    import shutil
+
+    from pkgtools import sh
+
+    root = tmp_path / name
+    shutil.copytree(arch_tree, root, symlinks=True)
+    sync = root / "var/lib/pacman/sync"
+    sync.mkdir()
+    sh("repo-add", "-q", sync / "extra.db.tar.gz", *packages)
+    return root
+
+
 def test_sync_databases_say_whether_the_upgrade_can_bring_the_llvm(arch_tree: Path, tmp_path: Path):
     """Rule P4 with the real pacman -Si over sync databases built by repo-add."""
-    import shutil
 
     from pkgtools import build_pkg, sh
 
@@ -272,26 +285,22 @@ def test_sync_databases_say_whether_the_upgrade_can_bring_the_llvm(arch_tree: Pa
         )
     )
 
-    def with_sync(name: str, packages: list[Path]) -> Path:
-        root = tmp_path / name
-        shutil.copytree(arch_tree, root, symlinks=True)
-        sync = root / "var/lib/pacman/sync"
-        sync.mkdir()
-        sh("repo-add", "-q", sync / "extra.db.tar.gz", *packages)
-        return root
-
     work = tmp_path / "work"
     installed = arch_tree.parent / "llvm-libs-22.1.8-1-x86_64.pkg.tar.zst"
     newer = build_pkg(work, "llvm-libs", "23.1.0-1", {}, provides=["libLLVM.so=23.1-64"])
 
     # a mirror that carries no vulkan-swrast at all: nothing to go back to
-    (f,) = RepositoryView().findings(ctx_for(with_sync("bare", [installed])), facts)
+    (f,) = RepositoryView().findings(
+        ctx_for(_with_sync(arch_tree, tmp_path, "bare", [installed])), facts
+    )
     assert (f.remedy or "").endswith(
         "remove vulkan-swrast and install the driver package the repositories carry."
     )
     # the mirror still has the installed llvm-libs: -Syu cannot fix it, -Syuu returns mesa
     older = build_pkg(work, "vulkan-swrast", "1:26.2.2-1", {}, base="mesa")
-    (f,) = RepositoryView().findings(ctx_for(with_sync("behind", [installed, older])), facts)
+    (f,) = RepositoryView().findings(
+        ctx_for(_with_sync(arch_tree, tmp_path, "behind", [installed, older])), facts
+    )
     assert f.severity is Severity.WARN
     assert f.title == (
         "The repositories offer only llvm-libs 22.1.8-1, the installed one: "
@@ -304,14 +313,16 @@ def test_sync_databases_say_whether_the_upgrade_can_bring_the_llvm(arch_tree: Pa
         "sudo pacman -Syuu (it also downgrades to the repositories' versions)."
     )
     # the sync database has the new llvm-libs: the upgrade is pending
-    (f,) = RepositoryView().findings(ctx_for(with_sync("ahead", [newer])), facts)
+    (f,) = RepositoryView().findings(
+        ctx_for(_with_sync(arch_tree, tmp_path, "ahead", [newer])), facts
+    )
     assert f.severity is Severity.INFO
     assert f.title == "The repositories offer llvm-libs 23.1.0-1"
     # no sync database: nothing to say
     assert list(RepositoryView().findings(ctx_for(arch_tree), facts)) == []
     # pacman asks the repositories pacman.conf lists, in its order: a stale database of a
     # repository no longer listed does not count
-    root = with_sync("stale", [installed, older])
+    root = _with_sync(arch_tree, tmp_path, "stale", [installed, older])
     sh("repo-add", "-q", root / "var/lib/pacman/sync/community.db.tar.gz", newer)
     (root / "etc").mkdir(exist_ok=True)
     (root / "etc/pacman.conf").write_text(
@@ -356,9 +367,8 @@ def test_llvm_newer_than_the_driver_needs_a_newer_driver_from_the_repositories(
 ):
     """The driver needs an older LLVM than installed: the fix is a newer driver, so the question
     is whether the repositories offer one (not the old llvm-libs)."""
-    import shutil
 
-    from pkgtools import build_pkg, sh
+    from pkgtools import build_pkg
 
     from vkdoctor.checks.packages import RepositoryView
 
@@ -373,21 +383,17 @@ def test_llvm_newer_than_the_driver_needs_a_newer_driver_from_the_repositories(
         )
     )
 
-    def with_sync(name: str, packages: list[Path]) -> Path:
-        root = tmp_path / name
-        shutil.copytree(arch_tree, root, symlinks=True)
-        sync = root / "var/lib/pacman/sync"
-        sync.mkdir()
-        sh("repo-add", "-q", sync / "extra.db.tar.gz", *packages)
-        return root
-
     work = tmp_path / "work"
     newer = build_pkg(work, "vulkan-swrast", "1:26.2.4-1", {}, base="mesa")
-    (f,) = RepositoryView().findings(ctx_for(with_sync("newer", [newer])), facts)
+    (f,) = RepositoryView().findings(
+        ctx_for(_with_sync(arch_tree, tmp_path, "newer", [newer])), facts
+    )
     assert f.severity is Severity.INFO
     assert f.title == "The repositories offer vulkan-swrast 1:26.2.4-1"
     same = build_pkg(tmp_path / "work2", "vulkan-swrast", "1:26.2.3-1", {}, base="mesa")
-    (f,) = RepositoryView().findings(ctx_for(with_sync("same", [same])), facts)
+    (f,) = RepositoryView().findings(
+        ctx_for(_with_sync(arch_tree, tmp_path, "same", [same])), facts
+    )
     assert f.severity is Severity.WARN
     assert f.title == (
         "The repositories offer no newer vulkan-swrast: the upgrade cannot fix libLLVM.so.21.1"

@@ -23,6 +23,17 @@ from vkdoctor.packages.rpm import RpmDB
 
 LIB = "/usr/lib64"
 LVP = f"{LIB}/libvulkan_lvp.so"
+#: lavapipe built for LLVM 23.1 beside llvm-libs 22.1: the skew of the Fedora tree
+LLVM23_MISSING = StackFacts(
+    missing_sonames=(
+        MissingSoname(
+            consumer=LVP,
+            soname="libLLVM.so.23.1",
+            near_misses=(f"{LIB}/libLLVM.so.22.1",),
+            target=LVP,
+        ),
+    )
+)
 
 
 @pytest.fixture(scope="module")
@@ -67,16 +78,7 @@ def test_owners_in_one_batched_query(rpm_tree: Path):
 
 
 def test_missing_soname_names_the_rpm_requirement_and_dnf_fix(rpm_tree: Path):
-    facts = StackFacts(
-        missing_sonames=(
-            MissingSoname(
-                consumer=LVP,
-                soname="libLLVM.so.23.1",
-                near_misses=(f"{LIB}/libLLVM.so.22.1",),
-                target=LVP,
-            ),
-        )
-    )
+    facts = LLVM23_MISSING
     (f,) = MissingSonameSkew().findings(ctx_for(rpm_tree), facts)
     assert f.message == (
         f"lavapipe ({LVP}, mesa-vulkan-drivers.x86_64 26.2.3-1.fc43) needs libLLVM.so.23.1, but "
@@ -188,16 +190,7 @@ def test_dnf_versionlocks_hold_packages_of_the_stack(rpm_tree: Path, tmp_path: P
         'comparator = "="\n'
         'value = "26.2.3-1.fc43"\n'
     )
-    facts = StackFacts(
-        missing_sonames=(
-            MissingSoname(
-                consumer=LVP,
-                soname="libLLVM.so.23.1",
-                near_misses=(f"{LIB}/libLLVM.so.22.1",),
-                target=LVP,
-            ),
-        )
-    )
+    facts = LLVM23_MISSING
     held = {f.evidence["package"]: f for f in HeldPackages().findings(ctx_for(root), facts)}
     assert sorted(held) == ["llvm-libs", "mesa-vulkan-drivers"]
     assert held["llvm-libs"].evidence["hold"] == (
@@ -240,16 +233,7 @@ def test_dnf_metadata_says_whether_the_upgrade_can_bring_the_llvm(rpm_tree: Path
 
     from vkdoctor.checks.packages import RepositoryView
 
-    facts = StackFacts(
-        missing_sonames=(
-            MissingSoname(
-                consumer=LVP,
-                soname="libLLVM.so.23.1",
-                near_misses=(f"{LIB}/libLLVM.so.22.1",),
-                target=LVP,
-            ),
-        )
-    )
+    facts = LLVM23_MISSING
     work = tmp_path / "work"
     newer = build_rpms(work, "llvm", "23.1.0", "1.fc43", {"llvm-libs": {}})["llvm-libs"]
     older_mesa = build_rpms(work, "mesa", "26.2.2", "1.fc43", {"mesa-vulkan-drivers": {}})[

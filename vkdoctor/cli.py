@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 
 import click
@@ -60,17 +59,12 @@ def cli() -> None:
     """
 
 
-def _stdout_refused(exc: OSError) -> bool:
-    """`exc` came from click writing to standard output (--help, --version, a usage message on
-    a full disk or /dev/full). Standard output then goes to /dev/null, so that the exit does not
-    fail on it again."""
+def _from_click_echo(exc: BaseException) -> bool:
+    """`exc` came from click writing (--help, --version, a usage message), not from a check."""
     tb = exc.__traceback__
     while tb is not None:
         code = tb.tb_frame.f_code
         if code.co_name == "echo" and code.co_filename.endswith("/click/utils.py"):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            os.close(devnull)
             return True
         tb = tb.tb_next
     return False
@@ -89,10 +83,11 @@ def main() -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except Exception as exc:  # a bug of ours: say so, exit 3, keep the traceback for --debug
-        if isinstance(exc, OSError) and _stdout_refused(exc):
-            # click itself writing --help or --version to a full disk: an output failure
-            click.echo(f"vkdoctor: cannot write to standard output: {exc.strerror}", err=True)
-            sys.exit(2)
+        if isinstance(exc, OSError) and _from_click_echo(exc):
+            from vkdoctor.commands import common
+
+            common.stdout_lost(exc)
+            sys.exit(common.EXIT_OUTPUT)
         click.echo(f"vkdoctor: internal error: {type(exc).__name__}: {exc}", err=True)
         if "--debug" in sys.argv:
             import traceback

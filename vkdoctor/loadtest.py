@@ -733,13 +733,21 @@ def classify(
             "meanwhile, to stop the loader trying it: "
             + disable_remedy(outcome, others=others, env=env, loader_version=loader_version),
         )
-    if outcome.dlopen == "error":
+    if "error" in (outcome.dlopen, outcome.instance):
+        # a bug of ours in the child, before dlopen or while reading the instance's results
+        before = outcome.dlopen == "error"
         return Verdict(
             severity=Severity.ERROR,
             kind="internal-error",
-            title=f"{what}: vkdoctor could not load-test it",
-            message=f"the load test child broke before dlopen: {outcome.reason}. This is a bug "
-            "in vkdoctor, not in the driver.",
+            title=f"{what}: vkdoctor could not "
+            + ("load-test it" if before else "read the instance test"),
+            message=(
+                "the load test child broke before dlopen"
+                if before
+                else "dlopen succeeded; the load test child broke while reading "
+                "vkCreateInstance's results"
+            )
+            + f": {outcome.reason}. This is a bug in vkdoctor, not in the driver.",
             remedy="Report it with `vkdoctor check --json -` to the vkdoctor maintainers.",
         )
     if outcome.dlopen == "not-run" or outcome.instance == "not-run":
@@ -748,15 +756,6 @@ def classify(
             kind="not-run",
             title=f"{what} was not load-tested",
             message=outcome.reason or "not run",
-        )
-    if outcome.instance == "error":
-        return Verdict(
-            severity=Severity.ERROR,
-            kind="internal-error",
-            title=f"{what}: vkdoctor could not read the instance test",
-            message=f"dlopen succeeded; the load test child broke while reading vkCreateInstance's "
-            f"results: {outcome.reason}. This is a bug in vkdoctor, not in the driver.",
-            remedy="Report it with `vkdoctor check --json -` to the vkdoctor maintainers.",
         )
     if outcome.instance == "skipped":
         return Verdict(

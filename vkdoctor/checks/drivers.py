@@ -246,27 +246,25 @@ def _unreadable(ctx: Context, path: str) -> bool:
 
 
 def _installed_manifest(ctx: Context, exclude: set[str]) -> str | None:
-    """A driver manifest installed where the loader looks by default, other than `exclude`, whose
-    absolute library_path exists (lavapipe's first: it works on any machine)."""
-    import json
+    """A driver manifest, other than `exclude`, that the loader would load without the
+    variables that replace or filter its search (lavapipe's first: it works on any machine)."""
+    from vkdoctor.loader.icd import driver_scan as scan_drivers
 
-    found: list[str] = []
-    for d in ("/usr/share/vulkan/icd.d", "/etc/vulkan/icd.d", "/usr/local/share/vulkan/icd.d"):
-        try:
-            names = sorted(f"{d}/{p.name}" for p in ctx.under(d).glob("*.json"))
-        except OSError:
-            continue
-        for name in names:
-            if name in exclude:
-                continue
-            try:
-                library = json.loads(ctx.under(name).read_text())["ICD"]["library_path"]
-            except (OSError, ValueError, KeyError, TypeError):
-                continue
-            if isinstance(library, str) and (
-                not library.startswith("/") or ctx.resolve(library).is_file()
-            ):
-                found.append(name)
+    env = {k: v for k, v in ctx.env.items() if k not in _HIDING}
+    # a Context of its own: the facts of this run are for the environment as it is
+    plain = Context(
+        root=ctx.root,
+        env=env,
+        elevated=ctx.elevated,
+        machine=ctx.machine,
+        cwd=ctx.cwd,
+        options=ctx.options,
+    )
+    found = [
+        d.manifest
+        for d in scan_drivers(plain).drivers
+        if d.outcome == I.LOADS and d.manifest not in exclude
+    ]
     return next((f for f in found if "lvp_icd" in f), found[0] if found else None)
 
 

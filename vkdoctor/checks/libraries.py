@@ -496,16 +496,18 @@ def _also(needs: Mapping[str, tuple[str, ...]]) -> str:
 
 def _rpath_carrier(ctx: Context, directory: str, chain: tuple[str, ...]) -> str | None:
     """The object of the loading chain whose DT_RPATH names `directory` ($ORIGIN expanded)."""
+    from vkdoctor.elf.platform import ldso_platform
     from vkdoctor.elf.reader import ElfInfo, read_elf
+    from vkdoctor.elf.search import expand_dst
 
+    plat = ctx.fact(ldso_platform)
     for obj in reversed(chain):
         info = read_elf(ctx, obj)
         if not isinstance(info, ElfInfo):
             continue
-        origin = posixpath.dirname(obj)
         for entry in info.rpath:
-            expanded = entry.replace("${ORIGIN}", origin).replace("$ORIGIN", origin)
-            if posixpath.normpath(expanded) == posixpath.normpath(directory):
+            expanded = expand_dst(entry, posixpath.dirname(obj), plat)
+            if expanded and posixpath.normpath(expanded) == posixpath.normpath(directory):
                 return obj
     return None
 

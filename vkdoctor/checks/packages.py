@@ -8,7 +8,7 @@ from typing import Any
 
 from vkdoctor.checks.base import Check, all_selected
 from vkdoctor.context import Context
-from vkdoctor.elf.explain import highest_per_family
+from vkdoctor.elf.explain import highest_per_family, version_node_key
 from vkdoctor.model import Finding, Severity
 from vkdoctor.packages import Inventory, Package, inventory
 from vkdoctor.packages.conda import conda_owner
@@ -338,12 +338,6 @@ def _before_fix(message: str, sentence: str) -> str:
     return f"{head}{sentence}{sep}{fix}" if sep else f"{message}{sentence}"
 
 
-def _version_order(node: str) -> tuple[str, tuple[int, ...]]:
-    """CXXABI_1.3.13 before GLIBCXX_3.4.26 before GLIBCXX_3.4.29: by family, then number."""
-    family, _, number = node.rpartition("_")
-    return family, tuple(int(p) for p in number.split(".") if p.isdigit())
-
-
 def _joined(first: Finding, d: Diagnosis, soname: str, consumer: str) -> Finding:
     """`first` with another library that misses the same soname, with the same fix."""
     needs = f" needs {soname}"
@@ -533,7 +527,7 @@ class MissingVersionOwner(Check):
             top = highest_per_family(by_version)
             d = explain_missing_version(by_version[top[0]], owners, conda)
             if len(by_version) > 1:
-                others = sorted((v for v in by_version if v != top[0]), key=_version_order)
+                others = sorted((v for v in by_version if v != top[0]), key=version_node_key)
                 d = replace(
                     d,
                     title=f"{by_version[top[0]][0].soname}: {', '.join(top)} missing from the "

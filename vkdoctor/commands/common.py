@@ -329,12 +329,17 @@ def out(text: str, *, nl: bool = True, color: bool | None = None) -> None:
     except BrokenPipeError:
         _stdout_to_devnull()
     except OSError as exc:
-        # a full disk or a device that refuses (> /dev/full): an output failure, not a bug of
-        # vkdoctor's; the run goes on (its report files are still written) and exits with its
-        # verdict, or 2 (vkdoctor.launch)
-        _stdout_to_devnull()
-        STDOUT_FAILED.append(exc.strerror or str(exc))
-        click.echo(f"vkdoctor: cannot write to standard output: {exc.strerror or exc}", err=True)
+        # the run goes on (its report files are still written) and exits with its verdict, or
+        # 2 (vkdoctor.launch)
+        stdout_lost(exc)
+
+
+def stdout_lost(exc: OSError) -> None:
+    """Standard output refuses writes (a full disk, > /dev/full): an output failure, not a bug
+    of vkdoctor's. The rest goes to /dev/null, and the reason is said and recorded."""
+    _stdout_to_devnull()
+    STDOUT_FAILED.append(exc.strerror or str(exc))
+    click.echo(f"vkdoctor: cannot write to standard output: {exc.strerror or exc}", err=True)
 
 
 #: the reasons standard output refused writes in this run (empty: it did not)

@@ -111,16 +111,21 @@ def system_copy(ctx: Context, soname: str) -> str | None:
     return None
 
 
+def version_node_key(name: str) -> tuple[str, tuple[int, ...]]:
+    """GLIBCXX_3.4.30 -> ("GLIBCXX", (3, 4, 30)); a name without a number is its own family."""
+    family, _, number = name.rpartition("_")
+    try:
+        return family, tuple(int(p) for p in number.split("."))
+    except ValueError:
+        return name, ()
+
+
 def highest_per_family(versions: Iterable[str]) -> list[str]:
     """GLIBCXX_3.4.30 and CXXABI_1.3.13 out of every GLIBCXX_* and CXXABI_* missing: the copy
     that has the highest of each family has the others too."""
     best: dict[str, tuple[tuple[int, ...], str]] = {}
     for name in versions:
-        family, _, number = name.rpartition("_")
-        try:
-            key = tuple(int(p) for p in number.split("."))
-        except ValueError:
-            family, key = name, ()
+        family, key = version_node_key(name)
         if family not in best or key > best[family][0]:
             best[family] = (key, name)
     return [name for _, name in best.values()]

@@ -145,21 +145,13 @@ def tree_machine(ctx: Context) -> str:
 
 
 def _machine_of_programs(ctx: Context) -> str | None:
-    from vkdoctor.elf.names import machine_name
+    from vkdoctor.elf.reader import ElfInfo, read_elf
 
     by_name = {em: m for m, (em, _) in reversed(MACHINES.items())}
     for program in ("/usr/bin/env", "/bin/sh", "/usr/bin/ls"):
-        try:
-            with ctx.resolve(program).open("rb") as f:
-                head = f.read(20)
-        except OSError:
-            continue
-        if len(head) < 20 or head[:4] != b"\x7fELF":
-            continue
-        value = int.from_bytes(head[18:20], "little" if head[5] == 1 else "big")
-        machine = by_name.get(machine_name(value))
-        if machine is not None:
-            return machine
+        info = read_elf(ctx, program)
+        if isinstance(info, ElfInfo) and info.machine in by_name:
+            return by_name[info.machine]
     return None
 
 

@@ -7,20 +7,26 @@ from __future__ import annotations
 from vkdoctor.context import Context
 from vkdoctor.packages.detect import inventory
 from vkdoctor.packages.model import Package
-from vkdoctor.record import replace
+
+
+def _owners(ctx: Context, path: str) -> tuple[Package, ...] | None:
+    """The packages owning `path`; None when no package database can say (none, or broken)."""
+    inv = ctx.fact(inventory)
+    if not inv.databases:
+        return None
+    try:
+        return tuple(inv.owners([path]).get(path, ()))
+    except Exception:  # a broken database: the package checks report it
+        return None
 
 
 def owner(ctx: Context, path: str) -> str | None:
     """The label of the package owning `path` ("mesa-vulkan-drivers:amd64 22.3.6-1"), "" when
     the tree has a package database and no package owns it, None when no database can say."""
-    inv = ctx.fact(inventory)
-    if not inv.databases:
+    pkgs = _owners(ctx, path)
+    if pkgs is None:
         return None
-    try:
-        owners = inv.owners([path]).get(path, ())
-    except Exception:  # a broken database: the package checks report it
-        return None
-    return owners[0].label if owners else ""
+    return pkgs[0].label if pkgs else ""
 
 
 def fix_file(ctx: Context, path: str, packaged: str, unpackaged: str) -> str:
@@ -29,19 +35,13 @@ def fix_file(ctx: Context, path: str, packaged: str, unpackaged: str) -> str:
     database can tell."""
     from vkdoctor.packages.remedy import REINSTALL
 
-    inv = ctx.fact(inventory)
-    pkgs: tuple[Package, ...] = ()
-    if inv.databases:
-        try:
-            pkgs = inv.owners([path]).get(path, ())
-        except Exception:  # a broken database: the package checks report it
-            inv = replace(inv, databases=())
+    pkgs = _owners(ctx, path)
     if pkgs:
         pkg = pkgs[0]
         return packaged.format(
             package=pkg.label, reinstall=REINSTALL[pkg.family].format(name=pkg.name)
         )
-    if inv.databases:
+    if pkgs is not None:
         return unpackaged
     otherwise = f"{unpackaged[:1].lower()}{unpackaged[1:]}"
     if "{reinstall}" in packaged:

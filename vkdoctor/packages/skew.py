@@ -117,7 +117,7 @@ def _dpkg_clause(
     have = _installed(db, guess, arch)
     evidence = {"expected_package": qualified, "declared": [str(d) for d in deps]}
     # the file lists know who ships the soname, whatever its name (zlib1g: libz.so.1)
-    shipper = _dpkg_shipper(db, soname, cpkg.arch)
+    shipper = _shipper(db, soname, _dpkg_dirs(cpkg.arch))
     if shipper is not None:
         evidence["damaged"] = shipper.label
         name = f"{shipper.name}:{shipper.arch}" if shipper.multi_arch == "same" else shipper.name
@@ -154,17 +154,11 @@ _TRIPLET = {
 }
 
 
-def _dpkg_shipper(db: PackageDB, soname: str, arch: str) -> Package | None:
-    """The installed package whose file list has `soname` in a library directory."""
+def _dpkg_dirs(arch: str) -> tuple[str, ...]:
+    """Where a Debian package of `arch` puts its libraries."""
     triplet = _TRIPLET.get(arch)
-    dirs = [f"/usr/lib/{triplet}", f"/lib/{triplet}"] if triplet else []
-    dirs += ["/usr/lib", "/lib", "/usr/lib64", "/lib64"]
-    paths = [f"{d}/{soname}" for d in dirs]
-    try:
-        owners = db.owners(paths)
-    except Exception:  # a broken database: VKP001 says so
-        return None
-    return next((pkgs[0] for p in paths if (pkgs := owners.get(p))), None)
+    multiarch = (f"/usr/lib/{triplet}", f"/lib/{triplet}") if triplet else ()
+    return (*multiarch, "/usr/lib", "/lib", "/usr/lib64", "/lib64")
 
 
 #: where each family's 64-bit and 32-bit libraries live
@@ -176,10 +170,10 @@ _LIBDIRS = {
 }
 
 
-def _shipper(db: PackageDB, soname: str, is64: bool) -> Package | None:
-    """The installed package (rpm, pacman) whose file list has `soname` in a library directory
-    of the right class: its file is gone when nothing provides the soname any more."""
-    paths = [f"{d}/{soname}" for d in _LIBDIRS[(db.family, is64)]]
+def _shipper(db: PackageDB, soname: str, dirs: Sequence[str]) -> Package | None:
+    """The installed package whose file list has `soname` in one of the library directories
+    `dirs`: its file is gone when nothing provides the soname any more."""
+    paths = [f"{d}/{soname}" for d in dirs]
     try:
         owners = db.owners(paths)
     except Exception:  # a broken database: VKP001 says so
@@ -209,7 +203,7 @@ def _rpm_clause(
         evidence["damaged"] = providers[0].label
         clause = f" ({providers[0].label} provides {cap}, but the file is gone)"
         return clause, f"sudo dnf reinstall {providers[0].name}", evidence, None
-    shipper = _shipper(db, soname, _is64(cpkg, elf_class))
+    shipper = _shipper(db, soname, _LIBDIRS[(db.family, _is64(cpkg, elf_class))])
     if shipper is not None:
         evidence["damaged"] = shipper.label
         clause = f" ({shipper.label} is installed and lists {soname}, but the file is gone)"
@@ -248,7 +242,7 @@ def _pacman_clause(
         evidence["damaged"] = providers[0].label
         clause = f" ({providers[0].label} provides {cap}, but the file is gone)"
         return clause, f"sudo pacman -S {providers[0].name}", evidence, None
-    shipper = _shipper(db, soname, _is64(cpkg, elf_class))
+    shipper = _shipper(db, soname, _LIBDIRS[(db.family, _is64(cpkg, elf_class))])
     if shipper is not None:
         evidence["damaged"] = shipper.label
         clause = f" ({shipper.label} is installed and lists {soname}, but the file is gone)"

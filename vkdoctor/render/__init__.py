@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 #: the code prefix of the checks that turn the probe's result into a finding; the renderers show a
@@ -24,3 +25,9 @@ def escape_bytes_in(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [escape_bytes_in(v) for v in value]
     return value
+
+
+def hex_escape(text: str, characters: re.Pattern[str]) -> str:
+    """`text` with each character `characters` matches written as \\xNN (control characters
+    a log, a job summary or XML must not carry as they are)."""
+    return characters.sub(lambda m: f"\\x{ord(m.group()):02x}", text)

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from vkdoctor.model import CheckResult, Finding, Report, ReportStatus, Severity
-from vkdoctor.render import PROBE_FAMILY_PREFIX
+from vkdoctor.render import PROBE_FAMILY_PREFIX, hex_escape
 from vkdoctor.render import text as text_render
 
 #: control characters other than newlines: shown as \xNN, as the JUnit file shows them
@@ -23,7 +23,7 @@ _CONTROL = re.compile(r"[\x00-\x09\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def _visible(text: str) -> str:
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return hex_escape(text, _CONTROL)
 
 
 def escape_data(value: str) -> str:

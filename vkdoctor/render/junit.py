@@ -14,7 +14,7 @@ from typing import Any
 
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Report, Severity
 from vkdoctor.record import field, record
-from vkdoctor.render import PROBE_FAMILY_PREFIX, escape_bytes
+from vkdoctor.render import PROBE_FAMILY_PREFIX, escape_bytes, hex_escape
 
 # XML 1.0 forbids most control characters even when escaped; a driver's stderr can hold them.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -22,7 +22,7 @@ _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 def _xml_text(value: object) -> str:
     text = escape_bytes("" if value is None else str(value))
-    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return hex_escape(text, _NOT_XML)
 
 
 @record
