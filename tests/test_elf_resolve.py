@@ -237,6 +237,101 @@ def test_platform_matches_ld_so_help() -> None:
     assert list(plat.hwcaps) == hw
 
 
+def test_legacy_hwcaps_match_ld_so_help() -> None:
+    """The legacy subdirectories' names and $PLATFORM, as this machine's ld.so lists them."""
+    proc = subprocess.run(
+        ["/lib64/ld-linux-x86-64.so.2", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"LC_ALL": "C"},
+        check=False,
+    )
+    legacy = proc.stdout.split("Legacy HWCAP subdirectories", 1)[1].splitlines()[1:]
+    searched = [line.split()[0] for line in legacy if "searched" in line]
+    at_platform = [line.split()[0] for line in legacy if "AT_PLATFORM" in line]
+    plat = ldso_platform(Context())
+    names = {name for sub in plat.legacy_subdirs for name in sub.split("/")}
+    assert names == set(searched)
+    assert [plat.platform] == at_platform or plat.platform in ("haswell", "xeon_phi")
+
+
+def _cpu_root(tmp_path: Path, vendor: str, flags: str) -> Context:
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc" / "cpuinfo").write_text(
+        f"processor\t: 0\nvendor_id\t: {vendor}\nflags\t\t: {flags}\n"
+    )
+    return Context(root=tmp_path, machine="x86_64")
+
+
+V3 = "fpu sse sse2 pni ssse3 sse4_1 sse4_2 cx16 lahf_lm popcnt avx avx2 bmi1 bmi2 f16c fma abm movbe"
+V4 = V3 + " avx512f avx512bw avx512cd avx512dq avx512vl"
+
+
+@pytest.mark.parametrize(
+    ("vendor", "flags", "platform", "subdirs"),
+    [
+        # glibc 2.36 sysdeps/x86/cpu-features.c: only Intel gets avx512_1 and a platform name
+        (
+            "AuthenticAMD",
+            V4,
+            "x86_64",
+            "tls/x86_64/x86_64 tls/x86_64 tls/x86_64 tls x86_64/x86_64 x86_64 x86_64",
+        ),
+        ("AuthenticAMD", V3, "x86_64", None),
+        (
+            "GenuineIntel",
+            V4,
+            "haswell",
+            "tls/haswell/avx512_1/x86_64 tls/haswell/avx512_1 tls/haswell/x86_64 tls/haswell"
+            " tls/avx512_1/x86_64 tls/avx512_1 tls/x86_64 tls haswell/avx512_1/x86_64"
+            " haswell/avx512_1 haswell/x86_64 haswell avx512_1/x86_64 avx512_1 x86_64",
+        ),
+        (
+            "GenuineIntel",
+            V3,
+            "haswell",
+            "tls/haswell/x86_64 tls/haswell tls/x86_64 tls haswell/x86_64 haswell x86_64",
+        ),
+        ("GenuineIntel", V4 + " avx512er avx512pf", "xeon_phi", None),
+        ("GenuineIntel", "fpu sse sse2 pni", "x86_64", None),
+    ],
+)
+def test_legacy_hwcaps_per_cpu(
+    tmp_path: Path, vendor: str, flags: str, platform: str, subdirs: str | None
+) -> None:
+    plat = ldso_platform(_cpu_root(tmp_path, vendor, flags))
+    assert plat.platform == platform
+    if subdirs is not None:
+        assert " ".join(plat.legacy_subdirs) == subdirs
+    levels = (("x86-64-v4", V4), ("x86-64-v3", V3), ("x86-64-v2", V3))
+    want = [level for level, needs in levels if flags.startswith(needs)]
+    assert list(plat.hwcaps) == want
+
+
+def test_search_path_expansion_matches_ld_debug(lab: Lab, tmp_path: Path) -> None:
+    """Every subdirectory ld.so tries in an LD_LIBRARY_PATH entry, repeats included, in order."""
+    lib = copy(lab.root / "a_runpath" / "liba.so", tmp_path / "liba.so")
+    patchelf(lib, "--replace-needed", "libb.so.1", "libnowhere.so.3")
+    where = str(lab.root / "l")
+    proc = subprocess.run(
+        [str(lab.probe.exe), str(lib)],
+        capture_output=True,
+        text=True,
+        env={"LD_LIBRARY_PATH": where, "LD_DEBUG": "libs", "LC_ALL": "C"},
+        timeout=60,
+        check=False,
+    )
+    line = next(
+        raw
+        for raw in proc.stderr.splitlines()
+        if "search path=" in raw and raw.rstrip().endswith("(LD_LIBRARY_PATH)")
+    )
+    real = line.split("search path=", 1)[1].split("\t")[0].split(":")
+    plat = ldso_platform(Context())
+    assert real == [f"{where}/{sub}" for sub in plat.subdirs()] + [where]
+
+
 def test_whole_mesa_closure_matches_ld_so_list() -> None:
     ctx = Context()
     for drv in ("intel", "intel_hasvk", "radeon", "lvp"):

@@ -51,8 +51,9 @@ X86_LEVELS = (
     ("x86-64-v3", frozenset({"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe"})),
     ("x86-64-v4", frozenset({"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"})),
 )
-HASWELL = frozenset({"avx2", "bmi1", "bmi2", "abm", "movbe", "popcnt", "fma"})
-AVX512_1 = frozenset({"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"})
+#: the features glibc's init_cpu_features asks of an Intel CPU before it names the platform "haswell"
+#: (LZCNT is /proc/cpuinfo's "abm")
+HASWELL = frozenset({"avx2", "fma", "bmi1", "bmi2", "abm", "movbe", "popcnt"})
 
 _SYSDIRS = re.compile(rb"(?:/[A-Za-z0-9_.+-]+(?:/[A-Za-z0-9_.+-]+)*/\x00){2,}")
 
@@ -117,18 +118,37 @@ def _system_dirs(ctx: Context, interpreter: str, machine: str) -> tuple[tuple[st
 
 
 def _legacy(flags: set[str], vendor: str, machine: str) -> tuple[tuple[str, ...], str]:
+    """glibc 2.36's legacy hwcaps subdirectories (elf/dl-hwcaps.c, _dl_important_hwcaps) and
+    $PLATFORM.
+
+    On x86_64 the hwcap bits that count are HWCAP_X86_64 (always) and HWCAP_X86_AVX512_1, which
+    sysdeps/x86/cpu-features.c sets only on Intel CPUs with AVX512F/CD/BW/DQ/VL and without
+    AVX512ER. The platform is the kernel's AT_PLATFORM ("x86_64") unless an Intel CPU earns
+    "xeon_phi" or "haswell". The names, in the order hwcap bits, platform, "tls", form every
+    subset from the full set down to the empty one (the directory itself, left out here), each
+    written with the last name first: on an AMD CPU that is tls/x86_64/x86_64, tls/x86_64 twice,
+    tls, x86_64/x86_64, x86_64 twice. ld.so tries the repeated ones twice; so do we.
+    """
     if machine != "x86_64":
         return ("tls",), machine
-    platform = ""
-    if vendor == "GenuineIntel" and flags >= HASWELL:
-        platform = "haswell"
-    names = [n for n in (platform, "avx512_1" if flags >= AVX512_1 else "", "x86_64") if n]
-    combos: list[str] = []
-    for mask in range(2 ** len(names) - 1, -1, -1):
-        picked = [n for i, n in enumerate(names) if mask & (1 << (len(names) - 1 - i))]
-        combos.append("/".join(picked))
-    out = [("tls/" + c).rstrip("/") for c in combos] + [c for c in combos if c]
-    return tuple(out), platform or "x86_64"
+    names = ["x86_64"]
+    platform = "x86_64"
+    if vendor == "GenuineIntel":
+        chosen = ""
+        if "avx512cd" in flags:
+            if "avx512er" in flags:
+                if "avx512pf" in flags:
+                    chosen = "xeon_phi"
+            elif {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags:
+                names.append("avx512_1")
+        if not chosen and HASWELL <= flags:
+            chosen = "haswell"
+        platform = chosen or platform
+    names += [platform, "tls"]
+    subsets = []
+    for mask in range(2 ** len(names) - 1, 0, -1):
+        subsets.append("/".join(n for i, n in reversed(list(enumerate(names))) if mask >> i & 1))
+    return tuple(subsets), platform
 
 
 def tree_machine(ctx: Context) -> str:

@@ -163,6 +163,8 @@ class Searcher:
         self.inputs = inputs
         self.plat: LdsoPlatform = ctx.fact(ldso_platform)
         self.cache: LdCache | None = ctx.fact(load_cache)
+        # ld.so tries a repeated legacy subdirectory (tls/x86_64 on AMD) twice, to the same end
+        self.subdirs = (*dict.fromkeys(self.plat.subdirs()), "")
 
     # -- candidate files ---------------------------------------------------------------
     def _abs(self, path: str) -> str:
@@ -209,7 +211,7 @@ class Searcher:
     ) -> tuple[Tried, ElfInfo | None]:
         # glibc keeps relative and empty ("" = cwd) entries relative: the object's name is too
         first: Tried | None = None
-        for sub in (*self.plat.subdirs(), ""):
+        for sub in self.subdirs:
             cand = posixpath.join(directory, sub, name)
             outcome, info, detail = self.verify(cand)
             if outcome == "absent":
