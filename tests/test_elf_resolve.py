@@ -264,7 +264,9 @@ def _cpu_root(tmp_path: Path, vendor: str, flags: str) -> Context:
     return Context(root=tmp_path, machine="x86_64")
 
 
-V3 = "fpu sse sse2 pni ssse3 sse4_1 sse4_2 cx16 lahf_lm popcnt avx avx2 bmi1 bmi2 f16c fma abm movbe"
+V3 = (
+    "fpu sse sse2 pni ssse3 sse4_1 sse4_2 cx16 lahf_lm popcnt avx avx2 bmi1 bmi2 f16c fma abm movbe"
+)
 V4 = V3 + " avx512f avx512bw avx512cd avx512dq avx512vl"
 
 

@@ -141,7 +141,7 @@ def _legacy(flags: set[str], vendor: str, machine: str) -> tuple[tuple[str, ...]
                     chosen = "xeon_phi"
             elif {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags:
                 names.append("avx512_1")
-        if not chosen and HASWELL <= flags:
+        if not chosen and flags >= HASWELL:
             chosen = "haswell"
         platform = chosen or platform
     names += [platform, "tls"]
