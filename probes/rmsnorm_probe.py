@@ -46,6 +46,8 @@ RUNGS = ("add-one", "workgroup-reduction", "matmul")
 BACKENDS = {"vulkan": "Vulkan", "opengl": "OpenGL"}
 #: wgpu's preference order for power_preference="high-performance"
 TYPE_ORDER = {"DiscreteGPU": 0, "IntegratedGPU": 1, "Unknown": 2, "VirtualGPU": 3, "CPU": 4}
+#: what --gpu accepts: a GPU of any kind, never a CPU rasterizer nor an adapter of unknown type
+GPU_TYPES = ("DiscreteGPU", "IntegratedGPU", "VirtualGPU")
 
 _started = time.perf_counter()
 _stages: list[dict[str, Any]] = []
@@ -67,6 +69,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     choice = p.add_mutually_exclusive_group()
     choice.add_argument("--cpu", action="store_true", help="a CPU adapter (lavapipe, llvmpipe)")
+    choice.add_argument(
+        "--gpu",
+        action="store_true",
+        help="an adapter that is not a CPU (discrete, integrated, virtual)",
+    )
     choice.add_argument(
         "--adapter", metavar="TEXT", help="the first adapter whose name contains TEXT"
     )
@@ -121,6 +128,8 @@ def choose(
     def wanted(r: dict[str, Any]) -> bool:
         if args.cpu:
             return bool(r["type"] == "CPU")
+        if args.gpu:
+            return r["type"] in GPU_TYPES
         if args.adapter:
             text = args.adapter.lower()
             return text in r["name"].lower() or text in r["summary"].lower()
@@ -132,6 +141,8 @@ def choose(
     what = (
         f"{backend} CPU adapter"
         if args.cpu
+        else f"{backend} GPU adapter (discrete, integrated or virtual)"
+        if args.gpu
         else f"{backend} adapter whose name contains {args.adapter!r}"
         if args.adapter
         else f"{backend} adapter"
@@ -139,6 +150,9 @@ def choose(
     if usable:
         if args.cpu or args.adapter:
             return usable[0], f"the first {what}", refused
+        if args.gpu:
+            best = min(usable, key=lambda i: (TYPE_ORDER[records[i]["type"]], i))
+            return best, f"the {what} wgpu prefers for high performance", refused
         best = min(usable, key=lambda i: (TYPE_ORDER.get(records[i]["type"], 2), i))
         return best, f"the {what} wgpu prefers for high performance", refused
     why = f"no {what}"
@@ -154,7 +168,9 @@ def choose(
             why += f"; {', '.join(kinds)} adapters are present but do not count"
         why += f" (refused: {names})"
     elif records:
-        why += "; adapters seen: " + "; ".join(f"{r['backend']} {r['name']}" for r in records)
+        why += "; adapters seen: " + "; ".join(
+            f"{r['backend']} {r['name']} ({r['type']})" for r in records
+        )
     else:
         why += "; wgpu sees no adapter at all"
     return None, why, refused
@@ -368,7 +384,12 @@ def main(argv: list[str], out: Any) -> int:
         "status": "error",
         "reason": None,
         "summary": None,
-        "requested": {"cpu": args.cpu, "adapter": args.adapter, "backend": args.backend},
+        "requested": {
+            "cpu": args.cpu,
+            "gpu": args.gpu,
+            "adapter": args.adapter,
+            "backend": args.backend,
+        },
         "seed": args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little"),
         "tolerance": TOLERANCE,
         "floor": FLOOR,

@@ -34,6 +34,8 @@ class Options:
     timeout: float = 60.0
     #: probe adapter choice: "cpu", a name substring, or None for wgpu's high-performance pick
     cpu: bool = False
+    #: --gpu: the probe must pass on an adapter that is not a CPU, and the load test find a GPU
+    gpu: bool = False
     adapter: str | None = None
     #: disk thresholds, in bytes free
     disk_warn_bytes: int = 5 * 1024**3

@@ -52,6 +52,8 @@ class ProbeRequest(NamedTuple):
     """
 
     cpu: bool = False
+    #: an adapter that is not a CPU (discrete, integrated or virtual GPU)
+    gpu: bool = False
     adapter: str | None = None
     backend: str = "vulkan"
     seed: int | None = None
@@ -68,6 +70,8 @@ class ProbeRequest(NamedTuple):
         cmd += ["--parent", str(os.getpid())]
         if self.cpu:
             cmd.append("--cpu")
+        if self.gpu:
+            cmd.append("--gpu")
         if self.adapter:
             cmd += ["--adapter", self.adapter]
         if self.seed is not None:
@@ -406,13 +410,13 @@ _early: list[tuple[RunningProbe, dict[str, str]]] = []
 def request_from_argv(argv: list[str]) -> ProbeRequest | None:
     """The request `run-probe ARGV` will make, or None when ARGV is anything but plain."""
     values: dict[str, str] = {}
-    cpu = False
+    flags = {"--cpu": False, "--gpu": False}
     i = 0
     while i < len(argv):
         arg = argv[i]
         name, eq, inline = arg.partition("=")
-        if arg == "--cpu":
-            cpu = True
+        if arg in flags:
+            flags[arg] = True
         elif arg in _IGNORED_FLAGS:
             pass
         elif name in _VALUED or name in _IGNORED_VALUED:
@@ -441,14 +445,15 @@ def request_from_argv(argv: list[str]) -> ProbeRequest | None:
         not 0.1 <= timeout <= MAX_TIMEOUT  # nan too
         or (seed is not None and seed < 0)
         or backend not in ("vulkan", "opengl")
-        or (cpu and "--adapter" in values)
+        or flags["--cpu"] + flags["--gpu"] + ("--adapter" in values) > 1
         or not values.get("--adapter", "x").strip()
         or (shader_dir is not None and not _is_dir(shader_dir))
         or not Path(python).is_file()
     ):
         return None
     return ProbeRequest(
-        cpu=cpu,
+        cpu=flags["--cpu"],
+        gpu=flags["--gpu"],
         adapter=values.get("--adapter"),
         backend=backend,
         seed=seed,

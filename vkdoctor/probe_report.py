@@ -63,7 +63,7 @@ def remedy(probe: Mapping[str, Any], *, in_check: bool = False) -> str | None:
     reason = str(probe.get("reason") or probe.get("status"))
     if reason == "no-adapter":
         hidden = _hidden_by(probe.get("env") or {})
-        return f"{hidden}{_install(probe)}" if hidden else _install(probe)
+        return f"{hidden}{_install(probe, in_check)}" if hidden else _install(probe, in_check)
     python = (probe.get("command") or [None])[0]
 
     if reason in ("wgpu-missing", "numpy-missing") and python:
@@ -137,10 +137,18 @@ def _hidden_by(env: Mapping[str, Any]) -> str:
     )
 
 
-def _install(probe: Mapping[str, Any]) -> str:
+def _install(probe: Mapping[str, Any], in_check: bool) -> str:
     requested = probe.get("requested") or {}
     if requested.get("cpu"):
         return _INSTALL_CPU
+    if requested.get("gpu"):
+        # lavapipe does not count here: installing it is no fix
+        return (
+            "See VKT005: it names each GPU driver and why it gives no device."
+            if in_check
+            else "Run `vkdoctor check --gpu`: it loads each GPU driver and says why it gives no "
+            "device (a missing device node, a driver for other hardware, a library that fails)."
+        )
     if requested.get("adapter"):
         return "Pick one of the adapters listed in the probe section with --adapter, or install its driver."
     return (
@@ -198,7 +206,9 @@ def finding(probe: Mapping[str, Any], *, in_check: bool = False) -> Finding:
         "fail": "Compute probe computed wrong results" if bad else "Compute probe failed",
         "crash": f"Compute probe crashed ({probe.get('signal') or 'signal'})",
         "timeout": "Compute probe hung and was killed",
-        "no-adapter": "No adapter for the compute probe",
+        "no-adapter": "No GPU adapter for the compute probe"
+        if (probe.get("requested") or {}).get("gpu")
+        else "No adapter for the compute probe",
         "error": "Compute probe could not run",
     }.get(status, f"Compute probe: {status}")
     return Finding(

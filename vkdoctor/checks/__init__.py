@@ -20,6 +20,7 @@ def _registry() -> tuple[type[Check], ...]:
         disk,
         drivers,
         env,
+        gpu,
         host,
         layers,
         libraries,
@@ -42,6 +43,7 @@ def _registry() -> tuple[type[Check], ...]:
         *disk.CHECKS,
         *env.CHECKS,
         *loadtest.CHECKS,
+        *gpu.CHECKS,
         *overlay.CHECKS,
         *probe.CHECKS,
     )

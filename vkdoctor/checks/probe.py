@@ -22,7 +22,10 @@ def probe_result(ctx: Context) -> dict[str, Any]:
     through the loader's own filters, and says so (`disabled`), so that it answers whether
     compute works once they are out of the way."""
     request = ProbeRequest(
-        cpu=ctx.options.cpu, adapter=ctx.options.adapter, timeout=ctx.options.timeout
+        cpu=ctx.options.cpu,
+        gpu=ctx.options.gpu,
+        adapter=ctx.options.adapter,
+        timeout=ctx.options.timeout,
     )
     off = _wrecks(ctx)
     if not off:

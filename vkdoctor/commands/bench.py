@@ -53,8 +53,7 @@ def bench(
     """RMSNorm GB/s against a copy, timed on the device; every size is checked against float64."""
     from vkdoctor.bench import parse_sizes, render, run_bench
 
-    if cpu and adapter:
-        raise click.UsageError("--cpu and --adapter choose the adapter two ways; give one")
+    common.one_adapter_choice(cpu, adapter)
     if sizes is not None:
         try:
             parse_sizes(sizes)

@@ -61,6 +61,7 @@ def with_load_results(
 @from_package_option
 @click.option("--no-probe", is_flag=True, help="Static checks only; do not run the compute probe.")
 @click.option("--cpu", is_flag=True, help="The probe must use a CPU adapter on Vulkan (lavapipe).")
+@common.gpu_option
 @click.option(
     "--adapter",
     metavar="TEXT",
@@ -95,13 +96,13 @@ def check(
     from_package: tuple[str, ...],
     no_probe: bool,
     cpu: bool,
+    gpu: bool,
     adapter: str | None,
     selected: tuple[str, ...],
     ignored: tuple[str, ...],
 ) -> None:
     """Inspect drivers, loader, libraries, packages, disk and environment, then run the probe."""
-    if cpu and adapter:
-        raise click.UsageError("--cpu and --adapter choose the adapter two ways; give one")
+    common.one_adapter_choice(cpu, adapter, gpu)
     common.check_outputs(fmt, json_file)
     if disk_fail > disk_warn:
         from vkdoctor.units import format_size
@@ -115,6 +116,7 @@ def check(
         search_path=search_path,
         timeout=timeout,
         cpu=cpu,
+        gpu=gpu,
         adapter=adapter,
         probe=not no_probe and root is None,
         disk_warn_bytes=disk_warn,

@@ -216,6 +216,23 @@ def _remember(key: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
     return callback
 
 
+def gpu_option(f: F) -> F:
+    """--gpu: the gate's question, whether compute runs on a GPU (not on lavapipe)."""
+    return click.option(
+        "--gpu",
+        is_flag=True,
+        help="The probe must pass on a Vulkan adapter that is not a CPU (discrete, integrated or "
+        "virtual GPU): a pass on lavapipe fails. For GPU test gates.",
+    )(f)
+
+
+def one_adapter_choice(cpu: bool, adapter: str | None, gpu: bool = False) -> None:
+    """--cpu, --gpu and --adapter each choose the adapter: at most one of them."""
+    given = [name for name, on in (("--cpu", cpu), ("--gpu", gpu), ("--adapter", adapter)) if on]
+    if len(given) > 1:
+        raise click.UsageError(f"{' and '.join(given)} choose the adapter two ways; give one")
+
+
 def adapter_options(f: F) -> F:
     """--cpu, --adapter TEXT and --backend: which wgpu adapter a child (probe, bench) uses."""
     f = click.option(

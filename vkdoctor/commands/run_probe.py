@@ -15,6 +15,7 @@ from vkdoctor.commands import common
 
 @click.command("run-probe")
 @common.adapter_options
+@common.gpu_option
 @click.option(
     "--seed", type=click.IntRange(min=0), help="Repeat a run's random inputs (see its report)."
 )
@@ -35,6 +36,7 @@ def run_probe(
     cpu: bool,
     adapter: str | None,
     backend: str,
+    gpu: bool,
     seed: int | None,
     shader_dir: str | None,
     python: str | None,
@@ -51,12 +53,12 @@ def run_probe(
     and runs RMSNorm cases against a float64 reference. Exits 1 when the probe fails, crashes,
     hangs or finds no suitable adapter.
     """
-    if cpu and adapter:
-        raise click.UsageError("--cpu and --adapter choose the adapter two ways; give one")
+    common.one_adapter_choice(cpu, adapter, gpu)
     from vkdoctor import probe
 
     request = probe.ProbeRequest(
         cpu=cpu,
+        gpu=gpu,
         adapter=adapter,
         backend=backend,
         seed=seed,
