@@ -279,6 +279,30 @@ def test_driver_found_only_through_ld_library_path_with_a_stale_cache(tmp_path: 
     assert f["remedy"].startswith("sudo ldconfig")
 
 
+def test_a_library_the_cache_also_has_is_no_warning(tmp_path: Path):
+    """The H200 machine after ldconfig: LD_LIBRARY_PATH finds the driver's libraries first, and
+    /etc/ld.so.cache has the same files, so a program without the variable loads them too."""
+    _nvidia_tree(tmp_path, link_icd=True, egl=True, lib_link=False)
+    conf = tmp_path / "etc/ld.so.conf.d"
+    conf.mkdir(parents=True)
+    (tmp_path / "etc/ld.so.conf").write_text("include /etc/ld.so.conf.d/*.conf\n")
+    (conf / "000_cuda.conf").write_text("/usr/local/nvidia/lib64\n")
+    subprocess.run(["/sbin/ldconfig", "-r", str(tmp_path)], check=True, timeout=60)
+    listed = subprocess.run(
+        ["/sbin/ldconfig", "-p", "-C", str(tmp_path / "etc/ld.so.cache")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    assert "=> /usr/local/nvidia/lib64/libGLX_nvidia.so.0" in listed
+    _, doc = run_json(
+        ["check", "--no-probe", "--root", str(tmp_path), "--select", "VKL004"],
+        env={"LD_LIBRARY_PATH": "/usr/local/nvidia/lib64"},
+    )
+    assert [f["severity"] for f in _findings(doc, "VKL004")] in ([], ["ok"])
+
+
 def test_a_left_over_nvidia_manifest_is_not_blamed_on_libegl(tmp_path: Path):
     """The manifest is there, the driver library is not (a removed driver): libEGL is beside
     the point, VKL001 and VKD005 say what is wrong."""

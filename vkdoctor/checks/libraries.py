@@ -621,8 +621,12 @@ class LdLibraryPathOnly(Check):
         for path, names in seen.items():
             lib = libs[path]
             name = lib.soname or lib.name
-            system = system_copy(ctx, name) if lib.needed_by is not None else None
-            if not system or system == path:
+            system = system_copy(ctx, name)
+            if system == path:
+                # ld.so.cache (or a system directory) gives this very file: a program started
+                # without LD_LIBRARY_PATH loads the same copy
+                continue
+            if not system:
                 only.setdefault(lib.directory, []).append(path)
                 continue
             glibc = name.split(".so")[0] in _GLIBC
