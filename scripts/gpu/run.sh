@@ -22,6 +22,12 @@ for f in .gl/*.deb; do dpkg -x "$f" /; done
 step loaded check --json "$out/loaded.json"
 step loaded-drivers drivers
 step loaded-cpu check --cpu --select VKR --json "$out/loaded-cpu.json"
+step loaded-gpu check --gpu --json "$out/loaded-gpu.json"
+step probe-gpu run-probe --gpu --json "$out/probe-gpu.json"
+# the cache as it came, and the same check without LD_LIBRARY_PATH: what a CI step that clears
+# the environment gets
+{ echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH-}"; ldconfig -p | grep -i nvidia; } > "$out/ldcache.txt" 2>&1
+(unset LD_LIBRARY_PATH; step no-ld-path check --no-probe --select VKL,VKT --json "$out/no-ld-path.json")
 step bench bench --json "$out/bench.json"
 cat "$out/summary.txt"
 # the device tool brings back at most 8 files: one archive holds them all
