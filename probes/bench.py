@@ -333,6 +333,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description="RMSNorm throughput against a device-to-device copy")
     choice = ap.add_mutually_exclusive_group()
     choice.add_argument("--cpu", action="store_true")
+    choice.add_argument("--gpu", action="store_true")
     choice.add_argument("--adapter")
     ap.add_argument("--backend", choices=sorted(probe.BACKENDS), default="vulkan")
     ap.add_argument("--sizes", help="ROWSxD[,ROWSxD...]; default: sizes that fill the adapter")
