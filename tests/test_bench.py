@@ -96,3 +96,11 @@ def test_a_size_over_the_adapters_largest_buffer_says_so():
     assert (
         "131072x4096 is 2,147,483,648 bytes per tensor, over the largest buffer" in doc["summary"]
     )
+
+
+def test_bench_with_wgpus_own_choice_of_adapter():
+    """Without --cpu or --adapter the bench takes wgpu's high-performance pick (llvmpipe here),
+    the path a GPU machine takes."""
+    proc = run_vkdoctor(["bench", "--sizes", "8x8", "--repeat", "1", "--json", "-"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["adapter"]["type"] == "CPU"
