@@ -60,6 +60,14 @@ def test_first_list_in_name_order_colons_and_the_python_fallback(tmp_path: Path)
     lists = lists_in(info)
     assert ListSearch(lists, wanted, env=ENV, timeout=30).result() is None
     assert _search_lists(lists, wanted) == expected
+    # a list of megabytes (a cloud SDK's, texlive's) is read whole by both
+    big = b"".join(b"/usr/share/big/file%07d\n" % i for i in range(120_000))
+    (info / "big.list").write_bytes(big + b"/usr/share/big/last\n")
+    assert len(big) > 2 << 20
+    lists = [item for item in lists_in(info) if item[0] != "broken.list"]
+    last = {b"/usr/share/big/last": "big.list"}
+    assert ListSearch(lists, set(last), env=ENV, timeout=30).result() == last
+    assert _search_lists(lists, set(last)) == last
 
 
 def test_prefetched_owners_equal_the_ones_asked_directly(tmp_path: Path):

@@ -130,7 +130,8 @@ def _search_lists(lists: Sequence[tuple[str, str]], wanted: Set[bytes]) -> dict[
     found: dict[bytes, str] = {}
     for name, path in lists:
         try:
-            lines = read_bytes(Path(path)).split(b"\n")
+            # a package's file list can be megabytes (google-cloud-cli's: 4 MB)
+            lines = read_bytes(Path(path), LARGE).split(b"\n")
         except OSError:
             continue
         for hit in want.intersection(lines):
@@ -261,7 +262,7 @@ class DpkgDB:
 
         for stem in (f"{pkg.name}:{pkg.arch}", pkg.name):
             try:
-                text = read_bytes(self._admin / "info" / f"{stem}.md5sums").decode(
+                text = read_bytes(self._admin / "info" / f"{stem}.md5sums", LARGE).decode(
                     "utf-8", "surrogateescape"
                 )
             except OSError:
