@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests import overlay_lab as lab
+from tests.conftest import REPO as REPO_ROOT
 from tests.conftest import clean_env, run_json, run_vkdoctor
 
 
@@ -419,3 +420,108 @@ def test_a_package_whose_soname_links_out_of_it_says_so(seed: Seed, tmp_path: Pa
         "package: not used"
     ) in proc.stdout + proc.stderr
     assert "does not contain" not in proc.stdout + proc.stderr
+
+
+def test_an_overlay_only_vkdoctor_found_is_a_failing_environment(
+    seed: Seed, tmp_path: Path
+) -> None:
+    """The library sits where vkdoctor looks by itself (~/.local/lib), not where ld.so looks:
+    a plain check describes the environment the next command gets, which fails, and offers the
+    overlay, proven, as the fix. The printed fix then works."""
+    home = tmp_path / "home"
+    (home / ".local" / "lib").mkdir(parents=True)
+    os.link(seed.llvm, home / ".local" / "lib" / lab.NEW_LLVM)
+    env = seed.env(tmp_path / "cache", HOME=str(home))
+    assert "deviceName" not in _vulkaninfo(env).stdout  # as things are: no device
+    proc, doc = run_json(["check", "--cpu"], env=env)
+    assert proc.returncode == 1, proc.stdout
+    (vkl2,) = [f for f in doc["findings"] if f["code"] == "VKL002"]
+    assert vkl2["severity"] == "fail" and lab.NEW_LLVM in vkl2["title"]
+    (vko,) = [f for f in doc["findings"] if f["code"] == "VKO001"]
+    assert vko["severity"] == "warn"
+    assert vko["title"].startswith(f"An overlay for {lab.NEW_LLVM} fixes it (proven by")
+    assert vko["evidence"]["load_test"][str(seed.driver)]["dlopen"] == "ok"
+    assert vko["evidence"]["probe_status"] == "pass"
+    assert doc["overlay"]["applied"] is False
+    command = f"vkdoctor exec --search-path {home}/.local/lib -- CMD"
+    assert doc["overlay"]["exec"] == command and command in vko["remedy"]
+    # the report's probe ran in the environment as it is
+    assert doc["probe"]["status"] != "pass"
+    # the fix, run as printed
+    fixed = run_vkdoctor([*command.split()[1:-1], "vulkaninfo", "--summary"], env=env)
+    assert fixed.returncode == 0 and re.search(r"deviceName\s+= llvmpipe", fixed.stdout)
+    # under --select VKO the overlay's finding is the failure itself
+    proc, doc = run_json(["check", "--no-probe", "--select", "VKO001"], env=env)
+    assert proc.returncode == 1
+    (vko,) = [f for f in doc["findings"] if f["code"] == "VKO001"]
+    assert vko["severity"] == "fail"
+
+
+def _steps(recipe: Path) -> dict[str, str]:
+    import yaml
+
+    doc = yaml.safe_load(recipe.read_text())
+    return {s["name"]: s["run"] for s in doc["jobs"]["gate"]["steps"] if "run" in s and "name" in s}
+
+
+def test_the_github_env_recipe_runs_the_gate_under_the_overlay(seed: Seed, tmp_path: Path) -> None:
+    """docs/ci/github-actions-overlay.yml's preflight and gate lines, run as Actions runs them:
+    each step in bash, $GITHUB_ENV's NAME=value lines set in the steps after it. The gate (here
+    vulkaninfo) then finds llvmpipe through the overlay the preflight proved."""
+    steps = _steps(REPO_ROOT / "docs" / "ci" / "github-actions-overlay.yml")
+    shims = tmp_path / "bin"
+    shims.mkdir()
+    (shims / "vkdoctor").write_text(f'#!/bin/sh\nexec {sys.executable} -m vkdoctor "$@"\n')
+    (shims / "vkdoctor").chmod(0o755)
+    (shims / "run-gpu-tests.sh").write_text("#!/bin/sh\nexec vulkaninfo --summary\n")
+    (shims / "run-gpu-tests.sh").chmod(0o755)
+    github_env = tmp_path / "github_env"
+    github_env.write_text("")
+    env = clean_env(
+        seed.env(
+            tmp_path / "cache",
+            PATH=f"{shims}:{os.environ['PATH']}",
+            PYTHONPATH=str(REPO_ROOT),
+            PRIVATE_LIBS=str(seed.llvm_dir),
+            GITHUB_ENV=str(github_env),
+            LC_ALL="C",
+        )
+    )
+
+    def step(name: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        run = steps[name].replace("./run-gpu-tests.sh", "run-gpu-tests.sh")
+        return subprocess.run(
+            ["bash", "-e", "-c", run],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=300,
+            check=False,
+        )
+
+    # without the preflight's export, the gate finds no device
+    assert "llvmpipe" not in step("The gate", env).stdout
+    preflight = step("Vulkan preflight", env)
+    assert preflight.returncode == 0, preflight.stdout + preflight.stderr
+    assert "written to GITHUB_ENV" in preflight.stderr
+    exported = dict(
+        line.split("=", 1) for line in github_env.read_text().splitlines() if "=" in line
+    )
+    report = json.loads((tmp_path / "vkdoctor.json").read_text())
+    assert exported == {"LD_LIBRARY_PATH": report["overlay"]["ld_library_path"]}
+    assert report["overlay"]["applied"] is True
+    gate = step("The gate", {**env, **exported})
+    assert gate.returncode == 0 and re.search(r"deviceName\s+= llvmpipe", gate.stdout)
+
+
+def test_github_env_needs_the_variable_and_a_plain_file(seed: Seed, tmp_path: Path) -> None:
+    proc = run_vkdoctor(["check", "--no-probe", "--github-env"], env=seed.env(tmp_path / "c"))
+    assert proc.returncode == 2 and "GITHUB_ENV is not set" in proc.stderr
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    env = seed.env(tmp_path / "c", GITHUB_ENV=str(fifo))
+    proc = run_vkdoctor(
+        ["check", "--no-probe", "--search-path", str(seed.llvm_dir), "--github-env"], env=env
+    )
+    assert proc.returncode == 2 and "is not a regular file" in proc.stderr

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from vkdoctor.checks.base import Check
+from vkdoctor.checks.base import Check, all_selected
 from vkdoctor.context import Context
 from vkdoctor.model import Finding, Severity
-from vkdoctor.overlay.checkflow import Outcome, overlay_outcome
+from vkdoctor.overlay.checkflow import Outcome, overlay_context, overlay_outcome, runs_under
 from vkdoctor.overlay.describe import exec_command, export_line
 from vkdoctor.overlay.plan import Plan
 
@@ -133,13 +133,16 @@ class OverlayFix(Check):
             )
             return
         targets = _affected(plan)
-        failures, loaded = _load_failures(ctx, targets)
+        # proven where it applies: the report's own context when the user asked for the
+        # overlay, else one of its own (the report describes the environment as it is)
+        proof = ctx.fact(overlay_context)
+        failures, loaded = _load_failures(proof, targets)
         evidence["load_test"] = loaded
         probe: dict[str, Any] | None = None
         if ctx.options.probe:
             from vkdoctor.checks.probe import probe_result
 
-            probe = ctx.fact(probe_result)
+            probe = proof.fact(probe_result)
             evidence["probe_status"] = probe.get("status")
             if probe.get("status") != "pass":
                 failures.append(f"the compute probe: {probe.get('summary') or probe.get('status')}")
@@ -159,6 +162,9 @@ class OverlayFix(Check):
         partial = (
             f" Still missing, not in the overlay: {', '.join(unsupplied)}." if unsupplied else ""
         )
+        if not runs_under(ctx, plan):
+            yield _offered(self, ctx, outcome, plan, targets, proven, partial, evidence)
+            return
         yield self.finding(
             Severity.WARN,
             f"Works with a private overlay for {', '.join(plan.chosen)} (proven by {proven})",
@@ -176,6 +182,38 @@ class OverlayFix(Check):
             ),
             evidence={**evidence, "lasting_fixes": list(outcome.lasting_fixes)},
         )
+
+
+def _offered(
+    check: Check,
+    ctx: Context,
+    outcome: Outcome,
+    plan: Plan,
+    targets: list[str],
+    proven: str,
+    partial: str,
+    evidence: dict[str, Any],
+) -> Finding:
+    """The overlay vkdoctor's own search found, proven in a context of its own: the fix for an
+    environment that, as it is, fails (VKL002 has that failure; without it, this is it)."""
+    names = ", ".join(plan.chosen)
+    found = "; ".join(f"{c.real} ({c.origin})" for c in plan.chosen.values())
+    lasting = (
+        " The lasting fix, from the packages as they are: " + " ".join(outcome.lasting_fixes)
+        if outcome.lasting_fixes
+        else ""
+    )
+    return check.finding(
+        Severity.WARN if all_selected(ctx, "VKL002") else Severity.FAIL,
+        f"An overlay for {names} fixes it (proven by {proven} under it)",
+        f"As things are, {names} is missing for {', '.join(targets)} (VKL002): a program started "
+        f"the usual way fails. vkdoctor found {found} itself and proved a private overlay "
+        f"{plan.directory} with it: {proven} passed under it.{partial} This check describes "
+        "the environment without it; with --search-path or --from-package it runs under it.",
+        remedy=f'`{exec_command(plan)}` runs a program under it, or `eval "$(vkdoctor overlay)"` '
+        f"sets it in this shell.{lasting}",
+        evidence={**evidence, "lasting_fixes": list(outcome.lasting_fixes), "applied": False},
+    )
 
 
 def _not_built_remedy(plan: Any, names: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -69,6 +70,12 @@ def with_load_results(
     help="The probe must use the adapter whose name contains TEXT.",
 )
 @click.option(
+    "--github-env",
+    is_flag=True,
+    help="GitHub Actions: append the proven overlay's LD_LIBRARY_PATH to $GITHUB_ENV, so that "
+    "the job's later steps (the gate) run under it.",
+)
+@click.option(
     "--select",
     "selected",
     multiple=True,
@@ -98,11 +105,18 @@ def check(
     cpu: bool,
     gpu: bool,
     adapter: str | None,
+    github_env: bool,
     selected: tuple[str, ...],
     ignored: tuple[str, ...],
 ) -> None:
     """Inspect drivers, loader, libraries, packages, disk and environment, then run the probe."""
     common.one_adapter_choice(cpu, adapter, gpu)
+    from vkdoctor import githubenv
+
+    try:
+        github_file = githubenv.target(os.environ) if github_env else None
+    except githubenv.GithubEnvError as exc:
+        raise click.UsageError(str(exc)) from exc
     common.check_outputs(fmt, json_file)
     if disk_fail > disk_warn:
         from vkdoctor.units import format_size
@@ -153,10 +167,10 @@ def check(
             f"(select {', '.join(selected) or 'all'}, ignore {', '.join(ignored) or 'none'}); "
             "`vkdoctor explain` lists the codes"
         )
-    if any(c.code == "VKO001" for c in chosen):
-        # A missing library with a safe candidate: every check below runs under the overlay.
-        from vkdoctor.overlay.checkflow import context_for_checks
+    from vkdoctor.overlay.checkflow import context_for_checks, opted_in
 
+    if any(c.code == "VKO001" for c in chosen) and opted_in(ctx):
+        # the user asked for the overlay: every check below runs under it
         ctx = context_for_checks(ctx)
     load_chosen = any(c.family == "load" for c in chosen)
     if early is not None and (ctx is not early_ctx or not load_chosen):
@@ -184,4 +198,11 @@ def check(
         probe=ctx.fact(probe_result) if probes and ctx.options.probe else None,
         command="check",
     )
-    sys.exit(common.emit(report, fmt=fmt, json_file=json_file, strict=strict, verbose=verbose))
+    code = common.emit(report, fmt=fmt, json_file=json_file, strict=strict, verbose=verbose)
+    if github_file is not None:
+        try:
+            click.echo(githubenv.export_overlay(report.overlay, github_file), err=True)
+        except githubenv.GithubEnvError as exc:
+            click.echo(f"vkdoctor: {exc}", err=True)
+            code = max(code, 2)
+    sys.exit(code)

@@ -1,6 +1,11 @@
-"""How `vkdoctor check` uses the overlay: plan it on the user's environment, then run every check
-(library resolution, the load test, the probe) in the environment with the overlay applied, so
-the report proves the fix instead of describing it.
+"""How `vkdoctor check` uses the overlay: plan it on the user's environment, and prove it by the
+load test and the probe run under it.
+
+The overlay is opt-in. A plain `vkdoctor check` describes the environment the user's next command
+gets: when only vkdoctor's own search (a package cache, a likely folder) finds a missing library,
+the checks run without the overlay and fail, and VKO001 proves the overlay in a context of its own
+and offers it as the fix. With `--search-path` or `--from-package` the user asked for it: every
+check runs under it, and the verdict says that it holds only there.
 """
 
 from __future__ import annotations
@@ -75,6 +80,25 @@ def _lasting_fixes(ctx: Context, plan: Plan) -> tuple[str, ...]:
         return ()
 
 
+def opted_in(ctx: Context) -> bool:
+    """Whether the user asked for an overlay (--search-path, VKDOCTOR_SEARCH_PATH, --from-package)."""
+    return bool(ctx.options.search_paths or ctx.options.packages)
+
+
+def runs_under(ctx: Context, plan: Plan) -> bool:
+    """Whether ctx's checks run under `plan`'s overlay."""
+    return plan.ld_path is not None and ctx.env.get("LD_LIBRARY_PATH") == plan.ld_path.value
+
+
+def overlay_context(ctx: Context) -> Context:
+    """The Context-level fact: ctx with the overlay applied (ctx itself when its checks already
+    run under it), for proving the overlay by the load test and the probe."""
+    plan = ctx.fact(overlay_outcome).plan
+    if plan is not None and runs_under(ctx, plan):
+        return ctx
+    return context_for_checks(ctx)
+
+
 def context_for_checks(ctx: Context) -> Context:
     """ctx itself, or, when an overlay was built, ctx with LD_LIBRARY_PATH set to it.
 
@@ -90,6 +114,18 @@ def context_for_checks(ctx: Context) -> Context:
 
 
 def report_overlay(ctx: Context) -> dict[str, Any] | None:
-    """The report's `overlay` object, when one was applied."""
+    """The report's `overlay` object, when one was built: `applied` says whether the report's
+    checks ran under it, `exec` how to run a command under it."""
+    from vkdoctor.overlay.describe import exec_command
+
     outcome = ctx.fact(overlay_outcome)
-    return outcome.plan.report_object() if outcome.plan is not None else None
+    if outcome.plan is None:
+        return None
+    shown = outcome.plan.report_object()
+    if shown is None:
+        return None
+    return {
+        **shown,
+        "applied": runs_under(ctx, outcome.plan),
+        "exec": exec_command(outcome.plan),
+    }

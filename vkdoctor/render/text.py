@@ -241,4 +241,8 @@ def verdict(report: Report, *, style: Style, strict: bool = False) -> str:
         ReportStatus.ERROR: Severity.ERROR,
     }[status]
     tail = f": {', '.join(parts)}" if parts else ""
+    overlay = report.overlay or {}
+    if overlay.get("applied") and status in (ReportStatus.OK, ReportStatus.WARN):
+        # the user asked for the overlay: the verdict holds for programs run under it only
+        tail += f"; only under the overlay: run the gate as {overlay.get('exec')}"
     return style.paint(f"vkdoctor: {word}{tail}", sev, bold=True)

@@ -1,0 +1,60 @@
+"""check --github-env: the proven overlay's LD_LIBRARY_PATH for a GitHub Actions job's later
+steps. Actions reads `NAME=value` lines from the file $GITHUB_ENV names after each step and sets
+them in the steps that follow, so the gate runs under the overlay the preflight proved."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+
+class GithubEnvError(Exception):
+    """$GITHUB_ENV is unset, or names something that is not a file to append to."""
+
+
+def target(env: Mapping[str, str]) -> str:
+    """The file to append to, or GithubEnvError saying why there is none."""
+    path = env.get("GITHUB_ENV") or ""
+    if not path:
+        raise GithubEnvError(
+            "--github-env: GITHUB_ENV is not set (GitHub Actions sets it in every step)"
+        )
+    return path
+
+
+def export_overlay(overlay: Mapping[str, Any] | None, path: str) -> str:
+    """Append the overlay's LD_LIBRARY_PATH to `path`; what was done, for stderr."""
+    if not overlay:
+        return "--github-env: no overlay is needed or proven; nothing written to GITHUB_ENV"
+    value = str(overlay.get("ld_library_path") or "")
+    if "\n" in value or "\r" in value:
+        raise GithubEnvError("--github-env: the overlay's path holds a newline; not written")
+    try:
+        if not stat.S_ISREG(Path(path).stat().st_mode):
+            raise GithubEnvError(f"--github-env: {path} is not a regular file; not written")
+    except FileNotFoundError:
+        pass  # created below
+    except OSError as exc:
+        raise GithubEnvError(f"--github-env: cannot open {path}: {exc.strerror}") from exc
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise GithubEnvError(f"--github-env: cannot open {path}: {exc.strerror}") from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise GithubEnvError(f"--github-env: {path} is not a regular file; not written")
+        line = f"LD_LIBRARY_PATH={value}\n".encode("utf-8", "surrogateescape")
+        if os.write(fd, line) != len(line):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    except OSError as exc:
+        raise GithubEnvError(f"--github-env: cannot write {path}: {exc.strerror}") from exc
+    finally:
+        os.close(fd)
+    return (
+        f"--github-env: LD_LIBRARY_PATH={value} written to GITHUB_ENV: the job's later steps "
+        "run under the overlay"
+    )
