@@ -112,7 +112,10 @@ class DriversLoad(Check):
     manifest (VK_DRIVER_FILES=<manifest>, implicit layers off) and lists its physical devices.
     A driver that crashes (a signal) or hangs in its constructors or in vkCreateInstance is
     reported by name and the test goes on with the others in a fresh child. A driver that loads
-    but sees no device is normal when the machine has no hardware for it.
+    but sees no device is normal when the machine has no hardware for it. One whose failure the
+    loader does not confine to it (vkCreateInstance out of host memory, a failing
+    vkEnumeratePhysicalDevices on loader 1.3.239) is tried beside the drivers that gave a device,
+    and fails when it takes their instance or devices with it.
     """
 
     code = "VKT001"
