@@ -3,13 +3,20 @@
 Reads one JSON request on stdin:
     {"logdir": DIR, "loader": "libvulkan.so.1", "good_drivers": [MANIFEST, ...],
      "targets": [{"index": N, "kind": "driver"|"layer", "name": ..., "manifest": ...,
-                  "dlopen_name": ...}, ...]}
+                  "dlopen_name": ...}, ...],
+     "suspects": [{"index": N, "manifest": ...}, ...]}
 and, for each target in order, runs two steps:
   dlopen    dlopen(dlopen_name, RTLD_LAZY|RTLD_LOCAL) as the loader does; dlerror() kept verbatim
   instance  vkCreateInstance through the real loader restricted to this one driver
             (VK_DRIVER_FILES=<manifest>, implicit layers off), then the physical devices; for a
             layer: the layer alone (VK_LOADER_LAYERS_ENABLE=<name>) on top of the drivers that
             already passed
+and, for a driver whose instance ran out of host memory or whose vkEnumeratePhysicalDevices
+failed alone (a "suspect", also those listed in the request's "suspects"), once the drivers are
+done:
+  beside    vkCreateInstance and vkEnumeratePhysicalDevices with the suspect beside the drivers
+            that gave a device, as an application loads them all: whether it takes their
+            instance or their devices with it
 Each step writes {"index", "step", "event": "begin"} before it starts and one "end" line when it
 is over, unbuffered, so that when a driver kills or hangs this process the parent knows which
 target was in flight. Whatever the libraries print (stdout and stderr) goes to DIR/<index>.<step>.log.
@@ -32,6 +39,9 @@ RTLD_LAZY = 0x1
 RTLD_LOCAL = 0x0
 VK_SUCCESS = 0
 VK_INCOMPLETE = 5
+VK_ERROR_OUT_OF_HOST_MEMORY = -1
+#: what the loader logs when no driver of the instance has a device (setup_loader_term_phys_devs)
+NO_DEVICE_AT_ALL = "Failed to detect any valid GPUs"
 STYPE_APPLICATION_INFO = 0
 STYPE_INSTANCE_CREATE_INFO = 1
 STYPE_DEVICE_QUEUE_CREATE_INFO = 2
@@ -244,7 +254,7 @@ class Loader:
         return result
 
     def instance_devices(
-        self, before_device: Callable[[], None] | None = None
+        self, before_device: Callable[[], None] | None = None, *, device: bool = True
     ) -> dict[str, object]:
         app = ApplicationInfo(
             sType=STYPE_APPLICATION_INFO,
@@ -262,7 +272,7 @@ class Loader:
         try:
             found = self._devices(instance)
             handles = found.pop("handles", [])
-            if handles:
+            if handles and device:
                 if before_device is not None:
                     before_device()
                 found["device_result"] = self.device_result(handles[0])  # type: ignore[index]
@@ -337,6 +347,57 @@ def die_with_parent(parent: int | None) -> None:
         os._exit(1)
 
 
+def suspect(outcome: dict[str, object], log: str) -> bool:
+    """Whether a driver that failed alone may break the other drivers' instances too: its
+    vkCreateInstance ran out of host memory, or vkEnumeratePhysicalDevices failed for another
+    reason than the loader's own "no device at all" (which a driver without hardware gets)."""
+    if outcome["result"] == VK_ERROR_OUT_OF_HOST_MEMORY:
+        return True
+    if outcome["result"] != VK_SUCCESS or outcome.get("devices"):
+        return False
+    if outcome.get("enumerate_result") in (None, VK_SUCCESS):
+        return False
+    return NO_DEVICE_AT_ALL not in log
+
+
+def beside(
+    loader: Loader, suspects: list[tuple[int, str]], good: list[str], emit: Emitter, out: Output
+) -> None:
+    """Each suspect's manifest beside the drivers that gave a device, as an application loads
+    them all: does the loader still give their devices?"""
+    for index, manifest in suspects:
+        if not good:
+            emit(event="skip", index=index, step="beside", reason="no driver gave a device")
+            continue
+        drivers = [*good, manifest]
+        isolate({"VK_DRIVER_FILES": ":".join(drivers), "VK_LOADER_LAYERS_DISABLE": "~implicit~"})
+        emit(event="begin", index=index, step="beside")
+        out.to(f"{index}.beside.log")
+        start = time.perf_counter()
+        try:
+            outcome = loader.instance_devices(device=False)
+        except Exception as exc:  # a bug of ours, not the driver's
+            emit(event="error", index=index, step="beside", error=f"{type(exc).__name__}: {exc}")
+            continue
+        emit(
+            event="end",
+            index=index,
+            step="beside",
+            seconds=time.perf_counter() - start,
+            drivers=drivers,
+            **outcome,
+        )
+    suspects.clear()
+
+
+def read_log(logdir: str, index: int) -> str:
+    try:
+        with open(f"{logdir}/{index}.instance.log", encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
 def isolate(env: dict[str, str]) -> None:
     for key in STEP_OVERRIDES:
         os.environ.pop(key, None)
@@ -353,8 +414,11 @@ def main() -> int:
     handles: list[int] = []
     isolate({"VK_DRIVER_FILES": "", "VK_LOADER_LAYERS_DISABLE": "~implicit~"})
     # the loader reads this once, when it is loaded: its ERROR lines land in each step's log and
-    # say why an instance failed (e.g. "Could not get 'vkCreateInstance' via ...")
-    os.environ.setdefault("VK_LOADER_DEBUG", "error")
+    # say why an instance failed (e.g. "Could not get 'vkCreateInstance' via ...") or that no
+    # driver had a device (`suspect`), so error must be among the user's own categories
+    debug = [t for t in os.environ.get("VK_LOADER_DEBUG", "").split(",") if t]
+    if not any(t in ("error", "all") for t in debug):
+        os.environ["VK_LOADER_DEBUG"] = ",".join([*debug, "error"])
     try:
         loader: Loader | None = Loader(request.get("loader") or "libvulkan.so.1")
         hello: dict[str, object] = {
@@ -365,8 +429,13 @@ def main() -> int:
         hello = {"loader_error": str(exc)}
     emit(event="hello", pid=os.getpid(), **hello)
     good: list[str] = list(request.get("good_drivers") or [])
+    suspects: list[tuple[int, str]] = [
+        (s["index"], s["manifest"]) for s in request.get("suspects") or ()
+    ]
     for target in request["targets"]:
         index = target["index"]
+        if target["kind"] != "driver" and suspects and loader is not None:
+            beside(loader, suspects, good, emit, out)
         emit(event="begin", index=index, step="dlopen")
         out.to(f"{index}.dlopen.log")
         start = time.perf_counter()
@@ -413,12 +482,12 @@ def main() -> int:
         except Exception as exc:  # a bug of ours (or data we cannot read), not the driver's
             emit(event="error", index=index, step="instance", error=f"{type(exc).__name__}: {exc}")
             continue
+        seconds = time.perf_counter() - start
+        suspected = target["kind"] == "driver" and suspect(
+            outcome, read_log(request["logdir"], index)
+        )
         emit(
-            event="end",
-            index=index,
-            step="instance",
-            seconds=time.perf_counter() - start,
-            **outcome,
+            event="end", index=index, step="instance", seconds=seconds, suspect=suspected, **outcome
         )
         if (
             target["kind"] == "driver"
@@ -426,6 +495,10 @@ def main() -> int:
             and outcome.get("devices")
         ):
             good.append(target["manifest"])
+        elif suspected:
+            suspects.append((index, target["manifest"]))
+    if suspects and loader is not None:
+        beside(loader, suspects, good, emit, out)
     emit(event="done")
     # Skip the libraries' exit handlers: a destructor crash would read as a failure of the last target.
     os._exit(0)

@@ -35,8 +35,19 @@ STEP_TIMEOUT = 10.0
 OUTPUT_TAIL = 2000
 #: loader version that has VK_LOADER_DRIVERS_DISABLE / VK_LOADER_LAYERS_DISABLE
 FILTERS_SINCE = (1, 3, 234)
+#: loader version from which a driver whose vkEnumeratePhysicalDevices fails (other than out of
+#: host memory) loses only its own devices (Vulkan-Loader fa3b7bdef); before it, the whole call
+#: fails for every driver (docs/load-test.md)
+ENUMERATE_SKIPS_SINCE = (1, 3, 284)
+VK_SUCCESS = 0
+VK_ERROR_OUT_OF_HOST_MEMORY = -1
+VK_INCOMPLETE = 5
+#: the variables that name a driver's manifest for the loader, in the loader's order of precedence
+DRIVER_FILE_VARS = ("VK_DRIVER_FILES", "VK_ICD_FILENAMES", "VK_ADD_DRIVER_FILES")
 
 StepState = Literal["ok", "failed", "crash", "timeout", "skipped", "error", "not-run"]
+#: how one target, loaded beside the others, breaks every application (`wrecks_all`)
+Wreck = Literal["crash", "timeout", "instance", "enumerate"]
 
 VK_RESULTS = {
     0: "VK_SUCCESS",
@@ -105,6 +116,11 @@ class TargetOutcome:
     crashed_in: str | None = None
     #: why a step was skipped or not run
     reason: str | None = None
+    #: the child's word that the driver, failing alone, may break the other drivers too
+    suspect: bool = False
+    #: for a suspect, the loader with it beside the drivers that gave a device: "result",
+    #: "enumerate_result", "devices" (how many), "drivers" (the manifests); or "skipped": why
+    beside: Mapping[str, Any] | None = None
     #: what the libraries printed during each step (tail), by step name
     output: Mapping[str, str] = field(default_factory=dict)
     seconds: Mapping[str, float] = field(default_factory=dict)
@@ -136,6 +152,7 @@ class TargetOutcome:
             "devices": [d.as_dict() for d in self.devices],
             "signal": self.signal,
             "reason": self.reason,
+            "beside": dict(self.beside) if self.beside is not None else None,
             "output": {k: v for k, v in self.output.items() if v},
             "seconds": {k: round(v, 4) for k, v in self.seconds.items()},
         }
@@ -202,6 +219,8 @@ def apply_event(outcome: TargetOutcome, event: Mapping[str, Any]) -> TargetOutco
         seconds[step] = float(event["seconds"])
     if event["event"] == "skip" and step == "instance":
         return replace(outcome, instance="skipped", reason=str(event.get("reason", "")))
+    if step == "beside":
+        return replace(outcome, beside=_beside(event))
     if event["event"] == "error" and step in ("dlopen", "instance"):
         return replace(outcome, **{step: "error"}, reason=str(event.get("error", "")))
     if event["event"] != "end":
@@ -222,9 +241,25 @@ def apply_event(outcome: TargetOutcome, event: Mapping[str, Any]) -> TargetOutco
             vk_result=result if isinstance(result, int) else None,
             enumerate_result=event.get("enumerate_result"),
             devices=tuple(_device(d) for d in event.get("devices") or ()),
+            suspect=event.get("suspect") is True,
             seconds=seconds,
         )
     return outcome
+
+
+def _beside(event: Mapping[str, Any]) -> dict[str, Any]:
+    if event["event"] == "skip":
+        return {"skipped": str(event.get("reason", ""))}
+    if event["event"] == "error":
+        return {"skipped": f"vkdoctor's error: {event.get('error', '')}"}
+    result = event.get("result")
+    enum = event.get("enumerate_result")
+    return {
+        "result": result if isinstance(result, int) else None,
+        "enumerate_result": enum if isinstance(enum, int) else None,
+        "devices": len(event.get("devices") or ()),
+        "drivers": [str(d) for d in event.get("drivers") or ()],
+    }
 
 
 def blame(outcome: TargetOutcome, step: str, *, signal_name: str | None) -> TargetOutcome:
@@ -272,15 +307,22 @@ def child_command() -> list[str]:
 
 
 def child_request(
-    targets: Mapping[int, LoadTarget], *, good: Sequence[str], logdir: Path, loader: str
+    targets: Mapping[int, LoadTarget],
+    *,
+    good: Sequence[str],
+    logdir: Path,
+    loader: str,
+    suspects: Mapping[int, LoadTarget] | None = None,
 ) -> dict[str, Any]:
     """What one child is asked to do (probes/loadtest.py): `targets` by index, in order, on top
-    of the `good` driver manifests, with the library output logged under `logdir`."""
+    of the `good` driver manifests, with the library output logged under `logdir`; then each of
+    the `suspects` (drivers an earlier child suspected) beside the good drivers."""
     return {
         "logdir": str(logdir),
         "parent": os.getpid(),
         "loader": loader,
         "good_drivers": list(good),
+        "suspects": [{"index": i, "manifest": t.manifest} for i, t in (suspects or {}).items()],
         "targets": [
             {
                 "index": i,
@@ -447,7 +489,14 @@ class LoadTest:
         """Start a child for the targets not finished yet; no child when none is left."""
         self._child = None
         self._pending = [i for i in self.order if not self.outcomes[i].finished]
-        if not self._pending or self.stopped:
+        suspects = {
+            i: self.targets[i]
+            for i in self.order
+            if self.outcomes[i].suspect
+            and self.outcomes[i].beside is None
+            and self.outcomes[i].failed_step is None
+        }
+        if not (self._pending or suspects) or self.stopped:
             return
         if time.monotonic() >= self._deadline:
             self.stopped = self._out_of_time()
@@ -461,7 +510,11 @@ class LoadTest:
             and self.outcomes[i].devices
         ]
         request = child_request(
-            {i: t[i] for i in self._pending}, good=good, logdir=self._logdir, loader=self.loader
+            {i: t[i] for i in self._pending},
+            good=good,
+            logdir=self._logdir,
+            loader=self.loader,
+            suspects=suspects,
         )
         try:
             proc = _spawn(request, env=self.env, cwd=self.cwd, logdir=self._logdir)
@@ -642,6 +695,122 @@ def disable_remedy(
     return f"remove or rename {target.manifest} (this loader predates {var})"
 
 
+def wrecks_all(outcome: TargetOutcome, loader_version: str | None) -> Wreck | None:
+    """How this target, loaded beside the other drivers as every application loads it, breaks
+    them all; None when it can at most drop itself. It crashes or hangs the process; or, as the
+    child measured it beside the drivers that gave a device (`beside`), the loader's
+    vkCreateInstance fails ("instance": terminator_CreateInstance aborts on a driver's
+    VK_ERROR_OUT_OF_HOST_MEMORY and skips the driver for any other code) or its
+    vkEnumeratePhysicalDevices gives no device ("enumerate": before 1.3.284,
+    setup_loader_term_phys_devs stops at the first driver that fails, whatever the code).
+    With no driver to compare with, the loader's rule stands in (docs/load-test.md); an unknown
+    loader version counts as an old one: a false red costs less than a false green."""
+    if outcome.failed_step is not None:
+        return "crash" if outcome.signal else "timeout"
+    if outcome.target.kind != "driver" or not outcome.suspect:
+        return None
+    beside = outcome.beside or {}
+    if "result" in beside:
+        # the real loader, with this driver beside the ones that gave a device, has the answer
+        if beside["result"] != VK_SUCCESS:
+            return "instance"
+        if beside["enumerate_result"] not in (VK_SUCCESS, VK_INCOMPLETE) or not beside["devices"]:
+            return "enumerate"
+        return None
+    # no driver gave a device to compare with: the loader's rule (docs/load-test.md)
+    if outcome.instance == "failed" and outcome.vk_result == VK_ERROR_OUT_OF_HOST_MEMORY:
+        return "instance"
+    version = _version_tuple(loader_version)
+    if outcome.instance == "ok" and (version is None or version < ENUMERATE_SKIPS_SINCE):
+        return "enumerate"
+    return None
+
+
+#: what each kind of wreck does to an application that loads the driver, for the messages
+WRECK_WORDS: Mapping[Wreck, str] = {
+    "crash": "crashes it",
+    "timeout": "hangs it",
+    "instance": "makes its vkCreateInstance fail",
+    "enumerate": "hides every device from it",
+}
+
+
+def asked_for(target: LoadTarget, env: Mapping[str, str]) -> str | None:
+    """The variable with which the user asked for this driver: one of DRIVER_FILE_VARS that
+    names its manifest file (a directory entry asks for nothing in particular), or
+    VK_LOADER_DRIVERS_SELECT (every driver the loader tries then matched the user's pattern)."""
+    if target.kind != "driver":
+        return None
+    mine = os.path.normpath(target.manifest)
+    for var in DRIVER_FILE_VARS:
+        entries = (env.get(var) or "").split(":")
+        if any(e and os.path.normpath(e) == mine for e in entries):
+            return var
+    if env.get("VK_LOADER_DRIVERS_SELECT"):
+        return "VK_LOADER_DRIVERS_SELECT"
+    return None
+
+
+def _owner_tail(target: LoadTarget, owner: str | None) -> str:
+    if owner:
+        return f"; then update or reinstall {owner}, which ships {target.dlopen_name}"
+    if owner == "":
+        return f"; then rebuild or remove {target.dlopen_name} (no package owns it)"
+    return f"; then update or reinstall the package that ships {target.dlopen_name}"
+
+
+def _wreck_verdict(
+    outcome: TargetOutcome,
+    wreck: Wreck,
+    *,
+    what: str,
+    remedy: str,
+    loader_version: str | None,
+) -> Verdict:
+    """A driver that, as the loader treats what it returns, fails every application."""
+    loader = f"Vulkan loader {loader_version}" if loader_version else "The Vulkan loader"
+    if wreck == "instance":
+        return Verdict(
+            severity=Severity.FAIL,
+            kind="aborts-instances",
+            title=f"{what} makes every vkCreateInstance fail ({vk_result_name(outcome.vk_result)})",
+            message=f"Its vkCreateInstance returns {vk_result_name(outcome.vk_result)}. "
+            f"{loader} skips a driver whose vkCreateInstance fails with any other code, but for "
+            "this one it aborts the whole vkCreateInstance: every Vulkan application that lets "
+            "the loader try this driver fails with it, whatever other drivers it has."
+            + _beside_said(outcome),
+            remedy=remedy,
+        )
+    code = vk_result_name(outcome.enumerate_result)
+    return Verdict(
+        severity=Severity.FAIL,
+        kind="hides-devices",
+        title=f"{what} hides every Vulkan device (vkEnumeratePhysicalDevices: {code})",
+        message=f"vkCreateInstance succeeds, but the driver's vkEnumeratePhysicalDevices returns "
+        f"{code}. {loader} does not skip the driver for that: its vkEnumeratePhysicalDevices "
+        f"stops at the first driver that fails and fails for the whole instance, so every "
+        "Vulkan application that lets the loader try this driver sees no device at all, from "
+        f"any driver.{_beside_said(outcome)}",
+        remedy=remedy,
+    )
+
+
+def _beside_said(outcome: TargetOutcome) -> str:
+    """What the real loader did with the driver beside the ones that gave a device."""
+    beside = outcome.beside or {}
+    if "result" not in beside:
+        return ""
+    others = [Path(d).name for d in beside.get("drivers", ())[:-1]]
+    if beside["result"] != VK_SUCCESS:
+        got = f"vkCreateInstance returned {vk_result_name(beside['result'])}"
+    else:
+        got = (
+            f"vkEnumeratePhysicalDevices returned {vk_result_name(beside['enumerate_result'])} "
+            f"and {beside['devices']} device(s)"
+        )
+    return f" Measured: with it beside {', '.join(others)} (a device alone), {got}."
+
+
 def loader_errors(log: str, limit: int = 3) -> list[str]:
     """The loader's own ERROR lines from a step's output (VK_LOADER_DEBUG=error in the child)."""
     lines = []
@@ -693,11 +862,7 @@ def classify(
             "; it is an explicit layer (a debugging or capture tool), meant only for the "
             "programs that ask for it"
             if forced
-            else f"; then update or reinstall {owner}, which ships {t.dlopen_name}"
-            if owner
-            else f"; then rebuild or remove {t.dlopen_name} (no package owns it)"
-            if owner == ""
-            else f"; then update or reinstall the package that ships {t.dlopen_name}"
+            else _owner_tail(t, owner)
         )
         return Verdict(
             severity=Severity.FAIL, kind=kind, title=title, message=message, remedy=remedy
@@ -764,6 +929,17 @@ def classify(
             title=f"{what} loads (instance not tried)",
             message=f"dlopen succeeded; vkCreateInstance was not tried: {outcome.reason}.",
         )
+    wreck = wrecks_all(outcome, loader_version)
+    if wreck in ("instance", "enumerate"):
+        assert wreck is not None
+        return _wreck_verdict(
+            outcome,
+            wreck,
+            what=what,
+            remedy=disable_remedy(outcome, others=others, env=env, loader_version=loader_version)
+            + _owner_tail(t, owner),
+            loader_version=loader_version,
+        )
     if t.kind == "layer":
         said = [
             line
@@ -801,13 +977,32 @@ def classify(
         )
     if outcome.instance == "failed":
         said = loader_errors(outcome.output.get("instance", ""))
+        var = asked_for(t, env)
+        message = (
+            f"dlopen succeeded, but vkCreateInstance with only this driver returned "
+            f"{vk_result_name(outcome.vk_result)}; the loader drops it from every instance."
+            + (f" The loader said: {' / '.join(said)}" if said else "")
+        )
+        if var is not None:
+            # the other drivers still work, but not the one the user asked for
+            return Verdict(
+                severity=Severity.FAIL,
+                kind="instance-failed",
+                title=f"{what}, which {var} asks for, fails vkCreateInstance",
+                message=f"{message} {var} asks for this driver, and no Vulkan application gets "
+                "a device from it.",
+                remedy="Fix what the loader reports (VK_LOADER_DEBUG=error,warn,driver shows it "
+                f"in any program), or stop asking for the driver: take {t.manifest} out of {var}"
+                if var != "VK_LOADER_DRIVERS_SELECT"
+                else "Fix what the loader reports (VK_LOADER_DEBUG=error,warn,driver shows it in "
+                "any program), or change VK_LOADER_DRIVERS_SELECT so that it does not match "
+                f"{Path(t.manifest).name}",
+            )
         return Verdict(
             severity=Severity.WARN,
             kind="instance-failed",
             title=f"{what} loads but vkCreateInstance fails",
-            message=f"dlopen succeeded, but vkCreateInstance with only this driver returned "
-            f"{vk_result_name(outcome.vk_result)}; the loader drops it from every instance."
-            + (f" The loader said: {' / '.join(said)}" if said else ""),
+            message=message,
             remedy=disable_remedy(outcome, others=others, env=env, loader_version=loader_version)
             if others
             else "This is the only driver, so disabling it leaves none: fix what the loader "
@@ -822,16 +1017,30 @@ def classify(
             title=f"{what}: {', '.join(d.name for d in outcome.devices)}",
             message=f"dlopen and vkCreateInstance succeed; {len(outcome.devices)} device(s): {listed}.",
         )
-    enum = (
-        f" (vkEnumeratePhysicalDevices: {vk_result_name(outcome.enumerate_result)})"
-        if outcome.enumerate_result not in (None, 0)
-        else ""
-    )
+    if outcome.suspect and outcome.enumerate_result not in (None, 0):
+        # its own failure, which the loader answers by dropping only its devices (wrecks_all)
+        return Verdict(
+            severity=Severity.WARN,
+            kind="no-device",
+            title=f"{what}: vkEnumeratePhysicalDevices fails "
+            f"({vk_result_name(outcome.enumerate_result)})",
+            message="dlopen and vkCreateInstance succeed, but the driver's "
+            f"vkEnumeratePhysicalDevices returns {vk_result_name(outcome.enumerate_result)}; "
+            f"Vulkan loader {loader_version} leaves its devices out and keeps the other drivers'.",
+            remedy=disable_remedy(outcome, others=others, env=env, loader_version=loader_version),
+        )
     return Verdict(
         severity=Severity.INFO,
         kind="no-device",
         title=f"{what} loads, no device",
-        message=f"dlopen and vkCreateInstance succeed, but the driver sees no device{enum}. "
+        message="dlopen and vkCreateInstance succeed, but the driver sees no device"
+        + (
+            f" (the loader's vkEnumeratePhysicalDevices, with only this driver: "
+            f"{vk_result_name(outcome.enumerate_result)})"
+            if outcome.enumerate_result not in (None, 0)
+            else ""
+        )
+        + ". "
         "Normal when this machine has no hardware for it.",
     )
 

@@ -10,6 +10,7 @@ from vkdoctor.checks.base import Check, all_selected
 from vkdoctor.context import Context
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.loadtest import (
+    WRECK_WORDS,
     LoadTest,
     LoadTestRun,
     Prediction,
@@ -17,6 +18,7 @@ from vkdoctor.loadtest import (
     classify,
     disagreements,
     load_test_for,
+    wrecks_all,
 )
 from vkdoctor.model import Finding, Severity
 
@@ -63,22 +65,21 @@ def _loader_version(ctx: Context, run: LoadTestRun) -> str | None:
 def _verdict_finding(
     check: Check, ctx: Context, run: LoadTestRun, outcome: TargetOutcome
 ) -> Finding:
+    version = _loader_version(ctx, run)
     others = [
         o.target.manifest
         for o in run.outcomes
         if o.target.kind == "driver"
         and o is not outcome
         and o.dlopen == "ok"
-        and o.failed_step is None
+        and wrecks_all(o, version) is None
     ]
     owner = None
-    if outcome.failed_step is not None and outcome.target.dlopen_name.startswith("/"):
+    if wrecks_all(outcome, version) is not None and outcome.target.dlopen_name.startswith("/"):
         from vkdoctor.packages.owner import owner as package_owner
 
         owner = package_owner(ctx, outcome.target.dlopen_name)
-    verdict = classify(
-        outcome, others=others, env=ctx.env, loader_version=_loader_version(ctx, run), owner=owner
-    )
+    verdict = classify(outcome, others=others, env=ctx.env, loader_version=version, owner=owner)
     evidence = {**outcome.as_dict(), "verdict": verdict.kind}
     predicted = PredictionAgrees().predictions(ctx).get(outcome.target)
     if (
@@ -111,7 +112,10 @@ class DriversLoad(Check):
     manifest (VK_DRIVER_FILES=<manifest>, implicit layers off) and lists its physical devices.
     A driver that crashes (a signal) or hangs in its constructors or in vkCreateInstance is
     reported by name and the test goes on with the others in a fresh child. A driver that loads
-    but sees no device is normal when the machine has no hardware for it.
+    but sees no device is normal when the machine has no hardware for it. One whose failure the
+    loader does not confine to it (vkCreateInstance out of host memory, a failing
+    vkEnumeratePhysicalDevices on loader 1.3.239) is tried beside the drivers that gave a device,
+    and fails when it takes their instance or devices with it.
     """
 
     code = "VKT001"
@@ -175,27 +179,33 @@ class DeviceAvailable(Check):
             )
             title = f"{len(found)} Vulkan device(s): {', '.join(d.name for _, d in found)}"
             # each driver was loaded alone; an application loads them all, and one that
-            # crashes or hangs takes the process with it before any device is used
-            wrecks = [o for o in drivers if o.failed_step is not None]
-            if wrecks and not all_selected(ctx, "VKT001"):
-                names = ", ".join(Path(o.target.manifest).name for o in wrecks)
-                yield self.fail(
-                    f"{title}, but every Vulkan application dies in {names} first",
+            # crashes or hangs takes the process with it before any device is used, one whose
+            # vkCreateInstance runs out of host memory or whose vkEnumeratePhysicalDevices fails
+            # takes the instance or every device with it (vkdoctor.loadtest.wrecks_all)
+            version = _loader_version(ctx, run)
+            wrecks = [(o, w) for o in drivers if (w := wrecks_all(o, version)) is not None]
+            if wrecks:
+                names = ", ".join(Path(o.target.manifest).name for o, _ in wrecks)
+                how = " or ".join(dict.fromkeys(WRECK_WORDS[w] for _, w in wrecks))
+                said = (
                     f"{listed}. Each driver was loaded alone here; an application loads every "
-                    f"driver, and {names} crashes or hangs it first.",
-                    remedy=f"export VK_LOADER_DRIVERS_DISABLE={','.join(Path(o.target.manifest).name for o in wrecks)}",
+                    f"driver, and {names} {how} first"
+                )
+            if wrecks and not all_selected(ctx, "VKT001"):
+                dies = {w for _, w in wrecks} <= {"crash", "timeout"}
+                yield self.fail(
+                    f"{title}, but every Vulkan application "
+                    f"{'dies' if dies else 'fails'} in {names} first",
+                    f"{said}.",
+                    remedy=f"export VK_LOADER_DRIVERS_DISABLE={','.join(Path(o.target.manifest).name for o, _ in wrecks)}",
                     **evidence,
                 )
                 return
             if wrecks:
-                names = ", ".join(Path(o.target.manifest).name for o in wrecks)
-                how = {o.signal or "hangs" for o in wrecks}
                 yield self.info(
                     f"{title}, but only with {names} out of the way",
-                    f"{listed}. Each driver was loaded alone here; an application loads every "
-                    f"driver, and {names} "
-                    f"{'crashes' if how != {'hangs'} else 'hangs'} it first (VKT001), so as "
-                    "things are no Vulkan application gets to these devices.",
+                    f"{said} (VKT001), so as things are no Vulkan application gets to these "
+                    "devices.",
                     **evidence,
                 )
                 return
@@ -230,10 +240,13 @@ class DeviceAvailable(Check):
             why = "; ".join(classify(o, loader_version=run.loader_version).title for o in drivers)
         if run.loader_error:
             why = f"the Vulkan loader itself does not load ({run.loader_error}); " + why
+        version = _loader_version(ctx, run)
         failing = [
             o
             for o in drivers
-            if o.instance == "failed" or o.dlopen in ("failed", "crash", "timeout")
+            if o.instance == "failed"
+            or o.dlopen in ("failed", "crash", "timeout")
+            or wrecks_all(o, version) is not None
         ]
         from vkdoctor.checks.drivers import hidden_drivers, install_command
 

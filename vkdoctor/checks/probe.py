@@ -44,10 +44,11 @@ def probe_result(ctx: Context) -> dict[str, Any]:
 
 
 def _wrecks(ctx: Context) -> dict[str, list[str]]:
-    """The loader filter variable and names of each target the load test saw crash or hang,
-    when this loader has the filters (1.3.234)."""
+    """The loader filter variable and names of each target the load test saw break every
+    application (crash, hang, abort every vkCreateInstance or hide every device), when this
+    loader has the filters (1.3.234)."""
     from vkdoctor.checks.loadtest import load_test
-    from vkdoctor.loadtest import FILTERS_SINCE, _version_tuple
+    from vkdoctor.loadtest import FILTERS_SINCE, _version_tuple, wrecks_all
 
     try:
         run = ctx.fact(load_test)
@@ -58,7 +59,7 @@ def _wrecks(ctx: Context) -> dict[str, list[str]]:
         return {}
     off: dict[str, list[str]] = {}
     for o in run.outcomes:
-        if o.failed_step is None:
+        if wrecks_all(o, run.loader_version) is None:
             continue
         if o.target.kind == "layer":
             own = (o.target.off or "").partition("=")[0].removeprefix("export ")
@@ -96,8 +97,8 @@ class ComputeProbe(Check):
             names = ", ".join(n for ns in off.values() for n in ns)
             setting, commands = probe_report.disabled_setting(off)
             note = (
-                f"The probe ran with {setting}: as things are, every Vulkan program crashes or "
-                f"hangs in {names} first (VKT001, VKT003)"
+                f"The probe ran with {setting}: as things are, every Vulkan program crashes, "
+                f"hangs or fails in {names} first (VKT001, VKT003)"
             )
             reported = all_selected(
                 ctx,

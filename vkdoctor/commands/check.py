@@ -29,9 +29,8 @@ def with_load_results(
     from vkdoctor.model import Severity
 
     try:
-        outcomes = {
-            o.target.manifest: o for o in load_test(ctx).outcomes if o.target.kind == "driver"
-        }
+        run = load_test(ctx)
+        outcomes = {o.target.manifest: o for o in run.outcomes if o.target.kind == "driver"}
     except Exception:  # the VKT checks report a broken load test
         return rows
     keep = ("dlopen", "dlerror", "instance", "vk_result", "devices", "signal")
@@ -43,7 +42,7 @@ def with_load_results(
             continue
         load = {k: v for k, v in outcome.as_dict().items() if k in keep}
         tested = {**row, "load": load}
-        seen = classify(outcome)
+        seen = classify(outcome, env=ctx.env, loader_version=run.loader_version)
         if seen.severity.rank > Severity(str(row.get("verdict", "ok"))).rank:
             # the real load has the last word: a driver whose manifest and libraries look
             # right but that does not load, crashes or fails vkCreateInstance is no "ok"
