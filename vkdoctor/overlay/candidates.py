@@ -108,10 +108,17 @@ def likely_places(ctx: Context) -> list[SearchDir]:
     opt = sorted(p.parent.name for p in ctx.under("/opt").glob("*/lib"))[:MAX_OPT_DIRS]
     out.extend(f"/opt/{name}/lib" for name in opt)
     return [
-        SearchDir(path=p, origin="likely place", explicit=False)
-        for p in out
-        if ctx.under(p).is_dir()
+        SearchDir(path=p, origin="likely place", explicit=False) for p in out if _is_dir(ctx, p)
     ]
+
+
+def _is_dir(ctx: Context, path: str) -> bool:
+    """A likely place that this user cannot even examine (~/.local/lib under a 0700 home of
+    someone else's) is one that is not there for them."""
+    try:
+        return ctx.under(path).is_dir()
+    except OSError:
+        return False
 
 
 def user_dirs(ctx: Context) -> list[SearchDir]:
