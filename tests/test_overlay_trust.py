@@ -350,3 +350,42 @@ def test_exec_works_for_a_user_whose_home_cannot_be_written(top: Path) -> None:
         ) in proc.stderr
     finally:
         shutil.rmtree(fresh)
+
+
+def test_check_says_why_a_candidate_is_refused_and_where_the_overlay_went(top: Path) -> None:
+    from tests.conftest import run_json
+
+    provider, env = _scenario(top)
+    theirs = top / "theirs"
+    lib = _supply(theirs, provider, owner=NOBODY, mode=0o555, lib_owner=0)
+    _, doc = run_json(
+        ["check", "--no-probe", "--select", "VKO", "--search-path", str(theirs)], env=env
+    )
+    (vko3,) = [f for f in doc["findings"] if f["code"] == "VKO003"]
+    assert f"in {theirs}, a directory owned by nobody (uid {NOBODY})" in vko3["message"]
+    assert vko3["remedy"].startswith(f"Copy {SONAME} to a directory only you (or root) can change")
+    assert vko3["evidence"]["path"] == str(lib)
+    # a good library, and a cache in a directory anyone can write: the overlay is built elsewhere
+    own = top / "own"
+    _supply(own, provider)
+    shared = top / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    env["XDG_CACHE_HOME"] = str(shared / "cache")
+    _, doc = run_json(
+        ["check", "--no-probe", "--select", "VKO,VKL", "--search-path", str(own)], env=env
+    )
+    # (the fake driver has no Vulkan entry points: the overlay works, the driver then fails)
+    (vko1,) = [f for f in doc["findings"] if f["code"] == "VKO001"]
+    overlay = vko1["evidence"]["overlay"]["dir"]
+    fresh = Path(overlay).parent.parent
+    try:
+        assert fresh.name.startswith("vkdoctor-0-") and not (shared / "cache").exists()
+        note = vko1["evidence"]["store_note"]
+        assert note.startswith(f"vkdoctor will not keep its store in {shared}/cache/vkdoctor")
+        assert f"It is not in vkdoctor's cache: {note}." in vko1["message"]
+        # the library checks, run under the overlay, know it for vkdoctor's own
+        texts = [f["title"] for f in doc["findings"]]
+        assert f"{SONAME} from vkdoctor's overlay {overlay}" in texts, texts
+    finally:
+        shutil.rmtree(fresh)

@@ -150,7 +150,10 @@ class OverlayFix(Check):
                 "The overlay was built, but the drivers still fail under it",
                 f"Overlay {plan.directory} ({_supplies(plan)}). Under it: "
                 + "; ".join(failures)
-                + ". It is not the fix; the library findings say what else is wrong.",
+                + ". It is not the fix; the library findings say what else is wrong."
+                + (
+                    f" It is not in vkdoctor's cache: {plan.store_note}." if plan.store_note else ""
+                ),
                 remedy="Fix the driver's packages (see the library and package findings); "
                 f"`rm -rf {plan.directory}` removes the overlay.",
                 evidence=evidence,
