@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import REPO, clean_env, run_json
+from conftest import run_json
 from elfbuild import build_lib
 
+from tests.nobody import as_nobody
 from vkdoctor.checks.container import GpuDeviceNodes, NvidiaContainerCapabilities
 from vkdoctor.context import Context
 from vkdoctor.model import Finding, Severity
@@ -121,37 +121,8 @@ def world_readable_root():
 
 
 def _as_nobody(code: str, root: Path) -> subprocess.CompletedProcess[str]:
-    """`python -c CODE ROOT` as the user nobody, with a world-readable copy of vkdoctor (nobody
-    may not be able to enter the checkout: a clone under a 0700 directory)."""
-    setpriv = shutil.which("setpriv")
-    assert setpriv, "setpriv (util-linux) is needed for this test"
-    code_dir = Path(tempfile.mkdtemp(prefix="vkdoctor-code-"))
-    try:
-        code_dir.chmod(0o755)
-        shutil.copytree(
-            REPO / "vkdoctor", code_dir / "vkdoctor", ignore=shutil.ignore_patterns("__pycache__")
-        )
-        env = clean_env({"PYTHONPATH": str(code_dir), "PYTHONDONTWRITEBYTECODE": "1"})
-        return subprocess.run(
-            [
-                setpriv,
-                "--reuid=nobody",
-                "--regid=nogroup",
-                "--clear-groups",
-                sys.executable,
-                "-c",
-                code,
-                str(root),
-            ],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-            check=False,
-            cwd="/",
-        )
-    finally:
-        shutil.rmtree(code_dir)
+    """`python -c CODE ROOT` as the user nobody."""
+    return as_nobody(["python", "-c", code, str(root)], timeout=60)
 
 
 def test_render_node_denied_to_an_unprivileged_user(world_readable_root: Path):

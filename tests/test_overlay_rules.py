@@ -231,7 +231,10 @@ def test_check_reports_what_it_looked_for_and_why_candidates_were_refused(tmp_pa
     assert proc.returncode == 0
 
 
-def test_read_only_cache_is_a_clear_error_and_exec_runs_unchanged(tmp_path: Path) -> None:
+def test_read_only_cache_falls_back_to_a_private_store_and_says_so(tmp_path: Path) -> None:
+    """A cache that cannot be written: the runtime dir, else a fresh private temporary directory,
+    with the reason on stderr; with nowhere to write at all, a clear error and exec runs CMD
+    unchanged."""
     import sys
 
     from tests.conftest import REPO, clean_env
@@ -243,11 +246,24 @@ def test_read_only_cache_is_a_clear_error_and_exec_runs_unchanged(tmp_path: Path
     shutil.copy(provider, supply / "libqux.so.1")
     cache = tmp_path / "rocache"
     cache.mkdir()
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
     env = clean_env(_env(tmp_path, manifest, PYTHONPATH=str(REPO), LD_LIBRARY_PATH="/keep/me"))
     env["XDG_CACHE_HOME"] = str(cache)
     vk = f"{sys.executable} -m vkdoctor"
+    drv = tmp_path / "drv" / "libvulkan_qux.so"
+    (tmp_path / "load.py").write_text(
+        f"import ctypes\nctypes.CDLL({str(drv)!r})\nprint('loaded')\n"
+    )
+    load = f"{sys.executable} {tmp_path / 'load.py'}"
     script = (
         f"mount -t tmpfs -o ro,size=64k tmpfs {cache} || exit 99; "
+        f"XDG_RUNTIME_DIR={runtime} {vk} overlay --search-path {supply} --format env; "
+        "echo rc=$?; "
+        f"{vk} exec --search-path {supply} -- sh -c 'echo LLP=$LD_LIBRARY_PATH; {load}'; "
+        "echo rc=$?; "
+        # nowhere to write: the cache, TMPDIR and /tmp all read-only
+        "mount --bind /tmp /tmp && mount -o remount,bind,ro /tmp || exit 98; "
         f"{vk} overlay --search-path {supply}; echo rc=$?; "
         f"{vk} overlay --search-path {supply} --format json; echo rc=$?; "
         f"{vk} exec --search-path {supply} -- sh -c 'echo LLP=$LD_LIBRARY_PATH'; echo rc=$?"
@@ -257,17 +273,32 @@ def test_read_only_cache_is_a_clear_error_and_exec_runs_unchanged(tmp_path: Path
         capture_output=True,
         text=True,
         env=env,
-        timeout=120,
+        timeout=180,
         cwd=REPO,
         check=False,
     )
     out = proc.stdout.splitlines()
+    assert len(out) == 10, (proc.stdout, proc.stderr)
+    # the runtime dir: the overlay is built there, and the run says why
+    assert out[0].startswith(f"LD_LIBRARY_PATH={runtime}/vkdoctor/overlays/"), proc.stderr
+    assert out[0].endswith(":/keep/me") and out[1] == "rc=0"
+    assert (
+        f"vkdoctor overlay: store: cannot create vkdoctor's store {cache}/vkdoctor: the file "
+        f"system is read-only; using {runtime}/vkdoctor instead"
+    ) in proc.stderr
+    # no runtime dir: a fresh private directory in /tmp, and the driver loads under it
+    fresh = out[2].removeprefix("LLP=").split("/overlays/")[0]
+    assert fresh.startswith("/tmp/vkdoctor-0-") and out[2].endswith(":/keep/me"), out
+    assert out[3:5] == ["loaded", "rc=0"]
+    assert f"using {fresh} instead, a new private directory for this run only" in proc.stderr
+    assert Path(fresh).stat().st_mode & 0o777 == 0o700
+    shutil.rmtree(fresh)
     # JSON gets `null` (no overlay) there too, for the program that reads it
-    assert out == ["rc=1", "null", "rc=1", "LLP=/keep/me", "rc=0"], (proc.stdout, proc.stderr)
+    assert out[5:] == ["rc=1", "null", "rc=1", "LLP=/keep/me", "rc=0"], out
     assert (
         f"vkdoctor overlay: cannot create vkdoctor's store {cache}/vkdoctor: the file system is "
-        "read-only" in proc.stderr
-    )
+        "read-only; and cannot create a directory in /tmp: the file system is read-only"
+    ) in proc.stderr
     assert (
         "  fix: point XDG_CACHE_HOME at a directory this user can write "
         "(for one run: XDG_CACHE_HOME=$(mktemp -d) vkdoctor ...)"
@@ -331,10 +362,7 @@ def test_a_file_others_can_replace_is_refused(tmp_path: Path) -> None:
     (shared / "libwob.so.1").chmod(0o666)
     proc, lines = _overlay(["--search-path", str(shared)], _env(tmp_path, manifest))
     assert proc.returncode == 1
-    assert (
-        f"  {shared}/libwob.so.1 (search path): refused: writable by group or others (mode 0666)"
-        in lines
-    )
+    assert f"  {shared}/libwob.so.1 (search path): refused: writable by anyone (mode 0666)" in lines
     (shared / "libwob.so.1").chmod(0o644)
     shared.chmod(0o777)
     proc, lines = _overlay(["--search-path", str(shared)], _env(tmp_path, manifest))

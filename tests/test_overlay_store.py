@@ -67,7 +67,7 @@ def test_foreign_or_shared_store_is_refused(tmp_path: Path) -> None:
     cache.mkdir(mode=0o700)
     cache.chmod(0o777)
     links = [store.Link(soname="libA.so.1", target=a)]
-    with pytest.raises(StoreError, match=r"writable by group or others \(mode 0777\)") as err:
+    with pytest.raises(StoreError, match=r"writable by anyone \(mode 0777\)") as err:
         store.build_overlay(cache, links)
     assert err.value.hint == f"chmod 700 {cache}"
     cache.chmod(0o700)
@@ -76,7 +76,7 @@ def test_foreign_or_shared_store_is_refused(tmp_path: Path) -> None:
         foreign, owner = cache, 65534
     else:  # a directory root owns, mode 0755, outside the system prefixes
         foreign, owner = Path("/home"), 0
-    with pytest.raises(StoreError, match=rf"owned by uid {owner}, not by you"):
+    with pytest.raises(StoreError, match=rf"owned by \w+ \(uid {owner}\), not by you"):
         store.build_overlay(foreign, links)
     with pytest.raises(StoreError, match="system directory"):
         store.ensure_private_dir(Path("/usr/lib/vkdoctor-test"))

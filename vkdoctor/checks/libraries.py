@@ -299,11 +299,11 @@ def stale_manifest_remedy(ctx: Context, manifest: str) -> str:
 def _stale_overlay(ctx: Context, name: str, m: Miss) -> str | None:
     """A vkdoctor overlay on LD_LIBRARY_PATH whose link for `name` points at a file that is
     gone (the directory it came from was removed or renamed): why, and what to do."""
-    cache = ctx.options.cache_dir
-    if cache is None:
-        return None
+    from vkdoctor.overlay.store import store_roots
+
+    stores = [f"{root}/overlays" for root in store_roots(ctx)]
     for t in m.tried:
-        if t.how is How.LD_LIBRARY_PATH and posixpath.dirname(t.where) == f"{cache}/overlays":
+        if t.how is How.LD_LIBRARY_PATH and posixpath.dirname(t.where) in stores:
             link = ctx.under(posixpath.join(t.where, name))
             if link.is_symlink() and not link.exists():
                 return (
@@ -649,6 +649,9 @@ class LdLibraryPathOnly(Check):
                 },
             )
         conf_dirs = {d for d, _ in load_conf(ctx).dirs}
+        from vkdoctor.overlay.store import store_roots
+
+        stores = [f"{root}/overlays" for root in store_roots(ctx)]
         for directory, paths in only.items():
             targets = sorted({n for p in paths for n in seen[p]})
             sonames = [libs[p].soname or libs[p].name for p in paths]
@@ -656,8 +659,7 @@ class LdLibraryPathOnly(Check):
                 f" and {len(sonames) - 3} more" if len(sonames) > 3 else ""
             )
             where = directory or "(empty: the current directory)"
-            cache = ctx.options.cache_dir
-            if cache is not None and posixpath.dirname(directory) == f"{cache}/overlays":
+            if posixpath.dirname(directory) in stores:
                 yield self.info(
                     f"{shown} from vkdoctor's overlay {directory}",
                     f"{shown} (for {', '.join(targets)}) came from the private overlay this run "

@@ -68,8 +68,9 @@ class OverlayFix(Check):
     --search-path directories (and VKDOCTOR_SEARCH_PATH), in libraries extracted from package
     files, in a few likely places and in the package caches. A file that fits (right class and
     machine, that soname, every symbol version the driver needs, its own dependencies resolve)
-    becomes a symlink in a private directory under ~/.cache/vkdoctor/overlays, put first on
-    LD_LIBRARY_PATH. vkdoctor proves it harmless (nothing else resolves differently, nothing
+    becomes a symlink in a private directory under ~/.cache/vkdoctor/overlays (or, when that cache
+    cannot be trusted or written, $XDG_RUNTIME_DIR/vkdoctor or a new private temporary directory),
+    put first on LD_LIBRARY_PATH. vkdoctor proves it harmless (nothing else resolves differently, nothing
     shadows libc, libstdc++, libvulkan or libdrm, no second LLVM) and then runs the rest of the
     check, the load test and the compute probe under it. Only if they pass is it reported as the
     fix, with the command that reuses it; it stays a workaround until the package is fixed.
@@ -152,7 +153,10 @@ class OverlayFix(Check):
                 "The overlay was built, but the drivers still fail under it",
                 f"Overlay {plan.directory} ({_supplies(plan)}). Under it: "
                 + "; ".join(failures)
-                + ". It is not the fix; the library findings say what else is wrong.",
+                + ". It is not the fix; the library findings say what else is wrong."
+                + (
+                    f" It is not in vkdoctor's cache: {plan.store_note}." if plan.store_note else ""
+                ),
                 remedy="Fix the driver's packages (see the library and package findings); "
                 f"`rm -rf {plan.directory}` removes the overlay.",
                 evidence=evidence,
@@ -162,6 +166,8 @@ class OverlayFix(Check):
         partial = (
             f" Still missing, not in the overlay: {', '.join(unsupplied)}." if unsupplied else ""
         )
+        if plan.store_note:
+            partial += f" It is not in vkdoctor's cache: {plan.store_note}."
         if not runs_under(ctx, plan):
             yield _offered(self, ctx, outcome, plan, targets, proven, partial, evidence)
             return
@@ -241,7 +247,7 @@ def _not_built_remedy(plan: Any, names: str) -> str:
 
 def _refusal_remedy(soname: str, reason: str) -> str:
     """What to do about a refused candidate: where it sits, or what it is."""
-    if "can write" in reason or "owned by uid" in reason:
+    if any(w in reason for w in ("can write", "owned by ", "writable by ", "can replace it")):
         # the file may fit; the place lets someone else swap it
         return (
             f"Copy {soname} to a directory only you (or root) can change, all the way up, and "

@@ -10,13 +10,13 @@ bounded set of likely places (docs/overlay.md).
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from vkdoctor.context import Context
 from vkdoctor.elf.reader import ElfError, read_elf
+from vkdoctor.overlay import trust
 from vkdoctor.record import field, record
 
 #: at most this many /opt/*/lib directories are looked at
@@ -108,10 +108,17 @@ def likely_places(ctx: Context) -> list[SearchDir]:
     opt = sorted(p.parent.name for p in ctx.under("/opt").glob("*/lib"))[:MAX_OPT_DIRS]
     out.extend(f"/opt/{name}/lib" for name in opt)
     return [
-        SearchDir(path=p, origin="likely place", explicit=False)
-        for p in out
-        if ctx.under(p).is_dir()
+        SearchDir(path=p, origin="likely place", explicit=False) for p in out if _is_dir(ctx, p)
     ]
+
+
+def _is_dir(ctx: Context, path: str) -> bool:
+    """A likely place that this user cannot even examine (~/.local/lib under a 0700 home of
+    someone else's) is one that is not there for them."""
+    try:
+        return ctx.under(path).is_dir()
+    except OSError:
+        return False
 
 
 def user_dirs(ctx: Context) -> list[SearchDir]:
@@ -129,45 +136,6 @@ def _names_for(listing: Sequence[str], soname: str) -> list[str]:
     exact = [n for n in listing if n == soname]
     more = sorted(n for n in listing if n.startswith(soname + "."))
     return (exact + more)[:MAX_FILES_PER_SONAME]
-
-
-def _writable_by_others(real: Path) -> str | None:
-    """Why someone other than you (or root) could change the file, or None.
-
-    The overlay's symlink points at the file; whoever can replace it chooses the code that runs.
-    """
-    try:
-        st = real.stat()
-        parent = real.parent.stat()
-    except OSError:
-        return None  # read_elf reports the file itself
-    me = os.geteuid()
-    if st.st_uid not in (0, me):
-        return f"owned by uid {st.st_uid}, neither you nor root"
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return f"writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
-    # every directory on the way: whoever may rename an entry of one can swap the whole
-    # subtree below it, file included (a sticky directory lets only the entry's owner do so)
-    child, child_uid = real, st.st_uid
-    for directory in real.parents:
-        try:
-            dst = parent if directory == real.parent else directory.stat()
-        except OSError:
-            return None
-        where = "in" if directory == real.parent else "under"
-        if dst.st_mode & (stat.S_IWOTH | stat.S_IWGRP):
-            who = "anyone" if dst.st_mode & stat.S_IWOTH else f"its group (gid {dst.st_gid})"
-            if not dst.st_mode & stat.S_ISVTX:
-                return f"{where} {directory}, a directory {who} can write"
-            if child_uid not in (0, me):
-                return (
-                    f"{where} {directory}, a sticky directory where {child} belongs to uid "
-                    f"{child_uid}, who can replace it"
-                )
-        if dst.st_uid not in (0, me) and dst.st_mode & stat.S_IWUSR:
-            return f"{where} {directory}, a directory owned by uid {dst.st_uid}"
-        child, child_uid = directory, dst.st_uid
-    return None
 
 
 def evaluate(ctx: Context, path: str, need: Need, origin: str) -> Candidate:
@@ -188,7 +156,9 @@ def evaluate(ctx: Context, path: str, need: Need, origin: str) -> Candidate:
     if host.is_symlink() and not host.exists():
         return reject(f"a broken symbolic link (to {host.readlink()})")
     real = str(ctx.resolve(path))
-    unsafe = _writable_by_others(Path(real))
+    # on the live machine the path as given, so every symbolic link on the way is judged too;
+    # inside another root, the links were followed there and the file is what is left
+    unsafe = trust.untrusted(str(host) if ctx.live else real)
     if unsafe:
         return reject(unsafe, real)
     info = read_elf(ctx, path)

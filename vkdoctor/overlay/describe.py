@@ -44,6 +44,8 @@ def summary_lines(plan: Plan) -> list[str]:
         absent = [s for s in pkg["absent"] if s not in out]
         if absent:
             lines.append(f"package {pkg['package']} does not contain {', '.join(absent)}")
+    if plan.store_note:
+        lines.append(f"store: {plan.store_note}")
     for d in plan.dropped:
         lines.append(f"LD_LIBRARY_PATH entry {d.entry!r} dropped: {d.reason}")
     if plan.unsupplied:

@@ -72,6 +72,8 @@ class Plan:
     chains: dict[str, Chain] = field(default_factory=dict)
     #: package caches looked at, and the packages of the family found there
     cache_search: list[str] = field(default_factory=list)
+    #: why the store is not the cache directory (untrusted or not writable), when it is not
+    store_note: str | None = None
     #: every overlay directory built on the way (tentative ones are removed at the end)
     built_dirs: set[Path] = field(default_factory=set)
 
@@ -133,6 +135,7 @@ class Plan:
                 {"entry": d.entry, "reason": d.reason} for d in self.dropped
             ],
             "overlay": self.report_object(),
+            "store_note": self.store_note,
         }
 
 
@@ -177,11 +180,12 @@ def _check_packages(plan: Plan, files: Sequence[Path]) -> None:
 def _extract_from(
     ctx: Context, plan: Plan, files: Sequence[Path], sonames: list[str], origin: str
 ) -> list[SearchDir]:
-    cache = ctx.options.cache_dir
-    if cache is None or not sonames:
+    if not sonames:
         return []
     # only where a package is opened: archive needs tarfile, hashlib, subprocess, threading
     from vkdoctor.overlay import archive
+
+    cache = _store(ctx, plan)
 
     dirs: list[SearchDir] = []
     for f in files:
@@ -259,6 +263,11 @@ def make_plan(
     _prove(ctx, plan, resolve)
     for d in plan.built_dirs - {plan.directory}:
         shutil.rmtree(d, ignore_errors=True)
+    from vkdoctor.overlay import store
+
+    root = ctx.known(store.store_root)
+    if root is not None and root.fresh and not plan.built:
+        shutil.rmtree(root.path, ignore_errors=True)  # nobody can reuse what it holds
     return plan
 
 
@@ -356,12 +365,18 @@ def _build(ctx: Context, plan: Plan) -> None:
         plan.directory = None
         plan.ld_path = None
         return
-    cache = ctx.options.cache_dir
-    if cache is None:
-        raise OverlayError("no cache directory to build the overlay in")
-    plan.directory = store.build_overlay(cache, plan.links)
+    plan.directory = store.build_overlay(_store(ctx, plan), plan.links)
     plan.built_dirs.add(plan.directory)
     plan.ld_path = with_overlay(plan.directory, ctx.getenv("LD_LIBRARY_PATH"))
+
+
+def _store(ctx: Context, plan: Plan) -> Path:
+    """This run's store directory; why it is not the cache directory goes into the plan."""
+    from vkdoctor.overlay import store
+
+    root = ctx.fact(store.store_root)
+    plan.store_note = root.note
+    return root.path
 
 
 def _prove(ctx: Context, plan: Plan, resolve: ChainResolver) -> None:

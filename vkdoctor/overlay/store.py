@@ -1,8 +1,11 @@
 """vkdoctor's private store: <cache>/overlays/<key> (symlink farms) and <cache>/extracted/<key>.
 
 Every directory is mode 0700 and owned by the user; an existing one that is owned by someone else
-or writable by group or others is refused, because whoever can write it chooses the code that runs
-in every process started under the overlay. Content-addressed: the same inputs give the same
+or writable by group or others is refused, and so is one reached through a directory that someone
+other than root and the user controls (trust.py), because whoever can write it, or rename a
+directory above it, chooses the code that runs in every process started under the overlay. When
+the cache directory is refused or cannot be written, the run falls back to $XDG_RUNTIME_DIR/vkdoctor
+or a fresh private temporary directory, and says so (store_root). Content-addressed: the same inputs give the same
 directory. Built in a temporary sibling and renamed into place, so nothing half-written is ever
 visible under the final name. Nothing outside the cache directory is written.
 """
@@ -15,9 +18,11 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
+from vkdoctor.context import Context
+from vkdoctor.overlay import trust
 from vkdoctor.overlay.errors import StoreError, describe_os_error, store_hint
 from vkdoctor.record import record
 
@@ -55,7 +60,9 @@ def _is_system_dir(path: Path) -> bool:
 
 
 def verify_private(path: Path) -> None:
-    """Refuse a directory that is not ours alone: wrong owner, group/world-writable, not a dir."""
+    """Refuse a store directory that is not ours alone: not a directory, owned by someone else,
+    writable by anyone else, or reached through a directory (or symbolic link) that someone other
+    than root and the user controls (trust.py)."""
     try:
         st = path.stat()
     except OSError as exc:
@@ -65,30 +72,59 @@ def verify_private(path: Path) -> None:
     uid = os.geteuid()
     if st.st_uid != uid:
         raise StoreError(
-            f"{path} is owned by uid {st.st_uid}, not by you (uid {uid}); vkdoctor will not put "
-            "libraries in a directory someone else controls",
+            f"{path} is owned by {trust.user_name(st.st_uid)}, not by you (uid {uid}); vkdoctor "
+            "will not put libraries in a directory someone else controls",
             hint=f"remove it or choose another cache directory (XDG_CACHE_HOME): rm -rf {path}",
             path=str(path),
         )
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+    own = trust.writers(str(path), st, uid)
+    if own is not None:
         raise StoreError(
-            f"{path} is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o}); "
+            f"{path} is writable by {own} (mode {stat.S_IMODE(st.st_mode):04o}); "
             "anyone who can write it chooses the code your processes load",
-            hint=f"chmod 700 {path}",
+            hint=f"chmod 700 {path}" + ("; setfacl -b " + str(path) if "ACL" in own else ""),
+            path=str(path),
+        )
+    _refuse_untrusted(path)
+
+
+def _refuse_untrusted(path: Path, *, container: bool = False) -> None:
+    why = trust.untrusted(str(path), container=container)
+    if why is not None:
+        raise StoreError(
+            f"vkdoctor will not keep its store in {path}: {why}; whoever can change that "
+            "directory can swap the store, and with it the code your processes load",
+            hint="point XDG_CACHE_HOME at a directory that only you and root control",
             path=str(path),
         )
 
 
+def _make_dirs(path: Path) -> None:
+    """Create the missing directories of `path`, top down, each mode 0700."""
+    missing: list[Path] = []
+    p = path
+    while not p.exists() and not p.is_symlink() and p != p.parent:
+        missing.append(p)
+        p = p.parent
+    for d in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # made meanwhile; verify_private judges it
+            d.mkdir(mode=0o700)
+
+
 def ensure_private_dir(path: Path) -> Path:
-    """Create `path` (and missing parents) with mode 0700, then verify it. Returns `path`."""
+    """Create `path` (and missing parents) with mode 0700, then verify it. Returns `path`.
+
+    The directories above it are judged before anything is created in them, and again after."""
     if _is_system_dir(path):
         raise StoreError(
             f"refusing to use {path} as vkdoctor's store: it is a system directory",
             hint="set XDG_CACHE_HOME to a directory in your home",
             path=str(path),
         )
+    if not path.is_dir():  # an existing one gets verify_private's more precise words
+        _refuse_untrusted(path)
     try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _make_dirs(path)
     except OSError as exc:
         raise StoreError(
             f"cannot create vkdoctor's store {path}: {describe_os_error(exc)}",
@@ -97,6 +133,97 @@ def ensure_private_dir(path: Path) -> Path:
         ) from exc
     verify_private(path)
     return path
+
+
+@record(frozen=True, kw_only=True)
+class StoreRoot:
+    """Where this run keeps its overlays and extracted libraries."""
+
+    path: Path
+    #: why the cache directory is not used and this private one is (None: it is the cache)
+    note: str | None = None
+    #: a new temporary directory of this run's own, to remove when it ends up holding no overlay
+    fresh: bool = False
+
+
+def runtime_store(env: Mapping[str, str]) -> Path | None:
+    """$XDG_RUNTIME_DIR/vkdoctor: the first place to fall back to (private, per user, per boot)."""
+    base = env.get("XDG_RUNTIME_DIR") or ""
+    return Path(base) / "vkdoctor" if base.startswith("/") else None
+
+
+def _writable(path: Path) -> None:
+    """Raise StoreError when nothing can be created in `path` (a read-only or full filesystem)."""
+    try:
+        Path(tempfile.mkdtemp(prefix=".probe-", dir=path)).rmdir()
+    except OSError as exc:
+        raise StoreError(
+            f"cannot write vkdoctor's store {path}: {describe_os_error(exc)}",
+            hint=store_hint(exc),
+            path=str(path),
+        ) from exc
+
+
+def _fresh_private(env: Mapping[str, str]) -> Path:
+    """A new 0700 directory in TMPDIR (else /tmp), when that is trusted."""
+    why: list[str] = []
+    bases = [b for b in (env.get("TMPDIR") or "", "/tmp") if b.startswith("/")]
+    for base in dict.fromkeys(bases):
+        try:
+            _refuse_untrusted(Path(base), container=True)
+            fresh = Path(tempfile.mkdtemp(prefix=f"vkdoctor-{os.geteuid()}-", dir=base))
+            verify_private(fresh)
+            return fresh
+        except StoreError as exc:
+            why.append(exc.message)
+        except OSError as exc:
+            why.append(f"cannot create a directory in {base}: {describe_os_error(exc)}")
+    raise StoreError("; ".join(why) or "no temporary directory")
+
+
+def store_root(ctx: Context) -> StoreRoot:
+    """The cache directory when it is trusted and writable; else $XDG_RUNTIME_DIR/vkdoctor, else
+    a fresh private temporary directory, with a note that says why. (A Context fact: one answer
+    per run.) Raises StoreError, for the cache directory, when none of them can be used."""
+    cache = ctx.options.cache_dir
+    if cache is None:
+        raise StoreError("no cache directory to build the overlay in")
+    try:
+        _writable(ensure_private_dir(cache))
+        return StoreRoot(path=cache)
+    except StoreError as exc:
+        first = exc
+    why = first.message
+    runtime = runtime_store(ctx.env)
+    if runtime is not None:
+        try:
+            _writable(ensure_private_dir(runtime))
+            return StoreRoot(
+                path=runtime,
+                note=f"{why}; using {runtime} instead (private to you, emptied when you log out)",
+            )
+        except StoreError as exc:
+            why += f"; and {exc.message}"
+    try:
+        fresh = _fresh_private(ctx.env)
+    except StoreError as exc:
+        raise StoreError(f"{why}; and {exc.message}", hint=first.hint, path=first.path) from exc
+    return StoreRoot(
+        path=fresh,
+        fresh=True,
+        note=f"{why}; using {fresh} instead, a new private directory for this run only "
+        f"(remove it when no program started under this overlay runs: rm -rf {fresh})",
+    )
+
+
+def store_roots(ctx: Context) -> list[str]:
+    """Every directory this run may know as vkdoctor's store: the cache directory, the runtime
+    fallback, and the directory this run chose (to tell its own overlays on LD_LIBRARY_PATH)."""
+    roots = [ctx.options.cache_dir, runtime_store(ctx.env)]
+    chosen = ctx.known(store_root)
+    if chosen is not None:
+        roots.append(chosen.path)
+    return list(dict.fromkeys(str(r) for r in roots if r is not None))
 
 
 def content_key(parts: Iterable[str]) -> str:

@@ -21,10 +21,18 @@ _OTHER_VERSION = ("other-version",)
 
 def _through_overlay(ctx: Context, path: str) -> str | None:
     """The file a link in vkdoctor's own overlay points at; None for any other path."""
-    cache = ctx.options.cache_dir
-    if cache is None or not path.startswith(f"{cache}/overlays/"):
+    from vkdoctor.overlay.store import store_roots
+
+    if not any(path.startswith(f"{root}/overlays/") for root in store_roots(ctx)):
         return None
     return os.path.realpath(path)
+
+
+def _extracted(ctx: Context, real: str) -> bool:
+    """`real` is vkdoctor's own copy out of a package file, in its store."""
+    from vkdoctor.overlay.store import store_roots
+
+    return any(real.startswith(f"{root}/extracted/") for root in store_roots(ctx))
 
 
 def _resolutions(ctx: Context) -> tuple[tuple[Any, Any], ...]:
@@ -51,8 +59,7 @@ def stack_facts(ctx: Context) -> StackFacts:
                 continue
             role = "driver" if lib.needed_by is None else "library"
             real = _through_overlay(ctx, lib.path)
-            cache = ctx.options.cache_dir
-            if real is not None and cache is not None and real.startswith(f"{cache}/extracted/"):
+            if real is not None and _extracted(ctx, real):
                 # vkdoctor's own copy out of a --from-package file: VKO001 reports it
                 continue
             if real is not None:
