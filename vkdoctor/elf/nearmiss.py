@@ -1,16 +1,16 @@
 """Near misses: what was almost right when a library or a version was not found.
 
 For a missing soname: other versions of the same family (libLLVM.so.22.1 or libLLVM-15.so.1 where
-libLLVM.so.23.1 was needed; the family is the soname's stem), the right name in the wrong class
-or for another machine, and the right name in a directory ld.so does not search (an ld.so.conf
-directory missing from a stale cache, a --search-path directory). For a missing version: other
-copies of the soname that define it (usually the system copy that a private one shadows).
+libLLVM.so.23.1 was needed; vkdoctor.sonames.family, so libLLVM-17git.so and
+libLLVM.so.18.1-rust-1.78.0-stable count too), the right name in the wrong class or for another
+machine, and the right name in a directory ld.so does not search (an ld.so.conf directory missing
+from a stale cache, a --search-path directory). For a missing version: other copies of the
+soname that define it (usually the system copy that a private one shadows).
 """
 
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,18 +18,12 @@ from vkdoctor.context import Context
 from vkdoctor.elf.ldcache import load_conf
 from vkdoctor.elf.reader import ElfInfo, read_elf
 from vkdoctor.record import record
+from vkdoctor.sonames import family
 
 if TYPE_CHECKING:
     from vkdoctor.elf.search import Searcher
 
-_STEM = re.compile(r"^(?P<stem>.+?)(?:-[0-9][0-9.]*)?\.so(?:\.[0-9.]*)?$")
 MAX_NEAR = 12
-
-
-def family(soname: str) -> str | None:
-    """libLLVM.so.23.1, libLLVM-15.so.1 and libLLVM-17.so all give "libLLVM"."""
-    m = _STEM.match(soname)
-    return m.group("stem") if m else None
 
 
 @record(frozen=True, kw_only=True)
