@@ -171,3 +171,30 @@ def test_other_families_are_not_near_misses(
     assert f"{owner} provides only {installed}" in f["message"], f["message"]
     for stem in others:
         assert stem not in f["message"] + (f["remedy"] or "")
+
+
+def test_the_right_soname_under_another_file_name_is_renamed_not_unsearched(
+    tmp_path: Path,
+) -> None:
+    """libfoo.so.2.bak (soname libfoo.so.2) on LD_LIBRARY_PATH: the directory is searched; the
+    name is what is wrong, and the link the remedy proposes makes the real dlopen work."""
+    lib = tmp_path / "lib"
+    build_lib(lib / "libfoo.so.2.bak", soname="libfoo.so.2")
+    stub = build_lib(tmp_path / "stub" / "libfoo.so.2", soname="libfoo.so.2")
+    drv = build_lib(tmp_path / "drv" / "libvulkan_foo.so", soname="libvulkan_foo.so", link=[stub])
+    manifest = _manifest(tmp_path / "foo.json", drv)
+    env = {"VK_DRIVER_FILES": str(manifest), "LD_LIBRARY_PATH": str(lib)}
+    _, doc = run_json(["check", "--no-probe", "--format", "json"], env=env)
+    (f,) = [f for f in doc["findings"] if f["code"] == "VKL002"]
+    near = {n["path"]: n["kind"] for n in f["evidence"]["near_misses"]}
+    assert near == {str(lib / "libfoo.so.2.bak"): "renamed"}
+    assert "in a directory ld.so does not search" not in f["message"] + f["remedy"]
+    assert "the right soname under another file name" in f["message"]
+    link = f"ln -s libfoo.so.2.bak {lib}/libfoo.so.2"
+    assert link in f["remedy"], f["remedy"]
+    probe = DlopenProbe.build(tmp_path / "probe")
+    assert "libfoo.so.2: cannot open shared object file" in (
+        probe.load(str(drv), env=env).error or ""
+    )
+    subprocess.run(link, shell=True, check=True, timeout=30)
+    assert probe.load(str(drv), env=env).error is None

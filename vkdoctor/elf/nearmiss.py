@@ -29,7 +29,8 @@ MAX_NEAR = 12
 @record(frozen=True, kw_only=True)
 class NearMiss:
     path: str
-    #: other-version, wrong-class, wrong-machine, not-searched, stale-cache, has-versions
+    #: other-version, wrong-class, wrong-machine, not-searched, stale-cache, renamed,
+    #: has-versions
     kind: str
     soname: str | None
     elf_class: int | None
@@ -48,6 +49,7 @@ class NearMiss:
             "stale-cache": "right name, in an ld.so.conf directory but missing from ld.so.cache "
             "(run ldconfig)",
             "has-versions": "defines the missing versions",
+            "renamed": "the right soname under another file name, which ld.so does not open",
         }.get(self.kind, self.kind)
         name = (
             f" (soname {self.soname})"
@@ -136,7 +138,9 @@ def near_misses(
             else:
                 kind = "other-version"
             if kind == "other-version" and info.soname and info.soname == name:
-                kind = "not-searched"
+                # the soname, under another file name (a .bak, a renamed build): ld.so opens
+                # files by name, so in a directory it searched only the name is wrong
+                kind = "renamed" if where == "searched" else "not-searched"
             out.append(
                 NearMiss(
                     path=path,
