@@ -228,6 +228,26 @@ def stages_of(stderr: str) -> list[str]:
     ]
 
 
+def _is_dump_head(line: str) -> bool:
+    """The first line of a thread's stack in a faulthandler dump ("Current thread 0x7f..
+    (most recent call first):"; Python 3.13 puts the thread's name before the parenthesis)."""
+    return line.endswith("(most recent call first):") and line.startswith(
+        ("Current thread ", "Thread ", "Stack ")
+    )
+
+
+def split_at_dump(stderr: str) -> tuple[str, str]:
+    """stderr before the first stack dump, and from it on ("" when there is none). The stages
+    before it are where the child was when the dump signal came: a driver's wait that the signal
+    cuts short (nanosleep's EINTR) lets the child go on to later stages before the kill."""
+    at = 0
+    for line in stderr.splitlines(keepends=True):
+        if _is_dump_head(line.rstrip("\r\n")):
+            return stderr[:at], stderr[at:]
+        at += len(line)
+    return stderr, ""
+
+
 def stderr_tail(stderr: str) -> tuple[list[str], int]:
     """The last lines of stderr without progress lines and known noise; and how many were noise."""
     kept: list[str] = []
@@ -272,6 +292,12 @@ def interpret(
     stages = stages_of(stderr)
     # "done" follows the last stage once the result is written
     finished = bool(stages) and stages[-1] == "done"
+    after: list[str] = []
+    if timed_out:
+        # the stage it hung in is the one its stack dump was taken in, not a later one
+        before, dumped = split_at_dump(stderr)
+        if dumped:
+            stages, after = stages_of(before), stages_of(dumped)
     work = [s for s in stages if s != "done"]
     reached = work[-1] if work else None
     tail, noise = stderr_tail(stderr)
@@ -285,6 +311,15 @@ def interpret(
     }
     where = f"at stage {reached}" if reached else "before it reported any stage"
     if timed_out:
+        if "done" in stages:
+            where = "after it printed its result, while exiting"
+        went_on = [s for s in after if s != "done"]
+        if went_on:
+            extra["stages_after_dump"] = after
+            where += (
+                f" (the signal that asked for its stack dump ended the wait, and it went on to "
+                f"{went_on[-1]} before the kill)"
+            )
         return _result(
             running,
             doc=doc,

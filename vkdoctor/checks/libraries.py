@@ -324,6 +324,15 @@ def _missing_remedy(ctx: Context, name: str, m: Miss) -> str:
     stale = [n for n in exact if n.kind == "stale-cache"]
     if stale:
         return f"Run `sudo ldconfig`: {stale[0].path} is in an ld.so.conf directory but not in the cache."
+    renamed = [n for n in m.near if n.kind == "renamed"]
+    if renamed and not exact:
+        d, file = posixpath.split(renamed[0].path)
+        return (
+            f"{renamed[0].path} has the soname {name}, but ld.so opens a file named {name}, "
+            f"and {d} has none. If that file is the build the driver needs, give it its name "
+            f"(`ln -s {file} {d}/{name}`; ldconfig makes such links in the directories of "
+            "ld.so.conf), or install the package that provides it."
+        )
     refused = _refused(ctx).get(exact[0].path) if exact else None
     whole = _refused_sonames(ctx).get(name)
     prefix = ""

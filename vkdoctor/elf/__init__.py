@@ -12,7 +12,7 @@ Public API (pure: a Context in, data out; every file read through ctx.under, onc
 
 from __future__ import annotations
 
-from vkdoctor.elf.nearmiss import NearMiss, family
+from vkdoctor.elf.nearmiss import NearMiss
 from vkdoctor.elf.platform import LdsoPlatform, ldso_platform
 from vkdoctor.elf.reader import ElfError, ElfInfo, VersionNeed, read_elf
 from vkdoctor.elf.resolve import (
@@ -26,6 +26,7 @@ from vkdoctor.elf.resolve import (
     resolve_target,
 )
 from vkdoctor.elf.search import How, Lookup, SearchInputs, Tried
+from vkdoctor.sonames import family
 
 __all__ = [
     "ElfError",

@@ -1,16 +1,16 @@
 """Near misses: what was almost right when a library or a version was not found.
 
 For a missing soname: other versions of the same family (libLLVM.so.22.1 or libLLVM-15.so.1 where
-libLLVM.so.23.1 was needed; the family is the soname's stem), the right name in the wrong class
-or for another machine, and the right name in a directory ld.so does not search (an ld.so.conf
-directory missing from a stale cache, a --search-path directory). For a missing version: other
-copies of the soname that define it (usually the system copy that a private one shadows).
+libLLVM.so.23.1 was needed; vkdoctor.sonames.family, so libLLVM-17git.so and
+libLLVM.so.18.1-rust-1.78.0-stable count too), the right name in the wrong class or for another
+machine, and the right name in a directory ld.so does not search (an ld.so.conf directory missing
+from a stale cache, a --search-path directory). For a missing version: other copies of the
+soname that define it (usually the system copy that a private one shadows).
 """
 
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,24 +18,19 @@ from vkdoctor.context import Context
 from vkdoctor.elf.ldcache import load_conf
 from vkdoctor.elf.reader import ElfInfo, read_elf
 from vkdoctor.record import record
+from vkdoctor.sonames import family
 
 if TYPE_CHECKING:
     from vkdoctor.elf.search import Searcher
 
-_STEM = re.compile(r"^(?P<stem>.+?)(?:-[0-9][0-9.]*)?\.so(?:\.[0-9.]*)?$")
 MAX_NEAR = 12
-
-
-def family(soname: str) -> str | None:
-    """libLLVM.so.23.1, libLLVM-15.so.1 and libLLVM-17.so all give "libLLVM"."""
-    m = _STEM.match(soname)
-    return m.group("stem") if m else None
 
 
 @record(frozen=True, kw_only=True)
 class NearMiss:
     path: str
-    #: other-version, wrong-class, wrong-machine, not-searched, stale-cache, has-versions
+    #: other-version, wrong-class, wrong-machine, not-searched, stale-cache, renamed,
+    #: has-versions
     kind: str
     soname: str | None
     elf_class: int | None
@@ -54,6 +49,7 @@ class NearMiss:
             "stale-cache": "right name, in an ld.so.conf directory but missing from ld.so.cache "
             "(run ldconfig)",
             "has-versions": "defines the missing versions",
+            "renamed": "the right soname under another file name, which ld.so does not open",
         }.get(self.kind, self.kind)
         name = (
             f" (soname {self.soname})"
@@ -142,7 +138,9 @@ def near_misses(
             else:
                 kind = "other-version"
             if kind == "other-version" and info.soname and info.soname == name:
-                kind = "not-searched"
+                # the soname, under another file name (a .bak, a renamed build): ld.so opens
+                # files by name, so in a directory it searched only the name is wrong
+                kind = "renamed" if where == "searched" else "not-searched"
             out.append(
                 NearMiss(
                     path=path,

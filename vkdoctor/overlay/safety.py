@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from vkdoctor import sonames
 from vkdoctor.record import record
 
 #: soname patterns an overlay never supplies, with the reason given to the user
@@ -40,9 +41,9 @@ def protected_reason(soname: str) -> str | None:
 def family(soname: str) -> str:
     """The library family: the name without 'lib', '.so' and version numbers, lower case.
 
-    libLLVM-15.so.1, libLLVM.so.23.1 and libLLVM-22.so all give "llvm".
+    libLLVM-15.so.1, libLLVM.so.23.1, libLLVM-22.so and libLLVM-17git.so all give "llvm".
     """
-    stem = soname.split(".so", 1)[0]
+    stem = sonames.family(soname) or soname.split(".so", 1)[0]
     if stem.startswith("lib"):
         stem = stem[3:]
     stem = _VERSIONISH.sub("", stem)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
+from vkdoctor.sonames import family
+
 #: Vulkan driver library stem -> the name people use for it
 DRIVER_NAMES = {
     "libvulkan_lvp": "lavapipe",
@@ -28,10 +30,10 @@ DRIVER_NAMES = {
 
 
 def stem(soname_or_path: str) -> str:
-    """`/usr/lib/libLLVM.so.23.1` -> `libLLVM`; `libLLVM-15.so.1` -> `libLLVM`."""
+    """`/usr/lib/libLLVM.so.23.1` -> `libLLVM`; `libLLVM-15.so.1` and `libLLVM-17git.so` ->
+    `libLLVM` (vkdoctor.sonames.family; a name without ".so" is its own stem)."""
     name = PurePosixPath(soname_or_path).name
-    name = name.split(".so", 1)[0]
-    return re.sub(r"-[0-9][0-9.]*$", "", name)
+    return family(name) or name
 
 
 def numbers(soname_or_path: str) -> tuple[int, ...]:

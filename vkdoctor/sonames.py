@@ -1,0 +1,21 @@
+"""The library family of a soname or file name: its name without the version, however spelled.
+
+The version starts at ".so" or at a "-" followed by a digit, and runs to the end of the name,
+numeric or not: libLLVM.so.23.1, libLLVM-15.so.1, libLLVM-17git.so, libLLVM-15-custom.so.1 and
+libLLVM.so.18.1-rust-1.78.0-stable (the rustc toolchain's LLVM) are all the family libLLVM.
+What goes on without such a break is another library: libLLVMSPIRVLib, libzstd (not libz),
+libvulkan_lvp (not libvulkan), libxcb-dri3 (not libxcb).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+_FAMILY = re.compile(r"^(?P<stem>.+?)(?:-[0-9][^/]*?)?\.so(?:[.-].*)?$")
+
+
+def family(name: str) -> str | None:
+    """The family of a library name or path; None when it is not named like a shared object."""
+    m = _FAMILY.match(posixpath.basename(name))
+    return m.group("stem") if m else None
