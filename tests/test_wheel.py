@@ -20,13 +20,14 @@ import pytest
 from conftest import REPO, clean_env, validate_report
 
 import vkdoctor
-from vkdoctor.commands.explain import with_check_doc
+from vkdoctor.commands.explain import for_terminal, with_check_doc
 
 
 def _run(cmd: list[str], *, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     env = clean_env({"PIP_DISABLE_PIP_VERSION_CHECK": "1"})
     env.pop("PYTHONPATH", None)
     env.pop("VIRTUAL_ENV", None)
+    env.pop("COLUMNS", None)
     return subprocess.run(
         cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
@@ -143,7 +144,9 @@ def test_installed_wheel_runs_outside_the_repository(venv: Path, tmp_path: Path)
     explain = _run([str(venv / "bin" / "vkdoctor"), "explain", "VKH001"], cwd=tmp_path)
     assert explain.returncode == 0, explain.stderr
     page = (REPO / "docs" / "codes" / "VKH001.md").read_text().strip()
-    assert explain.stdout.strip() == with_check_doc("VKH001", page)
+    # piped, without COLUMNS (_run drops it): 80 columns
+    assert explain.stdout == for_terminal(with_check_doc("VKH001", page))
+    assert explain.stdout.startswith("VKH001: Host\n")
 
     report = tmp_path / "report.json"
     check = _run(

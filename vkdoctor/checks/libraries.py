@@ -420,7 +420,7 @@ class SymbolVersions(Check):
     libstdc++.so.6 that defines only up to GLIBCXX_3.4.29 (a conda environment, an AppImage, a
     private directory on LD_LIBRARY_PATH) in front of the system one breaks
     /lib/x86_64-linux-gnu/libLLVM-15.so.1, which needs GLIBCXX_3.4.30, and with it lavapipe and
-    radv. The same check predicts "version `LLVM_23.1' not found". The finding names the
+    radv. The same check predicts ``version `LLVM_23.1' not found``. The finding names the
     library that needs the version, the copy that won and the directory it came from (the one
     that shadows), and the copy elsewhere on the system that has the version.
     """
