@@ -206,7 +206,7 @@ class NeededLibraries(Check):
     The closure is resolved with glibc's rules: DT_RPATH (inherited, and only without DT_RUNPATH),
     LD_LIBRARY_PATH, DT_RUNPATH, ld.so.cache, the system directories, with glibc-hwcaps
     subdirectories, $ORIGIN, and libraries already in the process winning. A missing one is the
-    seed's failure: lavapipe built against libLLVM.so.23.1 on a system that has only
+    classic partial-upgrade failure: lavapipe built against libLLVM.so.23.1 on a system that has only
     libLLVM.so.22.1 prints only "cannot open shared object file". The finding names the driver,
     the library that needs the missing one, every place ld.so looked, and the near misses
     (another version of the same library, the right name in the wrong class or in a directory
