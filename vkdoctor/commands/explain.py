@@ -10,6 +10,7 @@ import click
 
 from vkdoctor.checks import REGISTRY
 from vkdoctor.commands import common
+from vkdoctor.commands.completion import finding_codes
 from vkdoctor.resources import codes_dir
 from vkdoctor.runner import INTERNAL_ERROR_CODE
 
@@ -32,7 +33,7 @@ def page(code: str) -> str | None:
 
 
 @click.command()
-@click.argument("code", required=False)
+@click.argument("code", required=False, shell_complete=finding_codes)
 def explain(code: str | None) -> None:
     """Show what a finding CODE means, why it matters, and how to fix it.
 
