@@ -73,6 +73,8 @@ def test_the_page_opens_with_its_one_paragraph_answer_then_the_details() -> None
         assert shown[0].splitlines()[0] == title.lstrip("# ")
         assert " ".join(shown[1].split()) == render(first_block).strip().replace("\n", " ")
         assert shown[2].startswith("Severity:"), code
+    # a docstring is plain text: its globs keep their stars
+    assert "(name, prefix*, *suffix, *substring*, or * for all)" in _explain("VKD006", 100)
     # the check's own docstring comes with the details, at the end
     vkl002 = _explain("VKL002", 80)
     assert vkl002.index("What vkdoctor checks.") > vkl002.index("How to fix.")
@@ -118,6 +120,7 @@ def test_the_renderer_keeps_code_blocks_and_renders_the_subset() -> None:
     assert "  2. second item that is long enough to" in lines
     assert "     wrap somewhere around here" in lines
     assert "    - nested" in lines
+    assert render(r"a \*.json and \*b\* stay", width=40) == "a *.json and *b* stay\n"
     coloured = render("Some **bold** and `x`.", width=40, colour=True)
     assert coloured == "Some \x1b[1mbold\x1b[0m and \x1b[36mx\x1b[0m.\n"
 

@@ -78,4 +78,6 @@ def with_check_doc(code: str, text: str) -> str:
     doc = inspect.cleandoc(check.__doc__ or "") if check is not None else ""
     if not doc:
         return text
+    # a docstring is plain text: its stars are globs (*.json, prefix*), not emphasis
+    doc = doc.replace("*", "\\*")
     return f"{text}\n\n**What vkdoctor checks.** {doc}"

@@ -1,8 +1,9 @@
 """The Markdown of the code pages (docs/codes) for a terminal: wrapped to a width, no markup left.
 
 The subset the pages and the checks' docstrings use: `#` headings, paragraphs, `**bold**`,
-`*emphasis*`, code spans, `[text](url)` links, `-`/`*` and numbered lists (nested by indenting),
-and code blocks (indented by four spaces, or fenced with three backticks), which are kept verbatim.
+`*emphasis*` (`\\*` for a star), code spans, `[text](url)` links, `-`/`*` and numbered lists
+(nested by indenting), and code blocks (indented by four spaces, or fenced with three backticks),
+which are kept verbatim.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ _STYLE_BOLD = "1"
 
 #: a private-use character that stands for a space inside a code span while words are split
 _KEEP = "\ue000"
+#: a private-use character that stands for an escaped star (\*) while emphasis is found
+_STAR = "\ue001"
 
 
 @record(frozen=True)
@@ -126,9 +129,10 @@ def inline(text: str, *, colour: bool, keep: int = 40) -> str:
 
 
 def _prose(text: str, *, colour: bool) -> str:
+    text = text.replace("\\*", _STAR)
     text = _LINK.sub(lambda m: f"{m.group(1)} ({m.group(2)})", text)
     text = _BOLD.sub(lambda m: _paint(m.group(1), _STYLE_BOLD, colour), text)
-    return _EM.sub(lambda m: m.group(1), text)
+    return _EM.sub(lambda m: m.group(1), text).replace(_STAR, "*")
 
 
 def _paint(text: str, style: str, colour: bool) -> str:
