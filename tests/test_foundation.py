@@ -17,6 +17,7 @@ from vkdoctor.checks.base import Check
 from vkdoctor.cli import cli
 from vkdoctor.context import Context
 from vkdoctor.model import Finding, Report, ReportStatus, Severity, exit_code
+from vkdoctor.render.page import render
 from vkdoctor.runner import run_checks, select
 
 
@@ -200,7 +201,7 @@ def test_explain_lists_codes_and_shows_a_page():
     assert listing.exit_code == 0
     assert "VKH001" in listing.output and "VKX000" in listing.output
     page = runner.invoke(cli, ["explain", "vkh001"])
-    assert page.exit_code == 0 and page.output.startswith("# VKH001")
+    assert page.exit_code == 0 and page.output.startswith("VKH001: Host\n")
     bad = runner.invoke(cli, ["explain", "nope"])
     assert bad.exit_code == 2 and "unknown finding code" in bad.output
 
@@ -211,13 +212,15 @@ def test_explain_shows_the_check_docstring_and_its_page(code: str) -> None:
     shown = run_vkdoctor(["explain", code])
     assert shown.returncode == 0
     first_line = inspect.cleandoc(check.__doc__ or "").splitlines()[0]
-    assert first_line and f"**The check.** {first_line}" in shown.stdout
-    assert "**How to fix" in shown.stdout or "**What it means" in shown.stdout
+    words = " ".join(shown.stdout.split())
+    assert first_line and f"What vkdoctor checks. {' '.join(render(first_line).split())}" in words
+    assert "How to fix." in words and "What it means." in words
 
 
 def test_explain_styles_markdown_only_for_colour() -> None:
     plain = run_vkdoctor(["explain", "VKL002"])
-    assert "**What it means.**" in plain.stdout and "\x1b[" not in plain.stdout
+    assert "\nWhat it means. " in plain.stdout and "\x1b[" not in plain.stdout
+    assert "**" not in plain.stdout and "DT_NEEDED" in plain.stdout
     styled = run_vkdoctor(["explain", "VKL002"], env={"FORCE_COLOR": "1"})
     assert "\x1b[1mWhat it means.\x1b[0m" in styled.stdout
     assert "\x1b[36mDT_NEEDED\x1b[0m" in styled.stdout

@@ -13,6 +13,7 @@ import json
 import re
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -20,13 +21,14 @@ import pytest
 from conftest import REPO, clean_env, validate_report
 
 import vkdoctor
-from vkdoctor.commands.explain import with_check_doc
+from vkdoctor.commands.explain import for_terminal, with_check_doc
 
 
 def _run(cmd: list[str], *, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     env = clean_env({"PIP_DISABLE_PIP_VERSION_CHECK": "1"})
     env.pop("PYTHONPATH", None)
     env.pop("VIRTUAL_ENV", None)
+    env.pop("COLUMNS", None)
     return subprocess.run(
         cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
@@ -116,6 +118,36 @@ def test_wheel_is_named_by_the_one_version_and_holds_shaders_probes_docs_and_sch
     assert not [n for n in names if n.startswith(("tests/", "vkdoctor/tests/", ".ci/"))]
 
 
+def test_wheel_metadata_has_license_urls_classifiers_and_keywords(wheel: Path):
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    with zipfile.ZipFile(wheel) as z:
+        info = f"vkdoctor-{vkdoctor.__version__}.dist-info"
+        metadata = z.read(f"{info}/METADATA").decode()
+        license_text = z.read(f"{info}/licenses/LICENSE").decode()
+    fields: dict[str, list[str]] = {}
+    for line in metadata.split("\n\n", 1)[0].splitlines():
+        key, _, value = line.partition(": ")
+        fields.setdefault(key, []).append(value)
+    assert project["license"] == "MIT"
+    assert fields["License-Expression"] == ["MIT"]
+    assert fields["License-File"] == ["LICENSE"]
+    assert license_text == (REPO / "LICENSE").read_text()
+    assert license_text.startswith("MIT License\n\nCopyright (c) 2026 the vkdoctor authors\n")
+    assert "Permission is hereby granted, free of charge" in license_text
+    assert fields["Classifier"] == project["classifiers"]
+    assert "Operating System :: POSIX :: Linux" in fields["Classifier"]
+    assert not [
+        c for c in fields["Classifier"] if c.startswith("License ::")
+    ]  # the expression says it
+    assert fields["Keywords"] == [",".join(sorted(project["keywords"]))]
+    assert "vulkan" in project["keywords"]
+    urls = dict(u.split(", ", 1) for u in fields["Project-URL"])
+    assert urls["Repository"] == "https://github.com/vkdoctor/vkdoctor"
+    assert urls["Documentation"] == "https://github.com/vkdoctor/vkdoctor/tree/main/docs"
+    assert urls["Changelog"].endswith("/CHANGELOG.md") and (REPO / "CHANGELOG.md").is_file()
+    assert fields["Author"] == ["the vkdoctor authors"]
+
+
 def test_installed_wheel_runs_outside_the_repository(venv: Path, tmp_path: Path):
     py = str(venv / "bin" / "python")
     where = _run(
@@ -143,7 +175,23 @@ def test_installed_wheel_runs_outside_the_repository(venv: Path, tmp_path: Path)
     explain = _run([str(venv / "bin" / "vkdoctor"), "explain", "VKH001"], cwd=tmp_path)
     assert explain.returncode == 0, explain.stderr
     page = (REPO / "docs" / "codes" / "VKH001.md").read_text().strip()
-    assert explain.stdout.strip() == with_check_doc("VKH001", page)
+    # piped, without COLUMNS (_run drops it): 80 columns
+    assert explain.stdout == for_terminal(with_check_doc("VKH001", page))
+    assert explain.stdout.startswith("VKH001: Host\n")
+
+    # shell completion of the finding codes from the console script
+    complete = _run(
+        [
+            "env",
+            "_VKDOCTOR_COMPLETE=bash_complete",
+            "COMP_WORDS=vkdoctor check --select VKH00",
+            "COMP_CWORD=3",
+            str(venv / "bin" / "vkdoctor"),
+        ],
+        cwd=tmp_path,
+    )
+    assert complete.returncode == 0, complete.stderr
+    assert complete.stdout.split() == ["plain,VKH001", "plain,VKH002"]
 
     report = tmp_path / "report.json"
     check = _run(

@@ -29,7 +29,8 @@ _REMEDY: dict[str, str] = {
     "wrong-numbers": (
         "Do not trust this adapter for compute. Update or roll back the driver (for lavapipe: Mesa "
         "and the LLVM it was built against, together), re-run `vkdoctor run-probe --seed SEED` "
-        "with the seed above to reproduce, and report the worst element to the driver's maintainers."
+        "with the random seed above to reproduce, and report the worst element to the driver's "
+        "maintainers."
     ),
     "ladder": (
         "The driver cannot run even this basic kernel correctly. Update or roll back the driver; "

@@ -206,7 +206,7 @@ class NeededLibraries(Check):
     The closure is resolved with glibc's rules: DT_RPATH (inherited, and only without DT_RUNPATH),
     LD_LIBRARY_PATH, DT_RUNPATH, ld.so.cache, the system directories, with glibc-hwcaps
     subdirectories, $ORIGIN, and libraries already in the process winning. A missing one is the
-    seed's failure: lavapipe built against libLLVM.so.23.1 on a system that has only
+    classic partial-upgrade failure: lavapipe built against libLLVM.so.23.1 on a system that has only
     libLLVM.so.22.1 prints only "cannot open shared object file". The finding names the driver,
     the library that needs the missing one, every place ld.so looked, and the near misses
     (another version of the same library, the right name in the wrong class or in a directory
@@ -429,7 +429,7 @@ class SymbolVersions(Check):
     libstdc++.so.6 that defines only up to GLIBCXX_3.4.29 (a conda environment, an AppImage, a
     private directory on LD_LIBRARY_PATH) in front of the system one breaks
     /lib/x86_64-linux-gnu/libLLVM-15.so.1, which needs GLIBCXX_3.4.30, and with it lavapipe and
-    radv. The same check predicts "version `LLVM_23.1' not found". The finding names the
+    radv. The same check predicts ``version `LLVM_23.1' not found``. The finding names the
     library that needs the version, the copy that won and the directory it came from (the one
     that shadows), and the copy elsewhere on the system that has the version.
     """

@@ -52,6 +52,13 @@ def with_load_results(
     return tuple(out)
 
 
+def check_codes(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """--select/--ignore CODE<TAB>: asked only by a shell, so imported only then."""
+    from vkdoctor.commands import completion
+
+    return completion.check_codes(ctx, param, incomplete)
+
+
 @click.command()
 @common.root_option
 @common.search_path_option
@@ -79,6 +86,7 @@ def with_load_results(
     "selected",
     multiple=True,
     metavar="CODE",
+    shell_complete=check_codes,
     help="Run only checks with this code or prefix (repeatable, or comma-separated: VKD,VKL002).",
 )
 @click.option(
@@ -86,6 +94,7 @@ def with_load_results(
     "ignored",
     multiple=True,
     metavar="CODE",
+    shell_complete=check_codes,
     help="Do not run checks with this code or prefix (repeatable, or comma-separated).",
 )
 def check(

@@ -10,6 +10,7 @@ import click
 
 from vkdoctor.checks import REGISTRY
 from vkdoctor.commands import common
+from vkdoctor.commands.completion import finding_codes
 from vkdoctor.resources import codes_dir
 from vkdoctor.runner import INTERNAL_ERROR_CODE
 
@@ -32,7 +33,7 @@ def page(code: str) -> str | None:
 
 
 @click.command()
-@click.argument("code", required=False)
+@click.argument("code", required=False, shell_complete=finding_codes)
 def explain(code: str | None) -> None:
     """Show what a finding CODE means, why it matters, and how to fix it.
 
@@ -56,32 +57,27 @@ def explain(code: str | None) -> None:
             f"the page for {code} is missing from this installation ({codes_dir()})"
         )
     text = with_check_doc(code, text.rstrip("\n"))
-    if common.want_colour(sys.stdout):
-        text = styled(text)
-    common.out(text, color=True)
+    colour = common.want_colour(sys.stdout)
+    common.out(for_terminal(text, colour=colour), nl=False, color=colour)
+
+
+def for_terminal(markdown: str, *, colour: bool = False) -> str:
+    """The page for a terminal as wide as COLUMNS says or the terminal is (80 when neither
+    says: a pipe, a file)."""
+    import shutil
+
+    from vkdoctor.render.page import render
+
+    return render(markdown, width=shutil.get_terminal_size().columns, colour=colour)
 
 
 def with_check_doc(code: str, text: str) -> str:
-    """The page, with what the check itself does (its docstring) after the heading."""
+    """The page, with what the check itself looks at (its docstring) after the page's own text:
+    the page opens with the answer, the check's docstring is a detail."""
     check = next((c for c in REGISTRY if c.code == code), None)
     doc = inspect.cleandoc(check.__doc__ or "") if check is not None else ""
     if not doc:
         return text
-    head, _, rest = text.partition("\n")
-    return f"{head}\n\n**The check.** {doc}\n{rest}"
-
-
-_BOLD = re.compile(r"\*\*(.+?)\*\*", re.S)
-_CODE_SPAN = re.compile(r"`([^`\n]+)`")
-
-
-def styled(markdown: str) -> str:
-    """Markdown emphasis as terminal styles: headings and **bold** in bold, `code` in cyan."""
-    lines = []
-    for line in markdown.splitlines():
-        if line.startswith("#"):
-            lines.append(f"\x1b[1m{line.lstrip('#').strip()}\x1b[0m")
-            continue
-        coded = _CODE_SPAN.sub(lambda m: f"\x1b[36m{m.group(1)}\x1b[0m", line)
-        lines.append(_BOLD.sub(lambda m: f"\x1b[1m{m.group(1)}\x1b[0m", coded))
-    return "\n".join(lines)
+    # a docstring is plain text: its stars are globs (*.json, prefix*), not emphasis
+    doc = doc.replace("*", "\\*")
+    return f"{text}\n\n**What vkdoctor checks.** {doc}"

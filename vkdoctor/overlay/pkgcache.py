@@ -1,6 +1,6 @@
 """Package files in the package managers' caches that may provide a missing soname.
 
-The seed's private LLVM came from /var/cache/pacman/pkg. Opening every cached package would take
+A private LLVM for a partial upgrade often comes from /var/cache/pacman/pkg. Opening every cached package would take
 minutes, so only files whose package name belongs to the soname's family are considered (libLLVM.so.23.1:
 llvm-libs, llvm, libllvm23 ...), plus the families of the near misses' packages, and only versions
 that can be the soname's build (its major number in the package's name or version), newest first,

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import json
+import re
+from collections.abc import Mapping
 
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Report, ReportStatus, Severity
 from vkdoctor.record import record
+from vkdoctor.render import hex_escape
 
 _GLYPH = {
     Severity.OK: "✓",
@@ -114,8 +116,59 @@ def _finding(f: Finding, style: Style) -> list[str]:
 def _evidence(f: Finding, style: Style) -> list[str]:
     if not (style.verbose and f.evidence):
         return []
-    dumped = json.dumps(dict(f.evidence), indent=2, default=str)
-    return [_indent("evidence: " + dumped, "      ")]
+    return ["      evidence:", *evidence_lines(dict(f.evidence), "        ")]
+
+
+#: characters a terminal would act on (ESC, CR, BEL...): evidence holds file names and
+#: variables as found, so they are shown as \xNN, never sent to the terminal
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def _scalar(value: object) -> str:
+    if value is None:
+        return "none"
+    if value is True:
+        return "yes"
+    if value is False:
+        return "no"
+    return hex_escape(str(value), _CONTROL)
+
+
+def evidence_lines(value: object, indent: str) -> list[str]:
+    """A finding's evidence for people: `key: value`, what a key holds indented under it, list
+    items as `- item` (JSON is what --json is for)."""
+    if isinstance(value, Mapping):
+        if not value:
+            return [f"{indent}(none)"]
+        lines: list[str] = []
+        for key, item in value.items():
+            lines.extend(_keyed(f"{indent}{_scalar(key)}:", item, indent + "  "))
+        return lines
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return [f"{indent}(none)"]
+        lines = []
+        for item in value:
+            lines.extend(_keyed(f"{indent}-", item, indent + "  "))
+        return lines
+    text = _scalar(value)
+    return [f"{indent}{line}" if line else "" for line in text.split("\n")]
+
+
+def _keyed(head: str, value: object, indent: str) -> list[str]:
+    """`head value` on one line when the value is one line, else `head` with the value under it
+    (a list item's mapping starts on the dash's line, as YAML writes it)."""
+    if isinstance(value, (Mapping, list, tuple)) and value:
+        below = evidence_lines(value, indent)
+        if head.endswith("-") and isinstance(value, Mapping):
+            return [f"{head} {below[0].lstrip()}", *below[1:]]
+        return [head, *below]
+    if isinstance(value, (Mapping, list, tuple)):
+        return [f"{head} (none)"]
+    text = _scalar(value)
+    if "\n" in text:
+        return [head, *evidence_lines(text.rstrip("\n"), indent)]
+    return [f"{head} {text}" if text else f"{head} (empty)"]
 
 
 def _check(c: CheckResult, style: Style) -> list[str]:
