@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -177,6 +178,44 @@ def test_no_adapter_remedy_leads_with_a_variable_that_hides_drivers():
     assert text.index("unset it first") < text.index("Install the Vulkan CPU driver")
     plain = {"status": "no-adapter", "reason": "no-adapter", "requested": {"cpu": True}, "env": {}}
     assert (remedy(plain) or "").startswith("Install the Vulkan CPU driver (lavapipe)")
+
+
+def test_no_adapter_never_advises_installing_an_installed_lavapipe():
+    from vkdoctor.probe_report import remedy
+
+    installed = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"
+    hidden = {
+        "status": "no-adapter",
+        "reason": "no-adapter",
+        "requested": {"cpu": True},
+        "env": {"VK_DRIVER_FILES": "/nonexistent.json"},
+        "lavapipe_manifest": installed,
+    }
+    text = remedy(hidden) or ""
+    assert text.startswith(f"lavapipe is installed ({installed}), but VK_DRIVER_FILES=")
+    assert "unset VK_DRIVER_FILES" in text and "Install" not in text
+    broken = {**hidden, "env": {}}
+    text = remedy(broken, in_check=True) or ""
+    assert "gives no Vulkan adapter" in text and "VKT001" in text and "Install" not in text
+
+
+def test_run_probe_with_lavapipe_hidden_says_it_is_installed():
+    """For real: the manifest is on this machine, VK_DRIVER_FILES hides it."""
+    import json
+
+    from conftest import run_vkdoctor
+
+    assert Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json").is_file()
+    proc = run_vkdoctor(
+        ["run-probe", "--cpu", "--json", "-"], env={"VK_DRIVER_FILES": "/nonexistent.json"}
+    )
+    assert proc.returncode == 1
+    doc = json.loads(proc.stdout)
+    assert doc["probe"]["lavapipe_manifest"] == "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"
+    (finding,) = doc["findings"]
+    assert "apt install" not in finding["remedy"] and "unset VK_DRIVER_FILES" in finding["remedy"]
+    # the fix, applied: unset, the probe passes
+    assert run_vkdoctor(["run-probe", "--cpu"]).returncode == 0
 
 
 def test_no_cpu_adapter_with_nothing_else_wrong_names_this_distributions_lavapipe(tmp_path):

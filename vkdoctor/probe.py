@@ -420,8 +420,26 @@ def _result(
     out["command"] = running.argv[:at] + running.argv[at + 2 :]
     out["timeout"] = running.request.timeout
     out["env"] = running.env
+    if out.get("status") == "no-adapter":
+        # a fix must not say "install lavapipe" when it is installed
+        out["lavapipe_manifest"] = installed_lavapipe()
     out["pid"] = running.process.pid if running.process else None
     return out
+
+
+#: the loader's default driver directories, where distributions put lavapipe's manifest
+DRIVER_DIRS = ("/etc/vulkan/icd.d", "/usr/local/share/vulkan/icd.d", "/usr/share/vulkan/icd.d")
+
+
+def installed_lavapipe() -> str | None:
+    """lavapipe's manifest in the loader's default directories, when it is installed."""
+    import glob
+
+    for directory in DRIVER_DIRS:
+        found = sorted(glob.glob(f"{directory}/lvp_icd*.json"))
+        if found:
+            return found[0]
+    return None
 
 
 def relevant_env(env: Mapping[str, str]) -> dict[str, str]:

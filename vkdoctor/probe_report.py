@@ -63,7 +63,24 @@ _REMEDY: dict[str, str] = {
 def remedy(probe: Mapping[str, Any], *, in_check: bool = False) -> str | None:
     reason = str(probe.get("reason") or probe.get("status"))
     if reason == "no-adapter":
-        hidden = _hidden_by(probe.get("env") or {})
+        env = probe.get("env") or {}
+        lavapipe = probe.get("lavapipe_manifest")
+        wants_cpu = not (probe.get("requested") or {}).get("gpu")
+        if lavapipe and wants_cpu and _hidden_by(env):
+            # installing it again changes nothing: the variable hides it
+            set_ = [f"{k}={env[k]}" for k in (*_DRIVER_SELECTION, *_DRIVER_FILTERS) if k in env]
+            return (
+                f"lavapipe is installed ({lavapipe}), but {' and '.join(set_)} decide"
+                f"{'s' if len(set_) == 1 else ''} which drivers the loader reads: unset "
+                f"{' and '.join(s.split('=', 1)[0] for s in set_)}, or name that manifest there."
+            )
+        if lavapipe and wants_cpu:
+            return f"lavapipe is installed ({lavapipe}) and gives no Vulkan adapter: " + (
+                "the load test (VKT001) and the library findings say why."
+                if in_check
+                else "`vkdoctor check` says why (its libraries, the load test)."
+            )
+        hidden = _hidden_by(env)
         return f"{hidden}{_install(probe, in_check)}" if hidden else _install(probe, in_check)
     python = (probe.get("command") or [None])[0]
 
