@@ -433,12 +433,10 @@ DRIVER_DIRS = ("/etc/vulkan/icd.d", "/usr/local/share/vulkan/icd.d", "/usr/share
 
 def installed_lavapipe() -> str | None:
     """lavapipe's manifest in the loader's default directories, when it is installed."""
-    import glob
-
     for directory in DRIVER_DIRS:
-        found = sorted(glob.glob(f"{directory}/lvp_icd*.json"))
+        found = sorted(Path(directory).glob("lvp_icd*.json"))
         if found:
-            return found[0]
+            return str(found[0])
     return None
 
 
