@@ -272,8 +272,16 @@ def test_remedy_keeps_existing_filters_and_old_loaders():
         kind="driver", name="bad.json", manifest="/etc/vulkan/icd.d/bad.json", dlopen_name="/bad.so"
     )
     outcome = TargetOutcome(target=target, dlopen="crash", signal="SIGSEGV")
-    v = classify(outcome, env={"VK_LOADER_DRIVERS_DISABLE": "nvidia*"}, loader_version="1.3.239")
+    v = classify(
+        outcome,
+        others=["/lvp.json"],
+        env={"VK_LOADER_DRIVERS_DISABLE": "nvidia*"},
+        loader_version="1.3.239",
+    )
     assert v.remedy and v.remedy.startswith("export VK_LOADER_DRIVERS_DISABLE=nvidia*,bad.json")
+    # the only driver the loader tries: turning it off is no fix
+    v = classify(outcome, loader_version="1.3.239")
+    assert v.remedy and v.remedy.startswith("it is the only driver the loader tries")
     v = classify(outcome, others=["/a.json", "/b.json"], loader_version="1.3.204")
     assert v.remedy and v.remedy.startswith("export VK_DRIVER_FILES=/a.json:/b.json")
 
@@ -917,3 +925,30 @@ def test_a_bug_of_ours_before_dlopen_is_vkdoctors_error_not_the_drivers_crash():
     verdict = classify(broke)
     assert verdict.severity is Severity.ERROR and verdict.kind == "internal-error"
     assert "ValueError: nope" in verdict.message and "not in the driver" in verdict.message
+
+
+def test_the_only_driver_crashing_is_one_failure_and_no_fix_disables_it(
+    fakes: dict[str, LoadTarget],
+) -> None:
+    """VK_DRIVER_FILES names one driver, and it crashes: turning it off would leave no Vulkan at
+    all, so the fix is the variable; no device and no adapter follow from it, counted once."""
+    env = {"VK_DRIVER_FILES": fakes["CTOR_SEGV"].manifest}
+    assert vulkaninfo(env).returncode != 0
+    proc, doc = run_json(["check", "--cpu"], env=env)
+    assert proc.returncode == 1
+    failed = [f for f in doc["findings"] if f["severity"] == "fail"]
+    assert [f["code"] for f in failed] == ["VKT001"]
+    (crash,) = failed
+    assert crash["evidence"]["only_driver"] is True
+    assert crash["remedy"].startswith(
+        f"VK_DRIVER_FILES={fakes['CTOR_SEGV'].manifest} lets the loader try this driver alone: "
+        "unset VK_DRIVER_FILES"
+    )
+    assert "VK_LOADER_DRIVERS_DISABLE" not in crash["remedy"]
+    for code in ("VKT002", "VKR001"):
+        (f,) = [f for f in doc["findings"] if f["code"] == code]
+        assert f["severity"] == "info" and f["evidence"]["explained_by"] == "VKT001"
+    # the fix, applied: without the variable the loader's own search finds lavapipe
+    assert vulkaninfo({}).returncode == 0
+    proc, _ = run_json(["check", "--cpu", "--select", "VKT,VKR"])
+    assert proc.returncode == 0

@@ -669,6 +669,10 @@ def _version_tuple(text: str | None) -> tuple[int, ...] | None:
         return None
 
 
+#: variables that choose which drivers the loader tries at all
+DRIVER_SELECTION = ("VK_DRIVER_FILES", "VK_ICD_FILENAMES", "VK_LOADER_DRIVERS_SELECT")
+
+
 def disable_remedy(
     outcome: TargetOutcome,
     *,
@@ -686,6 +690,19 @@ def disable_remedy(
         var, value = "VK_LOADER_LAYERS_DISABLE", target.name
     else:
         var, value = "VK_LOADER_DRIVERS_DISABLE", Path(target.manifest).name
+    if target.kind == "driver" and not others:
+        # turning off the one driver the loader tries leaves no Vulkan at all
+        chosen = [f"{k}={env[k]}" for k in DRIVER_SELECTION if env.get(k)]
+        if chosen:
+            names = " and ".join(c.split("=", 1)[0] for c in chosen)
+            return (
+                f"{' and '.join(chosen)} lets the loader try this driver alone: unset {names}, "
+                "or point it at the manifest of a driver that works"
+            )
+        return (
+            "it is the only driver the loader tries: rebuild or remove it, and install a driver "
+            "that works for this machine (lavapipe for a CPU device)"
+        )
     if has_filters:
         current = env.get(var, "")
         joined = f"{current},{value}" if current else value

@@ -81,6 +81,9 @@ def _verdict_finding(
         owner = package_owner(ctx, outcome.target.dlopen_name)
     verdict = classify(outcome, others=others, env=ctx.env, loader_version=version, owner=owner)
     evidence = {**outcome.as_dict(), "verdict": verdict.kind}
+    if outcome.target.kind == "driver" and outcome.failed_step is not None:
+        # no other driver that works: no device and no adapter are this crash's consequence
+        evidence["only_driver"] = not others
     predicted = PredictionAgrees().predictions(ctx).get(outcome.target)
     if (
         verdict.kind == "dlopen-failed"
@@ -122,6 +125,16 @@ class DriversLoad(Check):
     family = "load"
     title = "Drivers load for real"
     live_only = True
+    #: the one driver the loader tries crashes or hangs: "no device" and "no adapter" follow
+    explains = ("VKT002", "VKR001")
+
+    def explained(self, symptom: Finding, cause: Finding) -> bool:
+        if cause.evidence.get("only_driver") is not True:
+            return False
+        if symptom.code == "VKT002":
+            return not symptom.evidence.get("devices")
+        return symptom.evidence.get("status") == "no-adapter"
+
     #: a layer manifest that makes every vkCreateInstance fail: no driver's instance says more
     requires = frozenset({"VKI002"})
 
