@@ -81,6 +81,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--seed", type=int, help="repeat a run's random inputs")
     p.add_argument("--shader-dir", type=Path, default=default_shaders)
     p.add_argument("--parent", type=int, help="die with this process (vkdoctor)")
+    p.add_argument(
+        "--capabilities", action="store_true", help="then the capability ladder (f16, bf16, ...)"
+    )
     return p.parse_args(argv)
 
 
@@ -516,6 +519,26 @@ def run(args: argparse.Namespace, doc: dict[str, Any]) -> None:
         doc["status"] = "error"
         doc["reason"] = "shader-unreadable"
         doc["summary"] = str(exc)
+    if args.capabilities:
+        capability_run(adapters[index], args.shader_dir, rng, doc, chosen)
+
+
+def capability_run(
+    adapter: Any, shader_dir: Path, rng: Any, doc: dict[str, Any], chosen: Any
+) -> None:
+    """The capability ladder after the probe; a rung that fails or errs fails the probe."""
+    import capabilities
+
+    doc["capabilities"] = capabilities.climb(adapter, shader_dir, rng, stage)
+    bad = [c for c in doc["capabilities"] if c["status"] in ("fail", "error")]
+    if bad and doc["status"] == "pass":
+        doc["status"] = "fail"
+        doc["reason"] = "capability"
+        names = ", ".join(c["name"] for c in bad)
+        doc["summary"] = (
+            f"capability rung{'s' if len(bad) > 1 else ''} {names} failed on {chosen['name']}: "
+            f"{bad[0]['name']}: {bad[0]['detail']}"
+        )
 
 
 def kernels_run(

@@ -36,6 +36,8 @@ class Options:
     cpu: bool = False
     #: --gpu: the probe must pass on an adapter that is not a CPU, and the load test find a GPU
     gpu: bool = False
+    #: --capabilities: the capability ladder after the probe
+    capabilities: bool = False
     adapter: str | None = None
     #: disk thresholds, in bytes free
     disk_warn_bytes: int = 5 * 1024**3

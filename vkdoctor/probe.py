@@ -63,6 +63,8 @@ class ProbeRequest(NamedTuple):
     script: Path | None = None
     #: more arguments for the script (the bench's sizes and repeats)
     extra_args: tuple[str, ...] = ()
+    #: the capability ladder after the probe (f16, bf16 storage, subgroups, limits, ...)
+    capabilities: bool = False
 
     def argv(self) -> list[str]:
         script = self.script or probes_dir() / PROBE_SCRIPT
@@ -72,6 +74,8 @@ class ProbeRequest(NamedTuple):
             cmd.append("--cpu")
         if self.gpu:
             cmd.append("--gpu")
+        if self.capabilities:
+            cmd.append("--capabilities")
         if self.adapter:
             cmd += ["--adapter", self.adapter]
         if self.seed is not None:
@@ -461,7 +465,7 @@ _early: list[tuple[RunningProbe, dict[str, str]]] = []
 def request_from_argv(argv: list[str]) -> ProbeRequest | None:
     """The request `run-probe ARGV` will make, or None when ARGV is anything but plain."""
     values: dict[str, str] = {}
-    flags = {"--cpu": False, "--gpu": False}
+    flags = {"--cpu": False, "--gpu": False, "--capabilities": False}
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -505,6 +509,7 @@ def request_from_argv(argv: list[str]) -> ProbeRequest | None:
     return ProbeRequest(
         cpu=flags["--cpu"],
         gpu=flags["--gpu"],
+        capabilities=flags["--capabilities"],
         adapter=values.get("--adapter"),
         backend=backend,
         seed=seed,

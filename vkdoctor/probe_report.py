@@ -41,6 +41,11 @@ _REMEDY: dict[str, str] = {
         "(`pip install -U wgpu`)."
     ),
     "limits": "The adapter's limits are below what the probe's kernels need; use another adapter.",
+    "capability": (
+        "Kernels that use the failing capability compute wrong or do not run on this adapter: "
+        "keep them off it (or off that feature), update the driver, and report the rung's figures "
+        "(`vkdoctor run-probe --capabilities --json -`) to its maintainers."
+    ),
     "signal": (
         "The driver (or wgpu-native) crashed the process. Run `vkdoctor check` for the static "
         "picture, and isolate the driver with VK_DRIVER_FILES=/path/to/one_icd.json."

@@ -24,6 +24,7 @@ def probe_result(ctx: Context) -> dict[str, Any]:
     request = ProbeRequest(
         cpu=ctx.options.cpu,
         gpu=ctx.options.gpu,
+        capabilities=ctx.options.capabilities,
         adapter=ctx.options.adapter,
         timeout=ctx.options.timeout,
     )

@@ -69,6 +69,7 @@ def check_codes(ctx: click.Context, param: click.Parameter, incomplete: str) -> 
 @click.option("--no-probe", is_flag=True, help="Static checks only; do not run the compute probe.")
 @click.option("--cpu", is_flag=True, help="The probe must use a CPU adapter on Vulkan (lavapipe).")
 @common.gpu_option
+@common.capabilities_option
 @click.option(
     "--adapter",
     metavar="TEXT",
@@ -112,6 +113,7 @@ def check(
     no_probe: bool,
     cpu: bool,
     gpu: bool,
+    capabilities: bool,
     adapter: str | None,
     github_env: bool,
     selected: tuple[str, ...],
@@ -139,6 +141,7 @@ def check(
         timeout=timeout,
         cpu=cpu,
         gpu=gpu,
+        capabilities=capabilities,
         adapter=adapter,
         probe=not no_probe and root is None,
         disk_warn_bytes=disk_warn,

@@ -226,6 +226,17 @@ def gpu_option(f: F) -> F:
     )(f)
 
 
+def capabilities_option(f: F) -> F:
+    """--capabilities: the capability ladder after the probe."""
+    return click.option(
+        "--capabilities",
+        is_flag=True,
+        help="After the probe, the capability ladder: f16, bf16 storage, subgroups, atomics, the "
+        "workgroup memory and invocation limits, large dispatches and bindings, d < 4, "
+        "timestamps; each checked against a reference (a few seconds on lavapipe).",
+    )(f)
+
+
 def one_adapter_choice(cpu: bool, adapter: str | None, gpu: bool = False) -> None:
     """--cpu, --gpu and --adapter each choose the adapter: at most one of them."""
     given = [name for name, on in (("--cpu", cpu), ("--gpu", gpu), ("--adapter", adapter)) if on]

@@ -16,6 +16,7 @@ from vkdoctor.commands import common
 @click.command("run-probe")
 @common.adapter_options
 @common.gpu_option
+@common.capabilities_option
 @click.option(
     "--seed", type=click.IntRange(min=0), help="Repeat a run's random inputs (see its report)."
 )
@@ -37,6 +38,7 @@ def run_probe(
     adapter: str | None,
     backend: str,
     gpu: bool,
+    capabilities: bool,
     seed: int | None,
     shader_dir: str | None,
     python: str | None,
@@ -59,6 +61,7 @@ def run_probe(
     request = probe.ProbeRequest(
         cpu=cpu,
         gpu=gpu,
+        capabilities=capabilities,
         adapter=adapter,
         backend=backend,
         seed=seed,

@@ -78,6 +78,20 @@ def _cases(probe: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _capabilities(probe: Mapping[str, Any]) -> list[str]:
+    rungs = probe.get("capabilities") or []
+    if not rungs:
+        return []
+    out = ["    capabilities:"]
+    for r in rungs:
+        detail = str(r.get("detail") or "").splitlines()[0:1]
+        out.append(
+            f"      {r.get('name'):<23} {r.get('status')!s:<12}"
+            + (f" {detail[0]}" if detail else "")
+        )
+    return out
+
+
 def probe_lines(probe: Mapping[str, Any], style: Style) -> list[str]:
     status = str(probe.get("status"))
     sev = Severity.OK if status == "pass" else Severity.FAIL
@@ -101,6 +115,7 @@ def probe_lines(probe: Mapping[str, Any], style: Style) -> list[str]:
     lines += _adapters(probe)
     lines += _ladder(probe)
     lines += _cases(probe)
+    lines += _capabilities(probe)
     if status != "pass":
         if probe.get("stage"):
             lines.append(f"    stage reached: {probe['stage']}")
