@@ -16,6 +16,7 @@ import argparse
 import contextlib
 import math
 import os
+import re
 import sys
 import time
 import traceback
@@ -99,6 +100,34 @@ def die_with_parent(parent: int | None) -> None:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
     if os.getppid() != parent:  # it died before the line above
         os._exit(1)
+
+
+_HIDING = re.compile(r"^(?P<reason>.*?),? hiding adapter:? (?P<name>.+)$")
+
+
+def enumerate_adapters(wgpu: Any) -> tuple[list[Any], list[dict[str, str]]]:
+    """wgpu's adapters, and the ones it hides with the reason it logs at debug level
+    ("Adapter is not Vulkan compliant, hiding adapter: NAME")."""
+    import logging
+
+    hidden: list[dict[str, str]] = []
+
+    class Hiding(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            m = _HIDING.match(record.getMessage().strip())
+            if m:
+                hidden.append({"name": m["name"].strip(), "reason": m["reason"].strip()})
+
+    handler = Hiding(level=logging.DEBUG)
+    before = wgpu.logger.level
+    wgpu.logger.addHandler(handler)
+    wgpu.logger.setLevel(logging.DEBUG)
+    try:
+        adapters = list(wgpu.gpu.enumerate_adapters_sync())
+    finally:
+        wgpu.logger.setLevel(before)
+        wgpu.logger.removeHandler(handler)
+    return adapters, list({h["name"]: h for h in hidden}.values())
 
 
 def adapter_record(a: Any) -> dict[str, Any]:
@@ -483,11 +512,15 @@ def run(args: argparse.Namespace, doc: dict[str, Any]) -> None:
     import wgpu_kernels as kernels
 
     stage("enumerate-adapters")
-    adapters = list(wgpu.gpu.enumerate_adapters_sync())
+    adapters, hidden = enumerate_adapters(wgpu)
     records = [adapter_record(a) for a in adapters]
     doc["adapters"] = records
+    doc["hidden_adapters"] = hidden
     index, why, refused = choose(adapters, records, args)
     doc["choice"] = why
+    if index is None and hidden:
+        why += "; wgpu hides " + "; ".join(f"{h['name']} ({h['reason']})" for h in hidden)
+        doc["choice"] = why
     if index is None:
         doc["refused"] = refused
         doc["status"] = "no-adapter"

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 def _registry() -> tuple[type[Check], ...]:
     from vkdoctor.checks import (
+        adapters,
         container,
         disk,
         drivers,
@@ -46,6 +47,7 @@ def _registry() -> tuple[type[Check], ...]:
         *gpu.CHECKS,
         *overlay.CHECKS,
         *probe.CHECKS,
+        *adapters.CHECKS,
     )
 
 
