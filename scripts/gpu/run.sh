@@ -24,6 +24,7 @@ step loaded-drivers drivers
 step loaded-cpu check --cpu --select VKR --json "$out/loaded-cpu.json"
 step loaded-gpu check --gpu --json "$out/loaded-gpu.json"
 step probe-gpu run-probe --gpu --json "$out/probe-gpu.json"
+step capabilities run-probe --gpu --capabilities --json "$out/capabilities.json"
 # the cache as it came, and the same check without LD_LIBRARY_PATH: what a CI step that clears
 # the environment gets
 { echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH-}"; ldconfig -p | grep -i nvidia; } > "$out/ldcache.txt" 2>&1
