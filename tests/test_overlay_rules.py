@@ -263,7 +263,8 @@ def test_read_only_cache_falls_back_to_a_private_store_and_says_so(tmp_path: Pat
         f"{vk} exec --search-path {supply} -- sh -c 'echo LLP=$LD_LIBRARY_PATH; {load}'; "
         "echo rc=$?; "
         # nowhere to write: the cache, TMPDIR and /tmp all read-only
-        "mount --bind /tmp /tmp && mount -o remount,bind,ro /tmp || exit 98; "
+        # (--rbind: /tmp may have mounts of its own, which a plain bind cannot take along)
+        "mount --rbind /tmp /tmp && mount -o remount,bind,ro /tmp || exit 98; "
         f"{vk} overlay --search-path {supply}; echo rc=$?; "
         f"{vk} overlay --search-path {supply} --format json; echo rc=$?; "
         f"{vk} exec --search-path {supply} -- sh -c 'echo LLP=$LD_LIBRARY_PATH'; echo rc=$?"

@@ -56,9 +56,6 @@ class AdaptersMatchDevices(Check):
         return symptom.evidence.get("status") == "no-adapter" and bool(cause.evidence.get("hidden"))
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        if not ctx.options.probe:
-            yield self.info("Not compared: the probe did not run (--no-probe)")
-            return
         probe = ctx.fact(probe_result)
         try:
             outcomes = ctx.fact(load_test).outcomes
