@@ -241,3 +241,22 @@ def test_cut_off_driver_library_is_a_warning(tmp_path: Path) -> None:
     assert len(cut) == 1 and cut[0]["severity"] == "warn", doc["findings"]
     assert cut[0]["evidence"]["path"] == str(lib)
     assert "DT_NEEDED: stopped after" in cut[0]["message"]
+
+
+def test_conf_globs_stay_in_the_root_and_lines_end_at_nul(tmp_path: Path) -> None:
+    # found by tests/test_fuzz_elf.py: "//" and a NUL in an include glob raised ValueError; ".."
+    # stays inside the root
+    root = tmp_path / "root"
+    (root / "etc/ld.so.conf.d").mkdir(parents=True)
+    (root / "etc/ld.so.conf").write_bytes(
+        b"include //etc/ld.so.conf.d/a.conf\ninclude /etc/ld.so.conf.d/b.conf\0junk\n"
+        b"include ../../outside/*.conf\n"
+    )
+    (root / "etc/ld.so.conf.d/a.conf").write_text("/opt/a\n")
+    (root / "etc/ld.so.conf.d/b.conf").write_text("/opt/b\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x.conf").write_text("/opt/outside\n")
+    conf = load_conf(Context(root=root))
+    assert [d for d, _ in conf.dirs] == ["/opt/a", "/opt/b"]
+    assert conf.files == ("/etc/ld.so.conf", "/etc/ld.so.conf.d/a.conf", "/etc/ld.so.conf.d/b.conf")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import glob
 import itertools
+import posixpath
 import struct
 from pathlib import Path
 from typing import Any
@@ -260,7 +261,8 @@ def load_conf(ctx: Context) -> LdConf:
         files.append(path)
         read_files.add(path)
         for raw_line in text.splitlines():
-            line = raw_line.split("#", 1)[0].strip()
+            # ldconfig's lines are C strings: a NUL ends one
+            line = raw_line.split("\0", 1)[0].split("#", 1)[0].strip()
             if not line:
                 continue
             if line.startswith("include") and line[7:8] in (" ", "\t"):
@@ -268,6 +270,8 @@ def load_conf(ctx: Context) -> LdConf:
                     pattern = raw_pattern
                     if not pattern.startswith("/"):
                         pattern = str(Path(path).parent / pattern)
+                    # ".." at the top stays at the top, as in the kernel: never out of the root
+                    pattern = "/" + posixpath.normpath(pattern).lstrip("/")
                     host_pattern = str(ctx.under(pattern))
                     if expanded.get(host_pattern, depth + 1) <= depth:
                         continue  # every match was read (or refused) already
