@@ -136,3 +136,32 @@ def test_deep_values_print_as_the_loader_prints_them(tmp_path: Path) -> None:
     assert row["api_version"].startswith("[[[[") and row["api_version"].endswith("]]]]")
     assert len(row["api_version"]) == 2 * 600 + 1
     json.dumps(row)
+
+
+@pytest.mark.parametrize(
+    ("kind", "depth", "loader"),
+    [("object", 600, "lists llvmpipe"), ("array", 100_000, "crashes"), ("object", 3000, "hangs")],
+)
+def test_deep_implicit_layer_manifest_matches_the_loader(
+    tmp_path: Path, kind: str, depth: int, loader: str
+) -> None:
+    d = tmp_path / "data/vulkan/implicit_layer.d"
+    d.mkdir(parents=True)
+    (d / "deep.json").write_text(
+        '{"file_format_version": "1.0.0", "layer": {"name": "VK_LAYER_deep", "type": "GLOBAL", '
+        '"library_path": "libVkLayer_nothing.so", "implementation_version": "1", '
+        '"description": "deep", "disable_environment": {"DISABLE_DEEP": "1"}, '
+        f'"api_version": {nested(kind, depth)}}}}}'
+    )
+    env = {"HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data")}
+    assert real_loader({**env, "VK_DRIVER_FILES": LVP_MANIFEST}, timeout=10) == loader
+    proc, doc = run_json(["check", "--no-probe", "--select", "VKI"], env=env, timeout=120)
+    assert "Traceback" not in proc.stderr and proc.returncode in (0, 1), proc.stderr[-3000:]
+    stops = [f for f in doc["findings"] if "stops every Vulkan application" in f["title"]]
+    if loader == "lists llvmpipe":
+        assert stops == []
+    else:
+        assert proc.returncode == 1
+        assert len(stops) == 1 and stops[0]["severity"] == "fail", doc["findings"]
+        word = "stalls" if loader == "hangs" else "crashes"
+        assert word in stops[0]["message"], stops[0]["message"]

@@ -133,9 +133,9 @@ def _cache(entries: int, ext: bytes, strings: bytes, hwcap_index: int | None = N
     return bytes(out)
 
 
-def test_cache_with_bad_hwcaps_offsets_is_not_an_exception() -> None:
+def _bad_hwcaps_cache() -> bytes:
+    """One entry, and a glibc-hwcaps section whose name offset points past the end of the file."""
     strings = b"libfoo.so.1\0"
-    # a glibc-hwcaps section whose names point past the end of the file
     ext = struct.pack("<II", ldcache.EXTENSION_MAGIC, 1) + struct.pack("<IIII", 1, 0, 0, 4)
     data = bytearray(_cache(1, b"", strings, hwcap_index=0))
     ext_at = len(data)
@@ -143,10 +143,22 @@ def test_cache_with_bad_hwcaps_offsets_is_not_an_exception() -> None:
     struct.pack_into("<IIII", data, ext_at + 8, 1, 0, ext_at + len(ext), 4)
     data += struct.pack("<I", 10**9)
     struct.pack_into("<I", data, 32, ext_at)
-    cache = parse_cache(bytes(data))
+    return bytes(data)
+
+
+def test_cache_with_bad_hwcaps_offsets_is_not_an_exception(tmp_path: Path) -> None:
+    cache = parse_cache(_bad_hwcaps_cache())
     assert cache.error is None
     assert [e.name for e in cache.entries] == ["libfoo.so.1"]
     assert cache.cut and "glibc-hwcaps extension is corrupt" in cache.cut[0]
+    # the whole run: a warning naming the cache, not vkdoctor's internal error (exit 3)
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc/ld.so.cache").write_bytes(_bad_hwcaps_cache())
+    proc, doc = run_json(["check", "--root", str(tmp_path), "--select", "VKL001"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (cut,) = [f for f in doc["findings"] if "was cut off" in f["title"]]
+    assert cut["severity"] == "warn" and cut["evidence"]["path"] == "/etc/ld.so.cache"
+    assert cut["remedy"].startswith("sudo ldconfig")
 
 
 def test_cache_with_repeated_hwcaps_offsets_is_bounded() -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from conftest import run_json, run_vkdoctor
 from elfwriter import Spec, write
+from pkgtrees import debian_skew_tree
 
 from vkdoctor.digits import digits_key, numbers_key, saturated
 from vkdoctor.elf.explain import highest_per_family
@@ -83,3 +84,20 @@ def test_disk_warn_of_400_digits_is_a_usage_error() -> None:
     assert "at most 1 EiB" in proc.stderr and "Traceback" not in proc.stderr
     proc = run_vkdoctor(["check", "--no-probe", "--disk-warn", "５G"])
     assert proc.returncode == 2 and "is not a size" in proc.stderr
+
+
+def test_dpkg_database_with_hostile_epochs_is_findings_not_exit_3(tmp_path: Path) -> None:
+    # a real dpkg tree (tests/pkgtrees.py), its status file then edited: dpkg itself refuses to
+    # install such versions, so only a damaged or forged database has them
+    root = debian_skew_tree(tmp_path)
+    status = root / "var/lib/dpkg/status"
+    text = status.read_text()
+    assert "Version: 12.2.0-14\n" in text and "Version: 1:22.1.8-1\n" in text
+    text = text.replace("Version: 12.2.0-14\n", f"Version: {HUGE}:12.2.0-14\n")
+    text = text.replace("Version: 1:22.1.8-1\n", "Version: \u00b2:22.1.8-1\n")
+    status.write_text(text)
+    proc, doc = run_json(["check", "--root", str(root), "--no-probe"])
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "VKX000" not in {f["code"] for f in doc["findings"]}, doc["findings"]
+    (skew,) = [f for f in doc["findings"] if f["code"] == "VKP002"]
+    assert "\u00b2:22.1.8-1" in skew["message"] and skew["severity"] == "fail"
