@@ -313,11 +313,13 @@ PARSE_CRASH_DEPTH = 150_000
 PRINT_CRASH_DEPTH = 85_000
 #: cJSON_Print builds each level's text by copying its children's, so it copies about (text
 #: size x nesting depth) bytes; objects indent each level by its depth, so n levels of objects
-#: are n^2 bytes of text and n^3 of copying. Measured on a value nested in objects: 1,000
-#: levels 2 s per vkCreateInstance, 1,500 levels 8 s, 2,000 levels 40 s, 3,000 over 30 s (a
-#: layer manifest's field, printed several times, 21 s at 1,000 levels). Past this much copying
-#: (about 1,450 levels of objects) the loader is said to hang.
-PRINT_HANG_WORK = 2_000_000_000
+#: are n^2 bytes of text and n^3 of copying. Measured on a driver's api_version nested in
+#: objects, per vulkaninfo run (which scans the manifests more than once): 1,000 levels 2 s,
+#: 1,200 levels 15 s, 1,500 levels 8 s, 2,000 levels 40 s, 3,000 levels over 30 s; an
+#: explicit layer's api_version 1.5 s at 600 levels, 21 s at 1,000, 37 s at 1,200 (the times
+#: spread with the machine's load). Past this much copying (about 1,150 levels of objects)
+#: the loader is said to hang.
+PRINT_HANG_WORK = 1_000_000_000
 
 
 class LoaderHang(LoaderCrash):
@@ -382,8 +384,8 @@ def print_value(node: Node, depth: int = 0) -> bytes:
     if work > PRINT_HANG_WORK:
         raise LoaderHang(
             f"a value nested {nest} levels deep makes the loader's cJSON_Print copy about "
-            f"{work >> 20} MiB (measured: 1,500 levels of objects take 8 s per read, 2,000 "
-            "levels 40 s)"
+            f"{work >> 20} MiB (measured: 1,200 levels of objects take 15 s, 2,000 levels 40 s, "
+            "3,000 levels more than 30 s)"
         )
     out: list[bytes] = []
     stack: list[tuple[Node, int, int]] = [(node, depth, -1)]
