@@ -12,6 +12,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
+import pytest
 from conftest import run_json
 from elftools.elf.elffile import ELFFile
 from elfwriter import Spec, write
@@ -19,7 +20,7 @@ from elfwriter import Spec, write
 from vkdoctor.context import Context
 from vkdoctor.elf import ldcache
 from vkdoctor.elf.ldcache import load_conf, parse_cache
-from vkdoctor.elf.reader import MAX_VERSION_NAMES, ElfInfo, _parse
+from vkdoctor.elf.reader import MAX_NEEDED, MAX_VERSION_NAMES, ElfInfo, _parse
 
 
 def _dynamic(data: bytes) -> dict[str, int]:
@@ -29,15 +30,19 @@ def _dynamic(data: bytes) -> dict[str, int]:
 
 
 def _bounded(path: Path, seconds: float, mbytes: float) -> ElfInfo:
-    tracemalloc.start()
+    """Parse `path` twice: timed alone, then with tracemalloc for its peak memory (tracemalloc
+    triples the time; the bounds are a tenth of what the unbounded reader took)."""
     t0 = time.perf_counter()
     info = _parse(path, str(path))
     took = time.perf_counter() - t0
+    assert took < seconds, f"{took:.1f} s"
+    tracemalloc.start()
+    again = _parse(path, str(path))
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    assert took < seconds, f"{took:.1f} s"
     assert peak < mbytes * 2**20, f"{peak / 2**20:.0f} MB"
     assert isinstance(info, ElfInfo), info
+    assert again == info
     return info
 
 
@@ -74,7 +79,7 @@ def overlapping_verneed(
 def test_overlapping_version_needs_are_read_once(tmp_path: Path) -> None:
     path = overlapping_verneed(tmp_path)
     assert path.stat().st_size < 100_000
-    info = _bounded(path, seconds=2.0, mbytes=32)
+    info = _bounded(path, seconds=5.0, mbytes=32)
     # 4096 needs share one chain: read once, the same tuple for each
     assert len(info.verneed) == 4096
     assert {v.versions for v in info.verneed} == {("w.so.1",)}
@@ -84,7 +89,7 @@ def test_overlapping_version_needs_are_read_once(tmp_path: Path) -> None:
 def test_version_needs_past_the_cap_are_cut_off(tmp_path: Path) -> None:
     # 2048 different starts into the shared chain: 8 M names, no two chains alike
     path = overlapping_verneed(tmp_path, spread=2048)
-    info = _bounded(path, seconds=3.0, mbytes=64)
+    info = _bounded(path, seconds=5.0, mbytes=64)
     names = sum(len(v.versions) for v in info.verneed)
     assert names <= MAX_VERSION_NAMES
     assert 0 < len(info.verneed) < 4096
@@ -97,7 +102,7 @@ def test_many_needed_entries_naming_one_long_string(tmp_path: Path) -> None:
     # the string table: "\0libw.so.1\0" then the long name, at offset 11
     path = tmp_path / "libneeded.so"
     path.write_bytes(write(Spec(needed=[long], extra=[(1, 11)] * 65000)))
-    info = _bounded(path, seconds=2.0, mbytes=32)
+    info = _bounded(path, seconds=5.0, mbytes=32)
     # one name, decoded once (ld.so loads a repeated NEEDED once)
     assert info.needed == (long,)
     assert info.cut == ()
@@ -108,7 +113,7 @@ def test_needed_entries_reading_gigabytes_are_cut_off(tmp_path: Path) -> None:
     # 65,534 entries at distinct offsets into one 64 KB string: 2 GB of suffixes
     path = tmp_path / "libsuffix.so"
     path.write_bytes(write(Spec(needed=[long], extra=[(1, 12 + k) for k in range(65000)])))
-    info = _bounded(path, seconds=3.0, mbytes=48)
+    info = _bounded(path, seconds=5.0, mbytes=48)
     assert info.cut and info.cut[0].startswith("DT_NEEDED: stopped after")
     assert 100 < len(info.needed) < 1000
 
@@ -175,13 +180,13 @@ def test_cache_with_repeated_hwcaps_offsets_is_bounded() -> None:
     name_off = 48 + 24 + len(b"libfoo.so.1\0")
     data += struct.pack("<I", name_off) * count
     struct.pack_into("<I", data, 32, ext_at)
-    tracemalloc.start()
     t0 = time.perf_counter()
     cache = parse_cache(bytes(data))
-    took = time.perf_counter() - t0
+    assert time.perf_counter() - t0 < 5.0
+    tracemalloc.start()
+    parse_cache(bytes(data))
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    assert took < 2.0
     assert peak < 3 * len(data) + 64 * 2**20
     assert cache.entries[0].hwcaps == name[:-1].decode()
     assert cache.cut and f"more than {ldcache.MAX_HWCAPS} names" in cache.cut[0]
@@ -197,7 +202,7 @@ def test_cache_entries_rereading_one_long_string_are_cut_off() -> None:
         struct.pack_into("<II", data, 48 + 24 * i + 4, str_at + i, str_at + i)
     t0 = time.perf_counter()
     cache = parse_cache(bytes(data))
-    assert time.perf_counter() - t0 < 2.0
+    assert time.perf_counter() - t0 < 5.0
     assert cache.cut and cache.cut[0].startswith("stopped after")
     assert 0 < len(cache.entries) < n
 
@@ -210,19 +215,24 @@ def _conf_tree(root: Path, n: int) -> None:
         (d / f"{i:04}.conf").write_text(f"/opt/lib{i}\ninclude /etc/ld.so.conf.d/*.conf\n")
 
 
-def test_conf_files_that_include_one_another_cost_their_number(tmp_path: Path) -> None:
-    times = []
-    for n in (200, 800):
-        root = tmp_path / f"r{n}"
-        _conf_tree(root, n)
-        t0 = time.perf_counter()
-        conf = load_conf(Context(root=root))
-        times.append(time.perf_counter() - t0)
-        assert len(conf.files) == n + 1
-        assert [d for d, _ in conf.dirs] == [f"/opt/lib{i}" for i in range(n)]
-        assert conf.cut == ()
-    # four times the files: about four times the time, not sixteen
-    assert times[1] < 8 * times[0] + 0.05, times
+def test_conf_files_that_include_one_another_cost_their_number(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # each of n files includes all n: n^2 includes, but one glob and n reads
+    globs: list[str] = []
+    reads: list[Path] = []
+    real_glob, real_read = ldcache.glob.iglob, ldcache.read_text
+    monkeypatch.setattr(ldcache.glob, "iglob", lambda p: globs.append(p) or real_glob(p))
+    monkeypatch.setattr(ldcache, "read_text", lambda p: reads.append(p) or real_read(p))
+    n = 800
+    _conf_tree(tmp_path, n)
+    t0 = time.perf_counter()
+    conf = load_conf(Context(root=tmp_path))
+    assert time.perf_counter() - t0 < 5.0
+    assert len(conf.files) == n + 1 and len(reads) == n + 1
+    assert globs == [str(tmp_path / "etc/ld.so.conf.d/*.conf")]
+    assert [d for d, _ in conf.dirs] == [f"/opt/lib{i}" for i in range(n)]
+    assert conf.cut == ()
 
 
 def test_conf_tree_past_the_file_cap_is_cut_off(tmp_path: Path) -> None:
@@ -272,3 +282,14 @@ def test_conf_globs_stay_in_the_root_and_lines_end_at_nul(tmp_path: Path) -> Non
     conf = load_conf(Context(root=root))
     assert [d for d, _ in conf.dirs] == ["/opt/a", "/opt/b"]
     assert conf.files == ("/etc/ld.so.conf", "/etc/ld.so.conf.d/a.conf", "/etc/ld.so.conf.d/b.conf")
+
+
+def test_thousands_of_distinct_needed_names_are_cut_off(tmp_path: Path) -> None:
+    # each missing library costs a search and a finding: 5,000 of them took 7 minutes
+    path = tmp_path / "libmany.so"
+    path.write_bytes(write(Spec(needed=[f"libn{i}.so" for i in range(5000)])))
+    info = _bounded(path, seconds=5.0, mbytes=32)
+    assert info.needed == tuple(f"libn{i}.so" for i in range(MAX_NEEDED))
+    assert info.cut == (
+        f"DT_NEEDED: stopped after {MAX_NEEDED} names (it names more than {MAX_NEEDED})",
+    )

@@ -254,6 +254,9 @@ MAX_VERSION_NAMES = 65536
 #: object reads a few KB; 65,536 DT_NEEDED entries at the start of one long string would read
 #: gigabytes
 MAX_STRING_BYTES = 8 * 1024 * 1024
+#: distinct DT_NEEDED names per file (the most on a Debian desktop: 21; each missing one costs
+#: a search of every directory ld.so would try, and its own finding)
+MAX_NEEDED = 256
 
 
 class _Image:
@@ -398,12 +401,16 @@ def _dynamic_facts(image: _Image, base: dict[str, Any], raw: dict[int, list[int]
     string = _Strings(image, _strtab(image, raw))
     cut: list[str] = []
 
-    def strings(tag: int, what: str) -> tuple[str, ...]:
-        """The entries' strings in order, each once (ld.so loads a repeated NEEDED once)."""
+    def strings(tag: int, what: str, limit: int = MAX_DYN) -> tuple[str, ...]:
+        """The entries' strings in order, each once (ld.so loads a repeated NEEDED once), at
+        most `limit` of them."""
         out: dict[str, None] = {}
         try:
             for off in raw.get(tag, []):
                 out.setdefault(string(off))
+                if len(out) > limit:
+                    del out[next(reversed(out))]
+                    raise _Cut(f"it names more than {limit}")
         except _Cut as exc:
             cut.append(f"{what}: stopped after {len(out)} names ({exc})")
         return tuple(out)
@@ -420,7 +427,7 @@ def _dynamic_facts(image: _Image, base: dict[str, Any], raw: dict[int, list[int]
     except _Cut as exc:
         soname = None
         cut.append(f"DT_SONAME: {exc}")
-    needed = strings(DT_NEEDED, "DT_NEEDED")
+    needed = strings(DT_NEEDED, "DT_NEEDED", MAX_NEEDED)
     if image.dyn_cut:
         cut.append(f"the dynamic section: read its first {MAX_DYN} entries, it has more")
     verneed: tuple[VersionNeed, ...] = ()
