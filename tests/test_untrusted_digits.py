@@ -101,3 +101,11 @@ def test_dpkg_database_with_hostile_epochs_is_findings_not_exit_3(tmp_path: Path
     assert "VKX000" not in {f["code"] for f in doc["findings"]}, doc["findings"]
     (skew,) = [f for f in doc["findings"] if f["code"] == "VKP002"]
     assert "\u00b2:22.1.8-1" in skew["message"] and skew["severity"] == "fail"
+
+
+def test_bench_sizes_of_5000_digits_or_superscripts_are_usage_errors() -> None:
+    proc = run_vkdoctor(["bench", "--cpu", "--sizes", f"{HUGE}x4"])
+    assert proc.returncode == 2 and "more than 1,073,741,824 elements" in proc.stderr
+    assert "set_int_max_str_digits" not in proc.stderr
+    proc = run_vkdoctor(["bench", "--cpu", "--sizes", "\u00b2x4"])
+    assert proc.returncode == 2 and "is not ROWSxD" in proc.stderr
