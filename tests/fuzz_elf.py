@@ -106,11 +106,11 @@ def unpack_tree(data: bytes, etc: Path) -> None:
         if not _SAFE.match(text) or ".." in text:
             continue
         path = etc / text
-        if path.parent != etc:
+        try:
             path.parent.mkdir(exist_ok=True)
-        if not path.parent.is_dir() or path.is_dir():
+            path.write_bytes(body)
+        except OSError:  # "a" a file and "a/b" wanted, or the other way round
             continue
-        path.write_bytes(body)
 
 
 def conf_seeds() -> Sequence[bytes]:
