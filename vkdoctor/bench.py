@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from vkdoctor.digits import is_digits, saturated
 from vkdoctor.probe import ProbeRequest, run_probe
 from vkdoctor.resources import probes_dir, shaders_dir
 
@@ -46,14 +47,16 @@ def parse_sizes(text: str) -> list[tuple[int, int]]:
     sizes = []
     for item in text.split(","):
         rows, sep, d = item.strip().lower().partition("x")
-        if not (sep and rows.isdigit() and d.isdigit()):
+        if not (sep and is_digits(rows) and is_digits(d)):
             raise ValueError(f"{item.strip()!r} is not ROWSxD")
-        r, c = int(rows), int(d)
+        # past MAX_ELEMENTS either way, and short enough for int()
+        r, c = saturated(rows, MAX_ELEMENTS + 1), saturated(d, MAX_ELEMENTS + 1)
         if r < 1 or c < 4 or c % 4:
             raise ValueError(f"{item.strip()!r}: rows must be >= 1 and d a multiple of 4")
         if r * c > MAX_ELEMENTS:
+            count = f"{r * c:,}" if max(r, c) <= MAX_ELEMENTS else f"more than {MAX_ELEMENTS:,}"
             raise ValueError(
-                f"{item.strip()!r}: {r * c:,} elements; at most {MAX_ELEMENTS:,} (the host keeps x, "
+                f"{item.strip()!r}: {count} elements; at most {MAX_ELEMENTS:,} (the host keeps x, "
                 "y, a float64 reference and the error arrays: about 36 GiB there already)"
             )
         sizes.append((r, c))

@@ -77,6 +77,8 @@ class Context:
         p = PurePosixPath(path)
         if not p.is_absolute():
             p = PurePosixPath(self.cwd) / p
+        if p.root == "//":  # POSIX keeps a leading "//"; Linux reads it as "/"
+            p = PurePosixPath("/" + str(p).lstrip("/"))
         if self.live:
             return Path(p)
         return self.root / p.relative_to("/")

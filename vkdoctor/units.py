@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4, "p": 1024**5}
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(?:i?b)?\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(?:i?b)?\s*$", re.IGNORECASE | re.ASCII)
 
 
 def parse_size(text: str) -> int:
@@ -15,7 +15,9 @@ def parse_size(text: str) -> int:
         raise ValueError(
             f"{text!r} is not a size; use a number with an optional unit K, M, G, T or P (e.g. 5G, 500M)"
         )
-    size = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    whole = m.group(1).split(".")[0].lstrip("0")
+    # 1 EiB has 19 digits: a longer number is too large before float() makes it inf
+    size = MAX_SIZE + 1 if len(whole) > 19 else int(float(m.group(1)) * _UNITS[m.group(2).lower()])
     if size > MAX_SIZE:
         raise ValueError(f"{text!r} is more than any filesystem holds (at most 1 EiB)")
     return size

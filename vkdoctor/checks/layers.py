@@ -199,6 +199,18 @@ class ExplicitLayersFromEnvironment(Check):
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         scan = explicit_layers(ctx)
+        for f in scan.files:
+            # the loader reads every explicit manifest at vkCreateInstance, chosen or not
+            if f.outcome in (L.FILE_FIFO, L.FILE_CRASH):
+                yield self.fail(
+                    f"Explicit layer manifest {f.manifest} stops every Vulkan application",
+                    f"{f.manifest}: {f.reason}. The loader reads every explicit layer manifest "
+                    "in vkCreateInstance, whether a program asks for the layer or not.",
+                    remedy=f"remove {f.manifest}",
+                    manifest=f.manifest,
+                    origin=f.origin,
+                    outcome=f.outcome,
+                )
         requested = L.instance_layers(ctx)
         if not requested and not scan.enable.active:
             return

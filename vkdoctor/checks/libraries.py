@@ -23,7 +23,7 @@ from vkdoctor.elf.explain import (
     system_copy,
     version_sentence,
 )
-from vkdoctor.elf.ldcache import load_conf
+from vkdoctor.elf.ldcache import load_cache, load_conf
 from vkdoctor.elf.resolve import (
     Library,
     Miss,
@@ -197,6 +197,42 @@ class LibraryOpens(Check):
                 f"{label(t)}: {res.predicted_error}. {where} {near}".strip(),
                 remedy=stale_manifest_remedy(ctx, t.manifest),
                 evidence=ev,
+            )
+        yield from self._cut_off(ctx)
+
+    def _cut_off(self, ctx: Context) -> Iterable[Finding]:
+        """A file vkdoctor read only part of, at one of its limits: what it says of that file's
+        libraries is incomplete. No real file comes near the limits."""
+        parts: dict[str, tuple[str, ...]] = {}
+        for _t, res in ctx.fact(target_resolutions):
+            for lib in res.libraries:
+                if lib.elf.cut:
+                    parts.setdefault(lib.path, lib.elf.cut)
+        cache = ctx.fact(load_cache)
+        if cache is not None and cache.cut:
+            parts[cache.path] = cache.cut
+        conf = ctx.fact(load_conf)
+        if conf.cut:
+            parts["/etc/ld.so.conf"] = conf.cut
+        for path, cut in parts.items():
+            is_cache = cache is not None and path == cache.path
+            yield self.warn(
+                f"{path} was cut off: vkdoctor read only part of it",
+                f"{path} goes past what vkdoctor reads of one file: {'; '.join(cut)}. No working "
+                "file comes near these limits: this one is corrupt or made to exhaust the readers "
+                "that trust it, and what vkdoctor says of the libraries it lists is incomplete.",
+                remedy="sudo ldconfig (rebuilds /etc/ld.so.cache)"
+                if is_cache
+                else fix_file(
+                    ctx,
+                    path,
+                    "{reinstall} ({package} owns "
+                    + path.replace("{", "{{").replace("}", "}}")
+                    + ").",
+                    f"{path} belongs to no package: replace it with a working copy or remove it.",
+                ),
+                path=path,
+                cut=list(cut),
             )
 
 

@@ -6,6 +6,7 @@ import posixpath
 from collections.abc import Iterable, Sequence
 
 from vkdoctor.context import Context
+from vkdoctor.digits import digits_key, is_digits
 from vkdoctor.elf.ldcache import load_cache
 from vkdoctor.elf.nearmiss import NearMiss
 from vkdoctor.elf.platform import ldso_platform
@@ -111,19 +112,20 @@ def system_copy(ctx: Context, soname: str) -> str | None:
     return None
 
 
-def version_node_key(name: str) -> tuple[str, tuple[int, ...]]:
-    """GLIBCXX_3.4.30 -> ("GLIBCXX", (3, 4, 30)); a name without a number is its own family."""
+def version_node_key(name: str) -> tuple[str, tuple[tuple[int, str], ...]]:
+    """GLIBCXX_3.4.30 -> ("GLIBCXX", (3, 4, 30)) (each number as a `digits_key`); a name
+    without a number is its own family."""
     family, _, number = name.rpartition("_")
-    try:
-        return family, tuple(int(p) for p in number.split("."))
-    except ValueError:
+    parts = number.split(".")
+    if not all(is_digits(p) for p in parts):
         return name, ()
+    return family, tuple(digits_key(p) for p in parts)
 
 
 def highest_per_family(versions: Iterable[str]) -> list[str]:
     """GLIBCXX_3.4.30 and CXXABI_1.3.13 out of every GLIBCXX_* and CXXABI_* missing: the copy
     that has the highest of each family has the others too."""
-    best: dict[str, tuple[tuple[int, ...], str]] = {}
+    best: dict[str, tuple[tuple[tuple[int, str], ...], str]] = {}
     for name in versions:
         family, key = version_node_key(name)
         if family not in best or key > best[family][0]:

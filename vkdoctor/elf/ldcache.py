@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import functools
 import glob
+import itertools
+import posixpath
 import struct
 from pathlib import Path
+from typing import Any
 
 from vkdoctor.context import Context
 from vkdoctor.files import read_bytes, read_text
@@ -56,6 +59,8 @@ class LdCache:
     entries: tuple[CacheEntry, ...]
     #: a reason when the file exists but could not be used
     error: str | None = None
+    #: where vkdoctor stopped reading it at one of its limits (a corrupt or hostile cache)
+    cut: tuple[str, ...] = ()
 
     def lookup(self, name: str, machine: str, hwcaps: tuple[str, ...]) -> CacheEntry | None:
         """ld.so's choice for `name`: best supported glibc-hwcaps entry, else the first plain one."""
@@ -88,8 +93,20 @@ class LdCache:
         return self._index
 
 
+#: glibc-hwcaps subdirectory names one cache may define (glibc knows a handful per machine)
+MAX_HWCAPS = 1024
+#: bytes of names and paths decoded from one cache, beyond twice its size (a real cache's
+#: strings are a third of it; entries pointing into one long string could read it over and over)
+STRING_SLACK = 16 * 1024 * 1024
+
+
+class _Cut(Exception):
+    """A limit on what vkdoctor reads from the cache was reached."""
+
+
 def parse_cache(data: bytes, path: str = "/etc/ld.so.cache") -> LdCache:
-    """Parse the new cache format, after an old-format prefix if there is one."""
+    """Parse the new cache format, after an old-format prefix if there is one. Time and memory
+    are linear in the file's size: each string is decoded once, however many entries name it."""
     start = 0
     if data.startswith(OLD_MAGIC):
         if len(data) < 16:
@@ -109,24 +126,33 @@ def parse_cache(data: bytes, path: str = "/etc/ld.so.cache") -> LdCache:
     if entries_at + nlibs * 24 > len(data):
         return LdCache(path=path, entries=(), error="truncated entry table")
 
-    def cstr(off: int) -> str:
-        off += start
-        end = data.find(b"\0", off)
-        if off >= len(data) or end < 0:
-            raise ValueError(f"string offset {off} out of range")
-        return data[off:end].decode("utf-8", "surrogateescape")
+    memo: dict[int, str] = {}
+    budget = [2 * len(data) + STRING_SLACK]
 
+    def cstr(off: int) -> str:
+        hit = memo.get(off)
+        if hit is not None:
+            return hit
+        at = off + start
+        end = data.find(b"\0", at) if at < len(data) else -1
+        if end < 0:
+            raise ValueError(f"string offset {at} out of range")
+        budget[0] -= end - at
+        if budget[0] < 0:
+            raise _Cut(
+                f"its entries name more than {2 * len(data) + STRING_SLACK} bytes of strings"
+            )
+        text = memo[off] = data[at:end].decode("utf-8", "surrogateescape")
+        return text
+
+    cut: list[str] = []
     hwcap_names: list[str] = []
-    if ext_offset and start + ext_offset + 8 <= len(data):
-        at = start + ext_offset
-        magic, count = struct.unpack_from(endian + "II", data, at)
-        if magic == EXTENSION_MAGIC:
-            for i in range(min(count, 64)):
-                tag, _f, off, size = struct.unpack_from(endian + "IIII", data, at + 8 + 16 * i)
-                if tag == EXTENSION_TAG_GLIBC_HWCAPS:
-                    for j in range(size // 4):
-                        (s,) = struct.unpack_from(endian + "I", data, start + off + 4 * j)
-                        hwcap_names.append(cstr(s))
+    try:
+        _hwcaps(data, start, ext_offset, endian, cstr, hwcap_names)
+    except (ValueError, struct.error) as exc:
+        cut.append(f"its glibc-hwcaps extension is corrupt ({exc}); read {len(hwcap_names)} names")
+    except _Cut as exc:
+        cut.append(f"its glibc-hwcaps extension: stopped after {len(hwcap_names)} names ({exc})")
     entries: list[CacheEntry] = []
     try:
         for i in range(nlibs):
@@ -142,8 +168,33 @@ def parse_cache(data: bytes, path: str = "/etc/ld.so.cache") -> LdCache:
                 CacheEntry(name=cstr(key), path=cstr(value), flags=eflags, hwcaps=sub, hwcap=hwcap)
             )
     except (ValueError, struct.error) as exc:
-        return LdCache(path=path, entries=tuple(entries), error=f"corrupt: {exc}")
-    return LdCache(path=path, entries=tuple(entries))
+        return LdCache(path=path, entries=tuple(entries), error=f"corrupt: {exc}", cut=tuple(cut))
+    except _Cut as exc:
+        cut.append(f"stopped after {len(entries)} of {nlibs} entries ({exc})")
+    return LdCache(path=path, entries=tuple(entries), cut=tuple(cut))
+
+
+def _hwcaps(
+    data: bytes, start: int, ext_offset: int, endian: str, cstr: Any, out: list[str]
+) -> None:
+    """The glibc-hwcaps subdirectory names, in index order, into `out` (at most MAX_HWCAPS)."""
+    if not ext_offset or start + ext_offset + 8 > len(data):
+        return
+    at = start + ext_offset
+    magic, count = struct.unpack_from(endian + "II", data, at)
+    if magic != EXTENSION_MAGIC:
+        return
+    for i in range(min(count, 64)):
+        tag, _f, off, size = struct.unpack_from(endian + "IIII", data, at + 8 + 16 * i)
+        if tag != EXTENSION_TAG_GLIBC_HWCAPS:
+            continue
+        if start + off + size > len(data):
+            raise ValueError(f"section at {start + off} of {size} bytes ends past the file")
+        for j in range(size // 4):
+            if len(out) >= MAX_HWCAPS:
+                raise _Cut(f"more than {MAX_HWCAPS} names")
+            (s,) = struct.unpack_from(endian + "I", data, start + off + 4 * j)
+            out.append(cstr(s))
 
 
 def load_cache(ctx: Context) -> LdCache | None:
@@ -158,29 +209,60 @@ def load_cache(ctx: Context) -> LdCache | None:
     return parse_cache(data, path)
 
 
+#: configuration files and glob matches one ld.so.conf tree may name (a real one: a dozen)
+MAX_CONF_FILES = 4096
+#: include depth (ldconfig has no limit and recurses until it runs out of stack or files)
+MAX_CONF_DEPTH = 8
+
+
 @record(frozen=True, kw_only=True)
 class LdConf:
     #: directories in the order ldconfig scans them, each with the file that named it
     dirs: tuple[tuple[str, str], ...]
     files: tuple[str, ...]
+    #: where vkdoctor stopped reading the tree at one of its limits
+    cut: tuple[str, ...] = ()
 
 
 def load_conf(ctx: Context) -> LdConf:
-    """/etc/ld.so.conf with its `include` globs (relative globs are relative to /etc)."""
+    """/etc/ld.so.conf with its `include` globs (relative globs are relative to /etc). Each file
+    is read once and each glob expanded once, however often the files include one another."""
     dirs: list[tuple[str, str]] = []
     files: list[str] = []
+    read_files: set[str] = set()
     seen: set[str] = set()
+    #: host glob pattern -> the lowest depth it was expanded at
+    expanded: dict[str, int] = {}
+    cut: list[str] = []
+    prefix = str(ctx.under("/"))
+
+    def matches(host_pattern: str) -> list[str]:
+        found = list(itertools.islice(glob.iglob(host_pattern), MAX_CONF_FILES + 1))  # noqa: PTH207
+        if len(found) > MAX_CONF_FILES:
+            cut.append(f"include {host_pattern}: read the first {MAX_CONF_FILES} matches")
+            found = found[:MAX_CONF_FILES]
+        return sorted(found)
 
     def read(path: str, depth: int) -> None:
-        if depth > 8 or path in files:
+        if path in read_files:
+            return
+        if depth > MAX_CONF_DEPTH:
+            if not cut or "deeper" not in cut[-1]:
+                cut.append(f"{path}: includes nested deeper than {MAX_CONF_DEPTH} levels not read")
+            return
+        if len(files) >= MAX_CONF_FILES:
+            if not any("files read" in c for c in cut):
+                cut.append(f"{MAX_CONF_FILES} files read; {path} and any after it not read")
             return
         try:
             text = read_text(ctx.resolve(path))
         except OSError:
             return
         files.append(path)
+        read_files.add(path)
         for raw_line in text.splitlines():
-            line = raw_line.split("#", 1)[0].strip()
+            # ldconfig's lines are C strings: a NUL ends one
+            line = raw_line.split("\0", 1)[0].split("#", 1)[0].strip()
             if not line:
                 continue
             if line.startswith("include") and line[7:8] in (" ", "\t"):
@@ -188,9 +270,13 @@ def load_conf(ctx: Context) -> LdConf:
                     pattern = raw_pattern
                     if not pattern.startswith("/"):
                         pattern = str(Path(path).parent / pattern)
+                    # ".." at the top stays at the top, as in the kernel: never out of the root
+                    pattern = "/" + posixpath.normpath(pattern).lstrip("/")
                     host_pattern = str(ctx.under(pattern))
-                    prefix = str(ctx.under("/"))
-                    for match in sorted(glob.glob(host_pattern)):  # noqa: PTH207
+                    if expanded.get(host_pattern, depth + 1) <= depth:
+                        continue  # every match was read (or refused) already
+                    expanded[host_pattern] = depth
+                    for match in matches(host_pattern):
                         inner = match if ctx.live else "/" + str(Path(match).relative_to(prefix))
                         read(inner, depth + 1)
                 continue
@@ -203,4 +289,4 @@ def load_conf(ctx: Context) -> LdConf:
                     dirs.append((d, path))
 
     read("/etc/ld.so.conf", 0)
-    return LdConf(dirs=tuple(dirs), files=tuple(files))
+    return LdConf(dirs=tuple(dirs), files=tuple(files), cut=tuple(cut))

@@ -70,6 +70,10 @@ class NearMiss:
         }
 
 
+def _memo(ctx: Context) -> dict[Any, Any]:
+    return {}
+
+
 def _scan_dirs(ctx: Context, searcher: Searcher, tried: Sequence[str]) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     seen: set[str] = set()
@@ -84,38 +88,73 @@ def _scan_dirs(ctx: Context, searcher: Searcher, tried: Sequence[str]) -> list[t
         add(d, "searched")
     for d in searcher.plat.system_dirs:
         add(d, "searched" if d in tried else "system")
-    for d, _src in ctx.fact(load_conf).dirs:
-        add(d, "ld.so.conf")
-    if searcher.cache is not None:
-        for e in searcher.cache.entries:
-            add(posixpath.dirname(e.path), "cache")
-    for p in ctx.options.search_paths:
-        add(str(p), "search-path")
+    for d, where in _other_dirs(ctx, searcher):
+        add(d, where)
     return out
 
 
-def _cached_names(ctx: Context, searcher: Searcher, base: str) -> set[str]:
+def _other_dirs(ctx: Context, searcher: Searcher) -> list[tuple[str, str]]:
+    """The ld.so.conf, cache and search-path directories, once per searcher (the cache lists a
+    few thousand entries, and a file may need thousands of missing libraries)."""
+    memo = ctx.fact(_memo)
+    key = ("dirs", id(searcher))
+    hit = memo.get(key)
+    if hit is None or hit[0] is not searcher:
+        dirs: dict[str, str] = {}
+        for d, _src in ctx.fact(load_conf).dirs:
+            dirs.setdefault(d.rstrip("/") or "/", "ld.so.conf")
+        if searcher.cache is not None:
+            for e in searcher.cache.entries:
+                dirs.setdefault(posixpath.dirname(e.path).rstrip("/") or "/", "cache")
+        for path in ctx.options.search_paths:
+            dirs.setdefault(str(path).rstrip("/") or "/", "search-path")
+        hit = memo[key] = (searcher, list(dirs.items()))
+    return list(hit[1])
+
+
+def _cached_names(ctx: Context, searcher: Searcher, base: str) -> set[str] | frozenset[str]:
     """The names ld.so.cache lists; `base` only if its file is still there: an entry whose file
     was moved away is as good as none (ldconfig must run again)."""
     if searcher.cache is None:
         return set()
-    return {
-        e.name for e in searcher.cache.entries if e.name != base or ctx.resolve(e.path).exists()
-    }
+    names: frozenset[str] = frozenset(searcher.cache.by_name())
+    if base in names and not any(
+        ctx.resolve(e.path).exists() for e in searcher.cache.by_name()[base]
+    ):
+        return names - {base}
+    return names
+
+
+def _by_family(ctx: Context, d: str) -> tuple[dict[str, int], dict[str | None, list[str]]]:
+    """The names in directory `d` with their positions, and by family: once per directory."""
+    from vkdoctor.elf.search import list_dir
+
+    memo = ctx.fact(_memo)
+    key = ("families", d)
+    hit = memo.get(key)
+    if hit is None:
+        names = list_dir(ctx, d)
+        families: dict[str | None, list[str]] = {}
+        for e in names:
+            families.setdefault(family(e), []).append(e)
+        hit = memo[key] = ({e: i for i, e in enumerate(names)}, families)
+    return hit
 
 
 def near_misses(
     ctx: Context, searcher: Searcher, name: str, tried: Sequence[str]
 ) -> tuple[NearMiss, ...]:
-    from vkdoctor.elf.search import list_dir
-
     stem = family(posixpath.basename(name))
     base = posixpath.basename(name)
     out: list[NearMiss] = []
     seen_real: set[str] = set()
     cached = _cached_names(ctx, searcher, base)
     for d, where in _scan_dirs(ctx, searcher, tried):
-        entries = [e for e in list_dir(ctx, d) if e == base or (stem and family(e) == stem)]
+        position, families = _by_family(ctx, d)
+        entries = list(families.get(stem, ())) if stem else []
+        if base in position and base not in entries:
+            entries.append(base)
+        entries.sort(key=position.__getitem__)
         # a file named like its soname first, so that links to it (libLLVM-15.so) are folded in
         entries.sort(key=lambda e: 0 if e == base or _is_soname_file(ctx, d, e) else 1)
         for entry in entries:

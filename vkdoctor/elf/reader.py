@@ -77,6 +77,9 @@ class ElfInfo:
     has_verdef: bool = False
     #: problems reading the dynamic section that did not stop the read
     warnings: tuple[str, ...] = ()
+    #: where vkdoctor stopped reading a table at one of its limits (a hostile or corrupt file:
+    #: no real object comes near them); the facts above are then incomplete
+    cut: tuple[str, ...] = ()
 
     @property
     def bind_now(self) -> bool:
@@ -107,6 +110,7 @@ class ElfInfo:
             "nodeflib": self.nodeflib,
             "verdef": list(self.verdef),
             "verneed": {v.file: list(v.versions) for v in self.verneed},
+            **({"cut": list(self.cut)} if self.cut else {}),
         }
 
 
@@ -243,6 +247,16 @@ DT_VERDEF, DT_VERDEFNUM, DT_VERNEED, DT_VERNEEDNUM = 0x6FFFFFFC, 0x6FFFFFFD, 0x6
 MAX_PHDRS = 4096
 MAX_DYN = 65536
 MAX_VERNEED, MAX_VERNAUX, MAX_VERDEF = 4096, 4096, 65536
+#: version names read from DT_VERNEED in all (libLLVM needs 40; overlapping entries can make a
+#: few KB name millions)
+MAX_VERSION_NAMES = 65536
+#: bytes of dynamic strings decoded per file (NEEDED, SONAME, paths, version names): a real
+#: object reads a few KB; 65,536 DT_NEEDED entries at the start of one long string would read
+#: gigabytes
+MAX_STRING_BYTES = 8 * 1024 * 1024
+#: distinct DT_NEEDED names per file (the most on a Debian desktop: 21; each missing one costs
+#: a search of every directory ld.so would try, and its own finding)
+MAX_NEEDED = 256
 
 
 class _Image:
@@ -255,6 +269,8 @@ class _Image:
         self.e = "<" if little else ">"
         self.loads: list[tuple[int, int, int]] = []
         self.machine = 0
+        #: the dynamic section has more than MAX_DYN entries before its DT_NULL
+        self.dyn_cut = False
 
     def unpack(self, fmt: str, offset: int, what: str) -> tuple[int, ...]:
         s = struct.Struct(self.e + fmt)
@@ -336,53 +352,100 @@ def _layout(image: _Image) -> tuple[dict[str, Any], dict[int, list[int]] | None]
 
     raw: dict[int, list[int]] = {}
     entry = struct.Struct(image.e + dyn_fmt)
-    for k in range(min(dynamic[1] // entry.size, MAX_DYN)):
+    total = dynamic[1] // entry.size
+    for k in range(min(total, MAX_DYN)):
         tag, val = entry.unpack_from(image.data, dynamic[0] + k * entry.size)
         if tag == DT_NULL:
             break
         raw.setdefault(tag, []).append(val)
+    else:
+        image.dyn_cut = total > MAX_DYN
     return base, raw
 
 
-def _dynamic_facts(image: _Image, base: dict[str, Any], raw: dict[int, list[int]]) -> ElfInfo:
-    strtab = _strtab(image, raw)
+class _Cut(Exception):
+    """A limit on what vkdoctor reads from one file was reached."""
 
-    def string(off: int) -> str:
-        if strtab is None:
+
+class _Strings:
+    """The dynamic string table: each offset decoded once (the same name is one object however
+    many entries point at it), within MAX_STRING_BYTES per file."""
+
+    def __init__(self, image: _Image, strtab: tuple[int, int] | None) -> None:
+        self.image = image
+        self.strtab = strtab
+        self.memo: dict[int, str] = {}
+        self.budget = MAX_STRING_BYTES
+
+    def __call__(self, off: int) -> str:
+        hit = self.memo.get(off)
+        if hit is not None:
+            return hit
+        if self.strtab is None:
             raise _Bad("malformed", "no DT_STRTAB")
-        start, end = strtab
+        start, end = self.strtab
         if off < 0 or start + off >= end:
             raise _Bad("malformed", f"string offset {off} outside DT_STRTAB")
-        stop = image.data.find(b"\0", start + off, end)
+        data = self.image.data
+        stop = data.find(b"\0", start + off, end)
         if stop < 0:
             raise _Bad("truncated", f"string at DT_STRTAB+{off} has no terminating NUL")
-        return bytes(image.data[start + off : stop]).decode("utf-8", "replace")
+        self.budget -= stop - start - off
+        if self.budget < 0:
+            raise _Cut(f"more than {MAX_STRING_BYTES} bytes of dynamic strings")
+        text = self.memo[off] = bytes(data[start + off : stop]).decode("utf-8", "replace")
+        return text
 
-    def dirs(tag: int) -> tuple[str, ...]:
+
+def _dynamic_facts(image: _Image, base: dict[str, Any], raw: dict[int, list[int]]) -> ElfInfo:
+    string = _Strings(image, _strtab(image, raw))
+    cut: list[str] = []
+
+    def strings(tag: int, what: str, limit: int = MAX_DYN) -> tuple[str, ...]:
+        """The entries' strings in order, each once (ld.so loads a repeated NEEDED once), at
+        most `limit` of them."""
+        out: dict[str, None] = {}
+        try:
+            for off in raw.get(tag, []):
+                out.setdefault(string(off))
+                if len(out) > limit:
+                    del out[next(reversed(out))]
+                    raise _Cut(f"it names more than {limit}")
+        except _Cut as exc:
+            cut.append(f"{what}: stopped after {len(out)} names ({exc})")
+        return tuple(out)
+
+    def dirs(tag: int, what: str) -> tuple[str, ...]:
         out: list[str] = []
-        for off in raw.get(tag, []):
-            out.extend(string(off).split(":"))
+        for text in strings(tag, what):
+            out.extend(text.split(":"))
         return tuple(out)
 
     warnings: list[str] = []
-    soname = string(raw[DT_SONAME][0]) if DT_SONAME in raw else None
-    needed = tuple(string(o) for o in raw.get(DT_NEEDED, []))
+    try:
+        soname = string(raw[DT_SONAME][0]) if DT_SONAME in raw else None
+    except _Cut as exc:
+        soname = None
+        cut.append(f"DT_SONAME: {exc}")
+    needed = strings(DT_NEEDED, "DT_NEEDED", MAX_NEEDED)
+    if image.dyn_cut:
+        cut.append(f"the dynamic section: read its first {MAX_DYN} entries, it has more")
     verneed: tuple[VersionNeed, ...] = ()
     verdef: tuple[str, ...] = ()
     try:
-        verneed = _verneed(image, raw, string)
+        verneed = _verneed(image, raw, string, cut)
     except _Bad as exc:
         warnings.append(f"cannot read DT_VERNEED: {exc}")
     try:
-        verdef = _verdef(image, raw, string)
+        verdef = _verdef(image, raw, string, cut)
     except _Bad as exc:
         warnings.append(f"cannot read DT_VERDEF: {exc}")
     return ElfInfo(
         **base,
         soname=soname,
         needed=needed,
-        rpath=dirs(DT_RPATH),
-        runpath=dirs(DT_RUNPATH),
+        rpath=dirs(DT_RPATH, "DT_RPATH"),
+        runpath=dirs(DT_RUNPATH, "DT_RUNPATH"),
         has_rpath=DT_RPATH in raw,
         has_runpath=DT_RUNPATH in raw,
         flags=raw.get(DT_FLAGS, [0])[0],
@@ -391,6 +454,7 @@ def _dynamic_facts(image: _Image, base: dict[str, Any], raw: dict[int, list[int]
         verdef=verdef,
         has_verdef=DT_VERDEF in raw,
         warnings=tuple(warnings),
+        cut=tuple(cut),
     )
 
 
@@ -408,45 +472,66 @@ def _strtab(image: _Image, raw: dict[int, list[int]]) -> tuple[int, int] | None:
     return start, end
 
 
-def _verneed(image: _Image, raw: dict[int, list[int]], string: Any) -> tuple[VersionNeed, ...]:
+def _verneed(
+    image: _Image, raw: dict[int, list[int]], string: _Strings, cut: list[str]
+) -> tuple[VersionNeed, ...]:
+    """The Elf_Verneed chain. Entries only move forward, but many may share one Elf_Vernaux
+    chain: each chain is read once, and MAX_VERSION_NAMES bounds the names of all of them."""
     if DT_VERNEED not in raw:
         return ()
     count = raw.get(DT_VERNEEDNUM, [0])[0]
     pos = image.offset(raw[DT_VERNEED][0], "DT_VERNEED")
     out: list[VersionNeed] = []
-    for _ in range(min(count, MAX_VERNEED)):
-        _, vn_cnt, vn_file, vn_aux, vn_next = image.unpack("HHIII", pos, "Elf_Verneed")
-        names: list[str] = []
-        weak: list[str] = []
-        apos = pos + vn_aux
-        for _ in range(min(vn_cnt, MAX_VERNAUX)):
-            _, vna_flags, _, vna_name, vna_next = image.unpack("IHHII", apos, "Elf_Vernaux")
-            name = string(vna_name)
-            names.append(name)
-            if vna_flags & VER_FLG_WEAK:
-                weak.append(name)
-            if not vna_next:
+    chains: dict[tuple[int, int], tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    left = MAX_VERSION_NAMES
+    try:
+        for _ in range(min(count, MAX_VERNEED)):
+            _, vn_cnt, vn_file, vn_aux, vn_next = image.unpack("HHIII", pos, "Elf_Verneed")
+            key = (pos + vn_aux, min(vn_cnt, MAX_VERNAUX))
+            chain = chains.get(key)
+            if chain is None:
+                names: dict[str, None] = {}
+                weak: dict[str, None] = {}
+                apos = key[0]
+                for _ in range(key[1]):
+                    if left <= 0:
+                        raise _Cut(f"more than {MAX_VERSION_NAMES} version names")
+                    left -= 1
+                    _, vna_flags, _, vna_name, vna_next = image.unpack("IHHII", apos, "Elf_Vernaux")
+                    name = string(vna_name)
+                    names.setdefault(name)
+                    if vna_flags & VER_FLG_WEAK:
+                        weak.setdefault(name)
+                    if not vna_next:
+                        break
+                    apos += vna_next
+                chain = chains[key] = (tuple(names), tuple(weak))
+            out.append(VersionNeed(file=string(vn_file), versions=chain[0], weak=chain[1]))
+            if not vn_next:
                 break
-            apos += vna_next
-        out.append(VersionNeed(file=string(vn_file), versions=tuple(names), weak=tuple(weak)))
-        if not vn_next:
-            break
-        pos += vn_next
+            pos += vn_next
+    except _Cut as exc:
+        cut.append(f"DT_VERNEED: stopped after {len(out)} entries ({exc})")
     return tuple(out)
 
 
-def _verdef(image: _Image, raw: dict[int, list[int]], string: Any) -> tuple[str, ...]:
+def _verdef(
+    image: _Image, raw: dict[int, list[int]], string: _Strings, cut: list[str]
+) -> tuple[str, ...]:
     if DT_VERDEF not in raw:
         return ()
     count = raw.get(DT_VERDEFNUM, [0])[0]
     pos = image.offset(raw[DT_VERDEF][0], "DT_VERDEF")
-    out: list[str] = []
-    for _ in range(min(count, MAX_VERDEF)):
-        _, vd_flags, _, vd_cnt, _, vd_aux, vd_next = image.unpack("HHHHIII", pos, "Elf_Verdef")
-        if not vd_flags & VER_FLG_BASE and vd_cnt:
-            (vda_name, _) = image.unpack("II", pos + vd_aux, "Elf_Verdaux")
-            out.append(string(vda_name))
-        if not vd_next:
-            break
-        pos += vd_next
+    out: dict[str, None] = {}
+    try:
+        for _ in range(min(count, MAX_VERDEF)):
+            _, vd_flags, _, vd_cnt, _, vd_aux, vd_next = image.unpack("HHHHIII", pos, "Elf_Verdef")
+            if not vd_flags & VER_FLG_BASE and vd_cnt:
+                (vda_name, _) = image.unpack("II", pos + vd_aux, "Elf_Verdaux")
+                out.setdefault(string(vda_name))
+            if not vd_next:
+                break
+            pos += vd_next
+    except _Cut as exc:
+        cut.append(f"DT_VERDEF: stopped after {len(out)} names ({exc})")
     return tuple(out)

@@ -15,11 +15,11 @@ would show: the first mapping error, else the first missing version in load orde
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from vkdoctor.context import Context
+from vkdoctor.digits import numbers_key
 from vkdoctor.elf.nearmiss import NearMiss, near_misses, other_copies
 from vkdoctor.elf.reader import ElfInfo
 from vkdoctor.elf.search import How, LoadedObject, Lookup, Searcher, SearchInputs, Tried
@@ -321,9 +321,10 @@ def resolve_target(
     return resolve(ctx, target.dlopen_name, inputs=inputs, caller="loader")
 
 
-def version_key(name: str) -> tuple[int, ...]:
-    """GLIBCXX_3.4.30 > GLIBCXX_3.4.9: compare the numbers, not the text."""
-    return tuple(int(x) for x in re.findall(r"[0-9]+", name))
+def version_key(name: str) -> tuple[tuple[int, str], ...]:
+    """GLIBCXX_3.4.30 > GLIBCXX_3.4.9: compare the numbers, not the text (a version node of
+    5,000 digits too: no `int()`)."""
+    return numbers_key(name)
 
 
 def _resolve_in(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from vkdoctor.context import Context
+from vkdoctor.digits import saturated
 from vkdoctor.loader.rootpath import host_path
 from vkdoctor.record import record
 
@@ -15,7 +16,10 @@ def _atoi16(token: bytes) -> int:
     m = _ATOI.match(token)
     if not m:
         return 0
-    value = int(m[1])
+    text = m[1].decode()
+    # atoi is (int)strtol: saturated at the long's range, then cut to an int
+    magnitude = saturated(text.lstrip("+-"), 2**63 - (text[0] != "-"))
+    value = -magnitude if text[0] == "-" else magnitude
     value = ((value + 2**31) % 2**32) - 2**31  # C int
     return value & 0xFFFF  # (uint16_t)
 

@@ -33,7 +33,7 @@ from vkdoctor.loader.version import LoaderVersion, loader_version
 from vkdoctor.record import field, record
 
 #: nesting we follow before giving up (the loader's recursive cJSON has no limit)
-MAX_DEPTH = 10000
+MAX_DEPTH = cjson.PARSE_CRASH_DEPTH
 
 # Outcomes. The loader dlopens the library only for LOADS, LIBRARY_* and WRONG_CLASS.
 LOADS = "loads"
@@ -202,11 +202,18 @@ def _analyse(
         evidence["not_utf8_at"] = exc.start
     try:
         root = cjson.parse(data, max_depth=MAX_DEPTH)
-    except (cjson.TooDeep, cjson.TooMany) as exc:
+    except cjson.TooDeep as exc:
+        return out(
+            CRASH,
+            f"{mf.path} has {exc}; the loader's recursive JSON parser overflows its stack on it "
+            f"(loader 1.3.239, 8 MiB stack: measured to survive {cjson.PARSE_CRASH_DEPTH} levels "
+            "and to crash at 175000), and every Vulkan application dies",
+            evidence=evidence,
+        )
+    except cjson.TooMany as exc:
         return out(
             TOO_DEEP,
-            f"{mf.path} has {exc}; vkdoctor stopped reading it (loader 1.3.239 parses "
-            "recursively with no limit: measured to survive 100000 levels and to crash at 400000)",
+            f"{mf.path} has {exc}; vkdoctor stopped reading it",
             evidence=evidence,
         )
     except cjson.ParseError as exc:
@@ -221,6 +228,12 @@ def _analyse(
         return out(JSON_ERROR, why, evidence=evidence)
     try:
         return _fields(ctx, mf, root, base, evidence, select, disable, portability_enumeration)
+    except cjson.LoaderHang as exc:
+        return out(
+            CRASH,
+            f"{mf.path}: {exc}; every Vulkan application stalls in vkCreateInstance reading it",
+            evidence=evidence,
+        )
     except cjson.LoaderCrash as exc:
         return out(
             CRASH,

@@ -14,6 +14,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from vkdoctor.context import Context
+from vkdoctor.digits import numbers_key, saturated
 from vkdoctor.model import Severity
 from vkdoctor.packages.conda import CondaPackage
 from vkdoctor.packages.facts import MissingSoname, MissingVersion, StackFile
@@ -696,7 +697,8 @@ def gcc_for(version: str, system: Package | None) -> int | None:
     have = None
     if system is not None:
         m = re.match(r"^(?:[0-9]+:)?([0-9]+)", system.version)
-        have = int(m.group(1)) if m and int(m.group(1)) < 100 else None
+        have = saturated(m.group(1), 100) if m else None
+        have = have if have is not None and have < 100 else None
     candidates = [n for n in (need, have) if n]
     return max(candidates) if candidates else None
 
@@ -797,7 +799,7 @@ def _highest(versions: Sequence[str], like: str) -> str | None:
     if not same:
         return None
 
-    def key(v: str) -> tuple[int, ...]:
-        return tuple(int(n) for n in re.findall(r"[0-9]+", v[len(prefix) :]))
+    def key(v: str) -> tuple[tuple[int, str], ...]:
+        return numbers_key(v[len(prefix) :])
 
     return max(same, key=key)

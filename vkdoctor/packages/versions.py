@@ -11,6 +11,8 @@ import re
 from collections.abc import Callable
 from typing import Literal
 
+from vkdoctor.digits import digits_key, is_digits
+
 Family = Literal["dpkg", "pacman", "rpm"]
 
 
@@ -32,12 +34,13 @@ _DPKG_ORDER.update(
 _END = "\x02"
 
 
-def _dpkg_key(part: str) -> tuple[tuple[str, int], ...]:
+def _dpkg_key(part: str) -> tuple[tuple[str, tuple[int, str]], ...]:
     """A sort key equal to dpkg's verrevcmp order: (non-digits, number) pairs, each non-digit
     run translated so that Python's string order is dpkg's, and ended by a marker that sorts
     between "~" and everything else (so "1.0~" < "1.0" < "1.0a" < "1.0.1")."""
     return tuple(
-        (text.translate(_DPKG_ORDER) + _END, int(num or 0)) for text, num in _SEGMENTS.findall(part)
+        (text.translate(_DPKG_ORDER) + _END, digits_key(num))
+        for text, num in _SEGMENTS.findall(part)
     )
 
 
@@ -46,12 +49,18 @@ def _verrevcmp(a: str, b: str) -> int:
     return (ka > kb) - (ka < kb)
 
 
-def _dpkg_split(v: str) -> tuple[int, str, str]:
+def _epoch(head: str) -> tuple[int, str]:
+    """An epoch as a `digits_key`; one that is not ASCII digits (superscripts, letters) counts
+    as 0, as before."""
+    return digits_key(head) if is_digits(head) else (0, "")
+
+
+def _dpkg_split(v: str) -> tuple[tuple[int, str], str, str]:
     v = v.strip()
-    epoch = 0
+    epoch = (0, "")
     if ":" in v:
         head, v = v.split(":", 1)
-        epoch = int(head) if head.isdigit() else 0
+        epoch = _epoch(head)
     upstream, _, revision = v.rpartition("-")
     if not upstream:
         upstream, revision = revision, ""
@@ -63,7 +72,7 @@ def dpkg_compare(a: str, b: str) -> int:
     ea, ua, ra = _dpkg_split(a)
     eb, ub, rb = _dpkg_split(b)
     if ea != eb:
-        return _sign(ea - eb)
+        return 1 if ea > eb else -1
     return _verrevcmp(ua, ub) or _verrevcmp(ra, rb)
 
 
@@ -196,11 +205,11 @@ def pacman_compare(a: str, b: str) -> int:
     return ret
 
 
-def _rpm_split(v: str) -> tuple[int, str, str | None]:
-    epoch = 0
+def _rpm_split(v: str) -> tuple[tuple[int, str], str, str | None]:
+    epoch = (0, "")
     if ":" in v:
         head, v = v.split(":", 1)
-        epoch = int(head) if head.isdigit() else 0
+        epoch = _epoch(head)
     if "-" in v:
         ver, rel = v.rsplit("-", 1)
         return epoch, ver, rel
@@ -212,7 +221,7 @@ def rpm_compare(a: str, b: str) -> int:
     ea, va, ra = _rpm_split(a)
     eb, vb, rb = _rpm_split(b)
     if ea != eb:
-        return _sign(ea - eb)
+        return 1 if ea > eb else -1
     ret = rpmvercmp(va, vb)
     if ret == 0 and ra is not None and rb is not None:
         ret = rpmvercmp(ra, rb)
