@@ -13,9 +13,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from vkdoctor.checks.base import Check
+from vkdoctor.checks.brokencopy import broken_copy
 from vkdoctor.context import Context
 from vkdoctor.elf import shadow
 from vkdoctor.elf.explain import (
+    HOW_WORDS,
     highest_per_family,
     how_found,
     near_text,
@@ -33,7 +35,7 @@ from vkdoctor.elf.resolve import (
     resolve_target,
     version_key,
 )
-from vkdoctor.elf.search import How
+from vkdoctor.elf.search import How, Tried
 from vkdoctor.elf.shadow import Shadow
 from vkdoctor.elf.symbols import Undefined, undefined_symbols
 from vkdoctor.elf.wgpu import find_wgpu_native
@@ -68,6 +70,14 @@ def _severity(t: LoadTarget) -> Severity:
 
 def _is_wrong_class_only(m: Miss) -> bool:
     return bool(m.wrong_class) and m.bad_file is None
+
+
+def _other_machine_only(m: Miss) -> Tried | None:
+    """The first copy for another machine, when every file the search met was one."""
+    met = [t for t in m.tried if t.outcome not in ("absent", "skipped")]
+    if met and all(t.outcome == "wrong_machine" for t in met):
+        return met[0]
+    return None
 
 
 class LibraryOpens(Check):
@@ -239,13 +249,40 @@ class NeededLibraries(Check):
                 if len(m.chain) > 1
                 else ""
             )
+            broken = broken_copy(ctx, m.bad_file, name, m.error) if m.bad_file is not None else None
+            also = f" Also needed by {', '.join(users[1:])}." if len(users) > 1 else ""
+            if broken is not None and m.bad_file is not None:
+                bad = m.bad_file
+                shown = [posixpath.basename(u) for u in users[:3]]
+                more = f" and {len(users) - 3} more" if len(users) > 3 else ""
+                yield self.finding(
+                    sev,
+                    f"{name}: the copy that wins, {broken.defect.path}, is {broken.defect.kind_word} "
+                    f"(needed by {', '.join(shown)}{more})",
+                    f"{who}: {needed_by}{via} needs {name}; ld.so finds {broken.what} "
+                    f"({HOW_WORDS[bad.how]}, in {bad.where}). "
+                    f"{broken.effect}{also}",
+                    remedy=broken.remedy,
+                    evidence={
+                        "targets": [t.name for t in ts],
+                        **m.as_dict(),
+                        "needed_by_all": users,
+                        "broken_copy": broken.evidence,
+                    },
+                )
+                continue
+            machine = _other_machine_only(m)
             if _is_wrong_class_only(m):
                 what = f"{name} exists only as {m.wrong_class[0].detail} ({m.wrong_class[0].path})"
+            elif machine is not None:
+                what = (
+                    f"the only copy ld.so finds, {machine.path}, is built for another machine "
+                    f"(e_machine {machine.detail}); ld.so skips it"
+                )
             elif m.bad_file is not None:
                 what = f"{m.bad_file.path} is not a loadable shared object ({m.bad_file.detail})"
             else:
                 what = f"ld.so cannot find {name}"
-            also = f" Also needed by {', '.join(users[1:])}." if len(users) > 1 else ""
             message = (
                 f"{who}: {needed_by}{via} needs {name}; {what}.{also} "
                 f'dlopen would fail with "{m.error}". Looked in: {places_tried(m.tried, ctx)}. '
