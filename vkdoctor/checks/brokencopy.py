@@ -18,7 +18,7 @@ from vkdoctor.record import record
 @record(frozen=True, kw_only=True)
 class BrokenCopy:
     defect: Defect
-    #: "/tmp/x/libz.so.1 is truncated: cut at 700 of 121280 bytes (...)"
+    #: "truncated: cut at 700 of 121280 bytes (...)"
     what: str
     #: what ld.so does with it, and what it shadows
     effect: str
@@ -34,7 +34,7 @@ def broken_copy(ctx: Context, tried: Tried, soname: str, error: str) -> BrokenCo
     defect = diagnose(ctx, tried.path, soname, plat.e_machine)
     if defect is None:
         return None
-    what = f"{tried.path} is {defect.what()}"
+    what = defect.what()
     effect = _effect(defect, error)
     intact_ev: dict[str, Any] = {}
     if defect.intact is not None:

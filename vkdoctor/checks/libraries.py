@@ -259,8 +259,8 @@ class NeededLibraries(Check):
                     sev,
                     f"{name}: the copy that wins, {broken.defect.path}, is {broken.defect.kind_word} "
                     f"(needed by {', '.join(shown)}{more})",
-                    f"{who}: {needed_by}{via} needs {name}; ld.so finds {broken.what} "
-                    f"({HOW_WORDS[bad.how]}, in {bad.where}). "
+                    f"{who}: {needed_by}{via} needs {name}; ld.so finds it at {bad.path} "
+                    f"({HOW_WORDS[bad.how]}, in {bad.where}), which is {broken.what}. "
                     f"{broken.effect}{also}",
                     remedy=broken.remedy,
                     evidence={
@@ -1042,6 +1042,9 @@ def install_loader_command(ctx: Context) -> str:
     )
 
 
+LOADER = "libvulkan.so.1"
+
+
 class VulkanLoaderLibrary(Check):
     """The Vulkan loader, libvulkan.so.1, is found by the dynamic linker, and which version it is.
 
@@ -1054,12 +1057,33 @@ class VulkanLoaderLibrary(Check):
     code = "VKH002"
     family = "host"
     title = "Vulkan loader library"
+    # a loader cut short kills the load test's child before it reports a step
+    explains = ("VKT001", "VKT003")
+
+    def explained(self, symptom: Finding, cause: Finding) -> bool:
+        broken = cause.evidence.get("broken_copy") or {}
+        return broken.get("effect") == "sigbus" and symptom.evidence.get("dlopen") == "not-run"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        res = resolve(ctx, "libvulkan.so.1", caller="executable", with_loader=False)
+        res = resolve(ctx, LOADER, caller="executable", with_loader=False)
         root = res.root
         if root is None:
             m = res.misses[0]
+            broken = (
+                broken_copy(ctx, m.bad_file, LOADER, m.error) if m.bad_file is not None else None
+            )
+            if broken is not None and m.bad_file is not None:
+                yield self.fail(
+                    f"libvulkan.so.1: the copy that wins, {broken.defect.path}, is "
+                    f"{broken.defect.kind_word}",
+                    f"ld.so finds the Vulkan loader at {m.bad_file.path} "
+                    f"({HOW_WORDS[m.bad_file.how]}, in {m.bad_file.where}), which is "
+                    f"{broken.what}. {broken.effect} No Vulkan program gets to any driver.",
+                    remedy=broken.remedy,
+                    **m.as_dict(),
+                    broken_copy=broken.evidence,
+                )
+                return
             yield self.fail(
                 "libvulkan.so.1 not found",
                 f"The Vulkan loader is not installed or not where ld.so looks: "
