@@ -1,0 +1,237 @@
+"""A library copy that wins ld.so's search but is broken (cut short, garbage, for another
+machine, on a noexec mount) is named as that: the file, what is wrong, the intact copy it
+shadows, the fix. Each case is built for real in front of lavapipe's own libraries, shown to
+break with the real dynamic linker (a dlopen probe, vulkaninfo), then the printed fix is applied
+and the oracle passes again."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from elftools.elf.elffile import ELFFile
+
+from tests.conftest import run_json, vulkaninfo
+from tests.elfbuild import DlopenProbe
+from tests.loader_oracle import LVP_LIBRARY, LVP_MANIFEST
+
+LIBDIR = Path("/usr/lib/x86_64-linux-gnu")
+#: what ld.so.cache gives for these sonames on Debian 12
+SYSTEM_DRM = "/lib/x86_64-linux-gnu/libdrm.so.2"
+SYSTEM_VULKAN = "/lib/x86_64-linux-gnu/libvulkan.so.1"
+SELECT = "VKH002,VKL001,VKL002,VKL004,VKP002,VKT001,VKT002,VKT004,VKO001"
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory: pytest.TempPathFactory) -> DlopenProbe:
+    return DlopenProbe.build(tmp_path_factory.mktemp("probe"))
+
+
+def lvp_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {"HOME": str(tmp_path), "VK_DRIVER_FILES": str(LVP_MANIFEST), **extra}
+
+
+def failing(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return [f for f in doc["findings"] if f["severity"] in ("fail", "error")]
+
+
+def dynamic_offset(path: Path) -> int:
+    with path.open("rb") as f:
+        elf = ELFFile(f)
+        return next(s["p_offset"] for s in elf.iter_segments() if s["p_type"] == "PT_DYNAMIC")
+
+
+def real_size(path: Path) -> int:
+    return path.resolve().stat().st_size
+
+
+def assert_no_reinstall(finding: dict[str, Any]) -> None:
+    remedy = finding["remedy"] or ""
+    assert "install" not in remedy and "missing" not in finding["title"], finding
+    assert "no copy" not in finding["message"], finding
+
+
+@pytest.mark.parametrize(
+    ("where", "effect"),
+    [
+        ("program headers", "cannot-read-file-data"),
+        ("dynamic section", "sigbus"),
+        ("data", "sigbus"),
+    ],
+)
+def test_a_truncated_libdrm_on_ld_library_path_is_named_with_its_cut_and_its_fix(
+    tmp_path: Path, probe: DlopenProbe, where: str, effect: str
+) -> None:
+    drm = LIBDIR / "libdrm.so.2"
+    whole = drm.read_bytes()
+    cut = {
+        "program headers": 100,
+        "dynamic section": dynamic_offset(drm) + 0x40,
+        "data": len(whole) // 2,
+    }[where]
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "libdrm.so.2").write_bytes(whole[:cut])
+    env = lvp_env(tmp_path, LD_LIBRARY_PATH=str(bad))
+
+    real = probe.load(str(LVP_LIBRARY), env=env)
+    if effect == "sigbus":
+        assert real.error is not None and real.error.startswith("probe exited -7"), real
+    else:
+        assert real.error == f"{bad}/libdrm.so.2: cannot read file data", real
+
+    proc, doc = run_json(["check", "--no-probe", "--select", SELECT], env=env)
+    assert proc.returncode == 1, proc.stderr
+    (f,) = failing(doc)  # one cause, one failure: the load test and VKT002 point at it
+    assert f["code"] == "VKL002"
+    broken = f["evidence"]["broken_copy"]
+    assert broken["path"] == f"{bad}/libdrm.so.2"
+    assert broken["kind"] == "truncated" and broken["effect"] == effect
+    assert (broken["size"], broken["expected"]) == (cut, real_size(drm))
+    assert broken["intact"] == SYSTEM_DRM
+    assert broken["intact_modified"] is False  # the package's checksum matches: no reinstall
+    assert f"cut at {cut} of {real_size(drm)} bytes" in f["message"]
+    assert_no_reinstall(f)
+    assert f["remedy"].startswith(f"Take {bad} off LD_LIBRARY_PATH (unset LD_LIBRARY_PATH)")
+    if effect == "sigbus":
+        # the real load dies of SIGBUS, as VKL002 said it would
+        (vkt,) = [x for x in doc["findings"] if x["code"] == "VKT001"]
+        assert vkt["evidence"]["signal"] == "SIGBUS" and "SIGBUS" in vkt["evidence"]["confirms"]
+        (vkt2,) = [x for x in doc["findings"] if x["code"] == "VKT002"]
+        assert vkt2["title"].endswith("as the library findings predicted"), vkt2
+
+    # the printed fix: unset LD_LIBRARY_PATH
+    fixed = lvp_env(tmp_path)
+    assert probe.load(str(LVP_LIBRARY), env=fixed).error is None
+    proc, doc = run_json(["check", "--no-probe", "--select", SELECT], env=fixed)
+    assert proc.returncode == 0, failing(doc)
+
+
+def test_a_libz_cut_short_does_not_kill_vkdoctor_itself(tmp_path: Path) -> None:
+    """Python's zlib module loads libz.so.1 through LD_LIBRARY_PATH as well: vkdoctor must not
+    die of the SIGBUS it is asked to diagnose."""
+    z = LIBDIR / "libz.so.1"
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "libz.so.1").write_bytes(z.read_bytes()[:700])
+    env = lvp_env(tmp_path, LD_LIBRARY_PATH=str(bad))
+    real = vulkaninfo(env)
+    assert real.returncode == -7, real.stderr  # SIGBUS
+    proc, doc = run_json(["check", "--no-probe", "--select", SELECT], env=env)
+    assert proc.returncode == 1, proc.stderr
+    (f,) = failing(doc)
+    assert f["code"] == "VKL002" and f["evidence"]["broken_copy"]["effect"] == "sigbus"
+    assert f["evidence"]["broken_copy"]["intact"] == "/lib/x86_64-linux-gnu/libz.so.1"
+    assert_no_reinstall(f)
+    assert vulkaninfo(lvp_env(tmp_path)).returncode == 0
+
+
+def test_garbage_under_a_librarys_name_is_not_an_elf_file(tmp_path: Path, probe: DlopenProbe):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "libdrm.so.2").write_bytes(bytes(range(256)) * 64)
+    env = lvp_env(tmp_path, LD_LIBRARY_PATH=str(bad))
+    assert probe.load(str(LVP_LIBRARY), env=env).error == f"{bad}/libdrm.so.2: invalid ELF header"
+    proc, doc = run_json(["check", "--no-probe", "--select", SELECT], env=env)
+    assert proc.returncode == 1
+    (f,) = failing(doc)
+    assert f["evidence"]["broken_copy"]["kind"] == "not_elf"
+    assert f'"{bad}/libdrm.so.2: invalid ELF header"' in f["message"]
+    assert_no_reinstall(f)
+    (bad / "libdrm.so.2").unlink()  # the fix's other half: remove the file
+    assert probe.load(str(LVP_LIBRARY), env=env).error is None
+
+
+def test_a_copy_for_another_machine_is_skipped_by_ldso_and_is_no_failure(
+    tmp_path: Path, probe: DlopenProbe
+) -> None:
+    """glibc's open_verify passes over an ELF file of another e_machine and goes on: the
+    intact copy loads, and vkdoctor must not fail on it."""
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    data = bytearray((LIBDIR / "libdrm.so.2").read_bytes())
+    data[18:20] = (183).to_bytes(2, "little")  # EM_AARCH64
+    (bad / "libdrm.so.2").write_bytes(bytes(data))
+    env = lvp_env(tmp_path, LD_LIBRARY_PATH=str(bad))
+    real = probe.load(str(LVP_LIBRARY), env=env)
+    assert real.error is None and SYSTEM_DRM in real.loaded, real
+    proc, doc = run_json(["check", "--no-probe", "--select", SELECT], env=env)
+    assert proc.returncode == 0, failing(doc)
+
+
+@pytest.fixture
+def noexec_dir(tmp_path: Path) -> Iterator[Path]:
+    d = tmp_path / "nx"
+    d.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "noexec,mode=0755", "tmpfs", str(d)], check=True)
+    try:
+        yield d
+    finally:
+        subprocess.run(["umount", str(d)], check=True)
+
+
+def test_an_intact_copy_on_a_noexec_mount_is_named_with_the_mount(
+    tmp_path: Path, probe: DlopenProbe, noexec_dir: Path
+) -> None:
+    (noexec_dir / "libdrm.so.2").write_bytes((LIBDIR / "libdrm.so.2").read_bytes())
+    env = lvp_env(tmp_path, LD_LIBRARY_PATH=str(noexec_dir))
+    real = probe.load(str(LVP_LIBRARY), env=env)
+    # glibc names the object by the name it was asked for, not by the file
+    assert real.error == "libdrm.so.2: failed to map segment from shared object", real
+    proc, doc = run_json(["check", "--no-probe", "--select", SELECT], env=env)
+    assert proc.returncode == 1
+    (f,) = failing(doc)
+    broken = f["evidence"]["broken_copy"]
+    assert (broken["kind"], broken["mount"], broken["option"]) == (
+        "noexec",
+        str(noexec_dir),
+        "noexec",
+    )
+    assert broken["intact"] == SYSTEM_DRM
+    assert '"libdrm.so.2: failed to map segment from shared object"' in f["message"]
+    assert f"sudo mount -o remount,exec {noexec_dir}" in f["remedy"]
+    assert_no_reinstall(f)
+
+    subprocess.run(["mount", "-o", "remount,exec", str(noexec_dir)], check=True)
+    assert probe.load(str(LVP_LIBRARY), env=env).error is None
+    proc, doc = run_json(["check", "--no-probe", "--select", SELECT], env=env)
+    assert proc.returncode == 0, failing(doc)  # VKL004 still warns that it shadows the system's
+
+
+@pytest.mark.parametrize("cut", [100, 50_000])
+def test_a_truncated_loader_first_on_ld_library_path_is_vkh002s_one_failure(
+    tmp_path: Path, cut: int
+) -> None:
+    vulkan = LIBDIR / "libvulkan.so.1"
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "libvulkan.so.1").write_bytes(vulkan.read_bytes()[:cut])
+    env = lvp_env(tmp_path, LD_LIBRARY_PATH=str(bad))
+    real = vulkaninfo(env)
+    assert real.returncode == (1 if cut == 100 else -7), real.stderr
+    # the package's own file is intact: dpkg --verify says nothing
+    verify = subprocess.run(
+        ["dpkg", "--verify", "libvulkan1"], capture_output=True, text=True, check=False
+    )
+    assert verify.returncode == 0 and verify.stdout == ""
+
+    proc, doc = run_json(["check", "--no-probe", "--select", SELECT], env=env)
+    assert proc.returncode == 1
+    (f,) = failing(doc)
+    assert f["code"] == "VKH002"
+    broken = f["evidence"]["broken_copy"]
+    assert (broken["path"], broken["size"]) == (f"{bad}/libvulkan.so.1", cut)
+    assert broken["expected"] == real_size(vulkan) and broken["intact"] == SYSTEM_VULKAN
+    assert broken["intact_package"].startswith("libvulkan1:amd64 ")
+    assert broken["intact_modified"] is False
+    assert_no_reinstall(f)
+    assert f["remedy"].startswith(f"Take {bad} off LD_LIBRARY_PATH")
+
+    os.unlink(bad / "libvulkan.so.1")  # or unset LD_LIBRARY_PATH: both are in the fix
+    assert vulkaninfo(env).returncode == 0
+    proc, doc = run_json(["check", "--no-probe", "--select", SELECT], env=env)
+    assert proc.returncode == 0, failing(doc)
