@@ -235,3 +235,77 @@ def test_a_truncated_loader_first_on_ld_library_path_is_vkh002s_one_failure(
     assert vulkaninfo(env).returncode == 0
     proc, doc = run_json(["check", "--no-probe", "--select", SELECT], env=env)
     assert proc.returncode == 0, failing(doc)
+
+
+def _fake_driver(tmp: Path) -> tuple[Path, Path, Path]:
+    """A driver that needs libbar.so.1, which the system does not have: (its library, its
+    manifest, an intact libbar.so.1 built for it)."""
+    from tests import overlay_lab as lab
+
+    bar = lab.shared_lib(tmp / "build" / "libbar.so.1", "libbar.so.1")
+    drv = lab.shared_lib(
+        tmp / "drv" / "libvulkan_bar.so", "libvulkan_bar.so", needs=[bar], use_symbol="bar_fn"
+    )
+    (tmp / "icd").mkdir()
+    return drv, lab.manifest(tmp / "icd" / "bar.json", drv), bar
+
+
+def _refusals(doc: dict[str, Any]) -> str:
+    return "\n".join(
+        f"{f['title']} {f['message']} {f['remedy']}"
+        for f in doc["findings"]
+        if f["code"][:3] == "VKO"
+    )
+
+
+def test_a_truncated_overlay_candidate_is_refused_with_its_cut(
+    tmp_path: Path, probe: DlopenProbe
+) -> None:
+    drv, manifest, bar = _fake_driver(tmp_path)
+    supply = tmp_path / "supply"
+    supply.mkdir()
+    whole = bar.read_bytes()
+    cut = len(whole) // 2  # past the headers: ld.so would map it and die of SIGBUS
+    (supply / "libbar.so.1").write_bytes(whole[:cut])
+    real = probe.load(str(drv), env={"LD_LIBRARY_PATH": str(supply)})
+    assert real.error is not None and real.error.startswith("probe exited -7"), real
+
+    env = {"HOME": str(tmp_path), "VK_DRIVER_FILES": str(manifest)}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    _proc, doc = run_json(["check", "--no-probe", "--search-path", str(supply)], env=env)
+    text = _refusals(doc)
+    assert f"{supply}/libbar.so.1" in text and f"a truncated ELF file, cut at {cut} of " in text
+    assert "no copy of it found" not in text
+    assert not any(
+        (lib["target"] or "").startswith(str(supply))
+        for lib in (doc["overlay"] or {}).get("libraries", [])
+    )
+
+    (supply / "libbar.so.1").write_bytes(whole)  # an intact copy in its place
+    assert probe.load(str(drv), env={"LD_LIBRARY_PATH": str(supply)}).error is None
+
+
+def test_an_overlay_candidate_on_a_noexec_mount_is_refused_with_the_mount(
+    tmp_path: Path, probe: DlopenProbe, noexec_dir: Path
+) -> None:
+    drv, manifest, bar = _fake_driver(tmp_path)
+    (noexec_dir / "libbar.so.1").write_bytes(bar.read_bytes())
+    real = probe.load(str(drv), env={"LD_LIBRARY_PATH": str(noexec_dir)})
+    assert real.error == "libbar.so.1: failed to map segment from shared object", real
+
+    env = {"HOME": str(tmp_path), "VK_DRIVER_FILES": str(manifest)}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    _proc, doc = run_json(["check", "--no-probe", "--search-path", str(noexec_dir)], env=env)
+    text = _refusals(doc)
+    assert f"on {noexec_dir}, mounted noexec" in text, text
+    assert f"sudo mount -o remount,exec {noexec_dir}" in text
+    assert "no copy of it found" not in text
+
+    subprocess.run(["mount", "-o", "remount,exec", str(noexec_dir)], check=True)
+    assert probe.load(str(drv), env={"LD_LIBRARY_PATH": str(noexec_dir)}).error is None
+    _proc, doc = run_json(["check", "--no-probe", "--search-path", str(noexec_dir)], env=env)
+    # now taken, and the driver's dlopen under the overlay works (the fake driver is no real
+    # ICD, so its instance fails: that is beside the point here)
+    text = _refusals(doc)
+    assert f"libbar.so.1 -> {noexec_dir}/libbar.so.1" in text and "dlopen ok" in text, text
+    assert "mounted noexec" not in text

@@ -54,12 +54,16 @@ class Defect:
             "noexec": "on a noexec mount",
         }.get(self.kind, "corrupt")
 
+    def cut(self) -> str:
+        """'cut at 700 of 121280 bytes (the size of X, which it is the start of)'"""
+        of = f" of {self.expected}" if self.expected else ""
+        src = f" ({self.expected_from})" if self.expected_from else ""
+        return f"cut at {self.size}{of} bytes{src}"
+
     def what(self) -> str:
         """'cut at 700 of 121280 bytes', 'not an ELF file', 'built for EM_AARCH64', ..."""
         if self.kind == "truncated":
-            of = f" of {self.expected}" if self.expected else ""
-            src = f" ({self.expected_from})" if self.expected_from else ""
-            return f"truncated: cut at {self.size}{of} bytes{src}"
+            return f"truncated: {self.cut()}"
         if self.kind == "not_elf":
             return f"not an ELF file ({self.size} bytes without the ELF magic)"
         if self.kind == "machine":
