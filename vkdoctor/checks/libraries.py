@@ -68,6 +68,12 @@ def _severity(t: LoadTarget) -> Severity:
     return Severity.FAIL if t.kind == "driver" else Severity.WARN
 
 
+def how_found_tried(t: Tried) -> str:
+    """'through LD_LIBRARY_PATH, in /opt/x' for a candidate the search stopped at."""
+    words = HOW_WORDS[t.how]
+    return f"{words}, in {t.where}" if t.how is not How.PATH else words
+
+
 def _is_wrong_class_only(m: Miss) -> bool:
     return bool(m.wrong_class) and m.bad_file is None
 
@@ -166,6 +172,31 @@ class LibraryOpens(Check):
                     f"{label(t)} is {cls.path}, a {cls.detail} file; the loader logs this at INFO "
                     f"and uses the other drivers. Normal on a multilib system.",
                     **ev,
+                )
+                continue
+            broken = (
+                broken_copy(ctx, miss.bad_file, posixpath.basename(t.dlopen_name), miss.error)
+                if miss.bad_file is not None
+                else None
+            )
+            if broken is not None and miss.bad_file is not None:
+                bad = miss.bad_file
+                yield self.finding(
+                    _severity(t),
+                    f"{t.name}: {bad.path} is {broken.defect.kind_word}",
+                    f"{label(t)}: ld.so finds {bad.path} ({how_found_tried(bad)}), which is "
+                    f"{broken.what}. {broken.effect}",
+                    remedy=broken.remedy
+                    if bad.how is not How.PATH or broken.defect.kind == "noexec"
+                    else fix_file(
+                        ctx,
+                        bad.path or t.dlopen_name,
+                        f"{{reinstall}} ({{package}} owns {bad.path}, and the file is not what "
+                        f"it installed), or fix library_path in {t.manifest}.",
+                        f"{bad.path} belongs to no package: replace it with a working build, or "
+                        f"fix library_path in {t.manifest}.",
+                    ),
+                    evidence={**ev, "broken_copy": broken.evidence},
                 )
                 continue
             if miss.bad_file is not None:

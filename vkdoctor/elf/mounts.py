@@ -46,10 +46,12 @@ def _unescape(field: str) -> str:
 def noexec_mount(ctx: Context, path: str) -> str | None:
     """The mount point holding `path` (its real path) when it is mounted noexec."""
     table = mounts(ctx)
-    if not table:
+    if not any("noexec" in options.split(",") for _, options in table):
         return None
+    from vkdoctor.elf.reader import resolved
+
     try:
-        real = str(ctx.resolve(path))
+        real = str(resolved(ctx, path))
     except OSError:
         return None
     best: tuple[str, str] | None = None
