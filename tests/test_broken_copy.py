@@ -309,3 +309,72 @@ def test_an_overlay_candidate_on_a_noexec_mount_is_refused_with_the_mount(
     text = _refusals(doc)
     assert f"libbar.so.1 -> {noexec_dir}/libbar.so.1" in text and "dlopen ok" in text, text
     assert "mounted noexec" not in text
+
+
+def test_a_truncated_copy_the_ld_so_cache_names_is_named_and_the_fix_works(
+    tmp_path: Path,
+) -> None:
+    """An ld.so.conf directory whose libdrm was cut short after ldconfig ran: the cache names
+    it before the system's. The cache is swapped in a private mount namespace only."""
+    import json
+    import sys
+
+    from tests.conftest import REPO, clean_env, validate_report
+
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    real_drm = (LIBDIR / "libdrm.so.2").resolve()
+    (extra / real_drm.name).write_bytes(real_drm.read_bytes())
+    (extra / "libdrm.so.2").symlink_to(real_drm.name)
+    conf = tmp_path / "ld.so.conf"
+    system_conf = "".join(p.read_text() for p in sorted(Path("/etc/ld.so.conf.d").glob("*.conf")))
+    conf.write_text(f"{extra}\n{system_conf}")
+    cache = tmp_path / "ld.so.cache"
+    # -X: no links made or changed anywhere, the system's directories included
+    ldconfig = ["ldconfig", "-X", "-C", str(cache), "-f", str(conf)]
+    subprocess.run(ldconfig, check=True, capture_output=True)
+    os.truncate(extra / real_drm.name, 100)
+    lib = f"{extra}/libdrm.so.2"
+
+    env = clean_env(lvp_env(tmp_path))
+    env["PYTHONPATH"] = str(REPO)
+    inner = (
+        f"mount --bind {cache} /etc/ld.so.cache || exit 99; "
+        f"{sys.executable} -c 'import ctypes; ctypes.CDLL(\"{LVP_LIBRARY}\")' 2>&1; "
+        f"echo rc=$?; {sys.executable} -m vkdoctor check --no-probe --select {SELECT} --json -"
+    )
+
+    def in_namespace() -> tuple[list[str], dict[str, Any] | None, int]:
+        proc = subprocess.run(
+            ["unshare", "-m", "sh", "-c", inner],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=REPO,
+            timeout=300,
+            check=False,
+        )
+        head, _, rest = proc.stdout.partition("rc=")
+        rc_line, _, report = rest.partition("\n")
+        doc = json.loads(report)
+        validate_report(doc)
+        return [head.strip(), rc_line], doc, proc.returncode
+
+    (oracle, rc), doc, code = in_namespace()
+    assert rc == "1" and oracle.endswith(f"{lib}: cannot read file data"), oracle
+    assert code == 1 and doc is not None
+    (f,) = failing(doc)
+    broken = f["evidence"]["broken_copy"]
+    assert (broken["path"], broken["how"], broken["size"]) == (lib, "ld.so.cache", 100)
+    assert broken["expected"] == real_size(LIBDIR / "libdrm.so.2")
+    assert broken["intact"] == SYSTEM_DRM and broken["intact_modified"] is False
+    assert_no_reinstall(f)
+    assert f"`rm {lib} {extra / real_drm.name}`" in f["remedy"] and "ldconfig" in f["remedy"]
+
+    # the printed fix: remove both, then ldconfig (here: of the private cache)
+    os.unlink(lib)
+    os.unlink(extra / real_drm.name)
+    subprocess.run(ldconfig, check=True, capture_output=True)
+    (oracle, rc), doc, code = in_namespace()
+    assert rc == "0", oracle
+    assert code == 0 and doc is not None, failing(doc or {"findings": []})

@@ -78,8 +78,20 @@ def _unset(ctx: Context, directory: str) -> str:
     return f"export LD_LIBRARY_PATH={':'.join(kept)}" if kept else "unset LD_LIBRARY_PATH"
 
 
+def _files(ctx: Context, path: str) -> str:
+    """`path`, and the file it links to when it is a link: removing only the link leaves the
+    broken file for ldconfig to link again."""
+    try:
+        real = ctx.resolve(path)
+    except OSError:
+        return path
+    target = str(real) if ctx.live else "/" + str(real.relative_to(ctx.root))
+    return path if target == path else f"{path} {target}"
+
+
 def _remedy(ctx: Context, t: Tried, d: Defect) -> str:
     path = t.path or ""
+    rm = f"`rm {_files(ctx, path)}`"
     then = f" so that {d.intact} is used" if d.intact else ""
     if d.kind == "noexec":
         remount = f"`sudo mount -o remount,exec {d.mount}`"
@@ -92,13 +104,13 @@ def _remedy(ctx: Context, t: Tried, d: Defect) -> str:
     if t.how is How.LD_LIBRARY_PATH:
         return (
             f"Take {t.where} off LD_LIBRARY_PATH ({_unset(ctx, t.where)}){then}, or remove the "
-            f"broken {path} (`rm {path}`) if the directory is needed for other libraries."
+            f"broken {path} ({rm}) if the directory is needed for other libraries."
         )
     if t.how in (How.RPATH, How.RUNPATH):
         carrier = t.origin_of or "a library"
         kind = "DT_RPATH" if t.how is How.RPATH else "DT_RUNPATH"
         return (
-            f"Remove the broken {path} (`rm {path}`), or put an intact copy there: {t.where} "
+            f"Remove the broken {path} ({rm}), or put an intact copy there: {t.where} "
             f"comes from {carrier}'s {kind}, and once the file is gone ld.so goes on"
             f"{' to ' + d.intact if d.intact else ' searching'}."
         )
@@ -108,6 +120,6 @@ def _remedy(ctx: Context, t: Tried, d: Defect) -> str:
         ctx,
         path,
         f"{{reinstall}} ({{package}} owns {path}, and the file is not what it installed).",
-        f"{path} belongs to no package: remove it (`rm {path}`) or replace it with an intact "
-        "build, then run `sudo ldconfig`.",
+        f"{path} belongs to no package: remove it ({rm}) or replace it with an intact build, "
+        "then run `sudo ldconfig`" + (f" (ld.so then goes on to {d.intact})." if d.intact else "."),
     )

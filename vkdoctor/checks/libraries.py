@@ -71,7 +71,7 @@ def _severity(t: LoadTarget) -> Severity:
 def how_found_tried(t: Tried) -> str:
     """'through LD_LIBRARY_PATH, in /opt/x' for a candidate the search stopped at."""
     words = HOW_WORDS[t.how]
-    return f"{words}, in {t.where}" if t.how is not How.PATH else words
+    return f"{words}, in {t.where}" if t.how not in (How.PATH, How.CACHE) else words
 
 
 def _is_wrong_class_only(m: Miss) -> bool:
@@ -291,7 +291,7 @@ class NeededLibraries(Check):
                     f"{name}: the copy that wins, {broken.defect.path}, is {broken.defect.kind_word} "
                     f"(needed by {', '.join(shown)}{more})",
                     f"{who}: {needed_by}{via} needs {name}; ld.so finds it at {bad.path} "
-                    f"({HOW_WORDS[bad.how]}, in {bad.where}), which is {broken.what}. "
+                    f"({how_found_tried(bad)}), which is {broken.what}. "
                     f"{broken.effect}{also}",
                     remedy=broken.remedy,
                     evidence={
@@ -1108,7 +1108,7 @@ class VulkanLoaderLibrary(Check):
                     f"libvulkan.so.1: the copy that wins, {broken.defect.path}, is "
                     f"{broken.defect.kind_word}",
                     f"ld.so finds the Vulkan loader at {m.bad_file.path} "
-                    f"({HOW_WORDS[m.bad_file.how]}, in {m.bad_file.where}), which is "
+                    f"({how_found_tried(m.bad_file)}), which is "
                     f"{broken.what}. {broken.effect} No Vulkan program gets to any driver.",
                     remedy=broken.remedy,
                     **m.as_dict(),

@@ -148,20 +148,29 @@ def truncation_effect(size: int, ph_end: int | None, load_end: int | None) -> Ef
 
 
 def intact_copy(ctx: Context, soname: str, path: str, machine: str) -> str | None:
-    """The system's copy of `soname` (ld.so.cache, the default directories) when it is another
-    file and loadable: the one a program gets once `path` is out of the way."""
-    system = system_copy(ctx, soname)
-    if system is None:
-        return None
+    """The loadable copy of `soname` a program gets once `path` is out of the way: the
+    system's (ld.so.cache), or, when the cache names `path` itself, the one in the system
+    directories that ld.so goes on to."""
+    import posixpath
+
+    from vkdoctor.elf.platform import ldso_platform
+
+    first = system_copy(ctx, soname)
+    dirs = [posixpath.join(d, soname) for d in ctx.fact(ldso_platform).system_dirs]
     try:
-        if ctx.resolve(system) == ctx.resolve(path):
-            return None
+        mine = ctx.resolve(path)
     except OSError:
         return None
-    info = read_elf(ctx, system)
-    if not isinstance(info, ElfInfo) or info.machine != machine or noexec_mount(ctx, system):
-        return None
-    return system
+    for cand in dict.fromkeys([*([first] if first else []), *dirs]):
+        try:
+            if not ctx.under(cand).exists() or ctx.resolve(cand) == mine:
+                continue
+        except OSError:
+            continue
+        info = read_elf(ctx, cand)
+        if isinstance(info, ElfInfo) and info.machine == machine and not noexec_mount(ctx, cand):
+            return cand
+    return None
 
 
 def diagnose(ctx: Context, path: str, soname: str, machine: str) -> Defect | None:
