@@ -378,3 +378,41 @@ def test_a_truncated_copy_the_ld_so_cache_names_is_named_and_the_fix_works(
     (oracle, rc), doc, code = in_namespace()
     assert rc == "0", oracle
     assert code == 0 and doc is not None, failing(doc or {"findings": []})
+
+
+def test_a_truncated_copy_in_a_drivers_rpath_directory_is_named_with_the_rpath(
+    tmp_path: Path, probe: DlopenProbe
+) -> None:
+    from tests import overlay_lab as lab
+    from tests.elfbuild import build_lib
+
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    drv = build_lib(
+        tmp_path / "drv" / "libvulkan_rp.so",
+        soname="libvulkan_rp.so",
+        link=[LIBDIR / "libdrm.so.2"],
+        rpath=[str(bundle)],
+    )
+    (tmp_path / "icd").mkdir()
+    manifest = lab.manifest(tmp_path / "icd" / "rp.json", drv)
+    whole = (LIBDIR / "libdrm.so.2").read_bytes()
+    (bundle / "libdrm.so.2").write_bytes(whole[: len(whole) // 2])
+    real = probe.load(str(drv))
+    assert real.error is not None and real.error.startswith("probe exited -7"), real
+
+    env = {"HOME": str(tmp_path), "VK_DRIVER_FILES": str(manifest)}
+    _proc, doc = run_json(["check", "--no-probe", "--select", "VKL002,VKP002"], env=env)
+    (f,) = failing(doc)
+    broken = f["evidence"]["broken_copy"]
+    assert (broken["how"], broken["effect"], broken["intact"]) == ("rpath", "sigbus", SYSTEM_DRM)
+    assert (
+        f"comes from {drv}'s DT_RPATH" in f["remedy"] and f"rm {bundle}/libdrm.so.2" in f["remedy"]
+    )
+    assert_no_reinstall(f)
+
+    os.unlink(bundle / "libdrm.so.2")  # the printed fix
+    real = probe.load(str(drv))
+    assert real.error is None and SYSTEM_DRM in real.loaded, real
+    proc, doc = run_json(["check", "--no-probe", "--select", "VKL002,VKP002"], env=env)
+    assert proc.returncode == 0, failing(doc)
