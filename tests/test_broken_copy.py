@@ -416,3 +416,29 @@ def test_a_truncated_copy_in_a_drivers_rpath_directory_is_named_with_the_rpath(
     assert real.error is None and SYSTEM_DRM in real.loaded, real
     proc, doc = run_json(["check", "--no-probe", "--select", "VKL002,VKP002"], env=env)
     assert proc.returncode == 0, failing(doc)
+
+
+def test_a_copy_cut_inside_its_last_page_loads_and_is_a_warning_that_says_so(
+    tmp_path: Path,
+) -> None:
+    """Cut past everything ld.so reads but inside the last mapped page: mmap fills the rest of
+    the page with zeros, and lavapipe really works with it (vulkaninfo). Not a failure (that
+    would be a false red), but VKL004 says the copy is cut short."""
+    drm = LIBDIR / "libdrm.so.2"
+    with drm.open("rb") as f:
+        loads = [s for s in ELFFile(f).iter_segments() if s["p_type"] == "PT_LOAD"]
+    end = max(s["p_offset"] + s["p_filesz"] for s in loads)
+    cut = max((end & ~0xFFF) + 0x100, dynamic_offset(drm) + 0x200)  # inside the last page
+    assert cut < end and cut & ~0xFFF == (end - 1) & ~0xFFF
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "libdrm.so.2").write_bytes(drm.read_bytes()[:cut])
+    env = lvp_env(tmp_path, LD_LIBRARY_PATH=str(bad))
+    real = vulkaninfo(env)
+    assert real.returncode == 0 and b"llvmpipe" in real.stdout, real.stderr
+    proc, doc = run_json(["check", "--no-probe", "--select", SELECT], env=env)
+    assert proc.returncode == 0, failing(doc)
+    (w,) = [f for f in doc["findings"] if f["code"] == "VKL004"]
+    assert w["severity"] == "warn" and w["title"].endswith("and it is truncated")
+    broken = w["evidence"]["broken_copy"]
+    assert (broken["size"], broken["expected"], broken["effect"]) == (cut, real_size(drm), "zeros")

@@ -16,6 +16,7 @@ from vkdoctor.checks.base import Check
 from vkdoctor.checks.brokencopy import broken_copy
 from vkdoctor.context import Context
 from vkdoctor.elf import shadow
+from vkdoctor.elf.defect import Defect
 from vkdoctor.elf.explain import (
     HOW_WORDS,
     highest_per_family,
@@ -673,6 +674,22 @@ def shadowing_files(ctx: Context, directory: str) -> list[str]:
     return out
 
 
+#: a winner cut short whose headers ld.so can still map (vkdoctor.elf.defect)
+_CUT_WORDS = {
+    "zeros": "ld.so loads it with zeros in place of the end of its last segment (data, "
+    "relocations), so it is not the library it claims to be, even where it seems to work.",
+    "none": "only what ld.so does not load is missing (section headers, debug data).",
+}
+
+
+def _cut_short(ctx: Context, lib: Library) -> Defect | None:
+    """A winning copy that is truncated past what ld.so checks (it loads, short of its end)."""
+    from vkdoctor.elf.defect import diagnose
+
+    d = diagnose(ctx, lib.path, lib.soname or lib.name, lib.elf.machine)
+    return d if d is not None and d.kind == "truncated" and d.effect in _CUT_WORDS else None
+
+
 class LdLibraryPathOnly(Check):
     """Libraries of a driver's closure that are found only because LD_LIBRARY_PATH is set.
 
@@ -707,13 +724,16 @@ class LdLibraryPathOnly(Check):
                 only.setdefault(lib.directory, []).append(path)
                 continue
             glibc = name.split(".so")[0] in _GLIBC
+            cut = _cut_short(ctx, lib)
             yield self.finding(
                 # another glibc's libc beside this ld.so: every program, not only Vulkan, breaks
                 Severity.FAIL if glibc else Severity.WARN,
-                f"{name} from LD_LIBRARY_PATH shadows the system copy",
+                f"{name} from LD_LIBRARY_PATH shadows the system copy"
+                + (", and it is truncated" if cut else ""),
                 f"{path} (for {', '.join(dict.fromkeys(names))}) is found through LD_LIBRARY_PATH "
                 f"entry {lib.directory or '(empty: the current directory)'} and shadows the "
-                f"system copy {system}.",
+                f"system copy {system}."
+                + (f" It is {cut.what()}: {_CUT_WORDS[cut.effect or 'none']}" if cut else ""),
                 remedy="VKL003 and VKL006 say whether this copy lacks what the drivers need. "
                 f"Take {lib.directory} off LD_LIBRARY_PATH; if a program needs a library that "
                 f"only {lib.directory} has, `vkdoctor exec --search-path {lib.directory} -- CMD` "
@@ -723,6 +743,7 @@ class LdLibraryPathOnly(Check):
                     "directory": lib.directory,
                     "targets": names,
                     "system_copy": system,
+                    **({"broken_copy": cut.as_dict()} if cut else {}),
                 },
             )
         conf_dirs = {d for d, _ in load_conf(ctx).dirs}
