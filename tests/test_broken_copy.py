@@ -442,3 +442,23 @@ def test_a_copy_cut_inside_its_last_page_loads_and_is_a_warning_that_says_so(
     assert w["severity"] == "warn" and w["title"].endswith("and it is truncated")
     broken = w["evidence"]["broken_copy"]
     assert (broken["size"], broken["expected"], broken["effect"]) == (cut, real_size(drm), "zeros")
+
+
+def test_a_library_that_exists_only_for_another_machine_says_which(
+    tmp_path: Path, probe: DlopenProbe
+) -> None:
+    drv, manifest, bar = _fake_driver(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    data = bytearray(bar.read_bytes())
+    data[18:20] = (183).to_bytes(2, "little")  # EM_AARCH64
+    (other / "libbar.so.1").write_bytes(bytes(data))
+    real = probe.load(str(drv), env={"LD_LIBRARY_PATH": str(other)})
+    assert real.error == "libbar.so.1: cannot open shared object file: No such file or directory"
+    env = {"HOME": str(tmp_path), "VK_DRIVER_FILES": str(manifest), "LD_LIBRARY_PATH": str(other)}
+    _proc, doc = run_json(["check", "--no-probe", "--select", "VKL002"], env=env)
+    (f,) = failing(doc)
+    assert (
+        f"the only copy ld.so finds, {other}/libbar.so.1, is built for another machine "
+        "(e_machine EM_AARCH64); ld.so skips it"
+    ) in f["message"]
