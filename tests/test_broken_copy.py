@@ -462,3 +462,46 @@ def test_a_library_that_exists_only_for_another_machine_says_which(
         f"the only copy ld.so finds, {other}/libbar.so.1, is built for another machine "
         "(e_machine EM_AARCH64); ld.so skips it"
     ) in f["message"]
+
+
+def test_a_driver_named_bare_whose_winning_copy_is_cut_short_is_vkl001s_one_failure(
+    tmp_path: Path,
+) -> None:
+    """A manifest naming libvulkan_lvp.so without a path: ld.so searches, and a copy cut short
+    inside its program headers, first on LD_LIBRARY_PATH, wins over the system's."""
+    import json
+
+    manifest = tmp_path / "bare.json"
+    manifest.write_text(
+        json.dumps(
+            {
+                "file_format_version": "1.0.0",
+                "ICD": {"library_path": "libvulkan_lvp.so", "api_version": "1.3.230"},
+            }
+        )
+    )
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "libvulkan_lvp.so").write_bytes(LVP_LIBRARY.read_bytes()[:100])
+    env = {"HOME": str(tmp_path), "VK_DRIVER_FILES": str(manifest), "LD_LIBRARY_PATH": str(bad)}
+    assert b"llvmpipe" not in vulkaninfo(env).stdout
+    proc, doc = run_json(["check", "--no-probe"], env=env)  # every check: VKD001, VKD005 too
+    assert proc.returncode == 1
+    (f,) = failing(doc)
+    vkd = {x["code"]: x for x in doc["findings"] if x["code"] in ("VKD001", "VKD005")}
+    assert {c: x["evidence"].get("explained_by") for c, x in vkd.items()} == {
+        "VKD001": "VKL001",
+        "VKD005": "VKL001",
+    }
+    assert f"ld.so finds {bad}/libvulkan_lvp.so, which it cannot load" in vkd["VKD005"]["message"]
+    assert f["code"] == "VKL001" and f["title"] == f"bare.json: {bad}/libvulkan_lvp.so is truncated"
+    broken = f["evidence"]["broken_copy"]
+    assert broken["intact"] == "/lib/x86_64-linux-gnu/libvulkan_lvp.so" and broken["size"] == 100
+    assert broken["expected"] == real_size(LVP_LIBRARY)
+    assert_no_reinstall(f)
+    assert f["remedy"].startswith(f"Take {bad} off LD_LIBRARY_PATH")
+
+    fixed = {k: v for k, v in env.items() if k != "LD_LIBRARY_PATH"}
+    assert b"llvmpipe" in vulkaninfo(fixed).stdout
+    proc, doc = run_json(["check", "--no-probe", "--select", SELECT], env=fixed)
+    assert proc.returncode == 0, failing(doc)

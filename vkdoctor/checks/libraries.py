@@ -69,6 +69,12 @@ def _severity(t: LoadTarget) -> Severity:
     return Severity.FAIL if t.kind == "driver" else Severity.WARN
 
 
+def _broken_winner(res: Resolution) -> bool:
+    """The target was searched for (a bare name) and the copy that won is unusable."""
+    bad = res.misses[0].bad_file if res.misses else None
+    return bad is not None and bad.how is not How.PATH
+
+
 def how_found_tried(t: Tried) -> str:
     """'through LD_LIBRARY_PATH, in /opt/x' for a candidate the search stopped at."""
     words = HOW_WORDS[t.how]
@@ -101,6 +107,22 @@ class LibraryOpens(Check):
     code = "VKL001"
     family = "libraries"
     title = "Driver and layer libraries"
+    # VKD005 sees only that the manifest's library does not load; a broken copy that won the
+    # search is named here, with the intact copy it shadows and the fix
+    # (and VKD001, when that driver is the only one: no driver loads because of it)
+    explains = ("VKD005", "VKD001")
+
+    def explained(self, symptom: Finding, cause: Finding) -> bool:
+        if "broken_copy" not in cause.evidence:
+            return False
+        manifest = cause.evidence.get("manifest")
+        if symptom.code == "VKD001":
+            drivers = symptom.evidence.get("drivers") or []
+            return bool(drivers) and all(
+                d.get("manifest") == manifest and d.get("outcome") == LIBRARY_UNLOADABLE
+                for d in drivers
+            )
+        return bool(symptom.evidence.get("manifest") == manifest)
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         # a manifest whose library file is missing or unusable is VKD005's finding (an implicit
@@ -120,7 +142,7 @@ class LibraryOpens(Check):
             said = "VKD005" if t.kind == "driver" and t.manifest in stale else None
             if t.kind == "layer" and t.name in broken_layers:
                 said = "VKI002"
-            if root is None and said is not None:
+            if root is None and said is not None and not _broken_winner(res):
                 miss = res.misses[0]
                 yield self.info(
                     f"{t.name}: library {t.dlopen_name} cannot be loaded ({said})",
