@@ -26,7 +26,7 @@ def _without_ldso_variables() -> None:
                 env[name] = value
         return
     present = [name for name in _LDSO_VARIABLES if name in env]
-    if not present or not getattr(sys, "orig_argv", None):
+    if not present or not getattr(sys, "orig_argv", None) or not _may_supply(env):
         return
     child = dict(env)
     for name in present:
@@ -36,6 +36,21 @@ def _without_ldso_variables() -> None:
         os.execve(sys.executable, sys.orig_argv, child)
     except OSError:
         return  # run as we are
+
+
+def _may_supply(env: os._Environ[bytes]) -> bool:
+    """Whether ld.so could take a library from these variables at all: a preload, or an
+    LD_LIBRARY_PATH directory holding a shared object (an exec costs an interpreter start)."""
+    if env.get(b"LD_PRELOAD", b"").strip():
+        return True
+    for entry in env.get(b"LD_LIBRARY_PATH", b"").replace(b";", b":").split(b":"):
+        try:
+            with os.scandir(entry or b".") as it:
+                if any(b".so" in e.name for e in it):
+                    return True
+        except OSError:
+            continue
+    return False
 
 
 def main() -> None:
