@@ -173,9 +173,22 @@ def intact_copy(ctx: Context, soname: str, path: str, machine: str) -> str | Non
     return None
 
 
+def _diagnosed(ctx: Context) -> dict[tuple[str, str, str], Defect | None]:
+    return {}
+
+
 def diagnose(ctx: Context, path: str, soname: str, machine: str) -> Defect | None:
     """What is wrong with `path` (which won the search for `soname` in a `machine` process);
-    None when nothing here explains it."""
+    None when nothing here explains it. Once per file per Context: the comparison with the
+    intact copy reads both (libLLVM is 100 MB)."""
+    memo = ctx.fact(_diagnosed)
+    key = (path, soname, machine)
+    if key not in memo:
+        memo[key] = _diagnose(ctx, path, soname, machine)
+    return memo[key]
+
+
+def _diagnose(ctx: Context, path: str, soname: str, machine: str) -> Defect | None:
     host = str(ctx.under(path))
     try:
         size = ctx.under(path).stat().st_size
