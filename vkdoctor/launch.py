@@ -7,8 +7,54 @@ import os
 import sys
 from typing import NoReturn
 
+#: the variables ld.so reads at start; this process loads its own extension modules (zlib,
+#: _ctypes, ...) and must not get them from the directories it is asked to diagnose: a truncated
+#: libz.so.1 on LD_LIBRARY_PATH would kill it with SIGBUS before it says a word
+_LDSO_VARIABLES = (b"LD_LIBRARY_PATH", b"LD_PRELOAD")
+_SAVED = b"VKDOCTOR_SAVED_LDSO"
+
+
+def _without_ldso_variables() -> None:
+    """Start again without ld.so's variables, and put them back in os.environ there: the checks
+    read them from os.environ, and every child (load test, probe, `exec`) inherits them."""
+    env = os.environb
+    saved = env.pop(_SAVED, None)
+    if saved is not None:
+        for name in saved.split(b","):
+            value = env.pop(_SAVED + b"_" + name, None)
+            if value is not None:
+                env[name] = value
+        return
+    present = [name for name in _LDSO_VARIABLES if name in env]
+    if not present or not getattr(sys, "orig_argv", None) or not _may_supply(env):
+        return
+    child = dict(env)
+    for name in present:
+        child[_SAVED + b"_" + name] = child.pop(name)
+    child[_SAVED] = b",".join(present)
+    try:
+        os.execve(sys.executable, sys.orig_argv, child)
+    except OSError:
+        return  # run as we are
+
+
+def _may_supply(env: os._Environ[bytes]) -> bool:
+    """Whether ld.so could take a library from these variables at all: a preload, or an
+    LD_LIBRARY_PATH directory holding a shared object (an exec costs an interpreter start)."""
+    if env.get(b"LD_PRELOAD", b"").strip():
+        return True
+    for entry in env.get(b"LD_LIBRARY_PATH", b"").replace(b";", b":").split(b":"):
+        try:
+            with os.scandir(entry or b".") as it:
+                if any(b".so" in e.name for e in it):
+                    return True
+        except OSError:
+            continue
+    return False
+
 
 def main() -> None:
+    _without_ldso_variables()
     # A run allocates about a million objects and keeps most of them to the end: the default
     # threshold (700) runs the cycle collector ~60 times over them for nothing (~10 ms). A
     # `check` leaves about 50,000 more tracked objects alive than it frees; at 20,000 the two

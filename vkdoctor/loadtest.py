@@ -1076,6 +1076,16 @@ class Prediction:
     error: str | None = None
     #: the checks that report the predicted failure, with its cause and fix
     by: tuple[str, ...] = ()
+    #: the signal dlopen is expected to die of instead (a library cut short: SIGBUS)
+    signal: str | None = None
+
+    def foresees(self, outcome: TargetOutcome) -> bool:
+        """The real dlopen failed, or died of the signal, as predicted."""
+        if self.loadable:
+            return False
+        if self.signal is not None:
+            return outcome.dlopen == "crash" and outcome.signal == self.signal
+        return outcome.dlopen == "failed"
 
 
 @record(frozen=True, kw_only=True)

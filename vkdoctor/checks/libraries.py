@@ -13,9 +13,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from vkdoctor.checks.base import Check
+from vkdoctor.checks.brokencopy import broken_copy
 from vkdoctor.context import Context
 from vkdoctor.elf import shadow
+from vkdoctor.elf.defect import Defect
 from vkdoctor.elf.explain import (
+    HOW_WORDS,
     highest_per_family,
     how_found,
     near_text,
@@ -33,7 +36,7 @@ from vkdoctor.elf.resolve import (
     resolve_target,
     version_key,
 )
-from vkdoctor.elf.search import How
+from vkdoctor.elf.search import How, Tried
 from vkdoctor.elf.shadow import Shadow
 from vkdoctor.elf.symbols import Undefined, undefined_symbols
 from vkdoctor.elf.wgpu import find_wgpu_native
@@ -66,8 +69,28 @@ def _severity(t: LoadTarget) -> Severity:
     return Severity.FAIL if t.kind == "driver" else Severity.WARN
 
 
+def _broken_winner(res: Resolution) -> bool:
+    """The target was searched for (a bare name) and the copy that won is unusable."""
+    bad = res.misses[0].bad_file if res.misses else None
+    return bad is not None and bad.how is not How.PATH
+
+
+def how_found_tried(t: Tried) -> str:
+    """'through LD_LIBRARY_PATH, in /opt/x' for a candidate the search stopped at."""
+    words = HOW_WORDS[t.how]
+    return f"{words}, in {t.where}" if t.how not in (How.PATH, How.CACHE) else words
+
+
 def _is_wrong_class_only(m: Miss) -> bool:
     return bool(m.wrong_class) and m.bad_file is None
+
+
+def _other_machine_only(m: Miss) -> Tried | None:
+    """The first copy for another machine, when every file the search met was one."""
+    met = [t for t in m.tried if t.outcome not in ("absent", "skipped")]
+    if met and all(t.outcome == "wrong_machine" for t in met):
+        return met[0]
+    return None
 
 
 class LibraryOpens(Check):
@@ -84,6 +107,22 @@ class LibraryOpens(Check):
     code = "VKL001"
     family = "libraries"
     title = "Driver and layer libraries"
+    # VKD005 sees only that the manifest's library does not load; a broken copy that won the
+    # search is named here, with the intact copy it shadows and the fix
+    # (and VKD001, when that driver is the only one: no driver loads because of it)
+    explains = ("VKD005", "VKD001")
+
+    def explained(self, symptom: Finding, cause: Finding) -> bool:
+        if "broken_copy" not in cause.evidence:
+            return False
+        manifest = cause.evidence.get("manifest")
+        if symptom.code == "VKD001":
+            drivers = symptom.evidence.get("drivers") or []
+            return bool(drivers) and all(
+                d.get("manifest") == manifest and d.get("outcome") == LIBRARY_UNLOADABLE
+                for d in drivers
+            )
+        return bool(symptom.evidence.get("manifest") == manifest)
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         # a manifest whose library file is missing or unusable is VKD005's finding (an implicit
@@ -103,7 +142,7 @@ class LibraryOpens(Check):
             said = "VKD005" if t.kind == "driver" and t.manifest in stale else None
             if t.kind == "layer" and t.name in broken_layers:
                 said = "VKI002"
-            if root is None and said is not None:
+            if root is None and said is not None and not _broken_winner(res):
                 miss = res.misses[0]
                 yield self.info(
                     f"{t.name}: library {t.dlopen_name} cannot be loaded ({said})",
@@ -156,6 +195,31 @@ class LibraryOpens(Check):
                     f"{label(t)} is {cls.path}, a {cls.detail} file; the loader logs this at INFO "
                     f"and uses the other drivers. Normal on a multilib system.",
                     **ev,
+                )
+                continue
+            broken = (
+                broken_copy(ctx, miss.bad_file, posixpath.basename(t.dlopen_name), miss.error)
+                if miss.bad_file is not None
+                else None
+            )
+            if broken is not None and miss.bad_file is not None:
+                bad = miss.bad_file
+                yield self.finding(
+                    _severity(t),
+                    f"{t.name}: {bad.path} is {broken.defect.kind_word}",
+                    f"{label(t)}: ld.so finds {bad.path} ({how_found_tried(bad)}), which is "
+                    f"{broken.what}. {broken.effect}",
+                    remedy=broken.remedy
+                    if bad.how is not How.PATH or broken.defect.kind == "noexec"
+                    else fix_file(
+                        ctx,
+                        bad.path or t.dlopen_name,
+                        f"{{reinstall}} ({{package}} owns {bad.path}, and the file is not what "
+                        f"it installed), or fix library_path in {t.manifest}.",
+                        f"{bad.path} belongs to no package: replace it with a working build, or "
+                        f"fix library_path in {t.manifest}.",
+                    ),
+                    evidence={**ev, "broken_copy": broken.evidence},
                 )
                 continue
             if miss.bad_file is not None:
@@ -275,13 +339,40 @@ class NeededLibraries(Check):
                 if len(m.chain) > 1
                 else ""
             )
+            broken = broken_copy(ctx, m.bad_file, name, m.error) if m.bad_file is not None else None
+            also = f" Also needed by {', '.join(users[1:])}." if len(users) > 1 else ""
+            if broken is not None and m.bad_file is not None:
+                bad = m.bad_file
+                shown = [posixpath.basename(u) for u in users[:3]]
+                more = f" and {len(users) - 3} more" if len(users) > 3 else ""
+                yield self.finding(
+                    sev,
+                    f"{name}: the copy that wins, {broken.defect.path}, is {broken.defect.kind_word} "
+                    f"(needed by {', '.join(shown)}{more})",
+                    f"{who}: {needed_by}{via} needs {name}; ld.so finds it at {bad.path} "
+                    f"({how_found_tried(bad)}), which is {broken.what}. "
+                    f"{broken.effect}{also}",
+                    remedy=broken.remedy,
+                    evidence={
+                        "targets": [t.name for t in ts],
+                        **m.as_dict(),
+                        "needed_by_all": users,
+                        "broken_copy": broken.evidence,
+                    },
+                )
+                continue
+            machine = _other_machine_only(m)
             if _is_wrong_class_only(m):
                 what = f"{name} exists only as {m.wrong_class[0].detail} ({m.wrong_class[0].path})"
+            elif machine is not None:
+                what = (
+                    f"the only copy ld.so finds, {machine.path}, is built for another machine "
+                    f"(e_machine {machine.detail}); ld.so skips it"
+                )
             elif m.bad_file is not None:
                 what = f"{m.bad_file.path} is not a loadable shared object ({m.bad_file.detail})"
             else:
                 what = f"ld.so cannot find {name}"
-            also = f" Also needed by {', '.join(users[1:])}." if len(users) > 1 else ""
             message = (
                 f"{who}: {needed_by}{via} needs {name}; {what}.{also} "
                 f'dlopen would fail with "{m.error}". Looked in: {places_tried(m.tried, ctx)}. '
@@ -641,6 +732,22 @@ def shadowing_files(ctx: Context, directory: str) -> list[str]:
     return out
 
 
+#: a winner cut short whose headers ld.so can still map (vkdoctor.elf.defect)
+_CUT_WORDS = {
+    "zeros": "ld.so loads it with zeros in place of the end of its last segment (data, "
+    "relocations), so it is not the library it claims to be, even where it seems to work.",
+    "none": "only what ld.so does not load is missing (section headers, debug data).",
+}
+
+
+def _cut_short(ctx: Context, lib: Library) -> Defect | None:
+    """A winning copy that is truncated past what ld.so checks (it loads, short of its end)."""
+    from vkdoctor.elf.defect import diagnose
+
+    d = diagnose(ctx, lib.path, lib.soname or lib.name, lib.elf.machine)
+    return d if d is not None and d.kind == "truncated" and d.effect in _CUT_WORDS else None
+
+
 class LdLibraryPathOnly(Check):
     """Libraries of a driver's closure that are found only because LD_LIBRARY_PATH is set.
 
@@ -675,13 +782,16 @@ class LdLibraryPathOnly(Check):
                 only.setdefault(lib.directory, []).append(path)
                 continue
             glibc = name.split(".so")[0] in _GLIBC
+            cut = _cut_short(ctx, lib)
             yield self.finding(
                 # another glibc's libc beside this ld.so: every program, not only Vulkan, breaks
                 Severity.FAIL if glibc else Severity.WARN,
-                f"{name} from LD_LIBRARY_PATH shadows the system copy",
+                f"{name} from LD_LIBRARY_PATH shadows the system copy"
+                + (", and it is truncated" if cut else ""),
                 f"{path} (for {', '.join(dict.fromkeys(names))}) is found through LD_LIBRARY_PATH "
                 f"entry {lib.directory or '(empty: the current directory)'} and shadows the "
-                f"system copy {system}.",
+                f"system copy {system}."
+                + (f" It is {cut.what()}: {_CUT_WORDS[cut.effect or 'none']}" if cut else ""),
                 remedy="VKL003 and VKL006 say whether this copy lacks what the drivers need. "
                 f"Take {lib.directory} off LD_LIBRARY_PATH; if a program needs a library that "
                 f"only {lib.directory} has, `vkdoctor exec --search-path {lib.directory} -- CMD` "
@@ -691,6 +801,7 @@ class LdLibraryPathOnly(Check):
                     "directory": lib.directory,
                     "targets": names,
                     "system_copy": system,
+                    **({"broken_copy": cut.as_dict()} if cut else {}),
                 },
             )
         conf_dirs = {d for d, _ in load_conf(ctx).dirs}
@@ -1041,6 +1152,9 @@ def install_loader_command(ctx: Context) -> str:
     )
 
 
+LOADER = "libvulkan.so.1"
+
+
 class VulkanLoaderLibrary(Check):
     """The Vulkan loader, libvulkan.so.1, is found by the dynamic linker, and which version it is.
 
@@ -1053,12 +1167,33 @@ class VulkanLoaderLibrary(Check):
     code = "VKH002"
     family = "host"
     title = "Vulkan loader library"
+    # a loader cut short kills the load test's child before it reports a step
+    explains = ("VKT001", "VKT003")
+
+    def explained(self, symptom: Finding, cause: Finding) -> bool:
+        broken = cause.evidence.get("broken_copy") or {}
+        return broken.get("effect") == "sigbus" and symptom.evidence.get("dlopen") == "not-run"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        res = resolve(ctx, "libvulkan.so.1", caller="executable", with_loader=False)
+        res = resolve(ctx, LOADER, caller="executable", with_loader=False)
         root = res.root
         if root is None:
             m = res.misses[0]
+            broken = (
+                broken_copy(ctx, m.bad_file, LOADER, m.error) if m.bad_file is not None else None
+            )
+            if broken is not None and m.bad_file is not None:
+                yield self.fail(
+                    f"libvulkan.so.1: the copy that wins, {broken.defect.path}, is "
+                    f"{broken.defect.kind_word}",
+                    f"ld.so finds the Vulkan loader at {m.bad_file.path} "
+                    f"({how_found_tried(m.bad_file)}), which is "
+                    f"{broken.what}. {broken.effect} No Vulkan program gets to any driver.",
+                    remedy=broken.remedy,
+                    **m.as_dict(),
+                    broken_copy=broken.evidence,
+                )
+                return
             yield self.fail(
                 "libvulkan.so.1 not found",
                 f"The Vulkan loader is not installed or not where ld.so looks: "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vkdoctor.checks.base import Check, all_selected
 from vkdoctor.context import Context
@@ -21,6 +22,9 @@ from vkdoctor.loadtest import (
     wrecks_all,
 )
 from vkdoctor.model import Finding, Severity
+
+if TYPE_CHECKING:
+    from vkdoctor.elf.resolve import Resolution
 
 
 def targets_of(ctx: Context) -> tuple[LoadTarget, ...]:
@@ -86,9 +90,9 @@ def _verdict_finding(
         evidence["only_driver"] = not others
     predicted = PredictionAgrees().predictions(ctx).get(outcome.target)
     if (
-        verdict.kind == "dlopen-failed"
-        and predicted is not None
-        and not predicted.loadable
+        predicted is not None
+        and predicted.foresees(outcome)
+        and (verdict.kind == "dlopen-failed" or predicted.signal is not None)
         and verdict.severity.rank > Severity.INFO.rank
         and predicted.by
         and all_selected(ctx, *predicted.by)
@@ -280,9 +284,8 @@ class DeviceAvailable(Check):
         remedy = _sentence("; or ".join(options))
         predictions = PredictionAgrees().predictions(ctx)
         if failing and all(
-            o.dlopen == "failed"
-            and (p := predictions.get(o.target)) is not None
-            and not p.loadable
+            (p := predictions.get(o.target)) is not None
+            and p.foresees(o)
             and p.by
             and all_selected(ctx, *p.by)
             for o in failing
@@ -333,6 +336,24 @@ class LayersLoad(Check):
                 yield _verdict_finding(self, ctx, run, outcome)
 
 
+def _sigbus(ctx: Context, r: Resolution) -> str | None:
+    """Why the dlopen of `r` dies of SIGBUS: the first library it maps is cut short past whole
+    headers (ld.so maps pages beyond the end of the file); None when nothing is."""
+    from vkdoctor.elf.defect import diagnose
+    from vkdoctor.elf.platform import ldso_platform
+
+    machine = ctx.fact(ldso_platform).e_machine
+    for m in r.misses:
+        bad = m.bad_file
+        if bad is None or bad.path is None:
+            return None
+        d = diagnose(ctx, bad.path, m.name, machine)
+        if d is not None and d.effect == "sigbus":
+            return f"{bad.path} is {d.what()}: ld.so maps it past its end and dies of SIGBUS"
+        return None  # ld.so stops at the first mapping error
+    return None
+
+
 class PredictionAgrees(Check):
     """The static analysis and the real load agree on which libraries load.
 
@@ -376,6 +397,10 @@ class PredictionAgrees(Check):
                 )
             else:
                 by = ("VKL003",) if r.versions else ()
+            crash = _sigbus(ctx, r)
+            if crash is not None:
+                out[target] = Prediction(loadable=False, reason=crash, by=by, signal="SIGBUS")
+                continue
             out[target] = Prediction(
                 loadable=r.ok,
                 reason=r.predicted_error

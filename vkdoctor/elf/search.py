@@ -21,9 +21,14 @@ from typing import Any, Literal
 
 from vkdoctor.context import Context
 from vkdoctor.elf.ldcache import LdCache, load_cache
+from vkdoctor.elf.mounts import noexec_mount
 from vkdoctor.elf.platform import LdsoPlatform, ldso_platform
 from vkdoctor.elf.reader import ElfError, ElfInfo, read_elf, resolved
 from vkdoctor.record import field, record
+
+#: glibc's words when mmap refuses a segment (a noexec mount); _dl_map_object_from_fd names
+#: the object by the name it was asked for, not by the file's path
+MAP_FAILED = "failed to map segment from shared object"
 
 
 class How(enum.StrEnum):
@@ -204,6 +209,9 @@ class Searcher:
             return "wrong_machine", info, info.machine
         if info.e_type not in ("ET_DYN", "ET_EXEC"):
             return "bad_elf", info, "only ET_DYN and ET_EXEC can be loaded"
+        if noexec_mount(self.ctx, path) is not None:
+            # open_verify passes; mmap with PROT_EXEC fails (EPERM) and the search ends there
+            return "bad_elf", info, MAP_FAILED
         return "found", info, ""
 
     def _try_dir(
@@ -353,7 +361,7 @@ class Searcher:
                 found=None,
                 how=fatal.how,
                 tried=tuple(tried),
-                error=f"{fatal.path}: {fatal.detail}",
+                error=f"{name if fatal.detail == MAP_FAILED else fatal.path}: {fatal.detail}",
             )
         if found is None:
             return Lookup(

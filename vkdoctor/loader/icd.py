@@ -28,7 +28,7 @@ from vkdoctor.loader.search import (
     scan,
     secure_getenv,
 )
-from vkdoctor.loader.stdlib import find_bare
+from vkdoctor.loader.stdlib import bare_stopped_at, find_bare
 from vkdoctor.loader.version import LoaderVersion, loader_version
 from vkdoctor.record import field, record
 
@@ -330,6 +330,13 @@ def _fields(
     target = library
     if rule == "bare":
         found = find_bare(ctx, library)
+        stopped = bare_stopped_at(ctx, library) if found is None else None
+        if stopped is not None:
+            return out(
+                LIBRARY_UNLOADABLE,
+                f"{mf.path}: library {library!r} is a bare name; ld.so finds {stopped[0]}, "
+                f"which it cannot load ({stopped[1]})",
+            )
         if found is None:
             return out(
                 LIBRARY_MISSING,

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from vkdoctor.context import Context
+from vkdoctor.elf.defect import diagnose
 from vkdoctor.elf.reader import ElfError, read_elf
+from vkdoctor.elf.search import MAP_FAILED
 from vkdoctor.overlay import trust
 from vkdoctor.record import field, record
 
@@ -162,6 +164,9 @@ def evaluate(ctx: Context, path: str, need: Need, origin: str) -> Candidate:
     if unsafe:
         return reject(unsafe, real)
     info = read_elf(ctx, path)
+    defect = diagnose(ctx, path, need.soname, need.machine)
+    if defect is not None and defect.kind == "truncated" and defect.effect != "none":
+        return reject(f"a truncated ELF file, {defect.cut()}", real)
     if isinstance(info, ElfError):
         words = {
             "not_elf": "not an ELF file",
@@ -189,6 +194,13 @@ def evaluate(ctx: Context, path: str, need: Need, origin: str) -> Candidate:
             f"(it defines {defines})",
             real,
             info.verdef,
+        )
+    if defect is not None and defect.kind == "noexec":
+        return reject(
+            f"on {defect.mount}, mounted noexec: ld.so cannot map its code (dlopen would fail "
+            f'with "{need.soname}: {MAP_FAILED}"); remount it with exec '
+            f"(`sudo mount -o remount,exec {defect.mount}`) or copy the file elsewhere",
+            real,
         )
     return Candidate(
         soname=need.soname,

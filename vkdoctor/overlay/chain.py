@@ -87,6 +87,10 @@ def from_resolution(target: str, res: Resolution) -> Chain:
     for miss in res.misses:
         if miss.needed_by is None:
             return Chain(root=target, edges=tuple(edges), error=miss.error or "not found")
+        if miss.bad_file is not None:
+            # not missing: a broken copy won the search, and the fix is to take it away
+            # (VKL002), not to put another copy in front of it
+            continue
         elf = elves.get(miss.needed_by)
         versions: tuple[str, ...] = ()
         elf_class, machine = 64, "EM_X86_64"

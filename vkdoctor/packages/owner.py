@@ -83,3 +83,25 @@ def reinstall_if_installed(ctx: Context, names: dict[str, str]) -> str | None:
         if found:
             return REINSTALL[db.family].format(name=name)
     return None
+
+
+def verified_owner(ctx: Context, path: str) -> tuple[str, bool | None] | None:
+    """The package owning the file `path` leads to (a link followed to its file), with whether
+    that file differs from what the package installed (its recorded checksum: what `dpkg
+    --verify` compares); None when no package owns it or no database can say."""
+    try:
+        real = ctx.resolve(path)
+    except OSError:
+        return None
+    file = str(real) if ctx.live else "/" + str(real.relative_to(ctx.root))
+    pkgs = _owners(ctx, file)
+    if not pkgs:
+        return None
+    pkg = pkgs[0]
+    for db in ctx.fact(inventory).databases:
+        if db.family == pkg.family:
+            try:
+                return pkg.label, db.modified(pkg, file)
+            except Exception:  # a broken database: the package checks report it
+                return pkg.label, None
+    return pkg.label, None

@@ -78,6 +78,8 @@ def stack_facts(ctx: Context) -> StackFacts:
         for miss in res.misses:
             if miss.needed_by is None:
                 continue  # the driver file itself: the VKL checks say so
+            if miss.bad_file is not None:
+                continue  # not missing: a broken copy won the search (VKL002 names it)
             near = tuple(n.path for n in miss.near if n.kind in _OTHER_VERSION)
             sonames.append(
                 MissingSoname(

@@ -1,0 +1,64 @@
+"""The mounts a library lies on: a file on a filesystem mounted noexec cannot be mapped with
+PROT_EXEC, so ld.so fails with "failed to map segment from shared object"."""
+
+from __future__ import annotations
+
+from vkdoctor.context import Context
+
+
+def mounts(ctx: Context) -> list[tuple[str, str]]:
+    """(mount point, per-mount options) of this process's mounts, from /proc/self/mountinfo;
+    later (over-)mounts last. Empty under --root: a tree is not run where it lies."""
+    return ctx.fact(_mounts)
+
+
+def _mounts(ctx: Context) -> list[tuple[str, str]]:
+    if not ctx.live:
+        return []
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) >= 6:
+            out.append((_unescape(parts[4]), parts[5]))
+    return out
+
+
+def _unescape(field: str) -> str:
+    # mountinfo writes space, tab, newline and backslash as \ooo
+    if "\\" not in field:
+        return field
+    out, i = [], 0
+    while i < len(field):
+        if field[i] == "\\" and field[i + 1 : i + 4].isdigit():
+            out.append(chr(int(field[i + 1 : i + 4], 8)))
+            i += 4
+        else:
+            out.append(field[i])
+            i += 1
+    return "".join(out)
+
+
+def noexec_mount(ctx: Context, path: str) -> str | None:
+    """The mount point holding `path` (its real path) when it is mounted noexec."""
+    table = mounts(ctx)
+    if not any("noexec" in options.split(",") for _, options in table):
+        return None
+    from vkdoctor.elf.reader import resolved
+
+    try:
+        real = str(resolved(ctx, path))
+    except OSError:
+        return None
+    best: tuple[str, str] | None = None
+    for point, options in table:
+        inside = real == point or real.startswith(point.rstrip("/") + "/")
+        if inside and (best is None or len(point) >= len(best[0])):
+            best = (point, options)
+    if best is not None and "noexec" in best[1].split(","):
+        return best[0]
+    return None
