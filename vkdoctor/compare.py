@@ -483,9 +483,12 @@ def _causes(
     if va != "pass" and vb != "pass":
         bad = good = ""
     out: list[str] = []
-    for d in drivers:
-        if not d.decisive:
-            continue
+
+    def likeliest(d: DriverDiff) -> tuple[bool, bool]:
+        # a driver both list first, then one the failing side lists, then one it lacks
+        return (None in (d.a, d.b), (d.b if bad == "B" else d.a) is None)
+
+    for d in sorted((d for d in drivers if d.decisive), key=likeliest):
         state_bad = _sentence(d.b if bad == "B" else d.a)
         state_good = _sentence(d.a if bad == "B" else d.b)
         if state_good is None:

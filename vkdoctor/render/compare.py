@@ -13,6 +13,8 @@ from vkdoctor.record import asdict
 _EXIT = {"pass": 0, "fail": 1, "error": 3}
 #: how many wrapped lines of a finding's message the diff shows
 _MESSAGE_LINES = 6
+#: how many differing driver-stack packages "Also different" names
+_PACKAGES = 6
 
 
 def _wrap(text: str, width: int, indent: str, hang: str | None = None) -> list[str]:
@@ -56,9 +58,12 @@ def _finding(f: FindingDiff, width: int) -> list[str]:
 def diff_text(c: Comparison, name_a: str, name_b: str, *, width: int = 80) -> str:
     out = _wrap(f"A: {name_a}", width, "", "   ") + _wrap(f"B: {name_b}", width, "", "   ")
     same = "the same verdict" if c.same_verdict else "different verdicts"
-    out.append(
+    out += _wrap(
         f"Verdict: A {c.verdict_a} ({c.status_a}, exit {_EXIT.get(c.verdict_a, 3)}); "
-        f"B {c.verdict_b} ({c.status_b}, exit {_EXIT.get(c.verdict_b, 3)}): {same}"
+        f"B {c.verdict_b} ({c.status_b}, exit {_EXIT.get(c.verdict_b, 3)}): {same}",
+        width,
+        "",
+        "  ",
     )
     if c.causes:
         out += ["", "Why:"]
@@ -68,7 +73,7 @@ def diff_text(c: Comparison, name_a: str, name_b: str, *, width: int = 80) -> st
     other = [d for d in c.drivers if not d.decisive]
     for title, group in (
         ("Drivers that give a device on one side only:", decisive),
-        ("Other drivers that differ (the same outcome for the verdict):", other),
+        ("Other drivers that differ:", other),
     ):
         if not group:
             continue
@@ -105,9 +110,13 @@ def diff_text(c: Comparison, name_a: str, name_b: str, *, width: int = 80) -> st
             out += _change(ch, width, "  ", "absent")
     rest: list[str] = []
     if c.packages:
+        shown = "; ".join(
+            f"{ch.what} {ch.a or 'absent'} / {ch.b or 'absent'}" for ch in c.packages[:_PACKAGES]
+        )
+        more = len(c.packages) - _PACKAGES
         rest += _wrap(
-            f"{len(c.packages)} driver-stack package(s) differ: "
-            + "; ".join(f"{ch.what} {ch.a or 'absent'} / {ch.b or 'absent'}" for ch in c.packages),
+            f"{len(c.packages)} driver-stack package(s) differ: {shown}"
+            + (f"; and {more} more (the reports' VKP009 evidence lists them)" if more > 0 else ""),
             width,
             "  ",
         )
@@ -139,9 +148,9 @@ def _fit(text: str, width: int) -> str:
 def _columns(rows: Sequence[Sequence[str]], width: int) -> list[str]:
     """A table whose last column wraps; the others are cut (with …) when the width is short."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    last = min(max(len(r[-1]) for r in rows), 24)
+    last_width = min(max(len(r[-1]) for r in rows), 24)
     # what does not fit comes out of the host and adapter columns (cut with …), not the codes
-    budget = width - max(last, 7) - 2 * len(widths)
+    budget = width - max(last_width, 7) - 2 * len(widths)
     while sum(widths) > budget and max(widths[1:3]) > 8:
         i = 1 if widths[1] >= widths[2] else 2
         widths[i] -= 1
