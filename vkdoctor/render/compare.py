@@ -183,7 +183,29 @@ def summary_text(fleet: Fleet, *, width: int = 80) -> str:
     if fleet.groups:
         out += ["", "Failures by code:"]
         out += _groups_text(fleet, width)
+    pair = _pair(fleet)
+    if pair:
+        out += ["", "Why one fails where another passes:"]
+        one = f"  vkdoctor diff {' '.join(pair)}"
+        # a command to paste: continued with backslashes, never broken inside a path
+        out += (
+            [one]
+            if len(one) <= width
+            else ["  vkdoctor diff \\", f"    {pair[0]} \\", f"    {pair[1]}"]
+        )
     return "\n".join(out) + "\n"
+
+
+def _pair(fleet: Fleet) -> tuple[str, str] | None:
+    """The first machine that passed and the first that failed, quoted for a shell; None unless
+    there are both."""
+    import shlex
+
+    ok = next((m for m in fleet.machines if m.verdict == "pass"), None)
+    bad = next((m for m in fleet.machines if m.verdict != "pass"), None)
+    if ok is None or bad is None:
+        return None
+    return shlex.quote(ok.path), shlex.quote(bad.path)
 
 
 _MARK = {"pass": "✅ pass", "fail": "❌ fail", "error": "💥 error"}
@@ -216,6 +238,10 @@ def summary_github(fleet: Fleet) -> str:
                 f"- {_code(g.code)} {_cell(g.title)}: **{len(g.machines)} of {total}** machines "
                 f"({', '.join(_cell(m) for m in g.machines)})"
             )
+    pair = _pair(fleet)
+    if pair:
+        command = "vkdoctor diff " + " ".join(pair)
+        out += ["", f"Why one fails where another passes: {_code(command)}"]
     return "\n".join(out) + "\n"
 
 
