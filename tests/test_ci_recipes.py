@@ -200,6 +200,13 @@ def test_github_matrix_recipe_runs_here(tmp_path: Path):
             }
         )
     )
+    # docs/ci.md shows these steps as they are in the recipe
+    guide = (REPO / "docs" / "ci.md").read_text()
+    for job in (preflight, final):
+        for s in job["steps"]:
+            for line in _lines(s.get("run", "")):
+                if line.startswith("vkdoctor "):
+                    assert f"run: {line}" in guide or f"          {line}\n" in guide, line
     steps = [s["run"] for s in preflight["steps"] if s.get("run", "").startswith("vkdoctor ")]
     assert steps == ["vkdoctor check --cpu --redact --format github --json vkdoctor.json"]
     runners = {
