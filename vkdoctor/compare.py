@@ -479,9 +479,8 @@ def _causes(
     va, vb = verdict(a), verdict(b)
     if va == vb:
         return ()
+    # fail against error: B is the one compared with A
     bad, good = ("B", "A") if vb != "pass" else ("A", "B")
-    if va != "pass" and vb != "pass":
-        bad = good = ""
     out: list[str] = []
 
     def likeliest(d: DriverDiff) -> tuple[bool, bool]:
@@ -507,11 +506,11 @@ def _causes(
                 f"{c.b if c.b is not None else 'unset'}): it chooses the drivers the loader lists"
             )
     for f in findings:
-        items = f.b if bad == "B" else f.a if bad else (*f.a, *f.b)
-        other = f.a if bad == "B" else f.b if bad else ()
+        items = f.b if bad == "B" else f.a
+        other = f.a if bad == "B" else f.b
         for sev, title, _msg in items:
             if _RANK.get(sev, 4) >= 3 and (sev, title) not in {(s, t) for s, t, _ in other}:
-                out.append(f"{f.code} ({sev}) on {bad or 'one side'}: {title}")
+                out.append(f"{f.code} ({sev}) on {bad}: {title}")
     for c in probe:
         if c.what in ("status", "probe") and not any(x.startswith("VKR") for x in out):
             out.append(f"the probe: {c.a or 'absent'} on A, {c.b or 'absent'} on B")
