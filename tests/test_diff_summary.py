@@ -260,8 +260,11 @@ def _fleet(reports: dict[str, Path], root: Path, counts: dict[str, int]) -> list
 def test_summary_of_a_dozen_machines(reports, tmp_path: Path):
     counts = {"healthy": 5, "missing": 3, "crash": 2, "h200": 2}
     names = _fleet(reports, tmp_path, counts)
-    files = sorted(str(p) for p in (tmp_path / "artifacts").glob("*/vkdoctor.json"))
-    proc = run_vkdoctor(["summary", *files])
+    # as a CI job gives them: relative to where it runs
+    files = sorted(
+        str(p.relative_to(tmp_path)) for p in (tmp_path / "artifacts").glob("*/vkdoctor.json")
+    )
+    proc = run_vkdoctor(["summary", *files], cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
     text = proc.stdout
     assert text.startswith("vkdoctor summary: 12 machines, 5 failed\n")
@@ -279,8 +282,12 @@ def test_summary_of_a_dozen_machines(reports, tmp_path: Path):
         "(missing-0, missing-1, missing-2)" in groups
     )
     assert "VKT001 crash_icd.json" in groups and "2 of 12 machines (crash-0, crash-1)" in groups
+    assert text.endswith(
+        "Why one fails where another passes:\n"
+        "  vkdoctor diff artifacts/h200-0/vkdoctor.json artifacts/crash-0/vkdoctor.json\n"
+    )
     assert all(len(line) <= 80 for line in text.splitlines()), text
-    narrow = run_vkdoctor(["summary", *files], env={"COLUMNS": "60"})
+    narrow = run_vkdoctor(["summary", *files], env={"COLUMNS": "60"}, cwd=tmp_path)
     assert all(len(line) <= 60 for line in narrow.stdout.splitlines()), narrow.stdout
 
     # the directory stands for the files below it; as data
@@ -296,7 +303,7 @@ def test_summary_of_a_dozen_machines(reports, tmp_path: Path):
         ("VKR001", 3),
         ("VKT001", 2),
     ]
-    md = run_vkdoctor(["summary", "--format", "github", *files])
+    md = run_vkdoctor(["summary", "--format", "github", *files], cwd=tmp_path)
     assert md.returncode == 1
     lines = md.stdout.splitlines()
     assert lines[0] == "## vkdoctor summary: 5 of 12 machines failed"
