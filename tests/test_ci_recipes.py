@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import junitparser
 import yaml
-from conftest import REPO, run_vkdoctor, validate_report
+from conftest import REPO, clean_env, run_vkdoctor, validate_report
 
 RECIPES = REPO / "docs" / "ci"
 
@@ -145,3 +148,97 @@ def test_gitlab_recipe_runs_here(tmp_path: Path):
     assert artifacts["when"] == "always"
     assert artifacts["reports"]["junit"] == "vkdoctor.xml"
     assert set(artifacts["paths"]) == {"vkdoctor.json", "vkdoctor.xml"}
+
+
+def _bash(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """A `run:` block as GitHub Actions runs it: bash --noprofile --norc -eo pipefail."""
+    return subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_github_matrix_recipe_runs_here(tmp_path: Path):
+    """Each runner of the matrix runs its preflight step (one of them with a driver whose
+    library is missing), its report goes where upload + download-artifact put it, and the
+    summary job's step runs on those: the job summary's table, the log, the exit status."""
+    doc = yaml.safe_load((RECIPES / "github-actions-matrix.yml").read_text())
+    preflight, final = doc["jobs"]["preflight"], doc["jobs"]["summary"]
+    assert preflight["strategy"]["fail-fast"] is False
+    assert final["needs"] == "preflight" and final["if"] == "always()"
+    upload = next(s for s in preflight["steps"] if "upload-artifact" in str(s.get("uses")))
+    assert upload["if"] == "always()" and upload["with"]["path"] == "vkdoctor.json"
+    download = next(s for s in final["steps"] if "download-artifact" in str(s.get("uses")))
+    assert download["with"] == {"pattern": "vkdoctor-*", "path": "reports"}
+    installs = [
+        s["run"] for job in (preflight, final) for s in job["steps"] if "pip" in s.get("run", "")
+    ]
+    assert installs == ["python -m pip install ./vkdoctor-src"] * 2
+
+    # vkdoctor on PATH, as the pip line installs it
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    shim = bindir / "vkdoctor"
+    shim.write_text(f'#!/bin/sh\nexec {sys.executable} -m vkdoctor "$@"\n')
+    shim.chmod(0o755)
+    base = clean_env({"PYTHONPATH": str(REPO)})
+    base["PATH"] = f"{bindir}:{base.get('PATH', '/usr/bin:/bin')}"
+    gone = tmp_path / "gone_icd.json"
+    gone.write_text(
+        json.dumps(
+            {
+                "file_format_version": "1.0.0",
+                "ICD": {
+                    "library_path": str(tmp_path / "libvulkan_gone.so"),
+                    "api_version": "1.3.0",
+                },
+            }
+        )
+    )
+    # docs/ci.md shows these steps as they are in the recipe
+    guide = (REPO / "docs" / "ci.md").read_text()
+    for job in (preflight, final):
+        for s in job["steps"]:
+            for line in _lines(s.get("run", "")):
+                if line.startswith("vkdoctor "):
+                    assert f"run: {line}" in guide or f"          {line}\n" in guide, line
+    steps = [s["run"] for s in preflight["steps"] if s.get("run", "").startswith("vkdoctor ")]
+    assert steps == ["vkdoctor check --cpu --redact --format github --json vkdoctor.json"]
+    runners = {
+        "ubuntu-24.04-py3.12": ({}, 0),
+        "ubuntu-22.04-py3.11": ({"VK_DRIVER_FILES": str(gone)}, 1),
+    }
+    for name, (env, want) in runners.items():
+        work = tmp_path / name
+        work.mkdir()
+        proc = _bash(steps[0], work, {**base, **env})
+        assert proc.returncode == want, proc.stdout + proc.stderr
+        validate_report(json.loads((work / "vkdoctor.json").read_text()))
+        artifact = upload["with"]["name"].replace("${{ matrix.os }}", name.split("-py")[0])
+        artifact = artifact.replace("${{ matrix.python }}", name.split("-py")[1])
+        assert artifact == f"vkdoctor-{name}"
+        (tmp_path / "reports" / artifact).mkdir(parents=True)
+        shutil.copy(work / "vkdoctor.json", tmp_path / "reports" / artifact / "vkdoctor.json")
+
+    (step,) = [s for s in final["steps"] if "vkdoctor summary" in s.get("run", "")]
+    summary = tmp_path / "step-summary.md"
+    proc = _bash(step["run"], tmp_path, {**base, "GITHUB_STEP_SUMMARY": str(summary)})
+    # a runner failed: so does the summary job, after writing the table and the log
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    md = summary.read_text()
+    assert md.startswith("## vkdoctor summary: 1 of 2 machines failed\n")
+    assert "| vkdoctor-ubuntu-22.04-py3.11 | debian 12 | none (no-adapter) | ❌ fail |" in md
+    assert "| vkdoctor-ubuntu-24.04-py3.12 | debian 12 | llvmpipe" in md
+    assert "- <code>VKD001</code> No Vulkan driver will load" in md
+    assert proc.stdout.startswith("vkdoctor summary: 2 machines, 1 failed\n")
+    assert "Why one fails where another passes:" in proc.stdout
+    # the command it prints runs, and names the driver that is there on one runner only
+    command = proc.stdout.split("Why one fails where another passes:\n")[1].replace("\\\n", " ")
+    diff = _bash(command.strip(), tmp_path, base)
+    assert diff.returncode == 1, diff.stderr
+    assert "gone_icd.json is on B only: fails:" in " ".join(diff.stdout.split())

@@ -14,12 +14,14 @@ from vkdoctor.model import EXIT_INTERNAL
 #: `vkdoctor run-probe` starts its child without loading every check first
 LAZY_COMMANDS = {
     "check": "vkdoctor.commands.check:check",
+    "diff": "vkdoctor.commands.diff:diff",
     "drivers": "vkdoctor.commands.drivers:drivers",
     "exec": "vkdoctor.commands.exec:exec_command",
     "explain": "vkdoctor.commands.explain:explain",
     "overlay": "vkdoctor.commands.overlay:overlay",
     "run-probe": "vkdoctor.commands.run_probe:run_probe",
     "bench": "vkdoctor.commands.bench:bench",
+    "summary": "vkdoctor.commands.summary:summary",
 }
 
 

@@ -6,6 +6,7 @@ import os
 import platform
 import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +139,21 @@ def _metadata_version(path: Path) -> str | None:
     return None
 
 
+#: the variables that change what the Vulkan loader, ld.so, Mesa, the NVIDIA container runtime
+#: and wgpu do; the report records them so that two machines' reports can be compared
+ENVIRONMENT_PREFIXES = ("VK_", "VULKAN_", "LD_", "XDG_", "WGPU_", "MESA_", "LP_", "NVIDIA_")
+ENVIRONMENT_NAMES = ("NODEVICE_SELECT", "DISPLAY", "WAYLAND_DISPLAY", "CONDA_PREFIX")
+
+
+def relevant_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """The variables of `env` that decide which driver loads and how, sorted by name."""
+    return {
+        k: v
+        for k, v in sorted(env.items())
+        if k.startswith(ENVIRONMENT_PREFIXES) or k in ENVIRONMENT_NAMES
+    }
+
+
 def collect(ctx: Context) -> dict[str, Any]:
     """Distro, kernel, architecture, CPU, memory, Python and tool versions. With --root, what
     only the live machine can say (kernel, CPU, memory, and the Python and wgpu that would run
@@ -158,6 +174,7 @@ def collect(ctx: Context) -> dict[str, Any]:
         "kernel": None,
         "cpu": None,
         "memory": None,
+        "environment": relevant_environment(ctx.env),
     }
     if ctx.live:
         facts["python"] = platform.python_version()

@@ -622,6 +622,66 @@ class RepositoryView(Check):
                 yield _finding(self, view)
 
 
+class StackPackages(Check):
+    """The packages, with their versions, that own the files the driver stack loads: each
+    driver and layer library and every library in its closure (as ld.so resolves it).
+
+    Information for the report, so that the reports of two machines say which package versions
+    differ behind a driver that loads on one and not the other (`vkdoctor diff`). The owners are
+    those VKP004 and VKP007 already look up, in the same pass over the database.
+    """
+
+    code = "VKP009"
+    fork = "packages"
+    family = "packages"
+    title = "Driver stack packages"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        inv = ctx.fact(inventory)
+        facts = ctx.fact(stack_facts)
+        if not inv.databases or not facts.files:
+            return
+        owners = inv.owners(f.path for f in facts.files)
+        packages: dict[Package, list[str]] = {}
+        files: dict[str, str | None] = {}
+        for f in facts.files:
+            pkgs = owners.get(f.path, ())
+            for pkg in pkgs:
+                packages.setdefault(pkg, []).append(f.path)
+            label = pkgs[0].label if pkgs else None
+            files[f.path] = label
+            if f.overlay_link:
+                files[f.overlay_link] = label
+        listed = [pkg.label for pkg in packages]
+        drivers = list(
+            dict.fromkeys(
+                label for f in facts.files if f.role == "driver" and (label := files[f.path])
+            )
+        )
+        unowned = sum(1 for f in facts.files if files[f.path] is None)
+        yield self.info(
+            f"Driver stack: {len(listed)} package{'s' if len(listed) != 1 else ''}"
+            + (f"; the drivers from {', '.join(drivers[:2])}" if drivers else "")
+            + (" and more" if len(drivers) > 2 else ""),
+            f"The drivers' libraries and their closures come from {', '.join(listed) or 'no package'}"
+            + (f"; {unowned} file{'s' if unowned != 1 else ''} no package owns" if unowned else "")
+            + ".",
+            packages=[
+                {
+                    "manager": pkg.family,
+                    "name": pkg.display_name,
+                    "version": pkg.version,
+                    "arch": pkg.arch,
+                    "source": pkg.source,
+                    "source_version": pkg.source_version,
+                    "files": owned,
+                }
+                for pkg, owned in packages.items()
+            ],
+            files=files,
+        )
+
+
 CHECKS: tuple[type[Check], ...] = (
     PackageDatabases,
     MissingSonameSkew,
@@ -631,4 +691,5 @@ CHECKS: tuple[type[Check], ...] = (
     ManagerConsistency,
     HeldPackages,
     RepositoryView,
+    StackPackages,
 )

@@ -14,7 +14,7 @@ from vkdoctor.checks.base import Check
 from vkdoctor.commands import common
 from vkdoctor.commands.overlay import from_package_option
 from vkdoctor.context import Context
-from vkdoctor.model import Report
+from vkdoctor.model import CheckResult, Report
 from vkdoctor.runner import code_patterns, run_checks, select, unknown_patterns
 
 
@@ -49,6 +49,41 @@ def with_load_results(
             tested["verdict"] = seen.severity.value
             tested["reason"] = f"the real load test: {seen.title}. {seen.message}"
         out.append(tested)
+    return tuple(out)
+
+
+def with_packages(
+    rows: tuple[Mapping[str, Any], ...], results: Sequence[CheckResult]
+) -> tuple[Mapping[str, Any], ...]:
+    """Each driver row, and each library of its closure, with the package that owns it, as the
+    forked VKP009 found (nothing is looked up again here); rows unchanged when it did not run."""
+    import os.path
+
+    files: Mapping[str, str | None] = next(
+        (f.evidence.get("files") or {} for r in results if r.code == "VKP009" for f in r.findings),
+        {},
+    )
+    if not files:
+        return rows
+
+    def owner(path: object) -> str | None:
+        if not isinstance(path, str):
+            return None
+        return files.get(path) or files.get(os.path.normpath(path))
+
+    out = []
+    for row in rows:
+        libs = row.get("libraries")
+        if not isinstance(libs, list):
+            out.append(row)
+            continue
+        out.append(
+            {
+                **row,
+                "package": owner(row.get("library")),
+                "libraries": [{**lib, "package": owner(lib.get("path"))} for lib in libs],
+            }
+        )
     return tuple(out)
 
 
@@ -204,7 +239,7 @@ def check(
         vkdoctor_version=common.version(),
         host=ctx.fact(collect),
         checks=results,
-        drivers=with_load_results(ctx, drivers_report(ctx), chosen),
+        drivers=with_packages(with_load_results(ctx, drivers_report(ctx), chosen), results),
         overlay=report_overlay(ctx) if overlay_proven else None,
         probe=ctx.fact(probe_result) if probes and ctx.options.probe else None,
         command="check",

@@ -28,12 +28,39 @@ def _predicted_errors(ctx: Context) -> dict[str, str]:
     return out
 
 
+def _closures(ctx: Context) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """Driver manifest -> the libraries ld.so maps for its library (each with the name it was
+    asked for, the file, how it was found, who needed it) and the names it cannot find. The
+    resolutions are the library checks' own (a run-wide fact), not computed again."""
+    from vkdoctor.checks.libraries import target_resolutions
+
+    out = {}
+    for t, res in ctx.fact(target_resolutions):
+        if t.kind != "driver":
+            continue
+        out[t.manifest] = {
+            "libraries": [
+                {
+                    "name": lib.name,
+                    "path": lib.path,
+                    "how": lib.how.value,
+                    "needed_by": lib.needed_by,
+                }
+                for lib in res.libraries
+            ],
+            "missing": [{"name": m.name, "needed_by": m.needed_by} for m in res.misses],
+        }
+    return out
+
+
 def driver_rows(ctx: Context) -> tuple[dict[str, Any], ...]:
     """One JSON-able dict per manifest the loader lists (schema: report.drivers[]). The verdict
     is the loader's view of the manifest and ld.so's of the library it names: a driver whose
     library cannot load is a failure even though the loader accepts its manifest."""
     scan = driver_scan(ctx)
-    predicted = _predicted_errors(ctx) if any(d.outcome == LOADS for d in scan.drivers) else {}
+    loads = any(d.outcome == LOADS for d in scan.drivers)
+    predicted = _predicted_errors(ctx) if loads else {}
+    closures = _closures(ctx) if loads else {}
     rows = []
     for index, d in enumerate(scan.drivers):
         v, reason = verdict(d, scan)
@@ -62,6 +89,7 @@ def driver_rows(ctx: Context) -> tuple[dict[str, Any], ...]:
                 "predicted_error": error,
                 "verdict": v,
                 "reason": reason,
+                **closures.get(d.manifest, {}),
             }
         )
     return tuple(rows)

@@ -1,0 +1,331 @@
+"""`vkdoctor diff` and `vkdoctor summary` on real reports: `check --json` run here on a healthy
+machine and on broken setups (a driver whose library needs a missing libLLVM, a driver that
+crashes in its constructor), plus the report of a real H200 machine (tests/data/report-h200.json).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_json, run_vkdoctor
+
+DATA = Path(__file__).resolve().parent / "data"
+H200 = DATA / "report-h200.json"
+LVP_MANIFEST = Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")
+LVP = Path("/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so")
+
+
+def _llvm_needed(lib: Path) -> str:
+    out = subprocess.run(
+        ["patchelf", "--print-needed", str(lib)], capture_output=True, text=True, check=True
+    ).stdout.split()
+    (llvm,) = [n for n in out if n.startswith("libLLVM")]
+    return llvm
+
+
+def _owner(path: str) -> tuple[str, str]:
+    """(package, version) that dpkg says owns `path` (as /lib or /usr/lib: usrmerge)."""
+    for spelling in (path, "/usr" + path):
+        proc = subprocess.run(
+            ["dpkg-query", "-S", spelling], capture_output=True, text=True, check=False
+        )
+        if proc.returncode == 0:
+            break
+    assert proc.returncode == 0, proc.stderr
+    name = proc.stdout.split(":")[0]
+    version = subprocess.run(
+        ["dpkg-query", "-W", "-f", "${Version}", name], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    return name, version
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Real reports: healthy (probe on lavapipe), a lavapipe copy whose library needs an LLVM
+    that is not installed, a driver that crashes in dlopen; each through VK_DRIVER_FILES."""
+    root = tmp_path_factory.mktemp("reports")
+    broken = root / "broken"
+    broken.mkdir()
+    lib = broken / LVP.name
+    shutil.copy(LVP, lib)
+    subprocess.run(
+        ["patchelf", "--replace-needed", _llvm_needed(LVP), "libLLVM-99.so.1", str(lib)],
+        check=True,
+        timeout=60,
+    )
+    manifest = json.loads(LVP_MANIFEST.read_text())
+    manifest["ICD"]["library_path"] = str(lib)
+    (broken / LVP_MANIFEST.name).write_text(json.dumps(manifest))
+    crash = root / "crash"
+    crash.mkdir()
+    subprocess.run(
+        [
+            *("gcc", "-shared", "-fPIC", "-O1", "-DCTOR_SEGV"),
+            *("-o", str(crash / "libvulkan_crash.so"), str(DATA / "fake_icd.c")),
+        ],
+        check=True,
+        timeout=60,
+    )
+    (crash / "crash_icd.json").write_text(
+        json.dumps(
+            {
+                "file_format_version": "1.0.0",
+                "ICD": {"library_path": str(crash / "libvulkan_crash.so"), "api_version": "1.3.0"},
+            }
+        )
+    )
+    out = {}
+    for name, env, want in (
+        ("healthy", {}, 0),
+        ("missing", {"VK_DRIVER_FILES": str(broken / LVP_MANIFEST.name)}, 1),
+        ("crash", {"VK_DRIVER_FILES": str(crash / "crash_icd.json")}, 1),
+    ):
+        proc, doc = run_json(["check", "--cpu"], env=env)
+        assert proc.returncode == want, proc.stderr
+        path = root / f"{name}.json"
+        path.write_text(json.dumps(doc))
+        out[name] = path
+    out["h200"] = H200
+    return out
+
+
+def _doc(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())
+
+
+def _diff(a: Path, b: Path, *args: str, columns: str | None = None):
+    env = {"COLUMNS": columns} if columns else None
+    proc = run_vkdoctor(["diff", str(a), str(b), *args], env=env)
+    assert "Traceback" not in proc.stderr
+    return proc
+
+
+def _sections(text: str) -> list[str]:
+    """The headings (and the A:, B:, Verdict: lines), without what follows their colon."""
+    return [line.split(":")[0] for line in text.splitlines() if line and not line[0].isspace()]
+
+
+def test_the_report_carries_closures_packages_and_environment(reports):
+    healthy, missing = _doc(reports["healthy"]), _doc(reports["missing"])
+    (lvp,) = [r for r in healthy["drivers"] if r["manifest"] == str(LVP_MANIFEST)]
+    llvm = _llvm_needed(LVP)
+    (row,) = [lib for lib in lvp["libraries"] if lib["name"] == llvm]
+    assert row["how"] == "ld.so.cache"
+    # the package and version dpkg itself names for that file
+    name, version = _owner(row["path"])
+    assert row["package"].split(":")[0] == name and row["package"].endswith(f" {version}")
+    assert lvp["package"].startswith(_owner(str(LVP))[0])
+    (stack,) = [f for f in healthy["findings"] if f["code"] == "VKP009"]
+    assert {p["name"].split(":")[0] for p in stack["evidence"]["packages"]} >= {name}
+    assert healthy["host"]["environment"] == {}
+    assert missing["host"]["environment"]["VK_DRIVER_FILES"].endswith(LVP_MANIFEST.name)
+    (broken,) = missing["drivers"]
+    assert broken["missing"] == [{"name": "libLLVM-99.so.1", "needed_by": broken["library"]}]
+
+
+def test_environment_is_redacted_like_the_rest(tmp_path: Path):
+    home = tmp_path / "home" / "zoe"
+    (home / "lib").mkdir(parents=True)
+    env = {"HOME": str(home), "LD_LIBRARY_PATH": str(home / "lib"), "USER": "zoe"}
+    _, doc = run_json(["check", "--no-probe", "--select", "VKH,VKD", "--redact"], env=env)
+    assert doc["host"]["environment"]["LD_LIBRARY_PATH"] == "~/lib"
+    assert str(home) not in json.dumps(doc)
+
+
+def test_diff_names_the_missing_library_first(reports):
+    proc = _diff(reports["healthy"], reports["missing"])
+    assert proc.returncode == 1, proc.stderr
+    text = proc.stdout
+    assert "Verdict: A pass (ok, exit 0); B fail (fail, exit 1): different verdicts" in text
+    sections = _sections(text)
+    assert sections[:5] == [
+        "A",
+        "B",
+        "Verdict",
+        "Why",
+        "Drivers that give a device on one side only",
+    ]
+    assert (
+        sections.index("Environment (Vulkan, loader, ld.so, XDG, wgpu variables)")
+        < (sections.index("Findings"))
+        < sections.index("Probe")
+    )
+    why = text.split("\nWhy:\n")[1].split("\n\n")[0]
+    first = why.split("\n  * ")[0]
+    assert "lvp_icd.x86_64.json loads on A and not on B" in first
+    assert "libLLVM-99.so.1: cannot open shared object file" in " ".join(first.split())
+    # the driver: the library missing on B, the LLVM that A resolves and the package behind it
+    driver = text.split("Drivers that give a device on one side only:\n")[1].split("\n\n")[0]
+    assert "libLLVM-99.so.1: A not in its closure; B missing" in driver
+    llvm = _llvm_needed(LVP)
+    name, version = _owner(f"/lib/x86_64-linux-gnu/{llvm}")
+    flat = " ".join(driver.split())
+    assert f"{llvm} A: /lib/x86_64-linux-gnu/{llvm} (ld.so.cache, {name}" in flat
+    assert version in flat
+    assert "found through: A default XDG_DATA_DIRS; B VK_DRIVER_FILES" in driver
+    env = text.split("wgpu variables):\n")[1].split("\n\n")[0]
+    # one line when it fits, else the name and a line per side
+    assert re.match(r"  VK_DRIVER_FILES(: A unset; B |\n    A: unset\n    B: )/", env), env
+    findings = text.split("\nFindings:\n")[1].split("\n\n")[0]
+    assert findings.startswith("  VKL002: A ok, B fail")
+    assert "Probe:\n  status: A pass; B no-adapter" in text
+    assert all(len(line) <= 80 for line in text.splitlines()), text
+
+
+def test_diff_a_crashing_driver(reports):
+    proc = _diff(reports["healthy"], reports["crash"], columns="60")
+    assert proc.returncode == 1
+    why = " ".join(proc.stdout.split("\nWhy:\n")[1].split("\n\n")[0].split())
+    assert "crash_icd.json is on B only: fails: the real load test: crash_icd.json" in why
+    assert "crashes the process (SIGSEGV)" in why
+    assert "VK_DRIVER_FILES differs (A unset, B " in why
+    assert "lvp_icd.x86_64.json loads, llvmpipe" in why
+    assert all(len(line) <= 60 for line in proc.stdout.splitlines()), proc.stdout
+
+
+def test_same_verdict_on_another_machine_exits_0(reports):
+    proc = _diff(reports["h200"], reports["healthy"])
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    assert "Verdict: A pass (ok, exit 0); B pass (ok, exit 0): the same verdict" in text
+    assert "\nWhy:" not in text
+    assert "  nvidia_icd.json\n    A: loads, NVIDIA H200\n    B: not listed" in text
+    # the H200 report predates host.environment: said, not guessed
+    assert "A's report does not record the environment" in text
+    probe = text.split("\nProbe:\n")[1]
+    assert probe.startswith("  adapter\n    A: NVIDIA H200 (DiscreteGPU, Vulkan)\n    B: llvmpipe")
+    assert "distribution: A Ubuntu 24.04.3 LTS; B " in text
+    same = _diff(reports["healthy"], reports["healthy"])
+    assert same.returncode == 0
+    assert same.stdout.rstrip().endswith("No difference in what vkdoctor records.")
+
+
+def test_diff_h200_against_a_broken_machine_as_json(reports):
+    proc = _diff(reports["h200"], reports["missing"], "--format", "json")
+    assert proc.returncode == 1
+    doc = json.loads(proc.stdout)
+    assert doc["same_verdict"] is False and doc["verdict_b"] == "fail"
+    assert doc["causes"][0].startswith("lvp_icd.x86_64.json is on B only: fails:")
+    assert doc["causes"][1] == "nvidia_icd.json loads, NVIDIA H200 on A; B does not list it"
+    decisive = [d["name"] for d in doc["drivers"] if d["decisive"]]
+    assert decisive == ["nvidia_icd.json", "lvp_icd.x86_64.json"]
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ("{not json", "not JSON"),
+        ('{"a": 1}', "JSON, but not a vkdoctor report (no schema_version)"),
+        ("[1, 2]", "JSON, but not a vkdoctor report"),
+        ('{"schema_version": 2, "status": "ok"}', "a report of schema version 2"),
+        ('{"schema_version": 1, "status": "ok"}', "not a complete vkdoctor report ('host'"),
+        ("\udcff".encode("utf-8", "surrogateescape").decode("latin-1"), "not JSON"),
+    ],
+)
+def test_unreadable_input_exits_2_and_says_which(tmp_path: Path, content: str, says: str):
+    bad = tmp_path / "bad.json"
+    bad.write_text(content, encoding="latin-1")
+    for args in (["diff", str(H200), str(bad)], ["summary", str(H200), str(bad)]):
+        proc = run_vkdoctor(args)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert proc.stdout == ""
+        assert f"vkdoctor: {bad}: {says}" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr
+
+
+def test_missing_file_and_directory_exit_2(tmp_path: Path):
+    for target in (tmp_path / "absent.json", tmp_path):
+        proc = run_vkdoctor(["diff", str(H200), str(target)])
+        assert proc.returncode == 2, proc.stderr
+        assert "Traceback" not in proc.stderr and str(target) in proc.stderr
+
+
+def _fleet(reports: dict[str, Path], root: Path, counts: dict[str, int]) -> list[str]:
+    names = []
+    for kind, n in counts.items():
+        for i in range(n):
+            d = root / "artifacts" / f"{kind}-{i}"
+            d.mkdir(parents=True)
+            shutil.copy(reports[kind], d / "vkdoctor.json")
+            names.append(d.name)
+    return names
+
+
+def test_summary_of_a_dozen_machines(reports, tmp_path: Path):
+    counts = {"healthy": 5, "missing": 3, "crash": 2, "h200": 2}
+    names = _fleet(reports, tmp_path, counts)
+    # as a CI job gives them: relative to where it runs
+    files = sorted(
+        str(p.relative_to(tmp_path)) for p in (tmp_path / "artifacts").glob("*/vkdoctor.json")
+    )
+    proc = run_vkdoctor(["summary", *files], cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    text = proc.stdout
+    assert text.startswith("vkdoctor summary: 12 machines, 5 failed\n")
+    rows = [line for line in text.splitlines() if line.split(" ")[0] in names]
+    assert len(rows) == 12
+    by_name = {r.split()[0]: r for r in rows}
+    assert re.search(
+        r"missing-0 +debian 12 +none \(no-adapter\) +fail +VKL002", by_name["missing-0"]
+    )
+    assert re.search(r"h200-1 +ubuntu 24\.04 +NVIDIA H200 +pass$", by_name["h200-1"])
+    assert re.search(r"healthy-3 +debian 12 +llvmpipe.* +pass$", by_name["healthy-3"])
+    groups = " ".join(text.split("Failures by code:\n")[1].split())
+    assert (
+        "VKL002 libLLVM-99.so.1 missing (needed by libvulkan_lvp.so): 3 of 12 machines "
+        "(missing-0, missing-1, missing-2)" in groups
+    )
+    assert "VKT001 crash_icd.json" in groups and "2 of 12 machines (crash-0, crash-1)" in groups
+    assert text.endswith(
+        "Why one fails where another passes:\n"
+        "  vkdoctor diff artifacts/h200-0/vkdoctor.json artifacts/crash-0/vkdoctor.json\n"
+    )
+    assert all(len(line) <= 80 for line in text.splitlines()), text
+    narrow = run_vkdoctor(["summary", *files], env={"COLUMNS": "60"}, cwd=tmp_path)
+    assert all(len(line) <= 60 for line in narrow.stdout.splitlines()), narrow.stdout
+
+    # the directory stands for the files below it; as data
+    data = run_vkdoctor(["summary", str(tmp_path / "artifacts"), "--json", "-"])
+    assert data.returncode == 1
+    doc = json.loads(data.stdout)
+    assert doc["total"] == 12 and doc["failed"] == 5
+    assert sorted(m["label"] for m in doc["machines"]) == sorted(names)
+    # the probe's own failure on the machines whose only driver misses its LLVM; the crash
+    # is VKT001's alone (VKR001 points at it as information there)
+    assert [(g["code"], g["count"]) for g in doc["groups"]] == [
+        ("VKL002", 3),
+        ("VKR001", 3),
+        ("VKT001", 2),
+    ]
+    md = run_vkdoctor(["summary", "--format", "github", *files], cwd=tmp_path)
+    assert md.returncode == 1
+    lines = md.stdout.splitlines()
+    assert lines[0] == "## vkdoctor summary: 5 of 12 machines failed"
+    table = [line for line in lines if line.startswith("| ")]
+    assert table[0] == "| machine | host | adapter | verdict | failing codes |"
+    assert len(table) == 13
+    assert (
+        "| missing-0 | debian 12 | none (no-adapter) | ❌ fail | <code>VKL002</code>" in md.stdout
+    )
+    assert "| h200-0 | ubuntu 24.04 | NVIDIA H200 | ✅ pass |  |" in md.stdout
+    assert (
+        "- <code>VKL002</code> libLLVM-99.so.1 missing (needed by libvulkan\\_lvp.so): "
+        in md.stdout
+    )
+    assert "**3 of 12** machines" in md.stdout
+
+
+def test_summary_all_pass_exits_0(reports, tmp_path: Path):
+    _fleet(reports, tmp_path, {"healthy": 2, "h200": 1})
+    proc = run_vkdoctor(["summary", str(tmp_path / "artifacts")])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("vkdoctor summary: 3 machines, 0 failed\n")
+    assert "Failures by code" not in proc.stdout
+    md = run_vkdoctor(["summary", "--format", "github", str(tmp_path / "artifacts")])
+    assert md.stdout.startswith("## vkdoctor summary: all 3 machines pass\n")
