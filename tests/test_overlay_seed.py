@@ -525,3 +525,19 @@ def test_github_env_needs_the_variable_and_a_plain_file(seed: Seed, tmp_path: Pa
         ["check", "--no-probe", "--search-path", str(seed.llvm_dir), "--github-env"], env=env
     )
     assert proc.returncode == 2 and "is not a regular file" in proc.stderr
+
+
+def test_no_adapter_after_a_missing_library_is_one_failure(seed: Seed, tmp_path: Path) -> None:
+    """lavapipe lacks libLLVM.so.23.1 and is the only driver: VKL002 names the cause and the fix
+    before anything loads; the probe's "no adapter" follows from it and is no second failure."""
+    proc, doc = run_json(["check", "--cpu"], env=seed.env(tmp_path / "cache"))
+    assert proc.returncode == 1
+    assert doc["probe"]["status"] == "no-adapter"
+    (vkl2,) = [f for f in doc["findings"] if f["code"] == "VKL002"]
+    assert vkl2["severity"] == "fail"
+    (vkr1,) = [f for f in doc["findings"] if f["code"] == "VKR001"]
+    assert vkr1["severity"] == "info"
+    assert vkr1["title"].endswith("as the library findings predicted")
+    assert not [
+        f for f in doc["findings"] if f["code"][:3] in ("VKT", "VKR") and f["severity"] == "fail"
+    ]

@@ -282,14 +282,7 @@ class DeviceAvailable(Check):
                 + install_command(ctx)
             )
         remedy = _sentence("; or ".join(options))
-        predictions = PredictionAgrees().predictions(ctx)
-        if failing and all(
-            (p := predictions.get(o.target)) is not None
-            and p.foresees(o)
-            and p.by
-            and all_selected(ctx, *p.by)
-            for o in failing
-        ):
+        if failing and predicted(ctx, failing):
             # the library findings named each failing driver's cause, with its fix, before
             # anything was loaded: no device is their consequence, not a second cause
             yield self.finding(
@@ -306,6 +299,19 @@ class DeviceAvailable(Check):
             remedy=remedy,
             **evidence,
         )
+
+
+def predicted(ctx: Context, failing: Iterable[TargetOutcome]) -> bool:
+    """Whether the library findings (selected in this run) foresaw each of these failures, with
+    the cause and its fix, before anything was loaded."""
+    predictions = PredictionAgrees().predictions(ctx)
+    return all(
+        (p := predictions.get(o.target)) is not None
+        and p.foresees(o)
+        and bool(p.by)
+        and all_selected(ctx, *p.by)
+        for o in failing
+    )
 
 
 def _sentence(text: str) -> str:

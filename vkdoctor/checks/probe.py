@@ -148,6 +148,14 @@ class ComputeProbe(Check):
             if why is not None:
                 said, remedy = why
                 finding = replace(finding, message=f"{finding.message}{said}.", remedy=remedy)
+            if _foreseen(ctx):
+                # every driver fails to load as the library findings said, with the fix: no
+                # adapter is their consequence, not a second cause
+                finding = replace(
+                    finding,
+                    severity=Severity.INFO,
+                    title=f"{finding.title}, as the library findings predicted",
+                )
         yield finding
 
 
@@ -166,6 +174,19 @@ def _crashing_layers(ctx: Context) -> dict[str, str]:
         for o in outcomes
         if o.target.kind == "layer" and o.failed_step
     }
+
+
+def _foreseen(ctx: Context) -> bool:
+    """No driver gives a device, and each failed to load as the library findings predicted."""
+    from vkdoctor.checks.loadtest import load_test, predicted
+
+    try:
+        drivers = [o for o in ctx.fact(load_test).outcomes if o.target.kind == "driver"]
+    except Exception:  # the VKT checks report a broken load test
+        return False
+    if not drivers or any(o.devices for o in drivers) or ctx.options.gpu:
+        return False
+    return all(o.dlopen == "failed" for o in drivers) and predicted(ctx, drivers)
 
 
 def _no_adapter(ctx: Context) -> tuple[str, str] | None:
