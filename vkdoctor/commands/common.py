@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from vkdoctor import __version__, files
-from vkdoctor.context import Context, Options, cache_home
+from vkdoctor.cachedir import cache_home
+from vkdoctor.context import Context, Options
 from vkdoctor.model import Report, exit_code
 from vkdoctor.probe import MAX_TIMEOUT
 
