@@ -7,9 +7,9 @@ stack (libLLVM is 100 MB) would cost more than the whole check.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-from collections.abc import Iterable
+import zlib
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 #: the digests each line format can carry, strongest first
@@ -39,22 +39,68 @@ def md5sums_entry(text: str, spellings: Iterable[str]) -> str | None:
 def mtree_entry(data: bytes, spellings: Iterable[str]) -> tuple[str, str] | None:
     """(algorithm, hex digest) that a pacman mtree file (gzip text, `./usr/lib/x.so key=value
     ...` per line) records for the first of `spellings` it lists."""
-    try:
-        text = gzip.decompress(data).decode("utf-8", "surrogateescape")
-    except (OSError, EOFError, ValueError):
+    wanted = list(spellings)
+    if not wanted:
         return None
     recorded: dict[str, tuple[str, str]] = {}
-    for line in text.splitlines():
-        name, _, rest = line.partition(" ")
-        if not name.startswith("./"):
-            continue
-        fields = rest.split()
-        for key, algorithm in _MTREE_KEYS:
-            value = next((f[len(key) :] for f in fields if f.startswith(key)), None)
-            if value:
-                recorded[_mtree_unescape(name[1:])] = (algorithm, value.lower())
+    try:
+        for raw in _gunzip_lines(data):
+            line = raw.decode("utf-8", "surrogateescape")
+            name, _, rest = line.partition(" ")
+            if not name.startswith("./"):
+                continue
+            path = _mtree_unescape(name[1:])
+            if path not in wanted:
+                continue
+            fields = rest.split()
+            for key, algorithm in _MTREE_KEYS:
+                value = next((f[len(key) :] for f in fields if f.startswith(key)), None)
+                if value:
+                    recorded[path] = (algorithm, value.lower())
+                    break
+            if wanted[0] in recorded:  # the answer: the rest need not be inflated
                 break
-    return next((recorded[s] for s in spellings if s in recorded), None)
+    except (zlib.error, EOFError, ValueError):
+        return None
+    return next((recorded[s] for s in wanted if s in recorded), None)
+
+
+#: bounds for an mtree file: a real one inflates to a few MB and has lines of a few hundred
+#: bytes; a small file can inflate a thousandfold (60 MiB of zeros gzip to 60 KB)
+_MTREE_MAX = 64 << 20
+_LINE_MAX = 64 << 10
+_CHUNK = 1 << 20
+
+
+def _gunzip_lines(data: bytes) -> Iterator[bytes]:
+    """The lines of gzip `data` (one member or several), inflated a chunk at a time: memory
+    stays a chunk and a line. A line over _LINE_MAX is dropped; more than _MTREE_MAX bytes in
+    all, or a truncated or corrupt stream, raises ValueError, EOFError or zlib.error."""
+    total = 0
+    pending = b""
+    overlong = False
+    while data:
+        inflate = zlib.decompressobj(wbits=31)
+        while True:
+            out = inflate.decompress(data, _CHUNK)
+            data = inflate.unconsumed_tail
+            total += len(out)
+            if total > _MTREE_MAX:
+                raise ValueError(f"inflates to more than {_MTREE_MAX} bytes")
+            *lines, pending = (pending + out).split(b"\n")
+            for line in lines:
+                if not overlong:
+                    yield line
+                overlong = False
+            if len(pending) > _LINE_MAX:
+                pending, overlong = b"", True
+            if inflate.eof:
+                data = inflate.unused_data
+                break
+            if not data and not out:
+                raise EOFError("the gzip stream ends early")
+    if pending and not overlong:
+        yield pending
 
 
 def _mtree_unescape(name: str) -> str:
