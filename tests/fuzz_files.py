@@ -57,6 +57,23 @@ def manifest_seeds() -> tuple[bytes, ...]:
     return seeds
 
 
+@functools.cache
+def hostile_manifest_seeds() -> tuple[bytes, ...]:
+    """The real manifests, and lavapipe's with its fields nested 1500 deep (the loader's
+    recursive parser takes that; Python's recursion limit is 1000) or 5000 values wide."""
+    lvp = next((m for m in manifest_seeds() if b"libvulkan_lvp" in m), manifest_seeds()[0])
+    deep_array = b"[" * 1500 + b'"1.0.0"' + b"]" * 1500
+    deep_object = b'{"a": ' * 1500 + b'"1.0.0"' + b"}" * 1500
+    wide = b"[" + b"1," * 5000 + b"1]"
+    hostile = (
+        lvp.replace(b'"1.0.0"', deep_array, 1),
+        lvp.replace(b'"1.0.0"', deep_object, 1),
+        re.sub(rb'"library_path": "[^"]*"', b'"library_path": ' + deep_object, lvp, count=1),
+        re.sub(rb'"api_version": "[^"]*"', b'"api_version": ' + wide, lvp, count=1),
+    )
+    return (*manifest_seeds(), *hostile)
+
+
 def run_cjson(data: bytes, scratch: str) -> object:
     root = cjson.parse(data, max_depth=icd.MAX_DEPTH)
     # what the manifest readers do with the values: look keys up, print, strip quotes
@@ -364,12 +381,12 @@ def _package_db_error() -> tuple[type[BaseException], ...]:
 TARGETS: list[FuzzTarget] = [
     FuzzTarget(
         "cjson",
-        manifest_seeds,
+        hostile_manifest_seeds,
         run_cjson,
         expected=(cjson.ParseError, cjson.TooDeep, cjson.TooMany, cjson.LoaderCrash),
     ),
-    FuzzTarget("icd-manifest", lambda: (_loader(), manifest_seeds())[1], run_icd),
-    FuzzTarget("layer-manifest", lambda: (_loader(), manifest_seeds())[1], run_layers),
+    FuzzTarget("icd-manifest", lambda: (_loader(), hostile_manifest_seeds())[1], run_icd),
+    FuzzTarget("layer-manifest", lambda: (_loader(), hostile_manifest_seeds())[1], run_layers),
     FuzzTarget("dpkg-status", dpkg_status_seeds, run_dpkg_status),
     FuzzTarget("dpkg-info", dpkg_info_seeds, run_dpkg_info),
     FuzzTarget("pacman-desc", lambda: pacman_seeds()[:1], run_pacman_desc),

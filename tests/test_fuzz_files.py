@@ -177,6 +177,10 @@ _FIELD_EDITS: tuple[tuple[bytes, bytes], ...] = (
     (b'"ICD": {', b'"ICD": {"library_arch": "32", '),
     (b'"ICD": {', b'"ICD": {"is_portability_driver": true, '),
     (b'"ICD": {', b'"ICD": ['),
+    # deeper than Python's recursion limit (vkdoctor's printer was recursive: internal error)
+    (b'"1.0.0"', b"[" * 3000 + b'"1.0.0"' + b"]" * 3000),
+    # objects only 400 deep: the loader's cJSON_Print takes 0.7 s at 1000 levels, 15 s at 2000
+    (b'"1.1.230"', b'{"a": ' * 400 + b'"1.1.230"' + b"}" * 400),
 )
 
 
@@ -199,5 +203,33 @@ def test_mutated_manifests_get_the_real_loaders_verdict(oracle: RealLoader, tmp_
         mine = _verdict_of_vkdoctor(predict(env, manifest.parent))
         theirs = _verdict_of_loader(oracle.run(env, cwd=manifest.parent, timeout=20))
         if mine != theirs:
-            disagree.append(f"{data!r}: vkdoctor {mine}, loader {theirs}")
+            disagree.append(f"{data[:300]!r} ({len(data)} bytes): vkdoctor {mine}, loader {theirs}")
     assert not disagree, "\n".join(disagree)
+
+
+def test_a_manifest_nested_past_pythons_recursion_limit_is_no_internal_error(
+    tmp_path: Path,
+) -> None:
+    """file_format_version and library_path nested 1500 deep: the loader takes it (the oracle
+    test above), so vkdoctor must too: it was a RecursionError, exit 3."""
+    from conftest import run_vkdoctor
+
+    lvp = LVP_MANIFEST.read_bytes()
+    manifest = tmp_path / "deep_icd.json"
+    manifest.write_bytes(lvp.replace(b'"1.0.0"', b"[" * 1500 + b'"1.0.0"' + b"]" * 1500))
+    proc = run_vkdoctor(
+        ["check", "--no-probe", "--select", "VKD"], env={"VK_DRIVER_FILES": str(manifest)}
+    )
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    assert "internal error" not in proc.stdout + proc.stderr
+
+
+def test_a_nul_byte_in_a_pacman_package_name_is_no_internal_error(tmp_path: Path) -> None:
+    """Found by the fuzzer: the name goes into the path of the package's mtree, and os.open
+    raised ValueError for the NUL (an internal error, exit 3); now it is a file not there."""
+    from fuzz_files import pacman_seeds, run_pacman_desc
+
+    desc = pacman_seeds()[0].replace(b"%NAME%\nmesa-fuzz\n", b"%NAME%\n\x00esa-fuzz\n", 1)
+    assert b"\x00" in desc
+    pkgs, _, modified = run_pacman_desc(desc, str(tmp_path))  # type: ignore[misc]
+    assert [p.name for p in pkgs] == ["\x00esa-fuzz"] and modified == [None]

@@ -304,29 +304,48 @@ def _print_number(d: float) -> bytes:
     return b"%f" % d
 
 
+#: where print_value stops: beyond it only the loader's memory grows (a version takes its first
+#: four tokens, and a path longer than PATH_MAX cannot be opened), while a deep object's printed
+#: indentation grows with the square of its depth
+MAX_PRINTED = 64 << 10
+
+
 def print_value(node: Node, depth: int = 0) -> bytes:
-    """`cJSON_Print` (formatted). Arrays and objects are approximated; scalars are exact."""
-    if node.type == NULL:
-        return b"null"
-    if node.type == FALSE:
-        return b"false"
-    if node.type == TRUE:
-        return b"true"
-    if node.type == NUMBER:
-        return _print_number(node.number)
-    if node.type == STRING:
-        return _print_string(node.string)
-    if node.type == ARRAY:
-        if not node.children:
-            return b"[]"
-        return b"[" + b", ".join(print_value(c, depth + 1) for c in node.children) + b"]"
-    if not node.children:
-        return b"{\n" + b"\t" * max(depth - 1, 0) + b"}"
-    inner = b",\n".join(
-        b"\t" * (depth + 1) + _print_string(c.key or b"") + b":\t" + print_value(c, depth + 1)
-        for c in node.children
-    )
-    return b"{\n" + inner + b"\n" + b"\t" * depth + b"}"
+    """`cJSON_Print` (formatted), at most MAX_PRINTED bytes of it. Arrays and objects are
+    approximated; scalars are exact. Iterative: the parser accepts nesting far deeper than
+    Python's recursion limit."""
+    out = bytearray()
+    todo: list[bytes | tuple[Node, int]] = [(node, depth)]
+    while todo and len(out) <= MAX_PRINTED:
+        item = todo.pop()
+        if isinstance(item, bytes):
+            out += item
+            continue
+        n, d = item
+        if n.type == NULL:
+            out += b"null"
+        elif n.type == FALSE:
+            out += b"false"
+        elif n.type == TRUE:
+            out += b"true"
+        elif n.type == NUMBER:
+            out += _print_number(n.number)
+        elif n.type == STRING:
+            out += _print_string(n.string)
+        elif not n.children:
+            out += b"[]" if n.type == ARRAY else b"{\n" + b"\t" * max(d - 1, 0) + b"}"
+        else:
+            parts: list[bytes | tuple[Node, int]] = [b"[" if n.type == ARRAY else b"{\n"]
+            for k, child in enumerate(n.children):
+                if n.type == ARRAY:
+                    parts += [b", "] if k else []
+                else:
+                    parts += [b",\n"] if k else []
+                    parts.append(b"\t" * (d + 1) + _print_string(child.key or b"") + b":\t")
+                parts.append((child, d + 1))
+            parts.append(b"]" if n.type == ARRAY else b"\n" + b"\t" * d + b"}")
+            todo.extend(reversed(parts))
+    return bytes(out[:MAX_PRINTED])
 
 
 def field_text(node: Node) -> bytes:
