@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import atexit
 import functools
-import gzip
 import re
 import shutil
 import subprocess
 import tempfile
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -260,7 +260,10 @@ def pacman_seeds() -> tuple[bytes, ...]:
 @functools.cache
 def pacman_mtree_seeds() -> tuple[bytes, ...]:
     # and one that inflates to 60 MiB: a reader must not hold it all to find one line
-    bomb = gzip.compress(b"./usr/lib/x sha256digest=00\n" + b"\0" * (60 << 20), 9)
+    deflate = zlib.compressobj(9, wbits=31)  # gzip, made a MiB at a time
+    zeros = b"\0" * (1 << 20)
+    bomb = deflate.compress(b"./usr/lib/x sha256digest=00\n")
+    bomb += b"".join(deflate.compress(zeros) for _ in range(60)) + deflate.flush()
     return ((_pacman_entry() / "mtree").read_bytes(), bomb)
 
 

@@ -26,8 +26,8 @@ from vkdoctor.loader import icd
 #: examples per target: about 30 s in all on the 2-core dev box (the slow ones run a real
 #: tool or the layer scan's ELF reads per input)
 EXAMPLES = {
-    "cjson": 1000,
-    "icd-manifest": 400,
+    "cjson": 700,
+    "icd-manifest": 300,
     "layer-manifest": 150,
     "dpkg-status": 200,
     "dpkg-info": 200,
@@ -172,8 +172,6 @@ _FIELD_EDITS: tuple[tuple[bytes, bytes], ...] = (
         b'["/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so"]',
     ),
     (b"{", b"\xef\xbb\xbf{"),
-    (b"}\n", b"} trailing text\n"),
-    (b"}\n", b""),
     (b'"ICD": {', b'"ICD": {"library_arch": "32", '),
     (b'"ICD": {', b'"ICD": {"is_portability_driver": true, '),
     (b'"ICD": {', b'"ICD": ['),
@@ -186,7 +184,9 @@ _FIELD_EDITS: tuple[tuple[bytes, bytes], ...] = (
 
 def _oracle_sample() -> list[bytes]:
     lvp = LVP_MANIFEST.read_bytes()
-    sample = [lvp.replace(a, b, 1) for a, b in _FIELD_EDITS if a in lvp]
+    sample = [lvp.replace(a, b, 1) for a, b in _FIELD_EDITS]
+    sample += [lvp + b" trailing text\n", lvp.rstrip()[:-1]]  # cJSON ignores one, not the other
+    assert len(set(sample)) == len(_FIELD_EDITS) + 2  # every edit applies
     rng = random.Random(239)  # fixed: the loader runs cost ~0.1 s each
     seeds = list(manifest_seeds())
     sample += [mutate(lvp, rng, seeds, steps=rng.choice((1, 2))) for _ in range(12)]
@@ -233,3 +233,38 @@ def test_a_nul_byte_in_a_pacman_package_name_is_no_internal_error(tmp_path: Path
     assert b"\x00" in desc
     pkgs, _, modified = run_pacman_desc(desc, str(tmp_path))  # type: ignore[misc]
     assert [p.name for p in pkgs] == ["\x00esa-fuzz"] and modified == [None]
+
+
+def test_the_campaign_driver_runs_every_module_and_reports(tmp_path: Path) -> None:
+    """benchmarks/fuzz.py finds the targets of every tests/fuzz_*.py, runs one in a child and
+    reports its figures (a failing campaign's exit 1 and reproducers: docs/development.md)."""
+    import json
+    import sys
+
+    from conftest import REPO
+
+    listed = subprocess.run(
+        [sys.executable, "benchmarks/fuzz.py", "--list"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    assert {line.split()[0] for line in listed.splitlines()} >= {t.name for t in TARGETS}
+    report = tmp_path / "fuzz.json"
+    proc = subprocess.run(
+        [
+            *(sys.executable, "benchmarks/fuzz.py", "--target", "rpm-qa", "--examples", "50"),
+            *("--out", str(tmp_path / "out"), "--json", str(report)),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (result,) = json.loads(report.read_text())
+    assert result["target"] == "rpm-qa" and result["inputs"] == 50 and result["failures"] == []
+    assert result["peak_rss_kib"] > 0 and result["worst_cpu_seconds"] > 0
