@@ -8,6 +8,7 @@ stack (libLLVM is 100 MB) would cost more than the whole check.
 from __future__ import annotations
 
 import hashlib
+import re
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -65,18 +66,23 @@ def mtree_entry(data: bytes, spellings: Iterable[str]) -> tuple[str, str] | None
     return next((recorded[s] for s in wanted if s in recorded), None)
 
 
-#: bounds for an mtree file: a real one inflates to a few MB and has lines of a few hundred
-#: bytes; a small file can inflate a thousandfold (60 MiB of zeros gzip to 60 KB)
+#: bounds for an mtree file: a real one inflates to a few MB, has lines of a few hundred bytes
+#: and one per file of the package (about 100,000 for the largest); a small file can inflate a
+#: thousandfold (60 MiB of zeros gzip to 60 KB), or into millions of lines
 _MTREE_MAX = 64 << 20
 _LINE_MAX = 64 << 10
+_ENTRIES_MAX = 400_000
 _CHUNK = 1 << 20
+_ENTRY = re.compile(rb"^\./[^\n]*", re.MULTILINE)
 
 
 def _gunzip_lines(data: bytes) -> Iterator[bytes]:
-    """The lines of gzip `data` (one member or several), inflated a chunk at a time: memory
-    stays a chunk and a line. A line over _LINE_MAX is dropped; more than _MTREE_MAX bytes in
-    all, or a truncated or corrupt stream, raises ValueError, EOFError or zlib.error."""
-    total = 0
+    """The entry lines (`./path key=value ...`) of gzip `data` (one member or several),
+    inflated a chunk at a time and found by a regular expression, so that neither memory nor
+    time follows the inflated size: a line over _LINE_MAX is dropped, and more than
+    _MTREE_MAX bytes or _ENTRIES_MAX entries, or a truncated or corrupt stream, raise
+    ValueError, EOFError or zlib.error."""
+    total = entries = 0
     pending = b""
     overlong = False
     while data:
@@ -87,11 +93,17 @@ def _gunzip_lines(data: bytes) -> Iterator[bytes]:
             total += len(out)
             if total > _MTREE_MAX:
                 raise ValueError(f"inflates to more than {_MTREE_MAX} bytes")
-            *lines, pending = (pending + out).split(b"\n")
-            for line in lines:
-                if not overlong:
-                    yield line
-                overlong = False
+            text = pending + out
+            cut = text.rfind(b"\n") + 1
+            start = 0
+            if overlong and cut:  # the rest of a line already dropped
+                start, overlong = text.find(b"\n") + 1, False
+            for m in _ENTRY.finditer(text, start, cut):
+                entries += 1
+                if entries > _ENTRIES_MAX:
+                    raise ValueError(f"more than {_ENTRIES_MAX} entries")
+                yield m.group()
+            pending = text[cut:]
             if len(pending) > _LINE_MAX:
                 pending, overlong = b"", True
             if inflate.eof:
@@ -99,7 +111,7 @@ def _gunzip_lines(data: bytes) -> Iterator[bytes]:
                 break
             if not data and not out:
                 raise EOFError("the gzip stream ends early")
-    if pending and not overlong:
+    if pending and not overlong and pending.startswith(b"./"):
         yield pending
 
 
