@@ -115,3 +115,16 @@ def _block_device() -> Path:
         if path.is_block_device():
             return path
     raise AssertionError("no block device in /dev to refuse")
+
+
+def test_a_link_to_a_report_file_has_its_target_replaced(tmp_path: Path) -> None:
+    real = tmp_path / "reports" / "vkdoctor.json"
+    real.parent.mkdir()
+    real.write_text("old\n")
+    link = tmp_path / "latest.json"
+    link.symlink_to(real)
+    proc = run_vkdoctor([*FAST, "--json", str(link)], timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert link.is_symlink() and link.resolve() == real
+    assert json.loads(real.read_text())["status"] == "ok"
+    assert sorted(p.name for p in real.parent.iterdir()) == ["vkdoctor.json"]  # no temp file left
