@@ -139,12 +139,3 @@ class Context:
             if compute not in self._facts:
                 self._facts[compute] = compute(self)
             return self._facts[compute]  # type: ignore[no-any-return]
-
-
-def cache_home(env: Mapping[str, str]) -> Path:
-    """$XDG_CACHE_HOME/vkdoctor, else ~/.cache/vkdoctor."""
-    base = env.get("XDG_CACHE_HOME") or ""
-    if not base.startswith("/"):
-        home = env.get("HOME") or str(Path("~").expanduser())
-        base = str(Path(home) / ".cache")
-    return Path(base) / "vkdoctor"

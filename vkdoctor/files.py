@@ -21,7 +21,10 @@ LARGE = 256 << 20  # the dpkg status database, ld.so.cache
 
 def read_bytes(path: Path, limit: int = SMALL) -> bytes:
     """The bytes of the regular file at `path`, at most `limit` of them."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except ValueError as exc:  # a NUL in a name read from a database: no file has it
+        raise OSError(errno.EINVAL, "the name holds a NUL byte", str(path)) from exc
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):

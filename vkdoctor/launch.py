@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import gc
+import io
 import os
 import sys
 from typing import NoReturn
+
+from vkdoctor import terminate
 
 #: the variables ld.so reads at start; this process loads its own extension modules (zlib,
 #: _ctypes, ...) and must not get them from the directories it is asked to diagnose: a truncated
@@ -65,6 +69,8 @@ def main() -> None:
     for stream in (sys.stdout, sys.stderr):
         if stream is not None and hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="surrogateescape")
+    _occupy_closed_descriptors()
+    terminate.install()
     early = None
     if len(sys.argv) > 1 and sys.argv[1] == "run-probe":
         from vkdoctor import probe
@@ -87,6 +93,41 @@ def main() -> None:
     if common is not None and common.STDOUT_FAILED and code in (0, None):
         code = common.EXIT_OUTPUT  # the report was lost: not a success
     exit_now(code)
+
+
+class _ClosedStdout(io.TextIOBase):
+    """sys.stdout when vkdoctor started with it closed (`vkdoctor check >&-`): every write
+    fails as a write to /dev/full does, so the lost report is an output failure (exit 2)."""
+
+    encoding = "utf-8"
+    errors = "surrogateescape"
+
+    def write(self, s: str) -> int:
+        raise OSError(errno.EBADF, "it was closed when vkdoctor started")
+
+    def fileno(self) -> int:
+        return 1
+
+    def isatty(self) -> bool:
+        return False
+
+
+def _occupy_closed_descriptors() -> None:
+    """Put /dev/null on a closed descriptor 0, 1 or 2: the next file vkdoctor opened would get
+    that number, and a child would take it for its standard stream."""
+    streams = {0: sys.stdin, 1: sys.stdout, 2: sys.stderr}
+    for fd in (0, 1, 2):
+        if streams[fd] is not None:
+            continue
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+    if sys.stdout is None:
+        sys.stdout = _ClosedStdout()
 
 
 def exit_now(code: str | int | None) -> NoReturn:
@@ -116,6 +157,7 @@ def exit_now(code: str | int | None) -> NoReturn:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe (vkdoctor check | head): nothing to do
             status = status or 120
+    terminate.die_of_it()
     os._exit(status)
 
 

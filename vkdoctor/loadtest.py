@@ -23,6 +23,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from vkdoctor import terminate
+from vkdoctor.cachedir import driver_env
 from vkdoctor.context import Context
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.model import Severity
@@ -361,7 +363,7 @@ def _spawn(
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=startup,
-            env={**env, "LC_ALL": "C"},
+            env={**driver_env(env), "LC_ALL": "C"},
             cwd=cwd,
             start_new_session=True,
         )
@@ -472,7 +474,8 @@ class LoadTest:
         if self._tmp is None:
             self._started = time.monotonic()
             self._deadline = self._started + self.total_timeout
-            self._tmp = tempfile.TemporaryDirectory(prefix="vkdoctor-load-")
+            with terminate.held():  # not between mkdtemp and the finalizer that removes it
+                self._tmp = tempfile.TemporaryDirectory(prefix="vkdoctor-load-")
             self._spawn_next()
         return self
 
@@ -483,7 +486,8 @@ class LoadTest:
             _kill_group(self._child.proc)
             self._child = None
         if self._tmp is not None:
-            self._tmp.cleanup()
+            with terminate.held():  # a removal cut short would leave the rest behind
+                self._tmp.cleanup()
 
     def _spawn_next(self) -> None:
         """Start a child for the targets not finished yet; no child when none is left."""
@@ -536,7 +540,8 @@ class LoadTest:
             if self._child is not None:
                 _kill_group(self._child.proc)
             if self._tmp is not None:
-                self._tmp.cleanup()
+                with terminate.held():
+                    self._tmp.cleanup()
         for i in self.order:
             if not self.outcomes[i].finished:
                 self.outcomes[i] = replace(self.outcomes[i], reason=self.stopped or "not run")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import marshal
 import os
+import signal
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -84,6 +85,7 @@ class Fork:
         self._pid, self._fd = pid, read
 
     def _child(self, fd: int) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent's handler unwinds the parent
         status = _FAILED
         try:
             data = marshal.dumps(tuple(_encode(r) for r in self._work()))

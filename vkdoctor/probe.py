@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from vkdoctor.cachedir import driver_env
 from vkdoctor.resources import probes_dir
 
 PROBE_SCRIPT = "rmsnorm_probe.py"
@@ -112,7 +113,7 @@ def start(env: Mapping[str, str], request: ProbeRequest) -> RunningProbe:
     try:
         proc = subprocess.Popen(
             argv,
-            env=dict(env),
+            env=driver_env(env),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import platform
+import stat
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -12,7 +14,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from vkdoctor import __version__, files
-from vkdoctor.context import Context, Options, cache_home
+from vkdoctor.cachedir import cache_home
+from vkdoctor.context import Context, Options
 from vkdoctor.model import Report, exit_code
 from vkdoctor.probe import MAX_TIMEOUT
 
@@ -393,15 +396,24 @@ def write_file(path: str, text: str) -> None:
     if path == "-":
         out(text, nl=False)
         return
-    target = Path(path)
-    if target.exists() and not target.is_file():
+    try:
+        st = Path(path).stat()
+    except (OSError, ValueError):
+        st = None  # not there yet (or not ours to look at: the write below says why)
+    if st is not None and _is_stdout(st):
+        # /dev/stdout, /proc/self/fd/1: in order after what went to stdout already, and a
+        # regular file there is neither rewritten from its start nor renamed over
+        out(text, nl=False)
+        return
+    if st is not None and not stat.S_ISREG(st.st_mode):
         # /dev/null, /dev/stdout, a FIFO: renaming over it would replace the device node itself
         try:
-            with target.open("w", encoding="utf-8") as f:
-                f.write(text)
-        except OSError as exc:
-            raise click.ClickException(f"cannot write {path}: {exc.strerror or exc}") from exc
+            _write_special(path, text, append=False)
+        except OutputRefused as exc:
+            raise click.ClickException(f"cannot write {path}: {exc}") from exc
         return
+    # through a link: the file it points to is replaced, not the link
+    target = Path(os.path.realpath(path)) if st is not None else Path(path)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         tmp.write_text(text, encoding="utf-8")
@@ -409,6 +421,50 @@ def write_file(path: str, text: str) -> None:
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise click.ClickException(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def _is_stdout(st: os.stat_result) -> bool:
+    try:
+        fd1 = os.fstat(1)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == (fd1.st_dev, fd1.st_ino)
+
+
+class OutputRefused(Exception):
+    """The reason a report file could not be written."""
+
+
+def _write_special(path: str, text: str, *, append: bool) -> None:
+    """Write `text` to what `path` names when that is not a plain file to replace: a regular
+    file to append to, a FIFO with a reader, a terminal or a character device (/dev/null,
+    /dev/stdout). Never blocks on the open: a FIFO nothing reads is refused (it would wait for
+    a reader forever), and so is anything that is not a file or a character device."""
+    flags = os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    if append:
+        flags |= os.O_APPEND | os.O_CREAT
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a FIFO (or a socket) with no process reading it
+            reason = "nothing reads it (a FIFO needs its reader started first)"
+        else:
+            reason = exc.strerror or str(exc)
+        raise OutputRefused(reason) from exc
+    try:
+        kind = stat.S_IFMT(os.fstat(fd).st_mode)
+        if kind not in (stat.S_IFREG, stat.S_IFIFO, stat.S_IFCHR):
+            what = "a block device" if kind == stat.S_IFBLK else "not a file"
+            raise OutputRefused(f"{what}; give a file")
+        # the reader is there: from now on a full pipe waits for it, as stdout does
+        os.set_blocking(fd, True)
+        data = text.encode("utf-8", "surrogateescape")
+        while data:
+            data = data[os.write(fd, data) :]
+    except OSError as exc:
+        raise OutputRefused(exc.strerror or str(exc)) from exc
+    finally:
+        os.close(fd)
 
 
 def host_identity() -> Identity:
@@ -444,17 +500,15 @@ def _append_step_summary(report: Report, *, strict: bool) -> None:
     from vkdoctor.render import github as github_render
 
     try:
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(github_render.summary(report, strict=strict))
-    except OSError as exc:
-        click.echo(
-            f"vkdoctor: cannot append the job summary to {path}: {exc.strerror or exc}", err=True
-        )
+        _write_special(path, github_render.summary(report, strict=strict), append=True)
+    except OutputRefused as exc:
+        click.echo(f"vkdoctor: cannot append the job summary to {path}: {exc}", err=True)
 
 
 def _same_file(a: str, b: str) -> bool:
+    """Whether the second report would replace the first; /dev/null takes both."""
     try:
-        return Path(a).samefile(b)
+        return Path(a).samefile(b) and not stat.S_ISCHR(Path(a).stat().st_mode)
     except OSError:  # not there yet: compare the names
         return Path(a).absolute() == Path(b).absolute()
 

@@ -370,9 +370,16 @@ def _print_cost(node: Node) -> tuple[int, int, int]:
     return size[id(node)], work, nest[id(node)]
 
 
+#: where print_value stops: beyond it only the loader's memory grows (a version takes its first
+#: four tokens, and a path longer than PATH_MAX cannot be opened), while a deep object's printed
+#: indentation grows with the square of its depth
+MAX_PRINTED = 64 << 10
+
+
 def print_value(node: Node, depth: int = 0) -> bytes:
-    """`cJSON_Print` (formatted), iteratively. A value the loader's recursive printer crashes
-    on raises LoaderCrash, one it would copy for minutes LoaderHang (see PRINT_HANG_WORK)."""
+    """`cJSON_Print` (formatted), iteratively, at most MAX_PRINTED bytes of it. A value the
+    loader's recursive printer crashes on raises LoaderCrash, one it would copy for minutes
+    LoaderHang (see PRINT_HANG_WORK)."""
     if node.type not in (ARRAY, OBJECT):
         return _scalar(node)
     _size, work, nest = _print_cost(node)
@@ -387,31 +394,31 @@ def print_value(node: Node, depth: int = 0) -> bytes:
             f"{work >> 20} MiB (measured: 1,200 levels of objects take 15 s, 2,000 levels 40 s, "
             "3,000 levels more than 30 s)"
         )
-    out: list[bytes] = []
+    out = bytearray()
     stack: list[tuple[Node, int, int]] = [(node, depth, -1)]
-    while stack:
+    while stack and len(out) <= MAX_PRINTED:
         n, d, i = stack.pop()
         if n.type not in (ARRAY, OBJECT):
-            out.append(_scalar(n))
+            out += _scalar(n)
             continue
         kids = n.children
         if not kids:
-            out.append(b"[]" if n.type == ARRAY else b"{\n" + b"\t" * max(d - 1, 0) + b"}")
+            out += b"[]" if n.type == ARRAY else b"{\n" + b"\t" * max(d - 1, 0) + b"}"
             continue
         if i < 0:
-            out.append(b"[" if n.type == ARRAY else b"{\n")
+            out += b"[" if n.type == ARRAY else b"{\n"
             i = 0
         if i == len(kids):
-            out.append(b"]" if n.type == ARRAY else b"\n" + b"\t" * d + b"}")
+            out += b"]" if n.type == ARRAY else b"\n" + b"\t" * d + b"}"
             continue
         if n.type == ARRAY:
-            out.append(b", " if i else b"")
+            out += b", " if i else b""
         else:
-            out.append((b",\n" if i else b"") + b"\t" * (d + 1))
-            out.append(_print_string(kids[i].key or b"") + b":\t")
+            out += (b",\n" if i else b"") + b"\t" * (d + 1)
+            out += _print_string(kids[i].key or b"") + b":\t"
         stack.append((n, d, i + 1))
         stack.append((kids[i], d + 1, -1))
-    return b"".join(out)
+    return bytes(out[:MAX_PRINTED])
 
 
 def field_text(node: Node) -> bytes:

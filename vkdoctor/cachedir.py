@@ -1,0 +1,29 @@
+"""vkdoctor's own cache directory, and the environment that keeps the drivers' caches in it."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from pathlib import Path
+
+
+def cache_home(env: Mapping[str, str]) -> Path:
+    """$XDG_CACHE_HOME/vkdoctor, else ~/.cache/vkdoctor."""
+    base = env.get("XDG_CACHE_HOME") or ""
+    if not base.startswith("/"):
+        home = env.get("HOME") or str(Path("~").expanduser())
+        base = str(Path(home) / ".cache")
+    return Path(base) / "vkdoctor"
+
+
+def driver_env(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` for a child that loads Vulkan drivers (the load test, the probe): Mesa writes its
+    shader cache under vkdoctor's directory, not the user's. Mesa 22.3 takes the cache's base
+    from MESA_SHADER_CACHE_DIR, then MESA_GLSL_CACHE_DIR (with a deprecation warning on
+    stderr), then $XDG_CACHE_HOME, then ~/.cache; its single-file and database caches go under
+    the same base. The first one set wins, so this one is the only one vkdoctor sets."""
+    mesa = cache_home(env) / "mesa"
+    # Mesa makes only the last directory of the path: without its parents it keeps no cache
+    with contextlib.suppress(OSError):
+        mesa.mkdir(parents=True, exist_ok=True)
+    return {**env, "MESA_SHADER_CACHE_DIR": str(mesa)}
