@@ -379,7 +379,8 @@ def test_a_cause_found_from_two_sides_is_one_failure():
 
 
 def test_closed_stdout_is_no_traceback():
-    """`vkdoctor explain VKH001 >&-`: nothing can be printed, and nothing breaks."""
+    """`vkdoctor explain VKH001 >&-`: nothing can be printed, nothing breaks, and the lost
+    output is said and is no success (exit 2, as `>/dev/full`)."""
     import subprocess
     import sys
 
@@ -398,7 +399,8 @@ def test_closed_stdout_is_no_traceback():
             # the descriptor closed as a shell's >&- closes it
             preexec_fn=lambda: os.close(1),
         )
-        assert proc.returncode == 0, proc.stderr
+        assert proc.returncode == 2, proc.stderr
+        assert "cannot write to standard output: it was closed" in proc.stderr
         assert "Traceback" not in proc.stderr
 
 
