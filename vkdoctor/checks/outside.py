@@ -1,0 +1,106 @@
+"""VKE010-VKE011: what breaks Vulkan compute from outside Vulkan's own variables: the process's
+resource limits, and the variables that the drivers read themselves."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from vkdoctor import limits as L
+from vkdoctor.checks.base import Check, all_selected
+from vkdoctor.context import Context
+from vkdoctor.model import Finding
+
+#: load-test verdicts a resource limit can cause (not "no device", "wrong class")
+_LOAD_BREAKS = ("crash", "timeout", "dlopen-failed", "not-run", "instance-failed")
+
+
+def load_symptoms(ctx: Context) -> list[str]:
+    """What went wrong in the load test, in words; [] when it went well."""
+    from vkdoctor.checks.loadtest import load_test
+    from vkdoctor.loadtest import classify
+
+    try:
+        run = ctx.fact(load_test)
+    except Exception as exc:  # VKT002 reports a load test that did not run
+        return [f"the load test did not run ({exc})"]
+    out = []
+    if run.spawn_error or run.stopped:
+        out.append(f"the load test stopped: {run.spawn_error or run.stopped}")
+    for o in run.outcomes:
+        verdict = classify(o, loader_version=run.loader_version)
+        if verdict.kind in _LOAD_BREAKS:
+            out.append(verdict.title + (f" ({o.dlerror})" if o.dlerror else ""))
+    return out
+
+
+def probe_symptom(ctx: Context) -> str | None:
+    """The probe's failure in words, when the probe runs in this check and did not pass for a
+    reason a limit can cause (wrong numbers are the driver's)."""
+    if not ctx.options.probe or not all_selected(ctx, "VKR001"):
+        return None
+    from vkdoctor.checks.probe import probe_result
+
+    result = ctx.fact(probe_result)
+    status = result.get("status")
+    if status == "pass" or result.get("reason") in ("wrong-numbers", "ladder"):
+        return None
+    return str(result.get("summary") or status)
+
+
+class ResourceLimits(Check):
+    """The process's resource limits leave room for the Vulkan drivers.
+
+    A process inherits its limits (`ulimit`, `prlimit`, a systemd unit's `Limit*=`, `docker
+    --ulimit`, a CI runner's settings). A small virtual-memory (`ulimit -v`, RLIMIT_AS) or data
+    (`ulimit -d`, RLIMIT_DATA) limit makes ld.so fail to map a driver's libraries ("failed to map
+    segment from shared object"), LLVM crash while lavapipe starts, or wgpu fail with "Not enough
+    memory left"; too few open files (`ulimit -n`) stop the probe and the load test from starting;
+    a tiny stack (`ulimit -s`) crashes threads. The symptom looks like a broken driver. vkdoctor
+    fails here only when a limit is below what Vulkan compute needs and the load test or the
+    probe really failed; a small limit that did no harm stays quiet.
+    """
+
+    code = "VKE010"
+    family = "environment"
+    title = "Resource limits too small for the Vulkan drivers"
+    live_only = True
+    explains = ("VKT001", "VKT002", "VKT003", "VKT004", "VKR001")
+
+    def explained(self, symptom: Finding, cause: Finding) -> bool:
+        if symptom.code == "VKR001":
+            return "VKR001" in cause.evidence.get("explains", ())
+        if symptom.code == "VKT001" and symptom.evidence.get("verdict") not in _LOAD_BREAKS:
+            return False
+        return "VKT" in cause.evidence.get("explains", ())
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        tight = [lim for lim in L.current() if lim.tight]
+        if not tight:
+            return
+        symptoms = load_symptoms(ctx)
+        probe = probe_symptom(ctx)
+        if not symptoms and probe is None:
+            return  # present and harmless
+        seen = [*symptoms, *([f"the compute probe: {probe}"] if probe else [])]
+        for lim in tight:
+            evidence: dict[str, Any] = {
+                **lim.evidence(),
+                "symptoms": seen,
+                "explains": [*(["VKT"] if symptoms else []), *(["VKR001"] if probe else [])],
+            }
+            yield self.fail(
+                f"{lim.spec.name} (ulimit {lim.spec.option}) is {lim.shown(lim.soft)}: too small "
+                "for the Vulkan drivers",
+                f"This process may use at most {lim.shown(lim.soft)} of {lim.spec.what} "
+                f"({lim.spec.name}, soft limit {lim.shown(lim.soft)}, hard limit "
+                f"{lim.shown(lim.hard)}); Vulkan compute needs at least "
+                f"{lim.shown(lim.spec.minimum)}. Every program started from here inherits it, "
+                f"and here it broke: {'; '.join(seen)}. This is the limit, not the driver.",
+                remedy=f"Raise the limit: {lim.remedy(root=os.geteuid() == 0)}.",
+                **evidence,
+            )
+
+
+CHECKS: tuple[type[Check], ...] = (ResourceLimits,)
