@@ -325,6 +325,8 @@ def write_problems(places_: list[WritePlace], mountinfo: str) -> list[WriteProbl
             st = os.statvfs(measured)
         except OSError:
             continue
+        if st.f_blocks == 0:
+            continue  # proc, sysfs: VKS001 says that nothing can be stored there
         mount = mount_of(measured, mountinfo)
         free = st.f_bavail * st.f_frsize
         if st.f_flag & os.ST_RDONLY:
