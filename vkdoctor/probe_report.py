@@ -66,6 +66,16 @@ def remedy(probe: Mapping[str, Any], *, in_check: bool = False) -> str | None:
         hidden = _hidden_by(probe.get("env") or {})
         return f"{hidden}{_install(probe, in_check)}" if hidden else _install(probe, in_check)
     python = (probe.get("command") or [None])[0]
+    shadow = pythonpath_culprit(probe)
+    if shadow is not None and reason in ("wgpu-missing", "numpy-missing", "python-error"):
+        entry, module = shadow
+        kept = [e for e in str((probe.get("env") or {}).get("PYTHONPATH")).split(":") if e != entry]
+        setting = f"export PYTHONPATH={':'.join(kept)}" if any(kept) else "unset PYTHONPATH"
+        return (
+            f"{module} comes from the PYTHONPATH entry {entry}, which comes before the installed "
+            f"packages and fails to import: take {entry} out of PYTHONPATH ({setting}), or fix "
+            "or remove the package there."
+        )
 
     if reason in ("wgpu-missing", "numpy-missing") and python:
         package = reason.split("-", 1)[0]
@@ -123,6 +133,33 @@ def remedy(probe: Mapping[str, Any], *, in_check: bool = False) -> str | None:
             f"{names}; unset the variable or give it only to the program that needs it."
         )
     return _REMEDY.get(reason)
+
+
+def pythonpath_culprit(probe: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(PYTHONPATH entry, file) when a file of the probe's failed import lies under an entry of
+    the probe's PYTHONPATH: a package there shadows the installed one. The deepest frame wins;
+    the probe's own files do not count."""
+    import re
+
+    from vkdoctor.resources import probes_dir
+
+    entries = [
+        e.rstrip("/")
+        for e in str((probe.get("env") or {}).get("PYTHONPATH") or "").split(":")
+        if e.startswith("/")
+    ]
+    if not entries:
+        return None
+    tail = "\n".join(str(line) for line in probe.get("stderr_tail") or [])
+    files = [*re.findall(r'File "([^"]+)"', tail), *(probe.get("import_files") or [])]
+    own = str(probes_dir()).rstrip("/") + "/"
+    for path in reversed([str(f) for f in files]):
+        if path.startswith(own):
+            continue
+        for entry in entries:
+            if path.startswith(entry + "/"):
+                return entry, path
+    return None
 
 
 def _hidden_by(env: Mapping[str, Any]) -> str:
