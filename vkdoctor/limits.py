@@ -69,10 +69,17 @@ class Limit:
         return self.hard is None or self.hard >= self.spec.minimum
 
     def remedy(self, *, root: bool = False) -> str:
-        """How to raise it. root may raise the hard limit too (CAP_SYS_RESOURCE)."""
+        """How to raise it. `root`: this process may raise hard limits (CAP_SYS_RESOURCE)."""
         s = self.spec
         if self.raisable() or root:
-            value = "unlimited" if root else self.ulimit_value(self.hard)
+            # the kernel caps open files at fs.nr_open: "unlimited" is refused even for root
+            value = (
+                self.ulimit_value(self.hard)
+                if not root
+                else "unlimited"
+                if s.in_bytes
+                else str(max(self.spec.minimum * 16, self.hard or 0))
+            )
             both = "" if root else "-S "
             return (
                 f"ulimit {both}{s.option} {value} in the shell (or job) that runs your Vulkan "
@@ -101,6 +108,24 @@ def _systemd(name: str) -> str:
 
 def _value(v: int) -> int | None:
     return None if v == resource.RLIM_INFINITY else v
+
+
+#: capability(7) bit that lets a process raise its hard limits
+CAP_SYS_RESOURCE = 24
+
+
+def can_raise_hard(status: str | None = None) -> bool:
+    """Whether this process holds CAP_SYS_RESOURCE (root in a container often does not)."""
+    if status is None:
+        try:
+            with open("/proc/self/status") as f:
+                status = f.read()
+        except OSError:
+            return False
+    for line in status.splitlines():
+        if line.startswith("CapEff:"):
+            return bool(int(line.split()[1], 16) >> CAP_SYS_RESOURCE & 1)
+    return False
 
 
 def current() -> list[Limit]:

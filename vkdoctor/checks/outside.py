@@ -3,7 +3,6 @@ resource limits, and the variables that the drivers read themselves."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -97,8 +96,17 @@ class ResourceLimits(Check):
                 f"({lim.spec.name}, soft limit {lim.shown(lim.soft)}, hard limit "
                 f"{lim.shown(lim.hard)}); Vulkan compute needs at least "
                 f"{lim.shown(lim.spec.minimum)}. Every program started from here inherits it, "
-                f"and here it broke: {'; '.join(seen)}. This is the limit, not the driver.",
-                remedy=f"Raise the limit: {lim.remedy(root=os.geteuid() == 0)}.",
+                f"and here it broke: {'; '.join(seen)}. "
+                + (
+                    "vkdoctor starts its load test and probe through pipes, which this limit "
+                    "does not leave room for: it cannot tell whether Vulkan compute works "
+                    "(lavapipe itself needs only a few files; GPU drivers open device nodes and "
+                    "more). "
+                    if lim.spec.name == "RLIMIT_NOFILE"
+                    else ""
+                )
+                + "This is the limit, not the driver.",
+                remedy=f"Raise the limit: {lim.remedy(root=L.can_raise_hard())}.",
                 **evidence,
             )
 
