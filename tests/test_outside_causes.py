@@ -358,3 +358,99 @@ def test_a_noexec_temp_dir_stays_quiet(mounts):
     assert probe_directly(env={"TMPDIR": str(noexec)}) == 0
     _proc, doc = vkdoctor(["check", "--cpu", "--select", "VKS,VKR"], env={"TMPDIR": str(noexec)})
     assert of(doc, "VKS002") == [] and doc["probe"]["status"] == "pass"
+
+
+# ---------------------------------------------------------------------------------------------
+# NVIDIA's variables: no NVIDIA driver here, so on a tree with its layer manifest
+
+
+def _nvidia_root(tmp_path: Path, layer: bool = True) -> Path:
+    if layer:
+        d = tmp_path / "usr/share/vulkan/implicit_layer.d"
+        d.mkdir(parents=True)
+        (d / "nvidia_layers.json").write_text(
+            json.dumps(
+                {
+                    "file_format_version": "1.0.0",
+                    "layer": {
+                        "name": "VK_LAYER_NV_optimus",
+                        "type": "INSTANCE",
+                        "library_path": "libGLX_nvidia.so.0",
+                        "api_version": "1.3.242",
+                        "implementation_version": "1",
+                        "description": "NVIDIA Optimus layer",
+                        "enable_environment": {"__NV_PRIME_RENDER_OFFLOAD": "1"},
+                        "disable_environment": {"DISABLE_LAYER_NV_OPTIMUS_1": ""},
+                    },
+                }
+            )
+        )
+    return tmp_path
+
+
+def _vke011(root: Path, env: Mapping[str, str], *, cpu: bool = False) -> list[Any]:
+    from vkdoctor.checks.outside import NvidiaVariables
+    from vkdoctor.context import Context, Options
+
+    ctx = Context(root=root, env=dict(env), options=Options(cpu=cpu))
+    return list(NvidiaVariables().run(ctx))
+
+
+@pytest.mark.parametrize(
+    ("env", "cpu", "expected"),
+    [
+        ({"__VK_LAYER_NV_optimus": "non_NVIDIA_only"}, False, [("warn", "hides the NVIDIA GPU")]),
+        ({"__VK_LAYER_NV_optimus": "NVIDIA_only"}, True, [("warn", "lavapipe included")]),
+        ({"__VK_LAYER_NV_optimus": "NVIDIA_only"}, False, [("info", "hides every other")]),
+        ({"__GL_SHADER_DISK_CACHE": "0"}, False, [("info", "shader cache is off")]),
+        ({"__GL_SHADER_DISK_CACHE_SIZE": "1048576"}, False, [("info", "cache is small")]),
+        ({"__GL_SHADER_DISK_CACHE_SIZE": str(2 * 1024**3)}, False, []),
+        ({"__NV_PRIME_RENDER_OFFLOAD": "1"}, False, []),
+        ({"__GL_SHADER_DISK_CACHE": "1"}, False, []),
+    ],
+)
+def test_nvidia_variables_where_nvidias_layer_is_installed(tmp_path, env, cpu, expected):
+    found = _vke011(_nvidia_root(tmp_path), env, cpu=cpu)
+    assert [(f.severity.value, next(w for _, w in expected if w in f.title)) for f in found] == [
+        (s, w) for s, w in expected
+    ]
+    for f in found:
+        assert (f.remedy and f.remedy.startswith("unset ")) or f.severity.value == "info"
+
+
+def test_nvidia_variables_without_nvidia_stay_quiet(tmp_path):
+    env = {
+        "__VK_LAYER_NV_optimus": "non_NVIDIA_only",
+        "__GL_SHADER_DISK_CACHE": "0",
+        "__GL_SHADER_DISK_CACHE_SIZE": "1",
+    }
+    assert _vke011(_nvidia_root(tmp_path, layer=False), env) == []
+
+
+def test_every_documented_nvidia_variable_is_on_the_page():
+    from vkdoctor.checks.outside import NVIDIA_VARIABLES
+
+    page = (REPO / "docs/codes/VKE011.md").read_text()
+    for name in NVIDIA_VARIABLES:
+        assert f"`{name}`" in page, name
+    assert "__GL_SHADER_DISK_CACHE_PATH" in NVIDIA_VARIABLES
+
+
+def test_an_unwritable_nvidia_cache_path_is_reported_where_the_caches_are(tmp_path):
+    from vkdoctor.disk import write_places, write_problems
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    from vkdoctor.context import Context
+
+    ctx = Context(env={"__GL_SHADER_DISK_CACHE_PATH": str(locked)}, cwd=tmp_path)
+    places = write_places(ctx, home=str(tmp_path), own_cache=None)
+    nvidia = [p for p in places if p.purpose == "NVIDIA shader cache"]
+    assert nvidia and nvidia[0].path == str(locked)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1g", "tmpfs", str(locked)], check=True)
+    try:
+        (problem,) = [p for p in write_problems(nvidia, Path("/proc/self/mountinfo").read_text())]
+        assert problem.problem == "read-only" and problem.mount is not None
+        assert "ro" in problem.mount.options
+    finally:
+        subprocess.run(["umount", "-l", str(locked)], check=False)

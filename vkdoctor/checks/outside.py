@@ -9,7 +9,7 @@ from typing import Any
 from vkdoctor import limits as L
 from vkdoctor.checks.base import Check, all_selected
 from vkdoctor.context import Context
-from vkdoctor.model import Finding
+from vkdoctor.model import Finding, Severity
 
 #: load-test verdicts a resource limit can cause (not "no device", "wrong class")
 _LOAD_BREAKS = ("crash", "timeout", "dlopen-failed", "not-run", "instance-failed")
@@ -111,4 +111,87 @@ class ResourceLimits(Check):
             )
 
 
-CHECKS: tuple[type[Check], ...] = (ResourceLimits,)
+#: NVIDIA's implicit layer (VK_LAYER_NV_optimus) manifest, which reads __VK_LAYER_NV_optimus
+NV_LAYER_MANIFEST = "nvidia_layers.json"
+#: the driver's documented variables that can take a device away or turn its cache off
+#: (NVIDIA's README, "Environment Variables" and "PRIME Render Offload"), with what they do
+NVIDIA_VARIABLES = {
+    "__VK_LAYER_NV_optimus": "NVIDIA_only: only NVIDIA GPUs are listed; non_NVIDIA_only: none",
+    "__NV_PRIME_RENDER_OFFLOAD": "1: the NVIDIA GPU is listed first (harmless)",
+    "__GL_SHADER_DISK_CACHE": "0: the driver's shader disk cache is off",
+    "__GL_SHADER_DISK_CACHE_PATH": "the cache's directory: unwritable turns it off (VKS002)",
+    "__GL_SHADER_DISK_CACHE_SIZE": "the cache's size in bytes: a small one is emptied constantly",
+    "__GL_SHADER_DISK_CACHE_SKIP_CLEANUP": "1: the cache is never trimmed and grows without bound",
+}
+#: below this the driver's cache cannot hold a compute program's pipelines
+SMALL_NVIDIA_CACHE = 128 * 1024 * 1024
+
+
+class NvidiaVariables(Check):
+    """NVIDIA's own variables do not hide a device or turn the driver's cache off unseen.
+
+    NVIDIA's driver and its implicit layer read their own variables, which no Vulkan variable
+    shows. `__VK_LAYER_NV_optimus=non_NVIDIA_only` makes the layer hide every NVIDIA GPU from
+    every Vulkan program; `NVIDIA_only` hides every other device, lavapipe included.
+    `__GL_SHADER_DISK_CACHE=0` and a small `__GL_SHADER_DISK_CACHE_SIZE` make every run compile
+    its shaders again. They count only where NVIDIA's driver or layer is installed; elsewhere
+    nothing reads them and vkdoctor says nothing.
+    """
+
+    code = "VKE011"
+    family = "environment"
+    title = "NVIDIA driver variables"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        from vkdoctor import envhazards as eh
+        from vkdoctor.checks.container import nvidia_gpu_expected
+
+        layer = eh.installed_layer(ctx, NV_LAYER_MANIFEST)
+        optimus = ctx.env.get("__VK_LAYER_NV_optimus")
+        if optimus is not None and layer is not None:
+            yield from self._optimus(ctx, optimus, layer)
+        if layer is None and not nvidia_gpu_expected(ctx):
+            return
+        if ctx.env.get("__GL_SHADER_DISK_CACHE") == "0":
+            yield self.finding(
+                Severity.INFO,
+                "__GL_SHADER_DISK_CACHE=0: NVIDIA's shader cache is off",
+                "Every Vulkan program compiles every shader again at each start.",
+                remedy="unset __GL_SHADER_DISK_CACHE",
+                evidence={"variable": "__GL_SHADER_DISK_CACHE", "value": "0"},
+            )
+        size = ctx.env.get("__GL_SHADER_DISK_CACHE_SIZE", "")
+        if size.isdigit() and int(size) < SMALL_NVIDIA_CACHE:
+            yield self.finding(
+                Severity.INFO,
+                f"__GL_SHADER_DISK_CACHE_SIZE={size}: NVIDIA's shader cache is small",
+                f"{size} bytes is less than a compute program's pipelines need: the cache is "
+                "emptied constantly and shaders are compiled again.",
+                remedy="unset __GL_SHADER_DISK_CACHE_SIZE (the driver's default is 1 GiB)",
+                evidence={"variable": "__GL_SHADER_DISK_CACHE_SIZE", "value": size},
+            )
+
+    def _optimus(self, ctx: Context, value: str, layer: str) -> Iterable[Finding]:
+        evidence = {"variable": "__VK_LAYER_NV_optimus", "value": value, "layer": layer}
+        if value == "non_NVIDIA_only":
+            yield self.warn(
+                "__VK_LAYER_NV_optimus=non_NVIDIA_only hides the NVIDIA GPU",
+                f"NVIDIA's implicit layer ({layer}) removes every NVIDIA GPU from the devices "
+                "every Vulkan program sees.",
+                remedy="unset __VK_LAYER_NV_optimus",
+                **evidence,
+            )
+        elif value == "NVIDIA_only":
+            hides_cpu = ctx.options.cpu
+            yield self.finding(
+                Severity.WARN if hides_cpu else Severity.INFO,
+                "__VK_LAYER_NV_optimus=NVIDIA_only hides every other device"
+                + (", lavapipe included" if hides_cpu else ""),
+                f"NVIDIA's implicit layer ({layer}) lists only NVIDIA GPUs: CPU drivers "
+                "(lavapipe) and other GPUs disappear from every Vulkan program.",
+                remedy="unset __VK_LAYER_NV_optimus" if hides_cpu else None,
+                evidence=evidence,
+            )
+
+
+CHECKS: tuple[type[Check], ...] = (ResourceLimits, NvidiaVariables)
