@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -306,7 +307,7 @@ def test_a_full_shader_cache_is_a_disk_finding_not_a_driver_crash(mounts, tmp_pa
     full = mounts("full", "size=64k", fill=True)
     env = {variable: str(full)}
     # the oracle: the probe dies of SIGBUS (7) at its first kernel; vulkaninfo compiles nothing
-    assert probe_directly(env=env) == 128 + 7  # bash's status for a child killed by signal 7
+    assert probe_directly(env=env) == -signal.SIGBUS  # bash -c execs the one command
     proc, doc = vkdoctor(["check", "--cpu"], env=env)
     assert proc.returncode == 1
     cause = only_failure(doc, "VKS002")
@@ -454,3 +455,21 @@ def test_an_unwritable_nvidia_cache_path_is_reported_where_the_caches_are(tmp_pa
         assert "ro" in problem.mount.options
     finally:
         subprocess.run(["umount", "-l", str(locked)], check=False)
+
+
+CHECK = ("check", "--cpu")
+
+
+def test_a_limit_too_small_for_vkdoctor_itself_is_named_not_called_a_bug():
+    proc = subprocess.run(
+        ["prlimit", f"--as={120 * MIB}:unlimited", "--", sys.executable, "-m", "vkdoctor", *CHECK],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+    assert "RLIMIT_AS, ulimit -v" in proc.stderr and "ulimit -S -v unlimited" in proc.stderr
