@@ -473,3 +473,14 @@ def test_a_limit_too_small_for_vkdoctor_itself_is_named_not_called_a_bug():
     assert proc.returncode == 1, proc.stderr
     assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
     assert "RLIMIT_AS, ulimit -v" in proc.stderr and "ulimit -S -v unlimited" in proc.stderr
+
+
+def test_a_small_limit_does_not_take_the_blame_for_another_failure():
+    # 32 files is below vkdoctor's minimum, but the probe fails for its own reason
+    proc, doc = vkdoctor(
+        ["check", "--adapter", "no such adapter"], limits=["--nofile=32:4096", "--stack=262144"]
+    )
+    assert proc.returncode == 1
+    assert of(doc, "VKE010") == []
+    (probe,) = of(doc, "VKR001")
+    assert probe["severity"] == "fail" and "explained_by" not in probe["evidence"]

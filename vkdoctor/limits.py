@@ -110,6 +110,31 @@ def _value(v: int) -> int | None:
     return None if v == resource.RLIM_INFINITY else v
 
 
+#: how running out of memory shows: ld.so's mmap failure, malloc's, wgpu's, Python's, and the
+#: crashes of code that does not check (LLVM)
+_MEMORY = (
+    "failed to map segment",
+    "cannot allocate memory",
+    "not enough memory",
+    "out of memory",
+    "memoryerror",
+    "errno 12",
+)
+_CRASH = ("sigsegv", "sigbus", "sigabrt", "segmentation fault", "bus error", "an abort")
+SIGNS = {
+    "RLIMIT_AS": _MEMORY + _CRASH,
+    "RLIMIT_DATA": _MEMORY + _CRASH,
+    "RLIMIT_STACK": _CRASH,
+    "RLIMIT_NOFILE": ("too many open files", "errno 24", "emfile"),
+}
+
+
+def shows(limit: str, text: str) -> bool:
+    """Whether a failure's text looks like what `limit` does when it is too small."""
+    low = text.lower()
+    return any(sign in low for sign in SIGNS.get(limit, ()))
+
+
 #: capability(7) bit that lets a process raise its hard limits
 CAP_SYS_RESOURCE = 24
 

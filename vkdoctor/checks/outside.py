@@ -45,7 +45,8 @@ def probe_symptom(ctx: Context) -> str | None:
     status = result.get("status")
     if status == "pass" or result.get("reason") in ("wrong-numbers", "ladder"):
         return None
-    return str(result.get("summary") or status)
+    said = " / ".join(str(line).strip() for line in result.get("stderr_tail") or [] if line)
+    return str(result.get("summary") or status) + (f" (stderr: {said[-300:]})" if said else "")
 
 
 class ResourceLimits(Check):
@@ -70,20 +71,31 @@ class ResourceLimits(Check):
     def explained(self, symptom: Finding, cause: Finding) -> bool:
         if symptom.code == "VKR001":
             return "VKR001" in cause.evidence.get("explains", ())
+        if "VKT" not in cause.evidence.get("explains", ()):
+            return False
+        if symptom.code in ("VKT002", "VKT004"):
+            return True  # the sum of the drivers' failures, and their disagreement with the files
         if symptom.code == "VKT001" and symptom.evidence.get("verdict") not in _LOAD_BREAKS:
             return False
-        return "VKT" in cause.evidence.get("explains", ())
+        # this driver's or layer's own failure must show the limit's signs
+        return L.shows(cause.evidence.get("limit", ""), f"{symptom.title} {symptom.evidence}")
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         tight = [lim for lim in L.current() if lim.tight]
         if not tight:
             return
-        symptoms = load_symptoms(ctx)
-        probe = probe_symptom(ctx)
-        if not symptoms and probe is None:
-            return  # present and harmless
-        seen = [*symptoms, *([f"the compute probe: {probe}"] if probe else [])]
+        all_load = load_symptoms(ctx)
+        all_probe = probe_symptom(ctx)
         for lim in tight:
+            # only the failures that look like this limit's (another cause stays its own)
+            symptoms = [t for t in all_load if L.shows(lim.spec.name, t)]
+            # the probe sees only the drivers that load: theirs failing to is its failure too
+            probe = (
+                all_probe if all_probe and (symptoms or L.shows(lim.spec.name, all_probe)) else None
+            )
+            if not symptoms and probe is None:
+                continue  # present and harmless, or not what broke
+            seen = [*symptoms, *([f"the compute probe: {probe}"] if probe else [])]
             evidence: dict[str, Any] = {
                 **lim.evidence(),
                 "symptoms": seen,
