@@ -484,3 +484,13 @@ def test_a_small_limit_does_not_take_the_blame_for_another_failure():
     assert of(doc, "VKE010") == []
     (probe,) = of(doc, "VKR001")
     assert probe["severity"] == "fail" and "explained_by" not in probe["evidence"]
+
+
+def test_run_probe_alone_ties_its_sigbus_to_the_full_shader_cache(mounts):
+    full = mounts("full", "size=64k", fill=True)
+    proc, doc = vkdoctor(["run-probe", "--cpu"], env={"XDG_CACHE_HOME": str(full)})
+    assert proc.returncode == 1 and doc["probe"]["signal"] == "SIGBUS"
+    (f,) = of(doc, "VKR001")
+    assert f"{full}/mesa_shader_cache (from XDG_CACHE_HOME)" in f["remedy"]
+    assert "export MESA_SHADER_CACHE_DISABLE=true" in f["remedy"]
+    no_driver_blame(doc)

@@ -36,6 +36,7 @@ ENV_NAMES = (
     "XDG_RUNTIME_DIR",
     "PYTHONPATH",
     "PYTHONHOME",
+    "XDG_CACHE_HOME",
 )
 ENV_PREFIXES = ("VK_", "WGPU", "MESA_", "LP_", "__EGL_")
 TAIL_LINES = 20

@@ -77,6 +77,11 @@ def remedy(probe: Mapping[str, Any], *, in_check: bool = False) -> str | None:
             "or remove the package there."
         )
 
+    if reason == "signal":
+        full = full_shader_cache(probe)
+        if full is not None:
+            return full
+
     if reason in ("wgpu-missing", "numpy-missing") and python:
         package = reason.split("-", 1)[0]
         if str(python).startswith(("/usr/bin/", "/bin/")):
@@ -133,6 +138,43 @@ def remedy(probe: Mapping[str, Any], *, in_check: bool = False) -> str | None:
             f"{names}; unset the variable or give it only to the program that needs it."
         )
     return _REMEDY.get(reason)
+
+
+def full_shader_cache(probe: Mapping[str, Any]) -> str | None:
+    """The fix when the crashed probe's Mesa shader cache is on a full filesystem: Mesa writes its
+    mmapped index there, and that write is a SIGBUS (VKS002), not a driver crash."""
+    import os
+    from pathlib import Path
+
+    from vkdoctor.context import Context
+    from vkdoctor.disk import SHADER_INDEX_BYTES, mesa_cache_dir, nearest_existing
+
+    env = {str(k): str(v) for k, v in (probe.get("env") or {}).items()}
+    if env.get("MESA_SHADER_CACHE_DISABLE", "").lower() in ("1", "true", "yes"):
+        return None
+    try:
+        import pwd
+
+        home: str | None = pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        home = None
+    found = mesa_cache_dir(Context(env=env, cwd=Path.cwd()), home)
+    if found is None:
+        return None
+    path, var = found
+    try:
+        st = os.statvfs(nearest_existing(Path(path)))
+    except OSError:
+        return None
+    free = st.f_bavail * st.f_frsize
+    if st.f_blocks == 0 or st.f_flag & os.ST_RDONLY or free >= SHADER_INDEX_BYTES:
+        return None
+    return (
+        f"Mesa's shader cache {path} (from {var}) is on a full filesystem ({free} bytes free): "
+        "Mesa writes its cache index through mmap there, and that write is a SIGBUS, not a "
+        "driver crash. Free space there, or move the cache (export MESA_SHADER_CACHE_DIR=DIR on "
+        "a filesystem with space), or for this run export MESA_SHADER_CACHE_DISABLE=true."
+    )
 
 
 def pythonpath_culprit(probe: Mapping[str, Any]) -> tuple[str, str] | None:
