@@ -494,3 +494,28 @@ def test_run_probe_alone_ties_its_sigbus_to_the_full_shader_cache(mounts):
     assert f"{full}/mesa_shader_cache (from XDG_CACHE_HOME)" in f["remedy"]
     assert "export MESA_SHADER_CACHE_DISABLE=true" in f["remedy"]
     no_driver_blame(doc)
+
+
+@pytest.mark.parametrize("limit", [f"--as={1150 * MIB}:unlimited", f"--data={190 * MIB}:unlimited"])
+def test_run_probe_alone_names_the_memory_limit(limit):
+    proc, doc = vkdoctor(["run-probe", "--cpu"], limits=[limit])
+    assert proc.returncode == 1
+    (f,) = of(doc, "VKR001")
+    name = "RLIMIT_AS" if limit.startswith("--as") else "RLIMIT_DATA"
+    assert f["remedy"].startswith(f"{name} (ulimit ")
+    assert "this is the limit, not the driver" in f["remedy"]
+    no_driver_blame(doc)
+
+
+def test_a_virtual_environment_below_a_pythonpath_entry_is_not_a_shadow():
+    from vkdoctor.probe_report import pythonpath_culprit
+
+    def probe(*files: str) -> dict[str, Any]:
+        return {
+            "env": {"PYTHONPATH": "/r:/other"},
+            "stderr_tail": [f'  File "{f}", line 1, in <module>' for f in files],
+        }
+
+    assert pythonpath_culprit(probe("/r/.venv/lib/python3.11/site-packages/wgpu/_a.py")) is None
+    assert pythonpath_culprit(probe("/r/numpy/__init__.py")) == ("/r", "/r/numpy/__init__.py")
+    assert pythonpath_culprit(probe("/other/wgpu.py")) == ("/other", "/other/wgpu.py")

@@ -65,6 +65,10 @@ def remedy(probe: Mapping[str, Any], *, in_check: bool = False) -> str | None:
     if reason == "no-adapter":
         hidden = _hidden_by(probe.get("env") or {})
         return f"{hidden}{_install(probe, in_check)}" if hidden else _install(probe, in_check)
+    if reason in ("signal", "python-error", "no-output", "spawn-failed", "library-error"):
+        limited = limit_behind(probe)
+        if limited is not None:
+            return limited
     python = (probe.get("command") or [None])[0]
     shadow = pythonpath_culprit(probe)
     if shadow is not None and reason in ("wgpu-missing", "numpy-missing", "python-error"):
@@ -140,6 +144,22 @@ def remedy(probe: Mapping[str, Any], *, in_check: bool = False) -> str | None:
     return _REMEDY.get(reason)
 
 
+def limit_behind(probe: Mapping[str, Any]) -> str | None:
+    """The fix when a resource limit of this process (the probe's too) is below what Vulkan
+    compute needs and the failure looks like it (VKE010)."""
+    from vkdoctor import limits
+
+    said = " ".join([str(probe.get("summary") or ""), *map(str, probe.get("stderr_tail") or [])])
+    for lim in limits.current():
+        if lim.tight and limits.shows(lim.spec.name, said):
+            return (
+                f"{lim.spec.name} (ulimit {lim.spec.option}) is {lim.shown(lim.soft)}, below the "
+                f"{lim.shown(lim.spec.minimum)} Vulkan compute needs: this is the limit, not the "
+                f"driver. Raise it: {lim.remedy(root=limits.can_raise_hard())}."
+            )
+    return None
+
+
 def full_shader_cache(probe: Mapping[str, Any]) -> str | None:
     """The fix when the crashed probe's Mesa shader cache is on a full filesystem: Mesa writes its
     mmapped index there, and that write is a SIGBUS (VKS002), not a driver crash."""
@@ -199,7 +219,12 @@ def pythonpath_culprit(probe: Mapping[str, Any]) -> tuple[str, str] | None:
         if path.startswith(own):
             continue
         for entry in entries:
-            if path.startswith(entry + "/"):
+            if not path.startswith(entry + "/"):
+                continue
+            # a module imported from the entry itself: its first part names a package there
+            # (not a virtual environment's site-packages that happens to lie below the entry)
+            top = path[len(entry) + 1 :].split("/")[0].split(".")[0]
+            if top.isidentifier():
                 return entry, path
     return None
 
