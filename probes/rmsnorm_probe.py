@@ -483,6 +483,14 @@ def _dlerror_line(exc: BaseException) -> str | None:
     return None
 
 
+def _frames(exc: BaseException) -> list[str]:
+    """The files of the traceback (and of what the import found), where the report looks for a
+    PYTHONPATH entry that shadows the installed package."""
+    out = [f.filename for f in traceback.extract_tb(exc.__traceback__)]
+    path = getattr(exc, "path", None)
+    return out + ([path] if isinstance(path, str) else [])
+
+
 def run(args: argparse.Namespace, doc: dict[str, Any]) -> None:
     stage("import")
     try:
@@ -491,6 +499,7 @@ def run(args: argparse.Namespace, doc: dict[str, Any]) -> None:
         if _library_error(exc):
             raise
         doc["reason"] = "wgpu-missing"
+        doc["import_files"] = _frames(exc)
         # (how to install it depends on this Python: the report's fix says)
         doc["summary"] = (
             f"wgpu is not importable in {sys.executable} ({exc}); the probe needs wgpu and numpy"
@@ -502,6 +511,7 @@ def run(args: argparse.Namespace, doc: dict[str, Any]) -> None:
         if _library_error(exc):
             raise
         doc["reason"] = "numpy-missing"
+        doc["import_files"] = _frames(exc)
         doc["summary"] = (
             f"numpy is not importable in {sys.executable} ({exc}); the probe needs it for its "
             "float64 reference"

@@ -72,6 +72,21 @@ def _from_click_echo(exc: BaseException) -> bool:
     return False
 
 
+def _memory_limit() -> str | None:
+    """The resource limit that ran this process out of memory, and how to raise it."""
+    from vkdoctor import limits
+
+    for lim in limits.current():
+        if lim.tight and lim.spec.in_bytes and lim.spec.name != "RLIMIT_STACK":
+            return (
+                f"this process may use only {lim.shown(lim.soft)} ({lim.spec.name}, ulimit "
+                f"{lim.spec.option}), less than vkdoctor needs and far less than the Vulkan "
+                f"drivers need ({lim.shown(lim.spec.minimum)}). Raise it: "
+                f"{lim.remedy(root=limits.can_raise_hard())}."
+            )
+    return None
+
+
 def main() -> None:
     try:
         # not standalone: click would turn Ctrl-C into "Aborted!" and exit 1, a failed check
@@ -90,6 +105,12 @@ def main() -> None:
 
             common.stdout_lost(exc)
             sys.exit(common.EXIT_OUTPUT)
+        if isinstance(exc, MemoryError):
+            limited = _memory_limit()
+            if limited:
+                # the environment's, not ours: no Vulkan program gets further than this
+                click.echo(f"vkdoctor: out of memory: {limited}", err=True)
+                sys.exit(1)
         click.echo(f"vkdoctor: internal error: {type(exc).__name__}: {exc}", err=True)
         if "--debug" in sys.argv:
             import traceback

@@ -199,3 +199,147 @@ def verdict(fs: Filesystem, *, warn_bytes: int, fail_bytes: int) -> SpaceVerdict
         message=message,
         remedy=None,
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Where the drivers write: can it be written at all?
+
+#: Mesa maps its cache index (64Ki keys of 20 bytes, about 1.3 MiB) with mmap after ftruncate:
+#: on a filesystem with less free than this, the first write into the map is a SIGBUS (measured:
+#: the probe dies of SIGBUS on a full 64 KiB tmpfs, at its first kernel)
+SHADER_INDEX_BYTES = 2 * 1024 * 1024
+
+
+def mesa_cache_dir(ctx: Context, home: str | None) -> tuple[str, str] | None:
+    """Mesa's shader cache directory and the variable that decides it (Mesa 22: the variable's
+    directory with mesa_shader_cache appended; without one, the passwd entry's home, not $HOME)."""
+    for var in ("MESA_SHADER_CACHE_DIR", "MESA_GLSL_CACHE_DIR", "XDG_CACHE_HOME"):
+        value = ctx.env.get(var)
+        if value:
+            return f"{_absolute(ctx, value).rstrip('/')}/mesa_shader_cache", var
+    if home:
+        return f"{home.rstrip('/')}/.cache/mesa_shader_cache", "the home directory"
+    return None
+
+
+@record(frozen=True, kw_only=True)
+class WritePlace:
+    purpose: str
+    path: str
+    #: the variable (or default) that puts it there
+    decided_by: str
+    #: what happens when it cannot be written: "off" (the writer turns itself off), "fails"
+    unwritable: str
+    #: a full filesystem makes the writer die of SIGBUS (Mesa's mmapped index)
+    mmapped: bool = False
+
+
+def write_places(ctx: Context, *, home: str | None, own_cache: str | None) -> list[WritePlace]:
+    """Where the drivers, the programs and vkdoctor write while Vulkan compute runs."""
+    out = []
+    mesa = mesa_cache_dir(ctx, home)
+    if mesa is not None and ctx.env.get("MESA_SHADER_CACHE_DISABLE", "").lower() not in (
+        "1",
+        "true",
+        "yes",
+    ):
+        out.append(
+            WritePlace(
+                purpose="Mesa shader cache",
+                path=mesa[0],
+                decided_by=mesa[1],
+                unwritable="off",
+                mmapped=True,
+            )
+        )
+    nvidia = ctx.env.get("__GL_SHADER_DISK_CACHE_PATH")
+    if nvidia and ctx.env.get("__GL_SHADER_DISK_CACHE") != "0":
+        out.append(
+            WritePlace(
+                purpose="NVIDIA shader cache",
+                path=_absolute(ctx, nvidia),
+                decided_by="__GL_SHADER_DISK_CACHE_PATH",
+                unwritable="off",
+            )
+        )
+    var = next((v for v in ("TMPDIR", "TEMP", "TMP") if ctx.env.get(v)), None)
+    out.append(
+        WritePlace(
+            purpose="temp directory",
+            path=_absolute(ctx, ctx.env[var]) if var else "/tmp",
+            decided_by=var or "the default",
+            unwritable="fails",
+        )
+    )
+    if own_cache:
+        out.append(
+            WritePlace(
+                purpose="vkdoctor's cache",
+                path=own_cache,
+                decided_by="XDG_CACHE_HOME" if ctx.env.get("XDG_CACHE_HOME") else "HOME",
+                unwritable="fails",
+            )
+        )
+    return out
+
+
+@record(frozen=True, kw_only=True)
+class Mount:
+    point: str
+    fstype: str
+    options: tuple[str, ...]
+
+
+def mount_of(path: Path, mountinfo: str) -> Mount | None:
+    """The mount that holds `path` (the longest mount point above it) in /proc/self/mountinfo."""
+    real = str(path.resolve())
+    best: Mount | None = None
+    for line in mountinfo.splitlines():
+        parts = line.split()
+        if " - " not in line or len(parts) < 6:
+            continue
+        point = parts[4].replace("\\040", " ")
+        fstype = line.split(" - ", 1)[1].split()[0]
+        inside = real == point or real.startswith(point.rstrip("/") + "/")
+        if inside and (best is None or len(point) >= len(best.point)):
+            best = Mount(point=point, fstype=fstype, options=tuple(parts[5].split(",")))
+    return best
+
+
+@record(frozen=True, kw_only=True)
+class WriteProblem:
+    place: WritePlace
+    #: the directory looked at: the place or its nearest existing parent
+    measured: str
+    #: "read-only" (the mount), "denied" (permissions), "full"
+    problem: str
+    free: int
+    mount: Mount | None
+
+
+def write_problems(places_: list[WritePlace], mountinfo: str) -> list[WriteProblem]:
+    out = []
+    for place in places_:
+        measured = nearest_existing(Path(place.path))
+        try:
+            st = os.statvfs(measured)
+        except OSError:
+            continue
+        if st.f_blocks == 0:
+            continue  # proc, sysfs: VKS001 says that nothing can be stored there
+        mount = mount_of(measured, mountinfo)
+        free = st.f_bavail * st.f_frsize
+        if st.f_flag & os.ST_RDONLY:
+            problem = "read-only"
+        elif not os.access(measured, os.W_OK | os.X_OK):
+            problem = "denied"
+        elif place.mmapped and free < SHADER_INDEX_BYTES:
+            problem = "full"
+        else:
+            continue
+        out.append(
+            WriteProblem(
+                place=place, measured=str(measured), problem=problem, free=free, mount=mount
+            )
+        )
+    return out

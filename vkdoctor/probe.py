@@ -30,7 +30,15 @@ STAGE_PREFIX = "vkdoctor-probe: stage "
 #: wl_display_connect, and libwayland prints this when XDG_RUNTIME_DIR is unset.
 NOISE = ("error: XDG_RUNTIME_DIR is invalid or not set in the environment.",)
 #: environment variables that change what the loader, the drivers or wgpu do
-ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "NODEVICE_SELECT", "XDG_RUNTIME_DIR")
+ENV_NAMES = (
+    "LD_LIBRARY_PATH",
+    "LD_PRELOAD",
+    "NODEVICE_SELECT",
+    "XDG_RUNTIME_DIR",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "XDG_CACHE_HOME",
+)
 ENV_PREFIXES = ("VK_", "WGPU", "MESA_", "LP_", "__EGL_")
 TAIL_LINES = 20
 TAIL_CHARS = 4000

@@ -87,7 +87,26 @@ def remedy(probe: Mapping[str, Any], *, in_check: bool = False) -> str | None:
             )
         hidden = _hidden_by(env)
         return f"{hidden}{_install(probe, in_check)}" if hidden else _install(probe, in_check)
+    if reason in ("signal", "python-error", "no-output", "spawn-failed", "library-error"):
+        limited = limit_behind(probe)
+        if limited is not None:
+            return limited
     python = (probe.get("command") or [None])[0]
+    shadow = pythonpath_culprit(probe)
+    if shadow is not None and reason in ("wgpu-missing", "numpy-missing", "python-error"):
+        entry, module = shadow
+        kept = [e for e in str((probe.get("env") or {}).get("PYTHONPATH")).split(":") if e != entry]
+        setting = f"export PYTHONPATH={':'.join(kept)}" if any(kept) else "unset PYTHONPATH"
+        return (
+            f"{module} comes from the PYTHONPATH entry {entry}, which comes before the installed "
+            f"packages and fails to import: take {entry} out of PYTHONPATH ({setting}), or fix "
+            "or remove the package there."
+        )
+
+    if reason == "signal":
+        full = full_shader_cache(probe)
+        if full is not None:
+            return full
 
     if reason in ("wgpu-missing", "numpy-missing") and python:
         package = reason.split("-", 1)[0]
@@ -145,6 +164,91 @@ def remedy(probe: Mapping[str, Any], *, in_check: bool = False) -> str | None:
             f"{names}; unset the variable or give it only to the program that needs it."
         )
     return _REMEDY.get(reason)
+
+
+def limit_behind(probe: Mapping[str, Any]) -> str | None:
+    """The fix when a resource limit of this process (the probe's too) is below what Vulkan
+    compute needs and the failure looks like it (VKE010)."""
+    from vkdoctor import limits
+
+    said = " ".join([str(probe.get("summary") or ""), *map(str, probe.get("stderr_tail") or [])])
+    for lim in limits.current():
+        if lim.tight and limits.shows(lim.spec.name, said):
+            return (
+                f"{lim.spec.name} (ulimit {lim.spec.option}) is {lim.shown(lim.soft)}, below the "
+                f"{lim.shown(lim.spec.minimum)} Vulkan compute needs: this is the limit, not the "
+                f"driver. Raise it: {lim.remedy(root=limits.can_raise_hard())}."
+            )
+    return None
+
+
+def full_shader_cache(probe: Mapping[str, Any]) -> str | None:
+    """The fix when the crashed probe's Mesa shader cache is on a full filesystem: Mesa writes its
+    mmapped index there, and that write is a SIGBUS (VKS002), not a driver crash."""
+    import os
+    from pathlib import Path
+
+    from vkdoctor.context import Context
+    from vkdoctor.disk import SHADER_INDEX_BYTES, mesa_cache_dir, nearest_existing
+
+    env = {str(k): str(v) for k, v in (probe.get("env") or {}).items()}
+    if env.get("MESA_SHADER_CACHE_DISABLE", "").lower() in ("1", "true", "yes"):
+        return None
+    try:
+        import pwd
+
+        home: str | None = pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        home = None
+    found = mesa_cache_dir(Context(env=env, cwd=Path.cwd()), home)
+    if found is None:
+        return None
+    path, var = found
+    try:
+        st = os.statvfs(nearest_existing(Path(path)))
+    except OSError:
+        return None
+    free = st.f_bavail * st.f_frsize
+    if st.f_blocks == 0 or st.f_flag & os.ST_RDONLY or free >= SHADER_INDEX_BYTES:
+        return None
+    return (
+        f"Mesa's shader cache {path} (from {var}) is on a full filesystem ({free} bytes free): "
+        "Mesa writes its cache index through mmap there, and that write is a SIGBUS, not a "
+        "driver crash. Free space there, or move the cache (export MESA_SHADER_CACHE_DIR=DIR on "
+        "a filesystem with space), or for this run export MESA_SHADER_CACHE_DISABLE=true."
+    )
+
+
+def pythonpath_culprit(probe: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(PYTHONPATH entry, file) when a file of the probe's failed import lies under an entry of
+    the probe's PYTHONPATH: a package there shadows the installed one. The deepest frame wins;
+    the probe's own files do not count."""
+    import re
+
+    from vkdoctor.resources import probes_dir
+
+    entries = [
+        e.rstrip("/")
+        for e in str((probe.get("env") or {}).get("PYTHONPATH") or "").split(":")
+        if e.startswith("/")
+    ]
+    if not entries:
+        return None
+    tail = "\n".join(str(line) for line in probe.get("stderr_tail") or [])
+    files = [*re.findall(r'File "([^"]+)"', tail), *(probe.get("import_files") or [])]
+    own = str(probes_dir()).rstrip("/") + "/"
+    for path in reversed([str(f) for f in files]):
+        if path.startswith(own):
+            continue
+        for entry in entries:
+            if not path.startswith(entry + "/"):
+                continue
+            # a module imported from the entry itself: its first part names a package there
+            # (not a virtual environment's site-packages that happens to lie below the entry)
+            top = path[len(entry) + 1 :].split("/")[0].split(".")[0]
+            if top.isidentifier():
+                return entry, path
+    return None
 
 
 def _hidden_by(env: Mapping[str, Any]) -> str:
