@@ -215,7 +215,11 @@ def render(report: Report, *, style: Style, strict: bool = False) -> str:
     if note:
         lines += [_indent(note, "", style.width), ""]
     lines.append(verdict(report, style=style, strict=strict))
-    return "\n".join(lines) + "\n"
+    if style.width is None:
+        return "\n".join(lines) + "\n"
+    from vkdoctor.render.page import fit
+
+    return fit("\n".join(lines), style.width, unicode=style.unicode) + "\n"
 
 
 #: the finding that sums up an area that is fine
@@ -232,24 +236,25 @@ _HEADLINE = {
 }
 
 
-def _area_text(family: str, checks: list[CheckResult]) -> str:
-    """What an area that is fine found, in a few words."""
+def _area_text(family: str, checks: list[CheckResult]) -> tuple[str, Severity]:
+    """What an area that is fine found, in a few words, and how to mark it (a headline that is
+    information, such as "no device", is no tick)."""
     findings = [f for c in checks for f in c.findings]
     if family == "libraries":
         targets = sum(1 for f in findings if f.code == "VKL001")
         if targets:
-            return f"The libraries of {targets} driver(s) and layer(s) resolve"
+            return f"The libraries of {targets} driver(s) and layer(s) resolve", Severity.OK
     if family == "compute":
-        ran = next((f for f in findings if f.code == "VKR001"), None)
-        if ran is not None and ran.message:
-            return ran.message
+        probe = next((f for f in findings if f.code == "VKR001"), None)
+        if probe is not None and probe.message:
+            return probe.message, probe.severity
     wanted = _HEADLINE.get(family)
     headline = [f for f in findings if f.code == wanted and f.message != "none"]
     if headline:
-        f = headline[0]
-        return ", ".join(x.title for x in headline) if len(headline) > 1 else f.title
+        sev = max((f.severity for f in headline), key=lambda s: s.rank)
+        return ", ".join(f.title for f in headline), sev
     ran = [c for c in checks if c.status is CheckStatus.RAN]
-    return f"{len(ran)} check(s): nothing found"
+    return f"{len(ran)} check(s): nothing found", Severity.OK
 
 
 def _pad(text: str, size: int) -> str:
@@ -275,22 +280,21 @@ def brief(report: Report, style: Style) -> list[str]:
             text = f"skipped ({'; '.join(reasons)})"
             lines.append(_line(f"{style.paint(mark, Severity.INFO)} {name}", text, style, size))
             continue
-        glyph = style.paint(
-            style.glyph(worst if worst.rank >= Severity.WARN.rank else Severity.OK), worst
-        )
         if worst.rank >= Severity.WARN.rank:
             bad = [f for f in findings if f.severity.rank >= Severity.WARN.rank]
             codes = " ".join(dict.fromkeys(f.code for f in bad))
             word = {Severity.WARN: "warning", Severity.FAIL: "failed", Severity.ERROR: "error"}
-            text = f"{codes} {word[worst]} (below)"
+            text, mark_sev = f"{codes} {word[worst]} (below)", worst
         else:
-            text = _area_text(family, checks)
+            text, mark_sev = _area_text(family, checks)
+            mark_sev = Severity.OK if mark_sev is Severity.OK else Severity.INFO
             if family == "compute" and report.probe is not None:
                 seconds = report.probe.get("seconds")
                 if seconds is not None:
                     text += f", in {float(seconds):.1f} s"
+        glyph = style.paint(style.glyph(mark_sev), mark_sev)
         lines.append(_line(f"{glyph} {name}", text, style, size))
-    lines.append(f"  (-v lists every check)")
+    lines.append("  (-v lists every check)")
     if report.overlay:
         lines += [
             "",
