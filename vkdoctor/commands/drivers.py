@@ -55,9 +55,9 @@ def render_text(
     ]
     width = max((len(e.path) for e in scan.plan.entries), default=0)
     for e in scan.plan.entries:
-        row = f"  {e.path:<{width}}  [{e.origin}]"
+        entry = f"  {e.path:<{width}}  [{e.origin}]"
         # the table fits 80 columns: an origin that would not goes under its path
-        out += [row] if len(row) <= 80 else [f"  {e.path}", f"      [{e.origin}]"]
+        out += [entry] if len(entry) <= 80 else [f"  {e.path}", f"      [{e.origin}]"]
     if not scan.plan.entries:
         out.append("  (none)")
     out.append("")
