@@ -266,3 +266,28 @@ def test_paths_are_shortened_in_the_middle_never_cut() -> None:
     text = fit(f"      path: {path}\n  fine", 60)
     assert text.splitlines() == ["      path:", f"          {shorten_path(path, 50)}", "  fine"]
     assert fit("x " * 50, None) == "x " * 50
+
+
+def test_the_verdict_is_one_line_whatever_a_title_holds() -> None:
+    """A soname is the ELF's own string: a line break in it must not make a second line (under
+    --format github, one starting with :: would be a workflow command)."""
+    from vkdoctor.model import CheckResult, CheckStatus, Finding, Report, Severity
+    from vkdoctor.render.text import Style, verdict
+
+    bad = Finding(code="VKL002", severity=Severity.FAIL, title="lib\n::error::x.so\x1b missing.")
+    checks = tuple(
+        CheckResult(
+            code=f"VKL00{i}", family="libraries", title="t", status=CheckStatus.RAN, findings=(bad,)
+        )
+        for i in range(6)
+    )
+    report = Report(vkdoctor_version="0", host={}, checks=checks)
+    line = verdict(report, style=Style())
+    assert line == (
+        "vkdoctor: FAIL: "
+        + "; ".join(["VKL002 lib ::error::x.so\\x1b missing"] * 4)
+        + "; and 2 more failure(s)"
+    )
+    wrapped = verdict(report, style=Style(width=60))
+    assert max(len(x) for x in wrapped.splitlines()) <= 60
+    assert " ".join(x.strip() for x in wrapped.splitlines()) == line

@@ -53,7 +53,12 @@ def render_text(
         + (f" (replaced by {scan.plan.override})" if scan.plan.override else "")
         + ":",
     ]
-    width = max((len(e.path) for e in scan.plan.entries), default=0)
+    # the column is as wide as the paths whose rows fit 80 columns; the others get their origin
+    # on a line of its own
+    width = max(
+        (len(e.path) for e in scan.plan.entries if len(e.path) + len(e.origin) + 6 <= 80),
+        default=0,
+    )
     for e in scan.plan.entries:
         entry = f"  {e.path:<{width}}  [{e.origin}]"
         # the table fits 80 columns: an origin that would not goes under its path

@@ -253,6 +253,14 @@ def _area_text(family: str, checks: list[CheckResult]) -> tuple[str, Severity]:
     if headline:
         sev = max((f.severity for f in headline), key=lambda s: s.rank)
         return ", ".join(f.title for f in headline), sev
+    said = [f for f in findings if f.message != "none"]
+    if said:
+        # no headline among them: the first that says something
+        f = min(said, key=lambda f: f.code)
+        one_line = f.message and "\n" not in f.message and len(f.message) <= 110
+        if f.title.lower() == family and one_line:
+            return f.message, f.severity
+        return (f"{f.title}: {f.message}" if one_line else f.title), f.severity
     ran = [c for c in checks if c.status is CheckStatus.RAN]
     return f"{len(ran)} check(s): nothing found", Severity.OK
 
@@ -301,7 +309,10 @@ def brief(report: Report, style: Style) -> list[str]:
             "Overlay",
             f"  export LD_LIBRARY_PATH={report.overlay.get('ld_library_path')}",
         ]
-    if report.probe is not None and report.probe.get("status") != "pass":
+    if report.probe is not None and (
+        report.probe.get("status") != "pass" or report.command == "run-probe"
+    ):
+        # run-probe asked for the probe: its details are the point
         lines += ["", "Probe", *_probe(dict(report.probe), style)]
     warnings = [f for f in report.findings if f.severity is Severity.WARN]
     # the first failure is the deepest cause (drivers, libraries, then the load and the probe
@@ -433,7 +444,9 @@ _NAMED = 4
 
 def _cause(title: str) -> str:
     """A title as part of the verdict's sentence: no closing period, no capital unless a name."""
-    title = title.rstrip(". ")
+    # one line, whatever a file name in it holds: the verdict is no place for a line break
+    # (under --format github, a line of its own could be a workflow command)
+    title = hex_escape(" ".join(title.split()), _CONTROL).rstrip(". ")
     head = title.split(" ", 1)[0]
     if head[:1].isupper() and head[1:].islower():
         title = title[:1].lower() + title[1:]
