@@ -291,3 +291,49 @@ def test_the_verdict_is_one_line_whatever_a_title_holds() -> None:
     wrapped = verdict(report, style=Style(width=60))
     assert max(len(x) for x in wrapped.splitlines()) <= 60
     assert " ".join(x.strip() for x in wrapped.splitlines()) == line
+
+
+def test_an_area_whose_failure_another_check_explains_does_not_claim_it_is_fine() -> None:
+    """VKL002 turned into information (VKP002 gives the cause): the Libraries line names it, it
+    never says the libraries resolve; the failure is VKP002's, in Failures, named by the verdict."""
+    from vkdoctor.model import CheckResult, CheckStatus, Finding, Report, Severity
+    from vkdoctor.render.text import Style, render
+
+    def result(code: str, family: str, *findings: Finding) -> CheckResult:
+        return CheckResult(
+            code=code, family=family, title="t", status=CheckStatus.RAN, findings=findings
+        )
+
+    vkl1 = Finding(code="VKL001", severity=Severity.INFO, title="lvp.json", message="found, but")
+    vkl2 = Finding(
+        code="VKL002",
+        severity=Severity.INFO,
+        title="libLLVM.so.23.1 missing: VKP002 gives the cause",
+    )
+    vkp2 = Finding(
+        code="VKP002",
+        severity=Severity.FAIL,
+        title="lavapipe needs libLLVM.so.23.1: package skew",
+        message="mesa was upgraded without LLVM.",
+        remedy="sudo pacman -Syu",
+    )
+    report = Report(
+        vkdoctor_version="0",
+        host={},
+        checks=(
+            result("VKL001", "libraries", vkl1),
+            result("VKL002", "libraries", vkl2),
+            result("VKP002", "packages", vkp2),
+        ),
+    )
+    text = render(report, style=Style(width=80))
+    lines = text.splitlines()
+    assert lines[0] == "  · Libraries  VKL002 libLLVM.so.23.1 missing: VKP002 gives the cause"
+    assert lines[1] == "  ✗ Packages   VKP002 failed (below)"
+    assert "resolve" not in text
+    assert lines[-4:] == [
+        "      mesa was upgraded without LLVM.",
+        "      fix: sudo pacman -Syu",
+        "",
+        "vkdoctor: FAIL: VKP002 lavapipe needs libLLVM.so.23.1: package skew",
+    ]

@@ -242,8 +242,17 @@ def _area_text(family: str, checks: list[CheckResult]) -> tuple[str, Severity]:
     findings = [f for c in checks for f in c.findings]
     if family == "libraries":
         targets = sum(1 for f in findings if f.code == "VKL001")
-        if targets:
+        if targets and all(f.severity is Severity.OK for f in findings):
             return f"The libraries of {targets} driver(s) and layer(s) resolve", Severity.OK
+        # a library is missing after all, and another check has the failure (VKP002 gives
+        # the cause): that, not the targets that load
+        said = sorted(
+            (f for f in findings if f.severity is Severity.INFO),
+            key=lambda f: (f.code == "VKL001", f.code),
+        )
+        if said:
+            f = said[0]
+            return f"{f.code} {_one_line(f)}", Severity.INFO
     if family == "compute":
         probe = next((f for f in findings if f.code == "VKR001"), None)
         if probe is not None and probe.message:
@@ -257,12 +266,19 @@ def _area_text(family: str, checks: list[CheckResult]) -> tuple[str, Severity]:
     if said:
         # no headline among them: the first that says something
         f = min(said, key=lambda f: f.code)
-        one_line = f.message and "\n" not in f.message and len(f.message) <= 110
-        if f.title.lower() == family and one_line:
+        if f.title.lower() == family and _short(f.message):
             return f.message, f.severity
-        return (f"{f.title}: {f.message}" if one_line else f.title), f.severity
+        return _one_line(f), f.severity
     ran = [c for c in checks if c.status is CheckStatus.RAN]
     return f"{len(ran)} check(s): nothing found", Severity.OK
+
+
+def _short(message: str) -> bool:
+    return bool(message) and "\n" not in message and len(message) <= 110
+
+
+def _one_line(f: Finding) -> str:
+    return f"{f.title}: {f.message}" if _short(f.message) else f.title
 
 
 def _pad(text: str, size: int) -> str:
