@@ -323,6 +323,19 @@ def terminal_width(default: int | None = None) -> int | None:
     return default
 
 
+def say(text: str) -> None:
+    """A line for people on stderr, wrapped to COLUMNS or to the terminal stderr is (stdout
+    may be a pipe to eval: what goes there is never wrapped)."""
+    import shutil
+
+    from vkdoctor.render.page import fit
+
+    width = terminal_width()
+    if width is None and getattr(sys.stderr, "isatty", lambda: False)():
+        width = shutil.get_terminal_size().columns
+    click.echo(fit(text, width), err=True)
+
+
 def text_style(verbose: bool) -> text_render.Style:
     from vkdoctor.render import text as text_render
 
