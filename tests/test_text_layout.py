@@ -257,7 +257,7 @@ def test_piped_without_columns_lines_are_whole() -> None:
 
 
 def test_paths_are_shortened_in_the_middle_never_cut() -> None:
-    from vkdoctor.render.page import fit, shorten_path
+    from vkdoctor.render.wrap import fit, shorten_path
 
     path = "/work/a-long-checkout/.venv/lib/python3.11/site-packages/wgpu/resources/libwgpu.so"
     short = shorten_path(path, 50)

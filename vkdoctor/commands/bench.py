@@ -70,7 +70,7 @@ def bench(
         timeout=timeout,
     )
     if json_file != "-":
-        from vkdoctor.render.page import fit
+        from vkdoctor.render.wrap import fit
 
         common.out(fit(render(doc), common.terminal_width()), nl=False)
     code = 0 if doc.get("status") == "pass" else 1

@@ -328,7 +328,7 @@ def say(text: str) -> None:
     may be a pipe to eval: what goes there is never wrapped)."""
     import shutil
 
-    from vkdoctor.render.page import fit
+    from vkdoctor.render.wrap import fit
 
     width = terminal_width()
     if width is None and getattr(sys.stderr, "isatty", lambda: False)():

@@ -168,7 +168,7 @@ def drivers(root: str | None, json_file: str | None, fmt: str, strict: bool, deb
                 for f in report.findings
                 if f.severity.rank >= Severity.FAIL.rank
             )
-            from vkdoctor.render.page import fit
+            from vkdoctor.render.wrap import fit
 
             text = render_text(ctx, rows, unicode="utf" in encoding, problems=problems)
             common.out(fit(text, common.terminal_width(), unicode="utf" in encoding), nl=False)

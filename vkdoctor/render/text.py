@@ -217,7 +217,7 @@ def render(report: Report, *, style: Style, strict: bool = False) -> str:
     lines.append(verdict(report, style=style, strict=strict))
     if style.width is None:
         return "\n".join(lines) + "\n"
-    from vkdoctor.render.page import fit
+    from vkdoctor.render.wrap import fit
 
     return fit("\n".join(lines), style.width, unicode=style.unicode) + "\n"
 
@@ -345,11 +345,11 @@ def brief(report: Report, style: Style) -> list[str]:
 
 def _line(head: str, text: str, style: Style, size: int) -> str:
     """`  ✓ Area    text`, the text wrapped under itself."""
-    from vkdoctor.render.page import wrap
-
     first = f"  {head}"
     if style.width is None:
         return f"{first}{text}" if first.endswith(" ") else f"{first} {text}"
+    from vkdoctor.render.wrap import wrap
+
     rest = " " * (len(style.glyph(Severity.OK)) + 3 + size)
     return "\n".join(wrap(text, style.width, first if first.endswith(" ") else first + " ", rest))
 
@@ -448,7 +448,7 @@ def verdict(report: Report, *, style: Style, strict: bool = False) -> str:
         tail += f"; only under the overlay: run the gate as {overlay.get('exec')}"
     text = f"vkdoctor: {word}{tail}"
     if style.width is not None:
-        from vkdoctor.render.page import wrap
+        from vkdoctor.render.wrap import wrap
 
         text = "\n".join(wrap(text, style.width, "", "  "))
     return "\n".join(style.paint(x, sev, bold=True) for x in text.split("\n"))
