@@ -355,8 +355,12 @@ def test_a_terminal_gets_wrapped_messages_and_a_pipe_gets_one_line_each():
     piped = text.render(report, style=text.Style())
     assert f"      {f.message}" in piped.splitlines()
     wrapped = text.render(report, style=text.Style(width=60)).splitlines()
-    assert f"      {path}" in wrapped  # never split inside a path
-    assert all(len(line) <= 60 for line in wrapped if path not in line)
+    # a path longer than the line is shortened in the middle, never split or cut at the end
+    from vkdoctor.render.wrap import shorten_path
+
+    assert f"      {shorten_path(path, 52)}" in wrapped
+    assert shorten_path(path, 52).endswith("…/libvulkan_lvp_with_a_long_name.so")
+    assert all(len(line) <= 60 for line in wrapped)
     assert "        command" in wrapped  # the fix's next line is indented under it
 
 
@@ -478,8 +482,12 @@ def test_a_mistyped_command_gets_the_close_one():
     assert "No such command 'chek'. Did you mean 'check'?" in proc.stderr
 
 
-def test_an_area_that_is_fine_is_one_line_unless_verbose() -> None:
-    quiet = run_vkdoctor(["check", "--no-probe", "--select", "VKD,VKE"])
+def test_an_area_that_is_fine_is_one_line_unless_verbose(tmp_path: Path) -> None:
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    quiet = run_vkdoctor(
+        ["check", "--no-probe", "--select", "VKD,VKE"], env={"XDG_RUNTIME_DIR": str(runtime)}
+    )
     assert quiet.returncode == 0, quiet.stderr
     lines = quiet.stdout.splitlines()
     # One line per area: what it found in a few words, or that it found nothing.
@@ -491,6 +499,11 @@ def test_an_area_that_is_fine_is_one_line_unless_verbose() -> None:
         "",
         "vkdoctor: OK",
     ]
+    # information is no tick: the area says it
+    noted = run_vkdoctor(["check", "--no-probe", "--select", "VKE"])
+    assert noted.stdout.splitlines()[0] == (
+        "  · Environment  XDG_RUNTIME_DIR is unset: expect harmless stderr lines"
+    )
     loud = run_vkdoctor(["check", "--no-probe", "--select", "VKD,VKE", "-v"])
     assert "VKD003 Driver manifests the loader cannot parse: none" in loud.stdout
     assert "nothing found" not in loud.stdout and "(-v lists" not in loud.stdout
