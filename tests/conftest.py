@@ -25,6 +25,8 @@ SCRUBBED = (
     "FORCE_COLOR",
     "NODEVICE_SELECT",
     "GITHUB_STEP_SUMMARY",
+    # a width the developer's shell exports would wrap the text the tests read
+    "COLUMNS",
     "CONDA_PREFIX",
     "CARGO_TARGET_DIR",
 )

@@ -119,7 +119,8 @@ def test_github_annotations_escape_newlines_percent_colon_and_comma(monkeypatch)
     end = lines.index(f"::{token}::")
     assert any("line three ::error::injected" in line for line in lines[start:end])
     assert token not in "\n".join(lines[start + 1 : end])
-    assert lines[-1] == "vkdoctor: FAIL: 1 failed, 1 warning(s)"
+    # the verdict names the failure by its code and title, on one line
+    assert lines[-1] == f"vkdoctor: FAIL: VKZ801 {NASTY_TITLE}; 1 warning(s)"
 
 
 def test_strict_turns_warnings_into_failures_in_every_format(monkeypatch, tmp_path: Path):

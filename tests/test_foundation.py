@@ -355,8 +355,12 @@ def test_a_terminal_gets_wrapped_messages_and_a_pipe_gets_one_line_each():
     piped = text.render(report, style=text.Style())
     assert f"      {f.message}" in piped.splitlines()
     wrapped = text.render(report, style=text.Style(width=60)).splitlines()
-    assert f"      {path}" in wrapped  # never split inside a path
-    assert all(len(line) <= 60 for line in wrapped if path not in line)
+    # a path longer than the line is shortened in the middle, never split or cut at the end
+    from vkdoctor.render.wrap import shorten_path
+
+    assert f"      {shorten_path(path, 52)}" in wrapped
+    assert shorten_path(path, 52).endswith("…/libvulkan_lvp_with_a_long_name.so")
+    assert all(len(line) <= 60 for line in wrapped)
     assert "        command" in wrapped  # the fix's next line is indented under it
 
 
@@ -480,30 +484,39 @@ def test_a_mistyped_command_gets_the_close_one():
     assert "No such command 'chek'. Did you mean 'check'?" in proc.stderr
 
 
-def test_checks_that_found_nothing_share_one_line_per_family_unless_verbose() -> None:
-    quiet = run_vkdoctor(["check", "--no-probe", "--select", "VKD,VKE"])
+def test_an_area_that_is_fine_is_one_line_unless_verbose(tmp_path: Path) -> None:
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    quiet = run_vkdoctor(
+        ["check", "--no-probe", "--select", "VKD,VKE"], env={"XDG_RUNTIME_DIR": str(runtime)}
+    )
     assert quiet.returncode == 0, quiet.stderr
     lines = quiet.stdout.splitlines()
-    folded = [line for line in lines if "nothing found" in line]
-    # One line per family; the first says how to see each check.
-    assert len(folded) == 2, quiet.stdout
-    assert (
-        folded[0].strip().startswith("✓ VKD003 VKD004 VKD005 VKD006 VKD007 VKD008: nothing found")
+    # One line per area: what it found in a few words, or that it found nothing.
+    assert len(lines) == 5, quiet.stdout
+    assert lines[0].startswith("  ✓ Drivers      ") and "the loader will try: " in lines[0]
+    assert lines[1:] == [
+        "  ✓ Environment  9 check(s): nothing found",
+        "  (-v lists every check)",
+        "",
+        "vkdoctor: OK",
+    ]
+    # information is no tick: the area says it
+    noted = run_vkdoctor(["check", "--no-probe", "--select", "VKE"])
+    assert noted.stdout.splitlines()[0] == (
+        "  · Environment  XDG_RUNTIME_DIR is unset: expect harmless stderr lines"
     )
-    assert folded[0].endswith("(-v lists each check)") and not folded[1].endswith(")")
-    assert "VKE001" in folded[1] and "VKE008" in folded[1]
-    assert not [line for line in lines if line.endswith(": none")]
-    # What had something to say keeps its own line.
-    assert any(line.strip().startswith("✓ VKD001 ") for line in lines)
     loud = run_vkdoctor(["check", "--no-probe", "--select", "VKD,VKE", "-v"])
     assert "VKD003 Driver manifests the loader cannot parse: none" in loud.stdout
-    assert "nothing found" not in loud.stdout
-    # A check with something to say is never folded: an empty LD_LIBRARY_PATH entry.
+    assert "nothing found" not in loud.stdout and "(-v lists" not in loud.stdout
+    # An area with something to say is never one line: an empty LD_LIBRARY_PATH entry.
     hazard = run_vkdoctor(
         ["check", "--no-probe", "--select", "VKE"], env={"LD_LIBRARY_PATH": ":/usr/lib"}
     )
-    assert "VKE001" not in next(x for x in hazard.stdout.splitlines() if "nothing found" in x)
-    assert "! VKE001 " in hazard.stdout
+    hazard_lines = hazard.stdout.splitlines()
+    assert hazard_lines[0] == "  ! Environment  VKE001 warning (below)", hazard.stdout
+    warnings = hazard.stdout[hazard.stdout.index("\nWarnings\n") :]
+    assert "\n  ! VKE001 " in warnings
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,7 @@ def test_status_output_and_atexit_handlers() -> None:
         "main()\n"
     )
     assert proc.returncode == 0, proc.stderr
-    assert "VKH001 Host:" in proc.stdout
+    assert proc.stdout.startswith("  · Host  ") and "\nvkdoctor: OK\n" in proc.stdout
     assert proc.stdout.rstrip().endswith("atexit ran")
 
 

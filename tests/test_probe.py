@@ -207,7 +207,9 @@ def test_no_vulkan_driver_is_no_adapter_and_names_the_refused_gl_adapter(no_vulk
     assert "apt install" not in finding["remedy"]
     assert "(refused)" in proc.stdout
     # the probe is the one failure, counted once (VKR001), not again as "probe no-adapter"
-    assert proc.stdout.splitlines()[-1] == "vkdoctor: FAIL: 1 failed"
+    # the verdict names it by its code and title
+    title = finding["title"]
+    assert proc.stdout.splitlines()[-1] == f"vkdoctor: FAIL: VKR001 {title[0].lower()}{title[1:]}"
 
 
 # --- a wrong kernel ----------------------------------------------------------------------------

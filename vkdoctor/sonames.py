@@ -19,3 +19,13 @@ def family(name: str) -> str | None:
     """The family of a library name or path; None when it is not named like a shared object."""
     m = _FAMILY.match(posixpath.basename(name))
     return m.group("stem") if m else None
+
+
+def find_remedy(name: str, command: str = "vkdoctor check") -> str:
+    """How to find a copy of the missing library `name` on this machine and hand its folder to
+    vkdoctor: a first run does not know where a private build keeps it."""
+    glob = f"{family(name) or name.split('.so', 1)[0]}*.so*"
+    return (
+        f"`find / -name '{glob}' 2>/dev/null`, then `{command} --search-path DIR` with the "
+        f"folder that holds {name} (vkdoctor checks the copy before it uses it)."
+    )

@@ -47,6 +47,7 @@ from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.model import Finding, Severity
 from vkdoctor.packages.owner import fix_file, leftover_of, owner
 from vkdoctor.packages.remedy import UPGRADE
+from vkdoctor.sonames import find_remedy
 
 
 def targets(ctx: Context) -> tuple[LoadTarget, ...]:
@@ -380,11 +381,17 @@ class NeededLibraries(Check):
             ).strip()
             shown = [posixpath.basename(u) for u in users[:3]]
             more = f" and {len(users) - 3} more" if len(users) > 3 else ""
+            remedy = _missing_remedy(ctx, name, m)
+            why = _unpackaged_why(ctx, name, m)
+            if why is not None:
+                # a driver no package owns: no upgrade helps, and only the user knows where its
+                # build keeps the library
+                message, remedy = f"{message} {why}", find_remedy(name)
             yield self.finding(
                 sev,
                 f"{name} missing (needed by {', '.join(shown)}{more})",
                 message,
-                remedy=_missing_remedy(ctx, name, m),
+                remedy=remedy,
                 evidence={"targets": [t.name for t in ts], **m.as_dict(), "needed_by_all": users},
             )
 
@@ -441,6 +448,30 @@ def _stale_overlay(ctx: Context, name: str, m: Miss) -> str | None:
                     "the overlay off LD_LIBRARY_PATH."
                 )
     return None
+
+
+def _unpackaged_why(ctx: Context, name: str, m: Miss) -> str | None:
+    """Why only a copy of `name` helps: only other versions are installed, and what needs it
+    belongs to no package. None when another fix applies (_missing_remedy's)."""
+    if _stale_overlay(ctx, name, m) is not None or name in _refused_sonames(ctx):
+        return None
+    if any(n.kind in ("not-searched", "stale-cache", "renamed") for n in m.near):
+        return None
+    others = sorted(
+        (n for n in m.near if n.kind == "other-version"),
+        key=lambda n: version_key(posixpath.basename(n.path)),
+        reverse=True,
+    )
+    consumer = m.needed_by or m.name
+    if not others or owner(ctx, consumer) != "":
+        return None
+    return (
+        f"Only other versions of this library are installed ({others[0].path}), and {consumer} "
+        "belongs to no package, so no upgrade changes it: the lasting fix is to rebuild it "
+        "against the installed library or to use the distribution's driver package; meanwhile "
+        f"a copy of {name} from the build the driver came from can be used without touching "
+        "the system (VKO001)."
+    )
 
 
 def _missing_remedy(ctx: Context, name: str, m: Miss) -> str:

@@ -12,6 +12,7 @@ from vkdoctor.model import Finding, Severity
 from vkdoctor.overlay.checkflow import Outcome, overlay_context, overlay_outcome, runs_under
 from vkdoctor.overlay.describe import exec_command, export_line
 from vkdoctor.overlay.plan import Plan
+from vkdoctor.sonames import find_remedy
 
 
 def _affected(plan: Plan) -> list[str]:
@@ -126,6 +127,7 @@ class OverlayFix(Check):
                         + " (VKO002)."
                         if plan.package_errors
                         else "",
+                        "The lasting fix is in the library and package findings (VKL002, VKP002).",
                     )
                     if p
                 ),
@@ -238,6 +240,9 @@ def _not_built_remedy(plan: Any, names: str) -> str:
             "(XDG_CACHE_HOME, else ~/.cache) is full. Free space there, or point XDG_CACHE_HOME "
             "at a filesystem with room, and run again."
         )
+    if ", " not in names:
+        # the same fix as VKL002's for the library: where to find a copy, and how to give it
+        return find_remedy(names)
     return (
         f"{lasting} For a workaround meanwhile, give a matching build of {names} with "
         "`--search-path DIR` or `--from-package FILE` (a .deb, .rpm or .pkg.tar.zst); vkdoctor "

@@ -70,7 +70,9 @@ def bench(
         timeout=timeout,
     )
     if json_file != "-":
-        common.out(render(doc), nl=False)
+        from vkdoctor.render.wrap import fit
+
+        common.out(fit(render(doc), common.terminal_width()), nl=False)
     code = 0 if doc.get("status") == "pass" else 1
     files = [(json_file, lambda: json.dumps(doc, indent=2) + "\n")] if json_file else []
     sys.exit(code if common.write_outputs(files) else code or common.EXIT_OUTPUT)

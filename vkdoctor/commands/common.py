@@ -323,17 +323,39 @@ def want_colour(stream: Any, env: Mapping[str, str] = os.environ) -> bool:
     return bool(isatty and isatty()) and env.get("TERM") != "dumb"
 
 
+def terminal_width(default: int | None = None) -> int | None:
+    """The columns text is wrapped to: COLUMNS when it is set (also when stdout is a pipe), else
+    the terminal's width; `default` for a pipe or a file without COLUMNS."""
+    import shutil
+
+    columns = os.environ.get("COLUMNS", "")
+    if columns.strip().isdigit() and int(columns) > 0:
+        return int(columns)
+    isatty = getattr(sys.stdout, "isatty", None)
+    if isatty is not None and isatty():
+        return shutil.get_terminal_size().columns
+    return default
+
+
+def say(text: str) -> None:
+    """A line for people on stderr, wrapped to COLUMNS or to the terminal stderr is (stdout
+    may be a pipe to eval: what goes there is never wrapped)."""
+    import shutil
+
+    from vkdoctor.render.wrap import fit
+
+    width = terminal_width()
+    if width is None and getattr(sys.stderr, "isatty", lambda: False)():
+        width = shutil.get_terminal_size().columns
+    click.echo(fit(text, width), err=True)
+
+
 def text_style(verbose: bool) -> text_render.Style:
     from vkdoctor.render import text as text_render
 
     env = os.environ
     encoding = (getattr(sys.stdout, "encoding", None) or "").lower()
-    isatty = getattr(sys.stdout, "isatty", None)
-    width = None
-    if isatty is not None and isatty():
-        import shutil
-
-        width = shutil.get_terminal_size().columns
+    width = terminal_width()
     return text_render.Style(
         colour=want_colour(sys.stdout, env),
         unicode="utf" in encoding,

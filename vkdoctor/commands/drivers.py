@@ -53,8 +53,18 @@ def render_text(
         + (f" (replaced by {scan.plan.override})" if scan.plan.override else "")
         + ":",
     ]
-    width = max((len(e.path) for e in scan.plan.entries), default=0)
-    out += [f"  {e.path:<{width}}  [{e.origin}]" for e in scan.plan.entries] or ["  (none)"]
+    # the column is as wide as the paths whose rows fit 80 columns; the others get their origin
+    # on a line of its own
+    width = max(
+        (len(e.path) for e in scan.plan.entries if len(e.path) + len(e.origin) + 6 <= 80),
+        default=0,
+    )
+    for e in scan.plan.entries:
+        entry = f"  {e.path:<{width}}  [{e.origin}]"
+        # the table fits 80 columns: an origin that would not goes under its path
+        out += [entry] if len(entry) <= 80 else [f"  {e.path}", f"      [{e.origin}]"]
+    if not scan.plan.entries:
+        out.append("  (none)")
     out.append("")
     out.append("Drivers, in the loader's order:" if rows else "Drivers: none found.")
     for row in rows:
@@ -158,9 +168,10 @@ def drivers(root: str | None, json_file: str | None, fmt: str, strict: bool, deb
                 for f in report.findings
                 if f.severity.rank >= Severity.FAIL.rank
             )
-            common.out(
-                render_text(ctx, rows, unicode="utf" in encoding, problems=problems), nl=False
-            )
+            from vkdoctor.render.wrap import fit
+
+            text = render_text(ctx, rows, unicode="utf" in encoding, problems=problems)
+            common.out(fit(text, common.terminal_width(), unicode="utf" in encoding), nl=False)
     code = exit_code(report.status(strict=strict))
     files = [(json_file, lambda: json_render.render(report, strict=strict))] if json_file else []
     sys.exit(code if common.write_outputs(files) else code or common.EXIT_OUTPUT)

@@ -56,12 +56,12 @@ def overlay(
     except OverlayError as exc:
         if fmt == "json":  # a program reads stdout: no overlay, as in every other failure
             common.out("null")
-        click.echo(f"vkdoctor overlay: {exc.message}", err=True)
+        common.say(f"vkdoctor overlay: {exc.message}")
         if exc.hint:
-            click.echo(f"  fix: {exc.hint}", err=True)
+            common.say(f"  fix: {exc.hint}")
         sys.exit(1)
     for line in summary_lines(plan):
-        click.echo(f"vkdoctor overlay: {line}", err=True)
+        common.say(f"vkdoctor overlay: {line}")
     if not plan.needed or not plan.built:
         if fmt == "json":
             common.out("null")
@@ -69,19 +69,21 @@ def overlay(
             shadows = shadowing_copies(ctx)
             for problem, fix in shadows:
                 # an overlay only adds what is missing: it never replaces a copy that wins
-                click.echo(f"vkdoctor overlay: an overlay cannot fix this: {problem}", err=True)
-                click.echo(f"  fix: {fix}", err=True)
+                common.say(f"vkdoctor overlay: an overlay cannot fix this: {problem}")
+                common.say(f"  fix: {fix}")
             if shadows:
                 sys.exit(1)
-            click.echo(
-                "vkdoctor overlay: nothing to do: every library the Vulkan drivers need resolves",
-                err=True,
+            common.say(
+                "vkdoctor overlay: nothing to do: every library the Vulkan drivers need resolves"
             )
             sys.exit(0)
-        click.echo(
-            "vkdoctor overlay: cannot build an overlay: no missing library has a safe candidate",
-            err=True,
+        common.say(
+            "vkdoctor overlay: cannot build an overlay: no missing library has a safe candidate"
         )
+        from vkdoctor.sonames import find_remedy
+
+        for name in plan.unsupplied:
+            common.say(f"  fix: {find_remedy(name, 'vkdoctor overlay')}")
         sys.exit(1)
     obj = plan.report_object()
     assert obj is not None and plan.ld_path is not None

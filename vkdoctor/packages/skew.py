@@ -603,13 +603,11 @@ def unowned_files(
                 message=(
                     f"{drv} {loads} files that no {managers} package owns: {listed}. The package "
                     "manager cannot keep them in step with the libraries it upgrades: after an "
-                    "upgrade they can need a library version the system no longer has."
+                    "upgrade they can need a library version the system no longer has. If the "
+                    "files must stay, rebuild them after every upgrade of the libraries they "
+                    "link, and remove leftovers of old manual installs."
                 ),
-                remedy=(
-                    "Prefer the distribution's package for this driver; if the files must stay, "
-                    "rebuild them after every upgrade of the libraries they link, and remove "
-                    "leftovers of old manual installs."
-                ),
+                remedy="Use the distribution's package for this driver instead of these files.",
                 evidence={"target": target, "unowned": paths},
             )
         )

@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterator
 
 from vkdoctor.record import record
+from vkdoctor.render.wrap import KEEP as _KEEP
+from vkdoctor.render.wrap import visible_len, wrap
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _ITEM = re.compile(r"^( *)([-*+]|[0-9]{1,3}[.)])\s+(.*)$")
@@ -22,13 +24,10 @@ _BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*", re.S)
 # emphasis opens with a star before a word and after none, and closes after a word, so that
 # globs in plain text (/opt/*/share, *.json, prefix*) stay as they are
 _EM = re.compile(r"(?<![\w*])\*(?=[\w(])(.+?)(?<=[\w).])\*(?![\w*])", re.S)
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 _STYLE_CODE = "36"
 _STYLE_BOLD = "1"
 
-#: a private-use character that stands for a space inside a code span while words are split
-_KEEP = "\ue000"
 #: a private-use character that stands for an escaped star (\*) while emphasis is found
 _STAR = "\ue001"
 
@@ -137,32 +136,6 @@ def _prose(text: str, *, colour: bool) -> str:
 
 def _paint(text: str, style: str, colour: bool) -> str:
     return f"\x1b[{style}m{text}\x1b[0m" if colour else text
-
-
-def visible_len(text: str) -> int:
-    return len(_ANSI.sub("", text))
-
-
-def wrap(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
-    """Greedy word wrap of `text` (which may hold colour codes) with the prefixes `first` and
-    `rest`. A word longer than the line is not split: it sticks out."""
-    lines: list[str] = []
-    line = first
-    room = visible_len(first)
-    empty = True
-    for word in text.split():
-        size = visible_len(word)
-        if not empty and room + 1 + size > width:
-            lines.append(line)
-            line, room, empty = rest, visible_len(rest), True
-        if not empty:
-            line += " "
-            room += 1
-        line += word
-        room += size
-        empty = False
-    lines.append(line)
-    return [x.replace(_KEEP, " ").rstrip() for x in lines]
 
 
 def render(markdown: str, *, width: int = 80, colour: bool = False) -> str:

@@ -24,11 +24,10 @@ def _adapters(probe: Mapping[str, Any]) -> list[str]:
     for a in adapters:
         mark = "used" if a.get("used") else "refused" if a.get("summary") in refused else ""
         ids = f"{a.get('vendor_id') or 0:#06x}:{a.get('device_id') or 0:#06x}"
-        rows.append(
-            f"      {'*' if a.get('used') else ' '} {a.get('backend', '?'):<7} {a.get('type', '?'):<13} "
-            f"{a.get('name')}  [{a.get('driver') or 'no driver string'}] {ids}"
-            + (f"  ({mark})" if mark else "")
-        )
+        # two lines: the table fits 80 columns with the longest driver strings
+        head = f"      {'*' if a.get('used') else ' '} {a.get('backend', '?'):<7} {a.get('type', '?'):<13} "
+        rows.append(f"{head}{a.get('name')}" + (f"  ({mark})" if mark else ""))
+        rows.append(f"{' ' * len(head)}{a.get('driver') or 'no driver string'}, {ids}")
     return ["    adapters seen:", *rows]
 
 

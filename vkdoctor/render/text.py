@@ -100,7 +100,9 @@ def _head(f: Finding, text: str, style: Style) -> str:
     return f"  {style.paint(glyph, f.severity)} {line}"
 
 
-def _finding(f: Finding, style: Style) -> list[str]:
+def _finding(f: Finding, style: Style, last: Mapping[str, Finding] | None = None) -> list[str]:
+    """A finding's lines; `last` (remedy -> the last finding printed with it): a fix is printed
+    once, with the last finding that has it, and the others refer to it."""
     serious = f.severity.rank >= Severity.WARN.rank
     one_line = f.message and "\n" not in f.message and len(f.message) <= 110
     if f.message and not serious and one_line:
@@ -109,7 +111,11 @@ def _finding(f: Finding, style: Style) -> list[str]:
     if f.message and (style.verbose or serious):
         lines.append(_indent(_without_fix(f.message, f.remedy), "      ", style.width))
     if f.remedy and f.severity.rank >= Severity.WARN.rank:
-        lines.append(_indent("fix: " + f.remedy, "      ", style.width))
+        later = last.get(f.remedy) if last is not None else None
+        if later is not None and later is not f:
+            lines.append(_indent(f"fix: the one of {later.code} below", "      ", style.width))
+        else:
+            lines.append(_indent("fix: " + f.remedy, "      ", style.width))
     return lines + _evidence(f, style)
 
 
@@ -202,12 +208,150 @@ def _probe(probe: dict[str, object], style: Style) -> list[str]:
 
 
 def render(report: Report, *, style: Style, strict: bool = False) -> str:
-    lines = [*sections(report, style), ""]
+    """-v: every check, family by family. Otherwise one line per area, then what needs
+    attention (warnings, then failures, so that the last failure's fix ends the run)."""
+    lines = [*(sections(report, style) if style.verbose else brief(report, style)), ""]
     note = root_note(report)
     if note:
-        lines += [note, ""]
+        lines += [_indent(note, "", style.width), ""]
     lines.append(verdict(report, style=style, strict=strict))
-    return "\n".join(lines) + "\n"
+    if style.width is None:
+        return "\n".join(lines) + "\n"
+    from vkdoctor.render.wrap import fit
+
+    return fit("\n".join(lines), style.width, unicode=style.unicode) + "\n"
+
+
+#: the finding that sums up an area that is fine
+_HEADLINE = {
+    "host": "VKH002",
+    "drivers": "VKD001",
+    "layers": "VKI001",
+    "packages": "VKP006",
+    "container": "VKC001",
+    "disk": "VKS001",
+    "load": "VKT002",
+    "overlay": "VKO001",
+    "compute": "VKR001",
+}
+
+
+def _area_text(family: str, checks: list[CheckResult]) -> tuple[str, Severity]:
+    """What an area that is fine found, in a few words, and how to mark it (a headline that is
+    information, such as "no device", is no tick)."""
+    findings = [f for c in checks for f in c.findings]
+    if family == "libraries":
+        targets = sum(1 for f in findings if f.code == "VKL001")
+        if targets and all(f.severity is Severity.OK for f in findings):
+            return f"The libraries of {targets} driver(s) and layer(s) resolve", Severity.OK
+        # a library is missing after all, and another check has the failure (VKP002 gives
+        # the cause): that, not the targets that load
+        said = sorted(
+            (f for f in findings if f.severity is Severity.INFO),
+            key=lambda f: (f.code == "VKL001", f.code),
+        )
+        if said:
+            f = said[0]
+            return f"{f.code} {_one_line(f)}", Severity.INFO
+    if family == "compute":
+        probe = next((f for f in findings if f.code == "VKR001"), None)
+        if probe is not None and probe.message:
+            return probe.message, probe.severity
+    wanted = _HEADLINE.get(family)
+    headline = [f for f in findings if f.code == wanted and f.message != "none"]
+    if headline:
+        sev = max((f.severity for f in headline), key=lambda s: s.rank)
+        return ", ".join(f.title for f in headline), sev
+    said = [f for f in findings if f.message != "none"]
+    if said:
+        # no headline among them: the first that says something
+        f = min(said, key=lambda f: f.code)
+        if f.title.lower() == family and _short(f.message):
+            return f.message, f.severity
+        return _one_line(f), f.severity
+    ran = [c for c in checks if c.status is CheckStatus.RAN]
+    return f"{len(ran)} check(s): nothing found", Severity.OK
+
+
+def _short(message: str) -> bool:
+    return bool(message) and "\n" not in message and len(message) <= 110
+
+
+def _one_line(f: Finding) -> str:
+    return f"{f.title}: {f.message}" if _short(f.message) else f.title
+
+
+def _pad(text: str, size: int) -> str:
+    return text + " " * max(size - len(text), 0)
+
+
+def brief(report: Report, style: Style) -> list[str]:
+    """One line per area, the probe's details when it failed, then the findings that need
+    attention: warnings, then failures, each fix printed once."""
+    families: dict[str, list[CheckResult]] = {}
+    for c in report.checks:
+        families.setdefault(c.family, []).append(c)
+    size = max((len(f) for f in families), default=0) + 2
+    lines: list[str] = []
+    for family, checks in families.items():
+        name = _pad(family.capitalize(), size)
+        findings = [f for c in checks for f in c.findings]
+        worst = max((f.severity for f in findings), key=lambda s: s.rank, default=Severity.OK)
+        ran = [c for c in checks if c.status is not CheckStatus.SKIPPED]
+        if not ran:
+            mark = "-" if style.unicode else "--"
+            reasons = sorted({str(c.skip_reason) for c in checks})
+            text = f"skipped ({'; '.join(reasons)})"
+            lines.append(_line(f"{style.paint(mark, Severity.INFO)} {name}", text, style, size))
+            continue
+        if worst.rank >= Severity.WARN.rank:
+            bad = [f for f in findings if f.severity.rank >= Severity.WARN.rank]
+            codes = " ".join(dict.fromkeys(f.code for f in bad))
+            word = {Severity.WARN: "warning", Severity.FAIL: "failed", Severity.ERROR: "error"}
+            text, mark_sev = f"{codes} {word[worst]} (below)", worst
+        else:
+            text, mark_sev = _area_text(family, checks)
+            mark_sev = Severity.OK if mark_sev is Severity.OK else Severity.INFO
+            if family == "compute" and report.probe is not None:
+                seconds = report.probe.get("seconds")
+                if seconds is not None:
+                    text += f", in {float(seconds):.1f} s"
+        glyph = style.paint(style.glyph(mark_sev), mark_sev)
+        lines.append(_line(f"{glyph} {name}", text, style, size))
+    lines.append("  (-v lists every check)")
+    if report.overlay:
+        lines += [
+            "",
+            "Overlay",
+            f"  export LD_LIBRARY_PATH={report.overlay.get('ld_library_path')}",
+        ]
+    if report.probe is not None and (
+        report.probe.get("status") != "pass" or report.command == "run-probe"
+    ):
+        # run-probe asked for the probe: its details are the point
+        lines += ["", "Probe", *_probe(dict(report.probe), style)]
+    warnings = [f for f in report.findings if f.severity is Severity.WARN]
+    # the first failure is the deepest cause (drivers, libraries, then the load and the probe
+    # they break): printed last, it ends the run with its fix
+    failures = [f for f in report.findings if f.severity.rank >= Severity.FAIL.rank][::-1]
+    last = {f.remedy: f for f in [*warnings, *failures] if f.remedy}
+    for heading, chosen in (("Warnings", warnings), ("Failures", failures)):
+        if chosen:
+            lines += ["", heading]
+            for f in chosen:
+                lines.extend(_finding(f, style, last))
+    return lines
+
+
+def _line(head: str, text: str, style: Style, size: int) -> str:
+    """`  ✓ Area    text`, the text wrapped under itself."""
+    first = f"  {head}"
+    if style.width is None:
+        return f"{first}{text}" if first.endswith(" ") else f"{first} {text}"
+    from vkdoctor.render.wrap import wrap
+
+    rest = " " * (len(style.glyph(Severity.OK)) + 3 + size)
+    return "\n".join(wrap(text, style.width, first if first.endswith(" ") else first + " ", rest))
 
 
 def root_note(report: Report) -> str | None:
@@ -271,8 +415,12 @@ def verdict(report: Report, *, style: Style, strict: bool = False) -> str:
     for f in report.findings:
         counts[f.severity] += 1
     parts = []
-    if counts[Severity.FAIL]:
-        parts.append(f"{counts[Severity.FAIL]} failed")
+    failed = [f for f in report.findings if f.severity is Severity.FAIL]
+    if failed:
+        # each failure by its code and title, its one-line cause
+        named = [f"{f.code} {_cause(f.title)}" for f in failed[:_NAMED]]
+        more = len(failed) - len(named)
+        parts.append("; ".join(named) + (f"; and {more} more failure(s)" if more else ""))
     probe_failed = any(f.code == "VKR001" and f.severity is Severity.FAIL for f in report.findings)
     if report.probe is not None and report.probe.get("status") != "pass" and not probe_failed:
         # (VKR001's failure already counts the probe among the failed)
@@ -293,9 +441,29 @@ def verdict(report: Report, *, style: Style, strict: bool = False) -> str:
         ReportStatus.FAIL: Severity.FAIL,
         ReportStatus.ERROR: Severity.ERROR,
     }[status]
-    tail = f": {', '.join(parts)}" if parts else ""
+    tail = f": {'; '.join(parts)}" if parts else ""
     overlay = report.overlay or {}
     if overlay.get("applied") and status in (ReportStatus.OK, ReportStatus.WARN):
         # the user asked for the overlay: the verdict holds for programs run under it only
         tail += f"; only under the overlay: run the gate as {overlay.get('exec')}"
-    return style.paint(f"vkdoctor: {word}{tail}", sev, bold=True)
+    text = f"vkdoctor: {word}{tail}"
+    if style.width is not None:
+        from vkdoctor.render.wrap import wrap
+
+        text = "\n".join(wrap(text, style.width, "", "  "))
+    return "\n".join(style.paint(x, sev, bold=True) for x in text.split("\n"))
+
+
+#: the failures the verdict names; the rest are counted
+_NAMED = 4
+
+
+def _cause(title: str) -> str:
+    """A title as part of the verdict's sentence: no closing period, no capital unless a name."""
+    # one line, whatever a file name in it holds: the verdict is no place for a line break
+    # (under --format github, a line of its own could be a workflow command)
+    title = hex_escape(" ".join(title.split()), _CONTROL).rstrip(". ")
+    head = title.split(" ", 1)[0]
+    if head[:1].isupper() and head[1:].islower():
+        title = title[:1].lower() + title[1:]
+    return title
