@@ -21,7 +21,13 @@ def driver_env(env: Mapping[str, str]) -> dict[str, str]:
     shader cache under vkdoctor's directory, not the user's. Mesa 22.3 takes the cache's base
     from MESA_SHADER_CACHE_DIR, then MESA_GLSL_CACHE_DIR (with a deprecation warning on
     stderr), then $XDG_CACHE_HOME, then ~/.cache; its single-file and database caches go under
-    the same base. The first one set wins, so this one is the only one vkdoctor sets."""
+    the same base. The first one set wins, so this one is the only one vkdoctor sets.
+
+    A cache the user chose (MESA_SHADER_CACHE_DIR or MESA_GLSL_CACHE_DIR set) stays theirs: it
+    is where their programs write, so a full or read-only one must fail the probe as it fails
+    them (VKS002 names it), not be stepped around."""
+    if env.get("MESA_SHADER_CACHE_DIR") or env.get("MESA_GLSL_CACHE_DIR"):
+        return dict(env)
     mesa = cache_home(env) / "mesa"
     # Mesa makes only the last directory of the path: without its parents it keeps no cache
     with contextlib.suppress(OSError):

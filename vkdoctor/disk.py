@@ -238,11 +238,8 @@ def write_places(ctx: Context, *, home: str | None, own_cache: str | None) -> li
     """Where the drivers, the programs and vkdoctor write while Vulkan compute runs."""
     out = []
     mesa = mesa_cache_dir(ctx, home)
-    if mesa is not None and ctx.env.get("MESA_SHADER_CACHE_DISABLE", "").lower() not in (
-        "1",
-        "true",
-        "yes",
-    ):
+    mesa_on = ctx.env.get("MESA_SHADER_CACHE_DISABLE", "").lower() not in ("1", "true", "yes")
+    if mesa is not None and mesa_on:
         out.append(
             WritePlace(
                 purpose="Mesa shader cache",
@@ -278,6 +275,8 @@ def write_places(ctx: Context, *, home: str | None, own_cache: str | None) -> li
                 path=own_cache,
                 decided_by="XDG_CACHE_HOME" if ctx.env.get("XDG_CACHE_HOME") else "HOME",
                 unwritable="fails",
+                # the load test's and the probe's Mesa shader cache is kept in it
+                mmapped=mesa_on,
             )
         )
     return out

@@ -20,6 +20,7 @@ from vkdoctor.disk import (
     write_problems,
 )
 from vkdoctor.model import Finding, Severity
+from vkdoctor.record import replace
 from vkdoctor.units import format_size
 
 
@@ -105,8 +106,26 @@ class WritableCaches(Check):
     def run(self, ctx: Context) -> Iterable[Finding]:
         own = str(ctx.options.cache_dir) if ctx.options.cache_dir else None
         found = write_places(ctx, home=_home(ctx), own_cache=own)
-        for p in write_problems(found, _mountinfo()):
-            yield self._finding(ctx, p)
+        problems = write_problems(found, _mountinfo())
+        # one full filesystem is one cause, however many of these places it holds
+        full: dict[str, list[WriteProblem]] = {}
+        for p in problems:
+            if p.problem == "full":
+                full.setdefault(p.mount.point if p.mount else p.measured, []).append(p)
+        for p in problems:
+            if p.problem != "full":
+                yield self._finding(ctx, p)
+            elif full[p.mount.point if p.mount else p.measured][0] is p:
+                others = full[p.mount.point if p.mount else p.measured][1:]
+                finding = self._finding(ctx, p)
+                if others:
+                    also = "; ".join(f"{o.place.purpose} {o.place.path}" for o in others)
+                    finding = replace(
+                        finding,
+                        message=f"{finding.message} The same filesystem holds {also}.",
+                        evidence={**finding.evidence, "also": [o.place.path for o in others]},
+                    )
+                yield finding
 
     def _finding(self, ctx: Context, p: WriteProblem) -> Finding:
         place = p.place
