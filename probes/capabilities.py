@@ -427,18 +427,18 @@ def _mib(size: int) -> str:
 
 def _pass_detail(name: str, f: dict[str, Any]) -> str:
     if "max_rel_err" in f:
-        return f"max relative error {f['max_rel_err']:.2g} (tolerance {f['tolerance']:g})"
+        return f"max rel err {f['max_rel_err']:.2g} (tolerance {f['tolerance']:g})"
     if name == "subgroups":
         return f"exact; subgroup sizes {', '.join(map(str, f['subgroup_sizes']))}"
     if name == "workgroup-memory-limit":
-        return f"exact through {f['bytes']} bytes of workgroup memory"
+        return f"exact through {f['bytes'] // 1024} KiB workgroup memory"
     if name == "max-invocations":
-        return f"exact at {f['invocations_per_workgroup']} invocations per workgroup"
+        return f"exact at {f['invocations_per_workgroup']} invocations"
     if name == "large-dispatch":
         return f"exact over {f['workgroups']} workgroups ({f['grid'][0]}x{f['grid'][1]})"
     if name == "large-binding":
-        capped = f" (capped; the device allows {_mib(f['device_limit'])})" if f["capped"] else ""
-        return f"first and last of {_mib(f['bytes'])} read and written{capped}"
+        capped = f" (max {_mib(f['device_limit'])})" if f["capped"] else ""
+        return f"ends of a {_mib(f['bytes'])} binding{capped}"
     if name == "timestamps":
-        return f"{len(f['timestamps'])} timestamps over two passes, monotonic"
+        return f"{len(f['timestamps'])} timestamps, monotonic"
     return "exact"

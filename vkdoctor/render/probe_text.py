@@ -83,11 +83,13 @@ def _capabilities(probe: Mapping[str, Any]) -> list[str]:
         return []
     out = ["    capabilities:"]
     for r in rungs:
-        detail = str(r.get("detail") or "").splitlines()[0:1]
-        out.append(
-            f"      {r.get('name'):<23} {r.get('status')!s:<12}"
-            + (f" {detail[0]}" if detail else "")
-        )
+        detail = " ".join(str(r.get("detail") or "").split())
+        head = f"      {r.get('name')!s:<22} {r.get('status')!s:<11}"
+        if r.get("status") == "pass":
+            # the pass details are short: the row fits 80 columns
+            out.append(f"{head} {detail}")
+        else:
+            out += [head.rstrip(), f"        {detail}"]
     return out
 
 
