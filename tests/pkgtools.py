@@ -165,6 +165,10 @@ def dpkg_root(root: Path, *, usrmerge: bool = True, foreign_arches: Sequence[str
         (root / "lib").symlink_to("usr/lib")
     for arch in foreign_arches:
         sh("dpkg", f"--root={root}", f"--admindir={admin}", "--add-architecture", arch)
+    # a desktop system's tree: it has sudo, so its fixes keep it (tests/debroot.py's minbase
+    # root has none)
+    (root / "usr/bin").mkdir(parents=True, exist_ok=True)
+    (root / "usr/bin/sudo").write_bytes(b"")
     return root
 
 
