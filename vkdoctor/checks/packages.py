@@ -573,7 +573,7 @@ class MissingVersionOwner(Check):
             if d.severity is Severity.INFO and not all_selected(ctx, "VKL003"):
                 # "VKL003 is the failure" holds only when VKL003 runs
                 d = replace(d, severity=Severity.FAIL)
-            yield _finding(self, d, ctx)
+            yield _finding(self, verified(ctx, d, inv), ctx)
 
 
 class HeldPackages(Check):

@@ -126,7 +126,7 @@ def _error(run: ToolRun) -> str:
         for ln in run.stdout.splitlines()
         if ln.startswith(" ") and ("Depends:" in ln or "but" in ln)
     ]
-    text = "; ".join(unmet[:3] + lines[:2]) or (run.stderr.strip() or run.stdout.strip())[-300:]
+    text = "; ".join(unmet[:2] + lines[:1]) or (run.stderr.strip() or run.stdout.strip())[-300:]
     return f"fails (exit {run.returncode}" + (f": {text})" if text else ")")
 
 

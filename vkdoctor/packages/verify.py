@@ -53,8 +53,8 @@ def _candidates(fix: str, ev: dict[str, Any], db: DpkgDB, holds: list[str]) -> I
     if unhold:
         yield unhold + fix
     # a fix given in words ("refresh the lists ...; if not, return it: sudo apt install X=V")
-    for command in _EMBEDDED.findall(fix):
-        if command != fix:
+    if not fix.startswith(("sudo ", "apt ", "apt-get ")):
+        for command in _EMBEDDED.findall(fix):
             yield unhold + command
     if wanted:
         if "--fix-broken" not in fix:
