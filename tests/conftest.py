@@ -107,3 +107,29 @@ def run_json(
 
 #: a host object as the schema requires it, for reports a test builds by hand
 HOST = {"root": "/", "distro": {"id": "debian"}, "machine": "x86_64", "vkdoctor": "test"}
+
+
+@pytest.fixture(scope="session")
+def debian_root_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A real Debian 12 root with lavapipe (tests/debroot.py), unpacked once per session from
+    its cached tarball (built the first time: debootstrap and apt, about 90 s)."""
+    import shutil
+
+    import debroot
+
+    base = debroot.unpack(debroot.cached_tarball(), tmp_path_factory.mktemp("debroot") / "root")
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def debian_root(debian_root_base: Path, tmp_path: Path) -> Iterator[Path]:
+    """A copy of the Debian root this test may break (removed after the test)."""
+    import shutil
+
+    import debroot
+
+    root = debroot.copy_of(debian_root_base, tmp_path / "root")
+    yield root
+    subprocess.run(["umount", "-l", str(root / "proc")], check=False, capture_output=True)
+    shutil.rmtree(root, ignore_errors=True)

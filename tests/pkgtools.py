@@ -165,7 +165,15 @@ def dpkg_root(root: Path, *, usrmerge: bool = True, foreign_arches: Sequence[str
         (root / "lib").symlink_to("usr/lib")
     for arch in foreign_arches:
         sh("dpkg", f"--root={root}", f"--admindir={admin}", "--add-architecture", arch)
+    with_sudo(root)
     return root
+
+
+def with_sudo(root: Path) -> None:
+    """A desktop system's tree has sudo, so its fixes keep it (tests/debroot.py's minbase root
+    has none, and its fixes are given without)."""
+    (root / "usr/bin").mkdir(parents=True, exist_ok=True)
+    (root / "usr/bin/sudo").write_bytes(b"")
 
 
 def dpkg_install(
@@ -236,6 +244,7 @@ def build_pkg(
 
 def pacman_root(root: Path) -> Path:
     (root / "var/lib/pacman").mkdir(parents=True, exist_ok=True)
+    with_sudo(root)
     return root
 
 
@@ -349,6 +358,7 @@ def rpm_install(root: Path, *rpms: Path, nodeps: bool = True) -> subprocess.Comp
     base = ["rpm", "--root", str(root), "--dbpath", "/var/lib/rpm"]
     if not (root / "var/lib/rpm").exists():
         sh(*base, "--initdb")
+        with_sudo(root)
     return sh(*base, "-i", *(["--nodeps"] if nodeps else []), *rpms)
 
 

@@ -35,6 +35,12 @@ def deb_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return debian_skew_tree(tmp_path_factory.mktemp("dpkg"))
 
 
+#: what a fix says in a tree that has no package lists (apt update never ran there)
+UNVERIFIED = (
+    "The fix is unverified: there are no package lists to simulate with (apt update never ran)."
+)
+
+
 def ctx_for(root: Path) -> Context:
     return Context(root=root, env={"PATH": "/usr/bin:/bin"})
 
@@ -89,7 +95,7 @@ def test_missing_llvm_names_both_packages_versions_and_apt_fix(deb_tree: Path):
         f"lavapipe ({LVP}, mesa-vulkan-drivers:amd64 26.2.3-1) needs libLLVM.so.23.1, but "
         "libllvm22:amd64 1:22.1.8-1 provides only libLLVM.so.22.1: mesa was upgraded without "
         "LLVM, a partial upgrade (mesa-vulkan-drivers depends on libllvm23 (>= 1:23.1.0), which "
-        "is not installed). Fix: sudo apt update && sudo apt --fix-broken install."
+        "is not installed). Fix: sudo apt update && sudo apt --fix-broken install. " + UNVERIFIED
     )
     assert (f.remedy or "").startswith(
         "sudo apt update && sudo apt --fix-broken install. Then sudo apt full-upgrade. "
@@ -153,7 +159,8 @@ def test_apt_get_check_reports_the_forced_dependency(deb_tree: Path):
     assert "Fix: sudo apt update && sudo apt --fix-broken install." in f.message
     commands = [r["command"] for r in f.evidence["runs"]]
     assert commands[0].startswith("dpkg --admindir=") and commands[0].endswith("--audit")
-    assert commands[1].startswith("apt-get -o Dir=") and commands[1].endswith("check")
+    # the tree's apt configuration comes through APT_CONFIG (vkdoctor.packages.aptroot)
+    assert commands[1] == "apt-get check"
     assert f.evidence["unmet"] == [
         "mesa-vulkan-drivers:amd64 26.2.3-1 depends on libllvm23 (>= 1:23.1.0)"
     ]
@@ -224,7 +231,7 @@ def test_multiarch_same_at_two_versions_is_left_unconfigured_and_audited(tmp_pat
     # with the fix that brings them to one version (not dpkg --configure -a, which fails)
     assert sib.severity is Severity.FAIL
     assert sib.message.endswith(
-        "Fix: sudo apt update && sudo apt install mesa-vulkan-drivers:i386=26.2.3-1."
+        "Fix: sudo apt update && sudo apt install mesa-vulkan-drivers:i386=26.2.3-1. " + UNVERIFIED
     )
     (db,) = inventory(ctx).databases
     assert {p.state for p in db.packages()} == {"iU"}
@@ -377,7 +384,7 @@ def test_installed_provider_with_its_file_deleted(tmp_path: Path):
         f"lavapipe ({LVP}, mesa-vulkan-drivers:amd64 26.2.3-1) needs libLLVM.so.23.1, but no installed "
         "package provides it: an installed package's file was deleted or damaged (libllvm23:amd64 "
         "1:23.1.0-1 is installed and lists libLLVM.so.23.1, but the file is gone). "
-        f"Also needed by {RADV}. Fix: sudo apt install --reinstall libllvm23:amd64."
+        f"Also needed by {RADV}. Fix: sudo apt install --reinstall libllvm23:amd64. " + UNVERIFIED
     )
     # the reinstall puts the file back: no upgrade or PPA advice after it
     assert f.remedy == "sudo apt install --reinstall libllvm23:amd64."
@@ -428,7 +435,9 @@ def test_a_held_package_of_the_stack_is_named_with_the_release_command(
 
     (skew,) = MissingSonameSkew().findings(ctx_for(root), facts)
     assert "is held" not in skew.message
-    assert skew.message.endswith("Fix: sudo apt update && sudo apt --fix-broken install.")
+    assert skew.message.endswith(
+        "Fix: sudo apt update && sudo apt --fix-broken install. " + UNVERIFIED
+    )
     # the tree as built holds nothing
     assert list(HeldPackages().findings(ctx_for(deb_tree), facts)) == []
 
@@ -515,10 +524,12 @@ def test_repositories_without_the_needed_llvm_mean_the_upgrade_cannot_fix_it(
     (skew,) = MissingSonameSkew().findings(ctx_for(root), facts)
     assert skew.severity is Severity.FAIL
     assert "offer no libllvm23:amd64, so the distribution's fix cannot bring" in skew.message
+    # the command inside the advice, checked by apt-get -s on the tree's own lists
     assert skew.message.endswith(
-        "return mesa-vulkan-drivers to the repositories' version: "
-        "sudo apt install mesa-vulkan-drivers=26.2.2-1."
+        "Fix: sudo apt install mesa-vulkan-drivers=26.2.2-1. Checked with apt-get -s: it "
+        "installs mesa-vulkan-drivers 26.2.2-1 and removes nothing."
     )
+    assert skew.evidence["fix"] == "sudo apt install mesa-vulkan-drivers=26.2.2-1"
     assert "--fix-broken" not in skew.message
     # one failure: VKP008 and VKP004 say the same, so they point at VKP002
     from conftest import run_json
@@ -589,7 +600,10 @@ def test_a_deleted_library_is_found_by_its_package_whatever_the_package_is_named
     assert "zlibx1g:amd64 1:1.2.13-1 is installed and lists libzx.so.1, but the file is gone" in (
         f.message
     )
-    assert f.message.endswith("Fix: sudo apt install --reinstall zlibx1g:amd64.")
+    assert f.message.endswith(
+        "Fix: sudo apt install --reinstall zlibx1g:amd64. Checked with apt-get -s: it installs "
+        "zlibx1g 1:1.2.13-1 and removes nothing."
+    )
     assert "libzx1" not in f.message  # no package name guessed from the soname
     assert f.remedy == "sudo apt install --reinstall zlibx1g:amd64."
     # the repositories have nothing to add to a reinstall (before: "the lists are incomplete,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import marshal
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -93,6 +94,9 @@ class Fork:
                 out.write(data)
             status = 0
         finally:
+            apt = sys.modules.get("vkdoctor.packages.aptroot")
+            if apt is not None:
+                apt.cleanup()  # its temporary apt directories: atexit does not run here
             # no interpreter teardown, no atexit handlers, no flush of the parent's buffers
             os._exit(status)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from pathlib import PurePosixPath
 from typing import Any
 
 from vkdoctor.checks.base import Check, all_selected
@@ -16,6 +17,7 @@ from vkdoctor.packages.dpkg import DpkgDB
 from vkdoctor.packages.facts import MissingVersion, StackFacts
 from vkdoctor.packages.pacman import PacmanDB
 from vkdoctor.packages.remedy import FIX_BROKEN, NOTES, RELEASE, then_upgrade
+from vkdoctor.packages.simulate import LOADER_PACKAGES
 from vkdoctor.packages.skew import (
     Diagnosis,
     explain_missing_soname,
@@ -25,6 +27,7 @@ from vkdoctor.packages.skew import (
     unowned_files,
 )
 from vkdoctor.packages.stack import stack_facts
+from vkdoctor.packages.verify import for_tree, verified
 from vkdoctor.record import replace
 
 #: how each manager repairs or rebuilds its own database
@@ -36,8 +39,29 @@ _REPAIR = {
 }
 
 
-def _finding(check: Check, d: Diagnosis) -> Finding:
-    return check.finding(d.severity, d.title, d.message, remedy=d.remedy, evidence=d.evidence)
+def _finding(check: Check, d: Diagnosis, ctx: Context) -> Finding:
+    evidence = dict(d.evidence)
+    if isinstance(evidence.get("fix"), str):
+        evidence["fix"] = for_tree(ctx, evidence["fix"])
+    if evidence.get("simulations"):
+        evidence["simulations"] = [
+            {**s, "fix": for_tree(ctx, s["fix"])} for s in evidence["simulations"]
+        ]
+    return check.finding(
+        d.severity,
+        d.title,
+        for_tree(ctx, d.message) or "",
+        remedy=for_tree(ctx, d.remedy),
+        evidence=evidence,
+    )
+
+
+def _driver_packages(ctx: Context, inv: Inventory) -> list[str]:
+    """The packages whose files are the drivers: a fix must not remove them."""
+    facts = ctx.fact(stack_facts)
+    drivers = [f.path for f in facts.files if f.role == "driver"]
+    owners = inv.owners(drivers) if drivers else {}
+    return list(dict.fromkeys(p.name for ps in owners.values() for p in ps))
 
 
 class PackageDatabases(Check):
@@ -62,7 +86,7 @@ class PackageDatabases(Check):
                 f"{family} database cannot be read",
                 f"The {family} database is present but could not be read ({why}); the package "
                 "rules cannot use it.",
-                remedy=_REPAIR[family],
+                remedy=for_tree(ctx, _REPAIR[family]),
                 manager=family,
                 reason=why,
             )
@@ -119,8 +143,14 @@ class SiblingSkew(Check):
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         inv = ctx.fact(inventory)
-        for d in sibling_skews(inv):
-            yield _finding(self, d)
+        for skew in sibling_skews(inv):
+            d = skew
+            twins = d.evidence.get("multi_arch_twins") or []
+            if twins:
+                # dpkg configures neither twin until they agree: the fix must keep both
+                keep = [t.partition(":")[0] for t in twins]
+                d = verified(ctx, d, inv, protect=[*keep, *LOADER_PACKAGES])
+            yield _finding(self, d, ctx)
 
 
 class ManagerConsistency(Check):
@@ -186,12 +216,17 @@ class ManagerConsistency(Check):
                     # -Syu does not install a dependency nothing pulls in again
                     fix = f"sudo pacman -S --asdeps {' '.join(missing)}"
                 then = then_upgrade(db.family, fix)
-                yield self.fail(
-                    f"{db.family}: the package database reports problems",
-                    f"{tools}: {shown}. Fix: {fix}.",
+                d = Diagnosis(
+                    severity=Severity.FAIL,
+                    title=f"{db.family}: the package database reports problems",
+                    message=f"{tools}: {shown}. Fix: {fix}.",
                     remedy=" ".join(p for p in (f"{fix}.", then, NOTES[db.family]) if p),
-                    **evidence,
+                    evidence={**evidence, "fix": fix},
                 )
+                if db.family == "dpkg":
+                    keep = [*_driver_packages(ctx, inv), *LOADER_PACKAGES]
+                    d = verified(ctx, d, inv, protect=keep)
+                yield _finding(self, d, ctx)
                 continue
             if c.unavailable:
                 yield self.warn(
@@ -304,15 +339,15 @@ class MissingSonameSkew(Check):
         for fact in facts.missing_sonames:
             d = explain_missing_soname(fact, inv, owners)
             d = _on_another_distribution(ctx, d) or _with_repositories(d, inv)
+            d = verified(ctx, d, inv)
             if d.severity is Severity.INFO and not all_selected(ctx, "VKL002"):
                 # an unowned driver: "VKL002 is the failure" holds only when VKL002 runs
                 d = replace(d, severity=Severity.FAIL)
             key = (fact.soname, d.remedy)
             first = seen.get(key)
             if first is None:
-                seen[key] = replace(
-                    _finding(self, d), evidence={**d.evidence, "consumers": [fact.consumer]}
-                )
+                f = _finding(self, d, ctx)
+                seen[key] = replace(f, evidence={**f.evidence, "consumers": [fact.consumer]})
             elif fact.consumer not in first.evidence["consumers"]:
                 seen[key] = _joined(first, d, fact.soname, fact.consumer)
         for f in seen.values():
@@ -480,7 +515,7 @@ class UnownedOrForeign(Check):
             elif db.family == "rpm":
                 foreign.update(rpm_foreign(ctx, db, mine))
         for d in unowned_files(facts.files, inv, owners, foreign):
-            yield _finding(self, d)
+            yield _finding(self, d, ctx)
 
 
 class MissingVersionOwner(Check):
@@ -538,7 +573,7 @@ class MissingVersionOwner(Check):
             if d.severity is Severity.INFO and not all_selected(ctx, "VKL003"):
                 # "VKL003 is the failure" holds only when VKL003 runs
                 d = replace(d, severity=Severity.FAIL)
-            yield _finding(self, d)
+            yield _finding(self, verified(ctx, d, inv), ctx)
 
 
 class HeldPackages(Check):
@@ -579,7 +614,7 @@ class HeldPackages(Check):
                 f"{pkg.label} owns {', '.join(owned[:3])}{' ...' if len(owned) > 3 else ''} "
                 f"and is held by {pkg.hold}: upgrades skip it while the rest of the driver "
                 "stack moves on.",
-                remedy=RELEASE[pkg.family].format(name=pkg.name) + ".",
+                remedy=for_tree(ctx, RELEASE[pkg.family].format(name=pkg.name) + "."),
                 package=pkg.name,
                 version=pkg.version,
                 manager=pkg.family,
@@ -619,7 +654,61 @@ class RepositoryView(Check):
             view = repository_view(explain_missing_soname(fact, inv, owners), inv)
             if view is not None and view.title not in seen:
                 seen.add(view.title)
-                yield _finding(self, view)
+                yield _finding(self, view, ctx)
+
+
+class MissingManifest(Check):
+    """A Vulkan driver manifest that an installed package put in /usr/share/vulkan/icd.d (or
+    /etc/vulkan/icd.d) is gone, while dpkg still lists the package as installed.
+
+    The loader finds a driver only through its manifest: without it the driver is not there,
+    and nothing else fails (on the live machine the load checks find one device fewer; in a
+    --root tree, nothing at all). dpkg --verify confirms the file is missing. The packages read
+    are those that provide vulkan-icd or are named after Vulkan. To hide a driver on purpose,
+    select the others with VK_DRIVER_FILES (or VK_LOADER_DRIVERS_DISABLE) instead of deleting
+    its manifest: the next upgrade puts the file back anyway.
+    """
+
+    code = "VKP010"
+    fork = "packages"
+    family = "packages"
+    title = "Driver manifests missing from their package"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        from vkdoctor.packages.manifests import missing_manifests, verify_says_missing
+
+        for db in ctx.fact(inventory).databases:
+            if not isinstance(db, DpkgDB):
+                continue
+            for gone in missing_manifests(ctx, db):
+                pkg = gone.package
+                confirmed = [verify_says_missing(gone.verify, p) for p in gone.paths]
+                by = (
+                    " (dpkg --verify lists it as missing)"
+                    if all(confirmed)
+                    else " (dpkg --verify could not run)"
+                    if None in confirmed
+                    else ""
+                )
+                fix = f"sudo apt install --reinstall {pkg.display_name}"
+                paths = ", ".join(gone.paths)
+                d = Diagnosis(
+                    severity=Severity.WARN,
+                    title=f"{PurePosixPath(gone.paths[0]).name} is gone; {pkg.label} is "
+                    "still installed",
+                    message=f"{pkg.label} installed the driver manifest {paths}, which is gone"
+                    f"{by}: the loader does not see that driver. Fix: {fix}.",
+                    remedy=f"{fix}: that puts back {pkg.name}'s own files. To leave a driver "
+                    "out on purpose, select the others with VK_DRIVER_FILES instead.",
+                    evidence={
+                        "package": pkg.as_evidence(),
+                        "missing": list(gone.paths),
+                        "verify": gone.verify.as_evidence() if gone.verify else None,
+                        "fix": fix,
+                    },
+                )
+                d = verified(ctx, d, ctx.fact(inventory), protect=[pkg.name, *LOADER_PACKAGES])
+                yield _finding(self, d, ctx)
 
 
 class StackPackages(Check):
@@ -692,4 +781,5 @@ CHECKS: tuple[type[Check], ...] = (
     HeldPackages,
     RepositoryView,
     StackPackages,
+    MissingManifest,
 )

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from vkdoctor.context import Context
 from vkdoctor.files import LARGE, read_bytes, read_text
+from vkdoctor.packages.aptroot import apt_env
 from vkdoctor.packages.deps import unmet
 from vkdoctor.packages.listgrep import ListSearch
 from vkdoctor.packages.model import Consistency, Family, Package, Relation
@@ -183,6 +184,19 @@ class DpkgDB:
                     out[parts[0]] = f"{name}:{arch}" if arch else name
         return out
 
+    def holds(self) -> list[str]:
+        """Every package on hold (apt-mark hold), installed or not ("hold ok not-installed":
+        apt will not install it while the hold stays)."""
+        text = read_text(self._admin / "status", LARGE)
+        out: list[str] = []
+        for chunk in text.split("\n\n"):
+            if "Status: hold " not in chunk:
+                continue
+            fields = dict(_FIELD.findall("\n" + chunk))
+            if fields.get("Status", "").startswith("hold ") and "Package" in fields:
+                out.append(fields["Package"])
+        return out
+
     def by_name(self, name: str) -> tuple[Package, ...]:
         base, _, arch = name.partition(":")
         return tuple(p for p in self.packages() if p.name == base and (not arch or p.arch == arch))
@@ -334,16 +348,10 @@ class DpkgDB:
         return parse_policy(run.stdout)
 
     def _apt_cache(self, *args: str) -> ToolRun:
-        argv = ["apt-cache"]
-        if not self._ctx.live:
-            argv += [
-                "-o",
-                f"Dir={self._ctx.root}",
-                "-o",
-                f"Dir::State::status={self._admin}/status",
-            ]
         return run_tool(
-            [*argv, *args], env=self._ctx.env, timeout=min(self._ctx.options.timeout, 60.0)
+            ["apt-cache", *args],
+            env=apt_env(self._ctx),
+            timeout=min(self._ctx.options.timeout, 60.0),
         )
 
     def candidates(self, names: Iterable[str]) -> dict[str, str | None] | None:
@@ -364,6 +372,26 @@ class DpkgDB:
             out[name] = max(versions, key=cmp_to_key(dpkg_compare)) if versions else None
         return out
 
+    def suites(self, names: Iterable[str]) -> dict[str, list[tuple[str, str]]]:
+        """(version, suite) for every version the package lists offer of each name, newest
+        first; empty without apt or lists."""
+        wanted = list(dict.fromkeys(names))
+        if not wanted or not which("apt-cache", self._ctx.env) or self.lists_date() is None:
+            return {}
+        run = self._apt_cache("policy", *wanted)
+        if run.returncode != 0:
+            return {}
+        found = parse_suites(run.stdout)
+        order = cmp_to_key(dpkg_compare)
+        return {
+            name: sorted(
+                found.get(name) or found.get(name.partition(":")[0], []),
+                key=lambda e: order(e[0]),
+                reverse=True,
+            )
+            for name in wanted
+        }
+
     def prefetch(self) -> None:
         if self._audit is None:
             self._audit = start_tool(
@@ -375,7 +403,6 @@ class DpkgDB:
     def consistency(self) -> Consistency:
         ctx = self._ctx
         timeout = min(ctx.options.timeout, 60.0)
-        admin = str(self._admin)
         self.prefetch()
         assert self._audit is not None
         audit = self._audit.result()
@@ -384,18 +411,7 @@ class DpkgDB:
         problems = [f"dpkg --audit: {pkg} is {why}" for pkg, why, _ in audited]
         missing = tuple(str(u) for u in unmet(self))
         if missing and which("apt-get", ctx.env):
-            argv = ["apt-get"]
-            if not ctx.live:
-                root = str(ctx.root)
-                argv += [
-                    "-o",
-                    f"Dir={root}",
-                    "-o",
-                    f"Dir::State::status={admin}/status",
-                    "-o",
-                    "Debug::NoLocking=1",
-                ]
-            check = run_tool([*argv, "check"], env=ctx.env, timeout=timeout)
+            check = run_tool(["apt-get", "check"], env=apt_env(ctx), timeout=timeout)
             runs.append(check)
             problems += [f"apt-get check: {p}" for p in _apt_unmet(check)]
         unavailable = audit.problem if audit.returncode is None else None
@@ -434,6 +450,27 @@ def parse_policy(text: str) -> dict[str, tuple[str, str, list[str]]]:
             origins.append(line.strip().split(" ", 1)[1] if " " in line.strip() else line.strip())
     if name:
         out[name] = (installed, candidate, origins)
+    return out
+
+
+def parse_suites(text: str) -> dict[str, list[tuple[str, str]]]:
+    """`apt-cache policy` -> name -> (version, suite) for every version a repository offers
+    ("500 http://deb.debian.org/debian bookworm-backports/main amd64 Packages")."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    name = ""
+    current: str | None = None
+    for line in text.splitlines():
+        if line and not line.startswith(" ") and line.endswith(":"):
+            name, current = line[:-1], None
+            out[name] = []
+        elif m := _VERSION_LINE.match(line):
+            current = m.group(2)
+        elif current is not None and line.startswith("        ") and name:
+            words = line.split()
+            if len(words) >= 3 and ":" in words[1] and not words[1].endswith("/status"):
+                entry = (current, words[2].split("/")[0])
+                if entry not in out[name]:
+                    out[name].append(entry)
     return out
 
 

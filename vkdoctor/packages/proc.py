@@ -76,6 +76,9 @@ class RunningTool:
             )
             return
         child_env = {"LC_ALL": "C", "LANG": "C", "PATH": env.get("PATH") or DEFAULT_PATH}
+        if "APT_CONFIG" in env:
+            # which apt configuration: for a --root tree, the tree's (vkdoctor.packages.aptroot)
+            child_env["APT_CONFIG"] = env["APT_CONFIG"]
         try:
             self._proc = subprocess.Popen(
                 [exe, *argv[1:]],

@@ -55,8 +55,10 @@ def _without_fix(message: str, remedy: str | None) -> str:
     """The message without its closing "Fix: X." when the fix line below says X again (the
     package findings carry the whole sentence for JSON readers)."""
     head, sep, fix = message.rpartition(" Fix: ")
-    if sep and remedy and remedy.startswith(fix.rstrip(".")):
-        return head
+    # what follows the command (the simulation that checked it) stays in the message
+    command, _, after = fix.partition(". ")
+    if sep and remedy and remedy.startswith(command.rstrip(".")):
+        return f"{head} {after}" if after else head
     return message
 
 

@@ -1,0 +1,80 @@
+"""Driver manifests a dpkg package installed that are gone from disk (`rm` behind dpkg's back).
+
+The loader finds a driver only through its manifest: with the file gone, the driver is simply
+not there, and nothing else fails. Only the packages that can hold a driver manifest are read
+(those providing `vulkan-icd`, as Debian's Vulkan drivers do, or named after Vulkan); what is
+missing is confirmed with dpkg's own `dpkg --verify`.
+"""
+
+from __future__ import annotations
+
+import os
+
+from vkdoctor.context import Context
+from vkdoctor.files import LARGE, read_bytes
+from vkdoctor.packages.dpkg import DpkgDB
+from vkdoctor.packages.model import Package
+from vkdoctor.packages.proc import ToolRun, run_tool, which
+from vkdoctor.record import record
+
+#: where Debian's driver packages put their manifests
+MANIFEST_DIRS = ("/usr/share/vulkan/icd.d/", "/etc/vulkan/icd.d/")
+
+
+@record(frozen=True, kw_only=True)
+class Missing:
+    package: Package
+    paths: tuple[str, ...]
+    #: dpkg --verify of the package (None when dpkg could not run)
+    verify: ToolRun | None
+
+
+def _may_ship_a_driver(pkg: Package) -> bool:
+    return "vulkan" in pkg.name or any(r.name == "vulkan-icd" for r in pkg.provides)
+
+
+def _listed(db: DpkgDB, pkg: Package) -> list[str]:
+    info = db._admin / "info"
+    for stem in (f"{pkg.name}:{pkg.arch}", pkg.name):
+        try:
+            text = read_bytes(info / f"{stem}.list", LARGE).decode("utf-8", "surrogateescape")
+        except OSError:
+            continue
+        return [
+            line
+            for line in text.splitlines()
+            if line.startswith(MANIFEST_DIRS) and line.endswith(".json")
+        ]
+    return []
+
+
+def _verify(ctx: Context, pkg: Package) -> ToolRun | None:
+    if not which("dpkg", ctx.env):
+        return None
+    argv = ["dpkg"] if ctx.live else ["dpkg", f"--root={ctx.root}"]
+    return run_tool(
+        [*argv, "--verify", pkg.display_name],
+        env=ctx.env,
+        timeout=min(ctx.options.timeout, 60.0),
+    )
+
+
+def missing_manifests(ctx: Context, db: DpkgDB) -> list[Missing]:
+    out: list[Missing] = []
+    for pkg in db.packages():
+        if pkg.state is not None or not _may_ship_a_driver(pkg):
+            continue
+        gone = tuple(p for p in _listed(db, pkg) if not os.path.lexists(ctx.under(p)))
+        if gone:
+            out.append(Missing(package=pkg, paths=gone, verify=_verify(ctx, pkg)))
+    return out
+
+
+def verify_says_missing(run: ToolRun | None, path: str) -> bool | None:
+    """Whether `dpkg --verify` lists `path` as missing; None when it did not run."""
+    if run is None or run.returncode is None:
+        return None
+    return any(
+        line.split()[:1] == ["missing"] and line.split()[-1] == path
+        for line in run.stdout.splitlines()
+    )

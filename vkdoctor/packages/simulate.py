@@ -1,0 +1,236 @@
+"""A package fix is checked by apt's own simulation (`apt-get -s`) before it is printed.
+
+On the live machine apt-get -s reads the machine's database and lists; for a `--root` tree the
+host's apt-get is pointed at the tree (`-o Dir=ROOT`: its /etc/apt, lists, archives and dpkg
+status), never a tool from inside the tree. An `apt-mark unhold` step is simulated on a copy of
+the status file with the hold released; `apt update` cannot be simulated (the lists are used as
+last refreshed).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from vkdoctor.context import Context
+from vkdoctor.files import LARGE, read_text
+from vkdoctor.packages.aptroot import apt_env
+from vkdoctor.packages.proc import ToolRun, run_tool, which
+from vkdoctor.record import field, record, replace
+
+#: the Vulkan loader's package: a fix that removes it leaves nothing to load a driver
+LOADER_PACKAGES = ("libvulkan1",)
+
+_INST = re.compile(r"^Inst (\S+) (?:\[(\S+)\] )?\((\S+) ([^)]*)\)")
+_REMV = re.compile(r"^Remv (\S+)(?: \[(\S+)\])?")
+_ACTIONS = {"install", "reinstall", "full-upgrade", "dist-upgrade", "upgrade", "remove"}
+
+
+@record(frozen=True, kw_only=True)
+class Simulation:
+    """What apt-get -s said of one printed fix."""
+
+    fix: str
+    #: the apt-get -s command lines that ran (none when the fix holds nothing apt can simulate)
+    commands: tuple[str, ...] = ()
+    ran: bool = False
+    ok: bool = False
+    installs: tuple[str, ...] = ()
+    removes: tuple[str, ...] = ()
+    #: why the fix is rejected, or why it could not be simulated
+    why: str = ""
+    skipped: tuple[str, ...] = field(default_factory=tuple)
+    #: the --root tree whose /etc/apt, lists and status apt read (None: the live machine)
+    tree: str | None = None
+
+    def as_evidence(self) -> dict[str, object]:
+        return {
+            "fix": self.fix,
+            "commands": list(self.commands),
+            "ran": self.ran,
+            "ok": self.ok,
+            "installs": list(self.installs),
+            "removes": list(self.removes),
+            "why": self.why,
+            "not_simulated": list(self.skipped),
+            "tree": self.tree,
+        }
+
+    def summary(self) -> str:
+        """One sentence for the finding's message."""
+        if not self.ran:
+            return f"The fix is unverified: {self.why}."
+        if not self.ok:
+            return f"apt-get -s rejects `{self.fix}`: it {self.why}."
+        what = []
+        if self.installs:
+            shown = ", ".join(self.installs[:4]) + (" ..." if len(self.installs) > 4 else "")
+            what.append(f"installs {shown}")
+        removes = f"removes {', '.join(self.removes[:4])}" if self.removes else "removes nothing"
+        what.append(removes)
+        where = "" if not self.skipped else f" ({'; '.join(self.skipped)} not simulated)"
+        return f"Checked with apt-get -s: it {' and '.join(what)}{where}."
+
+
+def _steps(fix: str) -> list[list[str]]:
+    out = []
+    for part in fix.split("&&"):
+        try:
+            words = shlex.split(part)
+        except ValueError:
+            words = part.split()
+        while words and words[0] in ("sudo", "chroot"):
+            words = words[2:] if words[0] == "chroot" else words[1:]
+        if words:
+            out.append(words)
+    return out
+
+
+def _released(status: str, names: Sequence[str]) -> str:
+    """The status file with each named package's hold let go (apt-mark unhold)."""
+    chunks = status.split("\n\n")
+    for i, chunk in enumerate(chunks):
+        m = re.search(r"^Package: (\S+)$", chunk, re.M)
+        if m and m.group(1) in names:
+            chunks[i] = re.sub(r"^Status: hold ", "Status: install ", chunk, flags=re.M)
+    return "\n\n".join(chunks)
+
+
+def _apt_argv(status: str | None) -> list[str]:
+    argv = ["apt-get", "-s", "-q", "-o", "Debug::NoLocking=1"]
+    if status is not None:
+        argv += ["-o", f"Dir::State::status={status}"]
+    return argv
+
+
+def _parse(run: ToolRun) -> tuple[list[str], list[str]]:
+    installs, removes = [], []
+    for line in run.stdout.splitlines():
+        if m := _INST.match(line):
+            installs.append(f"{m.group(1)} {m.group(3)}")
+        elif m := _REMV.match(line):
+            removes.append(m.group(1))
+    return installs, removes
+
+
+def _error(run: ToolRun) -> str:
+    if run.problem:
+        return f"fails ({run.problem})"
+    lines = [ln[3:] for ln in run.stderr.splitlines() if ln.startswith("E: ")]
+    unmet = [
+        " ".join(ln.split())
+        for ln in run.stdout.splitlines()
+        if ln.startswith(" ") and ("Depends:" in ln or "but" in ln)
+    ]
+    text = "; ".join(unmet[:2] + lines[:1]) or (run.stderr.strip() or run.stdout.strip())[-300:]
+    return f"fails (exit {run.returncode}" + (f": {text})" if text else ")")
+
+
+def simulate(ctx: Context, fix: str, protect: Sequence[str]) -> Simulation:
+    """apt-get -s of every apt step of `fix`; a step that removes a package of `protect` (the
+    driver's, the loader's) or that apt refuses rejects the fix."""
+    return replace(_simulate(ctx, fix, protect), tree=None if ctx.live else str(ctx.root))
+
+
+def _simulate(ctx: Context, fix: str, protect: Sequence[str]) -> Simulation:
+    if not which("apt-get", ctx.env):
+        return Simulation(fix=fix, why="apt-get is not installed on this machine")
+    if not any(ctx.under("/var/lib/apt/lists").glob("*_Packages*")):
+        return Simulation(
+            fix=fix, why="there are no package lists to simulate with (apt update never ran)"
+        )
+    steps = _steps(fix)
+    skipped: list[str] = []
+    released: list[str] = []
+    actions: list[list[str]] = []
+    for words in steps:
+        tool = words[0]
+        if tool in ("apt", "apt-get") and "update" in words[1:2]:
+            skipped.append("apt update (the lists as last refreshed)")
+        elif tool == "dpkg" and "--configure" in words:
+            skipped.append(
+                "dpkg --configure -a (configures what is unpacked; apt cannot simulate it)"
+            )
+        elif tool == "apt-mark" and words[1:2] == ["unhold"]:
+            released += words[2:]
+        elif tool == "apt-mark":
+            continue
+        elif tool in ("apt", "apt-get") and (
+            _ACTIONS.intersection(words[1:]) or "--fix-broken" in words or "-f" in words
+        ):
+            actions.append(words[1:])
+        else:
+            return Simulation(fix=fix, why=f"apt-get -s cannot simulate `{' '.join(words)}`")
+    if not actions:
+        return Simulation(fix=fix, why="it holds no apt step to simulate")
+    status_copy: str | None = None
+    tmp: str | None = None
+    try:
+        if released:
+            text = read_text(ctx.under("/var/lib/dpkg/status"), LARGE)
+            fd, tmp = tempfile.mkstemp(prefix="vkdoctor-status-")
+            with os.fdopen(fd, "w") as f:
+                f.write(_released(text, released))
+            status_copy = tmp
+        commands: list[str] = []
+        installs: list[str] = []
+        removes: list[str] = []
+        timeout = min(ctx.options.timeout, 60.0)
+        for args in actions:
+            run = run_tool([*_apt_argv(status_copy), *args], env=apt_env(ctx), timeout=timeout)
+            commands.append(run.command)
+            if run.returncode != 0:
+                return Simulation(
+                    fix=fix,
+                    commands=tuple(commands),
+                    ran=True,
+                    why=_error(run),
+                    skipped=tuple(skipped),
+                )
+            ins, rem = _parse(run)
+            installs += ins
+            removes += rem
+        lost = [p for p in removes if p.partition(":")[0] in protect]
+        return Simulation(
+            fix=fix,
+            commands=tuple(commands),
+            ran=True,
+            ok=not lost,
+            installs=tuple(installs),
+            removes=tuple(removes),
+            why=f"would remove {', '.join(lost)}" if lost else "",
+            skipped=tuple(skipped),
+        )
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+
+
+#: (root, fix, protected packages) -> its simulation, for this run: lavapipe and RADV missing
+#: the same library share one fix
+_MEMO: dict[tuple[str, str, tuple[str, ...]], Simulation] = {}
+
+
+def first_that_works(
+    ctx: Context, candidates: Iterable[str], protect: Sequence[str]
+) -> tuple[Simulation | None, list[Simulation]]:
+    """The first candidate apt-get -s accepts, and every simulation tried on the way.
+    `candidates` is consumed lazily: later ones are worked out only when an earlier one fails."""
+    tried: list[Simulation] = []
+    seen: set[str] = set()
+    for fix in candidates:
+        if fix in seen:
+            continue
+        seen.add(fix)
+        key = (str(ctx.root), fix, tuple(protect))
+        if key not in _MEMO:
+            _MEMO[key] = simulate(ctx, fix, protect)
+        sim = _MEMO[key]
+        tried.append(sim)
+        if sim.ok:
+            return sim, tried
+    return None, tried
