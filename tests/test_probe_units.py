@@ -125,9 +125,19 @@ def test_no_adapter_without_a_loader_says_to_install_the_loader(tmp_path):
         "stage": "enumerate-adapters",
     }
     (finding,) = ComputeProbe().run(ctx)
-    assert finding.severity.value == "fail"
+    # VKH002 names the missing loader and its package: no adapter is its consequence
+    assert finding.severity.value == "info"
+    assert finding.title.endswith("as VKH002 predicted")
     assert "The Vulkan loader (libvulkan.so.1) is missing" in finding.message
     assert "sudo apt install libvulkan1" in (finding.remedy or "")
+    # without VKH002 in the run (--select VKR), the probe's failure is the one there is
+    from vkdoctor.checks.base import selected_codes
+
+    alone = Context(root=tmp_path)
+    alone._facts[probe_result] = ctx._facts[probe_result]
+    alone._facts[selected_codes] = frozenset({"VKR001"})
+    (finding,) = ComputeProbe().run(alone)
+    assert finding.severity.value == "fail"
 
 
 def test_no_adapter_when_no_driver_will_load_points_at_vkd001(tmp_path):

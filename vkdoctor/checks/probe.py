@@ -148,13 +148,14 @@ class ComputeProbe(Check):
             if why is not None:
                 said, remedy = why
                 finding = replace(finding, message=f"{finding.message}{said}.", remedy=remedy)
-            if _foreseen(ctx):
-                # every driver fails to load as the library findings said, with the fix: no
-                # adapter is their consequence, not a second cause
+            foreseen = _foreseen(ctx)
+            if foreseen:
+                # no loader (VKH002), or every driver fails to load as the library findings
+                # said, with the fix: no adapter is their consequence, not a second cause
                 finding = replace(
                     finding,
                     severity=Severity.INFO,
-                    title=f"{finding.title}, as the library findings predicted",
+                    title=f"{finding.title}, as {foreseen} predicted",
                 )
         yield finding
 
@@ -176,17 +177,24 @@ def _crashing_layers(ctx: Context) -> dict[str, str]:
     }
 
 
-def _foreseen(ctx: Context) -> bool:
-    """No driver gives a device, and each failed to load as the library findings predicted."""
+def _foreseen(ctx: Context) -> str | None:
+    """Which findings foresaw "no adapter", with the cause and its fix: VKH002 when there is no
+    Vulkan loader, the library findings when no driver gives a device and each failed to load as
+    they predicted."""
     from vkdoctor.checks.loadtest import load_test, predicted
+    from vkdoctor.elf.resolve import loader_lookup
 
+    if loader_lookup(ctx).found is None:
+        return "VKH002" if all_selected(ctx, "VKH002") else None
     try:
         drivers = [o for o in ctx.fact(load_test).outcomes if o.target.kind == "driver"]
     except Exception:  # the VKT checks report a broken load test
-        return False
+        return None
     if not drivers or any(o.devices for o in drivers) or ctx.options.gpu:
-        return False
-    return all(o.dlopen == "failed" for o in drivers) and predicted(ctx, drivers)
+        return None
+    if all(o.dlopen == "failed" for o in drivers) and predicted(ctx, drivers):
+        return "the library findings"
+    return None
 
 
 def _no_adapter(ctx: Context) -> tuple[str, str] | None:
