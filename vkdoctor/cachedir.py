@@ -16,6 +16,14 @@ def cache_home(env: Mapping[str, str]) -> Path:
     return Path(base) / "vkdoctor"
 
 
+def _untrusted_above(path: Path) -> bool:
+    """Whether another user could change `path` or a directory above it (the overlay store's
+    rule, vkdoctor.overlay.trust)."""
+    from vkdoctor.overlay.trust import untrusted
+
+    return untrusted(str(path), container=True) is not None
+
+
 def driver_env(env: Mapping[str, str]) -> dict[str, str]:
     """`env` for a child that loads Vulkan drivers (the load test, the probe): Mesa writes its
     shader cache under vkdoctor's directory, not the user's. Mesa 22.3 takes the cache's base
@@ -29,6 +37,10 @@ def driver_env(env: Mapping[str, str]) -> dict[str, str]:
     if env.get("MESA_SHADER_CACHE_DIR") or env.get("MESA_GLSL_CACHE_DIR"):
         return dict(env)
     mesa = cache_home(env) / "mesa"
+    if _untrusted_above(mesa):
+        # nothing is created where another user can swap it (the overlay store falls back to a
+        # private directory for the same reason); the children then keep no shader cache
+        return {**env, "MESA_SHADER_CACHE_DISABLE": "true"}
     # Mesa makes only the last directory of the path: without its parents it keeps no cache
     with contextlib.suppress(OSError):
         mesa.mkdir(parents=True, exist_ok=True)
