@@ -103,6 +103,16 @@ def verified(
         return d
     db = _dpkg(inv)
     fix = str(d.evidence.get("fix") or fix_of(d.message) or "")
+    tool = next((t for t in ("pacman", "dnf", "rpm") if f"{t} " in fix), None)
+    if tool is not None and not ("apt " in fix or "apt-get " in fix):
+        # said plainly, beside the fix: no simulation backs it
+        said = f"Unverified: vkdoctor simulates apt's fixes, not {tool}'s."
+        first = (d.remedy or fix).rstrip()
+        return replace(
+            d,
+            remedy=f"{first}{'' if first.endswith('.') else '.'} {said}",
+            evidence={**d.evidence, "verified_by": []},
+        )
     if db is None or not fix or not ("apt " in fix or "apt-get " in fix):
         return d
     holds = _blocking(d.evidence, db)
