@@ -62,6 +62,29 @@ def _scrub_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
+def read_pty(fd: int, proc: subprocess.Popen[bytes], timeout: float = 60) -> bytes:
+    """Everything the child writes to the pty `fd` until it exits (or `timeout` passes)."""
+    import select
+    import time
+
+    data = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # EIO: the child closed its end
+                break
+            if not chunk:
+                break
+            data += chunk
+        elif proc.poll() is not None:
+            break
+    proc.wait(timeout=30)
+    return data
+
+
 def validate_report(doc: Mapping[str, Any]) -> None:
     """Every report the tests produce goes through the shipped schema."""
     jsonschema.validate(doc, SCHEMA)

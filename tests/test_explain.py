@@ -6,17 +6,15 @@ import fcntl
 import os
 import pty
 import re
-import select
 import struct
 import subprocess
 import sys
 import termios
-import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import REPO, clean_env
+from conftest import REPO, clean_env, read_pty
 
 from vkdoctor.cli import cli
 from vkdoctor.commands.explain import known_codes
@@ -125,25 +123,6 @@ def test_the_renderer_keeps_code_blocks_and_renders_the_subset() -> None:
     assert coloured == "Some \x1b[1mbold\x1b[0m and \x1b[36mx\x1b[0m.\n"
 
 
-def _read_pty(fd: int, proc: subprocess.Popen[bytes]) -> bytes:
-    data = b""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.5)
-        if ready:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:  # EIO: the child closed its end
-                break
-            if not chunk:
-                break
-            data += chunk
-        elif proc.poll() is not None:
-            break
-    proc.wait(timeout=30)
-    return data
-
-
 def test_through_a_real_terminal_it_uses_the_terminals_width() -> None:
     main, child = pty.openpty()
     fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 52, 0, 0))
@@ -159,7 +138,7 @@ def test_through_a_real_terminal_it_uses_the_terminals_width() -> None:
     )
     os.close(child)
     try:
-        raw = _read_pty(main, proc).decode()
+        raw = read_pty(main, proc).decode()
     finally:
         os.close(main)
     assert proc.returncode == 0, raw

@@ -10,12 +10,10 @@ import json
 import os
 import pty
 import re
-import select
 import struct
 import subprocess
 import sys
 import termios
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests import overlay_lab as lab
-from tests.conftest import REPO, clean_env, run_vkdoctor, validate_report
+from tests.conftest import REPO, clean_env, read_pty, run_vkdoctor, validate_report
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 FAMILIES = (
@@ -106,22 +104,8 @@ def _in_terminal(args: list[str], columns: int, env: dict[str, str]) -> str:
         cwd=REPO,
     )
     os.close(child)
-    data = b""
-    deadline = time.monotonic() + 240
     try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([main], [], [], 0.5)
-            if ready:
-                try:
-                    chunk = os.read(main, 65536)
-                except OSError:  # EIO: the child closed its end
-                    break
-                if not chunk:
-                    break
-                data += chunk
-            elif proc.poll() is not None:
-                break
-        proc.wait(timeout=30)
+        data = read_pty(main, proc, timeout=240)
     finally:
         os.close(main)
     return ANSI.sub("", data.decode().replace("\r\n", "\n"))
