@@ -10,6 +10,7 @@ child's lines into per-target records, `classify` turns one outcome into a verdi
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -476,6 +477,10 @@ class LoadTest:
             self._deadline = self._started + self.total_timeout
             with terminate.held():  # not between mkdtemp and the finalizer that removes it
                 self._tmp = tempfile.TemporaryDirectory(prefix="vkdoctor-load-")
+                # at exit (a SIGTERM unwinds as one) the child is killed before its directory
+                # is removed: a child still writing there makes the removal fail half-way.
+                # atexit runs this before the directory's own finalizer, registered earlier.
+                atexit.register(self.cancel)
             self._spawn_next()
         return self
 
