@@ -32,6 +32,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 PR_SET_PDEATHSIG = 1
 SIGKILL = 9
@@ -405,7 +406,11 @@ def isolate(env: dict[str, str]) -> None:
 
 
 def main() -> int:
-    request = json.loads(sys.stdin.read())
+    return run(json.loads(sys.stdin.read()))
+
+
+def run(request: dict[str, Any]) -> int:
+    """The load test of `request`; also called in a child forked by vkdoctor (vkdoctor.zygote)."""
     emit = Emitter()
     out = Output(request["logdir"])
     out.to("child.log")

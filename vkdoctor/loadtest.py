@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from vkdoctor import terminate
+from vkdoctor import terminate, zygote
 from vkdoctor.cachedir import driver_env
 from vkdoctor.context import Context
 from vkdoctor.loader.targets import LoadTarget
@@ -176,12 +176,16 @@ class LoadTestRun:
     stopped: str | None = None
     #: why a child could not be started (then `stopped` says so too)
     spawn_error: str | None = None
+    #: how the first child began: "forked" (waiting since vkdoctor started, vkdoctor.zygote)
+    #: or "started" (a new program)
+    first_child: str | None = None
 
     def evidence(self) -> dict[str, Any]:
         return {
             "loader_version": self.loader_version,
             "loader_error": self.loader_error,
             "children": self.children,
+            "first_child": self.first_child,
             "seconds": round(self.seconds, 3),
             "stopped": self.stopped,
             "spawn_error": self.spawn_error,
@@ -292,11 +296,15 @@ def _tail(text: str) -> str:
 # Running the child (I/O)
 
 
+#: the load-test child: a program started for it, or the child forked at launch (vkdoctor.zygote)
+ChildProcess = subprocess.Popen[bytes] | zygote.ForkedChild
+
+
 @record
 class _Child:
     """One child's progress, as its lines arrive."""
 
-    proc: subprocess.Popen[bytes]
+    proc: ChildProcess
     in_flight: tuple[int, str] | None = None
     last_event: float = 0.0
     done: bool = False
@@ -339,7 +347,7 @@ def child_request(
     }
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+def _kill_group(proc: ChildProcess) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
@@ -357,14 +365,20 @@ def _read_log(logdir: Path, index: int, step: str) -> str:
 
 def _spawn(
     request: Mapping[str, Any], *, env: Mapping[str, str], cwd: Path, logdir: Path
-) -> subprocess.Popen[bytes]:
+) -> ChildProcess:
+    child_env = {**driver_env(env), "LC_ALL": "C"}
+    waiting = zygote.take(child_env)
+    if waiting is not None:
+        forked = waiting.hand(request, env=child_env, cwd=cwd)
+        if forked is not None:
+            return forked
     with open(logdir / "startup.log", "wb") as startup:
         proc = subprocess.Popen(
             child_command(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=startup,
-            env={**driver_env(env), "LC_ALL": "C"},
+            env=child_env,
             cwd=cwd,
             start_new_session=True,
         )
@@ -456,6 +470,7 @@ class LoadTest:
         self.children = 0
         self.stopped: str | None = None
         self.spawn_error: str | None = None
+        self.first_child: str | None = None
         self._started = 0.0
         self._deadline = 0.0
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
@@ -532,6 +547,8 @@ class LoadTest:
             self.stopped = self.spawn_error
             return
         self.children += 1
+        if self.first_child is None:
+            self.first_child = "forked" if isinstance(proc, zygote.ForkedChild) else "started"
         self._child = _Child(proc=proc, last_event=time.monotonic())
 
     def result(self) -> LoadTestRun:
@@ -558,6 +575,7 @@ class LoadTest:
             seconds=time.monotonic() - self._started,
             stopped=self.stopped,
             spawn_error=self.spawn_error,
+            first_child=self.first_child,
         )
         return self._result
 

@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from vkdoctor import factcache
 from vkdoctor.checks.base import Check, selected_codes
 from vkdoctor.context import Context
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Severity
@@ -77,6 +78,7 @@ def run_checks(
         for code in c.explains:
             if code in results:
                 results[code] = _explained(c(), results[c.code], results[code])
+    factcache.save_all()
     return for_this_user(ctx, tuple(results[c.code] for c in checks))
 
 
@@ -158,7 +160,9 @@ class _Forked:
     def _run(self) -> list[CheckResult]:
         for c in self._checks:
             _prefetch(self._ctx, c)
-        return [_run_one(self._ctx, c, {}, debug=self._debug) for c in self._checks]
+        results = [_run_one(self._ctx, c, {}, debug=self._debug) for c in self._checks]
+        factcache.save_all()  # in the fork: what its checks learnt
+        return results
 
     def result(self, code: str) -> CheckResult:
         if self._results is None:

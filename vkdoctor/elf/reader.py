@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
+from vkdoctor import factcache
 from vkdoctor.context import Context
 from vkdoctor.record import record
 
@@ -168,7 +169,7 @@ def read_elf(ctx: Context, path: str) -> ElfResult:
     cache = ctx.fact(_cache)
     hit = cache.get(key)
     if hit is None:
-        hit = _parse(host, path)
+        hit = _parse(host, path, ctx.options.cache_dir)
         cache[key] = hit
     if hit.path != path:
         from vkdoctor.record import replace
@@ -178,7 +179,7 @@ def read_elf(ctx: Context, path: str) -> ElfResult:
     return hit
 
 
-def _parse(host: Path, path: str) -> ElfResult:
+def _parse(host: Path, path: str, cache_dir: Path | None = None) -> ElfResult:
     try:
         st = host.stat()
     except FileNotFoundError:
@@ -189,10 +190,54 @@ def _parse(host: Path, path: str) -> ElfResult:
         return ElfError(path=path, kind="directory", message="is a directory")
     if not stat.S_ISREG(st.st_mode):
         return ElfError(path=path, kind="unreadable", message="not a regular file")
+    store = factcache.store(cache_dir, "elf", sources=(__file__,)) if cache_dir else None
+    ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    if store is not None:
+        kept = store.get(ident)
+        if kept is not None:
+            with contextlib.suppress(TypeError, ValueError):
+                return _from_data(kept, path)
+    found = _read_file(host, path, st.st_size)
+    # kept only when the file did not change while it was read
+    if store is not None and isinstance(found, ElfInfo) and factcache.identity(host) == ident:
+        store.put(ident, _to_data(found))
+    return found
+
+
+_VALUES = (
+    *("elf_class", "data", "machine", "osabi", "e_type", "soname", "needed", "rpath"),
+    *("runpath", "has_rpath", "has_runpath", "flags", "flags_1", "verdef", "has_verdef"),
+    *("warnings", "cut"),
+)
+
+
+def _to_data(info: ElfInfo) -> tuple[object, ...]:
+    """`info` as marshal carries it (vkdoctor.factcache), the path left out: it is the
+    file's content that is kept, whatever name it was asked for by."""
+    return (
+        tuple(getattr(info, name) for name in _VALUES),
+        tuple((v.file, v.versions, v.weak) for v in info.verneed),
+    )
+
+
+def _from_data(data: tuple[object, ...], path: str) -> ElfInfo:
+    values, verneed = data
+    fields = dict(zip(_VALUES, values, strict=True))  # type: ignore[call-overload]
+    return ElfInfo(
+        path=path,
+        verneed=tuple(
+            VersionNeed(file=f, versions=tuple(v), weak=tuple(w))
+            for f, v, w in verneed  # type: ignore[attr-defined]
+        ),
+        **fields,
+    )
+
+
+def _read_file(host: Path, path: str, size: int) -> ElfResult:
     try:
         with open(host, "rb") as f:
             head = f.read(64)
-            if _short(head) or head[:4] != b"\x7fELF" or st.st_size <= len(head):
+            if _short(head) or head[:4] != b"\x7fELF" or size <= len(head):
                 return _parse_bytes(head, path)
             with mapped(f) as image:
                 return _parse_bytes(image, path)

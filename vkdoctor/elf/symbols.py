@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from vkdoctor import factcache
 from vkdoctor.context import Context
+from vkdoctor.elf import dynsym
 from vkdoctor.elf.dynsym import symbol_table, unresolved
+from vkdoctor.elf.reader import resolved
 from vkdoctor.record import record
 
 
@@ -43,11 +46,44 @@ def undefined_symbols(
     `scope` is every object ld.so searches for this dlopen: the process's global scope
     (executable, its libraries, LD_PRELOAD) and the dlopened closure.
     """
+    store = factcache.store(ctx.options.cache_dir, "undefined", sources=_SOURCES)
+    key = _key(ctx, new, scope) if store is not None else None
+    if store is not None and key is not None:
+        kept = store.get(key)
+        if kept is not None:
+            return tuple(
+                Undefined(path=p, name=n, versioned=v, bind_now=b, at_load=a)
+                for p, n, v, b, a in kept
+            )
     missing = unresolved(ctx, [p for p, _ in new], scope)
-    return tuple(
+    found = tuple(
         Undefined(
             path=p, name=n, versioned=v, bind_now=b, at_load=n in symbol_table(ctx, p).at_load
         )
         for p, b in new
         for n, v in missing.get(p, ())
     )
+    if store is not None and key is not None:
+        store.put(key, tuple((u.path, u.name, u.versioned, u.bind_now, u.at_load) for u in found))
+    return found
+
+
+_SOURCES = (__file__, dynsym.__file__)
+
+
+def _key(
+    ctx: Context, new: Sequence[tuple[str, bool]], scope: Sequence[str]
+) -> tuple[object, ...] | None:
+    """What the answer depends on: the question and every file's identity; None when a file
+    cannot be examined (its table's error is then part of the answer: computed, not kept)."""
+    ids = []
+    for path in dict.fromkeys([*(p for p, _ in new), *scope]):
+        try:
+            host = resolved(ctx, path)
+        except OSError:
+            return None
+        ident = factcache.identity(host)
+        if ident is None:
+            return None
+        ids.append(ident)
+    return (str(ctx.root), tuple(new), tuple(scope), tuple(ids))

@@ -1,0 +1,127 @@
+"""The load test's first child forked at launch (vkdoctor.zygote) gives the reports a child
+started as a new program gives: on this machine, and with drivers that crash, hang or lack a
+library; it is not used where ld.so's variables differ, and never outlives vkdoctor."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from conftest import REPO, clean_env, validate_report
+from test_loadtest import LVP_MANIFEST, fakes, marked_processes  # noqa: F401 - the fixture
+
+from vkdoctor import zygote
+from vkdoctor.resources import probes_dir
+
+
+def _report(args: list[str], env: dict[str, str], *, launch: bool) -> dict[str, Any]:
+    """`check ARGS --json -` through the console entry point (`launch`: the child is forked at
+    start) or through the click CLI alone (the child is always a new program)."""
+    entry = (
+        "from vkdoctor.launch import main; main()"
+        if launch
+        else "import sys; from vkdoctor.cli import main; main()"
+    )
+    full = clean_env(env)
+    full["PYTHONPATH"] = str(REPO)
+    proc = subprocess.run(
+        [sys.executable, "-c", entry, "check", "--no-probe", *args, "--json", "-"],
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=120,
+        cwd=REPO,
+        check=False,
+    )
+    doc = json.loads(proc.stdout)
+    validate_report(doc)
+    doc["exit"] = proc.returncode
+    return doc
+
+
+def _load_findings(doc: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """The VKT findings without what differs between two runs (times, the child's pid, and how
+    the first child began)."""
+    out = []
+    for f in doc["findings"]:
+        if not f["code"].startswith("VKT"):
+            continue
+        evidence = {
+            k: v for k, v in f["evidence"].items() if k not in ("seconds", "first_child", "pid")
+        }
+        out.append((f["code"], f["severity"], f["title"], f["message"], f["remedy"], evidence))
+    return out
+
+
+def _first_child(doc: dict[str, Any]) -> set[str]:
+    return {
+        f["evidence"]["first_child"]
+        for f in doc["findings"]
+        if f["code"] == "VKT002" and "first_child" in f["evidence"]
+    }
+
+
+def test_the_forked_child_reports_what_a_started_one_reports_on_this_machine() -> None:
+    forked = _report([], {}, launch=True)
+    started = _report([], {}, launch=False)
+    assert _first_child(forked) == {"forked"}
+    assert _first_child(started) == {"started"}
+    assert forked["exit"] == started["exit"] == 0
+    assert _load_findings(forked) == _load_findings(started)
+
+
+def test_crashing_hanging_and_broken_drivers_read_the_same_from_a_forked_child(fakes) -> None:  # noqa: F811
+    files = [fakes[k].manifest for k in ("CTOR_SEGV", "CTOR_HANG", "GIPA_ABORT", "MISSING_DEP")]
+    env = {"VK_DRIVER_FILES": ":".join([*files, LVP_MANIFEST])}
+    args = ["--select", "VKT", "--timeout", "6"]
+    forked = _report(args, env, launch=True)
+    started = _report(args, env, launch=False)
+    assert _first_child(forked) == {"forked"}
+    assert forked["exit"] == started["exit"] == 1
+    assert _load_findings(forked) == _load_findings(started)
+    segv = next(f for f in forked["findings"] if f["evidence"].get("name") == "ctor_segv_icd.json")
+    assert segv["severity"] == "fail" and segv["evidence"]["signal"] == "SIGSEGV"
+
+
+def test_with_a_library_path_the_child_is_a_new_program(tmp_path: Path) -> None:
+    """vkdoctor starts again without LD_LIBRARY_PATH when it could supply a library: ld.so read
+    the variable at the start, so only a new program sees it as the user's programs do."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "libvkdoctor_unused.so.1").write_bytes(
+        Path("/usr/lib/x86_64-linux-gnu/libz.so.1").read_bytes()
+    )
+    doc = _report([], {"LD_LIBRARY_PATH": str(lib)}, launch=True)
+    assert _first_child(doc) == {"started"}
+
+
+def test_a_child_nobody_takes_exits_with_vkdoctor() -> None:
+    mark = f"zygote-{os.getpid()}-{time.monotonic_ns()}"
+    doc = _report(["--select", "VKH001"], {"LOADTEST_MARK": mark}, launch=True)
+    assert [f["code"] for f in doc["findings"]] == ["VKH001"]
+    deadline = time.monotonic() + 5
+    while marked_processes(mark) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marked_processes(mark) == []
+
+
+def test_a_request_whose_startup_variables_differ_is_not_handed_over() -> None:
+    zygote.start(probes_dir() / "loadtest.py")
+    (waiting,) = zygote._waiting
+    child = psutil.Process(waiting.pid)
+    other = {**os.environ, "LD_BIND_NOW": "1"}
+    assert zygote.take(other) is None  # discarded: it reads the end of its pipe and exits
+    assert child.wait(timeout=10) == 0
+    assert zygote._waiting == []
+
+
+@pytest.mark.parametrize("variable", ["LD_LIBRARY_PATH", "GLIBC_TUNABLES", "MALLOC_ARENA_MAX"])
+def test_startup_variables_are_what_a_new_program_would_read_differently(variable: str) -> None:
+    assert zygote.startup_variables({variable: "x", "VK_DRIVER_FILES": "y"}) == {variable: "x"}

@@ -1,0 +1,179 @@
+"""Facts about files that outlive one run, keyed by each file's identity.
+
+What an ELF file's dynamic section says, or which of a closure's symbols nothing defines,
+depends only on the bytes of the files involved. A second `check` on an unchanged machine asks
+the same questions of the same files, so the answers are kept in the user's cache directory,
+one store per kind of fact, keyed by the identity of every file an answer depends on: device,
+inode, size, mtime_ns and ctime_ns. A file that is replaced, rewritten, touched or has its
+metadata changed (ctime cannot be set back) gets a new identity, and its facts are computed
+again in the same run: nothing is ever invalidated by time, only by a change.
+
+A store is trusted only where nobody but root and the user can change it (the overlay store's
+rule, vkdoctor.overlay.trust), read with O_NOFOLLOW, bounded in size, and written atomically
+(a private temporary file renamed into place). A store that cannot be trusted, read or written
+is simply not used: the facts are then computed as if there were none.
+
+The code that computes a kind of fact is part of its key (`Store(sources=...)`: the modules'
+own identities), so a changed vkdoctor never reads answers an older one gave.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import marshal
+import os
+import stat
+import sys
+from collections.abc import Hashable, Sequence
+from pathlib import Path
+from typing import Any
+
+#: bumped when what a store holds changes shape
+FORMAT = 1
+#: a store larger than this is not read (a real one holds a few hundred KB)
+MAX_BYTES = 32 * 1024 * 1024
+#: entries kept per store: those used by the last run first, then the most recent others
+MAX_ENTRIES = 4096
+
+Identity = tuple[int, int, int, int, int]
+
+
+def identity(path: str | Path) -> Identity | None:
+    """The identity of the file `path` leads to (symbolic links followed), None when it is
+    not there or cannot be examined."""
+    try:
+        st = Path(path).stat()
+    except (OSError, ValueError):
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _stamp(sources: Sequence[str]) -> tuple[Any, ...]:
+    return (FORMAT, sys.hexversion, marshal.version, *(identity(s) for s in sources))
+
+
+class Store:
+    """One kind of fact: `get` and `put` by key, `save` at the end of a run."""
+
+    def __init__(self, file: Path, *, sources: Sequence[str]) -> None:
+        self.file = file
+        self._stamp = _stamp(sources)
+        self._old: dict[Hashable, Any] | None = None
+        self._used: dict[Hashable, Any] = {}
+        self._changed = False
+
+    def _load(self) -> dict[Hashable, Any]:
+        if self._old is None:
+            self._old = _read(self.file, self._stamp)
+        return self._old
+
+    def get(self, key: Hashable) -> Any:
+        """The value kept for `key`, or None."""
+        hit = self._used.get(key)
+        if hit is None:
+            hit = self._load().get(key)
+            if hit is not None:
+                self._used[key] = hit
+        return hit
+
+    def put(self, key: Hashable, value: Any) -> None:
+        self._used[key] = value
+        self._changed = True
+
+    def save(self) -> None:
+        """Write the store when this run added to it: the entries it used, then older ones."""
+        if not self._changed:
+            return
+        kept = dict(self._used)
+        for key, value in self._load().items():
+            if len(kept) >= MAX_ENTRIES:
+                break
+            kept.setdefault(key, value)
+        try:
+            data = marshal.dumps((self._stamp, kept))
+        except ValueError:  # a value marshal cannot carry: a bug of the caller's, not fatal
+            return
+        _write(self.file, data)
+        self._changed = False
+
+
+def _trusted(directory: Path) -> bool:
+    from vkdoctor.overlay.trust import untrusted
+
+    return untrusted(str(directory), container=True) is None
+
+
+def _read(file: Path, expected: tuple[Any, ...]) -> dict[Hashable, Any]:
+    if not _trusted(file.parent):
+        return {}
+    try:
+        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return {}
+    try:
+        st = os.fstat(fd)
+        me = os.geteuid()
+        if (
+            not stat.S_ISREG(st.st_mode)
+            or st.st_uid not in (0, me)
+            or st.st_mode & 0o022
+            or st.st_size > MAX_BYTES
+        ):
+            return {}
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(MAX_BYTES + 1)
+    except OSError:
+        return {}
+    finally:
+        os.close(fd)
+    try:
+        stamp, entries = marshal.loads(data)
+    except (EOFError, ValueError, TypeError):
+        return {}
+    if stamp != expected or not isinstance(entries, dict):
+        return {}
+    return entries
+
+
+def _write(file: Path, data: bytes) -> None:
+    directory = file.parent
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError:
+        return
+    if not _trusted(directory):
+        return
+    tmp = directory / f".{file.name}.{os.getpid()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        tmp.replace(file)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
+#: one Store object per file in this process, so that Contexts copied for an overlay or a
+#: second environment add to the same store instead of overwriting each other's
+_open: dict[Path, Store] = {}
+
+
+def store(cache_dir: Path | None, kind: str, *, sources: Sequence[str]) -> Store | None:
+    """The store of `kind` under `cache_dir` (vkdoctor's cache directory), None without one."""
+    if cache_dir is None:
+        return None
+    file = cache_dir / "facts" / f"{kind}.marshal"
+    hit = _open.get(file)
+    if hit is None:
+        hit = _open[file] = Store(file, sources=sources)
+    return hit
+
+
+def save_all() -> None:
+    """Write every store this process changed (once its checks are done)."""
+    for s in _open.values():
+        s.save()
