@@ -1,0 +1,152 @@
+"""Facts kept across runs (vkdoctor.factcache): a warm run sees every change at once, a store
+nobody but the user controls is the only one read, and a broken one is ignored."""
+
+from __future__ import annotations
+
+import marshal
+import os
+import pwd
+import shutil
+from pathlib import Path
+from typing import Any
+
+from conftest import run_json
+
+from vkdoctor import factcache
+
+SYSTEM_LIBZ = Path("/usr/lib/x86_64-linux-gnu/libz.so.1")
+
+
+def _undefined(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return [f for f in doc["findings"] if f["code"] == "VKL006" and f["severity"] == "fail"]
+
+
+def _check(lib: Path, cache: Path) -> dict[str, Any]:
+    env = {"LD_LIBRARY_PATH": str(lib.parent), "XDG_CACHE_HOME": str(cache)}
+    _, doc = run_json(["check", "--no-probe", "--select", "VKL006"], env=env)
+    return doc
+
+
+def _store(cache: Path) -> Path:
+    return cache / "vkdoctor" / "facts" / "undefined.marshal"
+
+
+def _hide_crc32(lib: Path) -> None:
+    """Rename the exported `crc32` in place (same inode, same size) and set the old mtime back:
+    only the ctime says that the file changed."""
+    st = lib.stat()
+    data = lib.read_bytes()
+    assert data.count(b"\0crc32\0") == 1
+    with open(lib, "r+b") as f:
+        f.seek(data.index(b"\0crc32\0") + 1)
+        f.write(b"crc3X")
+    os.utime(lib, ns=(st.st_atime_ns, st.st_mtime_ns))
+    after = lib.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
+        st.st_ino,
+        st.st_size,
+        st.st_mtime_ns,
+    )
+
+
+def test_a_warm_run_sees_a_file_changed_in_place_and_a_file_replaced(tmp_path: Path) -> None:
+    lib = tmp_path / "lib" / "libz.so.1"
+    lib.parent.mkdir()
+    shutil.copy2(SYSTEM_LIBZ, lib)
+    cache = tmp_path / "cache"
+    assert _undefined(_check(lib, cache)) == []
+    store = _store(cache)
+    assert store.stat().st_mode & 0o777 == 0o600
+    assert store.parent.stat().st_mode & 0o777 == 0o700
+
+    _hide_crc32(lib)
+    (changed,) = _undefined(_check(lib, cache))
+    assert "crc32" in changed["evidence"]["symbols"]
+
+    written = store.stat().st_mtime_ns
+    again = _check(lib, cache)  # warm and unchanged: answered from the store, which stays as it is
+    assert _undefined(again) == [changed]
+    assert store.stat().st_mtime_ns == written
+
+    replacement = lib.with_name("libz.so.1.new")
+    shutil.copy2(SYSTEM_LIBZ, replacement)
+    replacement.replace(lib)
+    assert _undefined(_check(lib, cache)) == []
+
+
+def _forge(store: Path, old: factcache.Identity, new: factcache.Identity) -> None:
+    """Give every answer about the file of identity `old` to the file of identity `new`."""
+    stamp, entries = marshal.loads(store.read_bytes())
+    forged = {}
+    for key, value in entries.items():
+        root, wanted, scope, ids = key
+        forged[(root, wanted, scope, tuple(new if i == old else i for i in ids))] = value
+    store.write_bytes(marshal.dumps((stamp, forged)))
+
+
+def test_only_a_store_nobody_else_controls_is_believed(tmp_path: Path) -> None:
+    lib = tmp_path / "lib" / "libz.so.1"
+    lib.parent.mkdir()
+    shutil.copy2(SYSTEM_LIBZ, lib)
+    cache = tmp_path / "cache"
+    assert _undefined(_check(lib, cache)) == []
+    good = factcache.identity(lib)
+    assert good is not None
+    _hide_crc32(lib)
+    broken = factcache.identity(lib)
+    assert broken is not None and broken != good
+    store = _store(cache)
+    _forge(store, good, broken)
+    # the forged answer is believed from a private store: the key is what is compared
+    assert _undefined(_check(lib, cache)) == []
+
+    store.parent.chmod(0o770)  # the group could have written it
+    assert len(_undefined(_check(lib, cache))) == 1
+    store.parent.chmod(0o700)
+
+    _forge(store, good, broken)
+    nobody = pwd.getpwnam("nobody").pw_uid
+    os.chown(store, nobody, -1)  # another user's file
+    assert len(_undefined(_check(lib, cache))) == 1
+
+
+def test_a_store_that_is_not_one_is_ignored_and_replaced(tmp_path: Path) -> None:
+    lib = tmp_path / "lib" / "libz.so.1"
+    lib.parent.mkdir()
+    shutil.copy2(SYSTEM_LIBZ, lib)
+    _hide_crc32(lib)
+    cache = tmp_path / "cache"
+    store = _store(cache)
+    store.parent.mkdir(parents=True, mode=0o700)
+    for junk in (b"", b"\x00" * 100, marshal.dumps(("other", {})), os.urandom(4096)):
+        store.write_bytes(junk)
+        store.chmod(0o600)
+        assert len(_undefined(_check(lib, cache))) == 1
+        stamp, entries = marshal.loads(store.read_bytes())
+        assert stamp[0] == factcache.FORMAT and entries
+
+
+def test_a_symbolic_link_in_place_of_the_store_is_not_followed(tmp_path: Path) -> None:
+    lib = tmp_path / "lib" / "libz.so.1"
+    lib.parent.mkdir()
+    shutil.copy2(SYSTEM_LIBZ, lib)
+    cache = tmp_path / "cache"
+    _check(lib, cache)
+    store = _store(cache)
+    elsewhere = tmp_path / "elsewhere.marshal"
+    store.replace(elsewhere)
+    store.symlink_to(elsewhere)
+    _hide_crc32(lib)
+    assert len(_undefined(_check(lib, cache))) == 1
+    assert store.is_symlink() is False  # replaced by a file of its own, never written through
+    assert store.stat().st_mode & 0o777 == 0o600
+
+
+def test_identity_follows_links_and_is_none_for_what_is_not_there(tmp_path: Path) -> None:
+    target = tmp_path / "a"
+    target.write_bytes(b"x")
+    link = tmp_path / "b"
+    link.symlink_to(target)
+    assert factcache.identity(link) == factcache.identity(target) is not None
+    assert factcache.identity(tmp_path / "missing") is None
+    assert factcache.identity("bad\0name") is None
