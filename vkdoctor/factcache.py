@@ -55,8 +55,9 @@ def _stamp(sources: Sequence[str]) -> tuple[Any, ...]:
 class Store:
     """One kind of fact: `get` and `put` by key, `save` at the end of a run."""
 
-    def __init__(self, file: Path, *, sources: Sequence[str]) -> None:
+    def __init__(self, file: Path, *, sources: Sequence[str], keep: int = MAX_ENTRIES) -> None:
         self.file = file
+        self.keep = keep
         self._stamp = _stamp(sources)
         self._old: dict[Hashable, Any] | None = None
         self._used: dict[Hashable, Any] = {}
@@ -86,7 +87,7 @@ class Store:
             return
         kept = dict(self._used)
         for key, value in self._load().items():
-            if len(kept) >= MAX_ENTRIES:
+            if len(kept) >= self.keep:
                 break
             kept.setdefault(key, value)
         try:
@@ -162,14 +163,17 @@ def _write(file: Path, data: bytes) -> None:
 _open: dict[Path, Store] = {}
 
 
-def store(cache_dir: Path | None, kind: str, *, sources: Sequence[str]) -> Store | None:
-    """The store of `kind` under `cache_dir` (vkdoctor's cache directory), None without one."""
+def store(
+    cache_dir: Path | None, kind: str, *, sources: Sequence[str], keep: int = MAX_ENTRIES
+) -> Store | None:
+    """The store of `kind` under `cache_dir` (vkdoctor's cache directory), None without one;
+    `keep` bounds its entries (the used ones first)."""
     if cache_dir is None:
         return None
     file = cache_dir / "facts" / f"{kind}.marshal"
     hit = _open.get(file)
     if hit is None:
-        hit = _open[file] = Store(file, sources=sources)
+        hit = _open[file] = Store(file, sources=sources, keep=keep)
     return hit
 
 

@@ -78,11 +78,17 @@ def main() -> None:
 
         early = probe
         probe.start_early(sys.argv[2:], os.environ)
-    elif _loads_drivers(sys.argv[1:]) and not restored:
-        from vkdoctor import zygote
-        from vkdoctor.resources import probes_dir
+    elif _loads_drivers(sys.argv[1:]):
+        if not restored:
+            from vkdoctor import zygote
+            from vkdoctor.resources import probes_dir
 
-        zygote.start(probes_dir() / "loadtest.py")
+            zygote.start(probes_dir() / "loadtest.py")
+        if sys.argv[1] == "check":
+            from vkdoctor import loadtest
+
+            early = loadtest
+            loadtest.start_early(sys.argv[2:], os.environ)
     try:
         from vkdoctor.cli import main as cli_main
 

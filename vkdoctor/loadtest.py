@@ -664,15 +664,91 @@ def _child_broke(logdir: Path, rc: int | None, how: str, step_timeout: float) ->
 
 
 def load_test_for(ctx: Context, targets: Sequence[LoadTarget]) -> LoadTest:
-    """The load test for `targets` in ctx's environment, bounded by ctx.options.timeout, started."""
-    return LoadTest(
+    """The load test for `targets` in ctx's environment, bounded by ctx.options.timeout, started
+    (or the one `start_early` started for exactly this)."""
+    test = LoadTest(
         targets,
         env=ctx.env,
         cwd=ctx.cwd,
         # a hang costs one step; a third of the budget leaves room for the others
         step_timeout=min(STEP_TIMEOUT, ctx.options.timeout / 3),
         total_timeout=ctx.options.timeout,
-    ).start()
+    )
+    return _adopt(test) or test.start()
+
+
+#: the load test `start_early` started, until the run's first load test adopts or cancels it
+_early: list[LoadTest] = []
+
+
+def start_early(argv: Sequence[str], env: Mapping[str, str]) -> None:
+    """Start the load test of `vkdoctor check ARGV` now, before the command line interface is
+    imported, when ARGV is plain (no --root, --select or --ignore; --timeout read here). The
+    command's own load test adopts it only if it is the same test: the same targets, the same
+    environment, working directory and time bounds (`_adopt`); else it is cancelled."""
+    timeout = _plain_check_timeout(argv)
+    if timeout is None:
+        return
+    import platform
+
+    from vkdoctor.cachedir import cache_home
+    from vkdoctor.context import Options
+    from vkdoctor.loader import load_targets
+
+    try:
+        ctx = Context(
+            env=dict(env),
+            cwd=Path.cwd(),
+            machine=platform.machine() or "x86_64",
+            options=Options(timeout=timeout, cache_dir=cache_home(env)),
+        )
+        targets = load_targets(ctx)
+    except Exception:  # the command meets the same problem and reports it
+        return
+    _early.append(load_test_for(ctx, targets))
+
+
+def _plain_check_timeout(argv: Sequence[str]) -> float | None:
+    timeout = 60.0
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        name, eq, value = arg.partition("=")
+        if name in ("--root", "--select", "--ignore", "--help", "-h") or arg == "--":
+            return None
+        if name == "--timeout":
+            if not eq:
+                if not args:
+                    return None
+                value = args.pop(0)
+            try:
+                timeout = float(value)
+            except ValueError:
+                return None
+            if not 0.1 <= timeout <= 7 * 24 * 3600:  # nan too: click refuses it
+                return None
+    return timeout
+
+
+def _adopt(test: LoadTest) -> LoadTest | None:
+    while _early:
+        early = _early.pop()
+        if (
+            early.targets == test.targets
+            and early.env == test.env
+            and early.cwd == test.cwd
+            and early.step_timeout == test.step_timeout
+            and early.total_timeout == test.total_timeout
+        ):
+            return early
+        early.cancel()
+    return None
+
+
+def discard_early() -> None:
+    """Stop a load test started early that no command adopted."""
+    while _early:
+        _early.pop().cancel()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence, Set
 from functools import cmp_to_key
 from pathlib import Path
 
+from vkdoctor import factcache
 from vkdoctor.context import Context
 from vkdoctor.files import LARGE, read_bytes, read_text
 from vkdoctor.packages.aptroot import apt_env
@@ -152,6 +153,9 @@ class DpkgDB:
         self._answers: dict[bytes, str | None] = {}
         self._audit: RunningTool | None = None
         self._search: ListSearch | None = None
+        self._listing: list[tuple[str, str]] | None = None
+        #: the store of earlier runs' answers, and this listing's key in it (vkdoctor.factcache)
+        self._kept: tuple[factcache.Store, tuple[object, ...]] | None = None
 
     @property
     def _admin(self) -> Path:
@@ -204,11 +208,34 @@ class DpkgDB:
     def _lists(self) -> list[tuple[str, str]]:
         # plain strings, not Path objects: ~800 files, and Path's sort order costs more than
         # reading them
-        try:
-            with os.scandir(self._admin / "info") as it:
-                return sorted((e.name, e.path) for e in it if e.name.endswith(".list"))
-        except OSError:
-            return []
+        if self._listing is None:
+            try:
+                with os.scandir(self._admin / "info") as it:
+                    self._listing = sorted((e.name, e.path) for e in it if e.name.endswith(".list"))
+            except OSError:
+                self._listing = []
+        return self._listing
+
+    def _recall(self) -> None:
+        """Take the answers an earlier run found in exactly these list files: the same names,
+        each file of the same identity (a package installed, removed or upgraded changes them)."""
+        if self._kept is not None:
+            return
+        store = factcache.store(
+            self._ctx.options.cache_dir, "dpkg-owners", sources=(__file__,), keep=4
+        )
+        if store is None:
+            return
+        ids = []
+        for name, path in self._lists():
+            ident = factcache.identity(path)
+            if ident is None:
+                return
+            ids.append((name, ident))
+        key = (str(self._admin), tuple(ids))
+        self._kept = (store, key)
+        for line, stem in (store.get(key) or {}).items():
+            self._answers.setdefault(line, stem)
 
     def prefetch_owners(self, paths: Iterable[str]) -> None:
         """Start looking for the owners of `paths` now (one grep over info/*.list, on another
@@ -216,6 +243,7 @@ class DpkgDB:
         if self._search is not None:
             return
         wanted = {_key(s) for path in dict.fromkeys(paths) for s in spellings(self._ctx, path)}
+        self._recall()
         new = wanted - self._answers.keys()
         if new:
             self._search = self._start_search(new)
@@ -235,6 +263,7 @@ class DpkgDB:
         if self._search is not None:
             self._collect(self._search)
             self._search = None
+        self._recall()
         new = wanted - self._answers.keys()
         if new:
             self._collect(self._start_search(new))
@@ -247,6 +276,9 @@ class DpkgDB:
         for line in search.wanted:
             name = found.get(line)
             self._answers.setdefault(line, name[: -len(".list")] if name else None)
+        if self._kept is not None:
+            store, key = self._kept
+            store.put(key, dict(self._answers))
 
     def _by_stem(self, stem: str) -> Package | None:
         name, _, arch = stem.partition(":")

@@ -89,15 +89,37 @@ def usrmerge_alias(path: str) -> str | None:
     return None
 
 
+def _merged_tops(ctx: Context) -> dict[str, bool]:
+    return {}
+
+
 def merged(ctx: Context, path: str) -> bool:
     """Whether the top-level directory of `path` (or of its /usr twin) is merged into /usr here."""
     parts = PurePosixPath(path).parts
     top = parts[2] if len(parts) > 2 and parts[1] == "usr" else parts[1] if len(parts) > 1 else ""
-    return top in USRMERGE and ctx.under(f"/{top}").is_symlink()
+    if top not in USRMERGE:
+        return False
+    memo = ctx.fact(_merged_tops)
+    if top not in memo:
+        memo[top] = ctx.under(f"/{top}").is_symlink()
+    return memo[top]
+
+
+def _spelled(ctx: Context) -> dict[str, tuple[str, ...]]:
+    return {}
 
 
 def spellings(ctx: Context, path: str) -> tuple[str, ...]:
-    """Every spelling of `path` to look up, most literal first, without duplicates."""
+    """Every spelling of `path` to look up, most literal first, without duplicates (once per
+    path per Context: the package checks ask about the same files)."""
+    memo = ctx.fact(_spelled)
+    hit = memo.get(path)
+    if hit is None:
+        hit = memo[path] = _spellings(ctx, path)
+    return hit
+
+
+def _spellings(ctx: Context, path: str) -> tuple[str, ...]:
     norm = os.path.normpath(path) if path.startswith("/") else path
     out: list[str] = []
     for p in (norm, resolve_in_root(ctx, norm, last=False), resolve_in_root(ctx, norm)):
