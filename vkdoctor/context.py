@@ -139,3 +139,32 @@ class Context:
             if compute not in self._facts:
                 self._facts[compute] = compute(self)
             return self._facts[compute]  # type: ignore[no-any-return]
+
+
+#: a Context computed before the command line was read (vkdoctor.loadtest.start_early)
+_offered: list[Context] = []
+
+
+def offer_facts(ctx: Context) -> None:
+    """Keep `ctx`'s facts for the command's own Context (`take_facts`)."""
+    _offered[:] = [ctx]
+
+
+def take_facts(ctx: Context) -> None:
+    """Start `ctx` with the offered Context's facts when both see the same machine the same way
+    (root, environment, working directory, machine, AT_SECURE, search paths, cache): the
+    driver scan and the ELF files read before the command line was parsed are not read again."""
+    if not _offered:
+        return
+    early = _offered.pop()
+    if (
+        early.root == ctx.root
+        and early.env == ctx.env
+        and early.cwd == ctx.cwd
+        and early.machine == ctx.machine
+        and early.elevated == ctx.elevated
+        and early.options.search_paths == ctx.options.search_paths
+        and early.options.cache_dir == ctx.options.cache_dir
+        and not ctx._facts
+    ):
+        ctx._facts.update(early._facts)

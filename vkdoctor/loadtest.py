@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from vkdoctor import terminate, zygote
 from vkdoctor.cachedir import driver_env
-from vkdoctor.context import Context
+from vkdoctor.context import Context, offer_facts
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.model import Severity
 from vkdoctor.record import field, record, replace
@@ -706,6 +706,7 @@ def start_early(argv: Sequence[str], env: Mapping[str, str]) -> None:
     except Exception:  # the command meets the same problem and reports it
         return
     _early.append(load_test_for(ctx, targets))
+    offer_facts(ctx)
 
 
 def _plain_check_timeout(argv: Sequence[str]) -> float | None:

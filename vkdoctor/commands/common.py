@@ -15,7 +15,7 @@ import click
 
 from vkdoctor import __version__, files
 from vkdoctor.cachedir import cache_home
-from vkdoctor.context import Context, Options
+from vkdoctor.context import Context, Options, take_facts
 from vkdoctor.model import Report, exit_code
 from vkdoctor.probe import MAX_TIMEOUT
 
@@ -75,6 +75,7 @@ def host_context(
         from vkdoctor.elf.platform import tree_machine
 
         ctx.machine = tree_machine(ctx)
+    take_facts(ctx)
     return ctx
 
 

@@ -13,7 +13,6 @@ Each child runs with a timeout and is killed with its process group when it runs
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import os
 import posixpath
@@ -366,6 +365,8 @@ def extract_libraries(
     if kind == "rpm":
         _verify_rpm(package, timeout)
     try:
+        import hashlib
+
         digest = hashlib.sha256()
         with package.open("rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):

@@ -13,7 +13,6 @@ visible under the final name. Nothing outside the cache directory is written.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import shutil
 import stat
@@ -228,6 +227,8 @@ def store_roots(ctx: Context) -> list[str]:
 
 def content_key(parts: Iterable[str]) -> str:
     """A short stable hash of sorted text parts."""
+    import hashlib  # its OpenSSL costs ~10 ms at start; a healthy check never hashes
+
     h = hashlib.sha256()
     for part in sorted(parts):
         h.update(part.encode("utf-8", "surrogateescape"))

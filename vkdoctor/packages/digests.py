@@ -7,7 +7,6 @@ stack (libLLVM is 100 MB) would cost more than the whole check.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import zlib
 from collections.abc import Iterable, Iterator
@@ -21,6 +20,8 @@ def file_digest(path: Path, algorithm: str) -> str | None:
     """The hex digest of the file at `path`; None when it cannot be read."""
     try:
         with open(path, "rb") as f:
+            import hashlib
+
             return hashlib.file_digest(f, algorithm).hexdigest()
     except (OSError, ValueError):
         return None

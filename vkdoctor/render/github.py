@@ -8,7 +8,6 @@ contain `::error` cannot issue a workflow command.
 
 from __future__ import annotations
 
-import hashlib
 import html
 import re
 from collections.abc import Iterable, Mapping
@@ -99,6 +98,8 @@ def annotation_lines(report: Report, *, strict: bool = False) -> list[str]:
 
 def _sentinel(text: str) -> str:
     # A token the text cannot contain: it is derived from the text itself.
+    import hashlib
+
     return "vkdoctor-" + hashlib.sha256(text.encode(errors="surrogateescape")).hexdigest()[:32]
 
 
