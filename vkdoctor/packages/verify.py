@@ -76,7 +76,7 @@ def _from_suite(
             fix = f"{unhold}sudo apt update && sudo apt install -t {suite} {' '.join(chosen)}"
             also = "".join(f"; {n} {v}, which {by} needs" for n, (v, by) in pulled.items())
             notes[fix] = (
-                f" {suite} offers {'; '.join(met)}{also}. apt's default candidate is the "
+                f" {suite} offers {'; '.join(met)}{also}. apt's default candidate for each is the "
                 f"release's own version, which does not meet it, so the fix names {suite} (-t) "
                 "and each package apt must take from there (while dependencies are unmet it "
                 "pulls in no newer dependency by itself)."
