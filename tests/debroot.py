@@ -214,19 +214,30 @@ def clean(root: Path) -> Sequence[str]:
 
 
 def newer_deb(package: str, suite: str = "trixie") -> Path:
-    """`package`'s .deb from a newer suite of the same mirror, downloaded once with the host's
-    apt (a private configuration and lists: the host's own are left alone) and cached."""
-    cached = sorted(CACHE.glob(f"{suite}-{package}_*.deb"))
-    if cached:
-        return cached[-1]
+    """`package`'s .deb from a newer suite of the same mirror, downloaded once and cached."""
+    [deb] = suite_debs(suite, [package])
+    return deb
+
+
+def suite_debs(suite: str, packages: Sequence[str]) -> list[Path]:
+    """The .debs of `packages` in `suite` of the mirror this machine's apt uses, downloaded
+    once with the host's apt (a private configuration and lists: the host's own are left
+    alone) and cached."""
+    found = {p: sorted(CACHE.glob(f"{suite}-{p}_*.deb")) for p in packages}
+    missing = [p for p, debs in found.items() if not debs]
+    if missing:
+        _download(suite, missing)
+        found = {p: sorted(CACHE.glob(f"{suite}-{p}_*.deb")) for p in packages}
+    return [found[p][-1] for p in packages]
+
+
+def _download(suite: str, packages: Sequence[str]) -> None:
+    CACHE.mkdir(parents=True, exist_ok=True)
     work = CACHE / f"{suite}-apt-{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
     for d in ("lists/partial", "cache/archives/partial", "etc/apt.conf.d", "etc/preferences.d"):
         (work / d).mkdir(parents=True)
-    keyring = "/usr/share/keyrings/debian-archive-keyring.gpg"
-    (work / "etc/sources.list").write_text(
-        f"deb [signed-by={keyring}] {host_mirror()} {suite} main\n"
-    )
+    (work / "etc/sources.list").write_text(source_line(suite))
     (work / "apt.conf").write_text(
         f'Dir::Etc "{work}/etc/";\nDir::State::Lists "{work}/lists/";\n'
         f'Dir::Cache "{work}/cache/";\nDir::State::status "/dev/null";\n'
@@ -234,14 +245,44 @@ def newer_deb(package: str, suite: str = "trixie") -> Path:
     )
     env = {**os.environ, "APT_CONFIG": str(work / "apt.conf"), "LC_ALL": "C"}
     try:
-        for argv in (["apt-get", "update", "-q"], ["apt-get", "download", "-q", package]):
+        for argv in (["apt-get", "update", "-q"], ["apt-get", "download", "-q", *packages]):
             proc = subprocess.run(
                 argv, cwd=work, env=env, capture_output=True, text=True, timeout=600, check=False
             )
             _checked(proc, " ".join(argv) + f" from {suite}")
-        [deb] = work.glob(f"{package}_*.deb")
-        target = CACHE / f"{suite}-{deb.name}"
-        deb.rename(target)
-        return target
+        for package in packages:
+            [deb] = work.glob(f"{package}_*.deb")
+            deb.rename(CACHE / f"{suite}-{deb.name}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def source_line(suite: str) -> str:
+    """The one-line apt source of `suite` on this machine's mirror."""
+    keyring = "/usr/share/keyrings/debian-archive-keyring.gpg"
+    return f"deb [signed-by={keyring}] {host_mirror()} {suite} main\n"
+
+
+def add_suite(root: Path, suite: str) -> None:
+    """`suite` in the tree's apt sources, and its lists fetched by the tree's own apt."""
+    (root / f"etc/apt/sources.list.d/{suite}.list").write_text(source_line(suite))
+    _checked(shell(root, "apt-get update -q"), f"apt-get update with {suite} in the tree")
+
+
+def install_cached(root: Path, *packages: str, tag: str) -> None:
+    """`packages` installed with the tree's apt, their .debs kept under CACHE/`tag` between
+    runs (apt takes a cached one whose checksum matches the lists, and fetches the rest)."""
+    store = CACHE / tag
+    store.mkdir(parents=True, exist_ok=True)
+    archives = root / "var/cache/apt/archives"
+    before = {d.name for d in archives.glob("*.deb")}
+    for deb in store.glob("*.deb"):
+        if not (archives / deb.name).exists():
+            shutil.copy(deb, archives / deb.name)
+    _checked(
+        chroot(root, "apt-get", "install", "-y", "-q", "--no-install-recommends", *packages),
+        f"apt-get install {' '.join(packages)} in the tree",
+    )
+    for deb in archives.glob("*.deb"):
+        if deb.name not in before and not (store / deb.name).exists():
+            shutil.copy(deb, store / deb.name)

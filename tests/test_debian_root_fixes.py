@@ -4,7 +4,9 @@ check clean)."""
 
 from __future__ import annotations
 
+import re
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -128,4 +130,104 @@ def test_a_mesa_forced_in_from_a_newer_suite_goes_back_to_the_lists_version(debi
     assert glibc["evidence"]["fix"] == ev["fix"]
     assert "Not `apt update && apt full-upgrade`, which fails (exit 100" in glibc["message"]
     _run_fix(debian_root, ev["fix"])
+    _lavapipe_back(debian_root)
+
+
+def _deb_field(deb: Path, field: str) -> str:
+    proc = subprocess.run(
+        ["dpkg-deb", "-f", str(deb), field], capture_output=True, text=True, check=True
+    )
+    return proc.stdout.strip()
+
+
+def test_a_backports_mesa_beside_bookworms_libdrm_takes_libdrm_from_backports(debian_root: Path):
+    """bookworm-backports's Mesa (25.0.7-2~bpo12+1 when this was written) depends on libdrm2
+    and libdrm-amdgpu1 (>= 2.4.121), which bookworm (2.4.114) does not meet; backports has
+    libdrm 2.4.123, whose libdrm2 needs backports's libdrm-common as well. Forced in with
+    dpkg --force-depends beside bookworm's libdrm, lavapipe still loads (the loader binds
+    libdrm's functions lazily and lavapipe calls none of the new ones), but apt's database is
+    broken and `apt --fix-broken install` removes Mesa (backports's priority is 100: apt will
+    not take libdrm from there by itself). The fix printed takes libdrm from backports."""
+    debroot.add_suite(debian_root, "bookworm-backports")
+    [deb] = debroot.suite_debs("bookworm-backports", ["mesa-vulkan-drivers"])
+    # what is real: the backports Mesa needs a libdrm2 newer than the tree's
+    need = re.search(r"libdrm2 \(>= ([^)]+)\)", _deb_field(deb, "Depends"))
+    have = debroot.chroot(debian_root, "dpkg-query", "-W", "-f=${Version}", "libdrm2").stdout
+    assert need, _deb_field(deb, "Depends")
+    older = subprocess.run(["dpkg", "--compare-versions", have, "lt", need.group(1)], check=False)
+    assert older.returncode == 0, f"bookworm's libdrm2 {have} meets backports's Mesa's"
+    shutil.copy(deb, debian_root / "tmp/mesa.deb")
+    _ok(debroot.chroot(debian_root, "dpkg", "--force-depends", "-i", "/tmp/mesa.deb"), "dpkg -i")
+    assert debroot.clean(debian_root), "apt-get check must see the unmet libdrm2"
+    doc = _check(debian_root, "VKP", "VKL")
+    [broken] = _failures(doc, "VKP006")
+    ev = broken["evidence"]
+    first = ev["simulations"][0]
+    assert "--fix-broken" in first["fix"] and not first["ok"]
+    assert "mesa-vulkan-drivers" in first["removes"]
+    assert ev["fix"].startswith("apt update && apt install -t bookworm-backports ")
+    assert {"libdrm2", "libdrm-amdgpu1", "libdrm-common"} <= set(ev["fix"].split()[7:])
+    assert ev["verified_by"] and ev["simulations"][-1]["ok"]
+    installs = " ".join(ev["simulations"][-1]["installs"])
+    assert "libdrm2 2.4.1" in installs and "bpo12" in installs
+    message = broken["message"]
+    assert f"Not `{first['fix']}`, which would remove mesa-vulkan-drivers" in message
+    assert "bookworm-backports offers libdrm-amdgpu1 " in message
+    assert f"mesa-vulkan-drivers:amd64 {_deb_field(deb, 'Version')}'s libdrm2 (>= " in message
+    _run_fix(debian_root, ev["fix"])
+    _lavapipe_back(debian_root)
+    drm = debroot.chroot(debian_root, "dpkg-query", "-W", "-f=${Version}", "libdrm2").stdout
+    assert "bpo12" in drm
+
+
+def test_i386_and_amd64_twins_apart_go_back_together_at_a_version_the_lists_offer(
+    debian_root: Path,
+):
+    """libvulkan1:amd64 forced to trixie's version beside libvulkan1:i386 from bookworm: dpkg
+    configures neither (Multi-Arch: same). The newest installed version is not in the tree's
+    lists, so its install fails in apt-get -s; the fix printed takes both twins to the lists'
+    version, with --force-overwrite, without which dpkg refuses to unpack the amd64 twin over
+    the changelog they share (run for real below, then the printed fix)."""
+    _ok(debroot.chroot(debian_root, "dpkg", "--add-architecture", "i386"), "add i386")
+    _ok(debroot.shell(debian_root, "apt-get update -q"), "apt-get update with i386")
+    debroot.install_cached(debian_root, "libvulkan1:i386", tag="bookworm-i386")
+    deb = debroot.newer_deb("libvulkan1", "trixie")
+    newer = _deb_field(deb, "Version")
+    shutil.copy(deb, debian_root / "tmp/vulkan.deb")
+    forced = debroot.chroot(debian_root, "dpkg", "--force-depends", "-i", "/tmp/vulkan.deb")
+    assert "cannot be configured because libvulkan1:i386 is at a different version" in (
+        forced.stdout + forced.stderr
+    )
+    query = "-f=${Package}:${Architecture} ${Version} ${db:Status-Abbrev}\n"
+    states = debroot.chroot(debian_root, "dpkg-query", "-W", query, "libvulkan1").stdout
+    madison = debroot.chroot(debian_root, "apt-cache", "madison", "libvulkan1").stdout
+    offered = {ln.split("|")[1].strip() for ln in madison.splitlines()}
+    assert newer not in offered and len(offered) == 1, madison
+    [version] = offered
+    assert f"libvulkan1:amd64 {newer} iU" in states and f"libvulkan1:i386 {version} iF" in states
+
+    doc = _check(debian_root, "VKP", "VKL")
+    [twins] = _failures(doc, "VKP003")
+    assert [f["code"] for f in doc["findings"] if f["severity"] == "fail"] == ["VKP003"]
+    ev = twins["evidence"]
+    first = ev["simulations"][0]
+    assert f"libvulkan1:i386={newer}" in first["fix"] and not first["ok"]
+    assert "was not found" in first["why"]
+    fix = (
+        "apt install -o Dpkg::Options::=--force-overwrite --allow-downgrades "
+        f"libvulkan1:amd64={version} libvulkan1:i386={version}"
+    )
+    assert ev["fix"] == fix and ev["verified_by"]
+    assert "removes nothing" in twins["message"]
+    assert "/usr/share/doc/libvulkan1/changelog.Debian.gz" in twins["message"]
+    assert f"The lists offer {version} for libvulkan1:amd64, libvulkan1:i386" in twins["message"]
+
+    # the same without --force-overwrite: apt accepts it, dpkg refuses it
+    (debian_root / "etc/apt/apt.conf.d/99yes").write_text('APT::Get::Assume-Yes "true";\n')
+    plain = debroot.shell(debian_root, fix.replace("-o Dpkg::Options::=--force-overwrite ", ""))
+    assert plain.returncode != 0
+    assert "trying to overwrite shared '/usr/share/doc/libvulkan1/" in plain.stdout + plain.stderr
+    _run_fix(debian_root, fix)
+    states = debroot.chroot(debian_root, "dpkg-query", "-W", query, "libvulkan1").stdout
+    assert f"libvulkan1:amd64 {version} ii" in states and f"libvulkan1:i386 {version} ii" in states
     _lavapipe_back(debian_root)

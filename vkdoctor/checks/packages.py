@@ -13,8 +13,10 @@ from vkdoctor.elf.explain import highest_per_family, version_node_key
 from vkdoctor.model import Finding, Severity
 from vkdoctor.packages import Inventory, Package, inventory
 from vkdoctor.packages.conda import conda_owner
+from vkdoctor.packages.deps import unmet
 from vkdoctor.packages.dpkg import DpkgDB
 from vkdoctor.packages.facts import MissingVersion, StackFacts
+from vkdoctor.packages.model import Relation
 from vkdoctor.packages.pacman import PacmanDB
 from vkdoctor.packages.remedy import FIX_BROKEN, NOTES, RELEASE, then_upgrade
 from vkdoctor.packages.simulate import LOADER_PACKAGES
@@ -225,6 +227,13 @@ class ManagerConsistency(Check):
                 )
                 if db.family == "dpkg":
                     keep = [*_driver_packages(ctx, inv), *LOADER_PACKAGES]
+                    # what each unmet dependency needs: the suite that has it is a fix
+                    wants = [
+                        {"package": u.package.label, **_relation(u.relation[0])}
+                        for u in unmet(db)
+                        if len(u.relation) == 1
+                    ]
+                    d = replace(d, evidence={**d.evidence, "unmet_relations": wants})
                     d = verified(ctx, d, inv, protect=keep)
                 yield _finding(self, d, ctx)
                 continue
@@ -273,6 +282,10 @@ def _unversioned_pairs(family: str, inv: Inventory) -> list[str]:
 
 
 # Rules fed by library resolution -----------------------------------------------------------
+
+
+def _relation(rel: Relation) -> dict[str, str | None]:
+    return {"name": rel.name, "op": rel.op, "version": rel.version}
 
 
 def _skewed_packages(ctx: Context, inv: Inventory) -> set[str]:

@@ -404,6 +404,16 @@ class DpkgDB:
             out[name] = max(versions, key=cmp_to_key(dpkg_compare)) if versions else None
         return out
 
+    def depends_of(self, name: str, version: str) -> tuple[tuple[Relation, ...], ...]:
+        """Pre-Depends and Depends of the version of `name` the lists offer (apt-cache show)."""
+        run = self._apt_cache("show", f"{name}={version}")
+        if run.returncode != 0:
+            return ()
+        first = next(iter(parse_status(run.stdout)), {})
+        return parse_relations(first.get("Pre-Depends", "")) + parse_relations(
+            first.get("Depends", "")
+        )
+
     def suites(self, names: Iterable[str]) -> dict[str, list[tuple[str, str]]]:
         """(version, suite) for every version the package lists offer of each name, newest
         first; empty without apt or lists."""

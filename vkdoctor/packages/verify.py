@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from vkdoctor.context import Context
+from vkdoctor.files import LARGE, read_text
 from vkdoctor.model import Severity
 from vkdoctor.packages.dpkg import DpkgDB
 from vkdoctor.packages.model import Inventory
 from vkdoctor.packages.remedy import FIX_BROKEN_CAUTION
 from vkdoctor.packages.simulate import LOADER_PACKAGES, Simulation, first_that_works
 from vkdoctor.packages.skew import Diagnosis
+from vkdoctor.packages.versions import satisfies
 from vkdoctor.record import replace
 
 _FIX = re.compile(r" Fix: (.+?)\.(?: |$)")
@@ -44,7 +46,128 @@ def _blocking(ev: dict[str, Any], db: DpkgDB) -> list[str]:
     return [h for h in db.holds() if h.partition(":")[0] in {wanted, *declared} - {""}]
 
 
-def _candidates(fix: str, ev: dict[str, Any], db: DpkgDB, holds: list[str]) -> Iterator[str]:
+def _from_suite(
+    ev: dict[str, Any], db: DpkgDB, unhold: str, notes: dict[str, str]
+) -> Iterator[str]:
+    """The unmet dependencies (VKP006's) from the suite whose lists offer versions that meet
+    every one of them (`-t bookworm-backports`): apt's default candidate is the release's."""
+    wants = [w for w in ev.get("unmet_relations") or () if w.get("name")]
+    names = list(dict.fromkeys(str(w["name"]) for w in wants))
+    if not names:
+        return
+    offered = db.suites(names)
+    for suite in dict.fromkeys(s for n in names for _, s in offered.get(n, [])):
+        chosen: dict[str, str] = {}
+        met: list[str] = []
+        for w in wants:
+            name, op, wanted = str(w["name"]), w.get("op"), w.get("version")
+            good = [
+                v
+                for v, s in offered.get(name, [])
+                if s == suite and (not (op and wanted) or satisfies("dpkg", v, op, wanted))
+            ]
+            if not good:
+                break
+            chosen.setdefault(name, good[0])
+            need = f" ({op} {wanted})" if op and wanted else ""
+            met.append(f"{name} {good[0]} (for {w['package']}'s {name}{need})")
+        else:
+            pulled = _pulled(db, suite, chosen)
+            fix = f"{unhold}sudo apt update && sudo apt install -t {suite} {' '.join(chosen)}"
+            also = "".join(f"; {n} {v}, which {by} needs" for n, (v, by) in pulled.items())
+            notes[fix] = (
+                f" {suite} offers {'; '.join(met)}{also}. apt's default candidate for each is the "
+                f"release's own version, which does not meet it, so the fix names {suite} (-t) "
+                "and each package apt must take from there (while dependencies are unmet it "
+                "pulls in no newer dependency by itself)."
+            )
+            yield fix
+
+
+def _pulled(db: DpkgDB, suite: str, chosen: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """What the chosen versions need from `suite` beyond the installed versions (libdrm2's
+    libdrm-common), added to `chosen`: name -> (version, the package that needs it)."""
+    installed = {p.name: p.version for p in db.packages()}
+    pulled: dict[str, tuple[str, str]] = {}
+    queue = list(chosen)
+    while queue and len(chosen) < 16:
+        name = queue.pop(0)
+        for group in db.depends_of(name, chosen[name]):
+            rel = group[0]
+            have = installed.get(rel.name)
+            if len(group) != 1 or not (rel.op and rel.version) or have is None:
+                continue
+            if rel.name in chosen or satisfies("dpkg", have, rel.op, rel.version):
+                continue
+            op, wanted = rel.op, rel.version
+            there = [
+                v
+                for v, s in db.suites([rel.name]).get(rel.name, [])
+                if s == suite and satisfies("dpkg", v, op, wanted)
+            ]
+            if there:
+                chosen[rel.name] = there[0]
+                pulled[rel.name] = (there[0], f"{name} {chosen[name]}")
+                queue.append(rel.name)
+    return pulled
+
+
+def _twin_versions(
+    ctx: Context, ev: dict[str, Any], db: DpkgDB, notes: dict[str, str]
+) -> Iterator[str]:
+    """Multi-Arch: same twins (VKP003's) together at a version the lists offer for each of
+    their architectures, newest first."""
+    twins = {str(t).partition(":")[0] for t in ev.get("multi_arch_twins") or ()}
+    pkgs = [p for p in ev.get("packages") or () if p.get("name") in twins]
+    if not pkgs:
+        return
+    names = [f"{p['name']}:{p['arch']}" for p in pkgs]
+    offered = db.suites(names)
+    common = [v for v, _ in offered.get(names[0], [])]
+    for n in names[1:]:
+        there = {v for v, _ in offered.get(n, [])}
+        common = [v for v in common if v in there]
+    shared = _shared_files(ctx, names)
+    for version in dict.fromkeys(common):
+        # dpkg refuses to unpack one twin over a file they share (its changelog) while the
+        # other is at another version: "trying to overwrite shared ..., which is different
+        # from other instances"; --force-overwrite lets the package's own file be replaced
+        fix = (
+            "sudo apt install -o Dpkg::Options::=--force-overwrite --allow-downgrades "
+            + " ".join(f"{n}={version}" for n in names)
+        )
+        at = ", ".join(f"{p['name']}:{p['arch']} {p['version']}" for p in pkgs)
+        notes[fix] = (
+            f" The lists offer {version} for {', '.join(names)} (installed: {at}): the fix puts "
+            f"the twins together there. --force-overwrite because dpkg otherwise refuses to "
+            f"unpack one twin over the file{'s' if len(shared) > 1 else ''} they share"
+            + (f" ({', '.join(shared[:2])})" if shared else "")
+            + " while the other holds another version's copy: they are the package's own."
+        )
+        yield fix
+
+
+def _shared_files(ctx: Context, names: Sequence[str]) -> list[str]:
+    """The regular files that every instance's dpkg file list holds."""
+    common: set[str] | None = None
+    for n in names:
+        path = ctx.under(f"/var/lib/dpkg/info/{n}.list")
+        try:
+            listed = set(read_text(path, LARGE).splitlines())
+        except OSError:
+            return []
+        common = listed if common is None else common & listed
+    return sorted(f for f in common or () if f and Path(ctx.under(f)).is_file())
+
+
+def _candidates(
+    ctx: Context,
+    fix: str,
+    ev: dict[str, Any],
+    db: DpkgDB,
+    holds: list[str],
+    notes: dict[str, str],
+) -> Iterator[str]:
     """The fixes to try after `fix`, worked out only as far as they are needed."""
     consumer = ev.get("consumer_package") or {}
     wanted = str(ev.get("expected_package") or "")
@@ -62,6 +185,8 @@ def _candidates(fix: str, ev: dict[str, Any], db: DpkgDB, holds: list[str]) -> I
         suites = db.suites([wanted]).get(wanted, [])
         for suite in dict.fromkeys(s for _, s in suites[1:] if s != suites[0][1]):
             yield f"{unhold}sudo apt update && sudo apt install -t {suite} {wanted}"
+    yield from _from_suite(ev, db, unhold, notes)
+    yield from _twin_versions(ctx, ev, db, notes)
     if name:
         qualified = f"{name}:{consumer['arch']}" if consumer.get("multi_arch") == "same" else name
         installed = str(consumer.get("version") or "")
@@ -117,7 +242,8 @@ def verified(
         return d
     holds = _blocking(d.evidence, db)
     keep = [*(protect or ()), *_protected(d.evidence, db)]
-    candidates = itertools.chain([fix], _candidates(fix, d.evidence, db, holds))
+    notes: dict[str, str] = {}
+    candidates = itertools.chain([fix], _candidates(ctx, fix, d.evidence, db, holds, notes))
     chosen, tried = first_that_works(ctx, candidates, keep)
     evidence = {
         **d.evidence,
@@ -135,7 +261,8 @@ def verified(
     if chosen is not None:
         rejected = [s for s in tried if s is not chosen and s.ran]
         why = f" Not {_tried(rejected)} (apt-get -s)." if rejected else ""
-        message = _swap(message, fix, f"{chosen.fix}. {chosen.summary()}{why}{held}")
+        note = notes.get(chosen.fix, "")
+        message = _swap(message, fix, f"{chosen.fix}. {chosen.summary()}{why}{note}{held}")
         remedy = remedy.replace(fix, chosen.fix, 1) if fix in remedy else f"{chosen.fix}. {remedy}"
         # apt's own simulation has answered what the caution asks the reader to check
         remedy = " ".join(remedy.replace(FIX_BROKEN_CAUTION, "").split())
