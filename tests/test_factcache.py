@@ -150,3 +150,31 @@ def test_identity_follows_links_and_is_none_for_what_is_not_there(tmp_path: Path
     assert factcache.identity(link) == factcache.identity(target) is not None
     assert factcache.identity(tmp_path / "missing") is None
     assert factcache.identity("bad\0name") is None
+
+
+def test_a_touched_file_is_read_again_and_a_new_manifest_is_seen_by_a_warm_run(
+    tmp_path: Path,
+) -> None:
+    lib = tmp_path / "lib" / "libz.so.1"
+    lib.parent.mkdir()
+    shutil.copy2(SYSTEM_LIBZ, lib)
+    cache = tmp_path / "cache"
+    _check(lib, cache)
+    _check(lib, cache)
+    store = _store(cache)
+    written = store.stat().st_mtime_ns
+    os.utime(lib)  # the same bytes, a new mtime: asked again, and the answer kept anew
+    assert _undefined(_check(lib, cache)) == []
+    assert store.stat().st_mtime_ns != written
+
+    data = tmp_path / "data"
+    icd = data / "vulkan" / "icd.d" / "vkdoctor_new_icd.json"
+    icd.parent.mkdir(parents=True)
+    icd.write_text(
+        '{"file_format_version": "1.0.0", "ICD": {"library_path": "libvulkan_lvp.so", '
+        '"api_version": "1.3.0"}}'
+    )
+    env = {"XDG_CACHE_HOME": str(cache), "XDG_DATA_HOME": str(data)}
+    _, doc = run_json(["check", "--no-probe", "--select", "VKD", "--select", "VKT"], env=env)
+    names = {f["evidence"].get("name") for f in doc["findings"] if f["code"] == "VKT001"}
+    assert "vkdoctor_new_icd.json" in names
