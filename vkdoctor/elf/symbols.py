@@ -76,14 +76,20 @@ def _key(
 ) -> tuple[object, ...] | None:
     """What the answer depends on: the question and every file's identity; None when a file
     cannot be examined (its table's error is then part of the answer: computed, not kept)."""
+    known = ctx.fact(_identities)
     ids = []
     for path in dict.fromkeys([*(p for p, _ in new), *scope]):
-        try:
-            host = resolved(ctx, path)
-        except OSError:
-            return None
-        ident = factcache.identity(host)
+        ident = known.get(path)
+        if ident is None:
+            try:
+                ident = known[path] = factcache.identity(resolved(ctx, path))
+            except OSError:
+                return None
         if ident is None:
             return None
         ids.append(ident)
     return (str(ctx.root), tuple(new), tuple(scope), tuple(ids))
+
+
+def _identities(ctx: Context) -> dict[str, factcache.Identity | None]:
+    return {}
