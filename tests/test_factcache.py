@@ -178,3 +178,33 @@ def test_a_touched_file_is_read_again_and_a_new_manifest_is_seen_by_a_warm_run(
     _, doc = run_json(["check", "--no-probe", "--select", "VKD", "--select", "VKT"], env=env)
     names = {f["evidence"].get("name") for f in doc["findings"] if f["code"] == "VKT001"}
     assert "vkdoctor_new_icd.json" in names
+
+
+def test_a_warm_run_sees_a_dependency_broken_in_a_status_file_rewritten_in_place(
+    tmp_path: Path,
+) -> None:
+    """The dpkg status file's facts (the packages, the unmet dependencies) are kept by its
+    identity: an edit that keeps its inode, size and mtime is still seen (ctime)."""
+    from pkgtrees import debian_skew_tree
+
+    root = debian_skew_tree(tmp_path / "deb")
+    cache = tmp_path / "cache"
+    args = ["check", "--root", str(root), "--no-probe", "--select", "VKP006"]
+
+    def unmet() -> list[str]:
+        _, doc = run_json(args, env={"XDG_CACHE_HOME": str(cache)})
+        return [u for f in doc["findings"] for u in f["evidence"].get("unmet", [])]
+
+    before = unmet()
+    assert unmet() == before  # warm
+    status = root / "var/lib/dpkg/status"
+    st = status.stat()
+    text = status.read_bytes()
+    # the same length: one dependency renamed to a package nobody has
+    assert b"libstdc++6 (>= 12)" in text
+    status.write_bytes(text.replace(b"libstdc++6 (>= 12)", b"libstdc++7 (>= 12)", 1))
+    os.utime(status, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert status.stat().st_size == st.st_size
+    after = unmet()
+    assert len(after) == len(before) + 1 and any("libstdc++7" in u for u in after)
+    assert (cache / "vkdoctor" / "facts" / "dpkg-status.marshal").is_file()

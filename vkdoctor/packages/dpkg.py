@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence, Set
 from functools import cmp_to_key
 from pathlib import Path
+from typing import Any
 
 from vkdoctor import factcache
 from vkdoctor.context import Context
@@ -122,6 +123,70 @@ def _package(
     )
 
 
+def _encoded(pkgs: Sequence[Package]) -> tuple[object, ...]:
+    """Packages as marshal carries them (vkdoctor.factcache)."""
+
+    def rels(rs: Sequence[Relation]) -> tuple[tuple[str, str | None, str | None], ...]:
+        return tuple((r.name, r.op, r.version) for r in rs)
+
+    return tuple(
+        (
+            p.name,
+            p.version,
+            p.arch,
+            p.source,
+            p.source_version,
+            tuple(rels(g) for g in p.depends),
+            rels(p.provides),
+            p.packager,
+            p.state,
+            p.multi_arch,
+            p.hold,
+        )
+        for p in pkgs
+    )
+
+
+def _decoded(data: Sequence[Any]) -> tuple[Package, ...]:
+    memo: dict[tuple[str, str | None, str | None], Relation] = {}
+
+    def rel(r: tuple[str, str | None, str | None]) -> Relation:
+        hit = memo.get(r)
+        if hit is None:
+            hit = memo[r] = Relation(name=r[0], op=r[1], version=r[2])
+        return hit
+
+    return tuple(
+        Package(
+            family="dpkg",
+            name=name,
+            version=version,
+            arch=arch,
+            source=source,
+            source_version=source_version,
+            depends=tuple(tuple(rel(r) for r in g) for g in depends),
+            provides=tuple(rel(r) for r in provides),
+            packager=packager,
+            state=state,
+            multi_arch=multi_arch,
+            hold=hold,
+        )
+        for (
+            name,
+            version,
+            arch,
+            source,
+            source_version,
+            depends,
+            provides,
+            packager,
+            state,
+            multi_arch,
+            hold,
+        ) in data
+    )
+
+
 def _key(spelling: str) -> bytes:
     return spelling.encode("utf-8", "surrogateescape")
 
@@ -163,11 +228,49 @@ class DpkgDB:
 
     def packages(self) -> tuple[Package, ...]:
         if self._packages is None:
-            text = read_text(self._admin / "status", LARGE)
-            memo: dict[str, Relation | None] = {}
-            pkgs = (_package(p, memo) for p in parse_status(text))
-            self._packages = tuple(p for p in pkgs if p is not None)
+            kept = self._status_kept()
+            if kept is not None and "packages" in kept:
+                self._packages = _decoded(kept["packages"])
+            else:
+                text = read_text(self._admin / "status", LARGE)
+                memo: dict[str, Relation | None] = {}
+                pkgs = (_package(p, memo) for p in parse_status(text))
+                self._packages = tuple(p for p in pkgs if p is not None)
+                self._keep_status("packages", _encoded(self._packages))
         return self._packages
+
+    def _unmet_text(self) -> tuple[str, ...]:
+        """The unmet dependencies, as text (kept with the status file's other facts)."""
+        kept = self._status_kept()
+        if kept is not None and "unmet" in kept:
+            return tuple(kept["unmet"])
+        missing = tuple(str(u) for u in unmet(self))
+        self._keep_status("unmet", missing)
+        return missing
+
+    def _status_store(self) -> tuple[factcache.Store, tuple[object, ...]] | None:
+        store = factcache.store(
+            self._ctx.options.cache_dir, "dpkg-status", sources=(__file__,), keep=4
+        )
+        if store is None:
+            return None
+        ident = factcache.identity(self._admin / "status")
+        return None if ident is None else (store, (str(self._admin), ident))
+
+    def _status_kept(self) -> dict[str, Any] | None:
+        """What an earlier run computed from this very status file (its identity unchanged)."""
+        found = self._status_store()
+        if found is None:
+            return None
+        store, key = found
+        kept = store.get(key)
+        return kept if isinstance(kept, dict) else None
+
+    def _keep_status(self, name: str, value: object) -> None:
+        found = self._status_store()
+        if found is not None:
+            store, key = found
+            store.put(key, {**(self._status_kept() or {}), name: value})
 
     def leftovers(self) -> dict[str, str]:
         """Conffile path -> the package (name:arch) that left it: removed, not purged (state
@@ -451,7 +554,7 @@ class DpkgDB:
         runs = [audit]
         audited = _audit_packages(audit)
         problems = [f"dpkg --audit: {pkg} is {why}" for pkg, why, _ in audited]
-        missing = tuple(str(u) for u in unmet(self))
+        missing = self._unmet_text()
         if missing and which("apt-get", ctx.env):
             check = run_tool(["apt-get", "check"], env=apt_env(ctx), timeout=timeout)
             runs.append(check)
