@@ -236,7 +236,7 @@ class PacmanDB:
             argv += ["--root", str(self._ctx.root), "--dbpath", str(self._ctx.under(self.db_path))]
         return [*argv, *args]
 
-    def _sync_repos(self) -> list[str]:
+    def sync_repos(self) -> list[str]:
         """The repositories pacman asks, in pacman.conf's order, that have a sync database;
         every sync database, by name, when pacman.conf lists none (a bare tree)."""
         sync = self._ctx.under(self.db_path) / "sync"
@@ -255,7 +255,7 @@ class PacmanDB:
 
     def foreign(self) -> tuple[frozenset[str], ToolRun] | None:
         """Names of installed packages found in no sync database (`pacman -Qm`), when sync DBs exist."""
-        repos = self._sync_repos()
+        repos = self.sync_repos()
         if not repos:
             return None
         run = run_tool(
@@ -280,7 +280,7 @@ class PacmanDB:
         """The version the sync databases offer for each name (as of the last -Sy), None for a
         name none offers; None when there are no sync databases."""
         wanted = list(dict.fromkeys(names))
-        repos = self._sync_repos()
+        repos = self.sync_repos()
         if not repos or not wanted:
             return None
         run = run_tool(

@@ -18,6 +18,7 @@ from vkdoctor.context import Context
 from vkdoctor.model import Severity
 from vkdoctor.packages.dpkg import DpkgDB
 from vkdoctor.packages.model import Inventory
+from vkdoctor.packages.pacman import PacmanDB
 from vkdoctor.packages.remedy import FIX_BROKEN_CAUTION
 from vkdoctor.packages.simulate import LOADER_PACKAGES, Simulation, first_that_works
 from vkdoctor.packages.skew import Diagnosis
@@ -104,9 +105,12 @@ def verified(
     db = _dpkg(inv)
     fix = str(d.evidence.get("fix") or fix_of(d.message) or "")
     tool = next((t for t in ("pacman", "dnf", "rpm") if f"{t} " in fix), None)
+    pacman = next((x for x in inv.databases if isinstance(x, PacmanDB)), None)
+    if tool == "pacman" and pacman is not None and not ("apt " in fix or "apt-get " in fix):
+        return _pacman_verified(ctx, d, fix, pacman, protect or ())
     if tool is not None and not ("apt " in fix or "apt-get " in fix):
         # said plainly, beside the fix: no simulation backs it
-        said = f"Unverified: vkdoctor simulates apt's fixes, not {tool}'s."
+        said = f"Unverified: vkdoctor simulates apt's and pacman's fixes, not {tool}'s."
         first = (d.remedy or fix).rstrip()
         return replace(
             d,
@@ -157,6 +161,82 @@ def verified(
         remedy=f"None of these passes apt's simulation ({_tried(ran)}). Refresh the lists "
         "from an up-to-date mirror (sudo apt update) and run vkdoctor again; apt-cache policy "
         "shows what each repository offers.",
+        evidence=evidence,
+    )
+
+
+def _pacman_candidates(fix: str) -> Iterator[str]:
+    """The pacman fixes to try after `fix`."""
+    from vkdoctor.packages.pacsim import EMBEDDED
+
+    if not fix.startswith(("sudo pacman ", "pacman ")) and "IgnorePkg" not in fix:
+        # a fix given in words ("rebuild it ..., or sudo pacman -S X")
+        yield from EMBEDDED.findall(fix)
+    if fix.endswith("pacman -Syu"):
+        # back to the repositories' versions: a driver from a newer mirror comes down
+        yield f"{fix}u"
+
+
+def pacman_protected(ctx: Context, db: PacmanDB, extra: Sequence[str]) -> list[str]:
+    """The installed Vulkan drivers (named after Vulkan, or providing vulkan-driver) and the
+    loader: a pacman fix must not remove them."""
+    from vkdoctor.packages.pacsim import LOADER_PACKAGES as PACMAN_LOADER
+
+    named = [
+        p.name
+        for p in db.packages()
+        if "vulkan" in p.name or any(r.name == "vulkan-driver" for r in p.provides)
+    ]
+    return list(dict.fromkeys([*extra, *named, *PACMAN_LOADER]))
+
+
+def _pacman_verified(
+    ctx: Context, d: Diagnosis, fix: str, db: PacmanDB, protect: Sequence[str]
+) -> Diagnosis:
+    """`d` with its pacman fix checked by pacman's own transaction check, or replaced by the
+    first candidate that passes; or said plainly to be unverified."""
+    from vkdoctor.packages import pacsim
+
+    consumer = d.evidence.get("consumer_package") or {}
+    keep = pacman_protected(ctx, db, [n for n in (consumer.get("name"), *protect) if n])
+    candidates = itertools.chain([fix], _pacman_candidates(fix))
+
+    def run(c: Context, f: str, p: Sequence[str]) -> Simulation:
+        return pacsim.simulate(c, db, f, p)
+
+    chosen, tried = first_that_works(ctx, candidates, keep, run=run)
+    evidence = {**d.evidence, "simulations": [s.as_evidence() for s in tried]}
+    message, remedy = d.message, (d.remedy or f"{fix}.")
+    if chosen is not None:
+        rejected = [s for s in tried if s is not chosen and s.ran]
+        why = f" Not {_tried(rejected)} (pacman)." if rejected else ""
+        message = _swap(message, fix, f"{chosen.fix}. {chosen.summary()}{why}")
+        remedy = remedy.replace(fix, chosen.fix, 1) if fix in remedy else f"{chosen.fix}. {remedy}"
+        evidence["fix"] = chosen.fix
+        evidence["verified_by"] = list(chosen.commands)
+        return replace(d, message=message, remedy=remedy, evidence=evidence)
+    ran = [s for s in tried if s.ran]
+    evidence["verified_by"] = []
+    if not ran or not tried[0].ran:
+        # nothing ran, or the fix is in words (a rebuild) and only the command in it ran
+        said = f"Unverified: {tried[0].why}, so pacman could not check it."
+        if ran:
+            said += f" Not {_tried(ran)} (pacman)."
+        first = remedy.rstrip()
+        return replace(
+            d,
+            remedy=f"{first}{'' if first.endswith('.') else '.'} {said}",
+            evidence=evidence,
+        )
+    text = f"no fix vkdoctor knows passes pacman's own check: {_tried(ran)}."
+    head, _, _ = message.rpartition(" Fix: ")
+    evidence["fix"] = None
+    return replace(
+        d,
+        message=f"{head or message} But {text}",
+        remedy=f"None of these passes pacman's transaction check ({_tried(ran)}). Refresh the "
+        "sync databases from an up-to-date mirror (sudo pacman -Syu) and run vkdoctor again; "
+        "pacman -Si shows what each repository offers.",
         evidence=evidence,
     )
 
