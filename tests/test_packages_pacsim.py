@@ -260,3 +260,33 @@ def test_a_missing_dependency_fix_is_checked(tmp_path: Path):
     assert rc == 0, out
     dk = sh("pacman", "--root", root, "--dbpath", root / "var/lib/pacman", "-Dk", check=False)
     assert dk.returncode == 0, dk.stdout + dk.stderr
+
+
+def test_a_held_llvm_is_released_for_the_check_and_kept_otherwise(tmp_path: Path):
+    """IgnorePkg = llvm-libs: the fix that changes the entry is checked with the hold released;
+    the tree's IgnorePkg holds for every other check (-Syu alone would skip llvm-libs)."""
+    from vkdoctor.packages.pacman import PacmanDB
+    from vkdoctor.packages.pacsim import simulate
+
+    root = arch_skew_tree(tmp_path / "arch")
+    llvm23 = build_lib(tmp_path / "s23" / "libLLVM.so.23.1", "libLLVM.so.23.1")
+    newer = build_pkg(
+        tmp_path / "w", "llvm-libs", "23.1.0-1", {"/usr/lib/libLLVM.so.23.1": llvm23}, base="llvm"
+    )
+    others = [p for p in root.parent.glob("*.pkg.tar.zst") if not p.name.startswith("llvm-libs-")]
+    repo(root, *others, newer)
+    (root / "etc").mkdir(exist_ok=True)
+    (root / "etc/pacman.conf").write_text("[options]\nIgnorePkg = llvm-libs\n[extra]\n")
+    f = _skew(root)
+    assert f.message.endswith(
+        "Fix: change the IgnorePkg/IgnoreGroup entry that matches llvm-libs so that it no "
+        f"longer does, then sudo pacman -Syu. {CHECKED}: it installs llvm-libs 23.1.0-1 and "
+        "removes nothing (pacman -Sy (the sync databases as last refreshed); the IgnorePkg "
+        "change (llvm-libs released for the check) not simulated)."
+    )
+    ctx = ctx_for(root)
+    held = simulate(ctx, PacmanDB(ctx), "sudo pacman -Syu", ["vulkan-swrast"])
+    assert held.ran and not held.ok and held.why.startswith("changes nothing")
+    # the oracle: pacman itself skips the held llvm-libs
+    rc, out = carry_out(root, "sudo pacman -Syu", "--ignore", "llvm-libs")
+    assert rc == 0 and "there is nothing to do" in out, out
