@@ -223,7 +223,7 @@ class ManagerConsistency(Check):
                     remedy=" ".join(p for p in (f"{fix}.", then, NOTES[db.family]) if p),
                     evidence={**evidence, "fix": fix},
                 )
-                if db.family in ("dpkg", "pacman"):
+                if db.family in ("dpkg", "pacman", "rpm"):
                     keep = [*_driver_packages(ctx, inv), *LOADER_PACKAGES]
                     d = verified(ctx, d, inv, protect=keep)
                 yield _finding(self, d, ctx)

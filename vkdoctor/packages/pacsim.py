@@ -142,9 +142,13 @@ def simulate(ctx: Context, db: PacmanDB, fix: str, protect: Sequence[str]) -> Si
         text = text.split(" then ", 1)[-1]
     steps = _steps(text)
     if steps is None:
-        return Simulation(
-            fix=fix, tool=TOOL, tree=tree, why=f"pacman cannot simulate `{text.strip()}`"
+        words = text.strip()
+        why = (
+            "the fix is advice in words, not a pacman command"
+            if words[:1].isupper() or not words.startswith(("sudo ", "pacman "))
+            else f"pacman cannot simulate `{words}`"
         )
+        return Simulation(fix=fix, tool=TOOL, tree=tree, why=why)
     if not db.sync_repos():
         return Simulation(
             fix=fix,
