@@ -142,11 +142,11 @@ def simulate(ctx: Context, db: PacmanDB, fix: str, protect: Sequence[str]) -> Si
         text = text.split(" then ", 1)[-1]
     steps = _steps(text)
     if steps is None:
-        words = text.strip()
+        said = text.strip()
         why = (
             "the fix is advice in words, not a pacman command"
-            if words[:1].isupper() or not words.startswith(("sudo ", "pacman "))
-            else f"pacman cannot simulate `{words}`"
+            if said[:1].isupper() or not said.startswith(("sudo ", "pacman "))
+            else f"pacman cannot simulate `{said}`"
         )
         return Simulation(fix=fix, tool=TOOL, tree=tree, why=why)
     if not db.sync_repos():
