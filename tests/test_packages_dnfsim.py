@@ -160,3 +160,32 @@ def test_without_dnf_metadata_the_fix_is_said_to_be_unverified(tmp_path: Path):
         "dnf could not check it." in f.remedy
     )
     assert f.evidence["verified_by"] == []
+
+
+def test_a_fix_that_removes_the_driver_is_not_printed(tmp_path: Path):
+    """The repository's mesa-vulkan-next obsoletes mesa-vulkan-drivers: distro-sync would
+    replace the driver package by one that has no lavapipe. dnf's table says "replacing"."""
+    from vkdoctor.packages.dnfsim import simulate
+    from vkdoctor.packages.rpm import RpmDB
+
+    other = build_rpms(
+        tmp_path / "next",
+        "mesa-next",
+        "27.0.0",
+        "1.fc43",
+        {"mesa-vulkan-next": {}},
+        vendor="Fedora Project",
+        # the spec's header line after Provides: rpmbuild reads it as its own tag
+        provides={"mesa-vulkan-next": ["mesa-next-marker\nObsoletes: mesa-vulkan-drivers < 27"]},
+    )
+    root = fedora(tmp_path, other["mesa-vulkan-next"])
+    ctx = ctx_for(root)
+    sim = simulate(ctx, RpmDB(ctx, "/var/lib/rpm"), "sudo dnf distro-sync", ["mesa-vulkan-drivers"])
+    assert sim.ran and not sim.ok, sim
+    assert sim.why == "would remove mesa-vulkan-drivers"
+    assert "mesa-vulkan-drivers 26.2.3-1.fc43" in sim.removes
+    # the oracle: carried out, dnf replaces the driver package
+    done = _dnf(root, "-C", "-y", "distro-sync")
+    assert done.returncode == 0, done.stdout + done.stderr
+    rpm = ["rpm", "--root", str(root), "--dbpath", "/var/lib/rpm", "-q", "mesa-vulkan-drivers"]
+    assert sh(*rpm, check=False).returncode == 1

@@ -29,16 +29,21 @@ LOADER_PACKAGES = ("vulkan-loader",)
 TOOL = "dnf --assumeno"
 _ACTIONS = {"distro-sync", "reinstall", "install", "upgrade", "downgrade", "update"}
 _SECTION = re.compile(r"^(Installing|Upgrading|Downgrading|Reinstalling|Removing)\b[^:]*:$")
+_REPLACING = re.compile(r"^\s+replacing\s+(\S+)\s+(\S+)")
 _ROW = re.compile(r"^ (\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+")
 
 
 def parse_transaction(text: str) -> tuple[list[str], list[str]]:
-    """dnf's transaction table: (installs, removes) as `name version`."""
+    """dnf's transaction table: (installs, removes) as `name version`; a package another
+    obsoletes ("replacing NAME.ARCH VERSION" under it) is removed."""
     installs: list[str] = []
     removes: list[str] = []
     section: str | None = None
     for line in text.splitlines():
-        if m := _SECTION.match(line):
+        if m := _REPLACING.match(line):
+            # an obsoleting package takes the other's place: that one is removed
+            removes.append(f"{m.group(1).rsplit('.', 1)[0]} {m.group(2)}")
+        elif m := _SECTION.match(line):
             section = m.group(1)
         elif not line.startswith(" "):
             section = None
@@ -162,7 +167,7 @@ def simulate(ctx: Context, db: RpmDB, fix: str, protect: Sequence[str]) -> Simul
             ins, rem = parse_transaction(run.stdout)
             installs += ins
             removes += rem
-        lost = [p for p in removes if p.split()[0] in protect]
+        lost = [p.split()[0] for p in removes if p.split()[0] in protect]
         if not installs and not removes:
             why = "changes nothing (dnf has nothing to do with the metadata as last downloaded)"
             return Simulation(
