@@ -290,3 +290,27 @@ def test_a_held_llvm_is_released_for_the_check_and_kept_otherwise(tmp_path: Path
     # the oracle: pacman itself skips the held llvm-libs
     rc, out = carry_out(root, "sudo pacman -Syu", "--ignore", "llvm-libs")
     assert rc == 0 and "there is nothing to do" in out, out
+
+
+def test_an_upgrade_that_replaces_the_driver_is_not_printed(tmp_path: Path):
+    """The repository's vulkan-next replaces vulkan-swrast: pacman asks "Replace vulkan-swrast
+    with extra/vulkan-next? [Y/n]", and Enter says yes."""
+    from vkdoctor.packages.pacman import PacmanDB
+    from vkdoctor.packages.pacsim import simulate
+
+    root, zx3, _ = zx3_tree(tmp_path)
+    nxt = build_pkg(tmp_path / "w", "vulkan-next", "1-1", {})
+    pkgdir = tmp_path / "w" / "vulkan-next-1-1"
+    with (pkgdir / ".PKGINFO").open("a") as info:
+        info.write("replaces = vulkan-swrast\n")
+    sh("bsdtar", "--zstd", "-cf", nxt, ".PKGINFO", ".MTREE", cwd=pkgdir)
+    repo(root, zx3, nxt)
+    ctx = ctx_for(root)
+    sim = simulate(ctx, PacmanDB(ctx), "sudo pacman -Syu", ["vulkan-swrast"])
+    assert sim.ran and not sim.ok
+    assert sim.why == "would remove vulkan-swrast"
+    assert sim.installs == ("extra/vulkan-next (replacing vulkan-swrast)",)
+    # the oracle: carried out with pacman's default answers, the driver package is gone
+    rc, out = carry_out(root, "sudo pacman -Syu")
+    assert rc == 0, out
+    assert "vulkan-swrast" not in installed(root)

@@ -29,6 +29,7 @@ from vkdoctor.packages.simulate import Simulation
 LOADER_PACKAGES = ("vulkan-icd-loader", "lib32-vulkan-icd-loader")
 TOOL = "pacman"
 
+_REPLACE = re.compile(r":: Replace (\S+) with (\S+)\? \[Y/n\]")
 _PROCEED = ":: Proceed with installation?"
 _NOTHING = "there is nothing to do"
 _RELEASE = re.compile(r"IgnorePkg/IgnoreGroup entry that matches (\S+) so that it no longer")
@@ -220,6 +221,11 @@ def simulate(ctx: Context, db: PacmanDB, fix: str, protect: Sequence[str]) -> Si
             ins, rem = parse_targets(run.stdout)
             installs += ins
             removes += rem
+            # pacman's default answer to "Replace X with repo/Y?" is yes: whoever presses
+            # Enter loses X, though the check answered no
+            for old, new in _REPLACE.findall(said):
+                installs.append(f"{new} (replacing {old})")
+                removes.append(old)
         lost = [p for p in removes if p in protect]
         if not installs and not removes:
             return Simulation(
