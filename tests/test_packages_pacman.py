@@ -452,9 +452,10 @@ def test_a_deleted_library_is_reinstalled_from_the_package_that_lists_it(tmp_pat
     )
     (f,) = MissingSonameSkew().findings(ctx_for(root), facts)
     assert "zx3 4.8.12-1 is installed and lists libzx3.so.4, but the file is gone" in f.message
-    # no simulation backs a pacman fix: it says so, and the evidence has no simulation
-    assert (
-        f.remedy == "sudo pacman -S zx3. Unverified: vkdoctor simulates apt's fixes, not pacman's."
+    # without a sync database pacman cannot check the fix: it says so, and nothing backs it
+    assert f.remedy == (
+        "sudo pacman -S zx3. Unverified: the tree has no pacman sync database to simulate with "
+        "(pacman -Sy never ran), so pacman could not check it."
     )
     assert f.evidence["verified_by"] == []
 

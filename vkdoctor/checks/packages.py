@@ -225,7 +225,7 @@ class ManagerConsistency(Check):
                     remedy=" ".join(p for p in (f"{fix}.", then, NOTES[db.family]) if p),
                     evidence={**evidence, "fix": fix},
                 )
-                if db.family == "dpkg":
+                if db.family in ("dpkg", "pacman", "rpm"):
                     keep = [*_driver_packages(ctx, inv), *LOADER_PACKAGES]
                     # what each unmet dependency needs: the suite that has it is a fix
                     wants = [

@@ -7,15 +7,17 @@ without the leading slash. Tools run only for `pacman -Dk` and, when sync databa
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import glob
 import os
 import re
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
 from vkdoctor.context import Context
-from vkdoctor.files import LARGE, read_bytes, read_text
+from vkdoctor.files import SMALL, read_bytes, read_text
 from vkdoctor.packages.model import Consistency, Family, Package, Relation
 from vkdoctor.packages.paths import spellings
 from vkdoctor.packages.proc import RunningTool, ToolRun, run_tool, start_tool
@@ -25,6 +27,57 @@ DBPATH = "/var/lib/pacman"
 #: the lines of `pacman -Dk` that are findings about the database (the rest are tool errors)
 _DB_PROBLEM = re.compile(r"dependency for|conflicts with|missing file|database")
 _REL = re.compile(r"^([^<>=:]+?)(?:(<=|>=|=|<|>)(.+))?(?::.*)?$")
+
+
+#: libalpm reads its database with fgets into a 1024-byte buffer: a longer line is read as
+#: pieces of 1023 bytes
+_LINE = 1023
+#: a file list larger than this is not indexed but scanned for the paths asked
+INDEXED = 64 << 20
+
+
+def head(path: Path, limit: int) -> bytes:
+    """At most the first `limit` bytes of the regular file at `path`."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        chunks = []
+        left = limit
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def file_list(path: Path, wanted: set[str] | None = None) -> list[str]:
+    """The paths (no leading slash) a `local/NAME-VER/files` lists, read as libalpm reads
+    them: line by line in pieces of at most 1023 bytes, each cut at its first NUL and stripped
+    of its newlines; `%FILES%` runs to the first empty line or the end, a later `%FILES%`
+    replaces an earlier one, `%BACKUP%` runs to an empty line. With `wanted`, only those paths
+    are kept (memory stays bounded on a file list of any size)."""
+    with path.open("rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        out: list[str] = []
+        section: str | None = None
+        while raw := f.readline(_LINE):
+            line = raw.split(b"\0", 1)[0].rstrip(b"\n").decode("utf-8", "surrogateescape")
+            if section is None:
+                if line == "%FILES%":
+                    section, out = "files", []
+                elif line == "%BACKUP%":
+                    section = "backup"
+            elif not line:
+                section = None
+            elif section == "files" and (wanted is None or line.rstrip("/") in wanted):
+                out.append(line)
+        return out
 
 
 def parse_desc(text: str) -> dict[str, list[str]]:
@@ -144,6 +197,8 @@ class PacmanDB:
         self._packages: tuple[Package, ...] | None = None
         self._dirs: dict[str, Package] = {}
         self._files: dict[str, list[Package]] | None = None
+        #: file lists too large to index: (path, package), scanned per question
+        self._large: list[tuple[Path, Package]] = []
         self._check: RunningTool | None = None
 
     @property
@@ -153,16 +208,24 @@ class PacmanDB:
     def packages(self) -> tuple[Package, ...]:
         if self._packages is None:
             pkgs = []
+            seen: set[str] = set()
             ignore = ignored(self._ctx)
             for entry in sorted(self._local.iterdir()):
-                desc = entry / "desc"
-                if not desc.is_file():
+                # as libalpm: the name and version are the directory's (name-pkgver-pkgrel),
+                # whatever desc says; desc, even cut short, only adds the other fields
+                parts = entry.name.rsplit("-", 2)
+                if len(parts) != 3 or not all(parts) or not entry.is_dir():
                     continue
-                fields = parse_desc(read_text(desc))
-                name = (fields.get("NAME") or [""])[0]
-                version = (fields.get("VERSION") or [""])[0]
-                if not name or not version:
+                name, version = parts[0], f"{parts[1]}-{parts[2]}"
+                if name in seen:  # libalpm drops a duplicated entry
                     continue
+                seen.add(name)
+                try:
+                    fields = parse_desc(
+                        head(entry / "desc", SMALL).decode("utf-8", "surrogateescape")
+                    )
+                except OSError:
+                    fields = {}
                 pkg = Package(
                     family="pacman",
                     name=name,
@@ -184,32 +247,43 @@ class PacmanDB:
         return tuple(p for p in self.packages() if p.name == name)
 
     def _index(self) -> dict[str, list[Package]]:
+        """Every file of every package whose file list is of a usual size; larger lists (only
+        a damaged database has one) are scanned for the paths asked, in `owners`."""
         if self._files is None:
             self.packages()
             files: dict[str, list[Package]] = {}
             for dirname, pkg in self._dirs.items():
+                path = self._local / dirname / "files"
                 try:
-                    text = read_bytes(self._local / dirname / "files", LARGE).decode(
-                        "utf-8", "surrogateescape"
-                    )
+                    if path.stat().st_size > INDEXED:
+                        self._large.append((path, pkg))
+                        continue
+                    listed = file_list(path)
                 except OSError:
-                    continue
-                section = None
-                for line in text.splitlines():
-                    if line.startswith("%") and line.endswith("%"):
-                        section = line
-                    elif line and section == "%FILES%":
-                        files.setdefault("/" + line.rstrip("/"), []).append(pkg)
+                    continue  # libalpm: no file list, no files
+                for line in listed:
+                    files.setdefault("/" + line.rstrip("/"), []).append(pkg)
             self._files = files
         return self._files
 
     def owners(self, paths: Iterable[str]) -> dict[str, tuple[Package, ...]]:
         index = self._index()
+        asked = {path: spellings(self._ctx, path) for path in paths}
+        found: dict[str, list[Package]] = {}
+        if self._large:
+            wanted = {s for ss in asked.values() for s in ss}
+            for listed, pkg in self._large:
+                try:
+                    for line in file_list(listed, wanted={w[1:] for w in wanted}):
+                        found.setdefault("/" + line.rstrip("/"), []).append(pkg)
+                except OSError:
+                    continue
         out: dict[str, tuple[Package, ...]] = {}
-        for path in paths:
-            for spelling in spellings(self._ctx, path):
-                if spelling in index:
-                    out[path] = tuple(index[spelling])
+        for path, names in asked.items():
+            for spelling in names:
+                pkgs = index.get(spelling, []) + found.get(spelling, [])
+                if pkgs:
+                    out[path] = tuple(dict.fromkeys(pkgs))  # a path listed twice: one owner
                     break
         return out
 
@@ -236,7 +310,7 @@ class PacmanDB:
             argv += ["--root", str(self._ctx.root), "--dbpath", str(self._ctx.under(self.db_path))]
         return [*argv, *args]
 
-    def _sync_repos(self) -> list[str]:
+    def sync_repos(self) -> list[str]:
         """The repositories pacman asks, in pacman.conf's order, that have a sync database;
         every sync database, by name, when pacman.conf lists none (a bare tree)."""
         sync = self._ctx.under(self.db_path) / "sync"
@@ -255,7 +329,7 @@ class PacmanDB:
 
     def foreign(self) -> tuple[frozenset[str], ToolRun] | None:
         """Names of installed packages found in no sync database (`pacman -Qm`), when sync DBs exist."""
-        repos = self._sync_repos()
+        repos = self.sync_repos()
         if not repos:
             return None
         run = run_tool(
@@ -280,7 +354,7 @@ class PacmanDB:
         """The version the sync databases offer for each name (as of the last -Sy), None for a
         name none offers; None when there are no sync databases."""
         wanted = list(dict.fromkeys(names))
-        repos = self._sync_repos()
+        repos = self.sync_repos()
         if not repos or not wanted:
             return None
         run = run_tool(

@@ -79,6 +79,9 @@ class RunningTool:
         if "APT_CONFIG" in env:
             # which apt configuration: for a --root tree, the tree's (vkdoctor.packages.aptroot)
             child_env["APT_CONFIG"] = env["APT_CONFIG"]
+        if "VKDOCTOR_HOME" in env:
+            # a private HOME for one tool (rpm's ~/.rpmmacros for dnf: vkdoctor.packages.dnfsim)
+            child_env["HOME"] = env["VKDOCTOR_HOME"]
         try:
             self._proc = subprocess.Popen(
                 [exe, *argv[1:]],

@@ -13,7 +13,7 @@ import os
 import re
 import shlex
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from vkdoctor.context import Context
@@ -46,6 +46,8 @@ class Simulation:
     skipped: tuple[str, ...] = field(default_factory=tuple)
     #: the --root tree whose /etc/apt, lists and status apt read (None: the live machine)
     tree: str | None = None
+    #: the simulation: "apt-get -s", or "pacman" (its transaction check, stopped at its prompt)
+    tool: str = "apt-get -s"
 
     def as_evidence(self) -> dict[str, object]:
         return {
@@ -58,6 +60,7 @@ class Simulation:
             "why": self.why,
             "not_simulated": list(self.skipped),
             "tree": self.tree,
+            "tool": self.tool,
         }
 
     def summary(self) -> str:
@@ -65,7 +68,7 @@ class Simulation:
         if not self.ran:
             return f"The fix is unverified: {self.why}."
         if not self.ok:
-            return f"apt-get -s rejects `{self.fix}`: it {self.why}."
+            return f"{self.label} rejects `{self.fix}`: it {self.why}."
         what = []
         if self.installs:
             shown = ", ".join(self.installs[:4]) + (" ..." if len(self.installs) > 4 else "")
@@ -73,7 +76,14 @@ class Simulation:
         removes = f"removes {', '.join(self.removes[:4])}" if self.removes else "removes nothing"
         what.append(removes)
         where = "" if not self.skipped else f" ({'; '.join(self.skipped)} not simulated)"
-        return f"Checked with apt-get -s: it {' and '.join(what)}{where}."
+        return f"Checked with {self.label}: it {' and '.join(what)}{where}."
+
+    @property
+    def label(self) -> str:
+        """How a message names the simulation."""
+        if self.tool == "pacman":
+            return "pacman's own transaction check (stopped at its prompt)"
+        return self.tool
 
 
 def _steps(fix: str) -> list[list[str]]:
@@ -216,19 +226,23 @@ _MEMO: dict[tuple[str, str, tuple[str, ...]], Simulation] = {}
 
 
 def first_that_works(
-    ctx: Context, candidates: Iterable[str], protect: Sequence[str]
+    ctx: Context,
+    candidates: Iterable[str],
+    protect: Sequence[str],
+    run: Callable[[Context, str, Sequence[str]], Simulation] = simulate,
 ) -> tuple[Simulation | None, list[Simulation]]:
-    """The first candidate apt-get -s accepts, and every simulation tried on the way.
-    `candidates` is consumed lazily: later ones are worked out only when an earlier one fails."""
+    """The first candidate the simulation `run` (apt-get -s unless told) accepts, and every
+    simulation tried on the way. `candidates` is consumed lazily: later ones are worked out only
+    when an earlier one fails."""
     tried: list[Simulation] = []
     seen: set[str] = set()
     for fix in candidates:
         if fix in seen:
             continue
         seen.add(fix)
-        key = (str(ctx.root), fix, tuple(protect))
+        key = (str(ctx.root), f"{run.__module__}:{fix}", tuple(protect))
         if key not in _MEMO:
-            _MEMO[key] = simulate(ctx, fix, protect)
+            _MEMO[key] = run(ctx, fix, protect)
         sim = _MEMO[key]
         tried.append(sim)
         if sim.ok:

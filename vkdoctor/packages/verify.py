@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,9 @@ from vkdoctor.files import LARGE, read_text
 from vkdoctor.model import Severity
 from vkdoctor.packages.dpkg import DpkgDB
 from vkdoctor.packages.model import Inventory
+from vkdoctor.packages.pacman import PacmanDB
 from vkdoctor.packages.remedy import FIX_BROKEN_CAUTION
+from vkdoctor.packages.rpm import RpmDB
 from vkdoctor.packages.simulate import LOADER_PACKAGES, Simulation, first_that_works
 from vkdoctor.packages.skew import Diagnosis
 from vkdoctor.packages.versions import satisfies
@@ -229,9 +231,15 @@ def verified(
     db = _dpkg(inv)
     fix = str(d.evidence.get("fix") or fix_of(d.message) or "")
     tool = next((t for t in ("pacman", "dnf", "rpm") if f"{t} " in fix), None)
+    pacman = next((x for x in inv.databases if isinstance(x, PacmanDB)), None)
+    if tool == "pacman" and pacman is not None and not ("apt " in fix or "apt-get " in fix):
+        return _pacman_verified(ctx, d, fix, pacman, protect or ())
+    rpmdb = next((x for x in inv.databases if isinstance(x, RpmDB)), None)
+    if tool == "dnf" and rpmdb is not None and not ("apt " in fix or "apt-get " in fix):
+        return _dnf_verified(ctx, d, fix, rpmdb, protect or ())
     if tool is not None and not ("apt " in fix or "apt-get " in fix):
         # said plainly, beside the fix: no simulation backs it
-        said = f"Unverified: vkdoctor simulates apt's fixes, not {tool}'s."
+        said = f"Unverified: vkdoctor simulates apt's, pacman's and dnf's fixes, not {tool}'s."
         first = (d.remedy or fix).rstrip()
         return replace(
             d,
@@ -284,6 +292,139 @@ def verified(
         remedy=f"None of these passes apt's simulation ({_tried(ran)}). Refresh the lists "
         "from an up-to-date mirror (sudo apt update) and run vkdoctor again; apt-cache policy "
         "shows what each repository offers.",
+        evidence=evidence,
+    )
+
+
+def _pacman_candidates(fix: str) -> Iterator[str]:
+    """The pacman fixes to try after `fix`."""
+    from vkdoctor.packages.pacsim import EMBEDDED
+
+    if not fix.startswith(("sudo pacman ", "pacman ")) and "IgnorePkg" not in fix:
+        # a fix given in words ("rebuild it ..., or sudo pacman -S X")
+        yield from EMBEDDED.findall(fix)
+    if fix.endswith("pacman -Syu"):
+        # back to the repositories' versions: a driver from a newer mirror comes down
+        yield f"{fix}u"
+
+
+def pacman_protected(ctx: Context, db: PacmanDB, extra: Sequence[str]) -> list[str]:
+    """The installed Vulkan drivers (named after Vulkan, or providing vulkan-driver) and the
+    loader: a pacman fix must not remove them."""
+    from vkdoctor.packages.pacsim import LOADER_PACKAGES as PACMAN_LOADER
+
+    named = [
+        p.name
+        for p in db.packages()
+        if "vulkan" in p.name or any(r.name == "vulkan-driver" for r in p.provides)
+    ]
+    return list(dict.fromkeys([*extra, *named, *PACMAN_LOADER]))
+
+
+#: per family: who checks, what the message calls its check, and what to do when none passes
+_CHECKER = {
+    "pacman": (
+        "pacman",
+        "pacman's own check",
+        "Refresh the sync databases from an up-to-date mirror (sudo pacman -Syu) and run "
+        "vkdoctor again; pacman -Si shows what each repository offers.",
+    ),
+    "dnf": (
+        "dnf",
+        "dnf's own check (dnf --assumeno)",
+        "Refresh the metadata (sudo dnf makecache) and run vkdoctor again; dnf list --showduplicates "
+        "NAME shows what each repository offers.",
+    ),
+}
+
+
+def _pacman_verified(
+    ctx: Context, d: Diagnosis, fix: str, db: PacmanDB, protect: Sequence[str]
+) -> Diagnosis:
+    """`d` with its pacman fix checked by pacman's own transaction check."""
+    from vkdoctor.packages import pacsim
+
+    consumer = d.evidence.get("consumer_package") or {}
+    keep = pacman_protected(ctx, db, [n for n in (consumer.get("name"), *protect) if n])
+
+    def run(c: Context, f: str, p: Sequence[str]) -> Simulation:
+        return pacsim.simulate(c, db, f, p)
+
+    candidates = itertools.chain([fix], _pacman_candidates(fix))
+    return _checked(ctx, d, fix, "pacman", run, candidates, keep)
+
+
+def _dnf_candidates(fix: str) -> Iterator[str]:
+    """The dnf fixes to try after `fix`."""
+    if fix.endswith("dnf distro-sync"):
+        # dnf's own advice when a package must go for the others to sync
+        yield f"{fix} --allowerasing"
+
+
+def _dnf_verified(
+    ctx: Context, d: Diagnosis, fix: str, db: RpmDB, protect: Sequence[str]
+) -> Diagnosis:
+    """`d` with its dnf fix checked by dnf --assumeno."""
+    from vkdoctor.packages import dnfsim
+
+    consumer = d.evidence.get("consumer_package") or {}
+    named = [p.name for p in db.packages() if "vulkan" in p.name]
+    keep = list(
+        dict.fromkeys(
+            n for n in (consumer.get("name"), *protect, *named, *dnfsim.LOADER_PACKAGES) if n
+        )
+    )
+
+    def run(c: Context, f: str, p: Sequence[str]) -> Simulation:
+        return dnfsim.simulate(c, db, f, p)
+
+    candidates = itertools.chain([fix], _dnf_candidates(fix))
+    return _checked(ctx, d, fix, "dnf", run, candidates, keep)
+
+
+def _checked(
+    ctx: Context,
+    d: Diagnosis,
+    fix: str,
+    family: str,
+    run: Callable[[Context, str, Sequence[str]], Simulation],
+    candidates: Iterable[str],
+    keep: Sequence[str],
+) -> Diagnosis:
+    """`d` with its fix checked by `run`, or replaced by the first candidate that passes; or
+    said plainly to be unverified."""
+    tool, check, advice = _CHECKER[family]
+    chosen, tried = first_that_works(ctx, candidates, keep, run=run)
+    evidence = {**d.evidence, "simulations": [s.as_evidence() for s in tried]}
+    message, remedy = d.message, (d.remedy or f"{fix}.")
+    if chosen is not None:
+        rejected = [s for s in tried if s is not chosen and s.ran]
+        why = f" Not {_tried(rejected)} ({tool})." if rejected else ""
+        message = _swap(message, fix, f"{chosen.fix}. {chosen.summary()}{why}")
+        remedy = remedy.replace(fix, chosen.fix, 1) if fix in remedy else f"{chosen.fix}. {remedy}"
+        evidence["fix"] = chosen.fix
+        evidence["verified_by"] = list(chosen.commands)
+        return replace(d, message=message, remedy=remedy, evidence=evidence)
+    ran = [s for s in tried if s.ran]
+    evidence["verified_by"] = []
+    if not ran or not tried[0].ran:
+        # nothing ran, or the fix is in words (a rebuild) and only the command in it ran
+        said = f"Unverified: {tried[0].why}, so {tool} could not check it."
+        if ran:
+            said += f" Not {_tried(ran)} ({tool})."
+        first = remedy.rstrip()
+        return replace(
+            d,
+            remedy=f"{first}{'' if first.endswith('.') else '.'} {said}",
+            evidence=evidence,
+        )
+    text = f"no fix vkdoctor knows passes {check}: {_tried(ran)}."
+    head, _, _ = message.rpartition(" Fix: ")
+    evidence["fix"] = None
+    return replace(
+        d,
+        message=f"{head or message} But {text}",
+        remedy=f"None of these passes {check} ({_tried(ran)}). {advice}",
         evidence=evidence,
     )
 
