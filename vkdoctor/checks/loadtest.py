@@ -377,7 +377,7 @@ class PredictionAgrees(Check):
     def predictions(self, ctx: Context) -> Mapping[LoadTarget, Prediction]:
         """The ld.so emulation's verdict on each target (vkdoctor.checks.libraries): the
         closure and symbol versions, then the undefined symbols dlopen binds (VKL006)."""
-        from vkdoctor.checks.libraries import target_resolutions, undefined_by_target
+        from vkdoctor.closures.targets import target_resolutions, undefined_by_target
 
         unbound = {
             t: [u for u in missing if u.fails_dlopen]

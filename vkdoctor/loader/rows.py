@@ -13,7 +13,7 @@ from vkdoctor.loader.known import known_driver
 def _predicted_errors(ctx: Context) -> dict[str, str]:
     """Driver manifest -> the dlerror() ld.so would give for its library (vkdoctor.elf), for
     the drivers whose library cannot load."""
-    from vkdoctor.checks.libraries import target_resolutions, undefined_by_target
+    from vkdoctor.closures.targets import target_resolutions, undefined_by_target
 
     out = {
         t.manifest: res.predicted_error
@@ -32,7 +32,7 @@ def _closures(ctx: Context) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """Driver manifest -> the libraries ld.so maps for its library (each with the name it was
     asked for, the file, how it was found, who needed it) and the names it cannot find. The
     resolutions are the library checks' own (a run-wide fact), not computed again."""
-    from vkdoctor.checks.libraries import target_resolutions
+    from vkdoctor.closures.targets import target_resolutions
 
     out = {}
     for t, res in ctx.fact(target_resolutions):
