@@ -552,7 +552,7 @@ def _provider_hint(ctx: Context, name: str) -> str:
 
 def _refused_sonames(ctx: Context) -> dict[str, str]:
     """Sonames the overlay's planning (when this run made one) refused outright: soname -> why."""
-    from vkdoctor.overlay.checkflow import overlay_outcome
+    from vkdoctor.facts.overlay import overlay_outcome
 
     outcome = ctx.known(overlay_outcome)
     plan = outcome.plan if outcome is not None else None
@@ -561,7 +561,7 @@ def _refused_sonames(ctx: Context) -> dict[str, str]:
 
 def _refused(ctx: Context) -> dict[str, str]:
     """Candidates the overlay's planning (when this run made one) refused: path -> why."""
-    from vkdoctor.overlay.checkflow import overlay_outcome
+    from vkdoctor.facts.overlay import overlay_outcome
 
     outcome = ctx.known(overlay_outcome)
     plan = outcome.plan if outcome is not None else None

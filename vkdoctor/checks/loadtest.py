@@ -9,51 +9,21 @@ from typing import TYPE_CHECKING
 
 from vkdoctor.checks.base import Check, all_selected
 from vkdoctor.context import Context
+from vkdoctor.facts.loadtest import load_test
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.loadtest import (
     WRECK_WORDS,
-    LoadTest,
     LoadTestRun,
     Prediction,
     TargetOutcome,
     classify,
     disagreements,
-    load_test_for,
     wrecks_all,
 )
 from vkdoctor.model import Finding, Severity
 
 if TYPE_CHECKING:
     from vkdoctor.elf.resolve import Resolution
-
-
-def targets_of(ctx: Context) -> tuple[LoadTarget, ...]:
-    """What the loader will dlopen, from the loader emulation."""
-    from vkdoctor.loader import load_targets
-
-    return tuple(ctx.fact(load_targets))
-
-
-def started_load_test(ctx: Context) -> LoadTest:
-    """The one load test of this vkdoctor run, started (a per-run fact)."""
-    return load_test_for(ctx, targets_of(ctx))
-
-
-def load_test(ctx: Context) -> LoadTestRun:
-    """The load test's result; waits for it."""
-    return ctx.fact(started_load_test).result()
-
-
-def prefetch(ctx: Context) -> LoadTest | None:
-    """Start the load test's child now, so that it runs while the other checks do, and return
-    it (None with --root, or when it could not start). Never raises: a failure here is reported
-    by the checks themselves when they ask for the result."""
-    if not ctx.live:
-        return None
-    try:
-        return ctx.fact(started_load_test)
-    except Exception:  # the VKT checks hit it again and report it as theirs
-        return None
 
 
 def _loader_version(ctx: Context, run: LoadTestRun) -> str | None:

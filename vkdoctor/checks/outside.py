@@ -17,7 +17,7 @@ _LOAD_BREAKS = ("crash", "timeout", "dlopen-failed", "not-run", "instance-failed
 
 def load_symptoms(ctx: Context) -> list[str]:
     """What went wrong in the load test, in words; [] when it went well."""
-    from vkdoctor.checks.loadtest import load_test
+    from vkdoctor.facts.loadtest import load_test
     from vkdoctor.loadtest import classify
 
     try:
@@ -39,7 +39,7 @@ def probe_symptom(ctx: Context) -> str | None:
     reason a limit can cause (wrong numbers are the driver's)."""
     if not ctx.options.probe or not all_selected(ctx, "VKR001"):
         return None
-    from vkdoctor.checks.probe import probe_result
+    from vkdoctor.facts.probe import probe_result
 
     result = ctx.fact(probe_result)
     status = result.get("status")
