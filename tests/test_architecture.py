@@ -160,6 +160,34 @@ def test_nothing_below_the_runner_imports_a_check() -> None:
     assert wrong == []
 
 
+#: check modules that import a helper of another check module; each one is to move to the facts
+#: (or to the service it belongs to), so that a check imports only checks.base besides them
+CHECK_TO_CHECK = {
+    ("vkdoctor.checks.drivers", "vkdoctor.checks.libraries"),  # stale_manifest_remedy
+    ("vkdoctor.checks.gpu", "vkdoctor.checks.container"),  # nvidia_gpu_expected
+    ("vkdoctor.checks.gpu", "vkdoctor.checks.drivers"),  # install_command
+    ("vkdoctor.checks.libraries", "vkdoctor.checks.brokencopy"),  # broken_copy
+    ("vkdoctor.checks.loadtest", "vkdoctor.checks.drivers"),  # hidden_drivers, install_command
+    ("vkdoctor.checks.outside", "vkdoctor.checks.container"),  # nvidia_gpu_expected
+    ("vkdoctor.checks.probe", "vkdoctor.checks.drivers"),  # hidden_drivers, install_command
+    ("vkdoctor.checks.probe", "vkdoctor.checks.loadtest"),  # predicted
+}
+
+
+def test_a_check_module_imports_no_other_check_module() -> None:
+    """Besides checks.base (and the registry in checks/__init__), no new helper shared between
+    check modules: what two checks share is a fact."""
+    found = {
+        (m, t)
+        for m, targets in GRAPH.items()
+        if m.startswith("vkdoctor.checks.")
+        for t in targets
+        if t.startswith("vkdoctor.checks.") and t != "vkdoctor.checks.base"
+    }
+    assert found - CHECK_TO_CHECK == set()
+    assert CHECK_TO_CHECK - found == set(), "moved out: take it off CHECK_TO_CHECK"
+
+
 def test_no_import_cycle() -> None:
     """No two modules import each other, directly or through others (Tarjan's SCCs)."""
     index: dict[str, int] = {}
