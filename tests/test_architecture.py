@@ -164,11 +164,9 @@ def test_nothing_below_the_runner_imports_a_check() -> None:
 #: (or to the service it belongs to), so that a check imports only checks.base besides them
 CHECK_TO_CHECK = {
     ("vkdoctor.checks.drivers", "vkdoctor.checks.libraries"),  # stale_manifest_remedy
-    ("vkdoctor.checks.gpu", "vkdoctor.checks.container"),  # nvidia_gpu_expected
     ("vkdoctor.checks.gpu", "vkdoctor.checks.drivers"),  # install_command
     ("vkdoctor.checks.libraries", "vkdoctor.checks.brokencopy"),  # broken_copy
     ("vkdoctor.checks.loadtest", "vkdoctor.checks.drivers"),  # hidden_drivers, install_command
-    ("vkdoctor.checks.outside", "vkdoctor.checks.container"),  # nvidia_gpu_expected
     ("vkdoctor.checks.probe", "vkdoctor.checks.drivers"),  # hidden_drivers, install_command
     ("vkdoctor.checks.probe", "vkdoctor.checks.loadtest"),  # predicted
 }

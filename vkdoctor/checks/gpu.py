@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from vkdoctor.checks.base import Check, all_selected
-from vkdoctor.checks.container import nvidia_gpu_expected
 from vkdoctor.context import Context
 from vkdoctor.facts.loadtest import load_test
+from vkdoctor.host import nvidia_gpu_expected
 from vkdoctor.loadtest import TargetOutcome, classify
 from vkdoctor.model import Finding, Severity
 

@@ -156,7 +156,7 @@ class NvidiaVariables(Check):
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         from vkdoctor import envhazards as eh
-        from vkdoctor.checks.container import nvidia_gpu_expected
+        from vkdoctor.host import nvidia_gpu_expected
 
         layer = eh.installed_layer(ctx, NV_LAYER_MANIFEST)
         optimus = ctx.env.get("__VK_LAYER_NV_optimus")
