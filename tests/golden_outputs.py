@@ -109,8 +109,9 @@ def build(fixtures: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
     return cases
 
 
-def _one(out: Path, name: str, argv: Sequence[str], env: dict[str, str]) -> None:
-    proc = run_vkdoctor(argv, env={"COLUMNS": "80", **env})
+def _one(out: Path, cwd: Path, name: str, argv: Sequence[str], env: dict[str, str]) -> None:
+    # the working directory is in the disk finding: the same for two trees
+    proc = run_vkdoctor(argv, env={"COLUMNS": "80", **env}, cwd=cwd)
     (out / f"{name}.out").write_text(_normalise(proc.stdout))
     (out / f"{name}.err").write_text(_normalise(proc.stderr))
     (out / f"{name}.rc").write_text(f"{proc.returncode}\n")
@@ -135,7 +136,7 @@ def record(fixtures: Path, out: Path) -> None:
         if case != "healthy" and "--root" not in extra:
             jobs.append((f"{case}.overlay", ["overlay", "--format", "json", *extra], env))
     with ThreadPoolExecutor(2) as pool:
-        list(pool.map(lambda j: _one(out, *j), jobs))
+        list(pool.map(lambda j: _one(out, fixtures, *j), jobs))
     for junit in out.glob("*.junit.xml"):
         junit.write_text(_normalise(junit.read_text()))
 
