@@ -168,7 +168,6 @@ CHECK_TO_CHECK = {
     ("vkdoctor.checks.libraries", "vkdoctor.checks.brokencopy"),  # broken_copy
     ("vkdoctor.checks.loadtest", "vkdoctor.checks.drivers"),  # hidden_drivers, install_command
     ("vkdoctor.checks.probe", "vkdoctor.checks.drivers"),  # hidden_drivers, install_command
-    ("vkdoctor.checks.probe", "vkdoctor.checks.loadtest"),  # predicted
 }
 
 

@@ -132,7 +132,7 @@ def test_no_adapter_without_a_loader_says_to_install_the_loader(tmp_path):
     assert "The Vulkan loader (libvulkan.so.1) is missing" in finding.message
     assert "sudo apt install libvulkan1" in (finding.remedy or "")
     # without VKH002 in the run (--select VKR), the probe's failure is the one there is
-    from vkdoctor.checks.base import selected_codes
+    from vkdoctor.facts.selection import selected_codes
 
     alone = Context(root=tmp_path)
     alone._facts[probe_result] = ctx._facts[probe_result]

@@ -7,8 +7,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from vkdoctor import limits as L
-from vkdoctor.checks.base import Check, all_selected
+from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
+from vkdoctor.facts.selection import all_selected
 from vkdoctor.model import Finding, Severity
 
 #: load-test verdicts a resource limit can cause (not "no device", "wrong class")

@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from vkdoctor.checks.base import Check, all_selected
+from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.facts.overlay import Outcome, overlay_context, overlay_outcome, runs_under
+from vkdoctor.facts.selection import all_selected
 from vkdoctor.model import Finding, Severity
 from vkdoctor.overlay.describe import exec_command, export_line
 from vkdoctor.overlay.plan import Plan

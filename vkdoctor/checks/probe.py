@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from vkdoctor import probe_report
-from vkdoctor.checks.base import Check, all_selected
+from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.facts.probe import probe_result
+from vkdoctor.facts.selection import all_selected
 from vkdoctor.model import Finding, Severity
 from vkdoctor.record import replace
 
@@ -117,9 +118,8 @@ def _foreseen(ctx: Context) -> str | None:
     """Which findings foresaw "no adapter", with the cause and its fix: VKH002 when there is no
     Vulkan loader, the library findings when no driver gives a device and each failed to load as
     they predicted."""
-    from vkdoctor.checks.loadtest import predicted
     from vkdoctor.elf.resolve import loader_lookup
-    from vkdoctor.facts.loadtest import load_test
+    from vkdoctor.facts.loadtest import load_test, predicted
 
     if loader_lookup(ctx).found is None:
         return "VKH002" if all_selected(ctx, "VKH002") else None
