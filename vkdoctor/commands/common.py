@@ -361,6 +361,7 @@ def text_style(verbose: bool) -> Style:
         unicode="utf" in encoding,
         verbose=verbose,
         width=width,
+        machine=platform.machine(),
     )
 
 

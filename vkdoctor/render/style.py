@@ -36,6 +36,9 @@ class Style:
     #: wrap messages and fixes at this many columns (a terminal's width); None: one line each,
     #: as logs and tools want them
     width: int | None = None
+    #: the machine vkdoctor runs on (the face asks `platform`), to say when a --root tree is
+    #: another one; "" when not known
+    machine: str = ""
 
     def paint(self, text: str, sev: Severity, *, bold: bool = False) -> str:
         if not self.colour:

@@ -172,7 +172,7 @@ def render(report: Report, *, style: Style, strict: bool = False) -> str:
     """-v: every check, family by family. Otherwise one line per area, then what needs
     attention (warnings, then failures, so that the last failure's fix ends the run)."""
     lines = [*(sections(report, style) if style.verbose else brief(report, style)), ""]
-    note = root_note(report)
+    note = root_note(report, style.machine)
     if note:
         lines += [_indent(note, "", style.width), ""]
     lines.append(verdict(report, style=style, strict=strict))
@@ -315,19 +315,18 @@ def _line(head: str, text: str, style: Style, size: int) -> str:
     return "\n".join(wrap(text, style.width, first if first.endswith(" ") else first + " ", rest))
 
 
-def root_note(report: Report) -> str | None:
-    """With --root, the fixes are the tree's: its paths and its package manager."""
+def root_note(report: Report, here: str = "") -> str | None:
+    """With --root, the fixes are the tree's: its paths and its package manager. `here` is the
+    machine vkdoctor runs on ("" when not known)."""
     root = str(report.host.get("root") or "/")
     if root == "/" or not any(
         f.remedy and f.severity.rank >= Severity.WARN.rank for f in report.findings
     ):
         return None
-    import platform
-
     machine = str(report.host.get("machine") or "")
     foreign = (
         f" (an {machine} tree: chroot needs qemu-user-static here, or use docker run --platform)"
-        if machine and machine != platform.machine()
+        if machine and here and machine != here
         else ""
     )
     return (
