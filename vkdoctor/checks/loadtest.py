@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
@@ -22,9 +21,6 @@ from vkdoctor.loadtest import (
     wrecks_all,
 )
 from vkdoctor.model import Finding, Severity
-
-if TYPE_CHECKING:
-    pass
 
 
 def _loader_version(ctx: Context, run: LoadTestRun) -> str | None:
