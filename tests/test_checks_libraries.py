@@ -13,6 +13,7 @@ from conftest import HOST, clean_env, run_vkdoctor, validate_report
 from elfbuild import DlopenProbe, build_lib, copy, patchelf
 
 from vkdoctor.checks import libraries
+from vkdoctor.closures import targets as closures
 from vkdoctor.context import Context, Options
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.model import Finding, Report, Severity
@@ -100,7 +101,7 @@ def run(
     targets: Sequence[LoadTarget],
     codes: Sequence[str] = ("VKL001", "VKL002", "VKL003", "VKL004", "VKL006"),
 ) -> list[Finding]:
-    monkeypatch.setattr(libraries, "targets", lambda _ctx: tuple(targets))
+    monkeypatch.setattr(closures, "targets", lambda _ctx: tuple(targets))
     checks = [c for c in libraries.CHECKS if c.code in codes]
     results = run_checks(ctx, checks)
     report = Report(vkdoctor_version="test", host=HOST, checks=results)
@@ -277,7 +278,7 @@ def test_a_private_libstdcxx_is_one_failure_with_the_packages_view_beside_it(
     from vkdoctor.checks.packages import MissingVersionOwner
 
     env = {"LD_LIBRARY_PATH": str(seed.shadow_dir)}
-    monkeypatch.setattr(libraries, "targets", lambda _ctx: tuple(mesa_targets()))
+    monkeypatch.setattr(closures, "targets", lambda _ctx: tuple(mesa_targets()))
     checks = [c for c in libraries.CHECKS if c.code == "VKL003"] + [MissingVersionOwner]
     results = run_checks(Context(env=env), checks)
     by = {f.code: f for r in results for f in r.findings}

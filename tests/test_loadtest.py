@@ -324,9 +324,10 @@ def test_disagreements_compare_only_real_dlopen_results():
 def run_load_checks(monkeypatch, targets, *, timeout=30.0, predictor=None):
     from vkdoctor.checks import loadtest as checks
     from vkdoctor.context import Context, Options
+    from vkdoctor.facts import loadtest as facts
     from vkdoctor.runner import run_checks
 
-    monkeypatch.setattr(checks, "targets_of", lambda ctx: tuple(targets))
+    monkeypatch.setattr(facts, "targets_of", lambda ctx: tuple(targets))
     ctx = Context(env=dict(os.environ), cwd=Path.cwd(), options=Options(timeout=timeout))
     selected = [checks.DriversLoad, checks.DeviceAvailable, checks.LayersLoad]
     if predictor is not None:
@@ -851,8 +852,9 @@ def test_a_library_path_that_is_not_utf8_is_loaded_like_any_other(tmp_path):
 def test_a_load_test_out_of_time_before_any_driver_confirms_no_device():
     """--timeout too small for even the first dlopen: nothing is known about any device, and a
     preflight must not pass on that (it was a warning, exit 0)."""
-    from vkdoctor.checks.loadtest import DeviceAvailable, load_test
+    from vkdoctor.checks.loadtest import DeviceAvailable
     from vkdoctor.context import Context, Options
+    from vkdoctor.facts.loadtest import load_test
     from vkdoctor.loadtest import LoadTestRun, TargetOutcome
 
     stopped = "the load test's time bound (0.1 s) ran out"

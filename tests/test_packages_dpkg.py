@@ -268,9 +268,9 @@ def _target(path: str, name: str = "lvp_icd.x86_64.json"):
 
 def test_resolution_feeds_the_rules(deb_tree: Path, monkeypatch: pytest.MonkeyPatch):
     """The real library resolution (vkdoctor.elf) of the tree, then the package rules."""
-    from vkdoctor.checks import libraries
+    from vkdoctor.closures import targets as closures
 
-    monkeypatch.setattr(libraries, "targets", lambda _ctx: (_target(LVP), _target(LLVM22, "llvm")))
+    monkeypatch.setattr(closures, "targets", lambda _ctx: (_target(LVP), _target(LLVM22, "llvm")))
     ctx = Context(
         root=deb_tree, env={"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": "/opt/conda/envs/ml/lib"}
     )

@@ -176,7 +176,7 @@ def test_database_listing(arch_tree: Path):
 
 def test_resolution_feeds_the_rule(arch_tree: Path, monkeypatch: pytest.MonkeyPatch):
     """The real library resolution (vkdoctor.elf) of the ICD in the tree, then the package rule."""
-    from vkdoctor.checks import libraries
+    from vkdoctor.closures import targets as closures
     from vkdoctor.loader.targets import LoadTarget
 
     target = LoadTarget(
@@ -185,7 +185,7 @@ def test_resolution_feeds_the_rule(arch_tree: Path, monkeypatch: pytest.MonkeyPa
         manifest="/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
         dlopen_name=LVP,
     )
-    monkeypatch.setattr(libraries, "targets", lambda _ctx: (target,))
+    monkeypatch.setattr(closures, "targets", lambda _ctx: (target,))
     ctx = ctx_for(arch_tree)
     (f,) = MissingSonameSkew().run(ctx)
     assert f.message == TARGET

@@ -139,7 +139,7 @@ def test_unowned_library_in_opt(rpm_tree: Path):
 
 
 def test_resolution_feeds_the_rule(rpm_tree: Path, monkeypatch: pytest.MonkeyPatch):
-    from vkdoctor.checks import libraries
+    from vkdoctor.closures import targets as closures
     from vkdoctor.loader.targets import LoadTarget
 
     target = LoadTarget(
@@ -148,7 +148,7 @@ def test_resolution_feeds_the_rule(rpm_tree: Path, monkeypatch: pytest.MonkeyPat
         manifest="/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
         dlopen_name=LVP,
     )
-    monkeypatch.setattr(libraries, "targets", lambda _ctx: (target,))
+    monkeypatch.setattr(closures, "targets", lambda _ctx: (target,))
     (f,) = MissingSonameSkew().run(ctx_for(rpm_tree))
     assert f.message.startswith(
         f"lavapipe ({LVP}, mesa-vulkan-drivers.x86_64 26.2.3-1.fc43) needs libLLVM.so.23.1, but "

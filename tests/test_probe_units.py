@@ -114,8 +114,9 @@ def test_error_metrics_floor_nan_and_worst_element():
 
 def test_no_adapter_without_a_loader_says_to_install_the_loader(tmp_path):
     """The GPU machine as it comes (docs/gpu-h200.md): no libvulkan.so.1, so wgpu sees nothing."""
-    from vkdoctor.checks.probe import ComputeProbe, probe_result
+    from vkdoctor.checks.probe import ComputeProbe
     from vkdoctor.context import Context
+    from vkdoctor.facts.probe import probe_result
 
     ctx = Context(root=tmp_path)  # a tree without libvulkan.so.1
     ctx._facts[probe_result] = {
@@ -131,7 +132,7 @@ def test_no_adapter_without_a_loader_says_to_install_the_loader(tmp_path):
     assert "The Vulkan loader (libvulkan.so.1) is missing" in finding.message
     assert "sudo apt install libvulkan1" in (finding.remedy or "")
     # without VKH002 in the run (--select VKR), the probe's failure is the one there is
-    from vkdoctor.checks.base import selected_codes
+    from vkdoctor.facts.selection import selected_codes
 
     alone = Context(root=tmp_path)
     alone._facts[probe_result] = ctx._facts[probe_result]
@@ -145,8 +146,9 @@ def test_no_adapter_when_no_driver_will_load_points_at_vkd001(tmp_path):
     install command for a driver that may well be installed but hidden."""
     import shutil
 
-    from vkdoctor.checks.probe import ComputeProbe, probe_result
+    from vkdoctor.checks.probe import ComputeProbe
     from vkdoctor.context import Context
+    from vkdoctor.facts.probe import probe_result
 
     lib = tmp_path / "usr/lib/x86_64-linux-gnu"
     lib.mkdir(parents=True)
@@ -231,9 +233,10 @@ def test_run_probe_with_lavapipe_hidden_says_it_is_installed():
 def test_no_cpu_adapter_with_nothing_else_wrong_names_this_distributions_lavapipe(tmp_path):
     """Drivers load and nothing hides one, but no CPU adapter: the one command for this
     distribution, not three distributions' commands."""
-    from vkdoctor.checks.loadtest import load_test
-    from vkdoctor.checks.probe import ComputeProbe, probe_result
+    from vkdoctor.checks.probe import ComputeProbe
     from vkdoctor.context import Context, Options
+    from vkdoctor.facts.loadtest import load_test
+    from vkdoctor.facts.probe import probe_result
     from vkdoctor.loadtest import LoadTestRun
 
     ctx = Context(env={"PATH": "/usr/bin:/bin"}, options=Options(cpu=True))
@@ -268,9 +271,10 @@ def test_remedies_blame_what_the_user_chose_first():
 
 
 def test_a_probe_crash_names_the_layer_the_load_test_saw_crash():
-    from vkdoctor.checks.loadtest import load_test
-    from vkdoctor.checks.probe import ComputeProbe, probe_result
+    from vkdoctor.checks.probe import ComputeProbe
     from vkdoctor.context import Context
+    from vkdoctor.facts.loadtest import load_test
+    from vkdoctor.facts.probe import probe_result
     from vkdoctor.loader.targets import LoadTarget
     from vkdoctor.loadtest import LoadTestRun, TargetOutcome
 

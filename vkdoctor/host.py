@@ -184,3 +184,10 @@ def collect(ctx: Context) -> dict[str, Any]:
         facts["cpu"] = {"model": _cpu_model(), "count": os.cpu_count()}
         facts["memory"] = _memory()
     return facts
+
+
+def nvidia_gpu_expected(ctx: Context) -> bool:
+    visible = (ctx.env.get("NVIDIA_VISIBLE_DEVICES") or "").strip().lower()
+    if visible and visible not in ("void", "none"):
+        return True
+    return ctx.under("/dev/nvidiactl").exists() or ctx.under("/proc/driver/nvidia/version").exists()

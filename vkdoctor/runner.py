@@ -11,8 +11,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from vkdoctor import factcache
-from vkdoctor.checks.base import Check, selected_codes
+from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
+from vkdoctor.facts.selection import selected_codes
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Severity
 from vkdoctor.offload import Fork
 from vkdoctor.record import replace

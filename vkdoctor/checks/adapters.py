@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from vkdoctor.checks.base import Check
-from vkdoctor.checks.loadtest import load_test
-from vkdoctor.checks.probe import probe_result
 from vkdoctor.context import Context
+from vkdoctor.facts.loadtest import load_test
+from vkdoctor.facts.probe import probe_result
 from vkdoctor.model import Finding, Severity
 
 #: what wgpu says when it hides an adapter, and what to do about it

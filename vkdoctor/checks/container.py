@@ -11,7 +11,7 @@ from vkdoctor import files
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.elf.resolve import resolve
-from vkdoctor.host import distro_family
+from vkdoctor.host import distro_family, nvidia_gpu_expected
 from vkdoctor.loader import load_targets
 from vkdoctor.loader.search import driver_plan, implicit_layer_plan
 from vkdoctor.model import Finding
@@ -64,13 +64,6 @@ def _nvidia_runtime_used(ctx: Context) -> bool:
     from vkdoctor.loader import driver_scan
 
     return any("nvidia" in (d.library or "").lower() for d in driver_scan(ctx).drivers)
-
-
-def nvidia_gpu_expected(ctx: Context) -> bool:
-    visible = (ctx.env.get("NVIDIA_VISIBLE_DEVICES") or "").strip().lower()
-    if visible and visible not in ("void", "none"):
-        return True
-    return ctx.under("/dev/nvidiactl").exists() or ctx.under("/proc/driver/nvidia/version").exists()
 
 
 class NvidiaContainerCapabilities(Check):

@@ -535,7 +535,7 @@ class WgpuSelection(Check):
     def _devices(self, ctx: Context) -> list[tuple[str, str]] | None:
         if not ctx.live:
             return None
-        from vkdoctor.checks.loadtest import load_test
+        from vkdoctor.facts.loadtest import load_test
 
         try:
             run = ctx.fact(load_test)

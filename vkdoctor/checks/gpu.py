@@ -7,10 +7,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from vkdoctor.checks.base import Check, all_selected
-from vkdoctor.checks.container import nvidia_gpu_expected
-from vkdoctor.checks.loadtest import load_test
+from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
+from vkdoctor.facts.loadtest import load_test
+from vkdoctor.facts.selection import all_selected
+from vkdoctor.host import nvidia_gpu_expected
 from vkdoctor.loadtest import TargetOutcome, classify
 from vkdoctor.model import Finding, Severity
 

@@ -14,12 +14,19 @@ from typing import Any
 
 from vkdoctor.checks.base import Check
 from vkdoctor.checks.brokencopy import broken_copy
+from vkdoctor.closures.targets import target_resolutions, undefined_by_target
+from vkdoctor.closures.versions import (
+    fails_dlopen,
+    missing_versions,
+    version_fix,
+    version_problems,
+    version_title,
+)
 from vkdoctor.context import Context
 from vkdoctor.elf import shadow
 from vkdoctor.elf.defect import Defect
 from vkdoctor.elf.explain import (
     HOW_WORDS,
-    highest_per_family,
     how_found,
     near_text,
     places_tried,
@@ -31,33 +38,21 @@ from vkdoctor.elf.resolve import (
     Library,
     Miss,
     Resolution,
-    VersionProblem,
     resolve,
-    resolve_target,
     version_key,
 )
 from vkdoctor.elf.search import How, Tried
 from vkdoctor.elf.shadow import Shadow
-from vkdoctor.elf.symbols import Undefined, undefined_symbols
+from vkdoctor.elf.symbols import Undefined
 from vkdoctor.elf.wgpu import find_wgpu_native
 from vkdoctor.host import distro_family, distro_ids
-from vkdoctor.loader import driver_scan, layer_scan, load_targets
+from vkdoctor.loader import driver_scan, layer_scan
 from vkdoctor.loader.icd import LIBRARY_MISSING, LIBRARY_UNLOADABLE
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.model import Finding, Severity
 from vkdoctor.packages.owner import fix_file, leftover_of, owner
 from vkdoctor.packages.remedy import UPGRADE
 from vkdoctor.sonames import find_remedy
-
-
-def targets(ctx: Context) -> tuple[LoadTarget, ...]:
-    """The libraries the loader will dlopen. The one seam tests replace."""
-    return tuple(load_targets(ctx))
-
-
-def target_resolutions(ctx: Context) -> tuple[tuple[LoadTarget, Resolution], ...]:
-    """Each load target with its resolution; computed once per run (`ctx.fact`)."""
-    return tuple((t, resolve_target(ctx, t)) for t in targets(ctx))
 
 
 def label(t: LoadTarget) -> str:
@@ -557,7 +552,7 @@ def _provider_hint(ctx: Context, name: str) -> str:
 
 def _refused_sonames(ctx: Context) -> dict[str, str]:
     """Sonames the overlay's planning (when this run made one) refused outright: soname -> why."""
-    from vkdoctor.overlay.checkflow import overlay_outcome
+    from vkdoctor.facts.overlay import overlay_outcome
 
     outcome = ctx.known(overlay_outcome)
     plan = outcome.plan if outcome is not None else None
@@ -566,7 +561,7 @@ def _refused_sonames(ctx: Context) -> dict[str, str]:
 
 def _refused(ctx: Context) -> dict[str, str]:
     """Candidates the overlay's planning (when this run made one) refused: path -> why."""
-    from vkdoctor.overlay.checkflow import overlay_outcome
+    from vkdoctor.facts.overlay import overlay_outcome
 
     outcome = ctx.known(overlay_outcome)
     plan = outcome.plan if outcome is not None else None
@@ -604,17 +599,12 @@ class SymbolVersions(Check):
         ) == cause.evidence.get("provider")
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        # one finding per copy that wins and lacks versions: its users need different sets of
-        # them, but the copy, and so the fix, is one
-        groups: dict[tuple[str, bool], list[tuple[LoadTarget, VersionProblem]]] = {}
-        for t, res in ctx.fact(target_resolutions):
-            for v in res.versions:
-                groups.setdefault((v.provider, v.weak_only), []).append((t, v))
-        for (provider, weak_only), items in groups.items():
+        for g in ctx.fact(version_problems):
+            items = g.items
             ts = list(dict.fromkeys(t for t, _ in items))
             v = items[0][1]
             needs = {x.required_by: x.missing for _, x in items}
-            missing = tuple(dict.fromkeys(m for _, x in items for m in x.missing))
+            missing = missing_versions(g)
             who = ", ".join(label(t) for t in ts)
             ev = {
                 "targets": [t.name for t in ts],
@@ -622,16 +612,15 @@ class SymbolVersions(Check):
                 **v.as_dict(),
                 "missing": list(missing),
             }
-            if weak_only:
+            if g.weak_only:
                 yield self.info(
-                    f"weak version {', '.join(missing)} missing from {provider}",
+                    f"weak version {', '.join(missing)} missing from {g.provider}",
                     f"{who}: {version_sentence(v)}{_also(needs)} The requirement is weak: "
                     "ld.so does not fail.",
                     **ev,
                 )
                 continue
-            sev = Severity.FAIL if any(t.kind == "driver" for t in ts) else Severity.WARN
-            better = list(dict.fromkeys(n.path for _, x in items for n in x.better))
+            sev = Severity.FAIL if fails_dlopen(g) else Severity.WARN
             # each target's dlopen stops at its own first missing version
             errors = {t: x.error for t, x in reversed(items)}
             if len(errors) == 1:
@@ -644,11 +633,9 @@ class SymbolVersions(Check):
                 )
             yield self.finding(
                 sev,
-                f"{', '.join(highest_per_family(missing))} not found in {provider}",
+                version_title(g),
                 f"{who}: {version_sentence(v)}{_also(needs)} {fails}",
-                remedy=_version_remedy(
-                    ctx, v.provider_how, v.provider_dir, v.soname, better, missing, v.chain
-                ),
+                remedy=version_fix(ctx, g),
                 evidence=ev,
             )
 
@@ -659,89 +646,6 @@ def _also(needs: Mapping[str, tuple[str, ...]]) -> str:
     if not rest:
         return ""
     return " Also required by " + "; ".join(f"{r} ({', '.join(needs[r])})" for r in rest) + "."
-
-
-def _rpath_carrier(ctx: Context, directory: str, chain: tuple[str, ...]) -> str | None:
-    """The object of the loading chain whose DT_RPATH names `directory` ($ORIGIN expanded)."""
-    from vkdoctor.elf.platform import ldso_platform
-    from vkdoctor.elf.reader import ElfInfo, read_elf
-    from vkdoctor.elf.search import expand_dst
-
-    plat = ctx.fact(ldso_platform)
-    for obj in reversed(chain):
-        info = read_elf(ctx, obj)
-        if not isinstance(info, ElfInfo):
-            continue
-        for entry in info.rpath:
-            expanded = expand_dst(entry, posixpath.dirname(obj), plat)
-            if expanded and posixpath.normpath(expanded) == posixpath.normpath(directory):
-                return obj
-    return None
-
-
-def _older_copies_behind(
-    ctx: Context, directory: str, soname: str, missing: tuple[str, ...]
-) -> list[str]:
-    """The LD_LIBRARY_PATH entries after `directory` whose copy of `soname` also lacks one of
-    the `missing` versions."""
-    from vkdoctor.elf.reader import ElfInfo, read_elf
-
-    entries = list(
-        dict.fromkeys(
-            posixpath.normpath(e)
-            for e in ctx.env.get("LD_LIBRARY_PATH", "").split(":")
-            if e.startswith("/")
-        )
-    )
-    if posixpath.normpath(directory) not in entries:
-        return []
-    found = []
-    for entry in entries[entries.index(posixpath.normpath(directory)) + 1 :]:
-        info = read_elf(ctx, posixpath.join(entry, soname))
-        if not isinstance(info, ElfInfo):
-            continue
-        if set(missing) <= set(info.verdef):
-            break  # this copy would win next, and it has them
-        found.append(entry)
-    return found
-
-
-def _version_remedy(
-    ctx: Context,
-    how: How,
-    directory: str,
-    soname: str,
-    better: list[str],
-    missing: tuple[str, ...] = (),
-    chain: tuple[str, ...] = (),
-) -> str:
-    if how is How.LD_LIBRARY_PATH:
-        # the next entry with its own old copy would win once this one is gone: name them all
-        dirs = [directory, *_older_copies_behind(ctx, directory, soname, missing)]
-        text = (
-            f"Remove {' and '.join(dirs)} from LD_LIBRARY_PATH for Vulkan programs"
-            + (f" so that {better[0]} is used" if better else "")
-            + "."
-        )
-        prefix = directory.removesuffix("/lib")
-        if ctx.under(f"{prefix}/conda-meta").is_dir():
-            text += (
-                " In a conda environment, update its C++ runtime instead: "
-                f"`conda install -p {prefix} -c conda-forge 'libstdcxx-ng>=12'`."
-            )
-        return text
-    if how is How.RPATH:
-        carrier = _rpath_carrier(ctx, directory, chain)
-        who = f"{carrier}'s DT_RPATH" if carrier else "a DT_RPATH"
-        return (
-            f"{directory} comes from {who}, and its {soname} is older than what the libraries "
-            f"need: update that copy (to one that defines {', '.join(missing) or 'them'}), or "
-            f"remove it so that the system's is found, or drop the RPATH (patchelf --remove-rpath "
-            f"{carrier or 'LIBRARY'}) if the bundle does not need it."
-        )
-    if how is How.PRELOAD:
-        return f"Stop preloading {soname} from {directory} (LD_PRELOAD)."
-    return f"Upgrade the package that provides {soname} in {directory} to match its users."
 
 
 #: glibc's own libraries: a copy of another glibc beside this ld.so breaks every program
@@ -1014,21 +918,6 @@ class UndefinedSymbols(Check):
                 "dlopen_fails": failing,
             },
         )
-
-
-def undefined_by_target(
-    ctx: Context,
-) -> tuple[tuple[LoadTarget, Resolution, tuple[Undefined, ...]], ...]:
-    """Each resolvable target with the strong undefined symbols of its closure (rule E6);
-    computed once per run, shared by VKL006 and the load test's prediction (VKT004)."""
-    out = []
-    for t, res in ctx.fact(target_resolutions):
-        if not res.ok:
-            continue
-        new = [(lib.path, lib.elf.bind_now) for lib in res.libraries if not lib.preloaded]
-        scope = [*res.process, *(p for p, _ in new)]
-        out.append((t, res, undefined_symbols(ctx, new, scope)))
-    return tuple(out)
 
 
 def _unshadow(ctx: Context, lib: Library) -> str:

@@ -5,55 +5,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from vkdoctor.checks.base import Check, all_selected
+from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
+from vkdoctor.facts.loadtest import load_test, predicted, predictions
+from vkdoctor.facts.selection import all_selected
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.loadtest import (
     WRECK_WORDS,
-    LoadTest,
     LoadTestRun,
     Prediction,
     TargetOutcome,
     classify,
     disagreements,
-    load_test_for,
     wrecks_all,
 )
 from vkdoctor.model import Finding, Severity
-
-if TYPE_CHECKING:
-    from vkdoctor.elf.resolve import Resolution
-
-
-def targets_of(ctx: Context) -> tuple[LoadTarget, ...]:
-    """What the loader will dlopen, from the loader emulation."""
-    from vkdoctor.loader import load_targets
-
-    return tuple(ctx.fact(load_targets))
-
-
-def started_load_test(ctx: Context) -> LoadTest:
-    """The one load test of this vkdoctor run, started (a per-run fact)."""
-    return load_test_for(ctx, targets_of(ctx))
-
-
-def load_test(ctx: Context) -> LoadTestRun:
-    """The load test's result; waits for it."""
-    return ctx.fact(started_load_test).result()
-
-
-def prefetch(ctx: Context) -> LoadTest | None:
-    """Start the load test's child now, so that it runs while the other checks do, and return
-    it (None with --root, or when it could not start). Never raises: a failure here is reported
-    by the checks themselves when they ask for the result."""
-    if not ctx.live:
-        return None
-    try:
-        return ctx.fact(started_load_test)
-    except Exception:  # the VKT checks hit it again and report it as theirs
-        return None
 
 
 def _loader_version(ctx: Context, run: LoadTestRun) -> str | None:
@@ -301,19 +268,6 @@ class DeviceAvailable(Check):
         )
 
 
-def predicted(ctx: Context, failing: Iterable[TargetOutcome]) -> bool:
-    """Whether the library findings (selected in this run) foresaw each of these failures, with
-    the cause and its fix, before anything was loaded."""
-    predictions = PredictionAgrees().predictions(ctx)
-    return all(
-        (p := predictions.get(o.target)) is not None
-        and p.foresees(o)
-        and bool(p.by)
-        and all_selected(ctx, *p.by)
-        for o in failing
-    )
-
-
 def _sentence(text: str) -> str:
     """`text` with a capital first letter, unless it starts with a name (VK_DRIVER_FILES=...)."""
     if text[:1].islower():
@@ -342,24 +296,6 @@ class LayersLoad(Check):
                 yield _verdict_finding(self, ctx, run, outcome)
 
 
-def _sigbus(ctx: Context, r: Resolution) -> str | None:
-    """Why the dlopen of `r` dies of SIGBUS: the first library it maps is cut short past whole
-    headers (ld.so maps pages beyond the end of the file); None when nothing is."""
-    from vkdoctor.elf.defect import diagnose
-    from vkdoctor.elf.platform import ldso_platform
-
-    machine = ctx.fact(ldso_platform).e_machine
-    for m in r.misses:
-        bad = m.bad_file
-        if bad is None or bad.path is None:
-            return None
-        d = diagnose(ctx, bad.path, m.name, machine)
-        if d is not None and d.effect == "sigbus":
-            return f"{bad.path} is {d.what()}: ld.so maps it past its end and dies of SIGBUS"
-        return None  # ld.so stops at the first mapping error
-    return None
-
-
 class PredictionAgrees(Check):
     """The static analysis and the real load agree on which libraries load.
 
@@ -375,47 +311,8 @@ class PredictionAgrees(Check):
     live_only = True
 
     def predictions(self, ctx: Context) -> Mapping[LoadTarget, Prediction]:
-        """The ld.so emulation's verdict on each target (vkdoctor.checks.libraries): the
-        closure and symbol versions, then the undefined symbols dlopen binds (VKL006)."""
-        from vkdoctor.checks.libraries import target_resolutions, undefined_by_target
-
-        unbound = {
-            t: [u for u in missing if u.fails_dlopen]
-            for t, _, missing in ctx.fact(undefined_by_target)
-        }
-        out = {}
-        for target, r in ctx.fact(target_resolutions):
-            now = unbound.get(target)
-            if r.ok and now:
-                # which undefined symbol ld.so names first depends on relocation order: the
-                # prediction is "fails", not its exact dlerror
-                out[target] = Prediction(
-                    loadable=False,
-                    reason=f"{len(now)} undefined symbol(s) that dlopen binds (BIND_NOW, or "
-                    f"a data relocation), e.g. {now[0].error} (VKL006)",
-                    error=None,
-                    by=("VKL006",),
-                )
-                continue
-            if r.misses:
-                by: tuple[str, ...] = (
-                    ("VKL001",) if any(m.needed_by is None for m in r.misses) else ("VKL002",)
-                )
-            else:
-                by = ("VKL003",) if r.versions else ()
-            crash = _sigbus(ctx, r)
-            if crash is not None:
-                out[target] = Prediction(loadable=False, reason=crash, by=by, signal="SIGBUS")
-                continue
-            out[target] = Prediction(
-                loadable=r.ok,
-                reason=r.predicted_error
-                or "the library, its DT_NEEDED closure, every symbol version and every symbol "
-                "dlopen binds resolve",
-                error=r.predicted_error,
-                by=by,
-            )
-        return out
+        """The ld.so emulation's verdict on each target (`facts.loadtest.predictions`)."""
+        return predictions(ctx)
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         predicted = self.predictions(ctx)

@@ -7,8 +7,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from vkdoctor import limits as L
-from vkdoctor.checks.base import Check, all_selected
+from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
+from vkdoctor.facts.selection import all_selected
 from vkdoctor.model import Finding, Severity
 
 #: load-test verdicts a resource limit can cause (not "no device", "wrong class")
@@ -17,7 +18,7 @@ _LOAD_BREAKS = ("crash", "timeout", "dlopen-failed", "not-run", "instance-failed
 
 def load_symptoms(ctx: Context) -> list[str]:
     """What went wrong in the load test, in words; [] when it went well."""
-    from vkdoctor.checks.loadtest import load_test
+    from vkdoctor.facts.loadtest import load_test
     from vkdoctor.loadtest import classify
 
     try:
@@ -39,7 +40,7 @@ def probe_symptom(ctx: Context) -> str | None:
     reason a limit can cause (wrong numbers are the driver's)."""
     if not ctx.options.probe or not all_selected(ctx, "VKR001"):
         return None
-    from vkdoctor.checks.probe import probe_result
+    from vkdoctor.facts.probe import probe_result
 
     result = ctx.fact(probe_result)
     status = result.get("status")
@@ -156,7 +157,7 @@ class NvidiaVariables(Check):
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         from vkdoctor import envhazards as eh
-        from vkdoctor.checks.container import nvidia_gpu_expected
+        from vkdoctor.host import nvidia_gpu_expected
 
         layer = eh.installed_layer(ctx, NV_LAYER_MANIFEST)
         optimus = ctx.env.get("__VK_LAYER_NV_optimus")

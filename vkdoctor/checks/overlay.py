@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from vkdoctor.checks.base import Check, all_selected
+from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
+from vkdoctor.facts.overlay import Outcome, overlay_context, overlay_outcome, runs_under
+from vkdoctor.facts.selection import all_selected
 from vkdoctor.model import Finding, Severity
-from vkdoctor.overlay.checkflow import Outcome, overlay_context, overlay_outcome, runs_under
 from vkdoctor.overlay.describe import exec_command, export_line
 from vkdoctor.overlay.plan import Plan
 from vkdoctor.sonames import find_remedy
@@ -37,7 +38,7 @@ def _supplies(plan: Plan) -> str:
 
 
 def _load_failures(ctx: Context, targets: list[str]) -> tuple[list[str], dict[str, Any]]:
-    from vkdoctor.checks.loadtest import load_test
+    from vkdoctor.facts.loadtest import load_test
 
     run = ctx.fact(load_test)
     failed: list[str] = []
@@ -143,7 +144,7 @@ class OverlayFix(Check):
         evidence["load_test"] = loaded
         probe: dict[str, Any] | None = None
         if ctx.options.probe:
-            from vkdoctor.checks.probe import probe_result
+            from vkdoctor.facts.probe import probe_result
 
             probe = proof.fact(probe_result)
             evidence["probe_status"] = probe.get("status")

@@ -7,9 +7,10 @@ from collections.abc import Iterable
 from pathlib import PurePosixPath
 from typing import Any
 
-from vkdoctor.checks.base import Check, all_selected
+from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.elf.explain import highest_per_family, version_node_key
+from vkdoctor.facts.selection import all_selected
 from vkdoctor.model import Finding, Severity
 from vkdoctor.packages import Inventory, Package, inventory
 from vkdoctor.packages.conda import conda_owner

@@ -4,87 +4,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 
-from vkdoctor.checks.base import Check
 from vkdoctor.commands import common
 from vkdoctor.commands.overlay import from_package_option
-from vkdoctor.context import Context
-from vkdoctor.model import CheckResult, Report
 from vkdoctor.runner import code_patterns, run_checks, select, unknown_patterns
-
-
-def with_load_results(
-    ctx: Context, rows: tuple[Mapping[str, Any], ...], chosen: Sequence[type[Check]]
-) -> tuple[Mapping[str, Any], ...]:
-    """Each driver row with what the real load test saw for its manifest, when it ran."""
-    if not ctx.live or not any(c.family == "load" for c in chosen):
-        return rows
-    from vkdoctor.checks.loadtest import load_test
-    from vkdoctor.loadtest import classify
-    from vkdoctor.model import Severity
-
-    try:
-        run = load_test(ctx)
-        outcomes = {o.target.manifest: o for o in run.outcomes if o.target.kind == "driver"}
-    except Exception:  # the VKT checks report a broken load test
-        return rows
-    keep = ("dlopen", "dlerror", "instance", "vk_result", "devices", "signal")
-    out = []
-    for row in rows:
-        outcome = outcomes.get(str(row.get("manifest")))
-        if outcome is None:
-            out.append(row)
-            continue
-        load = {k: v for k, v in outcome.as_dict().items() if k in keep}
-        tested = {**row, "load": load}
-        seen = classify(outcome, env=ctx.env, loader_version=run.loader_version)
-        if seen.severity.rank > Severity(str(row.get("verdict", "ok"))).rank:
-            # the real load has the last word: a driver whose manifest and libraries look
-            # right but that does not load, crashes or fails vkCreateInstance is no "ok"
-            tested["verdict"] = seen.severity.value
-            tested["reason"] = f"the real load test: {seen.title}. {seen.message}"
-        out.append(tested)
-    return tuple(out)
-
-
-def with_packages(
-    rows: tuple[Mapping[str, Any], ...], results: Sequence[CheckResult]
-) -> tuple[Mapping[str, Any], ...]:
-    """Each driver row, and each library of its closure, with the package that owns it, as the
-    forked VKP009 found (nothing is looked up again here); rows unchanged when it did not run."""
-    import os.path
-
-    files: Mapping[str, str | None] = next(
-        (f.evidence.get("files") or {} for r in results if r.code == "VKP009" for f in r.findings),
-        {},
-    )
-    if not files:
-        return rows
-
-    def owner(path: object) -> str | None:
-        if not isinstance(path, str):
-            return None
-        return files.get(path) or files.get(os.path.normpath(path))
-
-    out = []
-    for row in rows:
-        libs = row.get("libraries")
-        if not isinstance(libs, list):
-            out.append(row)
-            continue
-        out.append(
-            {
-                **row,
-                "package": owner(row.get("library")),
-                "libraries": [{**lib, "package": owner(lib.get("path"))} for lib in libs],
-            }
-        )
-    return tuple(out)
 
 
 def check_codes(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
@@ -186,14 +113,12 @@ def check(
     # The load test's child first (this imports only the loader's emulation and the load test):
     # it runs on another core while the other checks are imported and run.
     from vkdoctor.checks import loadtest as load_checks
+    from vkdoctor.facts.loadtest import prefetch
 
     early_ctx = ctx
-    early = load_checks.prefetch(ctx) if select(load_checks.CHECKS, selected, ignored) else None
+    early = prefetch(ctx) if select(load_checks.CHECKS, selected, ignored) else None
 
     from vkdoctor.checks import REGISTRY
-    from vkdoctor.checks.probe import probe_result
-    from vkdoctor.commands.drivers import drivers_report
-    from vkdoctor.host import collect
 
     for option, given in (("--select", selected), ("--ignore", ignored)):
         unknown = unknown_patterns(REGISTRY, given)
@@ -213,7 +138,7 @@ def check(
             f"(select {', '.join(selected) or 'all'}, ignore {', '.join(ignored) or 'none'}); "
             "`vkdoctor explain` lists the codes"
         )
-    from vkdoctor.overlay.checkflow import context_for_checks, opted_in
+    from vkdoctor.facts.overlay import context_for_checks, opted_in
 
     if any(c.code == "VKO001" for c in chosen) and opted_in(ctx):
         # the user asked for the overlay: every check below runs under it
@@ -223,27 +148,15 @@ def check(
         # started in the user's environment, and the checks run in the overlay's
         early.cancel()
     if load_chosen:
-        load_checks.prefetch(ctx)
+        prefetch(ctx)
     # the probe runs after every static check, and not at all with --no-probe or --root
     static = [c for c in chosen if c.code[:3] != "VKR"]
     # with --root the probe is listed as not applicable (it needs the live machine)
     probes = [c for c in chosen if c.code[:3] == "VKR"] if not no_probe else []
     results = run_checks(ctx, [*static, *probes], debug=debug)
-    from vkdoctor.model import Severity
-    from vkdoctor.overlay.checkflow import report_overlay
+    from vkdoctor.facts.report import build_report
 
-    # an overlay under which the drivers still fail is no fix to show (VKO001 says why)
-    overlay_proven = any(r.code == "VKO001" and r.worst is not Severity.FAIL for r in results)
-
-    report = Report(
-        vkdoctor_version=common.version(),
-        host=ctx.fact(collect),
-        checks=results,
-        drivers=with_packages(with_load_results(ctx, drivers_report(ctx), chosen), results),
-        overlay=report_overlay(ctx) if overlay_proven else None,
-        probe=ctx.fact(probe_result) if probes and ctx.options.probe else None,
-        command="check",
-    )
+    report = build_report(ctx, results, command="check")
     code = common.emit(report, fmt=fmt, json_file=json_file, strict=strict, verbose=verbose)
     if github_file is not None:
         try:

@@ -21,7 +21,7 @@ from vkdoctor.probe import MAX_TIMEOUT
 
 if TYPE_CHECKING:
     from vkdoctor.redact import Identity
-    from vkdoctor.render import text as text_render
+    from vkdoctor.render.style import Style
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -351,17 +351,18 @@ def say(text: str) -> None:
     click.echo(fit(text, width), err=True)
 
 
-def text_style(verbose: bool) -> text_render.Style:
-    from vkdoctor.render import text as text_render
+def text_style(verbose: bool) -> Style:
+    from vkdoctor.render.style import Style
 
     env = os.environ
     encoding = (getattr(sys.stdout, "encoding", None) or "").lower()
     width = terminal_width()
-    return text_render.Style(
+    return Style(
         colour=want_colour(sys.stdout, env),
         unicode="utf" in encoding,
         verbose=verbose,
         width=width,
+        machine=platform.machine(),
     )
 
 

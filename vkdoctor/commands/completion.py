@@ -11,10 +11,18 @@ from typing import Any
 import click
 
 
+def known_codes() -> dict[str, str]:
+    """code -> title for every code vkdoctor can emit."""
+    from vkdoctor.checks import REGISTRY
+    from vkdoctor.runner import INTERNAL_ERROR_CODE
+
+    codes = {c.code: c.title for c in REGISTRY}
+    codes[INTERNAL_ERROR_CODE] = "vkdoctor's own check broke"
+    return dict(sorted(codes.items()))
+
+
 def _codes(with_internal: bool) -> dict[str, str]:
     """code or family prefix -> what it stands for."""
-    from vkdoctor.commands.explain import known_codes
-
     codes = known_codes()
     if not with_internal:
         from vkdoctor.runner import INTERNAL_ERROR_CODE

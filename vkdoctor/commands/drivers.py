@@ -11,17 +11,6 @@ import click
 from vkdoctor.commands import common
 from vkdoctor.context import Context
 
-
-def drivers_report(ctx: Context) -> tuple[Mapping[str, Any], ...]:
-    """The report's `drivers` list. A bug here shows up as VKX000 in the VKD checks, not twice."""
-    from vkdoctor.loader.rows import driver_rows
-
-    try:
-        return driver_rows(ctx)
-    except Exception:
-        return ()
-
-
 #: the library checks of every load target: the file, its DT_NEEDED closure, symbol versions,
 #: the symbols BIND_NOW objects need; and the package skews behind a missing library or
 #: version, so that `drivers` gives the same cause and fix as `check` (they read the package
@@ -139,8 +128,7 @@ def render_text(
 def drivers(root: str | None, json_file: str | None, fmt: str, strict: bool, debug: bool) -> None:
     """List the drivers the Vulkan loader will try, in its order, each with its verdict and origin."""
     from vkdoctor.checks import REGISTRY
-    from vkdoctor.host import collect
-    from vkdoctor.model import Report, Severity, exit_code
+    from vkdoctor.model import Severity, exit_code
     from vkdoctor.render import json as json_render
     from vkdoctor.runner import run_checks
 
@@ -148,14 +136,10 @@ def drivers(root: str | None, json_file: str | None, fmt: str, strict: bool, deb
     # the manifests, and whether the libraries they name can load (ld.so's view, no load test)
     checks = [c for c in REGISTRY if c.family in ("drivers", "layers") or c.code in _LIBRARY_CHECKS]
     results = run_checks(ctx, checks, debug=debug)
-    rows = drivers_report(ctx)
-    report = Report(
-        vkdoctor_version=common.version(),
-        host=ctx.fact(collect),
-        checks=results,
-        drivers=rows,
-        command="drivers",
-    )
+    from vkdoctor.facts.report import build_report
+
+    report = build_report(ctx, results, command="drivers")
+    rows = report.drivers
     if fmt == "github":
         sys.exit(common.emit(report, fmt=fmt, json_file=json_file, strict=strict, verbose=False))
     if json_file != "-":

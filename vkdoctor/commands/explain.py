@@ -10,18 +10,10 @@ import click
 
 from vkdoctor.checks import REGISTRY
 from vkdoctor.commands import common
-from vkdoctor.commands.completion import finding_codes
+from vkdoctor.commands.completion import finding_codes, known_codes
 from vkdoctor.resources import codes_dir
-from vkdoctor.runner import INTERNAL_ERROR_CODE
 
 _CODE = re.compile(r"^VK[A-Z][0-9]{3}$")
-
-
-def known_codes() -> dict[str, str]:
-    """code -> title for every code vkdoctor can emit."""
-    codes = {c.code: c.title for c in REGISTRY}
-    codes[INTERNAL_ERROR_CODE] = "vkdoctor's own check broke"
-    return dict(sorted(codes.items()))
 
 
 def page(code: str) -> str | None:

@@ -85,15 +85,19 @@ def shadowing_copies(ctx: Context) -> list[tuple[str, str]]:
     """What VKL003 says when no library is missing but copies that win lack symbol versions
     (an old libstdc++ first on LD_LIBRARY_PATH, or bundled behind an RPATH): each problem, and
     its fix. An overlay only adds missing sonames, so it cannot help with these."""
-    from vkdoctor.checks.libraries import SymbolVersions
-    from vkdoctor.model import Severity
+    from vkdoctor.closures.versions import (
+        fails_dlopen,
+        version_fix,
+        version_problems,
+        version_title,
+    )
 
     return [
         (
-            f"no library is missing, but {f.title} (VKL003: `vkdoctor check` says which "
+            f"no library is missing, but {version_title(g)} (VKL003: `vkdoctor check` says which "
             "libraries need it)",
-            f.remedy or "vkdoctor explain VKL003",
+            version_fix(ctx, g) or "vkdoctor explain VKL003",
         )
-        for f in SymbolVersions().run(ctx)
-        if f.severity is Severity.FAIL
+        for g in ctx.fact(version_problems)
+        if fails_dlopen(g)
     ]

@@ -13,7 +13,7 @@ from vkdoctor.overlay.plan import Plan, make_plan
 def target_chains(ctx: Context) -> dict[str, Chain]:
     """Each load target's chain in ctx's environment, from the library checks' resolutions
     (computed once per run, shared with the VKL checks)."""
-    from vkdoctor.checks.libraries import target_resolutions
+    from vkdoctor.closures.targets import target_resolutions
 
     chains: dict[str, Chain] = {}
     for target, res in ctx.fact(target_resolutions):
@@ -24,7 +24,7 @@ def target_chains(ctx: Context) -> dict[str, Chain]:
 def near_miss_packages(ctx: Context) -> dict[str, list[str]]:
     """Missing soname -> the installed packages owning its near misses (llvm-libs owns
     libLLVM.so.22.1 where libLLVM.so.23.1 is missing): the family to look for in package caches."""
-    from vkdoctor.checks.libraries import target_resolutions
+    from vkdoctor.closures.targets import target_resolutions
     from vkdoctor.packages import inventory
 
     near: dict[str, set[str]] = {}

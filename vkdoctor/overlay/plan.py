@@ -457,7 +457,7 @@ def _first_violation(
                 )
     # Right names and versions are not all: the symbols dlopen binds must be defined (VKL006's
     # rule), or the driver still does not load, and a file with the right soname lacks them.
-    from vkdoctor.checks.libraries import undefined_by_target
+    from vkdoctor.closures.targets import undefined_by_target
 
     affected = {target for target, chain in plan.chains.items() if chain.missing()}
     for t, _, missing in fixed.fact(undefined_by_target):

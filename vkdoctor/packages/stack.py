@@ -1,19 +1,22 @@
 """The ELF facts the package rules explain, taken from library resolution (vkdoctor.elf).
 
 One resolution per load target is shared with the VKL checks through
-`vkdoctor.checks.libraries.target_resolutions` (a `ctx.fact`), so nothing is resolved twice.
+`vkdoctor.closures.targets.target_resolutions` (a `ctx.fact`), so nothing is resolved twice.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING
 
 from vkdoctor.context import Context
 from vkdoctor.packages.facts import MissingSoname, MissingVersion, StackFacts, StackFile
 from vkdoctor.record import replace
+
+if TYPE_CHECKING:
+    from vkdoctor.elf.resolve import Resolution
+    from vkdoctor.loader.targets import LoadTarget
 
 #: near-miss kinds that are another version of the same library family
 _OTHER_VERSION = ("other-version",)
@@ -35,9 +38,10 @@ def _extracted(ctx: Context, real: str) -> bool:
     return any(real.startswith(f"{root}/extracted/") for root in store_roots(ctx))
 
 
-def _resolutions(ctx: Context) -> tuple[tuple[Any, Any], ...]:
-    libraries = importlib.import_module("vkdoctor.checks.libraries")
-    return tuple(ctx.fact(libraries.target_resolutions))
+def _resolutions(ctx: Context) -> tuple[tuple[LoadTarget, Resolution], ...]:
+    from vkdoctor.closures.targets import target_resolutions
+
+    return tuple(ctx.fact(target_resolutions))
 
 
 def stack_facts(ctx: Context) -> StackFacts:

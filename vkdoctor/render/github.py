@@ -16,6 +16,7 @@ from typing import Any
 from vkdoctor.model import CheckResult, Finding, Report, ReportStatus, Severity
 from vkdoctor.render import PROBE_FAMILY_PREFIX, hex_escape
 from vkdoctor.render import text as text_render
+from vkdoctor.render.style import Style
 
 #: control characters other than newlines: shown as \xNN, as the JUnit file shows them
 _CONTROL = re.compile(r"[\x00-\x09\x0b\x0c\x0e-\x1f\x7f]")
@@ -105,7 +106,7 @@ def _sentinel(text: str) -> str:
 
 def render(report: Report, *, strict: bool = False) -> str:
     """The annotations, then the full text report folded in a log group, then the verdict."""
-    style = text_render.Style(colour=False, unicode=True, verbose=False)
+    style = Style(colour=False, unicode=True, verbose=False)
     body = "\n".join(text_render.sections(report, style))
     token = _sentinel(body)
     lines = [
@@ -163,7 +164,7 @@ def _attention(checks: Iterable[CheckResult]) -> list[Finding]:
 def summary(report: Report, *, strict: bool = False) -> str:
     """Markdown for $GITHUB_STEP_SUMMARY: verdict, findings, drivers, probe, overlay."""
     status = report.status(strict=strict)
-    style = text_render.Style(colour=False, unicode=True)
+    style = Style(colour=False, unicode=True)
     lines = [f"## vkdoctor {report.command}: {_VERDICT[status]}", ""]
     lines += [_code(text_render.verdict(report, style=style, strict=strict)), ""]
 

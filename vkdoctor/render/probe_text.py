@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from vkdoctor.model import Severity
 
 if TYPE_CHECKING:
-    from vkdoctor.render.text import Style
+    from vkdoctor.render.style import Style
 
 
 def _err(v: Any) -> str:

@@ -6,49 +6,8 @@ import re
 from collections.abc import Mapping
 
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Report, ReportStatus, Severity
-from vkdoctor.record import record
 from vkdoctor.render import hex_escape
-
-_GLYPH = {
-    Severity.OK: "✓",
-    Severity.INFO: "·",
-    Severity.WARN: "!",
-    Severity.FAIL: "✗",
-    Severity.ERROR: "✗",
-}
-_ASCII = {
-    Severity.OK: "ok",
-    Severity.INFO: "ii",
-    Severity.WARN: "!!",
-    Severity.FAIL: "XX",
-    Severity.ERROR: "EE",
-}
-_COLOUR = {
-    Severity.OK: "32",
-    Severity.INFO: "2",
-    Severity.WARN: "33",
-    Severity.FAIL: "31",
-    Severity.ERROR: "35",
-}
-
-
-@record(frozen=True)
-class Style:
-    colour: bool = False
-    unicode: bool = True
-    verbose: bool = False
-    #: wrap messages and fixes at this many columns (a terminal's width); None: one line each,
-    #: as logs and tools want them
-    width: int | None = None
-
-    def paint(self, text: str, sev: Severity, *, bold: bool = False) -> str:
-        if not self.colour:
-            return text
-        code = _COLOUR[sev] + (";1" if bold else "")
-        return f"\x1b[{code}m{text}\x1b[0m"
-
-    def glyph(self, sev: Severity) -> str:
-        return (_GLYPH if self.unicode else _ASCII)[sev]
+from vkdoctor.render.style import Style
 
 
 def _without_fix(message: str, remedy: str | None) -> str:
@@ -213,7 +172,7 @@ def render(report: Report, *, style: Style, strict: bool = False) -> str:
     """-v: every check, family by family. Otherwise one line per area, then what needs
     attention (warnings, then failures, so that the last failure's fix ends the run)."""
     lines = [*(sections(report, style) if style.verbose else brief(report, style)), ""]
-    note = root_note(report)
+    note = root_note(report, style.machine)
     if note:
         lines += [_indent(note, "", style.width), ""]
     lines.append(verdict(report, style=style, strict=strict))
@@ -356,19 +315,18 @@ def _line(head: str, text: str, style: Style, size: int) -> str:
     return "\n".join(wrap(text, style.width, first if first.endswith(" ") else first + " ", rest))
 
 
-def root_note(report: Report) -> str | None:
-    """With --root, the fixes are the tree's: its paths and its package manager."""
+def root_note(report: Report, here: str = "") -> str | None:
+    """With --root, the fixes are the tree's: its paths and its package manager. `here` is the
+    machine vkdoctor runs on ("" when not known)."""
     root = str(report.host.get("root") or "/")
     if root == "/" or not any(
         f.remedy and f.severity.rank >= Severity.WARN.rank for f in report.findings
     ):
         return None
-    import platform
-
     machine = str(report.host.get("machine") or "")
     foreign = (
         f" (an {machine} tree: chroot needs qemu-user-static here, or use docker run --platform)"
-        if machine and machine != platform.machine()
+        if machine and here and machine != here
         else ""
     )
     return (

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vkdoctor.context import Context
 from vkdoctor.loader import driver_scan
 from vkdoctor.loader.icd import LOADS, verdict
 from vkdoctor.loader.known import known_driver
+from vkdoctor.model import CheckResult
 
 
 def _predicted_errors(ctx: Context) -> dict[str, str]:
     """Driver manifest -> the dlerror() ld.so would give for its library (vkdoctor.elf), for
     the drivers whose library cannot load."""
-    from vkdoctor.checks.libraries import target_resolutions, undefined_by_target
+    from vkdoctor.closures.targets import target_resolutions, undefined_by_target
 
     out = {
         t.manifest: res.predicted_error
@@ -32,7 +34,7 @@ def _closures(ctx: Context) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """Driver manifest -> the libraries ld.so maps for its library (each with the name it was
     asked for, the file, how it was found, who needed it) and the names it cannot find. The
     resolutions are the library checks' own (a run-wide fact), not computed again."""
-    from vkdoctor.checks.libraries import target_resolutions
+    from vkdoctor.closures.targets import target_resolutions
 
     out = {}
     for t, res in ctx.fact(target_resolutions):
@@ -93,3 +95,80 @@ def driver_rows(ctx: Context) -> tuple[dict[str, Any], ...]:
             }
         )
     return tuple(rows)
+
+
+def drivers_report(ctx: Context) -> tuple[Mapping[str, Any], ...]:
+    """The report's `drivers` list. A bug here shows up as VKX000 in the VKD checks, not twice."""
+    try:
+        return driver_rows(ctx)
+    except Exception:
+        return ()
+
+
+def with_load_results(
+    ctx: Context, rows: tuple[Mapping[str, Any], ...], load_chosen: bool
+) -> tuple[Mapping[str, Any], ...]:
+    """Each driver row with what the real load test saw for its manifest, when it ran."""
+    if not ctx.live or not load_chosen:
+        return rows
+    from vkdoctor.facts.loadtest import load_test
+    from vkdoctor.loadtest import classify
+    from vkdoctor.model import Severity
+
+    try:
+        run = load_test(ctx)
+        outcomes = {o.target.manifest: o for o in run.outcomes if o.target.kind == "driver"}
+    except Exception:  # the VKT checks report a broken load test
+        return rows
+    keep = ("dlopen", "dlerror", "instance", "vk_result", "devices", "signal")
+    out = []
+    for row in rows:
+        outcome = outcomes.get(str(row.get("manifest")))
+        if outcome is None:
+            out.append(row)
+            continue
+        load = {k: v for k, v in outcome.as_dict().items() if k in keep}
+        tested = {**row, "load": load}
+        seen = classify(outcome, env=ctx.env, loader_version=run.loader_version)
+        if seen.severity.rank > Severity(str(row.get("verdict", "ok"))).rank:
+            # the real load has the last word: a driver whose manifest and libraries look
+            # right but that does not load, crashes or fails vkCreateInstance is no "ok"
+            tested["verdict"] = seen.severity.value
+            tested["reason"] = f"the real load test: {seen.title}. {seen.message}"
+        out.append(tested)
+    return tuple(out)
+
+
+def with_packages(
+    rows: tuple[Mapping[str, Any], ...], results: Sequence[CheckResult]
+) -> tuple[Mapping[str, Any], ...]:
+    """Each driver row, and each library of its closure, with the package that owns it, as the
+    forked VKP009 found (nothing is looked up again here); rows unchanged when it did not run."""
+    import os.path
+
+    files: Mapping[str, str | None] = next(
+        (f.evidence.get("files") or {} for r in results if r.code == "VKP009" for f in r.findings),
+        {},
+    )
+    if not files:
+        return rows
+
+    def owner(path: object) -> str | None:
+        if not isinstance(path, str):
+            return None
+        return files.get(path) or files.get(os.path.normpath(path))
+
+    out = []
+    for row in rows:
+        libs = row.get("libraries")
+        if not isinstance(libs, list):
+            out.append(row)
+            continue
+        out.append(
+            {
+                **row,
+                "package": owner(row.get("library")),
+                "libraries": [{**lib, "package": owner(lib.get("path"))} for lib in libs],
+            }
+        )
+    return tuple(out)

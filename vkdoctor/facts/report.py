@@ -1,0 +1,41 @@
+"""The report of a run: the checks' results with the run-wide facts that go beside them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from vkdoctor import __version__
+from vkdoctor.context import Context
+from vkdoctor.model import CheckResult, Report, Severity
+
+
+def build_report(ctx: Context, results: Sequence[CheckResult], *, command: str) -> Report:
+    """`check`'s and `drivers`' report: the drivers list (with what the load test saw, when a
+    load check ran, and the packages VKP009 found), the overlay when VKO001 proved it, and the
+    probe's result when the probe ran."""
+    from vkdoctor.facts.drivers import drivers_report, with_load_results, with_packages
+    from vkdoctor.host import collect
+
+    load_chosen = any(r.family == "load" for r in results)
+    probes = any(r.code[:3] == "VKR" for r in results)
+    # an overlay under which the drivers still fail is no fix to show (VKO001 says why)
+    overlay_proven = any(r.code == "VKO001" and r.worst is not Severity.FAIL for r in results)
+    overlay = None
+    if overlay_proven:
+        from vkdoctor.facts.overlay import report_overlay
+
+        overlay = report_overlay(ctx)
+    probe = None
+    if probes and ctx.options.probe:
+        from vkdoctor.facts.probe import probe_result
+
+        probe = ctx.fact(probe_result)
+    return Report(
+        vkdoctor_version=__version__,
+        host=ctx.fact(collect),
+        checks=tuple(results),
+        drivers=with_packages(with_load_results(ctx, drivers_report(ctx), load_chosen), results),
+        overlay=overlay,
+        probe=probe,
+        command=command,
+    )
