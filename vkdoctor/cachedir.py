@@ -18,8 +18,8 @@ def cache_home(env: Mapping[str, str]) -> Path:
 
 def _untrusted_above(path: Path) -> bool:
     """Whether another user could change `path` or a directory above it (the overlay store's
-    rule, vkdoctor.overlay.trust)."""
-    from vkdoctor.overlay.trust import untrusted
+    rule, vkdoctor.trust)."""
+    from vkdoctor.trust import untrusted
 
     return untrusted(str(path), container=True) is not None
 

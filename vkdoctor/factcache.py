@@ -9,7 +9,7 @@ metadata changed (ctime cannot be set back) gets a new identity, and its facts a
 again in the same run: nothing is ever invalidated by time, only by a change.
 
 A store is trusted only where nobody but root and the user can change it (the overlay store's
-rule, vkdoctor.overlay.trust), read with O_NOFOLLOW, bounded in size, and written atomically
+rule, vkdoctor.trust), read with O_NOFOLLOW, bounded in size, and written atomically
 (a private temporary file renamed into place). A store that cannot be trusted, read or written
 is simply not used: the facts are then computed as if there were none.
 
@@ -99,7 +99,7 @@ class Store:
 
 
 def _trusted(directory: Path) -> bool:
-    from vkdoctor.overlay.trust import untrusted
+    from vkdoctor.trust import untrusted
 
     return untrusted(str(directory), container=True) is None
 
@@ -138,6 +138,9 @@ def _read(file: Path, expected: tuple[Any, ...]) -> dict[Hashable, Any]:
 
 def _write(file: Path, data: bytes) -> None:
     directory = file.parent
+    # judged before anything is created: nothing goes where another user could swap it
+    if not _trusted(directory):
+        return
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError:

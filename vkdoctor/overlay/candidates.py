@@ -14,11 +14,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from vkdoctor import trust
 from vkdoctor.context import Context
 from vkdoctor.elf.defect import diagnose
 from vkdoctor.elf.reader import ElfError, read_elf
 from vkdoctor.elf.search import MAP_FAILED
-from vkdoctor.overlay import trust
 from vkdoctor.record import field, record
 
 #: at most this many /opt/*/lib directories are looked at

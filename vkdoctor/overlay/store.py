@@ -20,8 +20,8 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
+from vkdoctor import trust
 from vkdoctor.context import Context
-from vkdoctor.overlay import trust
 from vkdoctor.overlay.errors import StoreError, describe_os_error, store_hint
 from vkdoctor.record import record
 
