@@ -161,7 +161,9 @@ def test_too_few_open_files_under_a_hard_limit_says_who_can_raise_it():
     assert cause["evidence"]["limit"] == "RLIMIT_NOFILE"
     assert (cause["evidence"]["soft"], cause["evidence"]["hard"]) == (8, 8)
     assert "hard limit is 8 too" in cause["remedy"] and "LimitNOFILE=" in cause["remedy"]
-    assert of(doc, "VKT002")[0]["evidence"]["explained_by"] == "VKE010"
+    # the load test's child is forked when vkdoctor starts, while the 8 descriptors still have
+    # room for its pipes, so the load test itself may pass; whatever of it fails points at it
+    assert all(f["evidence"].get("explained_by") == "VKE010" for f in of(doc, "VKT002"))
     assert "cannot tell whether Vulkan compute works" in cause["message"]
     # raised from outside (what the remedy asks for), vkdoctor's own probe runs
     proc, doc = vkdoctor(["run-probe", "--cpu"], limits=["--nofile=1024:1024"])
@@ -460,9 +462,10 @@ def test_an_unwritable_nvidia_cache_path_is_reported_where_the_caches_are(tmp_pa
 CHECK = ("check", "--cpu")
 
 
-def test_a_limit_too_small_for_vkdoctor_itself_is_named_not_called_a_bug():
+@pytest.mark.parametrize("mib", [20, 40])
+def test_a_limit_too_small_for_vkdoctor_itself_is_named_not_called_a_bug(mib: int):
     proc = subprocess.run(
-        ["prlimit", f"--as={120 * MIB}:unlimited", "--", sys.executable, "-m", "vkdoctor", *CHECK],
+        ["prlimit", f"--as={mib * MIB}:unlimited", "--", sys.executable, "-m", "vkdoctor", *CHECK],
         capture_output=True,
         text=True,
         env=_env(),
@@ -472,7 +475,8 @@ def test_a_limit_too_small_for_vkdoctor_itself_is_named_not_called_a_bug():
     )
     assert proc.returncode == 1, proc.stderr
     assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
-    assert "RLIMIT_AS, ulimit -v" in proc.stderr and "ulimit -S -v unlimited" in proc.stderr
+    assert proc.stderr.startswith("vkdoctor: out of memory: ")
+    assert "ulimit -S -v unlimited" in proc.stderr
 
 
 def test_a_small_limit_does_not_take_the_blame_for_another_failure():

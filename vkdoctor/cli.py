@@ -106,7 +106,14 @@ def main() -> None:
             common.stdout_lost(exc)
             sys.exit(common.EXIT_OUTPUT)
         if isinstance(exc, MemoryError):
-            limited = _memory_limit()
+            try:
+                limited = _memory_limit()
+            except (ImportError, MemoryError):  # too little even to read the limits
+                limited = (
+                    "a resource limit leaves it too little memory even to read the limits "
+                    "(`ulimit -a` shows them; `ulimit -S -v unlimited` lifts the address-space "
+                    "limit in the shell that runs your Vulkan programs)"
+                )
             if limited:
                 # the environment's, not ours: no Vulkan program gets further than this
                 click.echo(f"vkdoctor: out of memory: {limited}", err=True)
