@@ -105,12 +105,11 @@ def verified(
     fix = str(d.evidence.get("fix") or fix_of(d.message) or "")
     tool = next((t for t in ("pacman", "dnf", "rpm") if f"{t} " in fix), None)
     if tool is not None and not ("apt " in fix or "apt-get " in fix):
-        # said plainly, beside the fix: no simulation backs it
+        # said plainly, after the fix in the message: no simulation backs it
         said = f"Unverified: vkdoctor simulates apt's fixes, not {tool}'s."
-        first = (d.remedy or fix).rstrip()
         return replace(
             d,
-            remedy=f"{first}{'' if first.endswith('.') else '.'} {said}",
+            message=_swap(d.message, fix, f"{fix}. {said}"),
             evidence={**d.evidence, "verified_by": []},
         )
     if db is None or not fix or not ("apt " in fix or "apt-get " in fix):
@@ -154,9 +153,8 @@ def verified(
     return replace(
         d,
         message=f"{head or message} But {text}",
-        remedy=f"None of these passes apt's simulation ({_tried(ran)}). Refresh the lists "
-        "from an up-to-date mirror (sudo apt update) and run vkdoctor again; apt-cache policy "
-        "shows what each repository offers.",
+        remedy="sudo apt update (from an up-to-date mirror), then run vkdoctor again; "
+        "apt-cache policy shows what each repository offers.",
         evidence=evidence,
     )
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Report, ReportStatus, Severity
 from vkdoctor.record import record
@@ -102,9 +102,47 @@ def _head(f: Finding, text: str, style: Style) -> str:
     return f"  {style.paint(glyph, f.severity)} {line}"
 
 
-def _finding(f: Finding, style: Style, last: Mapping[str, Finding] | None = None) -> list[str]:
-    """A finding's lines; `last` (remedy -> the last finding printed with it): a fix is printed
-    once, with the last finding that has it, and the others refer to it."""
+#: how a fix that is a command starts: its command is what makes two fixes the same one
+_COMMAND = re.compile(r"(?:sudo|unset|export|apt|apt-get|dnf|pacman|rpm|pip|conda|chmod|ln) ")
+#: where a command ends and what is said about it begins
+_AFTER_COMMAND = re.compile(r"\. |: | \(|; |, or ")
+
+
+def _same_fix(remedy: str) -> str:
+    """What makes two fixes the same one: the command a fix starts with (`unset X (why)` and
+    `unset X: why` are one fix), else its whole text; closing periods and spaces aside."""
+    text = " ".join(remedy.split()).rstrip(". ")
+    if _COMMAND.match(text):
+        text = _AFTER_COMMAND.split(text, maxsplit=1)[0]
+    return text
+
+
+def fix_owners(findings: list[Finding]) -> dict[str, Finding]:
+    """Each fix (by `_same_fix`) -> the one finding that prints it: of those that share it, the
+    one whose fix says the most (the alternatives it offers), then the most severe, then the
+    last; the others refer to it."""
+    owners: dict[str, Finding] = {}
+    for f in findings:
+        if f.remedy and f.severity.rank >= Severity.WARN.rank:
+            key = _same_fix(f.remedy)
+            held = owners.get(key)
+            if held is None or _weight(f) >= _weight(held):
+                owners[key] = f
+    return owners
+
+
+def _weight(f: Finding) -> tuple[int, int]:
+    return len(f.remedy or ""), f.severity.rank
+
+
+def _finding(
+    f: Finding,
+    style: Style,
+    owners: Mapping[str, Finding] | None = None,
+    order: Sequence[Finding] = (),
+) -> list[str]:
+    """A finding's lines; `owners` (from `fix_owners`): a fix is printed once, with the finding
+    that owns it, and the others say "see CODE below" (or above: `order` is how they print)."""
     serious = f.severity.rank >= Severity.WARN.rank
     one_line = f.message and "\n" not in f.message and len(f.message) <= 110
     if f.message and not serious and one_line:
@@ -113,12 +151,17 @@ def _finding(f: Finding, style: Style, last: Mapping[str, Finding] | None = None
     if f.message and (style.verbose or serious):
         lines.append(_indent(_without_fix(f.message, f.remedy), "      ", style.width))
     if f.remedy and f.severity.rank >= Severity.WARN.rank:
-        later = last.get(f.remedy) if last is not None else None
-        if later is not None and later is not f:
-            lines.append(_indent(f"fix: the one of {later.code} below", "      ", style.width))
+        owner = owners.get(_same_fix(f.remedy)) if owners is not None else None
+        if owner is not None and owner is not f:
+            side = "above" if _index(order, owner) < _index(order, f) else "below"
+            lines.append(_indent(f"fix: see {owner.code} {side}", "      ", style.width))
         else:
             lines.append(_indent("fix: " + f.remedy, "      ", style.width))
     return lines + _evidence(f, style)
+
+
+def _index(order: Sequence[Finding], f: Finding) -> int:
+    return next((i for i, x in enumerate(order) if x is f), -1)
 
 
 def _evidence(f: Finding, style: Style) -> list[str]:
@@ -179,7 +222,12 @@ def _keyed(head: str, value: object, indent: str) -> list[str]:
     return [f"{head} {text}" if text else f"{head} (empty)"]
 
 
-def _check(c: CheckResult, style: Style) -> list[str]:
+def _check(
+    c: CheckResult,
+    style: Style,
+    owners: Mapping[str, Finding] | None = None,
+    order: Sequence[Finding] = (),
+) -> list[str]:
     if c.status is CheckStatus.SKIPPED:
         mark = "-" if style.unicode else "--"  # as wide as the other marks
         if not style.verbose:
@@ -189,7 +237,7 @@ def _check(c: CheckResult, style: Style) -> list[str]:
         return [f"  {mark} {c.code} {c.title}: skipped ({c.skip_reason})"]
     out: list[str] = []
     for f in c.findings:
-        out.extend(_finding(f, style))
+        out.extend(_finding(f, style, owners, order))
     return out
 
 
@@ -336,12 +384,15 @@ def brief(report: Report, style: Style) -> list[str]:
     # the first failure is the deepest cause (drivers, libraries, then the load and the probe
     # they break): printed last, it ends the run with its fix
     failures = [f for f in report.findings if f.severity.rank >= Severity.FAIL.rank][::-1]
-    last = {f.remedy: f for f in [*warnings, *failures] if f.remedy}
+    order = [*warnings, *failures]
+    owners = fix_owners(order)
+    hint = " (vkdoctor explain CODE: why, and other ways to fix)"
     for heading, chosen in (("Warnings", warnings), ("Failures", failures)):
         if chosen:
-            lines += ["", heading]
+            lines += ["", heading + hint]
+            hint = ""
             for f in chosen:
-                lines.extend(_finding(f, style, last))
+                lines.extend(_finding(f, style, owners, order))
     return lines
 
 
@@ -385,16 +436,20 @@ def sections(report: Report, style: Style) -> list[str]:
     hinted = False
     for c in report.checks:
         families.setdefault(c.family, []).append(c)
+    for checks in families.values():
+        checks.sort(key=lambda c: c.code)  # VKL004 before VKL005, whatever ran first
+    order = [f for checks in families.values() for c in checks for f in c.findings]
+    owners = fix_owners(order)
     for family, checks in families.items():
         if lines:
             lines.append("")
         lines.append(family.capitalize())
         quiet: list[str] = []
-        for c in sorted(checks, key=lambda c: c.code):  # VKL004 before VKL005, whatever ran first
+        for c in checks:
             if not style.verbose and _found_nothing(c):
                 quiet.append(c.code)
             else:
-                lines.extend(_check(c, style))
+                lines.extend(_check(c, style, owners, order))
         if quiet:
             glyph = style.paint(style.glyph(Severity.OK), Severity.OK)
             hint = "" if hinted else " (-v lists each check)"
