@@ -464,7 +464,7 @@ def test_seed_failure_names_the_closest_version_and_the_package_to_look_for(seed
         "but libllvm15:amd64 " in vkp["message"]
         and "provides only libLLVM-15.so.1" in vkp["message"]
     )
-    assert "holds libLLVM.so.23.1 from the matching libllvm23 package" in vkp["remedy"]
+    assert "libLLVM.so.23.1 from the matching libllvm23 package (VKO001)" in vkp["message"]
 
 
 def test_a_stale_libz_on_ld_library_path_is_named_as_the_cause(tmp_path: Path) -> None:

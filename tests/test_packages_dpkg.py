@@ -453,7 +453,10 @@ def test_a_packaged_driver_missing_its_llvm_gets_the_upgrade(deb_tree: Path):
 
     _, doc = run_json(["check", "--no-probe", "--root", str(deb_tree), "--select", "VKL002"])
     (vkl,) = [f for f in doc["findings"] if f["code"] == "VKL002" and "LLVM" in f["title"]]
-    assert "upgrade both together (`sudo apt update && sudo apt full-upgrade`)" in vkl["remedy"]
+    assert (
+        "upgrade both together (`sudo apt update && sudo apt full-upgrade`)"
+        in vkl["remedy"].lower()
+    )
 
 
 def _file_repository(root: Path, repo: Path, debs: list[Path]) -> None:

@@ -354,6 +354,18 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
                 f" Debian names library packages after the soname, so {guess} is a guess; "
                 f"`apt-file search {fact.soname}` names the package that has it."
             )
+    if cpkg is None and (direction > 0 or ppkg is None) and not evidence.get("damaged"):
+        # no package fix: a copy is the way until the driver is rebuilt (for a packaged
+        # driver the page says so)
+        if not guess and ppkg is not None and ppkg.family == "dpkg":
+            # an unowned driver on Debian: the package named after the soname it needs
+            base, want = stem(fact.soname).lower(), numbers(fact.soname)
+            guess = f"{base}{want[0]}" if want else None
+        wanted = evidence.get("expected_package") or guess or (ppkg.name if ppkg else lib)
+        message += (
+            f" Until then, an overlay can give one program {fact.soname} from the matching "
+            f"{wanted} package (VKO001)."
+        )
     if cpkg is None:
         fix = None
         remedy = (
