@@ -86,9 +86,10 @@ class Limit:
                 "programs, before they start"
             )
         return (
-            f"raise the hard limit ({self.shown(self.hard)}) where this shell is started (a "
-            f"systemd unit's Limit{_systemd(s.name)}=, /etc/security/limits.conf, docker run "
-            f"--ulimit, the CI runner's settings), then ulimit -S {s.option} unlimited"
+            f"the hard limit is {self.shown(self.hard)} too, so only what starts this shell can "
+            f"raise it: a systemd unit's Limit{_systemd(s.name)}=, /etc/security/limits.conf, "
+            f"docker run --ulimit, or the CI runner's settings; then ulimit -S {s.option} "
+            "unlimited"
         )
 
     def evidence(self) -> dict[str, object]:

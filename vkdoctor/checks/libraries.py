@@ -739,10 +739,9 @@ def _version_remedy(
         carrier = _rpath_carrier(ctx, directory, chain)
         who = f"{carrier}'s DT_RPATH" if carrier else "a DT_RPATH"
         return (
-            f"{directory} comes from {who}, and its {soname} is older than what the libraries "
-            f"need: update that copy (to one that defines {', '.join(missing) or 'them'}), or "
-            f"remove it so that the system's is found, or drop the RPATH (patchelf --remove-rpath "
-            f"{carrier or 'LIBRARY'}) if the bundle does not need it."
+            f"patchelf --remove-rpath {carrier or 'LIBRARY'} if the bundle does not need "
+            f"{directory} ({who}); else update its {soname} to one that defines "
+            f"{', '.join(missing) or 'them'}, or remove it so that the system's is found."
         )
     if how is How.PRELOAD:
         return f"Stop preloading {soname} from {directory} (LD_PRELOAD)."
@@ -828,10 +827,9 @@ class LdLibraryPathOnly(Check):
                 f"entry {lib.directory or '(empty: the current directory)'} and shadows the "
                 f"system copy {system}."
                 + (f" It is {cut.what()}: {_CUT_WORDS[cut.effect or 'none']}" if cut else ""),
-                remedy="VKL003 and VKL006 say whether this copy lacks what the drivers need. "
-                f"Take {lib.directory} off LD_LIBRARY_PATH; if a program needs a library that "
-                f"only {lib.directory} has, `vkdoctor exec --search-path {lib.directory} -- CMD` "
-                "gives that program just the missing files, not this copy.",
+                remedy=f"Take {lib.directory} off LD_LIBRARY_PATH (VKL003 and VKL006 say whether "
+                "this copy breaks anything); a program that needs a library only it has gets just "
+                f"that with `vkdoctor exec --search-path {lib.directory} -- CMD`.",
                 evidence={
                     "path": path,
                     "directory": lib.directory,
@@ -875,19 +873,19 @@ class LdLibraryPathOnly(Check):
                 remedy = "sudo ldconfig (rebuilds /etc/ld.so.cache from the ld.so configuration)"
             elif shadows := shadowing_files(ctx, directory):
                 # the whole directory, for every program, would replace those too
-                remedy = (
-                    f"Give {directory} only to the programs that need it: `vkdoctor exec "
-                    f"--search-path {directory} -- CMD` (a checked overlay of just the missing "
-                    f"files). Do not add it to the ld.so configuration or export it: it also "
+                msg += (
+                    f" Do not add {directory} to the ld.so configuration or export it: it also "
                     f"holds {', '.join(shadows[:4])}, which would replace the system's copies."
+                )
+                remedy = (
+                    f"`vkdoctor exec --search-path {directory} -- CMD` for the programs that need "
+                    "it (a checked overlay of just the missing files)."
                 )
             else:
                 remedy = (
-                    f"Add {directory} to the ld.so configuration (echo {directory} | sudo tee "
-                    "/etc/ld.so.conf.d/vulkan-driver.conf && sudo ldconfig), or give it only to the "
-                    f"programs that need it: `vkdoctor exec --search-path {directory} -- CMD` "
-                    f"(a checked overlay of just the missing files) or `LD_LIBRARY_PATH={directory} "
-                    "CMD`."
+                    f"`echo {directory} | sudo tee /etc/ld.so.conf.d/vulkan-driver.conf && sudo "
+                    f"ldconfig`, or only for the programs that need it `vkdoctor exec --search-path "
+                    f"{directory} -- CMD` (a checked overlay of just the missing files)."
                 )
             yield self.warn(
                 f"{len(paths)} driver librar{'y' if len(paths) == 1 else 'ies'} found only through LD_LIBRARY_PATH {where}",
@@ -1291,9 +1289,8 @@ def _loader_outside_remedy(ctx: Context, directory: str) -> str:
     if shadows:
         return (
             f"Install the loader where ld.so finds it without the variable "
-            f"({install_loader_command(ctx)}). Do not add {directory} to the ld.so "
-            f"configuration: it also holds {', '.join(shadows[:4])}, which would replace the "
-            "system's copies for every program."
+            f"({install_loader_command(ctx)}), not by adding {directory} to the ld.so "
+            f"configuration: it also holds {', '.join(shadows[:4])}."
         )
     return (
         f"Install the loader where ld.so finds it without the variable "
