@@ -102,43 +102,49 @@ def _head(f: Finding, text: str, style: Style) -> str:
     return f"  {style.paint(glyph, f.severity)} {line}"
 
 
-#: how a fix that is a command starts: its command is what makes two fixes the same one
+#: how a fix that is a command starts: its commands are what makes two fixes the same one
 _COMMAND = re.compile(r"(?:sudo|unset|export|apt|apt-get|dnf|pacman|rpm|pip|conda|chmod|ln) ")
 #: where a command ends and what is said about it begins
-_AFTER_COMMAND = re.compile(r"\. |: | \(|; |, or ")
+_AFTER_COMMAND = re.compile(r": | \(|; |, or ")
 
 
-def _same_fix(remedy: str) -> str:
-    """What makes two fixes the same one: the command a fix starts with (`unset X (why)` and
-    `unset X: why` are one fix), else its whole text; closing periods and spaces aside."""
-    text = " ".join(remedy.split()).rstrip(". ")
-    if _COMMAND.match(text):
-        text = _AFTER_COMMAND.split(text, maxsplit=1)[0]
-    return text
+def _commands(remedy: str) -> frozenset[str]:
+    """The commands a fix runs, in its leading sentences that are commands (`A && B. Then C.
+    If ...`: A, B, C); empty when it starts with prose."""
+    found: set[str] = set()
+    for part in " ".join(remedy.split()).split(". "):
+        sentence = part.rstrip(". ").removeprefix("Then ")
+        if not _COMMAND.match(sentence):
+            break
+        head = _AFTER_COMMAND.split(sentence, maxsplit=1)[0]
+        found.update(c.strip() for c in head.split(" && ") if c.strip())
+    return frozenset(found)
 
 
-def fix_owners(findings: list[Finding]) -> dict[str, Finding]:
-    """Each fix (by `_same_fix`) -> the one finding that prints it: of those that share it, the
-    one whose fix says the most (the alternatives it offers), then the most severe, then the
+def fix_owners(findings: list[Finding]) -> dict[int, Finding]:
+    """id(finding) -> the finding that prints its fix: one with the same text, or with commands
+    that include all of its own (`A && B. Then C` does what `A && C` does). Of those, the one
+    with the most commands, then the fix that says the most, then the most severe, then the
     last; the others refer to it."""
-    owners: dict[str, Finding] = {}
-    for f in findings:
-        if f.remedy and f.severity.rank >= Severity.WARN.rank:
-            key = _same_fix(f.remedy)
-            held = owners.get(key)
-            if held is None or _weight(f) >= _weight(held):
-                owners[key] = f
+    fixing = [f for f in findings if f.remedy and f.severity.rank >= Severity.WARN.rank]
+    text = {id(f): " ".join((f.remedy or "").split()).rstrip(". ") for f in fixing}
+    cmds = {id(f): _commands(f.remedy or "") for f in fixing}
+    rank = {
+        id(f): (len(cmds[id(f)]), len(f.remedy or ""), f.severity.rank, i)
+        for i, f in enumerate(fixing)
+    }
+    owners: dict[int, Finding] = {}
+    for f in fixing:
+        mine = cmds[id(f)]
+        same = [g for g in fixing if text[id(g)] == text[id(f)] or (mine and mine <= cmds[id(g)])]
+        owners[id(f)] = max(same, key=lambda g: rank[id(g)])
     return owners
-
-
-def _weight(f: Finding) -> tuple[int, int]:
-    return len(f.remedy or ""), f.severity.rank
 
 
 def _finding(
     f: Finding,
     style: Style,
-    owners: Mapping[str, Finding] | None = None,
+    owners: Mapping[int, Finding] | None = None,
     order: Sequence[Finding] = (),
 ) -> list[str]:
     """A finding's lines; `owners` (from `fix_owners`): a fix is printed once, with the finding
@@ -151,7 +157,7 @@ def _finding(
     if f.message and (style.verbose or serious):
         lines.append(_indent(_without_fix(f.message, f.remedy), "      ", style.width))
     if f.remedy and f.severity.rank >= Severity.WARN.rank:
-        owner = owners.get(_same_fix(f.remedy)) if owners is not None else None
+        owner = owners.get(id(f)) if owners is not None else None
         if owner is not None and owner is not f:
             side = "above" if _index(order, owner) < _index(order, f) else "below"
             lines.append(_indent(f"fix: see {owner.code} {side}", "      ", style.width))
@@ -225,7 +231,7 @@ def _keyed(head: str, value: object, indent: str) -> list[str]:
 def _check(
     c: CheckResult,
     style: Style,
-    owners: Mapping[str, Finding] | None = None,
+    owners: Mapping[int, Finding] | None = None,
     order: Sequence[Finding] = (),
 ) -> list[str]:
     if c.status is CheckStatus.SKIPPED:
