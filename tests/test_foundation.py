@@ -518,7 +518,7 @@ def test_an_area_that_is_fine_is_one_line_unless_verbose(tmp_path: Path) -> None
     )
     hazard_lines = hazard.stdout.splitlines()
     assert hazard_lines[0] == "  ! Environment  VKE001 warning (below)", hazard.stdout
-    warnings = hazard.stdout[hazard.stdout.index("\nWarnings\n") :]
+    warnings = hazard.stdout[hazard.stdout.index("\nWarnings (vkdoctor explain CODE") :]
     assert "\n  ! VKE001 " in warnings
 
 

@@ -623,17 +623,16 @@ def test_a_driver_hidden_by_a_variable_is_named_before_any_install_advice(tmp_pa
     (f,) = [x for x in doc["findings"] if x["code"] == "VKT002"]
     assert f["severity"] == "fail"
     assert f["remedy"].startswith(
-        "The driver lvp_icd.x86_64.json is installed, but "
-        "VK_LOADER_DRIVERS_DISABLE=lvp_icd.x86_64.json filters it out: "
-        "unset VK_LOADER_DRIVERS_DISABLE"
+        "unset VK_LOADER_DRIVERS_DISABLE (VK_LOADER_DRIVERS_DISABLE=lvp_icd.x86_64.json "
+        "filters out the installed lvp_icd.x86_64.json)"
     )
     intel = "/usr/share/vulkan/icd.d/intel_icd.x86_64.json"  # loads, but no device here
     _, doc = run_json(["check", "--no-probe", "--select", "VKT002"], env={"VK_DRIVER_FILES": intel})
     (f,) = [x for x in doc["findings"] if x["code"] == "VKT002"]
     assert f["remedy"].startswith(
-        f"VK_DRIVER_FILES={intel} replaces the loader's driver search path, which has "
+        "unset VK_DRIVER_FILES (it replaces the loader's search, which finds "
     )
-    assert "lvp_icd.x86_64.json" in f["remedy"].split(": unset VK_DRIVER_FILES")[0]
+    assert "lvp_icd.x86_64.json" in f["remedy"].split("), or point it")[0]
 
 
 def test_devices_behind_a_crashing_driver_get_no_check_mark(fakes):

@@ -506,8 +506,9 @@ def test_run_probe_alone_names_the_memory_limit(limit):
     assert proc.returncode == 1
     (f,) = of(doc, "VKR001")
     name = "RLIMIT_AS" if limit.startswith("--as") else "RLIMIT_DATA"
-    assert f["remedy"].startswith(f"{name} (ulimit ")
-    assert "this is the limit, not the driver" in f["remedy"]
+    # the command first, then which limit and why it is the cause
+    assert f["remedy"].startswith("ulimit -S ")
+    assert f"({name} is " in f["remedy"] and "the limit, not the driver" in f["remedy"]
     no_driver_blame(doc)
 
 

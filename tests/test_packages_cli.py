@@ -13,7 +13,10 @@ from pkgtrees import arch_skew_tree, debian_skew_tree, fedora_skew_tree
 ARCH = (
     "lavapipe (/usr/lib/libvulkan_lvp.so, vulkan-swrast 1:26.2.3-1) needs libLLVM.so.23.1, "
     "but llvm-libs 22.1.8-1 provides only libLLVM.so.22.1: mesa was upgraded without LLVM, "
-    "a partial upgrade. Fix: sudo pacman -Syu."
+    "a partial upgrade. pacman did not stop this: vulkan-swrast depends on llvm-libs without a "
+    "version. Fix: sudo pacman -Syu."
+    # no simulation backs a pacman or dnf fix: the message says so after it
+    " Unverified: vkdoctor simulates apt's fixes, not pacman's."
 )
 DEBIAN = (
     "lavapipe (/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so, mesa-vulkan-drivers:amd64 26.2.3-1) "
@@ -29,6 +32,7 @@ FEDORA = (
     "upgraded without LLVM, a partial upgrade (mesa-vulkan-drivers requires "
     "libLLVM.so.23.1()(64bit), which no installed package provides: it was installed with "
     "--nodeps or from another repository). Fix: sudo dnf distro-sync."
+    " Unverified: vkdoctor simulates apt's fixes, not dnf's."
 )
 
 
@@ -76,7 +80,7 @@ def test_check_root_names_packages_versions_and_the_fix(
     assert said in text.stdout
     assert f"fix: {command.rstrip('.')}" in text.stdout
     assert " Fix: " not in text.stdout
-    # what apt-get -s said of the fix (dpkg) stays in the message
+    # what apt-get -s said of the fix (dpkg), or that none could, stays in the message
     assert verdict.split(": ")[0] in text.stdout
 
 

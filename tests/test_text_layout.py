@@ -172,7 +172,10 @@ def test_the_first_failing_run_ends_with_the_cause_and_how_to_find_the_library(
     assert vkl["title"] == "libLLVM.so.23.1 missing (needed by libvulkan_lvp.so)"
     # failures come last, the deepest cause (VKL002) right above the verdict, with its fix
     body = text[: text.rindex("\nvkdoctor: ")]
-    assert body.index("\nWarnings\n") < body.index("\nFailures\n")
+    # the first heading says where the reasons are
+    assert body.index("\nWarnings (vkdoctor explain CODE: why, and other ways to fix)\n") < (
+        body.index("\nFailures\n")
+    )
     last = body[body.rindex("\n  ✗ ") :]
     assert last.startswith(f"\n  ✗ VKL002 {vkl['title']}")
     fix = " ".join(last[last.index("fix: ") :].split())
@@ -186,7 +189,7 @@ def test_the_first_failing_run_ends_with_the_cause_and_how_to_find_the_library(
     (vko,) = [f for f in doc["findings"] if f["code"] == "VKO001"]
     assert vko["remedy"] == vkl["remedy"]
     assert text.count("find / -name") == 1
-    assert "fix: the one of VKL002 below" in text
+    assert "fix: see VKL002 below" in text
     # what the fix says, done: the find (over the lab, not the whole machine) gives the folder,
     # and the run with it passes under the overlay
     find = vkl["remedy"].split("`")[1].replace("find / ", f"find {seed.root} ")

@@ -81,7 +81,7 @@ def _memory_limit() -> str | None:
             return (
                 f"this process may use only {lim.shown(lim.soft)} ({lim.spec.name}, ulimit "
                 f"{lim.spec.option}), less than vkdoctor needs and far less than the Vulkan "
-                f"drivers need ({lim.shown(lim.spec.minimum)}). Raise it: "
+                f"drivers need ({lim.shown(lim.spec.minimum)}); raise it: "
                 f"{lim.remedy(root=limits.can_raise_hard())}."
             )
     return None

@@ -1127,9 +1127,9 @@ def classify(
             message=message,
             remedy=disable_remedy(outcome, others=others, env=env, loader_version=loader_version)
             if others
-            else "This is the only driver, so disabling it leaves none: fix what the loader "
-            "reports (VK_LOADER_DEBUG=error,warn,driver shows it in any program). NVIDIA's "
-            "libGLX_nvidia.so.0 fails this way without GLVND's libEGL.so.1: vkdoctor explain VKC004.",
+            else "export VK_LOADER_DEBUG=error,warn,driver shows what the loader reports in any "
+            "program (the only driver: disabling it leaves none); for NVIDIA's libGLX_nvidia.so.0, "
+            "see vkdoctor explain VKC004 (GLVND's libEGL.so.1).",
         )
     if outcome.devices:
         listed = "; ".join(d.describe() for d in outcome.devices)

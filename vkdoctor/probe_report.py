@@ -86,7 +86,8 @@ def remedy(probe: Mapping[str, Any], *, in_check: bool = False) -> str | None:
                 else "`vkdoctor check` says why (its libraries, the load test)."
             )
         hidden = _hidden_by(env)
-        return f"{hidden}{_install(probe, in_check)}" if hidden else _install(probe, in_check)
+        install = _install(probe, in_check)
+        return f"{hidden}{install[:1].lower()}{install[1:]}" if hidden else install
     if reason in ("signal", "python-error", "no-output", "spawn-failed", "library-error"):
         limited = limit_behind(probe)
         if limited is not None:
@@ -129,15 +130,15 @@ def remedy(probe: Mapping[str, Any], *, in_check: bool = False) -> str | None:
     ):
         kernels = command[command.index("--shader-dir") + 1]
         return (
-            f"The kernels come from --shader-dir {kernels}: check them first (a compile error, a "
-            "missing @workgroup_size or a wrong result there is the kernel's, not the driver's); "
-            "without --shader-dir the probe runs vkdoctor's own kernels."
+            f"Check the kernels in {kernels} (--shader-dir) first: a compile error, a missing "
+            "@workgroup_size or a wrong result there is theirs; without --shader-dir the probe "
+            "runs vkdoctor's own."
         )
     lib_path = env.get("WGPU_LIB_PATH")
     if reason in ("python-error", "no-output", "library-error") and lib_path:
         return (
-            f"WGPU_LIB_PATH={lib_path} is set: wgpu-py loads that file instead of its own "
-            "wgpu-native (see VKL005). Unset it, or point it at a working libwgpu_native."
+            "unset WGPU_LIB_PATH, or point it at a working libwgpu_native: wgpu-py loads "
+            f"{lib_path} instead of its own wgpu-native (VKL005)."
         )
     if python and python != sys.executable and reason in ("spawn-failed", "no-output"):
         # --python: the interpreter the user named, not vkdoctor's, is the suspect
@@ -147,21 +148,22 @@ def remedy(probe: Mapping[str, Any], *, in_check: bool = False) -> str | None:
             "with wgpu and numpy installed, or leave it out to use the one running vkdoctor."
         )
     if reason == "library-error":
-        said = [f"{k}={env[k]}" for k in ("LD_LIBRARY_PATH", "LD_PRELOAD") if env.get(k)]
-        where = (
-            f"{' and '.join(said)} {'is' if len(said) == 1 else 'are'} set and probably put an "
-            "incompatible copy of a library first"
-            if said
-            else "a library the error names is not the one its users were built against"
-        )
+        said = [k for k in ("LD_LIBRARY_PATH", "LD_PRELOAD") if env.get(k)]
         names = (
-            "The library findings above (VKL003, VKL004, VKL006) name the copy and the fix"
+            "the library findings above (VKL003, VKL004, VKL006) name the copy"
             if in_check
-            else "`vkdoctor check` names the copy and the fix (VKL003, VKL004, VKL006)"
+            else "`vkdoctor check` names the copy (VKL003, VKL004, VKL006)"
         )
+        if said:
+            return (
+                f"unset {' '.join(said)} ({', '.join(f'{k}={env[k]}' for k in said)}), or give "
+                f"{'it' if len(said) == 1 else 'them'} only to "
+                "the program that needs it: an incompatible copy of a library comes first there; "
+                f"{names}."
+            )
         return (
-            f"A shared library in the probe's Python did not load (the message names it): {where}. "
-            f"{names}; unset the variable or give it only to the program that needs it."
+            f"{names[:1].upper()}{names[1:]} and the fix: a library the error names is not the "
+            "one its users were built against."
         )
     return _REMEDY.get(reason)
 
@@ -175,9 +177,9 @@ def limit_behind(probe: Mapping[str, Any]) -> str | None:
     for lim in limits.current():
         if lim.tight and limits.shows(lim.spec.name, said):
             return (
-                f"{lim.spec.name} (ulimit {lim.spec.option}) is {lim.shown(lim.soft)}, below the "
-                f"{lim.shown(lim.spec.minimum)} Vulkan compute needs: this is the limit, not the "
-                f"driver. Raise it: {lim.remedy(root=limits.can_raise_hard())}."
+                f"{_capital(lim.remedy(root=limits.can_raise_hard()))} ({lim.spec.name} is "
+                f"{lim.shown(lim.soft)}, below the {lim.shown(lim.spec.minimum)} Vulkan compute "
+                "needs: the limit, not the driver)."
             )
     return None
 
@@ -212,10 +214,10 @@ def full_shader_cache(probe: Mapping[str, Any]) -> str | None:
     if st.f_blocks == 0 or st.f_flag & os.ST_RDONLY or free >= SHADER_INDEX_BYTES:
         return None
     return (
-        f"Mesa's shader cache {path} (from {var}) is on a full filesystem ({free} bytes free): "
-        "Mesa writes its cache index through mmap there, and that write is a SIGBUS, not a "
-        "driver crash. Free space there, or move the cache (export MESA_SHADER_CACHE_DIR=DIR on "
-        "a filesystem with space), or for this run export MESA_SHADER_CACHE_DISABLE=true."
+        f"Free space where Mesa's shader cache {path} (from {var}) is, or move it (export "
+        "MESA_SHADER_CACHE_DIR=DIR), or for this run export MESA_SHADER_CACHE_DISABLE=true: "
+        f"with {free} bytes free, Mesa's write of its cache index through mmap is a SIGBUS, not "
+        "a driver crash."
     )
 
 
@@ -252,15 +254,15 @@ def pythonpath_culprit(probe: Mapping[str, Any]) -> tuple[str, str] | None:
 
 
 def _hidden_by(env: Mapping[str, Any]) -> str:
-    """'VK_DRIVER_FILES=... is set ...: unset it first. Otherwise: ' when a variable decides
+    """'unset VK_DRIVER_FILES first, as it may hide ...; otherwise ' when a variable decides
     which drivers the loader reads (an installed driver may be hidden), else ''."""
     set_ = [f"{k}={env[k]}" for k in (*_DRIVER_SELECTION, *_DRIVER_FILTERS) if k in env]
     if not set_:
         return ""
     return (
-        f"{' and '.join(set_)} {'is' if len(set_) == 1 else 'are'} set and decide"
-        f"{'s' if len(set_) == 1 else ''} which drivers the loader reads: an installed driver may "
-        "be hidden (`vkdoctor check` shows which); unset it first. Otherwise: "
+        f"unset {' '.join(s.split('=')[0] for s in set_)} first, as "
+        f"{'it' if len(set_) == 1 else 'they'} may hide an installed driver (`vkdoctor check` "
+        "shows which); otherwise "
     )
 
 
@@ -376,3 +378,10 @@ def disabled_setting(off: Mapping[str, Sequence[str]]) -> tuple[str, str]:
             said.append(f"{var}={','.join(names)}")
             shell.append(f"export {var}={','.join(names)}")
     return " ".join(said), "; ".join(shell)
+
+
+def _capital(text: str) -> str:
+    """A sentence's first letter, unless it starts with a command (ulimit ...)."""
+    if text.startswith(("ulimit ", "unset ", "export ")):
+        return text
+    return text[:1].upper() + text[1:]

@@ -71,10 +71,8 @@ def hidden_drivers(ctx: Context) -> str | None:
         )
         shown = " and ".join(f"{v}={ctx.env.get(v, '')}" for v in variables)
         return (
-            f"the driver{'s' if len(filtered) > 1 else ''} {names} "
-            f"{'is' if len(filtered) == 1 else 'are'} installed, but {shown} filters "
-            f"{'it' if len(filtered) == 1 else 'them'} out: unset {' '.join(variables)} (or "
-            "change it to keep the driver you need)"
+            f"unset {' '.join(variables)} ({shown} filters out the installed {names}), or "
+            "change it to keep the driver you need"
         )
     if scan.plan.override is None:
         return None
@@ -84,9 +82,8 @@ def hidden_drivers(ctx: Context) -> str | None:
         return None
     names = ", ".join(d.basename for d in usable)
     return (
-        f"{scan.plan.override}={scan.plan.override_value} replaces the loader's driver search "
-        f"path, which has {names}: unset {scan.plan.override} (or point it at the manifest of "
-        "the driver you need)"
+        f"unset {scan.plan.override} (it replaces the loader's search, which finds {names}), "
+        "or point it at the manifest of the driver you need"
     )
 
 

@@ -228,9 +228,8 @@ def _writable_remedy(h: eh.WritableByOthers) -> str:
     shared = h.culprit in _SHARED or h.culprit.startswith("/dev/") or sticky
     if shared:
         return (
-            f"Stop using {h.path}: {h.culprit} is a shared directory that everyone may write "
-            "(and must stay so), so anyone can put files there. Keep drivers, libraries and "
-            "manifests in a directory only you can write (for example under ~/.local/share)."
+            f"Stop using {h.path}; keep drivers, libraries and manifests in a directory only "
+            "you can write (for example under ~/.local/share)."
         )
     return (
         f"Make {h.culprit} writable only by you and root (chmod go-w {h.culprit}; chown it if "

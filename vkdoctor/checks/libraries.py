@@ -376,7 +376,9 @@ class NeededLibraries(Check):
             ).strip()
             shown = [posixpath.basename(u) for u in users[:3]]
             more = f" and {len(users) - 3} more" if len(users) > 3 else ""
-            remedy = _missing_remedy(ctx, name, m)
+            said, remedy = _missing_remedy(ctx, name, m)
+            if said:
+                message = f"{message} {said}"
             why = _unpackaged_why(ctx, name, m)
             if why is not None:
                 # a driver no package owns: no upgrade helps, and only the user knows where its
@@ -425,7 +427,7 @@ def stale_manifest_remedy(ctx: Context, manifest: str) -> str:
     )
 
 
-def _stale_overlay(ctx: Context, name: str, m: Miss) -> str | None:
+def _stale_overlay(ctx: Context, name: str, m: Miss) -> tuple[str, str] | None:
     """A vkdoctor overlay on LD_LIBRARY_PATH whose link for `name` points at a file that is
     gone (the directory it came from was removed or renamed): why, and what to do."""
     from vkdoctor.overlay.store import store_roots
@@ -437,10 +439,10 @@ def _stale_overlay(ctx: Context, name: str, m: Miss) -> str | None:
             if link.is_symlink() and not link.exists():
                 return (
                     f"vkdoctor's overlay {t.where} is on LD_LIBRARY_PATH, but its link for {name} "
-                    f"points at {link.readlink()}, which is gone. Build the overlay again "
-                    "with the directory that holds the library now (`vkdoctor overlay "
-                    "--search-path DIR`, or `vkdoctor exec --search-path DIR -- CMD`), or take "
-                    "the overlay off LD_LIBRARY_PATH."
+                    f"points at {link.readlink()}, which is gone.",
+                    "`vkdoctor overlay --search-path DIR` (or `vkdoctor exec --search-path DIR -- "
+                    "CMD`) with the directory that holds the library now, or take the overlay "
+                    "off LD_LIBRARY_PATH.",
                 )
     return None
 
@@ -469,41 +471,44 @@ def _unpackaged_why(ctx: Context, name: str, m: Miss) -> str | None:
     )
 
 
-def _missing_remedy(ctx: Context, name: str, m: Miss) -> str:
+def _missing_remedy(ctx: Context, name: str, m: Miss) -> tuple[str, str]:
+    """Why the library is missing, for the message (or ""), and the fix."""
     stale_overlay = _stale_overlay(ctx, name, m)
     if stale_overlay is not None:
         return stale_overlay
     exact = [n for n in m.near if n.kind in ("not-searched", "stale-cache")]
     stale = [n for n in exact if n.kind == "stale-cache"]
     if stale:
-        return f"Run `sudo ldconfig`: {stale[0].path} is in an ld.so.conf directory but not in the cache."
+        return (
+            f"{stale[0].path} is in an ld.so.conf directory but not in the cache.",
+            "sudo ldconfig (rebuilds /etc/ld.so.cache)",
+        )
     renamed = [n for n in m.near if n.kind == "renamed"]
     if renamed and not exact:
         d, file = posixpath.split(renamed[0].path)
         return (
             f"{renamed[0].path} has the soname {name}, but ld.so opens a file named {name}, "
-            f"and {d} has none. If that file is the build the driver needs, give it its name "
-            f"(`ln -s {file} {d}/{name}`; ldconfig makes such links in the directories of "
-            "ld.so.conf), or install the package that provides it."
+            f"and {d} has none.",
+            f"`ln -s {file} {d}/{name}` if that file is the build the driver needs (ldconfig "
+            "makes such links in the directories of ld.so.conf), or install the package that "
+            "provides it.",
         )
     refused = _refused(ctx).get(exact[0].path) if exact else None
     whole = _refused_sonames(ctx).get(name)
     prefix = ""
     if whole is not None:
         # no file can supply it in this process: no exec, no --search-path advice
-        prefix = f"An overlay cannot supply {name} here: {whole} (VKO001). "
+        prefix = f"An overlay cannot supply {name} here: {whole} (VKO001)."
     elif refused is not None:
         # the overlay tried it: the file does not fit, so it is no way out (VKO003)
-        prefix = f"{exact[0].path} has the name ld.so looks for, but the overlay refuses it: {refused} (VKO003). "
+        prefix = f"{exact[0].path} has the name ld.so looks for, but the overlay refuses it: {refused} (VKO003)."
     if whole is None and refused is None and exact:
         d = posixpath.dirname(exact[0].path)
         return (
-            f"{exact[0].path} has the name ld.so looks for, in a directory it does not search. "
-            f"To use it for one command, `vkdoctor exec --search-path {d} -- CMD` first checks "
-            "that it fits (class, symbol versions, nothing else in the process shadowed) and "
-            "adds only that file (VKO003 says when it is refused); putting all of "
-            f"{d} on LD_LIBRARY_PATH would also put everything else there first. The lasting "
-            f"fix is to install the package that provides {name}."
+            f"{exact[0].path} has the name ld.so looks for, in a directory it does not search; "
+            f"putting all of {d} on LD_LIBRARY_PATH would also put everything else there first.",
+            f"`vkdoctor exec --search-path {d} -- CMD` for one command (it checks that the file "
+            f"fits and adds only it); for good, install the package that provides {name}.",
         )
     # the closest version first: libLLVM-15.so.1 says more than libLLVM-14.so.1
     others = sorted(
@@ -513,26 +518,26 @@ def _missing_remedy(ctx: Context, name: str, m: Miss) -> str:
     )
     if others:
         consumer = m.needed_by or m.name
+        why = f"Only other versions of this library are installed ({others[0].path})."
         return (
-            prefix
-            + fix_file(
+            f"{prefix} {why}".strip(),
+            fix_file(
                 ctx,
                 consumer,
-                f"Only other versions of this library are installed ({others[0].path}). The driver "
-                "and the library come from mismatched versions: upgrade both together "
-                f"({upgrade_command(ctx)}), or rebuild the driver against the installed library.",
-                f"Only other versions of this library are installed ({others[0].path}), and "
-                f"{consumer} belongs to no package, so no upgrade changes it: rebuild it against "
-                "the installed library, or use the distribution's driver package instead.",
+                f"Upgrade both together ({upgrade_command(ctx)}), or rebuild the driver against "
+                "the installed library",
+                f"Rebuild {consumer} against the installed library (no package owns it, so no "
+                "upgrade changes it), or use the distribution's driver package",
             )
             + (
-                f" Meanwhile, a copy of {name} from the build the driver came from can be used "
-                "without touching the system: `vkdoctor exec --search-path DIR -- CMD` (VKO001)."
+                f"; meanwhile `vkdoctor exec --search-path DIR -- CMD` with a copy of {name} "
+                "from the driver's build (VKO001)"
                 if whole is None
                 else ""
             )
+            + ".",
         )
-    return prefix + _provider_hint(ctx, name)
+    return prefix, _provider_hint(ctx, name)
 
 
 #: how each distribution family asks which package ships a file
@@ -727,10 +732,9 @@ class LdLibraryPathOnly(Check):
                 f"entry {lib.directory or '(empty: the current directory)'} and shadows the "
                 f"system copy {system}."
                 + (f" It is {cut.what()}: {_CUT_WORDS[cut.effect or 'none']}" if cut else ""),
-                remedy="VKL003 and VKL006 say whether this copy lacks what the drivers need. "
-                f"Take {lib.directory} off LD_LIBRARY_PATH; if a program needs a library that "
-                f"only {lib.directory} has, `vkdoctor exec --search-path {lib.directory} -- CMD` "
-                "gives that program just the missing files, not this copy.",
+                remedy=f"Take {lib.directory} off LD_LIBRARY_PATH (VKL003 and VKL006 say whether "
+                "this copy breaks anything); a program that needs a library only it has gets just "
+                f"that with `vkdoctor exec --search-path {lib.directory} -- CMD`.",
                 evidence={
                     "path": path,
                     "directory": lib.directory,
@@ -774,19 +778,19 @@ class LdLibraryPathOnly(Check):
                 remedy = "sudo ldconfig (rebuilds /etc/ld.so.cache from the ld.so configuration)"
             elif shadows := shadowing_files(ctx, directory):
                 # the whole directory, for every program, would replace those too
-                remedy = (
-                    f"Give {directory} only to the programs that need it: `vkdoctor exec "
-                    f"--search-path {directory} -- CMD` (a checked overlay of just the missing "
-                    f"files). Do not add it to the ld.so configuration or export it: it also "
+                msg += (
+                    f" Do not add {directory} to the ld.so configuration or export it: it also "
                     f"holds {', '.join(shadows[:4])}, which would replace the system's copies."
+                )
+                remedy = (
+                    f"`vkdoctor exec --search-path {directory} -- CMD` for the programs that need "
+                    "it (a checked overlay of just the missing files)."
                 )
             else:
                 remedy = (
-                    f"Add {directory} to the ld.so configuration (echo {directory} | sudo tee "
-                    "/etc/ld.so.conf.d/vulkan-driver.conf && sudo ldconfig), or give it only to the "
-                    f"programs that need it: `vkdoctor exec --search-path {directory} -- CMD` "
-                    f"(a checked overlay of just the missing files) or `LD_LIBRARY_PATH={directory} "
-                    "CMD`."
+                    f"`echo {directory} | sudo tee /etc/ld.so.conf.d/vulkan-driver.conf && sudo "
+                    f"ldconfig`, or only for the programs that need it `vkdoctor exec --search-path "
+                    f"{directory} -- CMD` (a checked overlay of just the missing files)."
                 )
             yield self.warn(
                 f"{len(paths)} driver librar{'y' if len(paths) == 1 else 'ies'} found only through LD_LIBRARY_PATH {where}",
@@ -1175,9 +1179,8 @@ def _loader_outside_remedy(ctx: Context, directory: str) -> str:
     if shadows:
         return (
             f"Install the loader where ld.so finds it without the variable "
-            f"({install_loader_command(ctx)}). Do not add {directory} to the ld.so "
-            f"configuration: it also holds {', '.join(shadows[:4])}, which would replace the "
-            "system's copies for every program."
+            f"({install_loader_command(ctx)}), not by adding {directory} to the ld.so "
+            f"configuration: it also holds {', '.join(shadows[:4])}."
         )
     return (
         f"Install the loader where ld.so finds it without the variable "

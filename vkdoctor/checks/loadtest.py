@@ -269,8 +269,9 @@ class DeviceAvailable(Check):
 
 
 def _sentence(text: str) -> str:
-    """`text` with a capital first letter, unless it starts with a name (VK_DRIVER_FILES=...)."""
-    if text[:1].islower():
+    """`text` with a capital first letter, unless it starts with a name (VK_DRIVER_FILES=...)
+    or a command (unset X)."""
+    if text[:1].islower() and text.split(" ", 1)[0] not in ("unset", "export", "sudo"):
         return text[0].upper() + text[1:]
     return text
 

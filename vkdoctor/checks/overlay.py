@@ -180,15 +180,15 @@ class OverlayFix(Check):
             f"Without it, {', '.join(plan.chosen)} is missing for {', '.join(targets)}. "
             f"The overlay {plan.directory} holds only {_supplies(plan)}, and changes nothing else "
             f"that the drivers load; this whole check ran under it and {proven} passed.{partial} "
-            "It is a workaround for one process at a time: do not put it in a shell profile.",
-            remedy=f"Run programs with `{exec_command(plan)}`, or `{export_line(plan)}` in "
-            "that one shell. "
+            "It is a workaround for one process at a time: do not put it in a shell profile. "
             + (
                 "The lasting fix, from the packages as they are: " + " ".join(outcome.lasting_fixes)
                 if outcome.lasting_fixes
                 else "The lasting fix is the one the library and package findings give for the "
                 "missing library (VKL002, VKP002) when the check runs without the overlay."
             ),
+            remedy=f"`{exec_command(plan)}` runs a program under it, or `{export_line(plan)}` "
+            "sets it in that one shell.",
             evidence={**evidence, "lasting_fixes": list(outcome.lasting_fixes)},
         )
 
@@ -218,36 +218,34 @@ def _offered(
         f"As things are, {names} is missing for {', '.join(targets)} (VKL002): a program started "
         f"the usual way fails. vkdoctor found {found} itself and proved a private overlay "
         f"{plan.directory} with it: {proven} passed under it.{partial} This check describes "
-        "the environment without it; with --search-path or --from-package it runs under it.",
+        f"the environment without it; with --search-path or --from-package it runs under it.{lasting}",
         remedy=f'`{exec_command(plan)}` runs a program under it, or `eval "$(vkdoctor overlay)"` '
-        f"sets it in this shell.{lasting}",
+        "sets it in this shell.",
         evidence={**evidence, "lasting_fixes": list(outcome.lasting_fixes), "applied": False},
     )
 
 
 def _not_built_remedy(plan: Any, names: str) -> str:
-    lasting = "The lasting fix is in the library and package findings (VKL002, VKP002)."
+    # the message says where the lasting fix is (VKL002, VKP002) and why none was built
     if any(" would be a second " in r.reason for r in plan.refused):
-        # no build of it can join this process: the other drivers load another version
+        # no build of it can join this process: the other drivers load another version, so
+        # a program gets only the driver that needs it, and the overlay
         return (
-            f"{lasting} Meanwhile no build of {names} can be added to a process whose other "
-            "drivers load another version of it: give a program only the driver that needs it "
-            "(VK_DRIVER_FILES=its manifest) and the overlay, as in `VK_DRIVER_FILES=MANIFEST "
-            "vkdoctor exec --search-path DIR -- CMD`."
+            "`VK_DRIVER_FILES=MANIFEST vkdoctor exec --search-path DIR -- CMD`, MANIFEST being "
+            f"the manifest of the driver that needs {names}, and no other."
         )
     if plan.package_errors and all("no space left" in e for e in plan.package_errors):
+        # the package could not be unpacked: the cache's filesystem is full
         return (
-            f"{lasting} The package could not be unpacked: the filesystem of vkdoctor's cache "
-            "(XDG_CACHE_HOME, else ~/.cache) is full. Free space there, or point XDG_CACHE_HOME "
-            "at a filesystem with room, and run again."
+            "Free space where vkdoctor's cache is (XDG_CACHE_HOME, else ~/.cache), or point "
+            "XDG_CACHE_HOME at a filesystem with room, and run again."
         )
     if ", " not in names:
         # the same fix as VKL002's for the library: where to find a copy, and how to give it
         return find_remedy(names)
     return (
-        f"{lasting} For a workaround meanwhile, give a matching build of {names} with "
-        "`--search-path DIR` or `--from-package FILE` (a .deb, .rpm or .pkg.tar.zst); vkdoctor "
-        "checks it before it uses it."
+        "`vkdoctor check --search-path DIR` or `--from-package FILE` (a .deb, .rpm or "
+        f".pkg.tar.zst) with a matching build of {names}, which vkdoctor checks before it uses it."
     )
 
 

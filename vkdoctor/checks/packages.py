@@ -19,7 +19,7 @@ from vkdoctor.packages.dpkg import DpkgDB
 from vkdoctor.packages.facts import MissingVersion, StackFacts
 from vkdoctor.packages.model import Relation
 from vkdoctor.packages.pacman import PacmanDB
-from vkdoctor.packages.remedy import FIX_BROKEN, NOTES, RELEASE, then_upgrade
+from vkdoctor.packages.remedy import FIX_BROKEN, RELEASE, then_upgrade
 from vkdoctor.packages.simulate import LOADER_PACKAGES
 from vkdoctor.packages.skew import (
     Diagnosis,
@@ -223,7 +223,7 @@ class ManagerConsistency(Check):
                     severity=Severity.FAIL,
                     title=f"{db.family}: the package database reports problems",
                     message=f"{tools}: {shown}. Fix: {fix}.",
-                    remedy=" ".join(p for p in (f"{fix}.", then, NOTES[db.family]) if p),
+                    remedy=" ".join(p for p in (f"{fix}.", then) if p),
                     evidence={**evidence, "fix": fix},
                 )
                 if db.family in ("dpkg", "pacman", "rpm"):
@@ -712,8 +712,7 @@ class MissingManifest(Check):
                     "still installed",
                     message=f"{pkg.label} installed the driver manifest {paths}, which is gone"
                     f"{by}: the loader does not see that driver. Fix: {fix}.",
-                    remedy=f"{fix}: that puts back {pkg.name}'s own files. To leave a driver "
-                    "out on purpose, select the others with VK_DRIVER_FILES instead.",
+                    remedy=f"{fix} (puts back {pkg.name}'s own files).",
                     evidence={
                         "package": pkg.as_evidence(),
                         "missing": list(gone.paths),

@@ -177,7 +177,7 @@ def _no_adapter(ctx: Context) -> tuple[str, str] | None:
         )
     hidden = hidden_drivers(ctx)
     if hidden is not None:
-        return ("", f"{hidden[0].upper()}{hidden[1:]}.")
+        return ("", f"{hidden}.")
     from vkdoctor.checks.drivers import install_command
 
     if ctx.options.adapter:

@@ -134,10 +134,9 @@ def _version_remedy(
         carrier = _rpath_carrier(ctx, directory, chain)
         who = f"{carrier}'s DT_RPATH" if carrier else "a DT_RPATH"
         return (
-            f"{directory} comes from {who}, and its {soname} is older than what the libraries "
-            f"need: update that copy (to one that defines {', '.join(missing) or 'them'}), or "
-            f"remove it so that the system's is found, or drop the RPATH (patchelf --remove-rpath "
-            f"{carrier or 'LIBRARY'}) if the bundle does not need it."
+            f"patchelf --remove-rpath {carrier or 'LIBRARY'} if the bundle does not need "
+            f"{directory} ({who}); else update its {soname} to one that defines "
+            f"{', '.join(missing) or 'them'}, or remove it so that the system's is found."
         )
     if how is How.PRELOAD:
         return f"Stop preloading {soname} from {directory} (LD_PRELOAD)."

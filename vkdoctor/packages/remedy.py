@@ -34,47 +34,9 @@ RELEASE = {
     "rpm": "sudo dnf versionlock delete {name} && sudo dnf distro-sync",
 }
 
-NOTES = {
-    "pacman": (
-        "Upgrade everything together, never a single package (lib32-* packages come along when "
-        "multilib is enabled). If the mirror does not carry the matching package yet, refresh or "
-        "rank the mirrors first (reflector, pacman-mirrors), then -Syu; never `pacman -Sy <pkg>`, "
-        "which makes the next partial upgrade. Take the packages out of IgnorePkg/IgnoreGroup "
-        "(in /etc/pacman.conf or a file it Includes; VKP007 names it) if they are held there."
-    ),
-    "dpkg": (
-        "If the driver comes from a PPA that is ahead of the archive (kisak, oibaf), "
-        "sudo ppa-purge ppa:OWNER/NAME returns to the archive's packages; apt-mark showhold "
-        "lists held packages."
-    ),
-    "rpm": (
-        "dnf distro-sync also downgrades to the repositories' versions; add --allowerasing if it "
-        "asks. For a COPR mesa: sudo dnf copr disable OWNER/PROJECT, then "
-        "sudo dnf distro-sync 'mesa*' llvm-libs. dnf check lists what is still unmet."
-    ),
-}
-
-
-def no_symlink(have: str, need: str) -> str:
-    return (
-        f"Do not symlink {have} to {need} or rename libraries: different versions have a "
-        "different ABI, so that trades a clean load error for crashes."
-    )
-
-
-def overlay_hint(soname: str, provider: str) -> str:
-    return (
-        f"Workaround today, for one program only: `vkdoctor overlay --search-path DIR`, where DIR "
-        f"holds {soname} from the matching {provider} package (for example extracted from the "
-        "package cache); the overlay is private to the process and ends with it."
-    )
-
-
 #: said wherever the fix is apt --fix-broken
 FIX_BROKEN_CAUTION = (
-    "Read what apt --fix-broken proposes: if it would REMOVE the driver package, the "
-    "repositories lack what it needs (VKP008 says what they offer), and the way back is the "
-    "driver at the repositories' version."
+    "If apt proposes to REMOVE the driver package, answer no (vkdoctor explain VKP008)."
 )
 
 

@@ -22,12 +22,9 @@ from vkdoctor.packages.model import Inventory, Package, PackageDB, Relation
 from vkdoctor.packages.names import driver_name, library_label, numbers, stem
 from vkdoctor.packages.remedy import (
     FIX_BROKEN,
-    NOTES,
     REINSTALL,
     RELEASE,
     UPGRADE,
-    no_symlink,
-    overlay_hint,
     then_upgrade,
 )
 from vkdoctor.record import field, record
@@ -320,9 +317,7 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
             message=f"{subject} needs {fact.soname}, but {have}: {cpkg.name} is not from the "
             f"configured repositories (AUR or a local build, pacman -Qm) and was built against "
             f"another {lib}; sudo pacman -Syu does not rebuild it. Fix: {fix}.",
-            remedy=f"{fix[0].upper()}{fix[1:]}. " + no_symlink(offered[0], fact.soname)
-            if offered
-            else f"{fix[0].upper()}{fix[1:]}.",
+            remedy=f"{fix[0].upper()}{fix[1:]}.",
             evidence={**evidence, "foreign": True},
         )
     csrc = cpkg.source if cpkg else driver_name(fact.target or fact.consumer)
@@ -344,43 +339,46 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
         fix = RELEASE[held[0].family].format(name=held[0].name)
         evidence["held"] = {p.name: p.hold for p in held}
     message = f"{subject} needs {fact.soname}, but {have}: {cause}{clause}."
-    notes: list[str] = []
-    if cpkg is None:
-        fix = None
-        notes.append(
-            "Rebuild or reinstall it against the installed packages, or remove it and use the "
-            "distribution's driver package."
-        )
-    if fix:
-        message += f" Fix: {fix}."
-    if family and cpkg is not None and not evidence.get("damaged"):
-        # a deleted file is put back by the reinstall alone: no upgrade, no PPA to purge
-        if fix:
-            notes.append(then_upgrade(family, fix))
-        notes.append(NOTES[family])
+    # the fix line is the commands and at most one sentence; the reasons go into the message,
+    # and the ways around it (PPAs, mirrors, a one-program overlay) are on the page
     if evidence.get("declared_unversioned"):
-        notes.append(
-            f"pacman did not stop this: {cpkg.name if cpkg else 'the driver'} depends on "
+        message += (
+            f" pacman did not stop this: {cpkg.name if cpkg else 'the driver'} depends on "
             f"{', '.join(evidence['declared'])} without a version."
         )
     if guess:
         if lib == "LLVM":
-            notes.append(f"Debian names LLVM runtime packages libllvmN; here that is {guess}.")
+            message += f" Debian names LLVM runtime packages libllvmN; here that is {guess}."
         else:
-            notes.append(
-                f"Debian names library packages after the soname, so {guess} is a guess; "
+            message += (
+                f" Debian names library packages after the soname, so {guess} is a guess; "
                 f"`apt-file search {fact.soname}` names the package that has it."
             )
-    if offered:
-        notes.append(no_symlink(offered[0], fact.soname))
-    if (direction > 0 or ppkg is None) and not evidence.get("damaged"):
+    if cpkg is None and (direction > 0 or ppkg is None) and not evidence.get("damaged"):
+        # no package fix: a copy is the way until the driver is rebuilt (for a packaged
+        # driver the page says so)
         if not guess and ppkg is not None and ppkg.family == "dpkg":
             # an unowned driver on Debian: the package named after the soname it needs
             base, want = stem(fact.soname).lower(), numbers(fact.soname)
             guess = f"{base}{want[0]}" if want else None
         wanted = evidence.get("expected_package") or guess or (ppkg.name if ppkg else lib)
-        notes.append(overlay_hint(fact.soname, str(wanted)))
-    remedy = " ".join(n for n in [f"{fix}." if fix else "", *notes] if n)
+        message += (
+            f" Until then, an overlay can give one program {fact.soname} from the matching "
+            f"{wanted} package (VKO001)."
+        )
+    if cpkg is None:
+        fix = None
+        remedy = (
+            "Rebuild or reinstall it against the installed packages, or use the distribution's "
+            "driver package."
+        )
+    else:
+        remedy = f"{fix}." if fix else ""
+    if fix:
+        message += f" Fix: {fix}."
+        if family and not evidence.get("damaged"):
+            # a deleted file is put back by the reinstall alone: no upgrade after it
+            remedy = " ".join(p for p in (remedy, then_upgrade(family, fix)) if p)
     return Diagnosis(
         # a driver no package owns: VKL002 is the failure, and the packages only say that
         # the driver is outside them
@@ -437,9 +435,7 @@ def _replaced(
         "recorded, so it was replaced after the package was installed (a build installed over "
         "it, such as `ninja install` or `make install` into /usr, or a copy by hand), by one "
         f"built against another {lib}. Fix: {fix}.",
-        remedy=f"{fix}: that puts back {cpkg.name}'s own {fact.consumer}. To keep the other "
-        "build instead, install it under a prefix of its own with the libraries it was built "
-        "against, and select its manifest with VK_DRIVER_FILES.",
+        remedy=f"{fix} (puts back {cpkg.name}'s own {PurePosixPath(fact.consumer).name}).",
         evidence={**evidence, "modified": True},
     )
 
@@ -511,7 +507,7 @@ def _sibling_group(db: PackageDB, source: str, pkgs: list[Package]) -> list[Diag
             severity=Severity.FAIL if twins else Severity.WARN,
             title=f"{source}: sibling packages at different versions",
             message=message + f" Fix: {fix}.",
-            remedy=f"{fix}. {NOTES[db.family]}",
+            remedy=f"{fix}.",
             evidence={
                 "source": source,
                 "manager": db.family,
@@ -630,9 +626,8 @@ def _foreign_remedy(pkg: Package, why: str) -> str:
         # vulkan-swrast); its pkgbase (mesa-git) is no package anyone can install
         base = re.sub(r"-(git|bin|svn|hg|devel|stable|minimal)$", "", pkg.name)
         return (
-            "A foreign (AUR or local) package must be rebuilt after every upgrade of what it "
-            "links (sudo pacman -Syu does not rebuild it); to go back to the repositories' "
-            f"build: sudo pacman -S {base}."
+            f"sudo pacman -S {base} for the repositories' build; a foreign one is rebuilt by "
+            "hand after every upgrade of what it links."
         )
     if pkg.family == "dpkg":
         if "ppa:" in why:
@@ -764,21 +759,16 @@ def explain_missing_version(
             )
         else:
             fix = f"conda update -p {conda.prefix} -c conda-forge {conda.name}"
-        remedy = (
-            f"{fix} (in the environment {conda.prefix}), so the environment's copy is at least as "
-            f"new as the system's; or stop exporting LD_LIBRARY_PATH={conda.prefix}/lib. "
-            + no_symlink(fact.provider, alt or fact.soname)
-        )
+        remedy = f"{fix}; or stop exporting LD_LIBRARY_PATH={conda.prefix}/lib."
         message += f" Fix: {fix}."
     elif ppkg is not None:
         fix = UPGRADE[ppkg.family]
-        remedy = f"{fix}. {NOTES[ppkg.family]}"
+        remedy = f"{fix}."
         message += f" Fix: {fix}."
     else:
         remedy = (
             "Update the application that bundles the old copy, or remove its bundled "
-            f"{fact.soname} so the system's is used (bundles should ship it only as a fallback). "
-            + no_symlink(fact.provider, alt or fact.soname)
+            f"{fact.soname} so that the system's is used."
         )
     return Diagnosis(
         # a copy no package or conda environment owns: VKL003 is the failure (its remedy says

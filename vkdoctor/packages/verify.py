@@ -238,12 +238,11 @@ def verified(
     if tool == "dnf" and rpmdb is not None and not ("apt " in fix or "apt-get " in fix):
         return _dnf_verified(ctx, d, fix, rpmdb, protect or ())
     if tool is not None and not ("apt " in fix or "apt-get " in fix):
-        # said plainly, beside the fix: no simulation backs it
+        # said plainly, after the fix in the message: no simulation backs it
         said = f"Unverified: vkdoctor simulates apt's, pacman's and dnf's fixes, not {tool}'s."
-        first = (d.remedy or fix).rstrip()
         return replace(
             d,
-            remedy=f"{first}{'' if first.endswith('.') else '.'} {said}",
+            message=_swap(d.message, fix, f"{fix}. {said}"),
             evidence={**d.evidence, "verified_by": []},
         )
     if db is None or not fix or not ("apt " in fix or "apt-get " in fix):
@@ -289,9 +288,8 @@ def verified(
     return replace(
         d,
         message=f"{head or message} But {text}",
-        remedy=f"None of these passes apt's simulation ({_tried(ran)}). Refresh the lists "
-        "from an up-to-date mirror (sudo apt update) and run vkdoctor again; apt-cache policy "
-        "shows what each repository offers.",
+        remedy="sudo apt update (from an up-to-date mirror), then run vkdoctor again; "
+        "apt-cache policy shows what each repository offers.",
         evidence=evidence,
     )
 
@@ -412,12 +410,8 @@ def _checked(
         said = f"Unverified: {tried[0].why}, so {tool} could not check it."
         if ran:
             said += f" Not {_tried(ran)} ({tool})."
-        first = remedy.rstrip()
-        return replace(
-            d,
-            remedy=f"{first}{'' if first.endswith('.') else '.'} {said}",
-            evidence=evidence,
-        )
+        # said after the fix in the message; the fix line stays the command
+        return replace(d, message=_swap(message, fix, f"{fix}. {said}"), evidence=evidence)
     text = f"no fix vkdoctor knows passes {check}: {_tried(ran)}."
     head, _, _ = message.rpartition(" Fix: ")
     evidence["fix"] = None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Report, ReportStatus, Severity
 from vkdoctor.render import hex_escape
@@ -61,9 +61,53 @@ def _head(f: Finding, text: str, style: Style) -> str:
     return f"  {style.paint(glyph, f.severity)} {line}"
 
 
-def _finding(f: Finding, style: Style, last: Mapping[str, Finding] | None = None) -> list[str]:
-    """A finding's lines; `last` (remedy -> the last finding printed with it): a fix is printed
-    once, with the last finding that has it, and the others refer to it."""
+#: how a fix that is a command starts: its commands are what makes two fixes the same one
+_COMMAND = re.compile(r"(?:sudo|unset|export|apt|apt-get|dnf|pacman|rpm|pip|conda|chmod|ln) ")
+#: where a command ends and what is said about it begins
+_AFTER_COMMAND = re.compile(r": | \(|; |, or ")
+
+
+def _commands(remedy: str) -> frozenset[str]:
+    """The commands a fix runs, in its leading sentences that are commands (`A && B. Then C.
+    If ...`: A, B, C); empty when it starts with prose."""
+    found: set[str] = set()
+    for part in " ".join(remedy.split()).split(". "):
+        sentence = part.rstrip(". ").removeprefix("Then ")
+        if not _COMMAND.match(sentence):
+            break
+        head = _AFTER_COMMAND.split(sentence, maxsplit=1)[0]
+        found.update(c.strip() for c in head.split(" && ") if c.strip())
+    return frozenset(found)
+
+
+def fix_owners(findings: list[Finding]) -> dict[int, Finding]:
+    """id(finding) -> the finding that prints its fix: one with the same text, or with commands
+    that include all of its own (`A && B. Then C` does what `A && C` does). Of those, the one
+    with the most commands, then the fix that says the most, then the most severe, then the
+    last; the others refer to it."""
+    fixing = [f for f in findings if f.remedy and f.severity.rank >= Severity.WARN.rank]
+    text = {id(f): " ".join((f.remedy or "").split()).rstrip(". ") for f in fixing}
+    cmds = {id(f): _commands(f.remedy or "") for f in fixing}
+    rank = {
+        id(f): (len(cmds[id(f)]), len(f.remedy or ""), f.severity.rank, i)
+        for i, f in enumerate(fixing)
+    }
+    owners: dict[int, Finding] = {}
+    for f in fixing:
+        mine = cmds[id(f)]
+        same = [g for g in fixing if text[id(g)] == text[id(f)] or (mine and mine <= cmds[id(g)])]
+        owners[id(f)] = max(same, key=lambda g: rank[id(g)])
+    return owners
+
+
+def _finding(
+    f: Finding,
+    style: Style,
+    owners: Mapping[int, Finding] | None = None,
+    order: Sequence[Finding] = (),
+) -> list[str]:
+    """A finding's lines; `owners` (from `fix_owners`): a fix is printed once, with the finding
+    that owns it, and the others say "see CODE below" (or above: `order` is how they print)."""
     serious = f.severity.rank >= Severity.WARN.rank
     one_line = f.message and "\n" not in f.message and len(f.message) <= 110
     if f.message and not serious and one_line:
@@ -72,12 +116,17 @@ def _finding(f: Finding, style: Style, last: Mapping[str, Finding] | None = None
     if f.message and (style.verbose or serious):
         lines.append(_indent(_without_fix(f.message, f.remedy), "      ", style.width))
     if f.remedy and f.severity.rank >= Severity.WARN.rank:
-        later = last.get(f.remedy) if last is not None else None
-        if later is not None and later is not f:
-            lines.append(_indent(f"fix: the one of {later.code} below", "      ", style.width))
+        owner = owners.get(id(f)) if owners is not None else None
+        if owner is not None and owner is not f:
+            side = "above" if _index(order, owner) < _index(order, f) else "below"
+            lines.append(_indent(f"fix: see {owner.code} {side}", "      ", style.width))
         else:
             lines.append(_indent("fix: " + f.remedy, "      ", style.width))
     return lines + _evidence(f, style)
+
+
+def _index(order: Sequence[Finding], f: Finding) -> int:
+    return next((i for i, x in enumerate(order) if x is f), -1)
 
 
 def _evidence(f: Finding, style: Style) -> list[str]:
@@ -138,7 +187,12 @@ def _keyed(head: str, value: object, indent: str) -> list[str]:
     return [f"{head} {text}" if text else f"{head} (empty)"]
 
 
-def _check(c: CheckResult, style: Style) -> list[str]:
+def _check(
+    c: CheckResult,
+    style: Style,
+    owners: Mapping[int, Finding] | None = None,
+    order: Sequence[Finding] = (),
+) -> list[str]:
     if c.status is CheckStatus.SKIPPED:
         mark = "-" if style.unicode else "--"  # as wide as the other marks
         if not style.verbose:
@@ -148,7 +202,7 @@ def _check(c: CheckResult, style: Style) -> list[str]:
         return [f"  {mark} {c.code} {c.title}: skipped ({c.skip_reason})"]
     out: list[str] = []
     for f in c.findings:
-        out.extend(_finding(f, style))
+        out.extend(_finding(f, style, owners, order))
     return out
 
 
@@ -295,12 +349,15 @@ def brief(report: Report, style: Style) -> list[str]:
     # the first failure is the deepest cause (drivers, libraries, then the load and the probe
     # they break): printed last, it ends the run with its fix
     failures = [f for f in report.findings if f.severity.rank >= Severity.FAIL.rank][::-1]
-    last = {f.remedy: f for f in [*warnings, *failures] if f.remedy}
+    order = [*warnings, *failures]
+    owners = fix_owners(order)
+    hint = " (vkdoctor explain CODE: why, and other ways to fix)"
     for heading, chosen in (("Warnings", warnings), ("Failures", failures)):
         if chosen:
-            lines += ["", heading]
+            lines += ["", heading + hint]
+            hint = ""
             for f in chosen:
-                lines.extend(_finding(f, style, last))
+                lines.extend(_finding(f, style, owners, order))
     return lines
 
 
@@ -343,16 +400,20 @@ def sections(report: Report, style: Style) -> list[str]:
     hinted = False
     for c in report.checks:
         families.setdefault(c.family, []).append(c)
+    for checks in families.values():
+        checks.sort(key=lambda c: c.code)  # VKL004 before VKL005, whatever ran first
+    order = [f for checks in families.values() for c in checks for f in c.findings]
+    owners = fix_owners(order)
     for family, checks in families.items():
         if lines:
             lines.append("")
         lines.append(family.capitalize())
         quiet: list[str] = []
-        for c in sorted(checks, key=lambda c: c.code):  # VKL004 before VKL005, whatever ran first
+        for c in checks:
             if not style.verbose and _found_nothing(c):
                 quiet.append(c.code)
             else:
-                lines.extend(_check(c, style))
+                lines.extend(_check(c, style, owners, order))
         if quiet:
             glyph = style.paint(style.glyph(Severity.OK), Severity.OK)
             hint = "" if hinted else " (-v lists each check)"
