@@ -448,7 +448,7 @@ def _stale_overlay(ctx: Context, name: str, m: Miss) -> tuple[str, str] | None:
 
 
 def _unpackaged_why(ctx: Context, name: str, m: Miss) -> str | None:
-    """Why only a copy of `name` helps: only other versions are installed, and what needs it
+    """Why only a copy of `name` helps when only other versions are installed: what needs it
     belongs to no package. None when another fix applies (_missing_remedy's)."""
     if _stale_overlay(ctx, name, m) is not None or name in _refused_sonames(ctx):
         return None
@@ -462,9 +462,9 @@ def _unpackaged_why(ctx: Context, name: str, m: Miss) -> str | None:
     consumer = m.needed_by or m.name
     if not others or owner(ctx, consumer) != "":
         return None
+    # said after _missing_remedy's "Only other versions of this library are installed (...)."
     return (
-        f"Only other versions of this library are installed ({others[0].path}), and {consumer} "
-        "belongs to no package, so no upgrade changes it: the lasting fix is to rebuild it "
+        f"{consumer} belongs to no package, so no upgrade changes it: the lasting fix is to rebuild it "
         "against the installed library or to use the distribution's driver package; meanwhile "
         f"a copy of {name} from the build the driver came from can be used without touching "
         "the system (VKO001)."

@@ -271,7 +271,10 @@ def _area_text(family: str, checks: list[CheckResult]) -> tuple[str, Severity]:
     if family == "compute":
         probe = next((f for f in findings if f.code == "VKR001"), None)
         if probe is not None and probe.message:
-            return probe.message, probe.severity
+            # the figure when it passed; otherwise what it says in one line (the details are
+            # in the Probe section and in the finding that gives the cause)
+            text = probe.message if probe.severity is Severity.OK else probe.title
+            return text.rstrip("."), probe.severity
     wanted = _HEADLINE.get(family)
     headline = [f for f in findings if f.code == wanted and f.message != "none"]
     if headline:
