@@ -185,9 +185,9 @@ def test_each_file_parsed_once_per_context(lab: Lab, monkeypatch: pytest.MonkeyP
     calls: list[str] = []
     real = reader._parse
 
-    def counting(host: Path, path: str) -> object:
+    def counting(host: Path, path: str, cache_dir: Path | None = None) -> object:
         calls.append(str(host))
-        return real(host, path)
+        return real(host, path, cache_dir)
 
     monkeypatch.setattr(reader, "_parse", counting)
     ctx = Context()
