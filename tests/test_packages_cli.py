@@ -15,8 +15,9 @@ ARCH = (
     "but llvm-libs 22.1.8-1 provides only libLLVM.so.22.1: mesa was upgraded without LLVM, "
     "a partial upgrade. pacman did not stop this: vulkan-swrast depends on llvm-libs without a "
     "version. Fix: sudo pacman -Syu."
-    # no simulation backs a pacman or dnf fix: the message says so after it
-    " Unverified: vkdoctor simulates apt's fixes, not pacman's."
+    # the tree has no sync database: pacman cannot check the fix, and the message says so
+    " Unverified: the tree has no pacman sync database to simulate with (pacman -Sy never ran),"
+    " so pacman could not check it."
 )
 DEBIAN = (
     "lavapipe (/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so, mesa-vulkan-drivers:amd64 26.2.3-1) "
@@ -32,7 +33,8 @@ FEDORA = (
     "upgraded without LLVM, a partial upgrade (mesa-vulkan-drivers requires "
     "libLLVM.so.23.1()(64bit), which no installed package provides: it was installed with "
     "--nodeps or from another repository). Fix: sudo dnf distro-sync."
-    " Unverified: vkdoctor simulates apt's fixes, not dnf's."
+    " Unverified: there is no dnf metadata to simulate with (dnf makecache never ran), so dnf"
+    " could not check it."
 )
 
 

@@ -24,7 +24,11 @@ from vkdoctor.packages.pacman import PacmanDB
 LVP = "/usr/lib/libvulkan_lvp.so"
 LVP32 = "/usr/lib32/libvulkan_lvp.so"
 #: said after a pacman fix in the message: no simulation backs it
-UNVERIFIED = "Unverified: vkdoctor simulates apt's fixes, not pacman's."
+#: these trees have no sync database: pacman cannot check their fixes, and the message says so
+UNVERIFIED = (
+    "Unverified: the tree has no pacman sync database to simulate with (pacman -Sy never ran), "
+    "so pacman could not check it."
+)
 TARGET = (
     "lavapipe (/usr/lib/libvulkan_lvp.so, vulkan-swrast 1:26.2.3-1) needs libLLVM.so.23.1, "
     "but llvm-libs 22.1.8-1 provides only libLLVM.so.22.1: mesa was upgraded without LLVM, "
@@ -433,9 +437,12 @@ def test_a_foreign_driver_missing_its_llvm_is_rebuilt_not_upgraded(arch_tree: Pa
     assert f.severity is Severity.FAIL and f.evidence["foreign"] is True
     assert f.title == "lavapipe needs libLLVM.so.23.1: vulkan-swrast is a foreign build"
     assert "sudo pacman -Syu does not rebuild it" in f.message
+    # the sync database (empty) has no vulkan-swrast: only the words of the fix remain
     assert f.message.endswith(
         "Fix: rebuild vulkan-swrast against the installed LLVM (with the AUR helper or makepkg "
-        "that built it), or sudo pacman -S vulkan-swrast. " + UNVERIFIED
+        "that built it), or sudo pacman -S vulkan-swrast. Unverified: the fix is advice in "
+        "words, not a pacman command, so pacman could not check it. Not `sudo pacman -S "
+        "vulkan-swrast`, which fails (exit 1: target not found: vulkan-swrast) (pacman)."
     )
 
 

@@ -85,7 +85,8 @@ def test_missing_soname_names_the_rpm_requirement_and_dnf_fix(rpm_tree: Path):
         "llvm-libs.x86_64 22.1.8-1.fc43 provides only libLLVM.so.22.1: mesa was upgraded without LLVM, "
         "a partial upgrade (mesa-vulkan-drivers requires libLLVM.so.23.1()(64bit), which no installed "
         "package provides: it was installed with --nodeps or from another repository). "
-        "Fix: sudo dnf distro-sync. Unverified: vkdoctor simulates apt's fixes, not dnf's."
+        "Fix: sudo dnf distro-sync. Unverified: there is no dnf metadata to simulate with (dnf "
+        "makecache never ran), so dnf could not check it."
     )
     # the command alone; the COPR way back is on the page
     assert f.remedy == "sudo dnf distro-sync."
