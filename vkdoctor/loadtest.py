@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from vkdoctor import terminate, zygote
+from vkdoctor import children, terminate, zygote
 from vkdoctor.cachedir import driver_env
 from vkdoctor.context import Context, offer_facts
 from vkdoctor.loader.targets import LoadTarget
@@ -348,12 +348,7 @@ def child_request(
 
 
 def _kill_group(proc: ChildProcess) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=5)
-    if proc.stdout is not None:
-        proc.stdout.close()
+    children.kill_group_and_reap(proc, 5)
 
 
 def _read_log(logdir: Path, index: int, step: str) -> str:
@@ -373,14 +368,8 @@ def _spawn(
         if forked is not None:
             return forked
     with open(logdir / "startup.log", "wb") as startup:
-        proc = subprocess.Popen(
-            child_command(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=startup,
-            env=child_env,
-            cwd=cwd,
-            start_new_session=True,
+        proc = children.start(
+            child_command(), env=child_env, stdin=subprocess.PIPE, stderr=startup, cwd=cwd
         )
     assert proc.stdin is not None
     try:
