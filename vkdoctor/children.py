@@ -15,23 +15,25 @@ import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Protocol
+from typing import TYPE_CHECKING
 
-#: what `stdin`, `stdout` and `stderr` may be: subprocess.PIPE, DEVNULL, a descriptor or a file
-Stream = int | IO[bytes] | None
+if TYPE_CHECKING:  # no Protocol class or subscripted alias to build at import time
+    from typing import IO, Protocol, TypeAlias
 
+    #: what `stdin`, `stdout` and `stderr` may be: subprocess.PIPE, DEVNULL, a descriptor, a file
+    Stream: TypeAlias = int | IO[bytes] | None
 
-class Reapable(Protocol):
-    """What killing and reaping need of a child: a subprocess.Popen, or the load test's
-    zygote.ForkedChild, which mimics one."""
+    class Reapable(Protocol):
+        """What killing and reaping need of a child: a subprocess.Popen, or the load test's
+        zygote.ForkedChild, which mimics one."""
 
-    @property
-    def pid(self) -> int: ...
+        @property
+        def pid(self) -> int: ...
 
-    @property
-    def stdout(self) -> IO[bytes] | None: ...
+        @property
+        def stdout(self) -> IO[bytes] | None: ...
 
-    def wait(self, timeout: float | None = None) -> int: ...
+        def wait(self, timeout: float | None = None) -> int: ...
 
 
 def start(
