@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from vkdoctor import terminate, zygote
+from vkdoctor import children, terminate, zygote
 from vkdoctor.cachedir import driver_env
 from vkdoctor.context import Context, offer_facts
 from vkdoctor.loader.targets import LoadTarget
@@ -348,12 +348,7 @@ def child_request(
 
 
 def _kill_group(proc: ChildProcess) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=5)
-    if proc.stdout is not None:
-        proc.stdout.close()
+    children.kill_group_and_reap(proc, 5)
 
 
 def _read_log(logdir: Path, index: int, step: str) -> str:
@@ -373,14 +368,8 @@ def _spawn(
         if forked is not None:
             return forked
     with open(logdir / "startup.log", "wb") as startup:
-        proc = subprocess.Popen(
-            child_command(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=startup,
-            env=child_env,
-            cwd=cwd,
-            start_new_session=True,
+        proc = children.start(
+            child_command(), env=child_env, stdin=subprocess.PIPE, stderr=startup, cwd=cwd
         )
     assert proc.stdin is not None
     try:
@@ -943,6 +932,24 @@ def loader_errors(log: str, limit: int = 3) -> list[str]:
     return lines[:limit]
 
 
+@record(frozen=True, kw_only=True)
+class _Asked:
+    """One target's outcome with what its remedies need: `others`, the manifests of the other
+    drivers; `owner`, the package that ships its library ("" for none, None when unknown)."""
+
+    outcome: TargetOutcome
+    others: Sequence[str]
+    env: Mapping[str, str]
+    loader_version: str | None
+    owner: str | None
+    what: str
+
+    def disable(self) -> str:
+        return disable_remedy(
+            self.outcome, others=self.others, env=self.env, loader_version=self.loader_version
+        )
+
+
 def classify(
     outcome: TargetOutcome,
     *,
@@ -959,98 +966,22 @@ def classify(
         if t.kind == "driver"
         else f"layer {t.name} ({t.dlopen_name})"
     )
-    env = env or {}
-    step = outcome.failed_step
-    if step is not None:
-        where = (
-            "in its constructors (dlopen)"
-            if step == "dlopen"
-            else f"in {outcome.crashed_in or 'vkCreateInstance'}"
-        )
-        if outcome.signal:
-            how = f"was killed by {outcome.signal} {where}"
-            kind, title = "crash", f"{what} crashes the process ({outcome.signal})"
-        else:
-            how = f"hung {where} and was killed after the step timeout"
-            kind, title = "timeout", f"{what} hangs {where}"
-        scope = (
-            "Every Vulkan application that lets the loader try this driver does the same."
-            if t.kind == "driver"
-            else "Every Vulkan application that loads this layer does the same."
-        )
-        message = f"Loading {t.dlopen_name} for {t.manifest} {how}. {scope}"
-        forced = t.kind == "layer" and (t.off or "").startswith(("unset ", "remove "))
-        remedy = disable_remedy(outcome, others=others, env=env, loader_version=loader_version) + (
-            "; it is an explicit layer (a debugging or capture tool), meant only for the "
-            "programs that ask for it"
-            if forced
-            else _owner_tail(t, owner)
-        )
-        return Verdict(
-            severity=Severity.FAIL, kind=kind, title=title, message=message, remedy=remedy
-        )
+    asked = _Asked(
+        outcome=outcome,
+        others=others,
+        env=env or {},
+        loader_version=loader_version,
+        owner=owner,
+        what=what,
+    )
+    if outcome.failed_step is not None:
+        return _crashed_or_hung(asked, outcome.failed_step)
     if outcome.dlopen == "failed":
-        err = outcome.dlerror or "(dlerror gave no text)"
-        if "wrong ELF class" in err:
-            return Verdict(
-                severity=Severity.INFO,
-                kind="wrong-class",
-                title=f"{what} is for another architecture",
-                message=f"dlopen: {err}. The loader skips it (it logs this at INFO); a 64-bit "
-                "process cannot use a 32-bit driver, so this is expected on multiarch systems.",
-            )
-        if t.kind == "layer":
-            return Verdict(
-                severity=Severity.WARN,
-                kind="dlopen-failed",
-                title=f"{what} does not load",
-                message=f"dlopen: {err}. The loader logs the error and goes on without the layer.",
-                remedy=disable_remedy(
-                    outcome, others=others, env=env, loader_version=loader_version
-                )
-                + f", or install what {t.dlopen_name} needs",
-            )
-        return Verdict(
-            severity=Severity.FAIL,
-            kind="dlopen-failed",
-            title=f"{what} does not load",
-            message=f"dlopen: {err}. The loader ignores this driver "
-            '("Failed loading library associated with ICD JSON").',
-            remedy=f"vkdoctor's library findings for {t.dlopen_name} say what is missing; "
-            "meanwhile, to stop the loader trying it: "
-            + disable_remedy(outcome, others=others, env=env, loader_version=loader_version),
-        )
+        return _dlopen_failed(asked)
     if "error" in (outcome.dlopen, outcome.instance):
-        # a bug of ours in the child, before dlopen or while reading the instance's results
-        before = outcome.dlopen == "error"
-        return Verdict(
-            severity=Severity.ERROR,
-            kind="internal-error",
-            title=f"{what}: vkdoctor could not "
-            + ("load-test it" if before else "read the instance test"),
-            message=(
-                "the load test child broke before dlopen"
-                if before
-                else "dlopen succeeded; the load test child broke while reading "
-                "vkCreateInstance's results"
-            )
-            + f": {outcome.reason}. This is a bug in vkdoctor, not in the driver.",
-            remedy="Report it with `vkdoctor check --json -` to the vkdoctor maintainers.",
-        )
-    if outcome.dlopen == "not-run" or outcome.instance == "not-run":
-        return Verdict(
-            severity=Severity.WARN,
-            kind="not-run",
-            title=f"{what} was not load-tested",
-            message=outcome.reason or "not run",
-        )
-    if outcome.instance == "skipped":
-        return Verdict(
-            severity=Severity.INFO,
-            kind="not-run",
-            title=f"{what} loads (instance not tried)",
-            message=f"dlopen succeeded; vkCreateInstance was not tried: {outcome.reason}.",
-        )
+        return _child_bug(asked)
+    if outcome.dlopen == "not-run" or outcome.instance in ("not-run", "skipped"):
+        return _not_tried(asked)
     wreck = wrecks_all(outcome, loader_version)
     if wreck in ("instance", "enumerate"):
         assert wreck is not None
@@ -1058,79 +989,197 @@ def classify(
             outcome,
             wreck,
             what=what,
-            remedy=disable_remedy(outcome, others=others, env=env, loader_version=loader_version)
-            + _owner_tail(t, owner),
+            remedy=asked.disable() + _owner_tail(t, owner),
             loader_version=loader_version,
         )
     if t.kind == "layer":
-        said = [
-            line
-            for line in loader_errors(outcome.output.get("instance", ""))
-            if "Failed to find" in line and (t.dlopen_name in line or t.name in line)
-        ]
-        if outcome.instance == "ok" and said:
-            return Verdict(
-                severity=Severity.WARN,
-                kind="layer-skipped",
-                title=f"{what} loads, but the loader skips it",
-                message=f"dlopen succeeds, but the loader does not find the layer's entry points "
-                f"and leaves it out of every instance: {said[0]}. Whatever it is for does not "
-                "happen.",
-                remedy="Replace the library with a build of the layer (it must export "
-                "vkGetInstanceProcAddr or vkNegotiateLoaderLayerInterfaceVersion), or turn the "
-                "layer off: "
-                + disable_remedy(outcome, others=others, env=env, loader_version=loader_version),
-            )
-        if outcome.instance == "ok":
-            return Verdict(
-                severity=Severity.OK,
-                kind="layer-ok",
-                title=f"{what} loads and passes vkCreateInstance",
-                message=f"on the drivers that work alone, with {len(outcome.devices)} device(s)",
-            )
-        return Verdict(
-            severity=Severity.FAIL,
-            kind="layer-failed",
-            title=f"{what} makes vkCreateInstance fail",
-            message=f"With {t.name} active, vkCreateInstance returns "
-            f"{vk_result_name(outcome.vk_result)} on drivers that work without it. Every Vulkan "
-            "application loads this implicit layer, so every one fails the same way.",
-            remedy=disable_remedy(outcome, others=others, env=env, loader_version=loader_version),
-        )
+        return _layer_instance(asked)
     if outcome.instance == "failed":
-        said = loader_errors(outcome.output.get("instance", ""))
-        var = asked_for(t, env)
-        message = (
-            f"dlopen succeeded, but vkCreateInstance with only this driver returned "
-            f"{vk_result_name(outcome.vk_result)}; the loader drops it from every instance."
-            + (f" The loader said: {' / '.join(said)}" if said else "")
+        return _instance_failed(asked)
+    return _devices(asked)
+
+
+def _crashed_or_hung(asked: _Asked, step: str) -> Verdict:
+    """The target killed the process (a signal) or hung it (the step timeout)."""
+    outcome, t = asked.outcome, asked.outcome.target
+    where = (
+        "in its constructors (dlopen)"
+        if step == "dlopen"
+        else f"in {outcome.crashed_in or 'vkCreateInstance'}"
+    )
+    if outcome.signal:
+        how = f"was killed by {outcome.signal} {where}"
+        kind, title = "crash", f"{asked.what} crashes the process ({outcome.signal})"
+    else:
+        how = f"hung {where} and was killed after the step timeout"
+        kind, title = "timeout", f"{asked.what} hangs {where}"
+    scope = (
+        "Every Vulkan application that lets the loader try this driver does the same."
+        if t.kind == "driver"
+        else "Every Vulkan application that loads this layer does the same."
+    )
+    message = f"Loading {t.dlopen_name} for {t.manifest} {how}. {scope}"
+    forced = t.kind == "layer" and (t.off or "").startswith(("unset ", "remove "))
+    remedy = asked.disable() + (
+        "; it is an explicit layer (a debugging or capture tool), meant only for the "
+        "programs that ask for it"
+        if forced
+        else _owner_tail(t, asked.owner)
+    )
+    return Verdict(severity=Severity.FAIL, kind=kind, title=title, message=message, remedy=remedy)
+
+
+def _dlopen_failed(asked: _Asked) -> Verdict:
+    """dlopen refused the library: another architecture (expected), a layer the loader goes on
+    without, or a driver the loader ignores."""
+    outcome, t, what = asked.outcome, asked.outcome.target, asked.what
+    err = outcome.dlerror or "(dlerror gave no text)"
+    if "wrong ELF class" in err:
+        return Verdict(
+            severity=Severity.INFO,
+            kind="wrong-class",
+            title=f"{what} is for another architecture",
+            message=f"dlopen: {err}. The loader skips it (it logs this at INFO); a 64-bit "
+            "process cannot use a 32-bit driver, so this is expected on multiarch systems.",
         )
-        if var is not None:
-            # the other drivers still work, but not the one the user asked for
-            return Verdict(
-                severity=Severity.FAIL,
-                kind="instance-failed",
-                title=f"{what}, which {var} asks for, fails vkCreateInstance",
-                message=f"{message} {var} asks for this driver, and no Vulkan application gets "
-                "a device from it.",
-                remedy="Fix what the loader reports (VK_LOADER_DEBUG=error,warn,driver shows it "
-                f"in any program), or stop asking for the driver: take {t.manifest} out of {var}"
-                if var != "VK_LOADER_DRIVERS_SELECT"
-                else "Fix what the loader reports (VK_LOADER_DEBUG=error,warn,driver shows it in "
-                "any program), or change VK_LOADER_DRIVERS_SELECT so that it does not match "
-                f"{Path(t.manifest).name}",
-            )
+    if t.kind == "layer":
         return Verdict(
             severity=Severity.WARN,
-            kind="instance-failed",
-            title=f"{what} loads but vkCreateInstance fails",
-            message=message,
-            remedy=disable_remedy(outcome, others=others, env=env, loader_version=loader_version)
-            if others
-            else "export VK_LOADER_DEBUG=error,warn,driver shows what the loader reports in any "
-            "program (the only driver: disabling it leaves none); for NVIDIA's libGLX_nvidia.so.0, "
-            "see vkdoctor explain VKC004 (GLVND's libEGL.so.1).",
+            kind="dlopen-failed",
+            title=f"{what} does not load",
+            message=f"dlopen: {err}. The loader logs the error and goes on without the layer.",
+            remedy=asked.disable() + f", or install what {t.dlopen_name} needs",
         )
+    return Verdict(
+        severity=Severity.FAIL,
+        kind="dlopen-failed",
+        title=f"{what} does not load",
+        message=f"dlopen: {err}. The loader ignores this driver "
+        '("Failed loading library associated with ICD JSON").',
+        remedy=f"vkdoctor's library findings for {t.dlopen_name} say what is missing; "
+        "meanwhile, to stop the loader trying it: " + asked.disable(),
+    )
+
+
+def _child_bug(asked: _Asked) -> Verdict:
+    """A bug of ours in the child, before dlopen or while reading the instance's results."""
+    outcome = asked.outcome
+    before = outcome.dlopen == "error"
+    return Verdict(
+        severity=Severity.ERROR,
+        kind="internal-error",
+        title=f"{asked.what}: vkdoctor could not "
+        + ("load-test it" if before else "read the instance test"),
+        message=(
+            "the load test child broke before dlopen"
+            if before
+            else "dlopen succeeded; the load test child broke while reading "
+            "vkCreateInstance's results"
+        )
+        + f": {outcome.reason}. This is a bug in vkdoctor, not in the driver.",
+        remedy="Report it with `vkdoctor check --json -` to the vkdoctor maintainers.",
+    )
+
+
+def _not_tried(asked: _Asked) -> Verdict:
+    """The target was not load-tested, or loaded without trying vkCreateInstance."""
+    outcome, what = asked.outcome, asked.what
+    if outcome.dlopen == "not-run" or outcome.instance == "not-run":
+        return Verdict(
+            severity=Severity.WARN,
+            kind="not-run",
+            title=f"{what} was not load-tested",
+            message=outcome.reason or "not run",
+        )
+    return Verdict(
+        severity=Severity.INFO,
+        kind="not-run",
+        title=f"{what} loads (instance not tried)",
+        message=f"dlopen succeeded; vkCreateInstance was not tried: {outcome.reason}.",
+    )
+
+
+def _layer_instance(asked: _Asked) -> Verdict:
+    """A layer that loads: the loader skips it (no entry points), it passes vkCreateInstance,
+    or it makes vkCreateInstance fail on drivers that work without it."""
+    outcome, t, what = asked.outcome, asked.outcome.target, asked.what
+    said = [
+        line
+        for line in loader_errors(outcome.output.get("instance", ""))
+        if "Failed to find" in line and (t.dlopen_name in line or t.name in line)
+    ]
+    if outcome.instance == "ok" and said:
+        return Verdict(
+            severity=Severity.WARN,
+            kind="layer-skipped",
+            title=f"{what} loads, but the loader skips it",
+            message=f"dlopen succeeds, but the loader does not find the layer's entry points "
+            f"and leaves it out of every instance: {said[0]}. Whatever it is for does not "
+            "happen.",
+            remedy="Replace the library with a build of the layer (it must export "
+            "vkGetInstanceProcAddr or vkNegotiateLoaderLayerInterfaceVersion), or turn the "
+            "layer off: " + asked.disable(),
+        )
+    if outcome.instance == "ok":
+        return Verdict(
+            severity=Severity.OK,
+            kind="layer-ok",
+            title=f"{what} loads and passes vkCreateInstance",
+            message=f"on the drivers that work alone, with {len(outcome.devices)} device(s)",
+        )
+    return Verdict(
+        severity=Severity.FAIL,
+        kind="layer-failed",
+        title=f"{what} makes vkCreateInstance fail",
+        message=f"With {t.name} active, vkCreateInstance returns "
+        f"{vk_result_name(outcome.vk_result)} on drivers that work without it. Every Vulkan "
+        "application loads this implicit layer, so every one fails the same way.",
+        remedy=asked.disable(),
+    )
+
+
+def _instance_failed(asked: _Asked) -> Verdict:
+    """A driver that loads but whose vkCreateInstance fails alone: the loader drops it, which
+    fails the user only when the user asked for this driver."""
+    outcome, t, what = asked.outcome, asked.outcome.target, asked.what
+    said = loader_errors(outcome.output.get("instance", ""))
+    var = asked_for(t, asked.env)
+    message = (
+        f"dlopen succeeded, but vkCreateInstance with only this driver returned "
+        f"{vk_result_name(outcome.vk_result)}; the loader drops it from every instance."
+        + (f" The loader said: {' / '.join(said)}" if said else "")
+    )
+    if var is not None:
+        # the other drivers still work, but not the one the user asked for
+        return Verdict(
+            severity=Severity.FAIL,
+            kind="instance-failed",
+            title=f"{what}, which {var} asks for, fails vkCreateInstance",
+            message=f"{message} {var} asks for this driver, and no Vulkan application gets "
+            "a device from it.",
+            remedy="Fix what the loader reports (VK_LOADER_DEBUG=error,warn,driver shows it "
+            f"in any program), or stop asking for the driver: take {t.manifest} out of {var}"
+            if var != "VK_LOADER_DRIVERS_SELECT"
+            else "Fix what the loader reports (VK_LOADER_DEBUG=error,warn,driver shows it in "
+            "any program), or change VK_LOADER_DRIVERS_SELECT so that it does not match "
+            f"{Path(t.manifest).name}",
+        )
+    return Verdict(
+        severity=Severity.WARN,
+        kind="instance-failed",
+        title=f"{what} loads but vkCreateInstance fails",
+        message=message,
+        remedy=asked.disable()
+        if asked.others
+        else "export VK_LOADER_DEBUG=error,warn,driver shows what the loader reports in any "
+        "program (the only driver: disabling it leaves none); for NVIDIA's libGLX_nvidia.so.0, "
+        "see vkdoctor explain VKC004 (GLVND's libEGL.so.1).",
+    )
+
+
+def _devices(asked: _Asked) -> Verdict:
+    """A driver whose vkCreateInstance succeeds: the devices it gives, or why it gives none."""
+    outcome, what = asked.outcome, asked.what
     if outcome.devices:
         listed = "; ".join(d.describe() for d in outcome.devices)
         return Verdict(
@@ -1148,8 +1197,9 @@ def classify(
             f"({vk_result_name(outcome.enumerate_result)})",
             message="dlopen and vkCreateInstance succeed, but the driver's "
             f"vkEnumeratePhysicalDevices returns {vk_result_name(outcome.enumerate_result)}; "
-            f"Vulkan loader {loader_version} leaves its devices out and keeps the other drivers'.",
-            remedy=disable_remedy(outcome, others=others, env=env, loader_version=loader_version),
+            f"Vulkan loader {asked.loader_version} leaves its devices out and keeps the other "
+            "drivers'.",
+            remedy=asked.disable(),
         )
     return Verdict(
         severity=Severity.INFO,

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from vkdoctor import children
 from vkdoctor.cachedir import driver_env
 from vkdoctor.resources import probes_dir
 
@@ -119,14 +120,7 @@ def start(env: Mapping[str, str], request: ProbeRequest) -> RunningProbe:
     argv = request.argv()
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(
-            argv,
-            env=driver_env(env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
+        proc = children.start(argv, env=driver_env(env))
     except OSError as exc:
         return RunningProbe(
             request, argv, started, None, relevant_env(env), f"cannot start {argv[0]}: {exc}"
@@ -152,11 +146,11 @@ def finish(running: RunningProbe) -> dict[str, Any]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(proc.pid, signal.SIGUSR1)
             output.read_until_exit(DUMP_SECONDS)
-            _kill_group(proc.pid)
+            children.kill_group(proc.pid)
             output.read_until_exit(REAP_SECONDS)
     except BaseException:
         # interrupted (Ctrl-C reaches only our session): the child must not outlive us
-        _kill_group(proc.pid)
+        children.kill_group(proc.pid)
         raise
     finally:
         output.close()
@@ -164,7 +158,7 @@ def finish(running: RunningProbe) -> dict[str, Any]:
         proc.kill()
     proc.wait()
     # the child's own children (if any) go with it
-    _kill_group(proc.pid)
+    children.kill_group(proc.pid)
     return interpret(
         running,
         returncode=proc.returncode,
@@ -226,11 +220,6 @@ class _Output:
         for pipe in (self._proc.stdout, self._proc.stderr):
             if pipe is not None:
                 pipe.close()
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
 
 
 def stages_of(stderr: str) -> list[str]:
@@ -564,7 +553,7 @@ def discard_early() -> None:
 
 def _discard(running: RunningProbe) -> None:
     if running.process is not None:
-        _kill_group(running.process.pid)
+        children.kill_group(running.process.pid)
         output = _Output(running.process)
         output.read_until_exit(REAP_SECONDS)
         output.close()

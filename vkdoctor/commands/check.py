@@ -5,13 +5,17 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from vkdoctor.commands import common
 from vkdoctor.commands.overlay import from_package_option
 from vkdoctor.runner import code_patterns, run_checks, select, unknown_patterns
+
+if TYPE_CHECKING:
+    from vkdoctor.checks.base import Check
+    from vkdoctor.model import Report
 
 
 def check_codes(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
@@ -90,13 +94,7 @@ def check(
     except githubenv.GithubEnvError as exc:
         raise click.UsageError(str(exc)) from exc
     common.check_outputs(fmt, json_file)
-    if disk_fail > disk_warn:
-        from vkdoctor.units import format_size
-
-        raise click.UsageError(
-            f"--disk-fail ({format_size(disk_fail)}) must not be larger than --disk-warn "
-            f"({format_size(disk_warn)}); a number without a unit is bytes: 5G is five gibibytes"
-        )
+    _check_disk_limits(disk_warn, disk_fail)
     ctx = common.host_context(
         root=root,
         search_path=search_path,
@@ -118,26 +116,7 @@ def check(
     early_ctx = ctx
     early = prefetch(ctx) if select(load_checks.CHECKS, selected, ignored) else None
 
-    from vkdoctor.checks import REGISTRY
-
-    for option, given in (("--select", selected), ("--ignore", ignored)):
-        unknown = unknown_patterns(REGISTRY, given)
-        if unknown:
-            # an --ignore with a typo would leave on what a CI gate meant to turn off
-            raise click.UsageError(
-                f"{option} {', '.join(unknown)}: no check has such a code; "
-                "`vkdoctor explain` lists the codes"
-            )
-        if given and not code_patterns(given):
-            raise click.UsageError(f"{option} needs a check code or prefix (VKD, VKL002)")
-    chosen = select(REGISTRY, selected, ignored)
-    if not chosen:
-        # a typo in a CI gate must not turn it green by running nothing
-        raise click.UsageError(
-            "--select/--ignore leave no check to run "
-            f"(select {', '.join(selected) or 'all'}, ignore {', '.join(ignored) or 'none'}); "
-            "`vkdoctor explain` lists the codes"
-        )
+    chosen = _chosen(selected, ignored)
     from vkdoctor.facts.overlay import context_for_checks, opted_in
 
     if any(c.code == "VKO001" for c in chosen) and opted_in(ctx):
@@ -159,9 +138,53 @@ def check(
     report = build_report(ctx, results, command="check")
     code = common.emit(report, fmt=fmt, json_file=json_file, strict=strict, verbose=verbose)
     if github_file is not None:
-        try:
-            click.echo(githubenv.export_overlay(report.overlay, github_file), err=True)
-        except githubenv.GithubEnvError as exc:
-            click.echo(f"vkdoctor: {exc}", err=True)
-            code = max(code, 2)
+        code = _export_overlay(report, github_file, code)
     sys.exit(code)
+
+
+def _check_disk_limits(disk_warn: int, disk_fail: int) -> None:
+    if disk_fail > disk_warn:
+        from vkdoctor.units import format_size
+
+        raise click.UsageError(
+            f"--disk-fail ({format_size(disk_fail)}) must not be larger than --disk-warn "
+            f"({format_size(disk_warn)}); a number without a unit is bytes: 5G is five gibibytes"
+        )
+
+
+def _chosen(selected: tuple[str, ...], ignored: tuple[str, ...]) -> list[type[Check]]:
+    """The checks --select and --ignore leave; a usage error for a pattern that names no check
+    or for a choice that leaves none."""
+    from vkdoctor.checks import REGISTRY
+
+    for option, given in (("--select", selected), ("--ignore", ignored)):
+        unknown = unknown_patterns(REGISTRY, given)
+        if unknown:
+            # an --ignore with a typo would leave on what a CI gate meant to turn off
+            raise click.UsageError(
+                f"{option} {', '.join(unknown)}: no check has such a code; "
+                "`vkdoctor explain` lists the codes"
+            )
+        if given and not code_patterns(given):
+            raise click.UsageError(f"{option} needs a check code or prefix (VKD, VKL002)")
+    chosen = select(REGISTRY, selected, ignored)
+    if not chosen:
+        # a typo in a CI gate must not turn it green by running nothing
+        raise click.UsageError(
+            "--select/--ignore leave no check to run "
+            f"(select {', '.join(selected) or 'all'}, ignore {', '.join(ignored) or 'none'}); "
+            "`vkdoctor explain` lists the codes"
+        )
+    return chosen
+
+
+def _export_overlay(report: Report, github_file: str, code: int) -> int:
+    """--github-env: the proven overlay into $GITHUB_ENV; exit 2 at least when that fails."""
+    from vkdoctor import githubenv
+
+    try:
+        click.echo(githubenv.export_overlay(report.overlay, github_file), err=True)
+    except githubenv.GithubEnvError as exc:
+        click.echo(f"vkdoctor: {exc}", err=True)
+        code = max(code, 2)
+    return code

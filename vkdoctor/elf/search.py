@@ -251,56 +251,61 @@ class Searcher:
                 return Lookup(name=name, found=obj, how=How.LOADED, tried=(), reused=True)
         if "/" in name:
             return self._direct(name, requester, loaded)
+        walk = _Walk(self, name)
+        # DF_1_NODEFLIB of the requester (or of the program) keeps ld.so out of the system dirs
+        nodeflib_obj = requester or executable
+        nodeflib = nodeflib_obj is not None and nodeflib_obj.elf.nodeflib
+        # ld.so's order; each step is True when it ends the search (a copy, or one that stops it)
+        (
+            self._in_rpaths(walk, requester, executable)
+            or self._in_ld_library_path(walk)
+            or self._in_runpath(walk, requester)
+            or self._in_cache(walk, nodeflib=nodeflib)
+            or (not nodeflib and self._in_system_dirs(walk))
+        )
+        return self._looked_up(walk, requester, loaded)
 
-        tried: list[Tried] = []
-        found: tuple[Tried, ElfInfo] | None = None
-        fatal: Tried | None = None
+    def _dirs_of(self, obj: LoadedObject, kind: str) -> list[str]:
+        """The DT_RPATH or DT_RUNPATH entries of `obj`, with $ORIGIN and the others expanded
+        (an elevated process ignores the entries that have any)."""
+        raw = obj.elf.rpath if kind == "rpath" else obj.elf.runpath
+        origin = posixpath.dirname(self._abs(obj.path))
+        out = []
+        for entry in raw:
+            if self.inputs.elevated and "$" in entry:
+                continue
+            expanded = expand_dst(entry, origin, self.plat)
+            if expanded is not None:
+                out.append(expanded)
+        return out
 
-        def attempt(directory: str, how: How, origin_of: str | None = None) -> bool:
-            nonlocal found, fatal
-            t, info = self._try_dir(directory, name, how, origin_of)
-            tried.append(t)
-            if t.outcome == "found" and info is not None:
-                found = (t, info)
-                return True
-            if t.outcome == "bad_elf":
-                fatal = t
-                return True
+    def _in_rpaths(
+        self, walk: _Walk, requester: LoadedObject | None, executable: LoadedObject | None
+    ) -> bool:
+        """DT_RPATH of the requester and of the objects that loaded it, then of the program;
+        not when the requester has DT_RUNPATH."""
+        if requester is not None and requester.elf.has_runpath:
             return False
+        chain = list(requester.chain()) if requester is not None else []
+        if executable is not None and executable not in chain:
+            chain.append(executable)
+        for obj in chain:
+            # glibc drops DT_RPATH of an object that also has DT_RUNPATH
+            if not obj.elf.has_rpath or obj.elf.has_runpath:
+                continue
+            if any(walk.attempt(d, How.RPATH, obj.path) for d in self._dirs_of(obj, "rpath")):
+                return True
+        return False
 
-        def dirs_of(obj: LoadedObject, kind: str) -> list[str]:
-            raw = obj.elf.rpath if kind == "rpath" else obj.elf.runpath
-            origin = posixpath.dirname(self._abs(obj.path))
-            out = []
-            for entry in raw:
-                if self.inputs.elevated and "$" in entry:
-                    continue
-                expanded = expand_dst(entry, origin, self.plat)
-                if expanded is not None:
-                    out.append(expanded)
-            return out
-
-        done = False
-        if requester is None or not requester.elf.has_runpath:
-            chain = list(requester.chain()) if requester is not None else []
-            if executable is not None and executable not in chain:
-                chain.append(executable)
-            for obj in chain:
-                # glibc drops DT_RPATH of an object that also has DT_RUNPATH
-                if obj.elf.has_rpath and not obj.elf.has_runpath:
-                    for d in dirs_of(obj, "rpath"):
-                        if attempt(d, How.RPATH, obj.path):
-                            done = True
-                            break
-                if done:
-                    break
-        if not done and not self.inputs.elevated:
-            for d in self.inputs.ld_library_path:
-                if attempt(expand_dst(d, None, self.plat) or d, How.LD_LIBRARY_PATH):
-                    done = True
-                    break
-        elif not done and self.inputs.ld_library_path:
-            tried.append(
+    def _in_ld_library_path(self, walk: _Walk) -> bool:
+        """LD_LIBRARY_PATH, which an elevated process ignores."""
+        if not self.inputs.elevated:
+            return any(
+                walk.attempt(expand_dst(d, None, self.plat) or d, How.LD_LIBRARY_PATH)
+                for d in self.inputs.ld_library_path
+            )
+        if self.inputs.ld_library_path:
+            walk.tried.append(
                 Tried(
                     how=How.LD_LIBRARY_PATH,
                     where=":".join(self.inputs.ld_library_path),
@@ -308,53 +313,63 @@ class Searcher:
                     detail="ignored: the process is elevated (AT_SECURE)",
                 )
             )
-        if not done and requester is not None and requester.elf.has_runpath:
-            for d in dirs_of(requester, "runpath"):
-                if attempt(d, How.RUNPATH, requester.path):
-                    done = True
-                    break
-        nodeflib_obj = requester or executable
-        nodeflib = nodeflib_obj is not None and nodeflib_obj.elf.nodeflib
-        if not done and self.cache is not None:
-            entry = self.cache.lookup(name, self.plat.machine, self.plat.hwcaps)
-            if entry is None:
-                tried.append(
-                    Tried(
-                        how=How.CACHE,
-                        where=self.cache.path,
-                        outcome="absent",
-                        detail=self.cache.error or "",
-                    )
-                )
-            elif nodeflib and posixpath.dirname(entry.path) in self.plat.system_dirs:
-                tried.append(
-                    Tried(
-                        how=How.CACHE,
-                        where=self.cache.path,
-                        outcome="skipped",
-                        path=entry.path,
-                        detail="DF_1_NODEFLIB",
-                    )
-                )
-            else:
-                outcome, info, detail = self.verify(entry.path)
-                t = Tried(
+        return False
+
+    def _in_runpath(self, walk: _Walk, requester: LoadedObject | None) -> bool:
+        """DT_RUNPATH of the requester only (not of the objects that loaded it)."""
+        if requester is None or not requester.elf.has_runpath:
+            return False
+        return any(
+            walk.attempt(d, How.RUNPATH, requester.path)
+            for d in self._dirs_of(requester, "runpath")
+        )
+
+    def _in_cache(self, walk: _Walk, *, nodeflib: bool) -> bool:
+        """ld.so.cache: its entry for this machine and hwcaps, unless DF_1_NODEFLIB rules out
+        an entry in a system directory."""
+        if self.cache is None:
+            return False
+        entry = self.cache.lookup(walk.name, self.plat.machine, self.plat.hwcaps)
+        if entry is None:
+            walk.tried.append(
+                Tried(
                     how=How.CACHE,
                     where=self.cache.path,
-                    outcome=outcome,
-                    path=entry.path,
-                    detail=detail or "",
+                    outcome="absent",
+                    detail=self.cache.error or "",
                 )
-                tried.append(t)
-                if outcome == "found" and info is not None:
-                    found, done = (t, info), True
-                elif outcome == "bad_elf":
-                    fatal, done = t, True
-        if not done and not nodeflib:
-            for d in self.plat.system_dirs:
-                if attempt(d, How.DEFAULT):
-                    done = True
-                    break
+            )
+            return False
+        if nodeflib and posixpath.dirname(entry.path) in self.plat.system_dirs:
+            walk.tried.append(
+                Tried(
+                    how=How.CACHE,
+                    where=self.cache.path,
+                    outcome="skipped",
+                    path=entry.path,
+                    detail="DF_1_NODEFLIB",
+                )
+            )
+            return False
+        outcome, info, detail = self.verify(entry.path)
+        t = Tried(
+            how=How.CACHE,
+            where=self.cache.path,
+            outcome=outcome,
+            path=entry.path,
+            detail=detail or "",
+        )
+        return walk.settle(t, info)
+
+    def _in_system_dirs(self, walk: _Walk) -> bool:
+        """The default directories (/lib, /usr/lib and the multiarch ones)."""
+        return any(walk.attempt(d, How.DEFAULT) for d in self.plat.system_dirs)
+
+    def _looked_up(
+        self, walk: _Walk, requester: LoadedObject | None, loaded: Sequence[LoadedObject]
+    ) -> Lookup:
+        """What the search ends with: a copy that stops the load, none, or the one it maps."""
+        name, tried, fatal = walk.name, walk.tried, walk.fatal
         if fatal is not None:
             return Lookup(
                 name=name,
@@ -363,7 +378,7 @@ class Searcher:
                 tried=tuple(tried),
                 error=f"{name if fatal.detail == MAP_FAILED else fatal.path}: {fatal.detail}",
             )
-        if found is None:
+        if walk.found is None:
             return Lookup(
                 name=name,
                 found=None,
@@ -371,7 +386,7 @@ class Searcher:
                 tried=tuple(tried),
                 error=self._not_found_error(name, tried),
             )
-        t, info = found
+        t, info = walk.found
         return self._adopt(name, t.path or name, info, t.how, t.where, requester, loaded, tried)
 
     def _not_found_error(self, name: str, tried: Sequence[Tried]) -> str:
@@ -447,3 +462,33 @@ def list_dir(ctx: Context, directory: str) -> tuple[str, ...]:
 
 def _listings(ctx: Context) -> dict[str, tuple[str, ...]]:
     return {}
+
+
+class _Walk:
+    """One search for `name`: every place tried, and what ended it (the copy found, or a file
+    that stops the load)."""
+
+    __slots__ = ("fatal", "found", "name", "searcher", "tried")
+
+    def __init__(self, searcher: Searcher, name: str) -> None:
+        self.searcher = searcher
+        self.name = name
+        self.tried: list[Tried] = []
+        self.found: tuple[Tried, ElfInfo] | None = None
+        self.fatal: Tried | None = None
+
+    def attempt(self, directory: str, how: How, origin_of: str | None = None) -> bool:
+        """Look in one directory; True when that ends the search."""
+        t, info = self.searcher._try_dir(directory, self.name, how, origin_of)
+        return self.settle(t, info)
+
+    def settle(self, t: Tried, info: ElfInfo | None) -> bool:
+        """Note one place tried; True when it ends the search."""
+        self.tried.append(t)
+        if t.outcome == "found" and info is not None:
+            self.found = (t, info)
+            return True
+        if t.outcome == "bad_elf":
+            self.fatal = t
+            return True
+        return False

@@ -252,15 +252,27 @@ def _fields(
     disable: Filter,
     portability_enumeration: bool,
 ) -> Driver:
+    """The loader's verdict on one parsed manifest, in the order the loader decides it: its
+    fields, what this process skips, the filters, then the library itself."""
     info: dict[str, Any] = dict(base)
     info["evidence"] = evidence
+    outcome, reason = (
+        _manifest_fields(mf, root, info, evidence)
+        or _skipped_by_process(ctx, mf, root, info, portability_enumeration)
+        or _filtered(info, select, disable)
+        or _library_state(ctx, mf, info, evidence)
+    )
+    return Driver(**info, outcome=outcome, reason=reason)
 
-    def out(outcome: str, reason: str) -> Driver:
-        return Driver(**info, outcome=outcome, reason=reason)
 
+def _manifest_fields(
+    mf: ManifestFile, root: cjson.Node, info: dict[str, Any], evidence: dict[str, Any]
+) -> tuple[str, str] | None:
+    """file_format_version, ICD.library_path and ICD.api_version into `info`; the outcome when
+    one is missing or unusable."""
     item = cjson.get(root, "file_format_version")
     if item is None:
-        return out(NO_FILE_FORMAT, f"{mf.path} has no 'file_format_version'; skipped")
+        return NO_FILE_FORMAT, f"{mf.path} has no 'file_format_version'; skipped"
     ffv_printed = cjson.print_value(item)
     info["file_format_version"] = _text(item.string if item.type == cjson.STRING else ffv_printed)
     ffv = parse_version(ffv_printed)
@@ -268,77 +280,106 @@ def _fields(
         evidence["unknown_file_format_version"] = version_text(ffv)
     icd = cjson.get(root, "ICD")
     if icd is None:
-        return out(NO_ICD, f"{mf.path} has no 'ICD' object; skipped")
+        return NO_ICD, f"{mf.path} has no 'ICD' object; skipped"
     lib = cjson.get(icd, "library_path")
     if lib is None:
-        return out(NO_LIBRARY_PATH, f"{mf.path} has no 'ICD.library_path'; skipped")
+        return NO_LIBRARY_PATH, f"{mf.path} has no 'ICD.library_path'; skipped"
     if lib.type != cjson.STRING:
         evidence["library_path_type"] = lib.type
     library_path = _text(cjson.field_text(lib))
     info["library_path"] = library_path
     if not library_path:
-        return out(EMPTY_LIBRARY_PATH, f"{mf.path}: 'ICD.library_path' is empty; skipped")
+        return EMPTY_LIBRARY_PATH, f"{mf.path}: 'ICD.library_path' is empty; skipped"
     library, rule = resolve_library(mf.path, library_path)
     info["library"] = library
     info["library_rule"] = rule
     api = cjson.get(icd, "api_version")
     if api is None:
-        return out(NO_API_VERSION, f"{mf.path} has no 'ICD.api_version'; skipped")
+        return NO_API_VERSION, f"{mf.path} has no 'ICD.api_version'; skipped"
     api_v = parse_version(cjson.print_value(api))
     info["api_version"] = _text(cjson.print_value(api)).strip('"')
     if variant_of(api_v):
-        return out(
+        return (
             API_VARIANT,
             f"{mf.path}: 'ICD.api_version' {info['api_version']} has a non-zero variant "
             f"({variant_of(api_v)}); skipped",
         )
+    return None
+
+
+def _skipped_by_process(
+    ctx: Context,
+    mf: ManifestFile,
+    root: cjson.Node,
+    info: dict[str, Any],
+    portability_enumeration: bool,
+) -> tuple[str, str] | None:
+    """A portability driver this process does not enumerate, or a library_arch it skips."""
+    icd = cjson.get(root, "ICD")
+    assert icd is not None  # _manifest_fields checked it
     port = cjson.get(icd, "is_portability_driver")
     info["is_portability_driver"] = port is not None and port.type == cjson.TRUE
     if info["is_portability_driver"] and not portability_enumeration:
-        return out(
+        return (
             PORTABILITY,
             f"{mf.path} is a portability driver: enumerated only by applications that enable "
             "VK_KHR_portability_enumeration and set the portability bit",
         )
     arch = cjson.get(icd, "library_arch")
-    if arch is not None:
-        arch_text = _text(cjson.print_value(arch))
-        info["library_arch"] = arch_text.strip('"') if arch.type == cjson.STRING else arch_text
-        bits = process_bits(ctx.machine)
-        if (arch_text.startswith('"32"') and bits != 32) or (
-            arch_text.startswith('"64"') and bits != 64
-        ):
-            return out(
-                ARCH_MISMATCH,
-                f"{mf.path} is for {info['library_arch']}-bit processes; a {bits}-bit process "
-                "skips it before loading (harmless)",
-            )
-    if select.active or disable.active:
-        name = info["basename"]
-        sel = select.active and matches(name, select)
-        dis = disable.active and matches(name, disable)
-        if dis and not sel:
-            return out(
-                FILTER_DISABLED,
-                f'driver "{name}" is disabled by VK_LOADER_DRIVERS_DISABLE={disable.raw}',
-            )
-        if select.active and not sel:
-            return out(
-                FILTER_NOT_SELECTED,
-                f'driver "{name}" is not selected by VK_LOADER_DRIVERS_SELECT={select.raw}',
-            )
+    if arch is None:
+        return None
+    arch_text = _text(cjson.print_value(arch))
+    info["library_arch"] = arch_text.strip('"') if arch.type == cjson.STRING else arch_text
+    bits = process_bits(ctx.machine)
+    if (arch_text.startswith('"32"') and bits != 32) or (
+        arch_text.startswith('"64"') and bits != 64
+    ):
+        return (
+            ARCH_MISMATCH,
+            f"{mf.path} is for {info['library_arch']}-bit processes; a {bits}-bit process "
+            "skips it before loading (harmless)",
+        )
+    return None
+
+
+def _filtered(info: dict[str, Any], select: Filter, disable: Filter) -> tuple[str, str] | None:
+    """VK_LOADER_DRIVERS_DISABLE (unless SELECT names it too) and VK_LOADER_DRIVERS_SELECT."""
+    if not (select.active or disable.active):
+        return None
+    name = info["basename"]
+    sel = select.active and matches(name, select)
+    dis = disable.active and matches(name, disable)
+    if dis and not sel:
+        return (
+            FILTER_DISABLED,
+            f'driver "{name}" is disabled by VK_LOADER_DRIVERS_DISABLE={disable.raw}',
+        )
+    if select.active and not sel:
+        return (
+            FILTER_NOT_SELECTED,
+            f'driver "{name}" is not selected by VK_LOADER_DRIVERS_SELECT={select.raw}',
+        )
+    return None
+
+
+def _library_state(
+    ctx: Context, mf: ManifestFile, info: dict[str, Any], evidence: dict[str, Any]
+) -> tuple[str, str]:
+    """The library the manifest names (a bare name found as ld.so would): present, missing,
+    of the other class, or unloadable."""
+    library, rule = info["library"], info["library_rule"]
     target = library
     if rule == "bare":
         found = find_bare(ctx, library)
         stopped = bare_stopped_at(ctx, library) if found is None else None
         if stopped is not None:
-            return out(
+            return (
                 LIBRARY_UNLOADABLE,
                 f"{mf.path}: library {library!r} is a bare name; ld.so finds {stopped[0]}, "
                 f"which it cannot load ({stopped[1]})",
             )
         if found is None:
-            return out(
+            return (
                 LIBRARY_MISSING,
                 f"{mf.path}: library {library!r} is a bare name and is in neither LD_LIBRARY_PATH "
                 "nor the standard library directories",
@@ -349,19 +390,19 @@ def _fields(
     evidence["library_state"] = state.state
     if state.state == "ok":
         where = f" (bare name, found as {target})" if rule == "bare" else ""
-        return out(LOADS, f"{mf.path}: library {library} is present{where}")
+        return LOADS, f"{mf.path}: library {library} is present{where}"
     if state.state == "missing":
-        return out(
+        return (
             LIBRARY_MISSING,
             f"{mf.path}: library {library} ({rule} path) does not exist ({state.detail})",
         )
     if state.state == "wrong-class":
-        return out(
+        return (
             WRONG_CLASS,
             f"{mf.path}: library {library} is ELFCLASS{state.elf_class}; dlopen rejects it for a "
             f"{process_bits(ctx.machine)}-bit process (harmless)",
         )
-    return out(LIBRARY_UNLOADABLE, f"{mf.path}: library {library} cannot load ({state.detail})")
+    return LIBRARY_UNLOADABLE, f"{mf.path}: library {library} cannot load ({state.detail})"
 
 
 def driver_scan(ctx: Context, *, portability_enumeration: bool = False) -> DriverScan:

@@ -26,6 +26,7 @@ from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import IO
 
+from vkdoctor import children
 from vkdoctor.overlay import store
 from vkdoctor.overlay.errors import ArchiveError, StoreError, describe_os_error, store_hint
 from vkdoctor.record import field, record
@@ -176,13 +177,10 @@ class _Child:
                 hint="install zstd and libarchive-tools (bsdtar)",
             )
         self.argv = argv
-        self.proc = subprocess.Popen(
+        self.proc = children.start(
             argv,
-            stdin=subprocess.DEVNULL if stdin is None else stdin,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
             env={"LC_ALL": "C", "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+            stdin=subprocess.DEVNULL if stdin is None else stdin,
         )
         self.timed_out = False
         self._timer = threading.Timer(timeout, self._kill)
@@ -191,8 +189,7 @@ class _Child:
 
     def _kill(self) -> None:
         self.timed_out = True
-        with contextlib.suppress(OSError):
-            os.killpg(self.proc.pid, 9)
+        children.kill_group(self.proc.pid)
 
     def finish(self, *, drain: bool) -> tuple[int, str]:
         assert self.proc.stdout is not None and self.proc.stderr is not None

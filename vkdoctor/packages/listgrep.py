@@ -13,6 +13,7 @@ import os
 import subprocess
 from collections.abc import Mapping, Sequence, Set
 
+from vkdoctor import children
 from vkdoctor.packages.proc import DEFAULT_PATH, which
 
 
@@ -43,14 +44,13 @@ class ListSearch:
             return
         child_env = {"LC_ALL": "C", "LANG": "C", "PATH": env.get("PATH") or DEFAULT_PATH}
         try:
-            proc = subprocess.Popen(
+            proc = children.start(
                 # -D skip: a FIFO among the lists (a --root tree) would block grep
                 [exe, "-a", "-D", "skip", "-F", "-x", "-Z", "-f", "-", "--"]
                 + [p for _, p in self.lists],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
                 env=child_env,
+                stdin=subprocess.PIPE,
+                own_session=False,
             )
         except OSError:
             return
@@ -60,7 +60,7 @@ class ListSearch:
             proc.stdin.write(b"\n".join(sorted(self.wanted)) + b"\n")
             proc.stdin.close()
         except OSError:  # it died at once (an option it does not know)
-            _stop(proc)
+            children.kill_and_reap(proc)
             return
         proc.stdin = None  # sent and closed: communicate() must not flush it
         self._proc = proc
@@ -74,7 +74,7 @@ class ListSearch:
         try:
             out, _ = proc.communicate(timeout=self.timeout)
         except subprocess.TimeoutExpired:
-            _stop(proc)
+            children.kill_and_reap(proc)
             return None
         if proc.returncode not in (0, 1):  # 2: a file it could not read, or grep's own error
             return None
@@ -94,12 +94,4 @@ class ListSearch:
     def cancel(self) -> None:
         proc, self._proc = self._proc, None
         if proc is not None:
-            _stop(proc)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.kill()
-    proc.wait()
-    for pipe in (proc.stdin, proc.stdout, proc.stderr):
-        if pipe is not None:
-            pipe.close()
+            children.kill_and_reap(proc)

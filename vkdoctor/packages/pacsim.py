@@ -24,6 +24,7 @@ from vkdoctor.context import Context
 from vkdoctor.packages.pacman import PacmanDB, ignored
 from vkdoctor.packages.proc import ToolRun, run_tool, which
 from vkdoctor.packages.simulate import Simulation
+from vkdoctor.record import field, record, replace
 
 #: the Vulkan loader's packages on Arch
 LOADER_PACKAGES = ("vulkan-icd-loader", "lib32-vulkan-icd-loader")
@@ -138,117 +139,136 @@ def simulate(ctx: Context, db: PacmanDB, fix: str, protect: Sequence[str]) -> Si
     if not which("pacman", ctx.env):
         return Simulation(fix=fix, tool=TOOL, tree=tree, why="pacman is not installed here")
     released = _RELEASE.findall(fix)
+    planned = _planned(db, fix, released)
+    if isinstance(planned, str):
+        return Simulation(fix=fix, tool=TOOL, tree=tree, why=planned)
+    actions, skipped = planned
+    private = Path(tempfile.mkdtemp(prefix="vkdoctor-pacman-"))
+    try:
+        base = _private_pacman(ctx, db, private, released)
+        said = _transaction_checks(ctx, db, base, actions)
+        commands, installs, removes = said.commands, said.installs, said.removes
+        ran = Simulation(
+            fix=fix, tool=TOOL, tree=tree, commands=tuple(commands), ran=True, skipped=skipped
+        )
+        if said.refused is not None:
+            return replace(ran, why=said.refused)
+        if not installs and not removes:
+            return replace(
+                ran,
+                why="changes nothing (pacman has nothing to do: the sync databases offer "
+                "nothing it would install)",
+            )
+        lost = [p for p in removes if p in protect]
+        return replace(
+            ran,
+            ok=not lost,
+            installs=tuple(installs),
+            removes=tuple(removes),
+            why=f"would remove {', '.join(lost)}" if lost else "",
+        )
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def _planned(
+    db: PacmanDB, fix: str, released: Sequence[str]
+) -> tuple[list[list[str]], tuple[str, ...]] | str:
+    """The pacman arguments of each step of `fix`, and what the check leaves out (a refresh of
+    the sync databases, the IgnorePkg change); or why pacman cannot simulate it."""
     text = _RELEASE.sub("", fix)
     if released:
         text = text.split(" then ", 1)[-1]
     steps = _steps(text)
     if steps is None:
         said = text.strip()
-        why = (
+        return (
             "the fix is advice in words, not a pacman command"
             if said[:1].isupper() or not said.startswith(("sudo ", "pacman "))
             else f"pacman cannot simulate `{said}`"
         )
-        return Simulation(fix=fix, tool=TOOL, tree=tree, why=why)
     if not db.sync_repos():
-        return Simulation(
-            fix=fix,
-            tool=TOOL,
-            tree=tree,
-            why="the tree has no pacman sync database to simulate with (pacman -Sy never ran)",
-        )
+        return "the tree has no pacman sync database to simulate with (pacman -Sy never ran)"
     actions = []
     skipped: list[str] = []
     for words in steps:
         sync = _sync_args(words)
         if sync is None:
-            return Simulation(
-                fix=fix, tool=TOOL, tree=tree, why=f"pacman cannot simulate `{' '.join(words)}`"
-            )
+            return f"pacman cannot simulate `{' '.join(words)}`"
         args, refresh = sync
         if refresh and "pacman -Sy (the sync databases as last refreshed)" not in skipped:
             skipped.append("pacman -Sy (the sync databases as last refreshed)")
         actions.append(args)
     if released:
         skipped.append(f"the IgnorePkg change ({', '.join(released)} released for the check)")
-    private = Path(tempfile.mkdtemp(prefix="vkdoctor-pacman-"))
-    try:
-        dbdir = private / "db"
-        dbdir.mkdir()
-        for sub in ("local", "sync"):
-            (dbdir / sub).symlink_to(ctx.under(db.db_path) / sub)
-        conf = private / "pacman.conf"
-        conf.write_text(_config(db, ctx, released))
-        base = [
-            "pacman",
-            "--config",
-            str(conf),
-            "--root",
-            str(ctx.root),
-            "--dbpath",
-            str(dbdir),
-            "--cachedir",
-            str(private / "cache"),
-            "--logfile",
-            str(private / "log"),
-            "--hookdir",
-            str(private / "hooks"),
-            "--gpgdir",
-            str(private / "gnupg"),
-            "--confirm",
-            "--color",
-            "never",
-        ]
-        env = {**ctx.env, "LC_ALL": "C"}
-        commands: list[str] = []
-        installs: list[str] = []
-        removes: list[str] = []
-        timeout = min(ctx.options.timeout, 60.0)
-        for args in actions:
-            run = run_tool([*base, *args], env=env, timeout=timeout)
-            commands.append(_shown(ctx, db, args))
-            said = run.stdout + run.stderr
-            if _PROCEED not in said and _NOTHING not in said:
-                return Simulation(
-                    fix=fix,
-                    tool=TOOL,
-                    tree=tree,
-                    commands=tuple(commands),
-                    ran=True,
-                    why=_error(run),
-                    skipped=tuple(skipped),
-                )
-            ins, rem = parse_targets(run.stdout)
-            installs += ins
-            removes += rem
-            # pacman's default answer to "Replace X with repo/Y?" is yes: whoever presses
-            # Enter loses X, though the check answered no
-            for old, new in _REPLACE.findall(said):
-                installs.append(f"{new} (replacing {old})")
-                removes.append(old)
-        lost = [p for p in removes if p in protect]
-        if not installs and not removes:
-            return Simulation(
-                fix=fix,
-                tool=TOOL,
-                tree=tree,
-                commands=tuple(commands),
-                ran=True,
-                why="changes nothing (pacman has nothing to do: the sync databases offer "
-                "nothing it would install)",
-                skipped=tuple(skipped),
-            )
-        return Simulation(
-            fix=fix,
-            tool=TOOL,
-            tree=tree,
-            commands=tuple(commands),
-            ran=True,
-            ok=not lost,
-            installs=tuple(installs),
-            removes=tuple(removes),
-            why=f"would remove {', '.join(lost)}" if lost else "",
-            skipped=tuple(skipped),
-        )
-    finally:
-        shutil.rmtree(private, ignore_errors=True)
+    return actions, tuple(skipped)
+
+
+def _private_pacman(
+    ctx: Context, db: PacmanDB, private: Path, released: Sequence[str]
+) -> list[str]:
+    """pacman over the tree's databases (linked into `private`) with its own configuration,
+    cache, log, hooks and keyring there, so that the check writes nothing of the tree's."""
+    dbdir = private / "db"
+    dbdir.mkdir()
+    for sub in ("local", "sync"):
+        (dbdir / sub).symlink_to(ctx.under(db.db_path) / sub)
+    conf = private / "pacman.conf"
+    conf.write_text(_config(db, ctx, released))
+    return [
+        "pacman",
+        "--config",
+        str(conf),
+        "--root",
+        str(ctx.root),
+        "--dbpath",
+        str(dbdir),
+        "--cachedir",
+        str(private / "cache"),
+        "--logfile",
+        str(private / "log"),
+        "--hookdir",
+        str(private / "hooks"),
+        "--gpgdir",
+        str(private / "gnupg"),
+        "--confirm",
+        "--color",
+        "never",
+    ]
+
+
+@record(kw_only=True)
+class _Checked:
+    """What pacman's transaction checks said, step by step, until one refused."""
+
+    commands: list[str] = field(default_factory=list)
+    installs: list[str] = field(default_factory=list)
+    removes: list[str] = field(default_factory=list)
+    #: why pacman refused a step (None: every step reached its prompt)
+    refused: str | None = None
+
+
+def _transaction_checks(
+    ctx: Context, db: PacmanDB, base: Sequence[str], actions: Sequence[Sequence[str]]
+) -> _Checked:
+    """Run each step up to pacman's prompt (answered no), collecting what it would install and
+    remove; stop at the first step pacman refuses."""
+    env = {**ctx.env, "LC_ALL": "C"}
+    timeout = min(ctx.options.timeout, 60.0)
+    checked = _Checked()
+    for args in actions:
+        run = run_tool([*base, *args], env=env, timeout=timeout)
+        checked.commands.append(_shown(ctx, db, args))
+        said = run.stdout + run.stderr
+        if _PROCEED not in said and _NOTHING not in said:
+            checked.refused = _error(run)
+            return checked
+        ins, rem = parse_targets(run.stdout)
+        checked.installs += ins
+        checked.removes += rem
+        # pacman's default answer to "Replace X with repo/Y?" is yes: whoever presses
+        # Enter loses X, though the check answered no
+        for old, new in _REPLACE.findall(said):
+            checked.installs.append(f"{new} (replacing {old})")
+            checked.removes.append(old)
+    return checked

@@ -6,6 +6,7 @@ import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 
+from vkdoctor import children
 from vkdoctor.record import record
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -83,14 +84,11 @@ class RunningTool:
             # a private HOME for one tool (rpm's ~/.rpmmacros for dnf: vkdoctor.packages.dnfsim)
             child_env["HOME"] = env["VKDOCTOR_HOME"]
         try:
-            self._proc = subprocess.Popen(
+            self._proc = children.start_text(
                 [exe, *argv[1:]],
-                stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                errors="replace",
                 env=child_env,
+                stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                own_session=False,
             )
         except OSError as exc:
             self._done = ToolRun(argv=self.argv, returncode=None, problem=str(exc))
@@ -103,13 +101,8 @@ class RunningTool:
         try:
             out, err = proc.communicate(input=self._stdin, timeout=self.timeout)
         except subprocess.TimeoutExpired as exc:
-            # as subprocess.run does: kill and reap, keep what it had written (a grandchild
-            # holding the pipe must not make us wait again)
-            proc.kill()
-            proc.wait()
-            for pipe in (proc.stdin, proc.stdout, proc.stderr):
-                if pipe is not None:
-                    pipe.close()
+            # as subprocess.run does: kill and reap, keep what it had written
+            children.kill_and_reap(proc)
             out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else ""
             self._done = ToolRun(
                 argv=self.argv,

@@ -167,7 +167,19 @@ def summary(report: Report, *, strict: bool = False) -> str:
     style = Style(colour=False, unicode=True)
     lines = [f"## vkdoctor {report.command}: {_VERDICT[status]}", ""]
     lines += [_code(text_render.verdict(report, style=style, strict=strict)), ""]
+    lines += _findings_section(report, strict=strict)
+    if report.drivers:
+        lines += _drivers_section(report.drivers)
+    if report.probe is not None:
+        lines += _probe_section(report.probe)
+    if report.overlay:
+        lines += _overlay_section(report.overlay)
+    return "\n".join(lines) + "\n"
 
+
+def _findings_section(report: Report, *, strict: bool) -> list[str]:
+    """The findings that need attention, as a table, and the checks skipped."""
+    lines: list[str] = []
     needing = _attention(report.checks)
     if needing:
         lines += ["### Findings", ""]
@@ -191,80 +203,85 @@ def summary(report: Report, *, strict: bool = False) -> str:
             + ", ".join(_cell(f"{c.code} ({c.skip_reason})") for c in skipped),
             "",
         ]
+    return lines
 
-    if report.drivers:
-        lines += ["### Drivers", ""]
+
+def _drivers_section(drivers: Iterable[Mapping[str, Any]]) -> list[str]:
+    lines = ["### Drivers", ""]
+    lines += _table(
+        ("manifest", "library", "verdict", "reason"),
+        (
+            (
+                _code(d.get("manifest")),
+                _cell(d.get("library_path") or d.get("library") or ""),
+                _cell(d.get("verdict")),
+                _cell(d.get("reason") or ""),
+            )
+            for d in drivers
+        ),
+    )
+    lines.append("")
+    return lines
+
+
+def _probe_section(probe: Mapping[str, Any]) -> list[str]:
+    """The probe's status and adapter, why it failed, its ladder and its cases."""
+    adapter = probe.get("adapter") or {}
+    name = adapter.get("name") if isinstance(adapter, Mapping) else None
+    head = f"### Probe: {_cell(probe.get('status'))}"
+    if name:
+        head += f" on {_cell(name)} ({_cell(probe.get('backend'))})"
+    lines = [head, ""]
+    failure = probe_failure(probe)
+    if failure:
+        lines += [_cell(failure), ""]
+    rungs = [r for r in probe.get("ladder") or () if isinstance(r, Mapping)]
+    if rungs:
+        marks = ", ".join(f"{_cell(r.get('rung'))} {'✅' if r.get('ok') else '❌'}" for r in rungs)
+        lines += [f"Ladder: {marks}", ""]
+    cases = [c for c in probe.get("cases") or () if isinstance(c, Mapping)]
+    if cases:
         lines += _table(
-            ("manifest", "library", "verdict", "reason"),
+            ("rows", "d", "max rel. error", "ok"),
             (
                 (
-                    _code(d.get("manifest")),
-                    _cell(d.get("library_path") or d.get("library") or ""),
-                    _cell(d.get("verdict")),
-                    _cell(d.get("reason") or ""),
+                    _cell(c.get("rows")),
+                    _cell(c.get("d")),
+                    _cell(_error(c.get("max_rel_err"))),
+                    "✅" if c.get("ok") else "❌",
                 )
-                for d in report.drivers
+                for c in cases
             ),
         )
         lines.append("")
+    return lines
 
-    if report.probe is not None:
-        probe = report.probe
-        adapter = probe.get("adapter") or {}
-        name = adapter.get("name") if isinstance(adapter, Mapping) else None
-        head = f"### Probe: {_cell(probe.get('status'))}"
-        if name:
-            head += f" on {_cell(name)} ({_cell(probe.get('backend'))})"
-        lines += [head, ""]
-        failure = probe_failure(probe)
-        if failure:
-            lines += [_cell(failure), ""]
-        rungs = [r for r in probe.get("ladder") or () if isinstance(r, Mapping)]
-        if rungs:
-            marks = ", ".join(
-                f"{_cell(r.get('rung'))} {'✅' if r.get('ok') else '❌'}" for r in rungs
-            )
-            lines += [f"Ladder: {marks}", ""]
-        cases = [c for c in probe.get("cases") or () if isinstance(c, Mapping)]
-        if cases:
-            lines += _table(
-                ("rows", "d", "max rel. error", "ok"),
-                (
-                    (
-                        _cell(c.get("rows")),
-                        _cell(c.get("d")),
-                        _cell(_error(c.get("max_rel_err"))),
-                        "✅" if c.get("ok") else "❌",
-                    )
-                    for c in cases
-                ),
-            )
-            lines.append("")
 
-    if report.overlay:
-        lines += [
-            "### Overlay",
-            "",
-            "```sh",
-            f"export LD_LIBRARY_PATH={report.overlay.get('ld_library_path')}",
-            "```",
-            "",
-        ]
-        libs = [x for x in report.overlay.get("libraries") or () if isinstance(x, Mapping)]
-        if libs:
-            lines += _table(
-                ("soname", "target", "needed by"),
+def _overlay_section(overlay: Mapping[str, Any]) -> list[str]:
+    """The overlay's LD_LIBRARY_PATH and the libraries it links."""
+    lines = [
+        "### Overlay",
+        "",
+        "```sh",
+        f"export LD_LIBRARY_PATH={overlay.get('ld_library_path')}",
+        "```",
+        "",
+    ]
+    libs = [x for x in overlay.get("libraries") or () if isinstance(x, Mapping)]
+    if libs:
+        lines += _table(
+            ("soname", "target", "needed by"),
+            (
                 (
-                    (
-                        _code(x.get("soname")),
-                        _cell(x.get("target")),
-                        _cell(", ".join(x.get("needed_by") or ())),
-                    )
-                    for x in libs
-                ),
-            )
-            lines.append("")
-    return "\n".join(lines) + "\n"
+                    _code(x.get("soname")),
+                    _cell(x.get("target")),
+                    _cell(", ".join(x.get("needed_by") or ())),
+                )
+                for x in libs
+            ),
+        )
+        lines.append("")
+    return lines
 
 
 def _error(value: object) -> object:

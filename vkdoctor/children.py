@@ -1,0 +1,110 @@
+"""Child processes: started (in a session of their own where a hang must be killed with all it
+started), killed as a group, and reaped with a bound.
+
+The load test's and the probe's children, and the decompressors of overlay/archive, get their
+own session: killing the group then takes the child and whatever it started (a driver's helper
+processes), and Ctrl-C in the user's terminal reaches only vkdoctor, which kills them itself.
+The package tools stay in vkdoctor's session and are killed alone, as `subprocess.run` does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # no Protocol class or subscripted alias to build at import time
+    from typing import IO, Protocol, TypeAlias
+
+    #: what `stdin`, `stdout` and `stderr` may be: subprocess.PIPE, DEVNULL, a descriptor, a file
+    Stream: TypeAlias = int | IO[bytes] | None
+
+    class Reapable(Protocol):
+        """What killing and reaping need of a child: a subprocess.Popen, or the load test's
+        zygote.ForkedChild, which mimics one."""
+
+        @property
+        def pid(self) -> int: ...
+
+        @property
+        def stdout(self) -> IO[bytes] | None: ...
+
+        def wait(self, timeout: float | None = None) -> int: ...
+
+
+def start(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    stdin: Stream = subprocess.DEVNULL,
+    stdout: Stream = subprocess.PIPE,
+    stderr: Stream = subprocess.PIPE,
+    cwd: Path | None = None,
+    own_session: bool = True,
+) -> subprocess.Popen[bytes]:
+    """Start `argv` with exactly `env` (no shell); raises OSError when it cannot start."""
+    return subprocess.Popen(
+        list(argv),
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+        env=env,
+        cwd=cwd,
+        start_new_session=own_session,
+    )
+
+
+def start_text(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    stdin: Stream = subprocess.DEVNULL,
+    own_session: bool = True,
+) -> subprocess.Popen[str]:
+    """`start` with text pipes for stdout and stderr (undecodable bytes replaced)."""
+    return subprocess.Popen(
+        list(argv),
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        env=env,
+        start_new_session=own_session,
+    )
+
+
+def kill_group(pgid: int) -> None:
+    """SIGKILL to the process group of a child started in its own session (gone already, or
+    not ours: nothing to do)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def reap(child: Reapable, timeout: float) -> None:
+    """Wait up to `timeout` seconds for the child to exit (a child stuck in the kernel may
+    outlive SIGKILL for a while: then leave it)."""
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        child.wait(timeout=timeout)
+
+
+def kill_group_and_reap(child: Reapable, timeout: float) -> None:
+    """Kill the child's group, reap it with a bound, and close its stdout."""
+    kill_group(child.pid)
+    reap(child, timeout)
+    if child.stdout is not None:
+        child.stdout.close()
+
+
+def kill_and_reap(proc: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None:
+    """As `subprocess.run` does on a timeout: kill the child alone, reap it, close its pipes (a
+    grandchild holding one must not make us wait again)."""
+    proc.kill()
+    proc.wait()
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
