@@ -65,29 +65,33 @@ _REMEDY: dict[str, str] = {
 }
 
 
+def _no_adapter_remedy(probe: Mapping[str, Any], in_check: bool) -> str:
+    env = probe.get("env") or {}
+    lavapipe = probe.get("lavapipe_manifest")
+    wants_cpu = not (probe.get("requested") or {}).get("gpu")
+    if lavapipe and wants_cpu and _hidden_by(env):
+        # installing it again changes nothing: the variable hides it
+        set_ = [f"{k}={env[k]}" for k in (*_DRIVER_SELECTION, *_DRIVER_FILTERS) if k in env]
+        return (
+            f"lavapipe is installed ({lavapipe}), but {' and '.join(set_)} decide"
+            f"{'s' if len(set_) == 1 else ''} which drivers the loader reads: unset "
+            f"{' and '.join(s.split('=', 1)[0] for s in set_)}, or name that manifest there."
+        )
+    if lavapipe and wants_cpu:
+        return f"lavapipe is installed ({lavapipe}) and gives no Vulkan adapter: " + (
+            "the load test (VKT001) and the library findings say why."
+            if in_check
+            else "`vkdoctor check` says why (its libraries, the load test)."
+        )
+    hidden = _hidden_by(env)
+    install = _install(probe, in_check)
+    return f"{hidden}{install[:1].lower()}{install[1:]}" if hidden else install
+
+
 def remedy(probe: Mapping[str, Any], *, in_check: bool = False) -> str | None:
     reason = str(probe.get("reason") or probe.get("status"))
     if reason == "no-adapter":
-        env = probe.get("env") or {}
-        lavapipe = probe.get("lavapipe_manifest")
-        wants_cpu = not (probe.get("requested") or {}).get("gpu")
-        if lavapipe and wants_cpu and _hidden_by(env):
-            # installing it again changes nothing: the variable hides it
-            set_ = [f"{k}={env[k]}" for k in (*_DRIVER_SELECTION, *_DRIVER_FILTERS) if k in env]
-            return (
-                f"lavapipe is installed ({lavapipe}), but {' and '.join(set_)} decide"
-                f"{'s' if len(set_) == 1 else ''} which drivers the loader reads: unset "
-                f"{' and '.join(s.split('=', 1)[0] for s in set_)}, or name that manifest there."
-            )
-        if lavapipe and wants_cpu:
-            return f"lavapipe is installed ({lavapipe}) and gives no Vulkan adapter: " + (
-                "the load test (VKT001) and the library findings say why."
-                if in_check
-                else "`vkdoctor check` says why (its libraries, the load test)."
-            )
-        hidden = _hidden_by(env)
-        install = _install(probe, in_check)
-        return f"{hidden}{install[:1].lower()}{install[1:]}" if hidden else install
+        return _no_adapter_remedy(probe, in_check)
     if reason in ("signal", "python-error", "no-output", "spawn-failed", "library-error"):
         limited = limit_behind(probe)
         if limited is not None:
