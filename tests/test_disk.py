@@ -56,8 +56,12 @@ def test_places_follow_the_environment(tmp_path: Path):
     assert [(p.purpose, p.path) for p in places(ctx)][1:] == [
         ("temp directory", "/tmp"),
         ("user cache directory", "/home/u/.cache"),
-        ("Mesa shader cache", "/fast/mesa"),
+        # Mesa 22.3 keeps its cache in mesa_shader_cache under the variable's directory
+        ("Mesa shader cache", "/fast/mesa/mesa_shader_cache"),
     ]
+    # a cache Mesa does not keep is no place it writes
+    ctx = Context(cwd=tmp_path, env={"HOME": "/home/u", "MESA_SHADER_CACHE_DISABLE": "true"})
+    assert "Mesa shader cache" not in [p.purpose for p in places(ctx)]
 
 
 def test_each_filesystem_measured_once_at_the_nearest_existing_dir(tmp_path: Path):

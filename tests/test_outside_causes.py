@@ -332,6 +332,25 @@ def test_a_full_shader_cache_is_a_disk_finding_not_a_driver_crash(mounts, tmp_pa
     assert probe_directly(env=env) == 0
 
 
+@pytest.mark.parametrize("moved", ["MESA_SHADER_CACHE_DIR", "MESA_SHADER_CACHE_DISABLE"])
+def test_once_the_shader_cache_is_moved_or_off_the_full_disk_is_no_sigbus(mounts, tmp_path, moved):
+    """VKS002's own fixes, applied: the probe passes, and no finding says SIGBUS any more (the
+    cache directory's filesystem is still full: VKS001 says so, with a fix that exists)."""
+    full = mounts("full", "size=64k", fill=True)
+    roomy = tmp_path / "roomy"
+    roomy.mkdir()
+    value = str(roomy) if moved == "MESA_SHADER_CACHE_DIR" else "true"
+    env = {"XDG_CACHE_HOME": str(full), moved: value}
+    assert probe_directly(env=env) == 0  # the oracle: the fix works
+    _, doc = vkdoctor(["check", "--cpu"], env=env)
+    assert doc["probe"]["status"] == "pass"
+    assert [f for f in doc["findings"] if f["code"] == "VKS002" and f["severity"] == "fail"] == []
+    (space,) = [f for f in doc["findings"] if f["code"] == "VKS001" and f["severity"] == "fail"]
+    for command in space["remedy"].split("; "):
+        if command.startswith("rm -rf "):
+            assert Path(command.removeprefix("rm -rf ")).exists(), command
+
+
 def test_a_read_only_shader_cache_is_information_the_cache_is_off(mounts):
     ro = mounts("ro", "ro,size=4g")
     env = {"MESA_SHADER_CACHE_DIR": str(ro)}

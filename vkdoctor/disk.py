@@ -8,7 +8,7 @@ as psutil and df compute it), which tests replace with fake numbers.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from vkdoctor import files
@@ -60,12 +60,18 @@ def places(ctx: Context) -> list[Place]:
         cache = f"{home}/.cache" if home else ""
     if cache:
         out.append(Place(purpose="user cache directory", path=cache))
-    shader = env.get("MESA_SHADER_CACHE_DIR") or (f"{cache}/mesa_shader_cache" if cache else "")
-    if shader:
+    # Mesa puts its cache in mesa_shader_cache under MESA_SHADER_CACHE_DIR (or the cache dir)
+    base = env.get("MESA_SHADER_CACHE_DIR") or env.get("MESA_GLSL_CACHE_DIR") or cache
+    shader = f"{base.rstrip('/')}/mesa_shader_cache" if base else ""
+    if shader and _mesa_cache_on(env):
         out.append(Place(purpose="Mesa shader cache", path=_absolute(ctx, shader)))
     if env.get("CARGO_TARGET_DIR"):
         out.append(Place(purpose="CARGO_TARGET_DIR", path=_absolute(ctx, env["CARGO_TARGET_DIR"])))
     return out
+
+
+def _mesa_cache_on(env: Mapping[str, str]) -> bool:
+    return env.get("MESA_SHADER_CACHE_DISABLE", "").lower() not in ("1", "true", "yes")
 
 
 def nearest_existing(path: Path) -> Path:
@@ -148,7 +154,7 @@ def _cleanup_hints(fs: Filesystem) -> list[str]:
     for place, _ in fs.places:
         if place.purpose == "CARGO_TARGET_DIR":
             hints.append(f"cargo clean (CARGO_TARGET_DIR={place.path})")
-        elif place.purpose == "Mesa shader cache":
+        elif place.purpose == "Mesa shader cache" and files.exists(Path(place.path)):
             hints.append(f"rm -rf {place.path}")
         elif place.purpose == "temp directory":
             hints.append(
@@ -238,7 +244,7 @@ def write_places(ctx: Context, *, home: str | None, own_cache: str | None) -> li
     """Where the drivers, the programs and vkdoctor write while Vulkan compute runs."""
     out = []
     mesa = mesa_cache_dir(ctx, home)
-    mesa_on = ctx.env.get("MESA_SHADER_CACHE_DISABLE", "").lower() not in ("1", "true", "yes")
+    mesa_on = _mesa_cache_on(ctx.env)
     if mesa is not None and mesa_on:
         out.append(
             WritePlace(
@@ -275,8 +281,12 @@ def write_places(ctx: Context, *, home: str | None, own_cache: str | None) -> li
                 path=own_cache,
                 decided_by="XDG_CACHE_HOME" if ctx.env.get("XDG_CACHE_HOME") else "HOME",
                 unwritable="fails",
-                # the load test's and the probe's Mesa shader cache is kept in it
-                mmapped=mesa_on,
+                # the load test's and the probe's Mesa shader cache is kept in it, unless the
+                # user chose one (vkdoctor.cachedir.driver_env)
+                mmapped=mesa_on
+                and not (
+                    ctx.env.get("MESA_SHADER_CACHE_DIR") or ctx.env.get("MESA_GLSL_CACHE_DIR")
+                ),
             )
         )
     return out

@@ -194,11 +194,19 @@ class DriversFound(Check):
             else:
                 what = "a driver manifest the loader can use (why each one it names is skipped is above)"
             example = _installed_manifest(ctx, exclude={d.manifest for d in scan.drivers})
-            remedy = (
-                f"unset {scan.plan.override} (it replaces the driver search path), "
-                f"or point it at {what}"
-                + (f", for example {scan.plan.override}={example}" if example else "")
-            )
+            if scan.plan.override == "VK_ICD_FILENAMES":
+                # the old name (VKE004): the example uses the one that replaces it
+                remedy = (
+                    "unset VK_ICD_FILENAMES (it replaces the driver search path), or name "
+                    f"{what} in its current name instead: unset VK_ICD_FILENAMES; export "
+                    f"VK_DRIVER_FILES={example or 'MANIFEST'}"
+                )
+            else:
+                remedy = (
+                    f"unset {scan.plan.override} (it replaces the driver search path), "
+                    f"or point it at {what}"
+                    + (f", for example {scan.plan.override}={example}" if example else "")
+                )
         elif hidden := hidden_system_manifests(ctx, scan):
             remedy = _hidden_remedy(hidden, ctx)
             evidence["hidden"] = [d for d, *_ in hidden]

@@ -115,7 +115,8 @@ class DriversLoad(Check):
         if not drivers:
             yield self.info(
                 "No driver to load",
-                "no driver manifest survives the loader's reading of it (VKD001 says why)",
+                "no driver manifest survives the loader's reading of it (the driver findings, VKD, "
+                "say why)",
             )
             return
         for outcome in drivers:

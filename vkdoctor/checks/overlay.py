@@ -128,7 +128,8 @@ class OverlayFix(Check):
                         + " (VKO002)."
                         if plan.package_errors
                         else "",
-                        "The lasting fix is in the library and package findings (VKL002, VKP002).",
+                        "The lasting fix is in the library finding (VKL002), and in the package finding "
+                        "(VKP002) where a package is behind it.",
                     )
                     if p
                 ),

@@ -488,6 +488,10 @@ def _cause(title: str) -> str:
     # (under --format github, a line of its own could be a workflow command)
     title = hex_escape(" ".join(title.split()), _CONTROL).rstrip(". ")
     head = title.split(" ", 1)[0]
-    if head[:1].isupper() and head[1:].islower():
+    if head[:1].isupper() and head[1:].islower() and head.removesuffix("'s") not in _NAMES:
         title = title[:1].lower() + title[1:]
     return title
+
+
+#: words a verdict keeps capitalised: they are names
+_NAMES = frozenset({"Mesa", "Vulkan", "Debian", "Ubuntu", "Fedora", "Arch", "Python", "Intel"})
