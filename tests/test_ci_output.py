@@ -458,6 +458,14 @@ def test_github_annotations_and_a_report_on_stdout_are_a_usage_error(option: str
     assert proc.stdout == ""  # refused before anything ran
 
 
+@pytest.mark.parametrize("option", ["--json", "--junit"])
+def test_a_report_option_without_its_file_says_what_to_give(option: str):
+    proc = run_vkdoctor(["check", "--no-probe", option])
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert f"Option '{option}' requires an argument: a file to write" in proc.stderr
+    assert f"or - for stdout ({option} -)." in proc.stderr
+
+
 def test_a_path_that_is_not_utf8_is_reported_not_fatal(tmp_path: Path):
     """Paths and variables are bytes: one that is not UTF-8 goes to the terminal as the same
     bytes and into the JSON and XML files as \\xNN, whatever the locale's error handler."""

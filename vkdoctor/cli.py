@@ -87,6 +87,13 @@ def _memory_limit() -> str | None:
     return None
 
 
+#: what to give an option that came without its value
+_VALUE_HINTS = {
+    "--json": "a file to write the report to, or - for stdout (--json -)",
+    "--junit": "a file to write the JUnit XML to, or - for stdout (--junit -)",
+}
+
+
 def main() -> None:
     try:
         # not standalone: click would turn Ctrl-C into "Aborted!" and exit 1, a failed check
@@ -97,6 +104,8 @@ def main() -> None:
         click.echo("vkdoctor: interrupted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
+        if isinstance(exc, click.BadOptionUsage) and exc.option_name in _VALUE_HINTS:
+            exc.message = f"{exc.message.rstrip('.')}: {_VALUE_HINTS[exc.option_name]}."
         exc.show()
         sys.exit(exc.exit_code)
     except Exception as exc:  # a bug of ours: say so, exit 3, keep the traceback for --debug
