@@ -105,7 +105,10 @@ def main() -> None:
         sys.exit(130)
     except click.ClickException as exc:
         if isinstance(exc, click.BadOptionUsage) and exc.option_name in _VALUE_HINTS:
-            exc.message = f"{exc.message.rstrip('.')}: {_VALUE_HINTS[exc.option_name]}."
+            hint = _VALUE_HINTS[exc.option_name]
+            exc = click.BadOptionUsage(
+                exc.option_name, f"{exc.message.rstrip('.')}: {hint}.", ctx=exc.ctx
+            )
         exc.show()
         sys.exit(exc.exit_code)
     except Exception as exc:  # a bug of ours: say so, exit 3, keep the traceback for --debug
