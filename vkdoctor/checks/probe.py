@@ -9,7 +9,7 @@ from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.facts.probe import probe_result
 from vkdoctor.facts.selection import all_selected
-from vkdoctor.model import Finding, Severity
+from vkdoctor.model import Finding, Severity, remedy_from
 from vkdoctor.record import replace
 
 
@@ -84,7 +84,9 @@ class ComputeProbe(Check):
             why = _no_adapter(ctx)
             if why is not None:
                 said, remedy = why
-                finding = replace(finding, message=f"{finding.message}{said}.", remedy=remedy)
+                finding = replace(
+                    finding, message=f"{finding.message}{said}.", remedy=remedy_from(remedy)
+                )
             foreseen = _foreseen(ctx)
             if foreseen:
                 # no loader (VKH002), or every driver fails to load as the library findings
