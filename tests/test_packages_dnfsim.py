@@ -145,7 +145,7 @@ def test_an_upgrade_that_changes_nothing_is_not_the_fix(tmp_path: Path):
     assert "Nothing to do." in done.stdout, done.stdout + done.stderr
     f = skew(root)
     assert "the distribution's fix cannot bring libLLVM.so.23.1 yet (VKP008)" in f.message
-    assert f.remedy is not None and f.remedy.endswith(
+    assert f.fix() is not None and f.fix().endswith(
         "Unverified: the fix is advice in words, not a dnf command, so dnf could not check it."
     )
     assert f.evidence["verified_by"] == []
@@ -154,10 +154,10 @@ def test_an_upgrade_that_changes_nothing_is_not_the_fix(tmp_path: Path):
 def test_without_dnf_metadata_the_fix_is_said_to_be_unverified(tmp_path: Path):
     root = fedora(tmp_path, cache=False)
     f = skew(root)
-    assert f.remedy is not None
+    assert f.fix() is not None
     assert (
         "Unverified: there is no dnf metadata to simulate with (dnf makecache never ran), so "
-        "dnf could not check it." in f.remedy
+        "dnf could not check it." in f.fix()
     )
     assert f.evidence["verified_by"] == []
 
