@@ -45,12 +45,13 @@ def build_report(ctx: Context, results: Sequence[CheckResult], *, command: str) 
 def shows_sudo(ctx: Context) -> bool:
     """Whether the commands of a fix that need root are shown after `sudo `: always, but for root
     on a machine without sudo (a container, a CI image: `sudo apt ...` would be "command not
-    found"); for a --root tree, when the tree has sudo (its fixes are run inside it, with chroot
-    or in the image build)."""
+    found"). For a --root tree, as written (the package fixes already say whether the tree has
+    sudo: packages.verify.for_tree)."""
     import os
     import shutil
-    from pathlib import Path
 
-    if not ctx.live:
-        return any(Path(ctx.under(p)).exists() for p in ("/usr/bin/sudo", "/bin/sudo"))
-    return os.geteuid() != 0 or shutil.which("sudo", path=ctx.env.get("PATH")) is not None
+    return (
+        not ctx.live
+        or os.geteuid() != 0
+        or shutil.which("sudo", path=ctx.env.get("PATH")) is not None
+    )
