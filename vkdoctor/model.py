@@ -50,15 +50,17 @@ class Remedy:
 
     def shown(self, *, sudo: bool = True) -> str:
         """The fix as one line: `sudo A && sudo B. Text.` (`sudo ` only when `sudo` and the
-        commands need root; a text that opens a parenthesis or a clause follows the commands directly)."""
+        commands need root; a text that opens a parenthesis or a clause follows the commands
+        directly). Without `sudo`, a command quoted in the text loses its `sudo` too."""
         prefix = "sudo " if sudo and self.needs_root else ""
         run = " && ".join(prefix + c for c in self.commands)
-        if not run or not self.text:
-            return run or self.text
+        text = self.text if sudo else without_sudo(self.text)
+        if not run or not text:
+            return run or text
         # what a transitional fix said right after its command (`: why`, `; or ...`) follows it
         # (and "." alone, a fix that ended its commands with a full stop)
         joint = " " if self.text[0] == "(" else "" if self.text[0] in ":;,." else ". "
-        return f"{run}{joint}{self.text}"
+        return f"{run}{joint}{text}"
 
     def fix_dict(self) -> dict[str, Any]:
         return {"commands": list(self.commands), "needs_root": self.needs_root}
@@ -94,13 +96,13 @@ class Finding:
 
     def said(self, *, sudo: bool = True) -> str:
         """The message, where it repeats the remedy's commands (a package finding's closing
-        "Fix: ..."), with them shown as the remedy shows them."""
-        if sudo or not (self.remedy and self.remedy.needs_root):
+        "Fix: ...") or quotes others, with them shown as the remedy shows them."""
+        if sudo:
             return self.message
         message = self.message
-        for command in self.remedy.commands:
+        for command in self.remedy.commands if self.remedy else ():
             message = message.replace(f"sudo {command}", command)
-        return message
+        return without_sudo(message)
 
     def fix(self, *, sudo: bool = True) -> str | None:
         """The remedy as one line (see `Remedy.shown`)."""
@@ -271,4 +273,21 @@ def remedy_from(fix: str) -> Remedy:
         commands=tuple(c.removeprefix("sudo ") for c in commands),
         needs_root=roots == {True},
         text=text,
+    )
+
+
+def without_sudo(text: str) -> str:
+    """`text` without the `sudo` that starts a command it quotes in words ("..., or sudo pacman
+    -S X"), for root on a machine without sudo; prose ("under sudo or cron") and paths keep the
+    word. A transition for fixes and messages still written as sentences: a Remedy's commands
+    never hold sudo."""
+    if "sudo " not in text:
+        return text
+    import re
+
+    return re.sub(
+        r"\bsudo (?=(?:apt|apt-get|apt-mark|dpkg|dnf|rpm|pacman|ppa-purge|ldconfig|usermod|zypper"
+        r"|apk|chmod|ln|env|rm|mkdir|tee|sh)\b)",
+        "",
+        text,
     )
