@@ -181,10 +181,9 @@ class DriversFound(Check):
         if scan.drivers and any(d.outcome in filtered for d in scan.drivers):
             # a filter dropped a manifest the loader could use: the filter is the cause, even
             # beside an override (which then names a good manifest)
-            remedy: Remedy | str = "unset " + " ".join(
-                v
-                for v in ("VK_LOADER_DRIVERS_SELECT", "VK_LOADER_DRIVERS_DISABLE")
-                if ctx.env.get(v) is not None
+            filters = ("VK_LOADER_DRIVERS_SELECT", "VK_LOADER_DRIVERS_DISABLE")
+            remedy: Remedy | str = Remedy(
+                commands=("unset " + " ".join(v for v in filters if ctx.env.get(v) is not None),)
             )
         elif scan.plan.override is not None:
             if not scan.drivers:

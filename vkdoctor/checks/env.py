@@ -523,7 +523,7 @@ class WgpuSelection(Check):
                 f"{setting}: {who} get no adapter",
                 f'They ask wgpu for {asked}, so requesting an adapter fails (wgpu: "No '
                 f'suitable graphics adapter found") even though Vulkan may work.{unknown}',
-                remedy=unset,
+                remedy=Remedy(commands=(unset,)),
                 **evidence,
             )
         return self.finding(
