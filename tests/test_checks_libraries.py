@@ -142,7 +142,7 @@ def test_seed_failure_missing_llvm_soname(monkeypatch: pytest.MonkeyPatch, seed:
     assert "system directories /lib/x86_64-linux-gnu, /usr/lib/x86_64-linux-gnu" in f.message
     assert "/lib/x86_64-linux-gnu/libLLVM-15.so.1: another version" in f.message
     assert f"{seed.llvm_dir}/libLLVM.so.23.1: right name" in f.message
-    assert f.remedy is not None and str(seed.llvm_dir) in f.remedy
+    assert f.fix() is not None and str(seed.llvm_dir) in f.fix()
     near = {n["path"]: n["kind"] for n in f.evidence["near_misses"]}
     assert near["/lib/x86_64-linux-gnu/libLLVM-15.so.1"] == "other-version"
     # the real loader, restricted to this manifest, fails the same way
@@ -178,7 +178,7 @@ def test_libstdcxx_shadowing(monkeypatch: pytest.MonkeyPatch, seed: SeedLab) -> 
     assert f"{seed.shadow_dir} shadows /lib/x86_64-linux-gnu/libstdc++.so.6" in f.message
     assert "defines only up to GLIBCXX_3.4.29" in f.message
     assert sorted(f.evidence["targets"]) == ["lvp_icd.x86_64.json", "radeon_icd.x86_64.json"]
-    assert f.remedy is not None and f"Remove {seed.shadow_dir} from LD_LIBRARY_PATH" in f.remedy
+    assert f.fix() is not None and f"Remove {seed.shadow_dir} from LD_LIBRARY_PATH" in f.fix()
     # the error vkdoctor predicts is the one dlopen really gives
     for d in ("lvp", "radeon"):
         real = seed.probe.load(str(SYSLIB / f"libvulkan_{d}.so"), env=env)
@@ -190,9 +190,9 @@ def test_libstdcxx_shadowing(monkeypatch: pytest.MonkeyPatch, seed: SeedLab) -> 
     shadow_warn = [f for f in findings if f.code == "VKL004"]
     assert len(shadow_warn) == 1
     assert "shadows the system copy /lib/x86_64-linux-gnu/libstdc++.so.6" in shadow_warn[0].message
-    assert shadow_warn[0].remedy is not None
-    assert f"Take {seed.shadow_dir} off LD_LIBRARY_PATH" in shadow_warn[0].remedy
-    assert f"vkdoctor exec --search-path {seed.shadow_dir} -- CMD" in shadow_warn[0].remedy
+    assert shadow_warn[0].fix() is not None
+    assert f"Take {seed.shadow_dir} off LD_LIBRARY_PATH" in shadow_warn[0].fix()
+    assert f"vkdoctor exec --search-path {seed.shadow_dir} -- CMD" in shadow_warn[0].fix()
     # `overlay` only adds what is missing: it says it cannot fix a shadow, and what does
     proc = run_vkdoctor(["overlay", "--format", "json"], env=env)
     assert proc.returncode == 1 and proc.stdout.strip() == "null"
@@ -240,7 +240,7 @@ def test_an_older_libstdcxx_is_one_failure_for_all_its_users(
     for d in ("lvp", "radeon"):
         real = seed.probe.load(str(SYSLIB / f"libvulkan_{d}.so"), env=env)
         assert real.error and f'"{real.error}" for {d}_icd.x86_64.json' in f.message
-    assert f.remedy == (
+    assert f.fix() == (
         f"Remove {old.parent} from LD_LIBRARY_PATH for Vulkan programs so that "
         "/lib/x86_64-linux-gnu/libstdc++.so.6 is used."
     )
@@ -259,14 +259,14 @@ def test_an_older_libstdcxx_is_one_failure_for_all_its_users(
     (f2,) = [
         f for f in bad(run(monkeypatch, Context(env=two), mesa_targets())) if f.code == "VKL003"
     ]
-    assert f2.remedy is not None
-    assert f2.remedy.startswith(f"Remove {old.parent} and {seed.shadow_dir} from LD_LIBRARY_PATH")
+    assert f2.fix() is not None
+    assert f2.fix().startswith(f"Remove {old.parent} and {seed.shadow_dir} from LD_LIBRARY_PATH")
     (prefix / "conda-meta").mkdir()
     (f,) = [
         f for f in bad(run(monkeypatch, Context(env=env), mesa_targets())) if f.code == "VKL003"
     ]
-    assert f.remedy is not None
-    assert f.remedy.endswith(
+    assert f.fix() is not None
+    assert f.fix().endswith(
         f"In a conda environment, update its C++ runtime instead: `conda install -p {prefix} "
         "-c conda-forge 'libstdcxx-ng>=12'`."
     )
@@ -351,7 +351,7 @@ def test_no_vulkan_loader_fails_with_install_command(
     (f,) = run(monkeypatch, Context(root=tmp_path), [], ("VKH002",))
     assert f.severity is Severity.FAIL
     assert "libvulkan.so.1: cannot open shared object file" in f.message
-    assert f.remedy == command
+    assert f.fix() == command
 
 
 def test_wgpu_native(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -373,7 +373,7 @@ def test_wgpu_native(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert f.severity is Severity.FAIL
     assert f.title.startswith("wgpu-native from WGPU_LIB_PATH is not for this x86_64 process")
     assert "wrong ELF class: ELFCLASS32" in f.message  # dlerror's text
-    assert f.remedy == (
+    assert f.fix() == (
         "Point WGPU_LIB_PATH at a libwgpu_native built for x86_64, or unset it to use wgpu-py's "
         "own copy."
     )
@@ -672,7 +672,7 @@ def test_one_missing_soname_is_one_finding_whoever_needs_it(
     assert [f.title for f in found] == ["libgone.so.1 missing (needed by liba.so.1, libb.so.1)"]
     assert found[0].evidence["needed_by_all"] == [str(a), str(b)]
     # on this Debian machine, the way to find the package that ships it
-    assert found[0].remedy == (
+    assert found[0].fix() == (
         "Install the package that provides libgone.so.1: apt-file search libgone.so.1 (Debian "
         "names library packages after the soname) names it."
     )
@@ -691,9 +691,9 @@ def test_an_old_copy_behind_a_dt_rpath_names_the_library_that_carries_it(
         if f.code == "VKL003"
     ]
     assert f.evidence["provider_how"] == "rpath"
-    assert f.remedy is not None
+    assert f.fix() is not None
     # the command first; which copy and why in one clause
-    assert f.remedy.startswith(
+    assert f.fix().startswith(
         f"patchelf --remove-rpath {drv} if the bundle does not need {seed.shadow_dir} "
         f"({drv}'s DT_RPATH); else update its libstdc++.so.6 to one that defines"
     )

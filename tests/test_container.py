@@ -46,7 +46,7 @@ def test_compute_only_container_is_a_loud_failure(tmp_path: Path):
     assert f.severity is Severity.FAIL
     assert "NVIDIA_DRIVER_CAPABILITIES is compute,utility" in f.message
     assert "libGLX_nvidia.so.0" in f.message
-    assert "NVIDIA_DRIVER_CAPABILITIES=compute,graphics,utility" in (f.remedy or "")
+    assert "NVIDIA_DRIVER_CAPABILITIES=compute,graphics,utility" in (f.fix() or "")
     assert f.evidence["driver_version"] == "580.159.03"
 
 
@@ -132,7 +132,7 @@ def test_render_node_denied_to_an_unprivileged_user(world_readable_root: Path):
         "import sys; from pathlib import Path; from vkdoctor.context import Context; "
         "from vkdoctor.checks.container import GpuDeviceNodes; "
         "f = list(GpuDeviceNodes().run(Context(root=Path(sys.argv[1]))))[0]; "
-        "print(f.severity.value); print(f.message); print(f.remedy)"
+        "print(f.severity.value); print(f.message); print(f.fix())"
     )
     proc = _as_nobody(code, root)
     assert proc.returncode == 0, proc.stderr
@@ -308,7 +308,7 @@ def test_a_manifest_directory_this_user_cannot_read_is_named_not_reinstalled(
         "import sys; from pathlib import Path; from vkdoctor.context import Context; "
         "from vkdoctor.checks.drivers import DriversFound; "
         "f = list(DriversFound().run(Context(root=Path(sys.argv[1]), "
-        "env={'HOME': '/nonexistent'})))[0]; print(f.severity.value); print(f.remedy)"
+        "env={'HOME': '/nonexistent'})))[0]; print(f.severity.value); print(f.fix())"
     )
     try:
         proc = _as_nobody(code, root)

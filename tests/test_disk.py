@@ -120,8 +120,8 @@ def test_thresholds_with_fake_numbers(tmp_path: Path, free, severity, words):
         "CARGO_TARGET_DIR",
     ]
     if severity is not Severity.OK:
-        assert f"cargo clean (CARGO_TARGET_DIR={tmp_path}/t)" in finding.remedy
-        assert f"du -xh --max-depth=2 {finding.evidence['mount']}" in finding.remedy
+        assert f"cargo clean (CARGO_TARGET_DIR={tmp_path}/t)" in finding.fix()
+        assert f"du -xh --max-depth=2 {finding.evidence['mount']}" in finding.fix()
 
 
 def test_real_free_space_on_the_temp_dir_through_the_cli(tmp_path: Path):

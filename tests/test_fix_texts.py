@@ -126,6 +126,13 @@ def assert_fixes_are_short_and_once(doc: dict[str, Any], texts: list[str]) -> li
     fixes = {f["code"]: f["remedy"] for f in doc["findings"] if f["remedy"]}
     bad = {code: problems(fix) for code, fix in fixes.items() if problems(fix)}
     assert not bad, json.dumps(bad, indent=1)
+    for f in doc["findings"]:
+        # the commands as data: never with sudo, and the printed fix runs them in order
+        fix = f["fix"]
+        if fix is not None:
+            assert not any(c.startswith("sudo ") for c in fix["commands"]), f
+            sudo = "sudo " if fix["needs_root"] and f["remedy"].startswith("sudo ") else ""
+            assert f["remedy"].startswith(" && ".join(sudo + c for c in fix["commands"])), f
     printed = [f for f in doc["findings"] if f["remedy"] and f["severity"] in ("warn", "fail")]
     for text in texts:
         blocks = fix_blocks(text)

@@ -16,7 +16,7 @@ from vkdoctor.checks import REGISTRY
 from vkdoctor.checks.base import Check
 from vkdoctor.cli import cli
 from vkdoctor.context import Context
-from vkdoctor.model import Finding, Report, ReportStatus, Severity, exit_code
+from vkdoctor.model import Finding, Remedy, Report, ReportStatus, Severity, exit_code, remedy_from
 from vkdoctor.render.page import render
 from vkdoctor.runner import run_checks, select
 
@@ -341,7 +341,7 @@ def test_a_terminal_gets_wrapped_messages_and_a_pipe_gets_one_line_each():
         severity=Severity.FAIL,
         title="t",
         message=f"{path} needs libLLVM.so.23.1, which no directory ld.so searches holds at all.",
-        remedy="upgrade both together with the distribution's command",
+        remedy=Remedy(text="upgrade both together with the distribution's command"),
     )
     report = Report(
         vkdoctor_version="0",
@@ -369,12 +369,12 @@ def test_a_cause_found_from_two_sides_is_one_failure():
     a, b = by["VKZ905"].findings
     assert (a.severity, b.severity) == (Severity.INFO, Severity.FAIL)
     assert a.title == "libA missing: VKZ906 gives the cause"
-    assert a.remedy == "See VKZ906: skew behind libA."
+    assert a.fix() == "See VKZ906: skew behind libA."
     assert a.message == "looked everywhere" and a.evidence == {
         "name": "libA",
         "explained_by": "VKZ906",
     }
-    assert b.remedy == "find libB"  # an info cause explains nothing
+    assert b.fix() == "find libB"  # an info cause explains nothing
     failures = [f for r in by.values() for f in r.findings if f.severity is Severity.FAIL]
     assert [f.title for f in failures] == ["libB missing", "skew behind libA"]
     # without the check that gives the cause, the symptom is the failure
@@ -465,7 +465,7 @@ def test_information_with_a_remedy_is_not_filed_as_evidence():
     with pytest.raises(TypeError):
         Symptoms().info("wgpu is not installed", remedy="pip install wgpu")
     f = Symptoms().finding(Severity.INFO, "wgpu is not installed", remedy="pip install wgpu")
-    assert (f.severity, f.remedy, dict(f.evidence)) == (Severity.INFO, "pip install wgpu", {})
+    assert (f.severity, f.fix(), dict(f.evidence)) == (Severity.INFO, "pip install wgpu", {})
 
 
 def test_the_probe_under_root_is_said_not_applicable(tmp_path: Path):
@@ -563,7 +563,7 @@ def test_with_root_the_text_report_says_the_fixes_are_the_trees():
         code="VKH002",
         severity=Severity.FAIL,
         title="libvulkan.so.1 not found",
-        remedy="sudo apt install libvulkan1",
+        remedy=Remedy(commands=("apt install libvulkan1",), needs_root=True),
     )
     checks = (
         CheckResult(code="VKH002", family="host", title="t", status=CheckStatus.RAN, findings=(f,)),
@@ -665,7 +665,7 @@ def test_the_text_report_does_not_say_a_fix_twice():
         severity=Severity.FAIL,
         title="lavapipe needs libz.so.1: package skew",
         message="zlib1g lists libz.so.1, but the file is gone. Fix: sudo apt install --reinstall zlib1g.",
-        remedy="sudo apt install --reinstall zlib1g.",
+        remedy=remedy_from("sudo apt install --reinstall zlib1g."),
     )
     check = CheckResult(
         code="VKP002", family="packages", title="t", status=CheckStatus.RAN, findings=(f,)
@@ -694,20 +694,24 @@ def test_fixes_drop_sudo_for_root_on_a_machine_without_it(tmp_path):
     """A root CI container has no sudo: `sudo apt install x` would be "command not found"."""
     if os.geteuid() != 0:
         raise AssertionError("CI runs as root; this test describes root")
-    (found,) = run_checks(Context(env={"PATH": str(tmp_path)}), [Installs])
-    assert found.findings[0].remedy == "apt install x."
+    from vkdoctor.facts.report import shows_sudo
+
+    def shown(ctx: Context) -> tuple[str | None, str]:
+        (found,) = run_checks(ctx, [Installs])
+        f = found.findings[0]
+        assert f.remedy == Remedy(commands=("apt install x",), needs_root=True, text=".")
+        return f.fix(sudo=shows_sudo(ctx)), f.said(sudo=shows_sudo(ctx))
+
+    fix, message = shown(Context(env={"PATH": str(tmp_path)}))
+    assert fix == "apt install x."
     # prose and paths keep the word: only a command loses it
-    assert found.findings[0].message == (
-        "/tmp/a sudo dir breaks under sudo or cron. Fix: apt install x."
-    )
+    assert message == "/tmp/a sudo dir breaks under sudo or cron. Fix: apt install x."
     # with sudo on PATH, or inspecting a tree, the command stays as written
     sudo = tmp_path / "sudo"
     sudo.write_text("#!/bin/sh\n")
     sudo.chmod(0o755)
-    (found,) = run_checks(Context(env={"PATH": str(tmp_path)}), [Installs])
-    assert found.findings[0].remedy == "sudo apt install x."
-    (found,) = run_checks(Context(root=tmp_path, env={"PATH": "/nonexistent"}), [Installs])
-    assert found.findings[0].remedy == "sudo apt install x."
+    assert shown(Context(env={"PATH": str(tmp_path)}))[0] == "sudo apt install x."
+    assert shown(Context(root=tmp_path, env={"PATH": "/nonexistent"}))[0] == "sudo apt install x."
 
 
 def test_a_json_target_on_a_read_only_file_system_says_so(tmp_path):

@@ -223,7 +223,7 @@ def test_a_directory_entry_the_loader_cannot_resolve_is_named_with_its_directory
     assert f"bare name, self.json, and opens that in the current directory ({tmp_path})" in (
         loop.message
     )
-    assert loop.remedy == f"fix or remove {d}/self.json"
+    assert loop.fix() == f"fix or remove {d}/self.json"
     dangling = found[f"{d}/dangling.json is skipped by the loader"]
     assert dangling.message.startswith(f"{d}/dangling.json is a dangling symbolic link: ")
 
@@ -255,7 +255,7 @@ def test_a_manifest_this_user_cannot_read_is_to_be_made_readable():
                 os.setuid(65534)
                 found = DriverManifestContent().run(ctx({"VK_DRIVER_FILES": str(secret)}))
                 with os.fdopen(write, "w") as out:
-                    json.dump([(f.title, f.remedy) for f in list(found)], out)
+                    json.dump([(f.title, f.fix()) for f in list(found)], out)
                 code = 0
             except BaseException as exc:
                 print("child:", repr(exc), file=sys.stderr)

@@ -369,7 +369,7 @@ def test_checks_report_each_driver_and_the_device(monkeypatch, fakes):
     )
     aborted = drivers[fakes["GIPA_ABORT"].manifest]
     assert aborted.severity is Severity.FAIL and "SIGABRT" in aborted.title
-    assert aborted.remedy and "VK_LOADER_DRIVERS_DISABLE=gipa_abort_icd.json" in aborted.remedy
+    assert aborted.fix() and "VK_LOADER_DRIVERS_DISABLE=gipa_abort_icd.json" in aborted.fix()
 
     (device,) = results["VKT002"].findings
     # llvmpipe is there, but an application would die in gipa_abort first
@@ -391,7 +391,7 @@ def test_no_device_from_any_driver_fails(monkeypatch, fakes):
     (device,) = results["VKT002"].findings
     assert device.severity is Severity.FAIL and device.title == "No Vulkan device from any driver"
     assert "intel_icd.x86_64.json" in device.message and "missing_dep_icd.json" in device.message
-    assert device.remedy and "mesa-vulkan-drivers" in device.remedy
+    assert device.fix() and "mesa-vulkan-drivers" in device.fix()
     assert descendants() == []
 
 
@@ -868,7 +868,7 @@ def test_a_load_test_out_of_time_before_any_driver_confirms_no_device():
     (f,) = DeviceAvailable().run(ctx)
     assert f.severity is Severity.FAIL
     assert f.title.startswith("No Vulkan device confirmed: the load test ran out of time")
-    assert f.remedy == "Run again with a larger --timeout (the default is 60 s)."
+    assert f.fix() == "Run again with a larger --timeout (the default is 60 s)."
 
 
 def test_a_library_cut_inside_its_program_headers_is_a_dlopen_error_as_predicted(tmp_path):

@@ -437,7 +437,7 @@ def test_nvidia_variables_where_nvidias_layer_is_installed(tmp_path, env, cpu, e
         (s, w) for s, w in expected
     ]
     for f in found:
-        assert (f.remedy and f.remedy.startswith("unset ")) or f.severity.value == "info"
+        assert (f.fix() and f.fix().startswith("unset ")) or f.severity.value == "info"
 
 
 def test_nvidia_variables_without_nvidia_stay_quiet(tmp_path):

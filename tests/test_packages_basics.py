@@ -209,7 +209,7 @@ def test_missing_version_in_an_application_bundle_without_any_package(tmp_path: 
     assert "(no package: bundled by an application or copied by hand)" in f.message
     # VKL003 is the failure, with how that copy comes to win; the packages add only this
     assert f.severity is Severity.INFO
-    assert f.remedy and f.remedy.startswith("Update the application that bundles the old copy")
+    assert f.fix() and f.fix().startswith("Update the application that bundles the old copy")
 
 
 def test_unreadable_databases_are_warnings_not_crashes(tmp_path: Path):
@@ -224,7 +224,7 @@ def test_unreadable_databases_are_warnings_not_crashes(tmp_path: Path):
     assert set(found) == {"dpkg", "rpm"}
     assert found["dpkg"].severity is Severity.WARN and "Is a directory" in found["dpkg"].message
     # a tree without sudo: its fix is run inside it, as root
-    assert "rpm --root" in found["rpm"].message and found["rpm"].remedy == "rpm --rebuilddb"
+    assert "rpm --root" in found["rpm"].message and found["rpm"].fix() == "rpm --rebuilddb"
     assert list(SiblingSkew().run(ctx)) == []
 
 

@@ -100,7 +100,7 @@ def test_drivers_gives_the_package_cause_and_fix_as_check_does(tmp_path: Path):
     proc = run_vkdoctor(["drivers", "--root", str(root)])
     assert proc.returncode == 1, proc.stderr
     assert "✗ VKP002 lavapipe needs libLLVM.so.23.1: package skew" in proc.stdout
-    assert "fix: sudo apt update && sudo apt --fix-broken install." in proc.stdout
+    assert "fix: sudo apt update && sudo apt --fix-broken install && sudo apt" in proc.stdout
     assert "VKL002" not in proc.stdout  # the symptom points at VKP002, in the JSON
     _, doc = run_json(["drivers", "--root", str(root)])
     (vkl,) = _by_code(doc, "VKL002")

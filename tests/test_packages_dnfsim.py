@@ -155,7 +155,7 @@ def test_an_upgrade_that_changes_nothing_is_not_the_fix(tmp_path: Path):
 def test_without_dnf_metadata_the_fix_is_said_to_be_unverified(tmp_path: Path):
     root = fedora(tmp_path, cache=False)
     f = skew(root)
-    assert f.remedy == "sudo dnf distro-sync."
+    assert f.fix() == "sudo dnf distro-sync."
     assert (
         "Fix: sudo dnf distro-sync. Unverified: there is no dnf metadata to simulate with (dnf "
         "makecache never ran), so dnf could not check it." in f.message

@@ -99,8 +99,13 @@ def test_missing_llvm_names_both_packages_versions_and_apt_fix(deb_tree: Path):
     )
     # the commands and one sentence; the PPA way back and the one-program workaround are on
     # the page
-    assert f.remedy == (
-        "sudo apt update && sudo apt --fix-broken install. Then sudo apt full-upgrade. "
+    assert f.remedy is not None and f.remedy.commands == (
+        "apt update",
+        "apt --fix-broken install",
+        "apt full-upgrade",
+    )
+    assert f.fix() == (
+        "sudo apt update && sudo apt --fix-broken install && sudo apt full-upgrade. "
         "If apt proposes to REMOVE the driver package, answer no (vkdoctor explain VKP008)."
     )
     page = (Path(__file__).parents[1] / "docs/codes/VKP002.md").read_text()
@@ -132,7 +137,7 @@ def test_undeclared_llvm_of_a_vendor_build(deb_tree: Path, tmp_path: Path):
         "libllvm21:amd64." in f.message
     )
     # the refresh comes first, not after the install
-    assert "Then sudo apt update" not in (f.remedy or "")
+    assert "Then sudo apt update" not in (f.fix() or "")
 
 
 def test_i386_sibling_behind_native(deb_tree: Path):
@@ -190,7 +195,7 @@ def test_conda_libstdcxx_tied_to_its_conda_package_and_the_system_package(deb_tr
         f"{LIB}/libstdc++.so.6 (libstdc++6:amd64 12.2.0-14) has it. "
         "Fix: conda install -p /opt/conda/envs/ml -c conda-forge 'libstdcxx-ng>=12'."
     )
-    assert f.remedy == (
+    assert f.fix() == (
         "conda install -p /opt/conda/envs/ml -c conda-forge 'libstdcxx-ng>=12'; or stop "
         "exporting LD_LIBRARY_PATH=/opt/conda/envs/ml/lib."
     )
@@ -346,14 +351,14 @@ def test_ppa_and_local_origins_from_apt_cache_policy(deb_tree: Path):
         "ppa:kisak/kisak-mesa (a PPA, not the distribution's archive)."
     )
     assert (
-        found["mesa-vulkan-drivers"].remedy
+        found["mesa-vulkan-drivers"].fix()
         == "sudo ppa-purge ppa:kisak/kisak-mesa returns to the archive's packages."
     )
     assert "comes from ppa:kisak/kisak-mesa, and neither it nor the archive offers" in skew.message
     assert skew.message.endswith("Fix: sudo ppa-purge ppa:kisak/kisak-mesa.")
     assert "not in any configured repository at version 1:22.1.8-1" in found["libllvm22"].message
     # no repository carries libllvm22 at all: no reinstall advice that cannot work
-    assert found["libllvm22"].remedy == (
+    assert found["libllvm22"].fix() == (
         "No configured repository carries libllvm22: remove it, or install the distribution's "
         "package that replaces it"
     )
@@ -393,7 +398,7 @@ def test_installed_provider_with_its_file_deleted(tmp_path: Path):
         f"Also needed by {RADV}. Fix: sudo apt install --reinstall libllvm23:amd64. " + UNVERIFIED
     )
     # the reinstall puts the file back: no upgrade or PPA advice after it
-    assert f.remedy == "sudo apt install --reinstall libllvm23:amd64."
+    assert f.fix() == "sudo apt install --reinstall libllvm23:amd64."
     assert f.evidence["consumers"] == [LVP, RADV]
 
 
@@ -433,7 +438,7 @@ def test_a_held_package_of_the_stack_is_named_with_the_release_command(
     assert f.severity is Severity.WARN
     assert f.title == "libllvm22:amd64 1:22.1.8-1 is held at its version"
     assert f"owns {LLVM22} and is held by dpkg selection: hold (apt-mark hold)" in f.message
-    assert f.remedy == (
+    assert f.fix() == (
         "sudo apt-mark unhold libllvm22 && sudo apt update && sudo apt --fix-broken install."
     )
     # the skew's own fix is not the release: libllvm23 is another package than the held one
@@ -513,8 +518,8 @@ def test_repositories_without_the_needed_llvm_mean_the_upgrade_cannot_fix_it(
         "mesa-vulkan-drivers 26.2.3-1 came from a newer mirror than these package lists"
         in f.message
     )
-    assert f.remedy is not None
-    assert f.remedy.endswith(
+    assert f.fix() is not None
+    assert f.fix().endswith(
         "return mesa-vulkan-drivers to the repositories' version: "
         "sudo apt install mesa-vulkan-drivers=26.2.2-1."
     )
@@ -526,7 +531,7 @@ def test_repositories_without_the_needed_llvm_mean_the_upgrade_cannot_fix_it(
             ctx_for(root), StackFacts(files=(StackFile(path=LVP, role="driver"),))
         )
     }
-    assert foreign["mesa-vulkan-drivers"].remedy == (
+    assert foreign["mesa-vulkan-drivers"].fix() == (
         "Install the repositories' version: sudo apt install mesa-vulkan-drivers=26.2.2-1"
     )
     # the skew's own fix is the one that works here: apt --fix-broken would remove the driver
@@ -614,7 +619,7 @@ def test_a_deleted_library_is_found_by_its_package_whatever_the_package_is_named
         "zlibx1g 1:1.2.13-1 and removes nothing."
     )
     assert "libzx1" not in f.message  # no package name guessed from the soname
-    assert f.remedy == "sudo apt install --reinstall zlibx1g:amd64."
+    assert f.fix() == "sudo apt install --reinstall zlibx1g:amd64."
     # the repositories have nothing to add to a reinstall (before: "the lists are incomplete,
     # sudo apt update", from looking up the guessed libzx1)
     assert list(RepositoryView().findings(ctx_for(root), facts)) == []
@@ -667,13 +672,13 @@ def test_an_installed_package_whose_file_was_deleted_is_reinstalled(tmp_path: Pa
     ctx = ctx_for(root)
     (gone,) = VulkanLoaderLibrary().run(ctx)
     assert gone.severity is Severity.FAIL
-    assert gone.remedy is not None
-    assert gone.remedy.startswith(
+    assert gone.fix() is not None
+    assert gone.fix().startswith(
         "sudo apt install --reinstall libvulkan1 (the package is installed"
     )
     (none,) = DriversFound().run(ctx)
     assert none.severity is Severity.FAIL
-    assert none.remedy == (
+    assert none.fix() == (
         "sudo apt install --reinstall mesa-vulkan-drivers (the package is installed, but its "
         "driver manifests are gone)"
     )

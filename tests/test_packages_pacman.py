@@ -89,7 +89,7 @@ def test_missing_soname_gives_the_target_sentence(arch_tree: Path):
     assert f.code == "VKP002" and f.severity is Severity.FAIL
     assert f.message == TARGET
     # the fix line is the command; the reason is in the message (above), the rest on the page
-    assert f.remedy == "sudo pacman -Syu."
+    assert f.fix() == "sudo pacman -Syu."
     page = (Path(__file__).parents[1] / "docs/codes/VKP002.md").read_text()
     assert "never `pacman -Sy <pkg>`" in page and "vkdoctor overlay --search-path DIR" in page
     assert "Never symlink `libLLVM.so.22.1`" in page
@@ -173,7 +173,7 @@ def test_foreign_package_when_sync_databases_exist(arch_tree: Path, tmp_path: Pa
         assert "vulkan-swrast 1:26.2.3-1 owns driver-stack files" in f.message
         assert "pacman -Qm" in f.message
         # the package's own name, not its pkgbase (mesa), which installs something else
-        assert (f.remedy or "").startswith("sudo pacman -S vulkan-swrast for the repositories'")
+        assert (f.fix() or "").startswith("sudo pacman -S vulkan-swrast for the repositories'")
     finally:
         (sync / "extra.db").unlink()
         sync.rmdir()
@@ -258,7 +258,7 @@ def test_ignorepkg_and_ignoregroup_hold_packages_of_the_stack(arch_tree: Path, t
     assert held["vulkan-swrast"].evidence["hold"] == (
         "IgnorePkg = vulkan-swrast in /etc/pacman.d/hold.conf"
     )
-    assert held["llvm-libs"].remedy == (
+    assert held["llvm-libs"].fix() == (
         "change the IgnorePkg/IgnoreGroup entry that matches llvm-libs so that it no longer "
         "does, then sudo pacman -Syu."
     )
@@ -304,7 +304,7 @@ def test_sync_databases_say_whether_the_upgrade_can_bring_the_llvm(arch_tree: Pa
     (f,) = RepositoryView().findings(
         ctx_for(_with_sync(arch_tree, tmp_path, "bare", [installed])), facts
     )
-    assert (f.remedy or "").endswith(
+    assert (f.fix() or "").endswith(
         "remove vulkan-swrast and install the driver package the repositories carry."
     )
     # the mirror still has the installed llvm-libs: -Syu cannot fix it, -Syuu returns mesa
@@ -320,7 +320,7 @@ def test_sync_databases_say_whether_the_upgrade_can_bring_the_llvm(arch_tree: Pa
     assert (
         "vulkan-swrast 1:26.2.3-1 came from a newer mirror than these sync databases" in f.message
     )
-    assert (f.remedy or "").endswith(
+    assert (f.fix() or "").endswith(
         "sudo pacman -Syuu (it also downgrades to the repositories' versions)."
     )
     # the sync database has the new llvm-libs: the upgrade is pending
@@ -468,7 +468,7 @@ def test_a_deleted_library_is_reinstalled_from_the_package_that_lists_it(tmp_pat
     assert "zx3 4.8.12-1 is installed and lists libzx3.so.4, but the file is gone" in f.message
     # without a sync database pacman cannot check the fix: the message says so after it,
     # and nothing backs it
-    assert f.remedy == "sudo pacman -S zx3."
+    assert f.fix() == "sudo pacman -S zx3."
     assert f.message.endswith(
         "Fix: sudo pacman -S zx3. Unverified: the tree has no pacman sync database to simulate "
         "with (pacman -Sy never ran), so pacman could not check it."
@@ -492,4 +492,5 @@ def test_a_missing_dependency_is_installed_not_upgraded(tmp_path: Path):
     (f,) = ManagerConsistency().run(ctx_for(root))
     assert f.severity is Severity.FAIL
     assert "missing 'libdrmx>=2.4' dependency for 'vulkan-swrast'" in f.message
-    assert f.remedy is not None and f.remedy.startswith("sudo pacman -S --asdeps libdrmx.")
+    assert f.remedy is not None and f.remedy.commands[0] == "pacman -S --asdeps libdrmx"
+    assert (f.fix() or "").startswith("sudo pacman -S --asdeps libdrmx && sudo pacman -Syu")

@@ -107,7 +107,7 @@ def test_a_reinstall_is_checked_by_pacman_and_then_works(tmp_path: Path):
     repo(root, zx3, swrast)
     before = snapshot(root)
     f = zx3_finding(root)
-    assert f.remedy == "sudo pacman -S zx3."
+    assert f.fix() == "sudo pacman -S zx3."
     assert f.message.endswith(
         f"Fix: sudo pacman -S zx3. {CHECKED}: it installs zx3 4.8.12-1 and removes nothing."
     )
@@ -119,7 +119,7 @@ def test_a_reinstall_is_checked_by_pacman_and_then_works(tmp_path: Path):
     # nothing written in the tree: no lock, no log, no package
     assert snapshot(root) == before
     # the oracle: pacman carries the printed fix out, and the library is back
-    rc, out = carry_out(root, f.remedy)
+    rc, out = carry_out(root, f.fix())
     assert rc == 0, out
     assert (root / "usr/lib/libzx3.so.4").is_file()
     assert installed(root) == {"vulkan-swrast": "1:26.2.3-1", "zx3": "4.8.12-1"}
@@ -162,7 +162,7 @@ def test_without_a_sync_database_the_fix_is_said_to_be_unverified(tmp_path: Path
     root, _, _ = zx3_tree(tmp_path, sudo=False)
     f = zx3_finding(root)
     # a tree without sudo: the fix is for running inside it
-    assert f.remedy == "pacman -S zx3."
+    assert f.fix() == "pacman -S zx3."
     assert f.message.endswith(
         "Fix: pacman -S zx3. Unverified: the tree has no pacman sync database to simulate with "
         "(pacman -Sy never ran), so pacman could not check it."
@@ -216,7 +216,7 @@ def test_the_upgrade_that_brings_the_llvm_is_checked_and_works(tmp_path: Path):
     others = [p for p in root.parent.glob("*.pkg.tar.zst") if not p.name.startswith("llvm-libs-")]
     repo(root, *others, newer)
     f = _skew(root)
-    assert f.remedy is not None and f.remedy.startswith("sudo pacman -Syu.")
+    assert f.fix() is not None and f.fix().startswith("sudo pacman -Syu.")
     assert f.message.endswith(
         f"Fix: sudo pacman -Syu. {CHECKED}: it installs llvm-libs 23.1.0-1 and removes nothing "
         "(pacman -Sy (the sync databases as last refreshed) not simulated)."

@@ -89,7 +89,7 @@ def test_missing_soname_names_the_rpm_requirement_and_dnf_fix(rpm_tree: Path):
         "makecache never ran), so dnf could not check it."
     )
     # the command alone; the COPR way back is on the page
-    assert f.remedy == "sudo dnf distro-sync."
+    assert f.fix() == "sudo dnf distro-sync."
     page = (Path(__file__).parents[1] / "docs/codes/VKP002.md").read_text()
     assert "disable a COPR first" in page
 
@@ -139,7 +139,7 @@ def test_unowned_library_in_opt(rpm_tree: Path):
         "mesa-vulkan-drivers.x86_64 26.2.3-1.fc43 owns driver-stack files and is from vendor "
         "'Fedora Copr - user mesa-fan', not 'Fedora Project' like most installed packages."
     )
-    assert "dnf copr disable" in (foreign.remedy or "")
+    assert "dnf copr disable" in (foreign.fix() or "")
 
 
 def test_resolution_feeds_the_rule(rpm_tree: Path, monkeypatch: pytest.MonkeyPatch):
@@ -203,7 +203,7 @@ def test_dnf_versionlocks_hold_packages_of_the_stack(rpm_tree: Path, tmp_path: P
     assert held["mesa-vulkan-drivers"].evidence["hold"] == (
         "dnf versionlock of mesa-vulkan-drivers at 26.2.3-1.fc43 in /etc/dnf/versionlock.toml"
     )
-    assert held["llvm-libs"].remedy == (
+    assert held["llvm-libs"].fix() == (
         "sudo dnf versionlock delete llvm-libs && sudo dnf distro-sync."
     )
 
@@ -285,10 +285,10 @@ def test_dnf_metadata_says_whether_the_upgrade_can_bring_the_llvm(rpm_tree: Path
     assert f.title == "The repositories offer no llvm-libs: the upgrade cannot fix libLLVM.so.23.1"
     assert "mesa-vulkan-drivers 26.2.3-1.fc43 came from a newer mirror" in f.message
     assert "(the repositories offer 26.2.2-1.fc43)" in f.message
-    assert (f.remedy or "").endswith(
+    assert (f.fix() or "").endswith(
         "sudo dnf distro-sync (it also downgrades to the repositories' versions)."
     )
-    assert "sudo dnf makecache --refresh" in (f.remedy or "")
+    assert "sudo dnf makecache --refresh" in (f.fix() or "")
     # a cache left by a repository that /etc/yum.repos.d disables does not count
     root = with_cache("disabled", [older_mesa])
     with_cache("disabled", [newer], repo="copr-llvm")
@@ -321,7 +321,7 @@ def test_a_copr_driver_gets_the_copr_to_disable(rpm_tree: Path, tmp_path: Path):
         "from vendor 'Fedora Copr - user mesa-fan', not 'Fedora Project' like most installed "
         "packages (COPR mesa-fan/mesa-git, in /etc/yum.repos.d)."
     )
-    assert foreign.remedy == (
+    assert foreign.fix() == (
         "sudo dnf copr disable mesa-fan/mesa-git, then sudo dnf distro-sync returns to the "
         "distribution's packages."
     )
@@ -331,6 +331,6 @@ def test_a_copr_driver_gets_the_copr_to_disable(rpm_tree: Path, tmp_path: Path):
     assert "(COPR mesa-fan/mesa-git or mesa-fan/mesa-stable, in /etc/yum.repos.d)" in (
         foreign.message
     )
-    assert (foreign.remedy or "").startswith(
+    assert (foreign.fix() or "").startswith(
         "Disable the COPR it came from (mesa-fan/mesa-git or mesa-fan/mesa-stable: "
     )

@@ -130,7 +130,7 @@ def test_no_adapter_without_a_loader_says_to_install_the_loader(tmp_path):
     assert finding.severity.value == "info"
     assert finding.title.endswith("as VKH002 predicted")
     assert "The Vulkan loader (libvulkan.so.1) is missing" in finding.message
-    assert "sudo apt install libvulkan1" in (finding.remedy or "")
+    assert "sudo apt install libvulkan1" in (finding.fix() or "")
     # without VKH002 in the run (--select VKR), the probe's failure is the one there is
     from vkdoctor.facts.selection import selected_codes
 
@@ -158,7 +158,7 @@ def test_no_adapter_when_no_driver_will_load_points_at_vkd001(tmp_path):
     ctx._facts[probe_result] = {"status": "no-adapter", "summary": "no Vulkan adapter"}
     (finding,) = ComputeProbe().run(ctx)
     assert "The Vulkan loader will load no driver (VKD001)" in finding.message
-    assert (finding.remedy or "").startswith("Fix what VKD001 reports first")
+    assert (finding.fix() or "").startswith("Fix what VKD001 reports first")
 
 
 def test_remedies_name_the_interpreter_and_the_wgpu_lib_path():
@@ -246,7 +246,7 @@ def test_no_cpu_adapter_with_nothing_else_wrong_names_this_distributions_lavapip
     (finding,) = ComputeProbe().run(ctx)
     # mesa-vulkan-drivers is installed here (.ci/run installs it): installing it again would
     # do nothing
-    assert finding.remedy == (
+    assert finding.fix() == (
         "Reinstall lavapipe, the Vulkan CPU driver: sudo apt install --reinstall "
         "mesa-vulkan-drivers."
     )
@@ -291,7 +291,7 @@ def test_a_probe_crash_names_the_layer_the_load_test_saw_crash():
     )
     (finding,) = ComputeProbe().run(ctx)
     assert "The load test saw the layer VK_LAYER_X crash or hang too (VKT003)" in finding.message
-    assert (finding.remedy or "").startswith(
+    assert (finding.fix() or "").startswith(
         "Turn the layer off first (export VK_LOADER_LAYERS_DISABLE=VK_LAYER_X"
     )
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conftest import run_vkdoctor, validate_report
 
-from vkdoctor.model import CheckResult, CheckStatus, Finding, Report, Severity
+from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Report, Severity
 from vkdoctor.redact import Identity, redact, text_redactor
 
 ALICE = Identity(
@@ -31,7 +31,9 @@ def _report() -> Report:
             "the only candidate is /home/alice/llvm23/lib/libLLVM.so.23.1, built by alice@box7.\n"
             f"NVIDIA device {GPU_UUID}, deviceUUID {DEVICE_UUID}, Serial Number: 1324021012345"
         ),
-        remedy="vkdoctor check --search-path /home/alice/llvm23/lib --root /srv/img",
+        remedy=Remedy(
+            commands=("vkdoctor check --search-path /home/alice/llvm23/lib --root /srv/img",)
+        ),
         evidence={
             "manifest": "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
             "api_version": "1.3.289",
@@ -127,7 +129,7 @@ def test_identifying_values_go_and_the_rest_stays():
         "NVIDIA device GPU-<uuid>, deviceUUID <uuid>, Serial Number: <serial>"
     )
     # "root" is a common word and identifies nobody: --root stays
-    assert f.remedy == "vkdoctor check --search-path ~/llvm23/lib --root /srv/img"
+    assert f.fix() == "vkdoctor check --search-path ~/llvm23/lib --root /srv/img"
     ev = f.evidence
     assert ev["manifest"] == "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"
     assert ev["api_version"] == "1.3.289"

@@ -285,7 +285,7 @@ def test_the_verdict_is_one_line_whatever_a_title_holds() -> None:
 def test_an_area_whose_failure_another_check_explains_does_not_claim_it_is_fine() -> None:
     """VKL002 turned into information (VKP002 gives the cause): the Libraries line names it, it
     never says the libraries resolve; the failure is VKP002's, in Failures, named by the verdict."""
-    from vkdoctor.model import CheckResult, CheckStatus, Finding, Report, Severity
+    from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Report, Severity
     from vkdoctor.render.text import Style, render
 
     def result(code: str, family: str, *findings: Finding) -> CheckResult:
@@ -304,7 +304,7 @@ def test_an_area_whose_failure_another_check_explains_does_not_claim_it_is_fine(
         severity=Severity.FAIL,
         title="lavapipe needs libLLVM.so.23.1: package skew",
         message="mesa was upgraded without LLVM.",
-        remedy="sudo pacman -Syu",
+        remedy=Remedy(commands=("pacman -Syu",), needs_root=True),
     )
     report = Report(
         vkdoctor_version="0",

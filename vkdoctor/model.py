@@ -37,6 +37,36 @@ class CheckStatus(enum.StrEnum):
 
 
 @record(frozen=True, kw_only=True)
+class Remedy:
+    """A fix as data: the shell commands to run, in order, and the one sentence that goes with
+    them. The commands never say `sudo`: `needs_root` does, and the renderer decides (`shown`)."""
+
+    #: run in order, each after the one before succeeded; empty when the fix is only words
+    commands: tuple[str, ...] = ()
+    #: the commands need root (shown after `sudo ` where the user needs it)
+    needs_root: bool = False
+    #: at most one sentence (or a parenthesis) about the commands, or the whole fix in words
+    text: str = ""
+
+    def shown(self, *, sudo: bool = True) -> str:
+        """The fix as one line: `sudo A && sudo B. Text.` (`sudo ` only when `sudo` and the
+        commands need root; a text that opens a parenthesis or a clause follows the commands
+        directly). Without `sudo`, a command quoted in the text loses its `sudo` too."""
+        prefix = "sudo " if sudo and self.needs_root else ""
+        run = " && ".join(prefix + c for c in self.commands)
+        text = self.text if sudo else without_sudo(self.text)
+        if not run or not text:
+            return run or text
+        # what a transitional fix said right after its command (`: why`, `; or ...`) follows it
+        # (and "." alone, a fix that ended its commands with a full stop)
+        joint = " " if self.text[0] == "(" else "" if self.text[0] in ":;,." else ". "
+        return f"{run}{joint}{text}"
+
+    def fix_dict(self) -> dict[str, Any]:
+        return {"commands": list(self.commands), "needs_root": self.needs_root}
+
+
+@record(frozen=True, kw_only=True)
 class Finding:
     """One observation, with what is wrong, why, and what to do."""
 
@@ -47,20 +77,36 @@ class Finding:
     title: str
     #: names the concrete files, sonames, versions
     message: str = ""
-    #: a command or a step, where one exists
-    remedy: str | None = None
+    #: the commands or the step that fix it, where one exists
+    remedy: Remedy | None = None
     #: machine-readable facts behind the message (JSON-able values only)
     evidence: Mapping[str, Any] = field(default_factory=dict)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self, *, sudo: bool = True) -> dict[str, Any]:
+        """`sudo`: the report's `sudo` (whether commands that need root are shown after sudo)."""
         return {
             "code": self.code,
             "severity": self.severity.value,
             "title": self.title,
-            "message": self.message,
-            "remedy": self.remedy,
+            "message": self.said(sudo=sudo),
+            "remedy": self.remedy.shown(sudo=sudo) if self.remedy else None,
+            "fix": self.remedy.fix_dict() if self.remedy and self.remedy.commands else None,
             "evidence": dict(self.evidence),
         }
+
+    def said(self, *, sudo: bool = True) -> str:
+        """The message, where it repeats the remedy's commands (a package finding's closing
+        "Fix: ...") or quotes others, with them shown as the remedy shows them."""
+        if sudo:
+            return self.message
+        message = self.message
+        for command in self.remedy.commands if self.remedy else ():
+            message = message.replace(f"sudo {command}", command)
+        return without_sudo(message)
+
+    def fix(self, *, sudo: bool = True) -> str | None:
+        """The remedy as one line (see `Remedy.shown`)."""
+        return self.remedy.shown(sudo=sudo) if self.remedy else None
 
 
 @record(frozen=True, kw_only=True)
@@ -109,6 +155,8 @@ class Report:
     overlay: Mapping[str, Any] | None = None
     probe: Mapping[str, Any] | None = None
     command: str = "check"
+    #: commands that need root are shown after `sudo ` (the user is not root and has sudo)
+    sudo: bool = True
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -139,7 +187,7 @@ class Report:
             "status": self.status(strict=strict).value,
             "host": dict(self.host),
             "checks": [c.as_dict() for c in self.checks],
-            "findings": [f.as_dict() for f in self.findings],
+            "findings": [f.as_dict(sudo=self.sudo) for f in self.findings],
             "drivers": [dict(d) for d in self.drivers],
             "overlay": dict(self.overlay) if self.overlay is not None else None,
             "probe": dict(self.probe) if self.probe is not None else None,
@@ -160,3 +208,86 @@ def exit_code(status: ReportStatus) -> int:
         ReportStatus.FAIL: EXIT_FAIL,
         ReportStatus.ERROR: EXIT_INTERNAL,
     }[status]
+
+
+#: the programs vkdoctor's fixes run: a fix whose sentences start with one of them is commands
+_PROGRAMS = frozenset(
+    [
+        "apt",
+        "apt-get",
+        "apt-mark",
+        "apk",
+        "chmod",
+        "conda",
+        "cp",
+        "dnf",
+        "docker",
+        "dpkg",
+        "export",
+        "find",
+        "ldconfig",
+        "ln",
+        "mkdir",
+        "mount",
+        "pacman",
+        "patchelf",
+        "pip",
+        "ppa-purge",
+        "rm",
+        "rpm",
+        "unset",
+        "usermod",
+        "vkdoctor",
+        "zypper",
+    ]
+)
+
+
+def remedy_from(fix: str) -> Remedy:
+    """A transition for fixes still written as one string, `[sudo] A && [sudo] B. Then [sudo] C.
+    Sentence.`: the leading commands (with `sudo` taken off into `needs_root`) and what follows
+    them. A fix that opens with words, or mixes commands with and without sudo, is all text."""
+    import re
+
+    commands: list[str] = []
+    rest = fix
+    while True:
+        m = re.match(r"((?:Then )?)(.+?)(?=\. |\.$| \(|: |; |, or |$)", rest)
+        if m is None or (commands and not m.group(1)) or (not commands and m.group(1)):
+            break
+        parts = m.group(2).split(" && ")
+        if not all(p.removeprefix("sudo ").split(" ", 1)[0] in _PROGRAMS for p in parts):
+            break
+        commands += parts
+        rest = rest[m.end() :]
+        if not rest.startswith(". Then "):
+            break
+        rest = rest[2:]
+    roots = {c.startswith("sudo ") for c in commands}
+    if not commands or len(roots) > 1:
+        return Remedy(text=fix)
+    text = rest.removeprefix(". ") if rest[:2] == ". " else rest
+    if rest.startswith(" ("):
+        text = rest[1:]
+    return Remedy(
+        commands=tuple(c.removeprefix("sudo ") for c in commands),
+        needs_root=roots == {True},
+        text=text,
+    )
+
+
+def without_sudo(text: str) -> str:
+    """`text` without the `sudo` that starts a command it quotes in words ("..., or sudo pacman
+    -S X"), for root on a machine without sudo; prose ("under sudo or cron") and paths keep the
+    word. A transition for fixes and messages still written as sentences: a Remedy's commands
+    never hold sudo."""
+    if "sudo " not in text:
+        return text
+    import re
+
+    return re.sub(
+        r"\bsudo (?=(?:apt|apt-get|apt-mark|dpkg|dnf|rpm|pacman|ppa-purge|ldconfig|usermod|zypper"
+        r"|apk|chmod|ln|env|rm|mkdir|tee|sh)\b)",
+        "",
+        text,
+    )

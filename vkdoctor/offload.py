@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from vkdoctor.model import CheckResult, CheckStatus, Finding, Severity
+from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Severity
 
 #: the exit status of a fork that could not send its results
 _FAILED = 70
@@ -30,7 +30,7 @@ _FAILED = 70
 
 def _encode(result: CheckResult) -> tuple[Any, ...]:
     findings = tuple(
-        (f.code, f.severity.value, f.title, f.message, f.remedy, dict(f.evidence))
+        (f.code, f.severity.value, f.title, f.message, _remedy(f.remedy), dict(f.evidence))
         for f in result.findings
     )
     return (
@@ -44,6 +44,10 @@ def _encode(result: CheckResult) -> tuple[Any, ...]:
     )
 
 
+def _remedy(r: Remedy | None) -> tuple[tuple[str, ...], bool, str] | None:
+    return (r.commands, r.needs_root, r.text) if r else None
+
+
 def _decode(data: tuple[Any, ...]) -> CheckResult:
     code, family, title, status, findings, skip_reason, seconds = data
     return CheckResult(
@@ -52,7 +56,14 @@ def _decode(data: tuple[Any, ...]) -> CheckResult:
         title=title,
         status=CheckStatus(status),
         findings=tuple(
-            Finding(code=c, severity=Severity(s), title=t, message=m, remedy=r, evidence=e)
+            Finding(
+                code=c,
+                severity=Severity(s),
+                title=t,
+                message=m,
+                remedy=Remedy(commands=r[0], needs_root=r[1], text=r[2]) if r else None,
+                evidence=e,
+            )
             for c, s, t, m, r, e in findings
         ),
         skip_reason=skip_reason,

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vkdoctor.model import CheckResult, CheckStatus, Finding, Severity
+from vkdoctor.model import CheckResult, CheckStatus, Finding, Severity, remedy_from
 
 CODE = "VKR001"
 FAMILY = "compute"
@@ -349,7 +349,7 @@ def finding(probe: Mapping[str, Any], *, in_check: bool = False) -> Finding:
         severity=Severity.FAIL,
         title=title,
         message=message,
-        remedy=remedy(probe, in_check=in_check),
+        remedy=remedy_from(fix) if (fix := remedy(probe, in_check=in_check)) else None,
         evidence=evidence,
     )
 

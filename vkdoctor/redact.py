@@ -139,7 +139,9 @@ def _finding(f: Finding, r: Callable[[str], str]) -> Finding:
         f,
         title=r(f.title),
         message=r(f.message),
-        remedy=r(f.remedy) if f.remedy is not None else None,
+        remedy=replace(f.remedy, commands=tuple(map(r, f.remedy.commands)), text=r(f.remedy.text))
+        if f.remedy is not None
+        else None,
         evidence=redact_value(dict(f.evidence), r),
     )
 

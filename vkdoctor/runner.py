@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import graphlib
-import os
-import re
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -14,7 +12,7 @@ from vkdoctor import factcache
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.facts.selection import selected_codes
-from vkdoctor.model import CheckResult, CheckStatus, Finding, Severity
+from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Severity
 from vkdoctor.offload import Fork
 from vkdoctor.record import replace
 
@@ -80,42 +78,7 @@ def run_checks(
             if code in results:
                 results[code] = _explained(c(), results[c.code], results[code])
     factcache.save_all()
-    return for_this_user(ctx, tuple(results[c.code] for c in checks))
-
-
-def for_this_user(ctx: Context, results: tuple[CheckResult, ...]) -> tuple[CheckResult, ...]:
-    """The results with their fixes as this user can run them (no sudo for root without it)."""
-    if _root_without_sudo(ctx):
-        return tuple(_without_sudo(r) for r in results)
-    return results
-
-
-def _root_without_sudo(ctx: Context) -> bool:
-    """root on a machine without sudo (a container, a CI image): `sudo apt ...` would fail
-    with "command not found", and root needs no sudo."""
-    import shutil
-
-    return ctx.live and os.geteuid() == 0 and shutil.which("sudo", path=ctx.env.get("PATH")) is None
-
-
-#: `sudo` where it starts one of the commands vkdoctor's fixes give (not in prose, "under sudo
-#: or a service manager", nor in a path that happens to hold the word)
-_SUDO = re.compile(
-    r"\bsudo (?=(?:apt|apt-get|apt-mark|dpkg|dnf|rpm|pacman|ppa-purge|ldconfig|usermod|zypper"
-    r"|apk|chmod|ln|env|rm|mkdir|tee|sh)\b)"
-)
-
-
-def _without_sudo(result: CheckResult) -> CheckResult:
-    findings = tuple(
-        replace(
-            f,
-            message=_SUDO.sub("", f.message),
-            remedy=_SUDO.sub("", f.remedy) if f.remedy else f.remedy,
-        )
-        for f in result.findings
-    )
-    return replace(result, findings=findings)
+    return tuple(results[c.code] for c in checks)
 
 
 def _explained(check: Check, causes: CheckResult, symptoms: CheckResult) -> CheckResult:
@@ -137,7 +100,7 @@ def _explained(check: Check, causes: CheckResult, symptoms: CheckResult) -> Chec
                 f,
                 severity=Severity.INFO,
                 title=f"{f.title}: {cause.code} gives the cause",
-                remedy=f"See {cause.code}: {cause.title}.",
+                remedy=Remedy(text=f"See {cause.code}: {cause.title}."),
                 evidence={**f.evidence, "explained_by": cause.code},
             )
         )
@@ -229,7 +192,9 @@ def _run_one(
             severity=Severity.ERROR,
             title=f"vkdoctor's check {check.code} ({check.title}) broke",
             message=f"{type(exc).__name__}: {exc}. This is a bug in vkdoctor, not in your system.",
-            remedy="Re-run with --debug and report the traceback to the vkdoctor maintainers.",
+            remedy=Remedy(
+                text="Re-run with --debug and report the traceback to the vkdoctor maintainers."
+            ),
             evidence=evidence,
         )
         return result(

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from vkdoctor.context import Context
-from vkdoctor.model import Finding, Severity
+from vkdoctor.model import Finding, Remedy, Severity, remedy_from
 
 
 class Check:
@@ -50,7 +50,7 @@ class Check:
         title: str,
         message: str = "",
         *,
-        remedy: str | None = None,
+        remedy: Remedy | str | None = None,
         evidence: Mapping[str, Any] | None = None,
     ) -> Finding:
         return Finding(
@@ -58,7 +58,8 @@ class Check:
             severity=severity,
             title=title,
             message=message,
-            remedy=remedy,
+            # a fix still written as one string is read by the transition helper
+            remedy=remedy_from(remedy) if isinstance(remedy, str) else remedy,
             evidence=dict(evidence or {}),
         )
 
@@ -72,12 +73,12 @@ class Check:
         return self.finding(Severity.INFO, title, message, evidence=evidence)
 
     def warn(
-        self, title: str, message: str = "", *, remedy: str | None = None, **evidence: Any
+        self, title: str, message: str = "", *, remedy: Remedy | str | None = None, **evidence: Any
     ) -> Finding:
         return self.finding(Severity.WARN, title, message, remedy=remedy, evidence=evidence)
 
     def fail(
-        self, title: str, message: str = "", *, remedy: str | None = None, **evidence: Any
+        self, title: str, message: str = "", *, remedy: Remedy | str | None = None, **evidence: Any
     ) -> Finding:
         return self.finding(Severity.FAIL, title, message, remedy=remedy, evidence=evidence)
 

@@ -15,7 +15,7 @@ from vkdoctor.loader import icd as I
 from vkdoctor.loader.fields import process_bits
 from vkdoctor.loader.icd import Driver, DriverScan
 from vkdoctor.loader.known import known_driver
-from vkdoctor.model import Finding, Severity
+from vkdoctor.model import Finding, Remedy, Severity, remedy_from
 from vkdoctor.record import replace
 
 #: distro family -> how to install Mesa's Vulkan drivers (lavapipe is the CPU one)
@@ -181,10 +181,9 @@ class DriversFound(Check):
         if scan.drivers and any(d.outcome in filtered for d in scan.drivers):
             # a filter dropped a manifest the loader could use: the filter is the cause, even
             # beside an override (which then names a good manifest)
-            remedy = "unset " + " ".join(
-                v
-                for v in ("VK_LOADER_DRIVERS_SELECT", "VK_LOADER_DRIVERS_DISABLE")
-                if ctx.env.get(v) is not None
+            filters = ("VK_LOADER_DRIVERS_SELECT", "VK_LOADER_DRIVERS_DISABLE")
+            remedy: Remedy | str = Remedy(
+                commands=("unset " + " ".join(v for v in filters if ctx.env.get(v) is not None),)
             )
         elif scan.plan.override is not None:
             if not scan.drivers:
@@ -225,11 +224,15 @@ class DriversFound(Check):
             )
         elif closed := [e.path for e in scan.plan.entries if _unreadable(ctx, e.path)]:
             # a directory this user cannot list holds manifests the loader never sees
-            remedy = f"chmod a+rx {' '.join(closed)} (this user cannot read {'them' if len(closed) > 1 else 'it'})"
+            them = "them" if len(closed) > 1 else "it"
+            remedy = Remedy(
+                commands=(f"chmod a+rx {' '.join(closed)}",), text=f"(this user cannot read {them})"
+            )
         else:
-            remedy = install_command(ctx)
-            if "reinstall" in remedy:
-                remedy += " (the package is installed, but its driver manifests are gone)"
+            install = install_command(ctx)
+            if "reinstall" in install:
+                install += " (the package is installed, but its driver manifests are gone)"
+            remedy = remedy_from(install)
         yield self.fail(
             "No Vulkan driver will load: every application gets VK_ERROR_INCOMPATIBLE_DRIVER",
             message,
@@ -569,7 +572,9 @@ class DriverLibrary(Check):
                         else ""
                     ),
                     # there, but not for this user: its mode is the fix, not a reinstall
-                    remedy=f"chmod a+r {d.library} (this user cannot read it)"
+                    remedy=Remedy(
+                        commands=(f"chmod a+r {d.library}",), text="(this user cannot read it)"
+                    )
                     if unreadable
                     else stale_manifest_remedy(ctx, d.manifest),
                     **_ev(d, scan),

@@ -10,7 +10,7 @@ from vkdoctor import envhazards as eh
 from vkdoctor import wgpuenv as wgpu_env
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
-from vkdoctor.model import Finding, Severity
+from vkdoctor.model import Finding, Remedy, Severity
 from vkdoctor.record import asdict
 
 
@@ -50,7 +50,11 @@ class LdLibraryPathSyntax(Check):
                 f"LD_LIBRARY_PATH has {_empties(empty)}",
                 f"LD_LIBRARY_PATH={value!r} has {_empties(empty)}; ld.so searches the current "
                 "directory for each.",
-                remedy=f"export LD_LIBRARY_PATH={kept}" if kept else "unset LD_LIBRARY_PATH",
+                remedy=Remedy(
+                    commands=(
+                        f"export LD_LIBRARY_PATH={kept}" if kept else "unset LD_LIBRARY_PATH",
+                    )
+                ),
                 variable="LD_LIBRARY_PATH",
                 value=value,
                 positions=[i + 1 for i in empty],
@@ -142,7 +146,9 @@ class LdPreloadEntries(Check):
                 f"ld.so cannot load {entry} ({lk.error or 'not found'}): it prints "
                 f"\"ERROR: ld.so: object '{entry}' from LD_PRELOAD cannot be preloaded ... "
                 'ignored" on the stderr of every program and goes on without it.',
-                remedy=f"export LD_PRELOAD={rest!r}" if rest else "unset LD_PRELOAD",
+                remedy=Remedy(
+                    commands=(f"export LD_PRELOAD={rest!r}" if rest else "unset LD_PRELOAD",)
+                ),
                 entry=entry,
                 error=lk.error,
             )
@@ -257,7 +263,7 @@ class IcdFilenamesDeprecated(Check):
                 "VK_ICD_FILENAMES is set and ignored",
                 f"VK_ICD_FILENAMES={value!r} is ignored because VK_DRIVER_FILES is set "
                 f"({ctx.env['VK_DRIVER_FILES']!r}); the loader reads only VK_DRIVER_FILES.",
-                remedy="unset VK_ICD_FILENAMES",
+                remedy=Remedy(commands=("unset VK_ICD_FILENAMES",)),
                 value=value,
                 vk_driver_files=ctx.env["VK_DRIVER_FILES"],
             )
@@ -517,7 +523,7 @@ class WgpuSelection(Check):
                 f"{setting}: {who} get no adapter",
                 f'They ask wgpu for {asked}, so requesting an adapter fails (wgpu: "No '
                 f'suitable graphics adapter found") even though Vulkan may work.{unknown}',
-                remedy=unset,
+                remedy=Remedy(commands=(unset,)),
                 **evidence,
             )
         return self.finding(

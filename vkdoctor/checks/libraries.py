@@ -49,10 +49,13 @@ from vkdoctor.host import distro_family, distro_ids
 from vkdoctor.loader import driver_scan, layer_scan
 from vkdoctor.loader.icd import LIBRARY_MISSING, LIBRARY_UNLOADABLE
 from vkdoctor.loader.targets import LoadTarget
-from vkdoctor.model import Finding, Severity
+from vkdoctor.model import Finding, Remedy, Severity
 from vkdoctor.packages.owner import fix_file, leftover_of, owner
 from vkdoctor.packages.remedy import UPGRADE
 from vkdoctor.sonames import find_remedy
+
+#: rebuilds the cache of the directories ld.so is configured to search
+LDCONFIG = Remedy(commands=("ldconfig",), needs_root=True, text="(rebuilds /etc/ld.so.cache)")
 
 
 def label(t: LoadTarget) -> str:
@@ -281,7 +284,7 @@ class LibraryOpens(Check):
                 f"{path} goes past what vkdoctor reads of one file: {'; '.join(cut)}. No working "
                 "file comes near these limits: this one is corrupt or made to exhaust the readers "
                 "that trust it, and what vkdoctor says of the libraries it lists is incomplete.",
-                remedy="sudo ldconfig (rebuilds /etc/ld.so.cache)"
+                remedy=LDCONFIG
                 if is_cache
                 else fix_file(
                     ctx,
@@ -376,6 +379,7 @@ class NeededLibraries(Check):
             ).strip()
             shown = [posixpath.basename(u) for u in users[:3]]
             more = f" and {len(users) - 3} more" if len(users) > 3 else ""
+            remedy: Remedy | str
             said, remedy = _missing_remedy(ctx, name, m)
             if said:
                 message = f"{message} {said}"
@@ -471,7 +475,7 @@ def _unpackaged_why(ctx: Context, name: str, m: Miss) -> str | None:
     )
 
 
-def _missing_remedy(ctx: Context, name: str, m: Miss) -> tuple[str, str]:
+def _missing_remedy(ctx: Context, name: str, m: Miss) -> tuple[str, Remedy | str]:
     """Why the library is missing, for the message (or ""), and the fix."""
     stale_overlay = _stale_overlay(ctx, name, m)
     if stale_overlay is not None:
@@ -481,7 +485,7 @@ def _missing_remedy(ctx: Context, name: str, m: Miss) -> tuple[str, str]:
     if stale:
         return (
             f"{stale[0].path} is in an ld.so.conf directory but not in the cache.",
-            "sudo ldconfig (rebuilds /etc/ld.so.cache)",
+            LDCONFIG,
         )
     renamed = [n for n in m.near if n.kind == "renamed"]
     if renamed and not exact:
@@ -775,7 +779,11 @@ class LdLibraryPathOnly(Check):
                     f" {directory} is listed in the ld.so configuration, but /etc/ld.so.cache "
                     "does not have these libraries: the cache is stale."
                 )
-                remedy = "sudo ldconfig (rebuilds /etc/ld.so.cache from the ld.so configuration)"
+                remedy: Remedy | str = Remedy(
+                    commands=("ldconfig",),
+                    needs_root=True,
+                    text="(rebuilds /etc/ld.so.cache from the ld.so configuration)",
+                )
             elif shadows := shadowing_files(ctx, directory):
                 # the whole directory, for every program, would replace those too
                 msg += (

@@ -9,7 +9,7 @@ from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.facts.probe import probe_result
 from vkdoctor.facts.selection import all_selected
-from vkdoctor.model import Finding, Severity
+from vkdoctor.model import Finding, Remedy, Severity, remedy_from
 from vkdoctor.record import replace
 
 
@@ -50,7 +50,7 @@ class ComputeProbe(Check):
                     severity=Severity.FAIL,
                     title=f"Compute probe passed only with {names} turned off",
                     message=f"{finding.message}. {note}",
-                    remedy=f"{commands}, or remove what installs {names}.",
+                    remedy=remedy_from(f"{commands}, or remove what installs {names}."),
                 )
             elif finding.severity is Severity.OK:
                 # the failure is the load test's, with this very remedy: counted once
@@ -59,7 +59,9 @@ class ComputeProbe(Check):
                     severity=Severity.INFO,
                     title=f"Compute probe passed once {names} was turned off",
                     message=f"{finding.message}. {note}",
-                    remedy=f"{commands}, or remove what installs {names} (VKT001, VKT003).",
+                    remedy=remedy_from(
+                        f"{commands}, or remove what installs {names} (VKT001, VKT003)."
+                    ),
                 )
             else:
                 finding = replace(finding, message=f"{finding.message}. {note}")
@@ -77,14 +79,18 @@ class ComputeProbe(Check):
                     finding,
                     message=finding.message
                     + f". The load test saw the layer {names} crash or hang too (VKT003)",
-                    remedy=f"Turn the layer off first ({offs}) and run the probe again: every "
-                    "Vulkan program loads it.",
+                    remedy=Remedy(
+                        text=f"Turn the layer off first ({offs}) and run the probe again: every "
+                        "Vulkan program loads it."
+                    ),
                 )
         if finding.severity is Severity.FAIL and finding.evidence.get("status") == "no-adapter":
             why = _no_adapter(ctx)
             if why is not None:
                 said, remedy = why
-                finding = replace(finding, message=f"{finding.message}{said}.", remedy=remedy)
+                finding = replace(
+                    finding, message=f"{finding.message}{said}.", remedy=remedy_from(remedy)
+                )
             foreseen = _foreseen(ctx)
             if foreseen:
                 # no loader (VKH002), or every driver fails to load as the library findings

@@ -148,7 +148,7 @@ def drivers(root: str | None, json_file: str | None, fmt: str, strict: bool, deb
         else:
             encoding = (getattr(sys.stdout, "encoding", None) or "").lower()
             problems = tuple(
-                (f.code, f.title, f.remedy)
+                (f.code, f.title, f.fix(sudo=report.sudo))
                 for f in report.findings
                 if f.severity.rank >= Severity.FAIL.rank
             )

@@ -80,14 +80,15 @@ def run_probe(
     result = probe.finish(running)
     host["wgpu"] = result.get("wgpu")
     from vkdoctor.context import Context
-    from vkdoctor.runner import for_this_user
+    from vkdoctor.facts.report import shows_sudo
 
     report = Report(
         vkdoctor_version=common.version(),
         host=host,
-        checks=for_this_user(Context(env=env), (check_result(result),)),
+        checks=(check_result(result),),
         probe=result,
         command="run-probe",
+        sudo=shows_sudo(Context(env=env)),
     )
     sys.exit(common.emit(report, fmt=fmt, json_file=json_file, strict=strict, verbose=verbose))
 

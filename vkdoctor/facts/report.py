@@ -38,4 +38,20 @@ def build_report(ctx: Context, results: Sequence[CheckResult], *, command: str) 
         overlay=overlay,
         probe=probe,
         command=command,
+        sudo=shows_sudo(ctx),
+    )
+
+
+def shows_sudo(ctx: Context) -> bool:
+    """Whether the commands of a fix that need root are shown after `sudo `: always, but for root
+    on a machine without sudo (a container, a CI image: `sudo apt ...` would be "command not
+    found"). For a --root tree, as written (the package fixes already say whether the tree has
+    sudo: packages.verify.for_tree)."""
+    import os
+    import shutil
+
+    return (
+        not ctx.live
+        or os.geteuid() != 0
+        or shutil.which("sudo", path=ctx.env.get("PATH")) is not None
     )

@@ -49,10 +49,10 @@ def _level(severity: Severity, *, strict: bool) -> str | None:
     return None
 
 
-def _body(f: Finding) -> str:
-    parts = [f.message] if f.message else []
+def _body(f: Finding, sudo: bool) -> str:
+    parts = [f.said(sudo=sudo)] if f.message else []
     if f.remedy:
-        parts.append(f"Fix: {f.remedy}")
+        parts.append(f"Fix: {f.fix(sudo=sudo)}")
     parts.append(f"(vkdoctor explain {f.code})")
     return "\n".join(parts)
 
@@ -88,7 +88,7 @@ def annotation_lines(report: Report, *, strict: bool = False) -> list[str]:
     for f in report.findings:
         level = _level(f.severity, strict=strict)
         if level:
-            out.append(command(level, _body(f), title=f"{f.code}: {f.title}"))
+            out.append(command(level, _body(f, report.sudo), title=f"{f.code}: {f.title}"))
             probe_said |= level == "error" and f.code.startswith(PROBE_FAMILY_PREFIX)
     if report.probe is not None and not probe_said:
         failure = probe_failure(report.probe)
@@ -189,8 +189,9 @@ def _findings_section(report: Report, *, strict: bool) -> list[str]:
                 (
                     "❌" if f.severity.rank >= Severity.FAIL.rank or strict else "⚠️",
                     _code(f.code),
-                    f"**{_cell(f.title)}**" + (f"<br>{_cell(f.message)}" if f.message else ""),
-                    _cell(f.remedy or ""),
+                    f"**{_cell(f.title)}**"
+                    + (f"<br>{_cell(f.said(sudo=report.sudo))}" if f.message else ""),
+                    _cell(f.fix(sudo=report.sudo) or ""),
                 )
                 for f in needing
             ),

@@ -35,16 +35,16 @@ class _Case:
     output: list[str] = field(default_factory=list)
 
 
-def _finding_text(f: Finding) -> str:
+def _finding_text(f: Finding, sudo: bool) -> str:
     lines = [f"{f.code} [{f.severity.value}] {f.title}"]
     if f.message:
-        lines.append(f.message)
+        lines.append(f.said(sudo=sudo))
     if f.remedy:
-        lines.append(f"Fix: {f.remedy}")
+        lines.append(f"Fix: {f.fix(sudo=sudo)}")
     return "\n".join(lines)
 
 
-def _check_case(c: CheckResult, *, strict: bool) -> _Case:
+def _check_case(c: CheckResult, *, strict: bool, sudo: bool) -> _Case:
     case = _Case(classname=f"vkdoctor.{c.family}", name=f"{c.code} {c.title}", seconds=c.seconds)
     if c.status is CheckStatus.SKIPPED:
         case.outcome = ("skipped", c.skip_reason or "skipped", "", "")
@@ -54,17 +54,17 @@ def _check_case(c: CheckResult, *, strict: bool) -> _Case:
     failing = [f for f in c.findings if threshold <= f.severity.rank < Severity.ERROR.rank]
     if failing:
         first = failing[0]
-        body = "\n\n".join(_finding_text(f) for f in failing)
+        body = "\n\n".join(_finding_text(f, sudo) for f in failing)
         body += f"\n\nvkdoctor explain {first.code}"
         case.outcome = ("failure", f"{first.code}: {first.title}", first.severity.value, body)
     elif errors or c.status is CheckStatus.ERROR:
         message, typ = f"{c.code} broke", "error"
         if errors:
             message, typ = f"{errors[0].code}: {errors[0].title}", errors[0].code
-        body = "\n\n".join(_finding_text(f) for f in errors)
+        body = "\n\n".join(_finding_text(f, sudo) for f in errors)
         case.outcome = ("error", message, typ, body)
     shown = {id(f) for f in failing + errors}
-    case.output = [_finding_text(f) for f in c.findings if id(f) not in shown]
+    case.output = [_finding_text(f, sudo) for f in c.findings if id(f) not in shown]
     return case
 
 
@@ -210,7 +210,7 @@ def _suite(parent: ET.Element, name: str, cases: Sequence[_Case]) -> None:
 def render(report: Report, *, strict: bool = False) -> str:
     families: dict[str, list[_Case]] = {}
     for c in report.checks:
-        families.setdefault(c.family, []).append(_check_case(c, strict=strict))
+        families.setdefault(c.family, []).append(_check_case(c, strict=strict, sudo=report.sudo))
     if report.probe is not None:
         has_check = any(c.code.startswith(PROBE_FAMILY_PREFIX) for c in report.checks)
         cases = _probe_cases(report.probe, overall_case=not has_check)

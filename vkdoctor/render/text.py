@@ -61,35 +61,16 @@ def _head(f: Finding, text: str, style: Style) -> str:
     return f"  {style.paint(glyph, f.severity)} {line}"
 
 
-#: how a fix that is a command starts: its commands are what makes two fixes the same one
-_COMMAND = re.compile(r"(?:sudo|unset|export|apt|apt-get|dnf|pacman|rpm|pip|conda|chmod|ln) ")
-#: where a command ends and what is said about it begins
-_AFTER_COMMAND = re.compile(r": | \(|; |, or ")
-
-
-def _commands(remedy: str) -> frozenset[str]:
-    """The commands a fix runs, in its leading sentences that are commands (`A && B. Then C.
-    If ...`: A, B, C); empty when it starts with prose."""
-    found: set[str] = set()
-    for part in " ".join(remedy.split()).split(". "):
-        sentence = part.rstrip(". ").removeprefix("Then ")
-        if not _COMMAND.match(sentence):
-            break
-        head = _AFTER_COMMAND.split(sentence, maxsplit=1)[0]
-        found.update(c.strip() for c in head.split(" && ") if c.strip())
-    return frozenset(found)
-
-
 def fix_owners(findings: list[Finding]) -> dict[int, Finding]:
     """id(finding) -> the finding that prints its fix: one with the same text, or with commands
-    that include all of its own (`A && B. Then C` does what `A && C` does). Of those, the one
+    that include all of its own (`A && B && C` does what `A && C` does). Of those, the one
     with the most commands, then the fix that says the most, then the most severe, then the
     last; the others refer to it."""
     fixing = [f for f in findings if f.remedy and f.severity.rank >= Severity.WARN.rank]
-    text = {id(f): " ".join((f.remedy or "").split()).rstrip(". ") for f in fixing}
-    cmds = {id(f): _commands(f.remedy or "") for f in fixing}
+    text = {id(f): " ".join((f.fix() or "").split()).rstrip(". ") for f in fixing}
+    cmds = {id(f): frozenset(f.remedy.commands if f.remedy else ()) for f in fixing}
     rank = {
-        id(f): (len(cmds[id(f)]), len(f.remedy or ""), f.severity.rank, i)
+        id(f): (len(cmds[id(f)]), len(f.fix() or ""), f.severity.rank, i)
         for i, f in enumerate(fixing)
     }
     owners: dict[int, Finding] = {}
@@ -105,23 +86,26 @@ def _finding(
     style: Style,
     owners: Mapping[int, Finding] | None = None,
     order: Sequence[Finding] = (),
+    sudo: bool = True,
 ) -> list[str]:
-    """A finding's lines; `owners` (from `fix_owners`): a fix is printed once, with the finding
+    """A finding's lines (`sudo`: the report's); `owners` (from `fix_owners`): a fix is printed once, with the finding
     that owns it, and the others say "see CODE below" (or above: `order` is how they print)."""
     serious = f.severity.rank >= Severity.WARN.rank
     one_line = f.message and "\n" not in f.message and len(f.message) <= 110
     if f.message and not serious and one_line:
-        return [_head(f, f"{f.title}: {f.message}", style), *_evidence(f, style)]
+        return [_head(f, f"{f.title}: {f.said(sudo=sudo)}", style), *_evidence(f, style)]
     lines = [_head(f, f.title, style)]
     if f.message and (style.verbose or serious):
-        lines.append(_indent(_without_fix(f.message, f.remedy), "      ", style.width))
+        lines.append(
+            _indent(_without_fix(f.said(sudo=sudo), f.fix(sudo=sudo)), "      ", style.width)
+        )
     if f.remedy and f.severity.rank >= Severity.WARN.rank:
         owner = owners.get(id(f)) if owners is not None else None
         if owner is not None and owner is not f:
             side = "above" if _index(order, owner) < _index(order, f) else "below"
             lines.append(_indent(f"fix: see {owner.code} {side}", "      ", style.width))
         else:
-            lines.append(_indent("fix: " + f.remedy, "      ", style.width))
+            lines.append(_indent(f"fix: {f.fix(sudo=sudo)}", "      ", style.width))
     return lines + _evidence(f, style)
 
 
@@ -192,6 +176,7 @@ def _check(
     style: Style,
     owners: Mapping[int, Finding] | None = None,
     order: Sequence[Finding] = (),
+    sudo: bool = True,
 ) -> list[str]:
     if c.status is CheckStatus.SKIPPED:
         mark = "-" if style.unicode else "--"  # as wide as the other marks
@@ -202,7 +187,7 @@ def _check(
         return [f"  {mark} {c.code} {c.title}: skipped ({c.skip_reason})"]
     out: list[str] = []
     for f in c.findings:
-        out.extend(_finding(f, style, owners, order))
+        out.extend(_finding(f, style, owners, order, sudo))
     return out
 
 
@@ -360,7 +345,7 @@ def brief(report: Report, style: Style) -> list[str]:
             lines += ["", heading + hint]
             hint = ""
             for f in chosen:
-                lines.extend(_finding(f, style, owners, order))
+                lines.extend(_finding(f, style, owners, order, report.sudo))
     return lines
 
 
@@ -416,7 +401,7 @@ def sections(report: Report, style: Style) -> list[str]:
             if not style.verbose and _found_nothing(c):
                 quiet.append(c.code)
             else:
-                lines.extend(_check(c, style, owners, order))
+                lines.extend(_check(c, style, owners, order, report.sudo))
         if quiet:
             glyph = style.paint(style.glyph(Severity.OK), Severity.OK)
             hint = "" if hinted else " (-v lists each check)"
