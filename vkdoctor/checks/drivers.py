@@ -117,6 +117,20 @@ def _ev(d: Driver, scan: DriverScan) -> dict[str, object]:
     }
 
 
+def _override_remedy(override: str, what: str, example: str | None) -> str:
+    """The fix for a driver-list variable that leaves no usable driver."""
+    if override == "VK_ICD_FILENAMES":
+        # the old name (VKE004): the example uses the one that replaces it
+        return (
+            "unset VK_ICD_FILENAMES (it replaces the driver search path), or name "
+            f"{what} in its current name instead: unset VK_ICD_FILENAMES; export "
+            f"VK_DRIVER_FILES={example or 'MANIFEST'}"
+        )
+    return f"unset {override} (it replaces the driver search path), or point it at {what}" + (
+        f", for example {override}={example}" if example else ""
+    )
+
+
 class DriversFound(Check):
     """At least one Vulkan driver that the loader will try (dlopen).
 
@@ -193,19 +207,7 @@ class DriversFound(Check):
             else:
                 what = "a driver manifest the loader can use (why each one it names is skipped is above)"
             example = _installed_manifest(ctx, exclude={d.manifest for d in scan.drivers})
-            if scan.plan.override == "VK_ICD_FILENAMES":
-                # the old name (VKE004): the example uses the one that replaces it
-                remedy = (
-                    "unset VK_ICD_FILENAMES (it replaces the driver search path), or name "
-                    f"{what} in its current name instead: unset VK_ICD_FILENAMES; export "
-                    f"VK_DRIVER_FILES={example or 'MANIFEST'}"
-                )
-            else:
-                remedy = (
-                    f"unset {scan.plan.override} (it replaces the driver search path), "
-                    f"or point it at {what}"
-                    + (f", for example {scan.plan.override}={example}" if example else "")
-                )
+            remedy = _override_remedy(scan.plan.override, what, example)
         elif hidden := hidden_system_manifests(ctx, scan):
             remedy = _hidden_remedy(hidden, ctx)
             evidence["hidden"] = [d for d, *_ in hidden]

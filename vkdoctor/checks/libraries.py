@@ -774,32 +774,8 @@ class LdLibraryPathOnly(Check):
                 f"{where}: a program started without that variable (a CI step that clears the "
                 "environment, sudo, a systemd unit, a setuid program) loses this driver."
             )
-            if directory in conf_dirs:
-                msg += (
-                    f" {directory} is listed in the ld.so configuration, but /etc/ld.so.cache "
-                    "does not have these libraries: the cache is stale."
-                )
-                remedy: Remedy | str = Remedy(
-                    commands=("ldconfig",),
-                    needs_root=True,
-                    text="(rebuilds /etc/ld.so.cache from the ld.so configuration)",
-                )
-            elif shadows := shadowing_files(ctx, directory):
-                # the whole directory, for every program, would replace those too
-                msg += (
-                    f" Do not add {directory} to the ld.so configuration or export it: it also "
-                    f"holds {', '.join(shadows[:4])}, which would replace the system's copies."
-                )
-                remedy = (
-                    f"`vkdoctor exec --search-path {directory} -- CMD` for the programs that need "
-                    "it (a checked overlay of just the missing files)."
-                )
-            else:
-                remedy = (
-                    f"`echo {directory} | sudo tee /etc/ld.so.conf.d/vulkan-driver.conf && sudo "
-                    f"ldconfig`, or only for the programs that need it `vkdoctor exec --search-path "
-                    f"{directory} -- CMD` (a checked overlay of just the missing files)."
-                )
+            said, remedy = _only_there_fix(ctx, directory, directory in conf_dirs)
+            msg += said
             yield self.warn(
                 f"{len(paths)} driver librar{'y' if len(paths) == 1 else 'ies'} found only through LD_LIBRARY_PATH {where}",
                 msg,
@@ -809,6 +785,34 @@ class LdLibraryPathOnly(Check):
                 targets=targets,
                 in_ld_so_conf=directory in conf_dirs,
             )
+
+
+def _only_there_fix(ctx: Context, directory: str, in_conf: bool) -> tuple[str, Remedy | str]:
+    """What more to say about a directory only LD_LIBRARY_PATH gives, and the fix."""
+    if in_conf:
+        return (
+            f" {directory} is listed in the ld.so configuration, but /etc/ld.so.cache "
+            "does not have these libraries: the cache is stale.",
+            Remedy(
+                commands=("ldconfig",),
+                needs_root=True,
+                text="(rebuilds /etc/ld.so.cache from the ld.so configuration)",
+            ),
+        )
+    if shadows := shadowing_files(ctx, directory):
+        # the whole directory, for every program, would replace those too
+        return (
+            f" Do not add {directory} to the ld.so configuration or export it: it also "
+            f"holds {', '.join(shadows[:4])}, which would replace the system's copies.",
+            f"`vkdoctor exec --search-path {directory} -- CMD` for the programs that need "
+            "it (a checked overlay of just the missing files).",
+        )
+    return (
+        "",
+        f"`echo {directory} | sudo tee /etc/ld.so.conf.d/vulkan-driver.conf && sudo "
+        f"ldconfig`, or only for the programs that need it `vkdoctor exec --search-path "
+        f"{directory} -- CMD` (a checked overlay of just the missing files).",
+    )
 
 
 class UndefinedSymbols(Check):

@@ -63,6 +63,13 @@ def _load_failures(ctx: Context, targets: list[str]) -> tuple[list[str], dict[st
     return failed, seen
 
 
+#: where the lasting fix is, when no overlay could be built
+_LASTING = (
+    "The lasting fix is in the library finding (VKL002), and in the package finding (VKP002) "
+    "where a package is behind it."
+)
+
+
 class OverlayFix(Check):
     """Whether a private overlay supplies the libraries the drivers lack, and whether it works.
 
@@ -128,8 +135,7 @@ class OverlayFix(Check):
                         + " (VKO002)."
                         if plan.package_errors
                         else "",
-                        "The lasting fix is in the library finding (VKL002), and in the package finding "
-                        "(VKP002) where a package is behind it.",
+                        _LASTING,
                     )
                     if p
                 ),
