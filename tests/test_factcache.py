@@ -208,3 +208,33 @@ def test_a_warm_run_sees_a_dependency_broken_in_a_status_file_rewritten_in_place
     after = unmet()
     assert len(after) == len(before) + 1 and any("libstdc++7" in u for u in after)
     assert (cache / "vkdoctor" / "facts" / "dpkg-status.marshal").is_file()
+
+
+def test_dpkg_audit_is_answered_again_only_for_the_same_database(tmp_path: Path) -> None:
+    """`dpkg --audit` reads the status file, updates/ and which files info/ holds: its answer
+    is kept for those identities, said to be kept, and asked again after any change."""
+    from pkgtrees import debian_skew_tree
+
+    root = debian_skew_tree(tmp_path / "deb")
+    cache = tmp_path / "cache"
+    args = ["check", "--root", str(root), "--no-probe", "--select", "VKP006"]
+
+    def audit() -> tuple[bool, list[str]]:
+        _, doc = run_json(args, env={"XDG_CACHE_HOME": str(cache)})
+        (f,) = [f for f in doc["findings"] if f["code"] == "VKP006"]
+        (run,) = [r for r in f["evidence"]["runs"] if "--audit" in r["command"]]
+        return bool(run.get("kept")), list(f["evidence"].get("problems", []))
+
+    first = audit()
+    assert first[0] is False
+    assert audit() == (True, first[1])
+    status = root / "var/lib/dpkg/status"
+    text = status.read_text()
+    assert "Status: install ok installed" in text
+    status.write_text(
+        text.replace("Status: install ok installed", "Status: install ok half-configured", 1)
+    )
+    kept, problems = audit()
+    assert kept is False and any("half-configured" in p or "half configured" in p for p in problems)
+    (root / "var/lib/dpkg/info/vkdoctor-extra.list").write_text("/\n")
+    assert audit()[0] is False  # info/ changed: asked again

@@ -216,7 +216,8 @@ class DpkgDB:
         self.db_path = admindir
         self._packages: tuple[Package, ...] | None = None
         self._answers: dict[bytes, str | None] = {}
-        self._audit: RunningTool | None = None
+        self._audit: RunningTool | ToolRun | None = None
+        self._audit_store: tuple[factcache.Store, tuple[object, ...]] | None = None
         self._search: ListSearch | None = None
         self._listing: list[tuple[str, str]] | None = None
         #: the store of earlier runs' answers, and this listing's key in it (vkdoctor.factcache)
@@ -539,11 +540,43 @@ class DpkgDB:
 
     def prefetch(self) -> None:
         if self._audit is None:
-            self._audit = start_tool(
-                ["dpkg", f"--admindir={self._admin}", "--audit"],
-                env=self._ctx.env,
-                timeout=min(self._ctx.options.timeout, 60.0),
+            argv = ["dpkg", f"--admindir={self._admin}", "--audit"]
+            self._audit = self._audit_kept(argv) or start_tool(
+                argv, env=self._ctx.env, timeout=min(self._ctx.options.timeout, 60.0)
             )
+
+    def _audit_key(self, argv: Sequence[str]) -> tuple[object, ...] | None:
+        """What `dpkg --audit` reads: the status file, the journal in updates/, which control
+        files info/ holds (the directory's identity changes with every file added or
+        removed), and dpkg itself."""
+        dpkg = which("dpkg", self._ctx.env)
+        updates = self._admin / "updates"
+        try:
+            journal = sorted(e.name for e in os.scandir(updates))
+        except OSError:
+            journal = []
+        parts = [
+            factcache.identity(p)
+            for p in (self._admin / "status", self._admin / "info", updates, dpkg or "")
+        ]
+        journal_ids = [factcache.identity(updates / n) for n in journal]
+        if None in parts or None in journal_ids:
+            return None
+        return (tuple(argv), tuple(parts), tuple(zip(journal, journal_ids, strict=True)))
+
+    def _audit_kept(self, argv: Sequence[str]) -> ToolRun | None:
+        store = factcache.store(
+            self._ctx.options.cache_dir, "dpkg-audit", sources=(__file__,), keep=4
+        )
+        key = self._audit_key(argv) if store is not None else None
+        if store is None or key is None:
+            return None
+        kept = store.get(key)
+        if isinstance(kept, tuple) and len(kept) == 3:
+            rc, out, err = kept
+            return ToolRun(argv=tuple(argv), returncode=rc, stdout=out, stderr=err, kept=True)
+        self._audit_store = (store, key)
+        return None
 
     def consistency(self) -> Consistency:
         ctx = self._ctx
@@ -551,6 +584,10 @@ class DpkgDB:
         self.prefetch()
         assert self._audit is not None
         audit = self._audit.result()
+        if self._audit_store is not None and audit.returncode is not None and not audit.kept:
+            store, key = self._audit_store
+            if self._audit_key(audit.argv) == key:  # unchanged while it ran
+                store.put(key, (audit.returncode, audit.stdout, audit.stderr))
         runs = [audit]
         audited = _audit_packages(audit)
         problems = [f"dpkg --audit: {pkg} is {why}" for pkg, why, _ in audited]

@@ -22,10 +22,17 @@ class ToolRun:
     stderr: str = ""
     #: why it did not produce a return code: "not found", "timeout after 30s", an OSError text
     problem: str | None = None
+    #: the answer an earlier run got from the tool for inputs of the same identity
+    #: (vkdoctor.factcache): the tool did not run this time
+    kept: bool = False
 
     @property
     def command(self) -> str:
         return " ".join(self.argv)
+
+    def result(self) -> ToolRun:
+        """Itself: a finished run answers as a running one does once it is done."""
+        return self
 
     def as_evidence(self) -> dict[str, object]:
         return {
@@ -34,6 +41,7 @@ class ToolRun:
             "stdout": self.stdout[-4000:],
             "stderr": self.stderr[-2000:],
             "problem": self.problem,
+            **({"kept": True} if self.kept else {}),
         }
 
 
