@@ -1,7 +1,7 @@
 """`vkdoctor run-probe --cpu` against the minimal wgpu-py RMSNorm script, on the same adapter.
 
 Alternates the two commands N times in fresh processes (python -m vkdoctor, python script), and
-prints the median wall time of each, their ratio (target <= 1.15), the ratio of median CPU time
+prints the median wall time of each, their ratio (target <= 1.10, issue 17), the ratio of median CPU time
 (children's user + sys, a figure less sensitive to other load on the machine), and the probe's
 GB/s on the d = 4096 case. The sources are byte-compiled first, as pip does on install (a
 PYTHONDONTWRITEBYTECODE environment would otherwise recompile vkdoctor on every run).
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-TARGET = 1.15
+TARGET = 1.10
 
 
 def timed(
