@@ -203,7 +203,7 @@ def test_the_first_failing_run_ends_with_the_cause_and_how_to_find_the_library(
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert _verdict(proc.stdout) == (
-        "vkdoctor: OK with warnings: 2 warning(s); only under the overlay: run the gate as "
+        "vkdoctor: OK with warnings: 2 warning(s); only under the overlay: run your programs as "
         f"vkdoctor exec --search-path {seed.llvm_dir} -- CMD"
     )
     assert _widest(proc.stdout) <= 80

@@ -454,7 +454,7 @@ def verdict(report: Report, *, style: Style, strict: bool = False) -> str:
     overlay = report.overlay or {}
     if overlay.get("applied") and status in (ReportStatus.OK, ReportStatus.WARN):
         # the user asked for the overlay: the verdict holds for programs run under it only
-        tail += f"; only under the overlay: run the gate as {overlay.get('exec')}"
+        tail += f"; only under the overlay: run your programs as {overlay.get('exec')}"
     text = f"vkdoctor: {word}{tail}"
     if style.width is not None:
         from vkdoctor.render.wrap import wrap
