@@ -10,6 +10,7 @@ check runs under it, and the verdict says that it holds only there.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from vkdoctor.context import Context
@@ -54,6 +55,9 @@ def overlay_outcome(ctx: Context) -> Outcome:
     )
 
 
+_OVERLAY_HINT = re.compile(r" Until then, an overlay can give one program .*? \(VKO001\)\.")
+
+
 def _lasting_fixes(ctx: Context, plan: Plan) -> tuple[str, ...]:
     """VKP002's sentence (who needs what, which package has what instead, the fix) for each
     library the overlay supplies, from the user's own environment."""
@@ -71,7 +75,8 @@ def _lasting_fixes(ctx: Context, plan: Plan) -> tuple[str, ...]:
         out = []
         for m in missing:
             d = explain_missing_soname(m, inv, owners)
-            text = d.message
+            # its pointer at the overlay is VKO001's own finding, where this text goes
+            text = _OVERLAY_HINT.sub("", d.message)
             if "Fix:" not in text and d.remedy:
                 text += " " + d.remedy.split(". ")[0].rstrip(".") + "."
             out.append(text)
