@@ -459,7 +459,9 @@ def test_seed_failure_names_the_closest_version_and_the_package_to_look_for(seed
         "Only other versions of this library are installed (/lib/x86_64-linux-gnu/libLLVM-15.so.1)"
         in vkl["message"]
     )
-    assert vkl["remedy"].startswith("`find / -name 'libLLVM*.so*' 2>/dev/null`, then ")
+    assert vkl["remedy"].startswith(
+        "`find / -name 'libLLVM*23*' -not -path '*/vkdoctor/overlays/*' 2>/dev/null`, then "
+    )
     (vkp,) = [f for f in doc["findings"] if f["code"] == "VKP002"]
     assert (
         "but libllvm15:amd64 " in vkp["message"]

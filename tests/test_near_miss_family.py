@@ -198,3 +198,29 @@ def test_the_right_soname_under_another_file_name_is_renamed_not_unsearched(
     )
     subprocess.run(link, shell=True, check=True, timeout=30)
     assert probe.load(str(drv), env=env).error is None
+
+
+def test_the_printed_find_lists_the_copies_at_the_major_version_and_not_vkdoctors_overlays(
+    tmp_path: Path,
+) -> None:
+    import re
+    import shlex
+    import subprocess
+
+    from vkdoctor.sonames import find_remedy
+
+    for name in ("opt/llvm/libLLVM.so.23.1", "build/lib/libLLVM-23.so", "usr/lib/libLLVM-15.so.1"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"")
+    overlay = tmp_path / "home/.cache/vkdoctor/overlays/0123"
+    overlay.mkdir(parents=True)
+    (overlay / "libLLVM.so.23.1").symlink_to(tmp_path / "opt/llvm/libLLVM.so.23.1")
+    fix = find_remedy("libLLVM.so.23.1")
+    m = re.match(r"`(find / .*?) 2>/dev/null`", fix)
+    assert m, fix
+    argv = shlex.split(m.group(1))
+    argv[1] = str(tmp_path)  # the same search, over this tree instead of /
+    found = subprocess.run(argv, capture_output=True, text=True, check=True).stdout.split()
+    assert sorted(found) == sorted(
+        [str(tmp_path / "opt/llvm/libLLVM.so.23.1"), str(tmp_path / "build/lib/libLLVM-23.so")]
+    )

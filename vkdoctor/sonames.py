@@ -21,11 +21,19 @@ def family(name: str) -> str | None:
     return m.group("stem") if m else None
 
 
+_MAJOR = re.compile(r"\.so\.([0-9]+)|-([0-9]+)")
+
+
 def find_remedy(name: str, command: str = "vkdoctor check") -> str:
     """How to find a copy of the missing library `name` on this machine and hand its folder to
-    vkdoctor: a first run does not know where a private build keeps it."""
-    glob = f"{family(name) or name.split('.so', 1)[0]}*.so*"
+    vkdoctor: a first run does not know where a private build keeps it. The search is for the
+    family at the major version needed, however the build spelt it (libLLVM.so.23.1,
+    libLLVM-23.so, libLLVM-23git.so), and leaves out vkdoctor's own overlays."""
+    stem = family(name) or name.split(".so", 1)[0]
+    m = _MAJOR.search(name[len(stem) :])
+    glob = f"{stem}*{m.group(1) or m.group(2)}*" if m else f"{stem}*.so*"
     return (
-        f"`find / -name '{glob}' 2>/dev/null`, then `{command} --search-path DIR` with the "
-        f"folder that holds {name} (vkdoctor checks the copy before it uses it)."
+        f"`find / -name '{glob}' -not -path '*/vkdoctor/overlays/*' 2>/dev/null`, then "
+        f"`{command} --search-path DIR` with the folder that holds {name} (vkdoctor checks the "
+        "copy before it uses it)."
     )
