@@ -7,7 +7,7 @@ import gc
 import io
 import os
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from vkdoctor import terminate
 
@@ -72,24 +72,25 @@ def main() -> None:
             stream.reconfigure(errors="surrogateescape")
     _occupy_closed_descriptors()
     terminate.install()
-    early = None
-    if len(sys.argv) > 1 and sys.argv[1] == "run-probe":
-        from vkdoctor import probe
-
-        early = probe
-        probe.start_early(sys.argv[2:], os.environ)
-    elif _loads_drivers(sys.argv[1:]):
-        if not restored:
-            from vkdoctor import zygote
-            from vkdoctor.resources import probes_dir
-
-            zygote.start(probes_dir() / "loadtest.py")
-        if sys.argv[1] == "check":
-            from vkdoctor import loadtest
-
-            early = loadtest
-            loadtest.start_early(sys.argv[2:], os.environ)
+    early: Any = None
     try:
+        # inside the try: a SIGTERM while a child is started early unwinds like any other
+        if len(sys.argv) > 1 and sys.argv[1] == "run-probe":
+            from vkdoctor import probe
+
+            early = probe
+            probe.start_early(sys.argv[2:], os.environ)
+        elif _loads_drivers(sys.argv[1:]):
+            if not restored:
+                from vkdoctor import zygote
+                from vkdoctor.resources import probes_dir
+
+                zygote.start(probes_dir() / "loadtest.py")
+            if sys.argv[1] == "check":
+                from vkdoctor import loadtest
+
+                early = loadtest
+                loadtest.start_early(sys.argv[2:], os.environ)
         from vkdoctor.cli import main as cli_main
 
         cli_main()
