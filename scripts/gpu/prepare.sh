@@ -13,4 +13,9 @@ o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp
 mkdir -p /tmp/vkdoctor-amd64-lists/partial
 apt-get $o update -qq
 (cd .gl && apt-get $o download libvulkan1 libglvnd0 libglx0 libegl1 libgl1 libopengl0 libgles2)
+# vulkaninfo for the benchmark there, and the libraries it links that the machine may lack
+# (run.sh unpacks only those the machine has no copy of)
+mkdir -p .gl/extra
+(cd .gl/extra && apt-get $o download vulkan-tools libwayland-client0 libxcb1 libx11-6 libxau6 \
+    libxdmcp6 libbsd0 libmd0 libffi8)
 ls -la .whl .gl
