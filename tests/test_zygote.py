@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -21,9 +22,12 @@ from vkdoctor import zygote
 from vkdoctor.resources import probes_dir
 
 
-def _report(args: list[str], env: dict[str, str], *, launch: bool) -> dict[str, Any]:
+def _report(
+    args: list[str], env: dict[str, str], *, launch: bool, cache: Path | None = None
+) -> dict[str, Any]:
     """`check ARGS --json -` through the console entry point (`launch`: the child is forked at
-    start) or through the click CLI alone (the child is always a new program)."""
+    start) or through the click CLI alone (the child is always a new program), with `cache` as
+    XDG_CACHE_HOME (a fresh one when None: no request is handed ahead)."""
     entry = (
         "from vkdoctor.launch import main; main()"
         if launch
@@ -31,6 +35,12 @@ def _report(args: list[str], env: dict[str, str], *, launch: bool) -> dict[str, 
     )
     full = clean_env(env)
     full["PYTHONPATH"] = str(REPO)
+    with tempfile.TemporaryDirectory() as fresh:
+        full.setdefault("XDG_CACHE_HOME", str(cache or fresh))
+        return _run(args, full, entry)
+
+
+def _run(args: list[str], full: dict[str, str], entry: str) -> dict[str, Any]:
     proc = subprocess.run(
         [sys.executable, "-c", entry, "check", "--no-probe", *args, "--json", "-"],
         capture_output=True,
@@ -125,3 +135,87 @@ def test_a_request_whose_startup_variables_differ_is_not_handed_over() -> None:
 @pytest.mark.parametrize("variable", ["LD_LIBRARY_PATH", "GLIBC_TUNABLES", "MALLOC_ARENA_MAX"])
 def test_startup_variables_are_what_a_new_program_would_read_differently(variable: str) -> None:
     assert zygote.startup_variables({variable: "x", "VK_DRIVER_FILES": "y"}) == {variable: "x"}
+
+
+def test_a_second_run_hands_its_child_the_last_request_ahead_and_reports_the_same(
+    tmp_path: Path,
+) -> None:
+    """The waiting child is given the request the last run in this environment began with as
+    vkdoctor starts; the load test takes it because it is the request it would send."""
+    cache = tmp_path / "cache"
+    first = _report([], {}, launch=True, cache=cache)
+    second = _report([], {}, launch=True, cache=cache)
+    started = _report([], {}, launch=False)
+    assert _first_child(first) == {"forked"}
+    assert _first_child(second) == {"ahead"}
+    assert first["exit"] == second["exit"] == started["exit"] == 0
+    assert _load_findings(second) == _load_findings(started)
+
+
+def test_a_changed_manifest_is_not_handed_ahead(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    manifest = tmp_path / "lvp.json"
+    manifest.write_bytes(Path(LVP_MANIFEST).read_bytes())
+    env = {"VK_DRIVER_FILES": str(manifest)}
+    _report([], env, launch=True, cache=cache)
+    assert _first_child(_report([], env, launch=True, cache=cache)) == {"ahead"}
+    os.utime(manifest)  # the same bytes, touched: its identity changes
+    assert _first_child(_report([], env, launch=True, cache=cache)) == {"forked"}
+
+
+def test_a_driver_new_since_the_last_run_is_seen_although_the_old_request_was_handed_ahead(
+    tmp_path: Path,
+) -> None:
+    """A manifest in a folder the last run had no driver in: nothing the kept request names has
+    changed, so the old request is handed ahead; the load test's own request now has one more
+    driver, so it kills that child and starts its own, and the new driver is in the report as
+    in a run that never kept anything."""
+    cache = tmp_path / "cache"
+    data = tmp_path / "data"
+    env = {"XDG_DATA_HOME": str(data)}
+    before = _report([], env, launch=True, cache=cache)
+    icd = data / "vulkan" / "icd.d"
+    icd.mkdir(parents=True)
+    (icd / "second_lvp.json").write_bytes(Path(LVP_MANIFEST).read_bytes())
+    after = _report([], env, launch=True, cache=cache)
+    fresh = _report([], env, launch=False)
+    assert _first_child(after) == {"started"}  # the forked child was the one handed ahead
+    assert _load_findings(after) == _load_findings(fresh)
+    names = {f["evidence"].get("name") for f in after["findings"] if f["code"] == "VKT001"}
+    assert "second_lvp.json" in names
+    assert len(after["findings"]) > len(before["findings"])
+
+
+def test_a_child_handed_ahead_that_nobody_adopts_exits_and_leaves_no_directory(
+    tmp_path: Path,
+) -> None:
+    """`--timeout abc` is refused by the command line after the child was handed its request:
+    it is killed, and its log directory removed, before vkdoctor exits."""
+    cache = tmp_path / "cache"
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    mark = f"ahead-{os.getpid()}-{time.monotonic_ns()}"
+    env = {"LOADTEST_MARK": mark, "TMPDIR": str(tmp)}
+    _report([], env, launch=True, cache=cache)
+    assert list(tmp.iterdir()) == []
+    full = clean_env({**env, "PYTHONPATH": str(REPO), "XDG_CACHE_HOME": str(cache)})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from vkdoctor.launch import main; main()",
+            "check",
+            "--no-probe",
+            "--timeout",
+            "abc",
+        ],
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=60,
+        cwd=REPO,
+        check=False,
+    )
+    assert proc.returncode == 2 and "abc" in proc.stderr
+    assert marked_processes(mark) == []
+    assert list(tmp.iterdir()) == []

@@ -176,8 +176,9 @@ class LoadTestRun:
     stopped: str | None = None
     #: why a child could not be started (then `stopped` says so too)
     spawn_error: str | None = None
-    #: how the first child began: "forked" (waiting since vkdoctor started, vkdoctor.zygote)
-    #: or "started" (a new program)
+    #: how the first child began: "forked" (waiting since vkdoctor started, vkdoctor.zygote),
+    #: "ahead" (forked, and handed the request the last run in this environment began with,
+    #: which is this one's: zygote.hand_ahead) or "started" (a new program)
     first_child: str | None = None
 
     def evidence(self) -> dict[str, Any]:
@@ -296,6 +297,19 @@ def _tail(text: str) -> str:
 # Running the child (I/O)
 
 
+class _Adopted:
+    """The directory of a child handed its request ahead (zygote.hand_ahead): removed as a
+    TemporaryDirectory of the test's own would be."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def cleanup(self) -> None:
+        import shutil
+
+        shutil.rmtree(self.name, ignore_errors=True)
+
+
 #: the load-test child: a program started for it, or the child forked at launch (vkdoctor.zygote)
 ChildProcess = subprocess.Popen[bytes] | zygote.ForkedChild
 
@@ -361,7 +375,8 @@ def _read_log(logdir: Path, index: int, step: str) -> str:
 def _spawn(
     request: Mapping[str, Any], *, env: Mapping[str, str], cwd: Path, logdir: Path
 ) -> ChildProcess:
-    child_env = {**driver_env(env), "LC_ALL": "C"}
+    """The child for `request`, in `env` (the child's own environment, driver_env's)."""
+    child_env = dict(env)
     waiting = zygote.take(child_env)
     if waiting is not None:
         forked = waiting.hand(request, env=child_env, cwd=cwd)
@@ -444,8 +459,11 @@ class LoadTest:
         step_timeout: float = STEP_TIMEOUT,
         total_timeout: float = 60.0,
         loader: str = "libvulkan.so.1",
+        remember_in: Path | None = None,
     ) -> None:
         self.targets = tuple(targets)
+        #: the cache directory that keeps the first request for the next run (zygote.remember)
+        self.remember_in = remember_in
         self.env = dict(env)
         self.cwd = cwd
         self.step_timeout = step_timeout
@@ -462,7 +480,7 @@ class LoadTest:
         self.first_child: str | None = None
         self._started = 0.0
         self._deadline = 0.0
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._tmp: tempfile.TemporaryDirectory[str] | _Adopted | None = None
         self._child: _Child | None = None
         self._pending: list[int] = []
         self._result: LoadTestRun | None = None
@@ -476,6 +494,8 @@ class LoadTest:
         return f"the load test's time bound ({self.total_timeout:g} s) ran out"
 
     def start(self) -> LoadTest:
+        if self._tmp is None and self._adopt_ahead():
+            return self
         if self._tmp is None:
             self._started = time.monotonic()
             self._deadline = self._started + self.total_timeout
@@ -488,6 +508,28 @@ class LoadTest:
             self._spawn_next()
         return self
 
+    def _adopt_ahead(self) -> bool:
+        """Take the child handed this test's first request as vkdoctor started
+        (vkdoctor.zygote.hand_ahead), if that is the request this test would send now."""
+        if not zygote.ahead_pending():
+            return False
+        first = self._next_request(Path("/"))
+        if first is None:
+            return False
+        ahead = zygote.take_ahead(first[1], {**driver_env(self.env), "LC_ALL": "C"}, self.cwd)
+        if ahead is None:
+            return False
+        self._started = ahead.started
+        self._deadline = self._started + self.total_timeout
+        with terminate.held():
+            self._tmp = _Adopted(ahead.logdir)
+            atexit.register(self.cancel)
+        self._pending = first[0]
+        self._child = _Child(proc=ahead.child, last_event=time.monotonic())
+        self.children = 1
+        self.first_child = "ahead"
+        return True
+
     def cancel(self) -> None:
         """Stop without a result (the run's environment changed): the child is killed and its
         directory removed. `result()` must not be called afterwards."""
@@ -498,10 +540,9 @@ class LoadTest:
             with terminate.held():  # a removal cut short would leave the rest behind
                 self._tmp.cleanup()
 
-    def _spawn_next(self) -> None:
-        """Start a child for the targets not finished yet; no child when none is left."""
-        self._child = None
-        self._pending = [i for i in self.order if not self.outcomes[i].finished]
+    def _next_request(self, logdir: Path) -> tuple[list[int], dict[str, Any]] | None:
+        """The targets the next child is for and its request; None when nothing is left."""
+        pending = [i for i in self.order if not self.outcomes[i].finished]
         suspects = {
             i: self.targets[i]
             for i in self.order
@@ -509,11 +550,8 @@ class LoadTest:
             and self.outcomes[i].beside is None
             and self.outcomes[i].failed_step is None
         }
-        if not (self._pending or suspects) or self.stopped:
-            return
-        if time.monotonic() >= self._deadline:
-            self.stopped = self._out_of_time()
-            return
+        if not (pending or suspects):
+            return None
         t = self.targets
         good = [
             t[i].manifest
@@ -523,14 +561,30 @@ class LoadTest:
             and self.outcomes[i].devices
         ]
         request = child_request(
-            {i: t[i] for i in self._pending},
+            {i: t[i] for i in pending},
             good=good,
-            logdir=self._logdir,
+            logdir=logdir,
             loader=self.loader,
             suspects=suspects,
         )
+        return pending, request
+
+    def _spawn_next(self) -> None:
+        """Start a child for the targets not finished yet; no child when none is left."""
+        self._child = None
+        self._pending = []
+        if self.stopped:
+            return
+        following = self._next_request(self._logdir)
+        if following is None:
+            return
+        if time.monotonic() >= self._deadline:
+            self.stopped = self._out_of_time()
+            return
+        self._pending, request = following
+        child_env = {**driver_env(self.env), "LC_ALL": "C"}
         try:
-            proc = _spawn(request, env=self.env, cwd=self.cwd, logdir=self._logdir)
+            proc = _spawn(request, env=child_env, cwd=self.cwd, logdir=self._logdir)
         except OSError as exc:
             self.spawn_error = f"cannot start the load test child ({child_command()[0]}): {exc}"
             self.stopped = self.spawn_error
@@ -538,6 +592,7 @@ class LoadTest:
         self.children += 1
         if self.first_child is None:
             self.first_child = "forked" if isinstance(proc, zygote.ForkedChild) else "started"
+            zygote.remember(self.remember_in, self.env, self.cwd, child_env, request)
         self._child = _Child(proc=proc, last_event=time.monotonic())
 
     def result(self) -> LoadTestRun:
@@ -662,6 +717,7 @@ def load_test_for(ctx: Context, targets: Sequence[LoadTarget]) -> LoadTest:
         # a hang costs one step; a third of the budget leaves room for the others
         step_timeout=min(STEP_TIMEOUT, ctx.options.timeout / 3),
         total_timeout=ctx.options.timeout,
+        remember_in=ctx.options.cache_dir if ctx.live else None,
     )
     return _adopt(test) or test.start()
 

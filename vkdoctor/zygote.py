@@ -150,9 +150,165 @@ def take(env: Mapping[str, str]) -> Zygote | None:
 
 
 def discard() -> None:
-    """Let a child that nobody took exit (the run had no load test, or ended early)."""
+    """Let a child that nobody took exit (the run had no load test, or ended early), and stop
+    one handed a request ahead that nobody adopted."""
     while _waiting:
         _waiting.pop().discard()
+    while _ahead:
+        _ahead.pop().cancel()
+
+
+# A request handed ahead: the first request of the load test of the last run in this
+# environment, given to the waiting child as vkdoctor starts, before the manifests are scanned
+# again. The load test adopts the child only if the request it would send now is the same
+# (`take_ahead`); otherwise the child is killed and a new one started. So what is kept decides
+# only how soon the drivers are loaded, never what the load test reports.
+
+
+class Ahead:
+    """The child handed a request ahead, and what it was given."""
+
+    def __init__(
+        self,
+        request: dict[str, Any],
+        env: dict[str, str],
+        cwd: str,
+        logdir: str,
+        child: ForkedChild,
+    ) -> None:
+        import time
+
+        self.request = request
+        self.env = env
+        self.cwd = cwd
+        self.logdir = logdir
+        self.child = child
+        self.started = time.monotonic()
+
+    def cancel(self) -> None:
+        import shutil
+        import signal
+
+        with contextlib.suppress(OSError):
+            os.killpg(self.child.pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.child.pid, 0)
+        with contextlib.suppress(OSError):
+            self.child.stdout.close()
+        shutil.rmtree(self.logdir, ignore_errors=True)
+
+
+_ahead: list[Ahead] = []
+
+
+def _key(env: Mapping[str, str], cwd: str) -> tuple[Any, ...]:
+    return (cwd, tuple(sorted(env.items())))
+
+
+def _unplaced(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The request without what differs from one run to the next (its directory, the pid)."""
+    return {k: v for k, v in request.items() if k not in ("logdir", "parent")}
+
+
+def _requests(cache_dir: Path) -> Any:
+    from vkdoctor import factcache
+
+    here = Path(__file__)
+    return factcache.store(
+        cache_dir,
+        "load-request",
+        sources=(str(here), str(here.with_name("loadtest.py"))),
+        keep=8,
+    )
+
+
+def remember(
+    cache_dir: Path | None,
+    env: Mapping[str, str],
+    cwd: Path,
+    child_env: Mapping[str, str],
+    request: Mapping[str, Any],
+) -> None:
+    """Keep the first request of a load test in `env` for the next run (`hand_ahead`), with
+    the identities of the manifests, their folders and the libraries named by path."""
+    from vkdoctor.factcache import identity
+
+    store = _requests(cache_dir) if cache_dir is not None else None
+    if store is None:
+        return
+    import json
+
+    paths: set[str] = set()
+    for target in request["targets"]:
+        paths.update((target["manifest"], str(Path(target["manifest"]).parent)))
+        if target["dlopen_name"].startswith("/"):
+            paths.add(target["dlopen_name"])
+    value = (
+        tuple(sorted(child_env.items())),
+        json.dumps(_unplaced(request), sort_keys=True),
+        tuple((p, identity(p)) for p in sorted(paths)),
+    )
+    key = _key(env, str(cwd))
+    if store.get(key) != value:
+        store.put(key, value)
+
+
+def hand_ahead(cache_dir: Path, env: Mapping[str, str], cwd: str) -> None:
+    """Give the waiting child the request the last run in `env` and `cwd` began with, when
+    none of the files it names has changed since."""
+    if not _waiting or _ahead:
+        return
+    from vkdoctor.factcache import identity
+
+    store = _requests(cache_dir)
+    entry = store.get(_key(env, cwd)) if store is not None else None
+    if entry is None:
+        return
+    try:
+        child_env, text, identities = entry
+        if any(identity(path) != known for path, known in identities):
+            return
+    except (TypeError, ValueError):  # not what remember() writes
+        return
+    import json
+    import tempfile
+
+    waiting = take(dict(child_env))
+    if waiting is None:
+        return
+    try:
+        logdir = tempfile.mkdtemp(prefix="vkdoctor-load-")
+    except OSError:
+        waiting.discard()
+        return
+    request = {**json.loads(text), "logdir": logdir, "parent": os.getpid()}
+    child = waiting.hand(request, env=dict(child_env), cwd=Path(cwd))
+    if child is None:
+        Path(logdir).rmdir()
+        return
+    _ahead.append(Ahead(_unplaced(request), dict(child_env), cwd, logdir, child))
+
+
+def ahead_pending() -> bool:
+    return bool(_ahead)
+
+
+def take_ahead(request: Mapping[str, Any], env: Mapping[str, str], cwd: Path) -> Ahead | None:
+    """The child handed a request ahead, if `request` (its directory and pid aside), `env` and
+    `cwd` are what it was given; one that does not fit is stopped."""
+    import json
+
+    text = json.dumps(_unplaced(request), sort_keys=True)
+    while _ahead:
+        ahead = _ahead.pop()
+        if (
+            json.dumps(ahead.request, sort_keys=True) == text
+            and ahead.env == dict(env)
+            and ahead.cwd == str(cwd)
+        ):
+            return ahead
+        ahead.cancel()
+    return None
 
 
 def _serve(script: Path, request_fd: int, output_fd: int) -> None:
