@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import platform
 import re
 import sys
 from collections.abc import Mapping
@@ -68,6 +67,8 @@ def _cpu_model() -> str | None:
                     return line.split(":", 1)[1].strip()
     except OSError:
         pass
+    import platform
+
     return platform.processor() or None
 
 
@@ -177,10 +178,10 @@ def collect(ctx: Context) -> dict[str, Any]:
         "environment": relevant_environment(ctx.env),
     }
     if ctx.live:
-        facts["python"] = platform.python_version()
+        facts["python"] = sys.version.split()[0]  # platform.python_version()'s words
         facts["python_executable"] = sys.executable
         facts["wgpu"] = _version_of("wgpu")
-        facts["kernel"] = platform.uname().release
+        facts["kernel"] = os.uname().release
         facts["cpu"] = {"model": _cpu_model(), "count": os.cpu_count()}
         facts["memory"] = _memory()
     return facts

@@ -734,8 +734,6 @@ def start_early(argv: Sequence[str], env: Mapping[str, str]) -> None:
     timeout = _plain_check_timeout(argv)
     if timeout is None:
         return
-    import platform
-
     from vkdoctor.cachedir import cache_home
     from vkdoctor.context import Options
     from vkdoctor.loader import load_targets
@@ -744,7 +742,7 @@ def start_early(argv: Sequence[str], env: Mapping[str, str]) -> None:
         ctx = Context(
             env=dict(env),
             cwd=Path.cwd(),
-            machine=platform.machine() or "x86_64",
+            machine=os.uname().machine or "x86_64",
             options=Options(timeout=timeout, cache_dir=cache_home(env)),
         )
         targets = load_targets(ctx)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import errno
 import os
-import platform
 import stat
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -62,7 +61,7 @@ def host_context(
         root=Path(root).resolve() if root else Path("/"),
         env=env,
         elevated=elevated(),
-        machine=platform.machine() or "x86_64",
+        machine=os.uname().machine or "x86_64",
         cwd=Path.cwd(),
         options=Options(
             search_paths=search_paths_from(search_path, env),
@@ -362,7 +361,7 @@ def text_style(verbose: bool) -> Style:
         unicode="utf" in encoding,
         verbose=verbose,
         width=width,
-        machine=platform.machine(),
+        machine=os.uname().machine,
     )
 
 
@@ -508,7 +507,7 @@ def host_identity() -> Identity:
         users.add(entry.pw_name)
         homes.add(entry.pw_dir)
     homes |= {os.path.realpath(h) for h in homes if h}
-    hostnames = {socket.gethostname(), platform.node()}
+    hostnames = {socket.gethostname(), os.uname().nodename}
     return Identity(
         homes=tuple(sorted(h for h in homes if h)),
         users=tuple(sorted(u for u in users if u)),
