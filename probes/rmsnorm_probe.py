@@ -25,6 +25,8 @@ from typing import Any
 
 PROBE_VERSION = 1
 STAGE_PREFIX = "vkdoctor-probe: stage "
+#: the adapters seen and the one chosen, one JSON line on stderr before the first device call
+SEEN_PREFIX = "vkdoctor-probe: seen "
 TOLERANCE = 1e-5
 #: element-wise errors are relative to max(|ref|, FLOOR * rms of the reference row)
 FLOOR = 1e-3
@@ -541,6 +543,12 @@ def run(args: argparse.Namespace, doc: dict[str, Any]) -> None:
     chosen["used"] = True
     doc["backend"] = chosen["backend"]
     doc["adapter"] = {k: chosen[k] for k in ("name", "type", "driver", "vendor_id", "device_id")}
+    # said now: a crash further on leaves no document, and the adapters are still known
+    import json
+
+    seen = {k: doc[k] for k in ("adapters", "hidden_adapters", "choice", "backend", "adapter")}
+    sys.stderr.write(SEEN_PREFIX + json.dumps(seen) + "\n")
+    sys.stderr.flush()
 
     stage("request-device")
     device = adapters[index].request_device_sync()

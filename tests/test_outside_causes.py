@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, clean_env, validate_report
+from tests.conftest import REPO, clean_env, validate_report, vulkaninfo
 
 PROBE = REPO / "probes" / "rmsnorm_probe.py"
 #: no "XDG_RUNTIME_DIR is invalid" lines in the way
@@ -320,6 +320,11 @@ def test_a_full_shader_cache_is_a_disk_finding_not_a_driver_crash(mounts, tmp_pa
     (probe,) = of(doc, "VKR001")
     assert probe["evidence"]["signal"] == "SIGBUS"
     assert probe["evidence"]["explained_by"] == "VKS002"
+    # the crash came after the adapters were enumerated: the report still lists them, with the
+    # one it used, which is the device the real loader lists
+    used = doc["probe"]["adapter"]
+    assert used["name"] in vulkaninfo({}).stdout.decode()
+    assert [a["name"] for a in doc["probe"]["adapters"] if a.get("used")] == [used["name"]]
     no_driver_blame(doc)
     # each fix it gives makes the probe pass
     assert "export MESA_SHADER_CACHE_DISABLE=true" in cause["remedy"]

@@ -25,8 +25,9 @@ from vkdoctor.cachedir import driver_env
 from vkdoctor.resources import probes_dir
 
 PROBE_SCRIPT = "rmsnorm_probe.py"
-#: the child's progress lines on stderr (probes/rmsnorm_probe.py STAGE_PREFIX)
+#: the child's progress lines on stderr (probes/rmsnorm_probe.py STAGE_PREFIX, SEEN_PREFIX)
 STAGE_PREFIX = "vkdoctor-probe: stage "
+SEEN_PREFIX = "vkdoctor-probe: seen "
 #: harmless stderr lines; counted, not shown. Mesa's VK_LAYER_MESA_device_select calls
 #: wl_display_connect, and libwayland prints this when XDG_RUNTIME_DIR is unset.
 NOISE = ("error: XDG_RUNTIME_DIR is invalid or not set in the environment.",)
@@ -230,6 +231,21 @@ def stages_of(stderr: str) -> list[str]:
     ]
 
 
+def seen_of(stderr: str) -> dict[str, Any] | None:
+    """The adapters the child saw and the one it chose, as it said before its first device
+    call: what a child that then crashed or hung leaves of its document."""
+    import json
+
+    for line in reversed(stderr.splitlines()):
+        if line.startswith(SEEN_PREFIX):
+            try:
+                seen = json.loads(line[len(SEEN_PREFIX) :])
+            except json.JSONDecodeError:
+                return None
+            return seen if isinstance(seen, dict) else None
+    return None
+
+
 def _is_dump_head(line: str) -> bool:
     """The first line of a thread's stack in a faulthandler dump ("Current thread 0x7f..
     (most recent call first):"; Python 3.13 puts the thread's name before the parenthesis)."""
@@ -255,7 +271,7 @@ def stderr_tail(stderr: str) -> tuple[list[str], int]:
     kept: list[str] = []
     noise = 0
     for line in stderr.splitlines():
-        if line.startswith(STAGE_PREFIX):
+        if line.startswith((STAGE_PREFIX, SEEN_PREFIX)):
             continue
         if line.strip() in NOISE:
             noise += 1
@@ -304,6 +320,7 @@ def interpret(
     reached = work[-1] if work else None
     tail, noise = stderr_tail(stderr)
     doc = _document(stdout)
+    seen = seen_of(stderr)
     extra: dict[str, Any] = {
         "returncode": returncode,
         "stage": reached,
@@ -324,7 +341,7 @@ def interpret(
             )
         return _result(
             running,
-            doc=doc,
+            doc=doc or seen,
             status="timeout",
             reason="timeout",
             summary=(
@@ -347,7 +364,7 @@ def interpret(
             where = "after it printed its result, while exiting"
         return _result(
             running,
-            doc=doc,
+            doc=doc or seen,
             status="crash",
             reason="signal",
             signal=sig,
@@ -361,6 +378,7 @@ def interpret(
         python_error = any(line.startswith("Traceback") for line in tail)
         return _result(
             running,
+            doc=seen,
             status="error",
             reason="python-error" if python_error else "no-output",
             summary=(
