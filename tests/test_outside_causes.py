@@ -115,6 +115,8 @@ MIB = 1024 * 1024
         ("RLIMIT_AS", "--as", 200 * MIB, "vulkaninfo"),
         # vulkaninfo still works; wgpu's device request fails ("Not enough memory left")
         ("RLIMIT_AS", "--as", 1150 * MIB, "probe"),
+        # vulkaninfo still works; wgpu lists no adapter at all, and says nothing
+        ("RLIMIT_AS", "--as", 300 * MIB, "adapter"),
         # vulkaninfo still works; the probe crashes (SIGSEGV) requesting its device
         ("RLIMIT_DATA", "--data", 190 * MIB, "probe"),
     ],
@@ -142,6 +144,12 @@ def test_a_memory_limit_is_named_with_the_ulimit_that_fixes_it(limit, option, so
     if what == "vulkaninfo":
         lvp = [f for f in of(doc, "VKT001") if "lvp_icd" in f["title"]]
         assert lvp and all(f["evidence"]["explained_by"] == "VKE010" for f in lvp)
+    if what == "adapter":
+        # wgpu hid the device the loader gives, without a reason: the limit, not wgpu
+        assert doc["probe"]["status"] == "no-adapter"
+        (hidden,) = of(doc, "VKR002")
+        assert hidden["severity"] == "info" and hidden["evidence"]["explained_by"] == "VKE010"
+        assert "wgpu listed no adapter" in cause["message"]
     no_driver_blame(doc)
     # the fix, applied as written, makes the oracle pass
     fix = re.search(rf"ulimit -S {ulimit_flag} unlimited", cause["remedy"])

@@ -12,6 +12,8 @@ from vkdoctor.context import Context
 from vkdoctor.facts.selection import all_selected
 from vkdoctor.model import Finding, Severity
 
+#: the limits whose exhaustion wgpu meets without saying so
+_MEMORY_LIMITS = ("RLIMIT_AS", "RLIMIT_DATA")
 #: load-test verdicts a resource limit can cause (not "no device", "wrong class")
 _LOAD_BREAKS = ("crash", "timeout", "dlopen-failed", "not-run", "instance-failed")
 
@@ -35,9 +37,10 @@ def load_symptoms(ctx: Context) -> list[str]:
     return out
 
 
-def probe_symptom(ctx: Context) -> str | None:
-    """The probe's failure in words, when the probe runs in this check and did not pass for a
-    reason a limit can cause (wrong numbers are the driver's)."""
+def probe_symptom(ctx: Context) -> tuple[str, list[str]] | None:
+    """The probe's failure in words and the last lines of its stderr, when the probe runs in
+    this check and did not pass for a reason a limit can cause (wrong numbers are the
+    driver's)."""
     if not ctx.options.probe or not all_selected(ctx, "VKR001"):
         return None
     from vkdoctor.facts.probe import probe_result
@@ -46,8 +49,46 @@ def probe_symptom(ctx: Context) -> str | None:
     status = result.get("status")
     if status == "pass" or result.get("reason") in ("wrong-numbers", "ladder"):
         return None
-    said = " / ".join(str(line).strip() for line in result.get("stderr_tail") or [] if line)
-    return str(result.get("summary") or status) + (f" (stderr: {said[-300:]})" if said else "")
+    tail = [" ".join(str(line).split()) for line in result.get("stderr_tail") or []]
+    return _one_line(str(result.get("summary") or status)), [t for t in tail if t]
+
+
+def _one_line(text: str) -> str:
+    """A message of several lines (an exception's "Caused by:" lines) as one sentence."""
+    out = ""
+    for line in (" ".join(line.split()) for line in text.splitlines()):
+        if line:
+            out += ("" if not out else " " if out.endswith((".", ":", ";", ",")) else ". ") + line
+    return out.rstrip(".")
+
+
+def unlisted_devices(ctx: Context) -> list[str]:
+    """The Vulkan devices the load test found when the probe then found no adapter at all and
+    wgpu gave no reason for hiding them: under a tight memory limit wgpu's instance runs out of
+    memory without a word (measured: `ulimit -v 300000` here)."""
+    if not ctx.options.probe or not all_selected(ctx, "VKR001"):
+        return []
+    from vkdoctor.facts.loadtest import load_test
+    from vkdoctor.facts.probe import probe_result
+
+    result = ctx.fact(probe_result)
+    if result.get("status") != "no-adapter" or result.get("adapters"):
+        return []
+    if result.get("hidden_adapters"):
+        return []  # wgpu said why it hid them (VKR002 names it)
+    try:
+        outcomes = ctx.fact(load_test).outcomes
+    except Exception:  # VKT002 reports a load test that did not run
+        return []
+    return [d.name for o in outcomes if o.target.kind == "driver" for d in o.devices]
+
+
+def _probe_words(symptom: tuple[str, list[str]], limit: str) -> str:
+    """The probe's failure on one line, with only the stderr lines that show `limit`'s signs
+    and that the failure does not already say (not the other libraries' noise)."""
+    summary, tail = symptom
+    signs = [t for t in tail if L.shows(limit, t) and t.rstrip(".") not in summary][-2:]
+    return summary + (f" (stderr: {' / '.join(s[:200] for s in signs)})" if signs else "")
 
 
 class ResourceLimits(Check):
@@ -57,7 +98,7 @@ class ResourceLimits(Check):
     --ulimit`, a CI runner's settings). A small virtual-memory (`ulimit -v`, RLIMIT_AS) or data
     (`ulimit -d`, RLIMIT_DATA) limit makes ld.so fail to map a driver's libraries ("failed to map
     segment from shared object"), LLVM crash while lavapipe starts, or wgpu fail with "Not enough
-    memory left"; too few open files (`ulimit -n`) stop the probe and the load test from starting;
+    memory left" (or list no adapter at all, without a reason); too few open files (`ulimit -n`) stop the probe and the load test from starting;
     a tiny stack (`ulimit -s`) crashes threads. The symptom looks like a broken driver. vkdoctor
     fails here only when a limit is below what Vulkan compute needs and the load test or the
     probe really failed; a small limit that did no harm stays quiet.
@@ -67,11 +108,11 @@ class ResourceLimits(Check):
     family = "environment"
     title = "Resource limits too small for the Vulkan drivers"
     live_only = True
-    explains = ("VKT001", "VKT002", "VKT003", "VKT004", "VKR001")
+    explains = ("VKT001", "VKT002", "VKT003", "VKT004", "VKR001", "VKR002")
 
     def explained(self, symptom: Finding, cause: Finding) -> bool:
-        if symptom.code == "VKR001":
-            return "VKR001" in cause.evidence.get("explains", ())
+        if symptom.code in ("VKR001", "VKR002"):
+            return symptom.code in cause.evidence.get("explains", ())
         if "VKT" not in cause.evidence.get("explains", ()):
             return False
         if symptom.code in ("VKT002", "VKT004"):
@@ -92,15 +133,28 @@ class ResourceLimits(Check):
             symptoms = [t for t in all_load if L.shows(lim.spec.name, t)]
             # the probe sees only the drivers that load: theirs failing to is its failure too
             probe = (
-                all_probe if all_probe and (symptoms or L.shows(lim.spec.name, all_probe)) else None
+                _probe_words(all_probe, lim.spec.name)
+                if all_probe
+                and (symptoms or L.shows(lim.spec.name, " ".join([all_probe[0], *all_probe[1]])))
+                else None
             )
+            unlisted = unlisted_devices(ctx) if lim.spec.name in _MEMORY_LIMITS else []
+            if probe is None and unlisted:
+                probe = (
+                    f"wgpu listed no adapter, although the load test found {', '.join(unlisted)} "
+                    "(out of memory, wgpu drops an adapter without a word)"
+                )
             if not symptoms and probe is None:
                 continue  # present and harmless, or not what broke
             seen = [*symptoms, *([f"the compute probe: {probe}"] if probe else [])]
             evidence: dict[str, Any] = {
                 **lim.evidence(),
                 "symptoms": seen,
-                "explains": [*(["VKT"] if symptoms else []), *(["VKR001"] if probe else [])],
+                "explains": [
+                    *(["VKT"] if symptoms else []),
+                    *(["VKR001"] if probe else []),
+                    *(["VKR002"] if unlisted else []),
+                ],
             }
             yield self.fail(
                 f"{lim.spec.name} (ulimit {lim.spec.option}) is {lim.shown(lim.soft)}: too small "
