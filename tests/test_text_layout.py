@@ -144,6 +144,26 @@ def test_verbose_lists_every_check(tmp_path: Path) -> None:
     assert _widest(proc.stdout) <= 80
 
 
+def test_a_failing_verbose_check_ends_with_each_failure_and_its_fix(
+    seed: Lab, tmp_path: Path
+) -> None:
+    """-v lists every check, area by area, and the probe: a thousand lines. It ends, as the
+    short report does, with the failures and their fixes right above the verdict."""
+    env = seed.env(tmp_path / "cache", COLUMNS="80")
+    proc, doc = _run(["check", "--cpu", "-v"], tmp_path, **env)
+    text = proc.stdout
+    assert proc.returncode == 1, text + proc.stderr
+    assert _widest(text) <= 80, text
+    body = text[: text.rindex("\nvkdoctor: ")]
+    recap = body[body.rindex("\nFailures (the reasons are above, under each area)\n") :]
+    assert body.index("\nProbe\n") < body.index(recap)
+    failed = [f for f in doc["findings"] if f["severity"] in ("fail", "error")]
+    heads = re.findall(r"^  ✗ (VK[A-Z][0-9]{3}) ", recap, re.M)
+    assert heads == [f["code"] for f in failed][::-1]
+    (vkl,) = [f for f in failed if f["code"] == "VKL002"]
+    assert " ".join(recap[recap.index("fix: ") :].split()) == f"fix: {vkl['remedy']}"
+
+
 def test_a_healthy_check_in_a_real_terminal_uses_its_width() -> None:
     text = _in_terminal(["check"], 72, {})
     lines = text.splitlines()

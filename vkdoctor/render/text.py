@@ -87,9 +87,11 @@ def _finding(
     owners: Mapping[int, Finding] | None = None,
     order: Sequence[Finding] = (),
     sudo: bool = True,
+    recap: bool = False,
 ) -> list[str]:
     """A finding's lines (`sudo`: the report's); `owners` (from `fix_owners`): a fix is printed once, with the finding
-    that owns it, and the others say "see CODE below" (or above: `order` is how they print)."""
+    that owns it, and the others say "see CODE below" (or above: `order` is how they print).
+    `recap`: the failures' fixes are printed in the list of failures at the end (-v)."""
     serious = f.severity.rank >= Severity.WARN.rank
     one_line = f.message and "\n" not in f.message and len(f.message) <= 110
     if f.message and not serious and one_line:
@@ -101,8 +103,12 @@ def _finding(
         )
     if f.remedy and f.severity.rank >= Severity.WARN.rank:
         owner = owners.get(id(f)) if owners is not None else None
-        if owner is not None and owner is not f:
-            side = "above" if _index(order, owner) < _index(order, f) else "below"
+        failure = (owner or f).severity.rank >= Severity.FAIL.rank
+        if recap and failure and owner in (None, f):
+            pass  # in the list of failures below
+        elif owner is not None and owner is not f:
+            below = recap and failure
+            side = "above" if not below and _index(order, owner) < _index(order, f) else "below"
             lines.append(_indent(f"fix: see {owner.code} {side}", "      ", style.width))
         else:
             lines.append(_indent(f"fix: {f.fix(sudo=sudo)}", "      ", style.width))
@@ -187,7 +193,7 @@ def _check(
         return [f"  {mark} {c.code} {c.title}: skipped ({c.skip_reason})"]
     out: list[str] = []
     for f in c.findings:
-        out.extend(_finding(f, style, owners, order, sudo))
+        out.extend(_finding(f, style, owners, order, sudo, recap=True))
     return out
 
 
@@ -415,6 +421,26 @@ def sections(report: Report, style: Style) -> list[str]:
         ]
     if report.probe is not None:
         lines += ["", "Probe", *_probe(dict(report.probe), style)]
+    return lines + _recap(report, style)
+
+
+def _recap(report: Report, style: Style) -> list[str]:
+    """-v's last lines before the verdict: each failure's title and its fix (printed here, not
+    in its area), the deepest cause last as the short report ends, so that a long listing
+    does not end on the probe."""
+    failures = [f for f in report.findings if f.severity.rank >= Severity.FAIL.rank][::-1]
+    if not failures:
+        return []
+    owners = fix_owners(failures)
+    lines = ["", "Failures (the reasons are above, under each area)"]
+    for f in failures:
+        lines.append(_head(f, f.title, style))
+        owner = owners.get(id(f))
+        if f.remedy and owner is not None and owner is not f:
+            side = "above" if _index(failures, owner) < _index(failures, f) else "below"
+            lines.append(_indent(f"fix: see {owner.code} {side}", "      ", style.width))
+        elif f.remedy:
+            lines.append(_indent(f"fix: {f.fix(sudo=report.sudo)}", "      ", style.width))
     return lines
 
 
