@@ -326,7 +326,7 @@ def brief(report: Report, style: Style) -> list[str]:
         lines += [
             "",
             "Overlay",
-            f"  export LD_LIBRARY_PATH={report.overlay.get('ld_library_path')}",
+            f"  export LD_LIBRARY_PATH={report.overlay.ld_library_path}",
         ]
     if report.probe is not None and (
         report.probe.get("status") != "pass" or report.command == "run-probe"
@@ -411,7 +411,7 @@ def sections(report: Report, style: Style) -> list[str]:
         lines += [
             "",
             "Overlay",
-            f"  export LD_LIBRARY_PATH={report.overlay.get('ld_library_path')}",
+            f"  export LD_LIBRARY_PATH={report.overlay.ld_library_path}",
         ]
     if report.probe is not None:
         lines += ["", "Probe", *_probe(dict(report.probe), style)]
@@ -451,10 +451,10 @@ def verdict(report: Report, *, style: Style, strict: bool = False) -> str:
         ReportStatus.ERROR: Severity.ERROR,
     }[status]
     tail = f": {'; '.join(parts)}" if parts else ""
-    overlay = report.overlay or {}
-    if overlay.get("applied") and status in (ReportStatus.OK, ReportStatus.WARN):
+    overlay = report.overlay
+    if overlay is not None and overlay.applied and status in (ReportStatus.OK, ReportStatus.WARN):
         # the user asked for the overlay: the verdict holds for programs run under it only
-        tail += f"; only under the overlay: run your programs as {overlay.get('exec')}"
+        tail += f"; only under the overlay: run your programs as {overlay.exec}"
     text = f"vkdoctor: {word}{tail}"
     if style.width is not None:
         from vkdoctor.render.wrap import wrap

@@ -1,0 +1,130 @@
+"""The typed parts of the report (report.schema.json): the drivers list, the overlay and the
+loader's driver search. Their JSON is `record.to_json` of them: the keys are the fields, in order;
+a field holding `ABSENT` is left out (a key the schema makes optional, which is not null)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from vkdoctor.record import ABSENT, Absent, record
+
+
+@record(frozen=True, kw_only=True)
+class DriverLibrary:
+    """One object ld.so maps when the loader dlopens a driver's library."""
+
+    #: the name it was asked for: a DT_NEEDED soname, or the dlopen path
+    name: str
+    path: str
+    #: how ld.so found it (elf.search.How's value)
+    how: str
+    needed_by: str | None
+    #: the package that owns `path`, as VKP009 found it (absent when VKP009 did not run)
+    package: str | Absent | None = ABSENT
+
+
+@record(frozen=True, kw_only=True)
+class DriverMiss:
+    """A name ld.so cannot find for a driver's library (the library itself: needed_by None)."""
+
+    name: str
+    needed_by: str | None
+
+
+@record(frozen=True, kw_only=True)
+class DriverLoad:
+    """What the real load test saw for one driver manifest."""
+
+    dlopen: str
+    dlerror: str | None
+    instance: str
+    vk_result: str | None
+    devices: tuple[Mapping[str, Any], ...]
+    signal: str | None
+
+
+@record(frozen=True, kw_only=True)
+class DriverRow:
+    """One manifest the loader lists, in its order, with the verdict on it (report.drivers[])."""
+
+    index: int
+    manifest: str
+    origin: str
+    search_entry: str
+    library_path: str | None
+    library: str | None
+    library_rule: str | None
+    dlopen_name: str | None
+    api_version: str | None
+    file_format_version: str | None
+    library_arch: str | None
+    is_portability_driver: bool
+    #: the known driver the library is (lavapipe, ...)
+    driver: str | None
+    outcome: str
+    predicted_error: str | None
+    #: a Severity's value
+    verdict: str
+    reason: str | None
+    #: absent when the loader skips the manifest
+    libraries: tuple[DriverLibrary, ...] | Absent = ABSENT
+    missing: tuple[DriverMiss, ...] | Absent = ABSENT
+    #: absent when the load test did not run
+    load: DriverLoad | Absent = ABSENT
+    #: absent when VKP009 did not run (or the loader skips the manifest)
+    package: str | Absent | None = ABSENT
+
+
+@record(frozen=True, kw_only=True)
+class OverlayLink:
+    soname: str
+    target: str
+    needed_by: tuple[str, ...]
+
+
+@record(frozen=True, kw_only=True)
+class OverlayReport:
+    """The overlay that was built (report.overlay)."""
+
+    dir: str
+    ld_library_path: str
+    libraries: tuple[OverlayLink, ...]
+    #: whether the report's checks ran under it
+    applied: bool
+    #: the command that runs a program under it
+    exec: str
+
+
+@record(frozen=True, kw_only=True)
+class SearchPathEntry:
+    """A place the loader looks for driver manifests, and where the entry comes from."""
+
+    path: str
+    origin: str
+
+
+@record(frozen=True, kw_only=True)
+class ImplicitLayer:
+    """An implicit layer the loader adds to every application."""
+
+    name: str | None
+    #: the file the loader opens (as found, else as the manifest names it)
+    library: str | None
+    #: the variable that turns it off, when it has one
+    disable_env: str | None
+
+
+@record(frozen=True, kw_only=True)
+class DriverSearch:
+    """How the loader finds drivers (report.driver_search): its version, the search path, the
+    variable that replaced it, and the implicit layers it adds."""
+
+    #: the loader's version as text ("1.3.239", "unknown")
+    loader_version: str
+    #: libvulkan.so.1 inside the root, null when there is none
+    loader_path: str | None
+    #: the variable that replaced the default search path (VK_DRIVER_FILES, ...)
+    override: str | None
+    entries: tuple[SearchPathEntry, ...]
+    implicit_layers: tuple[ImplicitLayer, ...]
