@@ -10,7 +10,7 @@ from pathlib import Path
 import junitparser
 import pytest
 from click.testing import CliRunner
-from conftest import HOST, run_vkdoctor, validate_report
+from conftest import HOST, driver_row, run_vkdoctor, validate_report
 
 import vkdoctor.checks
 from vkdoctor.checks.base import Check
@@ -19,6 +19,7 @@ from vkdoctor.cli import cli
 from vkdoctor.context import Context
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Report, Severity
 from vkdoctor.render import github, junit
+from vkdoctor.report_records import OverlayLink, OverlayReport
 
 # Everything the workflow-command escaping must handle, in one title and one message.
 NASTY_TITLE = "libLLVM.so.23.1: missing, 100% of it"
@@ -214,24 +215,26 @@ def _report_with_probe(**probe) -> Report:
         host=HOST,
         checks=(host,),
         drivers=(
-            {
-                "manifest": "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
-                "library_path": "/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so",
-                "verdict": "fail",
-                "reason": "libLLVM.so.23.1 | not found",
-            },
+            driver_row(
+                manifest="/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
+                library_path="/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so",
+                verdict="fail",
+                reason="libLLVM.so.23.1 | not found",
+            ),
         ),
-        overlay={
-            "dir": "/home/u/.cache/vkdoctor/overlay/ab12",
-            "ld_library_path": "/home/u/.cache/vkdoctor/overlay/ab12",
-            "libraries": [
-                {
-                    "soname": "libLLVM.so.23.1",
-                    "target": "/opt/llvm23/lib/libLLVM.so.23.1",
-                    "needed_by": ["/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so"],
-                }
-            ],
-        },
+        overlay=OverlayReport(
+            dir="/home/u/.cache/vkdoctor/overlay/ab12",
+            ld_library_path="/home/u/.cache/vkdoctor/overlay/ab12",
+            libraries=(
+                OverlayLink(
+                    soname="libLLVM.so.23.1",
+                    target="/opt/llvm23/lib/libLLVM.so.23.1",
+                    needed_by=("/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so",),
+                ),
+            ),
+            applied=False,
+            exec="vkdoctor exec --search-path /opt/llvm23/lib -- CMD",
+        ),
         probe={
             "status": "fail",
             "backend": "vulkan",

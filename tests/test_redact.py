@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import run_vkdoctor, validate_report
+from conftest import driver_row, run_vkdoctor, validate_report
 
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Report, Severity
 from vkdoctor.redact import Identity, redact, text_redactor
+from vkdoctor.report_records import OverlayLink, OverlayReport
 
 ALICE = Identity(
     homes=("/home/alice",),
@@ -78,23 +79,25 @@ def _report() -> Report:
             ),
         ),
         drivers=(
-            {
-                "manifest": "/home/alice/.local/share/vulkan/icd.d/nv.json",
-                "library_path": "/usr/lib/x86_64-linux-gnu/libGLX_nvidia.so.0",
-                "verdict": "ok",
-            },
+            driver_row(
+                manifest="/home/alice/.local/share/vulkan/icd.d/nv.json",
+                library_path="/usr/lib/x86_64-linux-gnu/libGLX_nvidia.so.0",
+                verdict="ok",
+            ),
         ),
-        overlay={
-            "dir": "/home/alice/.cache/vkdoctor/overlay/3c1f",
-            "ld_library_path": "/home/alice/.cache/vkdoctor/overlay/3c1f:/usr/local/lib",
-            "libraries": [
-                {
-                    "soname": "libLLVM.so.23.1",
-                    "target": "/home/alice/llvm23/lib/libLLVM.so.23.1",
-                    "needed_by": ["/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so"],
-                }
-            ],
-        },
+        overlay=OverlayReport(
+            dir="/home/alice/.cache/vkdoctor/overlay/3c1f",
+            ld_library_path="/home/alice/.cache/vkdoctor/overlay/3c1f:/usr/local/lib",
+            libraries=(
+                OverlayLink(
+                    soname="libLLVM.so.23.1",
+                    target="/home/alice/llvm23/lib/libLLVM.so.23.1",
+                    needed_by=("/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so",),
+                ),
+            ),
+            applied=False,
+            exec="vkdoctor exec --search-path /home/alice/llvm23/lib -- CMD",
+        ),
         probe={
             "status": "pass",
             "backend": "vulkan",
