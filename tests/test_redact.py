@@ -9,7 +9,13 @@ from conftest import driver_row, run_vkdoctor, validate_report
 
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Report, Severity
 from vkdoctor.redact import Identity, redact, text_redactor
-from vkdoctor.report_records import OverlayLink, OverlayReport
+from vkdoctor.report_records import (
+    DriverSearch,
+    ImplicitLayer,
+    OverlayLink,
+    OverlayReport,
+    SearchPathEntry,
+)
 
 ALICE = Identity(
     homes=("/home/alice",),
@@ -98,6 +104,24 @@ def _report() -> Report:
             applied=False,
             exec="vkdoctor exec --search-path /home/alice/llvm23/lib -- CMD",
         ),
+        driver_search=DriverSearch(
+            loader_version="1.3.239",
+            loader_path="/usr/lib/x86_64-linux-gnu/libvulkan.so.1",
+            override=None,
+            entries=(
+                SearchPathEntry(
+                    path="/home/alice/.config/vulkan/icd.d",
+                    origin="HOME (XDG_CONFIG_HOME unset: $HOME/.config)",
+                ),
+            ),
+            implicit_layers=(
+                ImplicitLayer(
+                    name="VK_LAYER_box7_capture",
+                    library="/home/alice/layers/libcapture.so",
+                    disable_env=None,
+                ),
+            ),
+        ),
         probe={
             "status": "pass",
             "backend": "vulkan",
@@ -122,6 +146,12 @@ def test_identifying_values_go_and_the_rest_stays():
     dumped = json.dumps(doc)
     for secret in ("alice", "box7", "example.org", GPU_UUID, DEVICE_UUID, "1324021012345", "3f2a"):
         assert secret not in dumped.replace("malice /home/alicex", ""), secret
+
+    # the driver search keeps its shape and what is not the user's
+    search = doc["driver_search"]
+    assert search["loader_path"] == "/usr/lib/x86_64-linux-gnu/libvulkan.so.1"
+    assert search["entries"][0]["path"] == "~/.config/vulkan/icd.d"
+    assert search["implicit_layers"][0]["library"] == "~/layers/libcapture.so"
 
     (f,) = out.findings
     assert f.title == original.findings[0].title
