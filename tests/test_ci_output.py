@@ -19,7 +19,7 @@ from vkdoctor.cli import cli
 from vkdoctor.context import Context
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Report, Severity
 from vkdoctor.render import github, junit
-from vkdoctor.report_records import OverlayLink, OverlayReport
+from vkdoctor.report_records import OverlayLink, OverlayReport, probe_result_of
 
 # Everything the workflow-command escaping must handle, in one title and one message.
 NASTY_TITLE = "libLLVM.so.23.1: missing, 100% of it"
@@ -235,37 +235,44 @@ def _report_with_probe(**probe) -> Report:
             applied=False,
             exec="vkdoctor exec --search-path /opt/llvm23/lib -- CMD",
         ),
-        probe={
-            "status": "fail",
-            "backend": "vulkan",
-            "adapter": {
-                "name": "llvmpipe (LLVM 23.1.0, 256 bits)",
-                "type": "cpu",
-                "driver": "llvmpipe",
-                "vendor_id": 65541,
-                "device_id": 0,
-            },
-            "ladder": [
-                {"rung": "add_one", "ok": True, "seconds": 0.01},
-                {"rung": "reduce", "ok": True, "seconds": 0.02},
-                {"rung": "matmul", "ok": True, "seconds": 0.02},
-            ],
-            "tolerance": 1e-5,
-            "cases": [
-                {"rows": 64, "d": 8, "max_rel_err": 2.1e-7, "norm_rel_err": 1e-7, "ok": True},
-                {
-                    "rows": 64,
-                    "d": 4096,
-                    "max_rel_err": 0.37,
-                    "norm_rel_err": 0.02,
-                    "ok": False,
-                    "worst": {"index": [3, 17], "value": 1.37, "reference": 1.0, "rel_err": 0.37},
-                    "timing": {"upload_s": 0.25, "dispatch_s": 0.125, "repeat_s": [0.5, 0.125]},
+        probe=probe_result_of(
+            {
+                "status": "fail",
+                "backend": "vulkan",
+                "adapter": {
+                    "name": "llvmpipe (LLVM 23.1.0, 256 bits)",
+                    "type": "cpu",
+                    "driver": "llvmpipe",
+                    "vendor_id": 65541,
+                    "device_id": 0,
                 },
-            ],
-            "seconds": 1.25,
-            **probe,
-        },
+                "ladder": [
+                    {"rung": "add_one", "ok": True, "seconds": 0.01},
+                    {"rung": "reduce", "ok": True, "seconds": 0.02},
+                    {"rung": "matmul", "ok": True, "seconds": 0.02},
+                ],
+                "tolerance": 1e-5,
+                "cases": [
+                    {"rows": 64, "d": 8, "max_rel_err": 2.1e-7, "norm_rel_err": 1e-7, "ok": True},
+                    {
+                        "rows": 64,
+                        "d": 4096,
+                        "max_rel_err": 0.37,
+                        "norm_rel_err": 0.02,
+                        "ok": False,
+                        "worst": {
+                            "index": [3, 17],
+                            "value": 1.37,
+                            "reference": 1.0,
+                            "rel_err": 0.37,
+                        },
+                        "timing": {"upload_s": 0.25, "dispatch_s": 0.125, "repeat_s": [0.5, 0.125]},
+                    },
+                ],
+                "seconds": 1.25,
+                **probe,
+            }
+        ),
     )
 
 

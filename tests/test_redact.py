@@ -15,6 +15,7 @@ from vkdoctor.report_records import (
     OverlayLink,
     OverlayReport,
     SearchPathEntry,
+    probe_result_of,
 )
 
 ALICE = Identity(
@@ -122,19 +123,21 @@ def _report() -> Report:
                 ),
             ),
         ),
-        probe={
-            "status": "pass",
-            "backend": "vulkan",
-            "adapter": {
-                "name": "NVIDIA L4",
-                "type": "discrete",
-                "driver": "NVIDIA 550.54.14",
-                "vendor_id": 4318,
-                "device_id": 10168,
-            },
-            "cases": [{"rows": 64, "d": 8, "max_rel_err": 2.384185791015625e-07, "ok": True}],
-            "seconds": 1.2345,
-        },
+        probe=probe_result_of(
+            {
+                "status": "pass",
+                "backend": "vulkan",
+                "adapter": {
+                    "name": "NVIDIA L4",
+                    "type": "discrete",
+                    "driver": "NVIDIA 550.54.14",
+                    "vendor_id": 4318,
+                    "device_id": 10168,
+                },
+                "cases": [{"rows": 64, "d": 8, "max_rel_err": 2.384185791015625e-07, "ok": True}],
+                "seconds": 1.2345,
+            }
+        ),
     )
 
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vkdoctor.record import field, record, to_json
-from vkdoctor.report_records import DriverRow, DriverSearch, OverlayReport
+from vkdoctor.report_records import DriverRow, DriverSearch, OverlayReport, ProbeResult
 
 SCHEMA_VERSION = 1
 
@@ -156,7 +156,7 @@ class Report:
     checks: tuple[CheckResult, ...]
     drivers: tuple[DriverRow, ...] = ()
     overlay: OverlayReport | None = None
-    probe: Mapping[str, Any] | None = None
+    probe: ProbeResult | None = None
     #: how the loader finds drivers (None for run-probe, or when the scan broke)
     driver_search: DriverSearch | None = None
     command: str = "check"
@@ -170,7 +170,7 @@ class Report:
     def status(self, *, strict: bool = False) -> ReportStatus:
         """fail beats error: a real failure is reported as such even if one of our checks broke."""
         worst = max((f.severity.rank for f in self.findings), default=0)
-        probe_failed = self.probe is not None and self.probe.get("status") not in ("pass", None)
+        probe_failed = self.probe is not None and self.probe.status != "pass"
         if worst >= Severity.FAIL.rank and any(f.severity is Severity.FAIL for f in self.findings):
             return ReportStatus.FAIL
         if probe_failed:
@@ -196,7 +196,7 @@ class Report:
             "findings": [f.as_dict(sudo=self.sudo) for f in self.findings],
             "drivers": to_json(self.drivers),
             "overlay": to_json(self.overlay),
-            "probe": dict(self.probe) if self.probe is not None else None,
+            "probe": self.probe.as_dict() if self.probe is not None else None,
             "driver_search": to_json(self.driver_search),
         }
 

@@ -172,5 +172,5 @@ def redact(report: Report, identity: Identity) -> Report:
         drivers=tuple(redact_value(d, r) for d in report.drivers),
         overlay=redact_value(report.overlay, r),
         driver_search=redact_value(report.driver_search, r),
-        probe=redact_value(dict(report.probe), r) if report.probe is not None else None,
+        probe=redact_value(report.probe, r),
     )

@@ -1,5 +1,5 @@
-"""The typed parts of the report (report.schema.json): the drivers list, the overlay and the
-loader's driver search. Their JSON is `record.to_json` of them: the keys are the fields, in order;
+"""The typed parts of the report (report.schema.json): the drivers list, the overlay, the
+loader's driver search and the probe's result. Their JSON is `record.to_json` of them: the keys are the fields, in order;
 a field holding `ABSENT` is left out (a key the schema makes optional, which is not null)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vkdoctor.record import ABSENT, Absent, record
+from vkdoctor.record import ABSENT, Absent, field, record
 
 
 @record(frozen=True, kw_only=True)
@@ -128,3 +128,49 @@ class DriverSearch:
     override: str | None
     entries: tuple[SearchPathEntry, ...]
     implicit_layers: tuple[ImplicitLayer, ...]
+
+
+#: the probe's statuses (the parent makes any other an "error")
+PROBE_STATUSES = ("pass", "fail", "crash", "timeout", "no-adapter", "error")
+
+
+@record(frozen=True, kw_only=True)
+class ProbeResult:
+    """The probe's result (report.probe): what the report's status and the verdicts decide on,
+    typed, and the whole object as the probe child and vkdoctor wrote it."""
+
+    #: one of PROBE_STATUSES
+    status: str
+    #: finer than status (wrong-numbers, signal, timeout, ...)
+    reason: str | None
+    #: one line on what happened
+    summary: str | None
+    backend: str | None
+    #: how long the probe took, the child's start to its end
+    seconds: float | None
+    #: the report's `probe` object, every key in the order it was written
+    document: Mapping[str, Any] = field(repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        # not to_json(self): the child's document passes through whole and in its order (the
+        # schema leaves its details open); the fields above are read from it
+        return dict(self.document)
+
+
+def probe_result_of(document: Mapping[str, Any]) -> ProbeResult:
+    """The typed result of the probe's `document` (vkdoctor.probe's object)."""
+
+    def text(key: str) -> str | None:
+        value = document.get(key)
+        return None if value is None else str(value)
+
+    seconds = document.get("seconds")
+    status = str(document.get("status"))
+    return ProbeResult(
+        status=status if status in PROBE_STATUSES else "error",
+        reason=text("reason"),
+        summary=text("summary"),
+        backend=text("backend"),
+        seconds=float(seconds) if isinstance(seconds, int | float) else None,
+        document=document,
+    )

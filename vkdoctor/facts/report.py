@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from vkdoctor import __version__
 from vkdoctor.context import Context
 from vkdoctor.model import CheckResult, Report, Severity
+from vkdoctor.report_records import probe_result_of
 
 
 def build_report(ctx: Context, results: Sequence[CheckResult], *, command: str) -> Report:
@@ -34,7 +35,7 @@ def build_report(ctx: Context, results: Sequence[CheckResult], *, command: str) 
     if probes and ctx.options.probe:
         from vkdoctor.facts.probe import probe_result
 
-        probe = ctx.fact(probe_result)
+        probe = probe_result_of(ctx.fact(probe_result))
     return Report(
         vkdoctor_version=__version__,
         host=ctx.fact(collect),

@@ -92,7 +92,7 @@ def annotation_lines(report: Report, *, strict: bool = False) -> list[str]:
             out.append(command(level, _body(f, report.sudo), title=f"{f.code}: {f.title}"))
             probe_said |= level == "error" and f.code.startswith(PROBE_FAMILY_PREFIX)
     if report.probe is not None and not probe_said:
-        failure = probe_failure(report.probe)
+        failure = probe_failure(report.probe.document)
         if failure:
             out.append(command("error", failure, title="vkdoctor probe"))
     return out
@@ -172,7 +172,7 @@ def summary(report: Report, *, strict: bool = False) -> str:
     if report.drivers:
         lines += _drivers_section(report.drivers)
     if report.probe is not None:
-        lines += _probe_section(report.probe)
+        lines += _probe_section(report.probe.document)
     if report.overlay:
         lines += _overlay_section(report.overlay)
     return "\n".join(lines) + "\n"

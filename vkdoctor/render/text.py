@@ -316,7 +316,7 @@ def brief(report: Report, style: Style) -> list[str]:
             text, mark_sev = _area_text(family, checks)
             mark_sev = Severity.OK if mark_sev is Severity.OK else Severity.INFO
             if family == "compute" and report.probe is not None:
-                seconds = report.probe.get("seconds")
+                seconds = report.probe.seconds
                 if seconds is not None:
                     text += f", in {float(seconds):.1f} s"
         glyph = style.paint(style.glyph(mark_sev), mark_sev)
@@ -329,10 +329,10 @@ def brief(report: Report, style: Style) -> list[str]:
             f"  export LD_LIBRARY_PATH={report.overlay.ld_library_path}",
         ]
     if report.probe is not None and (
-        report.probe.get("status") != "pass" or report.command == "run-probe"
+        report.probe.status != "pass" or report.command == "run-probe"
     ):
         # run-probe asked for the probe: its details are the point
-        lines += ["", "Probe", *_probe(dict(report.probe), style)]
+        lines += ["", "Probe", *_probe(dict(report.probe.document), style)]
     warnings = [f for f in report.findings if f.severity is Severity.WARN]
     # the first failure is the deepest cause (drivers, libraries, then the load and the probe
     # they break): printed last, it ends the run with its fix
@@ -414,7 +414,7 @@ def sections(report: Report, style: Style) -> list[str]:
             f"  export LD_LIBRARY_PATH={report.overlay.ld_library_path}",
         ]
     if report.probe is not None:
-        lines += ["", "Probe", *_probe(dict(report.probe), style)]
+        lines += ["", "Probe", *_probe(dict(report.probe.document), style)]
     return lines
 
 
@@ -431,9 +431,9 @@ def verdict(report: Report, *, style: Style, strict: bool = False) -> str:
         more = len(failed) - len(named)
         parts.append("; ".join(named) + (f"; and {more} more failure(s)" if more else ""))
     probe_failed = any(f.code == "VKR001" and f.severity is Severity.FAIL for f in report.findings)
-    if report.probe is not None and report.probe.get("status") != "pass" and not probe_failed:
+    if report.probe is not None and report.probe.status != "pass" and not probe_failed:
         # (VKR001's failure already counts the probe among the failed)
-        parts.append(f"probe {report.probe.get('status')}")
+        parts.append(f"probe {report.probe.status}")
     if counts[Severity.ERROR]:
         parts.append(f"{counts[Severity.ERROR]} internal error(s)")
     if counts[Severity.WARN]:
