@@ -247,3 +247,16 @@ def test_drivers_text_shows_the_reports_driver_search(tmp_path: Path) -> None:
     assert text[0] == f"Vulkan loader {search['loader_version']} ({search['loader_path']})"
     assert text[1] == "Driver search path, in order (replaced by VK_DRIVER_FILES):"
     assert text[2].split() == [str(LVP_MANIFEST), f"[{search['entries'][0]['origin']}]"]
+
+
+def test_the_drivers_view_without_a_driver_search_says_so() -> None:
+    """A scan that broke (the VKD checks' VKX000) leaves no driver_search: the view says that
+    instead of a loader line it does not have."""
+    text = drivers_render.render(_report(drivers=(), driver_search=None), unicode=True)
+    assert text.splitlines() == [
+        "Vulkan loader: its driver search could not be read (see the findings below)",
+        "",
+        "Drivers: none found.",
+        "",
+        "vkdoctor: FAIL: no Vulkan driver will load",
+    ]
