@@ -13,6 +13,8 @@ from typing import Any
 import jsonschema
 import pytest
 
+from vkdoctor.report_records import DriverRow
+
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((REPO / "vkdoctor" / "data" / "report.schema.json").read_text())
 
@@ -130,6 +132,29 @@ def run_json(
 
 #: a host object as the schema requires it, for reports a test builds by hand
 HOST = {"root": "/", "distro": {"id": "debian"}, "machine": "x86_64", "vkdoctor": "test"}
+
+
+def driver_row(*, manifest: str, verdict: str, **fields: Any) -> DriverRow:
+    """A report's driver row for a report a test builds by hand: `fields` over a driver the
+    loader lists from the default directories and will dlopen."""
+    base: dict[str, Any] = {
+        "index": 0,
+        "origin": "default XDG_DATA_DIRS",
+        "search_entry": os.path.dirname(manifest),
+        "library_path": None,
+        "library": None,
+        "library_rule": None,
+        "dlopen_name": None,
+        "api_version": None,
+        "file_format_version": "1.0.0",
+        "library_arch": None,
+        "is_portability_driver": False,
+        "driver": None,
+        "outcome": "loads",
+        "predicted_error": None,
+        "reason": None,
+    }
+    return DriverRow(manifest=manifest, verdict=verdict, **{**base, **fields})
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ from pathlib import Path
 import junitparser
 import pytest
 from click.testing import CliRunner
-from conftest import HOST, run_vkdoctor, validate_report
+from conftest import HOST, driver_row, run_vkdoctor, validate_report
 
 import vkdoctor.checks
 from vkdoctor.checks.base import Check
@@ -19,6 +19,7 @@ from vkdoctor.cli import cli
 from vkdoctor.context import Context
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Report, Severity
 from vkdoctor.render import github, junit
+from vkdoctor.report_records import OverlayLink, OverlayReport, probe_result_of
 
 # Everything the workflow-command escaping must handle, in one title and one message.
 NASTY_TITLE = "libLLVM.so.23.1: missing, 100% of it"
@@ -214,55 +215,64 @@ def _report_with_probe(**probe) -> Report:
         host=HOST,
         checks=(host,),
         drivers=(
-            {
-                "manifest": "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
-                "library_path": "/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so",
-                "verdict": "fail",
-                "reason": "libLLVM.so.23.1 | not found",
-            },
+            driver_row(
+                manifest="/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
+                library_path="/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so",
+                verdict="fail",
+                reason="libLLVM.so.23.1 | not found",
+            ),
         ),
-        overlay={
-            "dir": "/home/u/.cache/vkdoctor/overlay/ab12",
-            "ld_library_path": "/home/u/.cache/vkdoctor/overlay/ab12",
-            "libraries": [
-                {
-                    "soname": "libLLVM.so.23.1",
-                    "target": "/opt/llvm23/lib/libLLVM.so.23.1",
-                    "needed_by": ["/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so"],
-                }
-            ],
-        },
-        probe={
-            "status": "fail",
-            "backend": "vulkan",
-            "adapter": {
-                "name": "llvmpipe (LLVM 23.1.0, 256 bits)",
-                "type": "cpu",
-                "driver": "llvmpipe",
-                "vendor_id": 65541,
-                "device_id": 0,
-            },
-            "ladder": [
-                {"rung": "add_one", "ok": True, "seconds": 0.01},
-                {"rung": "reduce", "ok": True, "seconds": 0.02},
-                {"rung": "matmul", "ok": True, "seconds": 0.02},
-            ],
-            "tolerance": 1e-5,
-            "cases": [
-                {"rows": 64, "d": 8, "max_rel_err": 2.1e-7, "norm_rel_err": 1e-7, "ok": True},
-                {
-                    "rows": 64,
-                    "d": 4096,
-                    "max_rel_err": 0.37,
-                    "norm_rel_err": 0.02,
-                    "ok": False,
-                    "worst": {"index": [3, 17], "value": 1.37, "reference": 1.0, "rel_err": 0.37},
-                    "timing": {"upload_s": 0.25, "dispatch_s": 0.125, "repeat_s": [0.5, 0.125]},
+        overlay=OverlayReport(
+            dir="/home/u/.cache/vkdoctor/overlay/ab12",
+            ld_library_path="/home/u/.cache/vkdoctor/overlay/ab12",
+            libraries=(
+                OverlayLink(
+                    soname="libLLVM.so.23.1",
+                    target="/opt/llvm23/lib/libLLVM.so.23.1",
+                    needed_by=("/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so",),
+                ),
+            ),
+            applied=False,
+            exec="vkdoctor exec --search-path /opt/llvm23/lib -- CMD",
+        ),
+        probe=probe_result_of(
+            {
+                "status": "fail",
+                "backend": "vulkan",
+                "adapter": {
+                    "name": "llvmpipe (LLVM 23.1.0, 256 bits)",
+                    "type": "cpu",
+                    "driver": "llvmpipe",
+                    "vendor_id": 65541,
+                    "device_id": 0,
                 },
-            ],
-            "seconds": 1.25,
-            **probe,
-        },
+                "ladder": [
+                    {"rung": "add_one", "ok": True, "seconds": 0.01},
+                    {"rung": "reduce", "ok": True, "seconds": 0.02},
+                    {"rung": "matmul", "ok": True, "seconds": 0.02},
+                ],
+                "tolerance": 1e-5,
+                "cases": [
+                    {"rows": 64, "d": 8, "max_rel_err": 2.1e-7, "norm_rel_err": 1e-7, "ok": True},
+                    {
+                        "rows": 64,
+                        "d": 4096,
+                        "max_rel_err": 0.37,
+                        "norm_rel_err": 0.02,
+                        "ok": False,
+                        "worst": {
+                            "index": [3, 17],
+                            "value": 1.37,
+                            "reference": 1.0,
+                            "rel_err": 0.37,
+                        },
+                        "timing": {"upload_s": 0.25, "dispatch_s": 0.125, "repeat_s": [0.5, 0.125]},
+                    },
+                ],
+                "seconds": 1.25,
+                **probe,
+            }
+        ),
     )
 
 

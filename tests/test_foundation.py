@@ -18,6 +18,7 @@ from vkdoctor.cli import cli
 from vkdoctor.context import Context
 from vkdoctor.model import Finding, Remedy, Report, ReportStatus, Severity, exit_code, remedy_from
 from vkdoctor.render.page import render
+from vkdoctor.report_records import probe_result_of
 from vkdoctor.runner import run_checks, select
 
 
@@ -145,8 +146,17 @@ def test_select_and_ignore_by_prefix():
 
 
 def test_failed_probe_fails_the_report():
-    r = Report(vkdoctor_version="0", host=HOST, checks=(), probe={"status": "timeout"})
+    r = Report(
+        vkdoctor_version="0", host=HOST, checks=(), probe=probe_result_of({"status": "timeout"})
+    )
     assert r.status() is ReportStatus.FAIL
+    # a probe document without a status the parent knows is no pass either
+    odd = Report(vkdoctor_version="0", host=HOST, checks=(), probe=probe_result_of({}))
+    assert odd.status() is ReportStatus.FAIL
+    passed = probe_result_of({"status": "pass", "seconds": 1})
+    assert Report(vkdoctor_version="0", host=HOST, checks=(), probe=passed).status() is (
+        ReportStatus.OK
+    )
 
 
 def test_check_json_report_validates(tmp_path: Path):

@@ -400,6 +400,7 @@ def test_unreadable_search_path_is_named(tmp_path: Path) -> None:
 
     from vkdoctor.context import Context, Options
     from vkdoctor.overlay.candidates import Need, search, user_dirs
+    from vkdoctor.record import to_json
 
     top = Path(tempfile.mkdtemp(prefix="vkdoctor-overlay-nobody-", dir="/tmp"))
     try:
@@ -421,7 +422,7 @@ def test_unreadable_search_path_is_named(tmp_path: Path) -> None:
                     os.setgid(65534)
                     os.setuid(65534)
                 found = search(ctx, [need], user_dirs(ctx))
-                text = json.dumps([p.as_dict() for p in found.problems])
+                text = json.dumps(to_json(found.problems))
                 os.write(w, text.encode())
             except BaseException:
                 code = 1

@@ -5,10 +5,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import run_vkdoctor, validate_report
+from conftest import driver_row, run_vkdoctor, validate_report
 
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Report, Severity
 from vkdoctor.redact import Identity, redact, text_redactor
+from vkdoctor.report_records import (
+    DriverSearch,
+    ImplicitLayer,
+    OverlayLink,
+    OverlayReport,
+    SearchPathEntry,
+    probe_result_of,
+)
 
 ALICE = Identity(
     homes=("/home/alice",),
@@ -78,36 +86,58 @@ def _report() -> Report:
             ),
         ),
         drivers=(
-            {
-                "manifest": "/home/alice/.local/share/vulkan/icd.d/nv.json",
-                "library_path": "/usr/lib/x86_64-linux-gnu/libGLX_nvidia.so.0",
-                "verdict": "ok",
-            },
+            driver_row(
+                manifest="/home/alice/.local/share/vulkan/icd.d/nv.json",
+                library_path="/usr/lib/x86_64-linux-gnu/libGLX_nvidia.so.0",
+                verdict="ok",
+            ),
         ),
-        overlay={
-            "dir": "/home/alice/.cache/vkdoctor/overlay/3c1f",
-            "ld_library_path": "/home/alice/.cache/vkdoctor/overlay/3c1f:/usr/local/lib",
-            "libraries": [
-                {
-                    "soname": "libLLVM.so.23.1",
-                    "target": "/home/alice/llvm23/lib/libLLVM.so.23.1",
-                    "needed_by": ["/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so"],
-                }
-            ],
-        },
-        probe={
-            "status": "pass",
-            "backend": "vulkan",
-            "adapter": {
-                "name": "NVIDIA L4",
-                "type": "discrete",
-                "driver": "NVIDIA 550.54.14",
-                "vendor_id": 4318,
-                "device_id": 10168,
-            },
-            "cases": [{"rows": 64, "d": 8, "max_rel_err": 2.384185791015625e-07, "ok": True}],
-            "seconds": 1.2345,
-        },
+        overlay=OverlayReport(
+            dir="/home/alice/.cache/vkdoctor/overlay/3c1f",
+            ld_library_path="/home/alice/.cache/vkdoctor/overlay/3c1f:/usr/local/lib",
+            libraries=(
+                OverlayLink(
+                    soname="libLLVM.so.23.1",
+                    target="/home/alice/llvm23/lib/libLLVM.so.23.1",
+                    needed_by=("/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so",),
+                ),
+            ),
+            applied=False,
+            exec="vkdoctor exec --search-path /home/alice/llvm23/lib -- CMD",
+        ),
+        driver_search=DriverSearch(
+            loader_version="1.3.239",
+            loader_path="/usr/lib/x86_64-linux-gnu/libvulkan.so.1",
+            override=None,
+            entries=(
+                SearchPathEntry(
+                    path="/home/alice/.config/vulkan/icd.d",
+                    origin="HOME (XDG_CONFIG_HOME unset: $HOME/.config)",
+                ),
+            ),
+            implicit_layers=(
+                ImplicitLayer(
+                    name="VK_LAYER_box7_capture",
+                    library="/home/alice/layers/libcapture.so",
+                    disable_env=None,
+                ),
+            ),
+        ),
+        probe=probe_result_of(
+            {
+                "status": "pass",
+                "backend": "vulkan",
+                "adapter": {
+                    "name": "NVIDIA L4",
+                    "type": "discrete",
+                    "driver": "NVIDIA 550.54.14",
+                    "vendor_id": 4318,
+                    "device_id": 10168,
+                },
+                "cases": [{"rows": 64, "d": 8, "max_rel_err": 2.384185791015625e-07, "ok": True}],
+                "seconds": 1.2345,
+            }
+        ),
     )
 
 
@@ -119,6 +149,12 @@ def test_identifying_values_go_and_the_rest_stays():
     dumped = json.dumps(doc)
     for secret in ("alice", "box7", "example.org", GPU_UUID, DEVICE_UUID, "1324021012345", "3f2a"):
         assert secret not in dumped.replace("malice /home/alicex", ""), secret
+
+    # the driver search keeps its shape and what is not the user's
+    search = doc["driver_search"]
+    assert search["loader_path"] == "/usr/lib/x86_64-linux-gnu/libvulkan.so.1"
+    assert search["entries"][0]["path"] == "~/.config/vulkan/icd.d"
+    assert search["implicit_layers"][0]["library"] == "~/layers/libcapture.so"
 
     (f,) = out.findings
     assert f.title == original.findings[0].title

@@ -9,7 +9,8 @@ import os
 import stat
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+
+from vkdoctor.report_records import OverlayReport
 
 
 class GithubEnvError(Exception):
@@ -26,11 +27,11 @@ def target(env: Mapping[str, str]) -> str:
     return path
 
 
-def export_overlay(overlay: Mapping[str, Any] | None, path: str) -> str:
+def export_overlay(overlay: OverlayReport | None, path: str) -> str:
     """Append the overlay's LD_LIBRARY_PATH to `path`; what was done, for stderr."""
-    if not overlay:
+    if overlay is None:
         return "--github-env: no overlay is needed or proven; nothing written to GITHUB_ENV"
-    value = str(overlay.get("ld_library_path") or "")
+    value = overlay.ld_library_path
     if "\n" in value or "\r" in value:
         raise GithubEnvError("--github-env: the overlay's path holds a newline; not written")
     try:

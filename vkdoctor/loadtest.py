@@ -97,6 +97,7 @@ class Device:
         return f"{self.name} ({', '.join(parts)})"
 
     def as_dict(self) -> dict[str, Any]:
+        # not to_json(self): the fields a device does not report (None) are left out
         return {k: v for k, v in vars(self).items() if v is not None}
 
 
@@ -140,6 +141,7 @@ class TargetOutcome:
         return None
 
     def as_dict(self) -> dict[str, Any]:
+        # not to_json(self): the target flattened, results by name (VK_...), empty outputs left out
         return {
             "kind": self.target.kind,
             "name": self.target.name,

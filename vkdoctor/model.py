@@ -6,7 +6,8 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
-from vkdoctor.record import field, record
+from vkdoctor.record import field, record, to_json
+from vkdoctor.report_records import DriverRow, DriverSearch, OverlayReport, ProbeResult
 
 SCHEMA_VERSION = 1
 
@@ -84,6 +85,7 @@ class Finding:
 
     def as_dict(self, *, sudo: bool = True) -> dict[str, Any]:
         """`sudo`: the report's `sudo` (whether commands that need root are shown after sudo)."""
+        # not to_json(self): the message and the remedy are shown as the report's `sudo` says
         return {
             "code": self.code,
             "severity": self.severity.value,
@@ -126,6 +128,7 @@ class CheckResult:
         return max((f.severity for f in self.findings), key=lambda s: s.rank, default=Severity.OK)
 
     def as_dict(self) -> dict[str, Any]:
+        # not to_json(self): the JSON has the worst severity, not the findings, and rounds seconds
         return {
             "code": self.code,
             "family": self.family,
@@ -151,9 +154,11 @@ class Report:
     vkdoctor_version: str
     host: Mapping[str, Any]
     checks: tuple[CheckResult, ...]
-    drivers: tuple[Mapping[str, Any], ...] = ()
-    overlay: Mapping[str, Any] | None = None
-    probe: Mapping[str, Any] | None = None
+    drivers: tuple[DriverRow, ...] = ()
+    overlay: OverlayReport | None = None
+    probe: ProbeResult | None = None
+    #: how the loader finds drivers (None for run-probe, or when the scan broke)
+    driver_search: DriverSearch | None = None
     command: str = "check"
     #: commands that need root are shown after `sudo ` (the user is not root and has sudo)
     sudo: bool = True
@@ -165,7 +170,7 @@ class Report:
     def status(self, *, strict: bool = False) -> ReportStatus:
         """fail beats error: a real failure is reported as such even if one of our checks broke."""
         worst = max((f.severity.rank for f in self.findings), default=0)
-        probe_failed = self.probe is not None and self.probe.get("status") not in ("pass", None)
+        probe_failed = self.probe is not None and self.probe.status != "pass"
         if worst >= Severity.FAIL.rank and any(f.severity is Severity.FAIL for f in self.findings):
             return ReportStatus.FAIL
         if probe_failed:
@@ -180,6 +185,7 @@ class Report:
         return ReportStatus.OK
 
     def as_dict(self, *, strict: bool = False) -> dict[str, Any]:
+        # not to_json(self): the status is computed, the findings are the checks' (flattened)
         return {
             "schema_version": SCHEMA_VERSION,
             "vkdoctor_version": self.vkdoctor_version,
@@ -188,9 +194,10 @@ class Report:
             "host": dict(self.host),
             "checks": [c.as_dict() for c in self.checks],
             "findings": [f.as_dict(sudo=self.sudo) for f in self.findings],
-            "drivers": [dict(d) for d in self.drivers],
-            "overlay": dict(self.overlay) if self.overlay is not None else None,
-            "probe": dict(self.probe) if self.probe is not None else None,
+            "drivers": to_json(self.drivers),
+            "overlay": to_json(self.overlay),
+            "probe": self.probe.as_dict() if self.probe is not None else None,
+            "driver_search": to_json(self.driver_search),
         }
 
 

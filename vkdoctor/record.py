@@ -8,12 +8,13 @@ repr are shared functions over the field names. The type checker treats `record`
 (PEP 681).
 
 Supported: `frozen`, `kw_only`, `eq`, defaults, `field(default=, default_factory=, repr=)`,
-`replace` and `asdict`; not inheritance between records or `__post_init__` (none is used).
+`replace`, `asdict` and `to_json` (a record as its JSON object); not inheritance between records or `__post_init__` (none is used).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import enum
+from collections.abc import Callable, Mapping
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
@@ -28,6 +29,18 @@ else:
 T = TypeVar("T")
 
 _MISSING: Any = type("_Missing", (), {"__repr__": lambda self: "<missing>"})()
+
+
+class Absent(enum.Enum):
+    """The value of a field that `to_json` leaves out: a key the JSON does not have (not null)."""
+
+    ABSENT = "absent"
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT = Absent.ABSENT
 
 
 class FrozenInstanceError(AttributeError):
@@ -241,4 +254,24 @@ def asdict(obj: Any) -> Any:
         return tuple(asdict(v) for v in obj)
     if isinstance(obj, dict):
         return {asdict(k): asdict(v) for k, v in obj.items()}
+    return obj
+
+
+def to_json(obj: Any) -> Any:
+    """A record as its JSON object, the one conversion of vkdoctor's records: its fields in order
+    (those holding `ABSENT` left out), enums as their values, tuples as lists, recursively."""
+    if is_record(obj):
+        spec: _Spec = type(obj).__record_spec__
+        out = {}
+        for name in spec.names:
+            value = getattr(obj, name)
+            if value is not ABSENT:
+                out[name] = to_json(value)
+        return out
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, list | tuple):
+        return [to_json(v) for v in obj]
+    if isinstance(obj, Mapping):
+        return {k: to_json(v) for k, v in obj.items()}
     return obj

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from vkdoctor.model import CheckResult, Finding, Report
-from vkdoctor.record import record, replace
+from vkdoctor.record import is_record, record, replace
 
 USER = "<user>"
 HOST = "<host>"
@@ -124,6 +124,11 @@ def redact_value(value: Any, redact_text: Callable[[str], str], *, key: str = ""
         return SERIAL if "serial" in key.lower() else UUID
     if isinstance(value, str):
         return redact_text(value)
+    if is_record(value):  # the report's drivers and overlay: each field as a key
+        names = type(value).__record_spec__.names
+        return replace(
+            value, **{n: redact_value(getattr(value, n), redact_text, key=n) for n in names}
+        )
     if isinstance(value, Mapping):
         return {
             redact_text(k) if isinstance(k, str) else k: redact_value(v, redact_text, key=str(k))
@@ -164,7 +169,8 @@ def redact(report: Report, identity: Identity) -> Report:
         report,
         host=host,
         checks=tuple(_check(c, r) for c in report.checks),
-        drivers=tuple(redact_value(dict(d), r) for d in report.drivers),
-        overlay=redact_value(dict(report.overlay), r) if report.overlay is not None else None,
-        probe=redact_value(dict(report.probe), r) if report.probe is not None else None,
+        drivers=tuple(redact_value(d, r) for d in report.drivers),
+        overlay=redact_value(report.overlay, r),
+        driver_search=redact_value(report.driver_search, r),
+        probe=redact_value(report.probe, r),
     )

@@ -13,6 +13,7 @@ from vkdoctor.facts.selection import all_selected
 from vkdoctor.model import Finding, Severity
 from vkdoctor.overlay.describe import exec_command, export_line
 from vkdoctor.overlay.plan import Plan
+from vkdoctor.record import to_json
 from vkdoctor.sonames import find_remedy
 
 
@@ -291,7 +292,7 @@ class SearchPlaces(Check):
                 f"Search path {p.path} {p.message}",
                 f"The {p.origin} {p.path} {p.message}; it was skipped.",
                 remedy="Fix the path given with --search-path or VKDOCTOR_SEARCH_PATH.",
-                evidence=p.as_dict(),
+                evidence=to_json(p),
             )
         for err in plan.package_errors:
             full = "no space left" in err
@@ -355,7 +356,7 @@ class RefusedCandidates(Check):
                 f"{r.soname} is not supplied by the overlay",
                 r.reason,
                 remedy="Install the distribution's package that provides it.",
-                evidence=r.as_dict(),
+                evidence=to_json(r),
             )
 
 

@@ -75,6 +75,7 @@ def run_probe(
 
     from vkdoctor.model import Report
     from vkdoctor.probe_report import check_result
+    from vkdoctor.report_records import probe_result_of
 
     host = _light_host()
     result = probe.finish(running)
@@ -86,7 +87,7 @@ def run_probe(
         vkdoctor_version=common.version(),
         host=host,
         checks=(check_result(result),),
-        probe=result,
+        probe=probe_result_of(result),
         command="run-probe",
         sudo=shows_sudo(Context(env=env)),
     )

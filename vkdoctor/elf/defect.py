@@ -73,6 +73,7 @@ class Defect:
         return "not a loadable shared object"
 
     def as_dict(self) -> dict[str, Any]:
+        # not to_json(self): the facts a defect does not have (None) are left out
         out: dict[str, Any] = {"path": self.path, "kind": self.kind, "size": self.size}
         for key in ("expected", "expected_from", "effect", "machine", "mount", "option", "intact"):
             value = getattr(self, key)

@@ -59,6 +59,7 @@ class NearMiss:
         return f"{self.path}{name}: {what}"
 
     def as_dict(self) -> dict[str, Any]:
+        # not to_json(self): the class as ELFCLASSnn, only the last three version nodes
         return {
             "path": self.path,
             "kind": self.kind,

@@ -98,6 +98,7 @@ class ElfInfo:
         return tuple(v for v in self.verneed if v.file == soname)
 
     def as_dict(self) -> dict[str, Any]:
+        # not to_json(self): the JSON has the derived facts (class, bind_now, nodeflib), not the raw flags
         return {
             "path": self.path,
             "class": self.bits,
@@ -122,9 +123,6 @@ class ElfError:
     path: str
     kind: ErrorKind
     message: str
-
-    def as_dict(self) -> dict[str, str]:
-        return {"path": self.path, "kind": self.kind, "message": self.message}
 
 
 ElfResult = ElfInfo | ElfError

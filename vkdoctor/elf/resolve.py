@@ -54,6 +54,7 @@ class Library:
         return self.elf.soname
 
     def as_dict(self) -> dict[str, Any]:
+        # not to_json(self): of its ELF facts only the soname; preloaded is already_in_process
         return {
             "name": self.name,
             "soname": self.elf.soname,
@@ -89,6 +90,7 @@ class Miss:
         return next((t for t in self.tried if t.outcome == "bad_elf"), None)
 
     def as_dict(self) -> dict[str, Any]:
+        # not to_json(self): `near` is near_misses
         return {
             "name": self.name,
             "needed_by": self.needed_by,
@@ -125,6 +127,7 @@ class VersionProblem:
         return f"{self.provider}: version `{self.missing[0]}' not found (required by {self.required_by})"
 
     def as_dict(self) -> dict[str, Any]:
+        # not to_json(self): the last five version nodes only, and `better` is copies_with_versions
         return {
             "required_by": self.required_by,
             "soname": self.soname,
@@ -165,6 +168,7 @@ class Resolution:
         return next((x for x in self.libraries if name in (x.name, x.soname, x.path)), None)
 
     def as_dict(self) -> dict[str, Any]:
+        # not to_json(self): the JSON adds `ok` and leaves out the search inputs
         return {
             "target": self.target,
             "ok": self.ok,

@@ -64,6 +64,7 @@ class Tried:
     origin_of: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
+        # not to_json(self): empty path, detail and origin are left out, and origin_of is `from`
         d: dict[str, Any] = {"how": self.how.value, "where": self.where, "outcome": self.outcome}
         if self.path:
             d["path"] = self.path

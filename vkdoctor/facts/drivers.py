@@ -1,15 +1,25 @@
-"""The report's `drivers` list: the drivers the loader will try, in its order, with verdicts."""
+"""The report's `drivers` list (the drivers the loader will try, in its order, with verdicts)
+and its `driver_search` (how the loader finds them)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from vkdoctor.context import Context
-from vkdoctor.loader import driver_scan
+from vkdoctor.loader import driver_scan, layer_scan
 from vkdoctor.loader.icd import LOADS, verdict
 from vkdoctor.loader.known import known_driver
 from vkdoctor.model import CheckResult
+from vkdoctor.record import ABSENT, replace
+from vkdoctor.report_records import (
+    DriverLibrary,
+    DriverLoad,
+    DriverMiss,
+    DriverRow,
+    DriverSearch,
+    ImplicitLayer,
+    SearchPathEntry,
+)
 
 
 def _predicted_errors(ctx: Context) -> dict[str, str]:
@@ -30,7 +40,9 @@ def _predicted_errors(ctx: Context) -> dict[str, str]:
     return out
 
 
-def _closures(ctx: Context) -> dict[str, dict[str, list[dict[str, Any]]]]:
+def _closures(
+    ctx: Context,
+) -> dict[str, tuple[tuple[DriverLibrary, ...], tuple[DriverMiss, ...]]]:
     """Driver manifest -> the libraries ld.so maps for its library (each with the name it was
     asked for, the file, how it was found, who needed it) and the names it cannot find. The
     resolutions are the library checks' own (a run-wide fact), not computed again."""
@@ -40,25 +52,22 @@ def _closures(ctx: Context) -> dict[str, dict[str, list[dict[str, Any]]]]:
     for t, res in ctx.fact(target_resolutions):
         if t.kind != "driver":
             continue
-        out[t.manifest] = {
-            "libraries": [
-                {
-                    "name": lib.name,
-                    "path": lib.path,
-                    "how": lib.how.value,
-                    "needed_by": lib.needed_by,
-                }
+        out[t.manifest] = (
+            tuple(
+                DriverLibrary(
+                    name=lib.name, path=lib.path, how=lib.how.value, needed_by=lib.needed_by
+                )
                 for lib in res.libraries
-            ],
-            "missing": [{"name": m.name, "needed_by": m.needed_by} for m in res.misses],
-        }
+            ),
+            tuple(DriverMiss(name=m.name, needed_by=m.needed_by) for m in res.misses),
+        )
     return out
 
 
-def driver_rows(ctx: Context) -> tuple[dict[str, Any], ...]:
-    """One JSON-able dict per manifest the loader lists (schema: report.drivers[]). The verdict
-    is the loader's view of the manifest and ld.so's of the library it names: a driver whose
-    library cannot load is a failure even though the loader accepts its manifest."""
+def driver_rows(ctx: Context) -> tuple[DriverRow, ...]:
+    """One row per manifest the loader lists (schema: report.drivers[]). The verdict is the
+    loader's view of the manifest and ld.so's of the library it names: a driver whose library
+    cannot load is a failure even though the loader accepts its manifest."""
     scan = driver_scan(ctx)
     loads = any(d.outcome == LOADS for d in scan.drivers)
     predicted = _predicted_errors(ctx) if loads else {}
@@ -72,32 +81,34 @@ def driver_rows(ctx: Context) -> tuple[dict[str, Any], ...]:
             reason = (
                 f"{d.manifest}: the loader dlopens {d.library}, but ld.so cannot load it: {error}"
             )
+        closure = closures.get(d.manifest)
         rows.append(
-            {
-                "index": index,
-                "manifest": d.manifest,
-                "origin": d.origin,
-                "search_entry": d.entry,
-                "library_path": d.library_path,
-                "library": d.evidence.get("library_found", d.library),
-                "library_rule": d.library_rule,
-                "dlopen_name": d.library if d.dlopened else None,
-                "api_version": d.api_version,
-                "file_format_version": d.file_format_version,
-                "library_arch": d.library_arch,
-                "is_portability_driver": d.is_portability_driver,
-                "driver": known_driver(d.library),
-                "outcome": d.outcome,
-                "predicted_error": error,
-                "verdict": v,
-                "reason": reason,
-                **closures.get(d.manifest, {}),
-            }
+            DriverRow(
+                index=index,
+                manifest=d.manifest,
+                origin=d.origin,
+                search_entry=d.entry,
+                library_path=d.library_path,
+                library=d.evidence.get("library_found", d.library),
+                library_rule=d.library_rule,
+                dlopen_name=d.library if d.dlopened else None,
+                api_version=d.api_version,
+                file_format_version=d.file_format_version,
+                library_arch=d.library_arch,
+                is_portability_driver=d.is_portability_driver,
+                driver=known_driver(d.library),
+                outcome=d.outcome,
+                predicted_error=error,
+                verdict=v,
+                reason=reason,
+                libraries=closure[0] if closure else ABSENT,
+                missing=closure[1] if closure else ABSENT,
+            )
         )
     return tuple(rows)
 
 
-def drivers_report(ctx: Context) -> tuple[Mapping[str, Any], ...]:
+def drivers_report(ctx: Context) -> tuple[DriverRow, ...]:
     """The report's `drivers` list. A bug here shows up as VKX000 in the VKD checks, not twice."""
     try:
         return driver_rows(ctx)
@@ -106,8 +117,8 @@ def drivers_report(ctx: Context) -> tuple[Mapping[str, Any], ...]:
 
 
 def with_load_results(
-    ctx: Context, rows: tuple[Mapping[str, Any], ...], load_chosen: bool
-) -> tuple[Mapping[str, Any], ...]:
+    ctx: Context, rows: tuple[DriverRow, ...], load_chosen: bool
+) -> tuple[DriverRow, ...]:
     """Each driver row with what the real load test saw for its manifest, when it ran."""
     if not ctx.live or not load_chosen:
         return rows
@@ -120,28 +131,40 @@ def with_load_results(
         outcomes = {o.target.manifest: o for o in run.outcomes if o.target.kind == "driver"}
     except Exception:  # the VKT checks report a broken load test
         return rows
-    keep = ("dlopen", "dlerror", "instance", "vk_result", "devices", "signal")
     out = []
     for row in rows:
-        outcome = outcomes.get(str(row.get("manifest")))
+        outcome = outcomes.get(row.manifest)
         if outcome is None:
             out.append(row)
             continue
-        load = {k: v for k, v in outcome.as_dict().items() if k in keep}
-        tested = {**row, "load": load}
+        shown = outcome.as_dict()
+        tested = replace(
+            row,
+            load=DriverLoad(
+                dlopen=shown["dlopen"],
+                dlerror=shown["dlerror"],
+                instance=shown["instance"],
+                vk_result=shown["vk_result"],
+                devices=tuple(shown["devices"]),
+                signal=shown["signal"],
+            ),
+        )
         seen = classify(outcome, env=ctx.env, loader_version=run.loader_version)
-        if seen.severity.rank > Severity(str(row.get("verdict", "ok"))).rank:
+        if seen.severity.rank > Severity(row.verdict).rank:
             # the real load has the last word: a driver whose manifest and libraries look
             # right but that does not load, crashes or fails vkCreateInstance is no "ok"
-            tested["verdict"] = seen.severity.value
-            tested["reason"] = f"the real load test: {seen.title}. {seen.message}"
+            tested = replace(
+                tested,
+                verdict=seen.severity.value,
+                reason=f"the real load test: {seen.title}. {seen.message}",
+            )
         out.append(tested)
     return tuple(out)
 
 
 def with_packages(
-    rows: tuple[Mapping[str, Any], ...], results: Sequence[CheckResult]
-) -> tuple[Mapping[str, Any], ...]:
+    rows: tuple[DriverRow, ...], results: Sequence[CheckResult]
+) -> tuple[DriverRow, ...]:
     """Each driver row, and each library of its closure, with the package that owns it, as the
     forked VKP009 found (nothing is looked up again here); rows unchanged when it did not run."""
     import os.path
@@ -160,15 +183,39 @@ def with_packages(
 
     out = []
     for row in rows:
-        libs = row.get("libraries")
-        if not isinstance(libs, list):
+        if row.libraries is ABSENT:
             out.append(row)
             continue
         out.append(
-            {
-                **row,
-                "package": owner(row.get("library")),
-                "libraries": [{**lib, "package": owner(lib.get("path"))} for lib in libs],
-            }
+            replace(
+                row,
+                package=owner(row.library),
+                libraries=tuple(replace(lib, package=owner(lib.path)) for lib in row.libraries),
+            )
         )
     return tuple(out)
+
+
+def driver_search(ctx: Context) -> DriverSearch | None:
+    """The report's `driver_search`: the loader, the driver search path in its order, and the
+    implicit layers every application gets. None when the scan itself broke (the VKD checks
+    say so as VKX000)."""
+    try:
+        scan = driver_scan(ctx)
+        layers = layer_scan(ctx).active
+    except Exception:
+        return None
+    return DriverSearch(
+        loader_version=scan.loader.text,
+        loader_path=scan.loader.path,
+        override=scan.plan.override,
+        entries=tuple(SearchPathEntry(path=e.path, origin=e.origin) for e in scan.plan.entries),
+        implicit_layers=tuple(
+            ImplicitLayer(
+                name=layer.name,
+                library=layer.library_found or layer.library,
+                disable_env=layer.disable_env,
+            )
+            for layer in layers
+        ),
+    )

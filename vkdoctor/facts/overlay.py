@@ -17,6 +17,7 @@ from vkdoctor.context import Context
 from vkdoctor.overlay.errors import OverlayError
 from vkdoctor.overlay.plan import Plan
 from vkdoctor.record import record, replace
+from vkdoctor.report_records import OverlayLink, OverlayReport
 
 
 @record(frozen=True, kw_only=True)
@@ -124,19 +125,23 @@ def context_for_checks(ctx: Context) -> Context:
     return replace(ctx, env=env, _facts=facts)
 
 
-def report_overlay(ctx: Context) -> dict[str, Any] | None:
-    """The report's `overlay` object, when one was built: `applied` says whether the report's
-    checks ran under it, `exec` how to run a command under it."""
+def report_overlay(ctx: Context) -> OverlayReport | None:
+    """The report's `overlay`, when one was built: `applied` says whether the report's checks
+    ran under it, `exec` how to run a command under it."""
     from vkdoctor.overlay.describe import exec_command
 
-    outcome = ctx.fact(overlay_outcome)
-    if outcome.plan is None:
+    plan = ctx.fact(overlay_outcome).plan
+    if plan is None or not plan.built or plan.directory is None or plan.ld_path is None:
         return None
-    shown = outcome.plan.report_object()
-    if shown is None:
-        return None
-    return {
-        **shown,
-        "applied": runs_under(ctx, outcome.plan),
-        "exec": exec_command(outcome.plan),
-    }
+    return OverlayReport(
+        dir=str(plan.directory),
+        ld_library_path=plan.ld_path.value,
+        libraries=tuple(
+            OverlayLink(
+                soname=link.soname, target=str(link.target), needed_by=tuple(link.needed_by)
+            )
+            for link in plan.links
+        ),
+        applied=runs_under(ctx, plan),
+        exec=exec_command(plan),
+    )

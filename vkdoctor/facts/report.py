@@ -7,13 +7,19 @@ from collections.abc import Sequence
 from vkdoctor import __version__
 from vkdoctor.context import Context
 from vkdoctor.model import CheckResult, Report, Severity
+from vkdoctor.report_records import probe_result_of
 
 
 def build_report(ctx: Context, results: Sequence[CheckResult], *, command: str) -> Report:
     """`check`'s and `drivers`' report: the drivers list (with what the load test saw, when a
-    load check ran, and the packages VKP009 found), the overlay when VKO001 proved it, and the
-    probe's result when the probe ran."""
-    from vkdoctor.facts.drivers import drivers_report, with_load_results, with_packages
+    load check ran, and the packages VKP009 found), the overlay when VKO001 proved it, the
+    probe's result when the probe ran, and the loader's driver search."""
+    from vkdoctor.facts.drivers import (
+        driver_search,
+        drivers_report,
+        with_load_results,
+        with_packages,
+    )
     from vkdoctor.host import collect
 
     load_chosen = any(r.family == "load" for r in results)
@@ -29,7 +35,7 @@ def build_report(ctx: Context, results: Sequence[CheckResult], *, command: str) 
     if probes and ctx.options.probe:
         from vkdoctor.facts.probe import probe_result
 
-        probe = ctx.fact(probe_result)
+        probe = probe_result_of(ctx.fact(probe_result))
     return Report(
         vkdoctor_version=__version__,
         host=ctx.fact(collect),
@@ -37,6 +43,7 @@ def build_report(ctx: Context, results: Sequence[CheckResult], *, command: str) 
         drivers=with_packages(with_load_results(ctx, drivers_report(ctx), load_chosen), results),
         overlay=overlay,
         probe=probe,
+        driver_search=driver_search(ctx),
         command=command,
         sudo=shows_sudo(ctx),
     )

@@ -56,9 +56,6 @@ class DirProblem:
     origin: str
     message: str
 
-    def as_dict(self) -> dict[str, str]:
-        return {"path": self.path, "origin": self.origin, "message": self.message}
-
 
 @record(frozen=True, kw_only=True)
 class Candidate:
@@ -76,6 +73,7 @@ class Candidate:
     defines: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
+        # not to_json(self): its version nodes (`defines`) stay out of the evidence
         return {
             "soname": self.soname,
             "path": self.path,

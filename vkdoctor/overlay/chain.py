@@ -50,6 +50,7 @@ class Chain:
         return out
 
     def as_dict(self) -> dict[str, Any]:
+        # not to_json(self): the JSON has the missing edges only, not every edge
         return {
             "root": self.root,
             "error": self.error,

@@ -36,7 +36,7 @@ from vkdoctor.overlay.candidates import (
 from vkdoctor.overlay.chain import Chain, with_ld_path
 from vkdoctor.overlay.errors import OverlayError
 from vkdoctor.overlay.ldpath import Dropped, LdPath, with_overlay
-from vkdoctor.record import field, record
+from vkdoctor.record import field, record, to_json
 
 if TYPE_CHECKING:
     from vkdoctor.overlay import store
@@ -50,9 +50,6 @@ class Refusal:
 
     soname: str
     reason: str
-
-    def as_dict(self) -> dict[str, str]:
-        return {"soname": self.soname, "reason": self.reason}
 
 
 @record(kw_only=True)
@@ -127,8 +124,8 @@ class Plan:
             "candidates": {
                 s: [c.as_dict() for c in cs] for s, cs in self.search.candidates.items() if cs
             },
-            "refused": [r.as_dict() for r in self.refused],
-            "search_path_problems": [p.as_dict() for p in self.search.problems],
+            "refused": to_json(self.refused),
+            "search_path_problems": to_json(self.search.problems),
             "packages": self.packages,
             "package_errors": self.package_errors,
             "dropped_ld_library_path_entries": [

@@ -17,6 +17,7 @@ from vkdoctor.model import CheckResult, Finding, Report, ReportStatus, Severity
 from vkdoctor.render import PROBE_FAMILY_PREFIX, hex_escape
 from vkdoctor.render import text as text_render
 from vkdoctor.render.style import Style
+from vkdoctor.report_records import DriverRow, OverlayReport
 
 #: control characters other than newlines: shown as \xNN, as the JUnit file shows them
 _CONTROL = re.compile(r"[\x00-\x09\x0b\x0c\x0e-\x1f\x7f]")
@@ -91,7 +92,7 @@ def annotation_lines(report: Report, *, strict: bool = False) -> list[str]:
             out.append(command(level, _body(f, report.sudo), title=f"{f.code}: {f.title}"))
             probe_said |= level == "error" and f.code.startswith(PROBE_FAMILY_PREFIX)
     if report.probe is not None and not probe_said:
-        failure = probe_failure(report.probe)
+        failure = probe_failure(report.probe.document)
         if failure:
             out.append(command("error", failure, title="vkdoctor probe"))
     return out
@@ -171,7 +172,7 @@ def summary(report: Report, *, strict: bool = False) -> str:
     if report.drivers:
         lines += _drivers_section(report.drivers)
     if report.probe is not None:
-        lines += _probe_section(report.probe)
+        lines += _probe_section(report.probe.document)
     if report.overlay:
         lines += _overlay_section(report.overlay)
     return "\n".join(lines) + "\n"
@@ -207,16 +208,16 @@ def _findings_section(report: Report, *, strict: bool) -> list[str]:
     return lines
 
 
-def _drivers_section(drivers: Iterable[Mapping[str, Any]]) -> list[str]:
+def _drivers_section(drivers: Iterable[DriverRow]) -> list[str]:
     lines = ["### Drivers", ""]
     lines += _table(
         ("manifest", "library", "verdict", "reason"),
         (
             (
-                _code(d.get("manifest")),
-                _cell(d.get("library_path") or d.get("library") or ""),
-                _cell(d.get("verdict")),
-                _cell(d.get("reason") or ""),
+                _code(d.manifest),
+                _cell(d.library_path or d.library or ""),
+                _cell(d.verdict),
+                _cell(d.reason or ""),
             )
             for d in drivers
         ),
@@ -258,27 +259,22 @@ def _probe_section(probe: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _overlay_section(overlay: Mapping[str, Any]) -> list[str]:
+def _overlay_section(overlay: OverlayReport) -> list[str]:
     """The overlay's LD_LIBRARY_PATH and the libraries it links."""
     lines = [
         "### Overlay",
         "",
         "```sh",
-        f"export LD_LIBRARY_PATH={overlay.get('ld_library_path')}",
+        f"export LD_LIBRARY_PATH={overlay.ld_library_path}",
         "```",
         "",
     ]
-    libs = [x for x in overlay.get("libraries") or () if isinstance(x, Mapping)]
-    if libs:
+    if overlay.libraries:
         lines += _table(
             ("soname", "target", "needed by"),
             (
-                (
-                    _code(x.get("soname")),
-                    _cell(x.get("target")),
-                    _cell(", ".join(x.get("needed_by") or ())),
-                )
-                for x in libs
+                (_code(x.soname), _cell(x.target), _cell(", ".join(x.needed_by)))
+                for x in overlay.libraries
             ),
         )
         lines.append("")

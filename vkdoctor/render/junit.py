@@ -213,7 +213,7 @@ def render(report: Report, *, strict: bool = False) -> str:
         families.setdefault(c.family, []).append(_check_case(c, strict=strict, sudo=report.sudo))
     if report.probe is not None:
         has_check = any(c.code.startswith(PROBE_FAMILY_PREFIX) for c in report.checks)
-        cases = _probe_cases(report.probe, overall_case=not has_check)
+        cases = _probe_cases(report.probe.document, overall_case=not has_check)
         if cases:
             families.setdefault("probe", []).extend(cases)
     root = ET.Element("testsuites", name=f"vkdoctor {report.command}")

@@ -322,7 +322,7 @@ def brief(report: Report, style: Style) -> list[str]:
             text, mark_sev = _area_text(family, checks)
             mark_sev = Severity.OK if mark_sev is Severity.OK else Severity.INFO
             if family == "compute" and report.probe is not None:
-                seconds = report.probe.get("seconds")
+                seconds = report.probe.seconds
                 if seconds is not None:
                     text += f", in {float(seconds):.1f} s"
         glyph = style.paint(style.glyph(mark_sev), mark_sev)
@@ -332,13 +332,13 @@ def brief(report: Report, style: Style) -> list[str]:
         lines += [
             "",
             "Overlay",
-            f"  export LD_LIBRARY_PATH={report.overlay.get('ld_library_path')}",
+            f"  export LD_LIBRARY_PATH={report.overlay.ld_library_path}",
         ]
     if report.probe is not None and (
-        report.probe.get("status") != "pass" or report.command == "run-probe"
+        report.probe.status != "pass" or report.command == "run-probe"
     ):
         # run-probe asked for the probe: its details are the point
-        lines += ["", "Probe", *_probe(dict(report.probe), style)]
+        lines += ["", "Probe", *_probe(dict(report.probe.document), style)]
     warnings = [f for f in report.findings if f.severity is Severity.WARN]
     # the first failure is the deepest cause (drivers, libraries, then the load and the probe
     # they break): printed last, it ends the run with its fix
@@ -417,10 +417,10 @@ def sections(report: Report, style: Style) -> list[str]:
         lines += [
             "",
             "Overlay",
-            f"  export LD_LIBRARY_PATH={report.overlay.get('ld_library_path')}",
+            f"  export LD_LIBRARY_PATH={report.overlay.ld_library_path}",
         ]
     if report.probe is not None:
-        lines += ["", "Probe", *_probe(dict(report.probe), style)]
+        lines += ["", "Probe", *_probe(dict(report.probe.document), style)]
     return lines + _recap(report, style)
 
 
@@ -457,9 +457,9 @@ def verdict(report: Report, *, style: Style, strict: bool = False) -> str:
         more = len(failed) - len(named)
         parts.append("; ".join(named) + (f"; and {more} more failure(s)" if more else ""))
     probe_failed = any(f.code == "VKR001" and f.severity is Severity.FAIL for f in report.findings)
-    if report.probe is not None and report.probe.get("status") != "pass" and not probe_failed:
+    if report.probe is not None and report.probe.status != "pass" and not probe_failed:
         # (VKR001's failure already counts the probe among the failed)
-        parts.append(f"probe {report.probe.get('status')}")
+        parts.append(f"probe {report.probe.status}")
     if counts[Severity.ERROR]:
         parts.append(f"{counts[Severity.ERROR]} internal error(s)")
     if counts[Severity.WARN]:
@@ -477,10 +477,10 @@ def verdict(report: Report, *, style: Style, strict: bool = False) -> str:
         ReportStatus.ERROR: Severity.ERROR,
     }[status]
     tail = f": {'; '.join(parts)}" if parts else ""
-    overlay = report.overlay or {}
-    if overlay.get("applied") and status in (ReportStatus.OK, ReportStatus.WARN):
+    overlay = report.overlay
+    if overlay is not None and overlay.applied and status in (ReportStatus.OK, ReportStatus.WARN):
         # the user asked for the overlay: the verdict holds for programs run under it only
-        tail += f"; only under the overlay: run your programs as {overlay.get('exec')}"
+        tail += f"; only under the overlay: run your programs as {overlay.exec}"
     text = f"vkdoctor: {word}{tail}"
     if style.width is not None:
         from vkdoctor.render.wrap import wrap

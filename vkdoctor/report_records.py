@@ -1,0 +1,176 @@
+"""The typed parts of the report (report.schema.json): the drivers list, the overlay, the
+loader's driver search and the probe's result. Their JSON is `record.to_json` of them: the keys are the fields, in order;
+a field holding `ABSENT` is left out (a key the schema makes optional, which is not null)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from vkdoctor.record import ABSENT, Absent, field, record
+
+
+@record(frozen=True, kw_only=True)
+class DriverLibrary:
+    """One object ld.so maps when the loader dlopens a driver's library."""
+
+    #: the name it was asked for: a DT_NEEDED soname, or the dlopen path
+    name: str
+    path: str
+    #: how ld.so found it (elf.search.How's value)
+    how: str
+    needed_by: str | None
+    #: the package that owns `path`, as VKP009 found it (absent when VKP009 did not run)
+    package: str | Absent | None = ABSENT
+
+
+@record(frozen=True, kw_only=True)
+class DriverMiss:
+    """A name ld.so cannot find for a driver's library (the library itself: needed_by None)."""
+
+    name: str
+    needed_by: str | None
+
+
+@record(frozen=True, kw_only=True)
+class DriverLoad:
+    """What the real load test saw for one driver manifest."""
+
+    dlopen: str
+    dlerror: str | None
+    instance: str
+    vk_result: str | None
+    devices: tuple[Mapping[str, Any], ...]
+    signal: str | None
+
+
+@record(frozen=True, kw_only=True)
+class DriverRow:
+    """One manifest the loader lists, in its order, with the verdict on it (report.drivers[])."""
+
+    index: int
+    manifest: str
+    origin: str
+    search_entry: str
+    library_path: str | None
+    library: str | None
+    library_rule: str | None
+    dlopen_name: str | None
+    api_version: str | None
+    file_format_version: str | None
+    library_arch: str | None
+    is_portability_driver: bool
+    #: the known driver the library is (lavapipe, ...)
+    driver: str | None
+    outcome: str
+    predicted_error: str | None
+    #: a Severity's value
+    verdict: str
+    reason: str | None
+    #: absent when the loader skips the manifest
+    libraries: tuple[DriverLibrary, ...] | Absent = ABSENT
+    missing: tuple[DriverMiss, ...] | Absent = ABSENT
+    #: absent when the load test did not run
+    load: DriverLoad | Absent = ABSENT
+    #: absent when VKP009 did not run (or the loader skips the manifest)
+    package: str | Absent | None = ABSENT
+
+
+@record(frozen=True, kw_only=True)
+class OverlayLink:
+    soname: str
+    target: str
+    needed_by: tuple[str, ...]
+
+
+@record(frozen=True, kw_only=True)
+class OverlayReport:
+    """The overlay that was built (report.overlay)."""
+
+    dir: str
+    ld_library_path: str
+    libraries: tuple[OverlayLink, ...]
+    #: whether the report's checks ran under it
+    applied: bool
+    #: the command that runs a program under it
+    exec: str
+
+
+@record(frozen=True, kw_only=True)
+class SearchPathEntry:
+    """A place the loader looks for driver manifests, and where the entry comes from."""
+
+    path: str
+    origin: str
+
+
+@record(frozen=True, kw_only=True)
+class ImplicitLayer:
+    """An implicit layer the loader adds to every application."""
+
+    name: str | None
+    #: the file the loader opens (as found, else as the manifest names it)
+    library: str | None
+    #: the variable that turns it off, when it has one
+    disable_env: str | None
+
+
+@record(frozen=True, kw_only=True)
+class DriverSearch:
+    """How the loader finds drivers (report.driver_search): its version, the search path, the
+    variable that replaced it, and the implicit layers it adds."""
+
+    #: the loader's version as text ("1.3.239", "unknown")
+    loader_version: str
+    #: libvulkan.so.1 inside the root, null when there is none
+    loader_path: str | None
+    #: the variable that replaced the default search path (VK_DRIVER_FILES, ...)
+    override: str | None
+    entries: tuple[SearchPathEntry, ...]
+    implicit_layers: tuple[ImplicitLayer, ...]
+
+
+#: the probe's statuses (the parent makes any other an "error")
+PROBE_STATUSES = ("pass", "fail", "crash", "timeout", "no-adapter", "error")
+
+
+@record(frozen=True, kw_only=True)
+class ProbeResult:
+    """The probe's result (report.probe): what the report's status and the verdicts decide on,
+    typed, and the whole object as the probe child and vkdoctor wrote it."""
+
+    #: one of PROBE_STATUSES
+    status: str
+    #: finer than status (wrong-numbers, signal, timeout, ...)
+    reason: str | None
+    #: one line on what happened
+    summary: str | None
+    backend: str | None
+    #: how long the probe took, the child's start to its end
+    seconds: float | None
+    #: the report's `probe` object, every key in the order it was written
+    document: Mapping[str, Any] = field(repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        # not to_json(self): the child's document passes through whole and in its order (the
+        # schema leaves its details open); the fields above are read from it
+        return dict(self.document)
+
+
+def probe_result_of(document: Mapping[str, Any]) -> ProbeResult:
+    """The typed result of the probe's `document` (vkdoctor.probe's object)."""
+
+    def text(key: str) -> str | None:
+        value = document.get(key)
+        return None if value is None else str(value)
+
+    seconds = document.get("seconds")
+    status = str(document.get("status"))
+    return ProbeResult(
+        status=status if status in PROBE_STATUSES else "error",
+        reason=text("reason"),
+        summary=text("summary"),
+        backend=text("backend"),
+        seconds=float(seconds) if isinstance(seconds, int | float) else None,
+        document=document,
+    )
