@@ -208,6 +208,14 @@ def overlay_outcome(ctx: Context) -> Outcome:
     return ctx.fact(compute)
 
 
+def planned_overlay(ctx: Context) -> Outcome | None:
+    """The overlay's outcome when this run planned one already; None otherwise (nothing is
+    planned here)."""
+    from vkdoctor.facts.overlay import overlay_outcome as compute
+
+    return ctx.known(compute)
+
+
 def overlay_context(ctx: Context) -> Context:
     """The context that proves the overlay (ctx itself when it already runs under it)."""
     from vkdoctor.facts.overlay import overlay_context as compute
