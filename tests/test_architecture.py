@@ -331,9 +331,7 @@ def fact_violations(name: str, path: Path) -> list[str]:
 
     def judge(where: ast.AST, what: str, obj: object) -> None:
         if id(obj) in _BY_COMPUTE:
-            wrong.append(
-                f"{path.name}:{where.lineno} {what}: ask facts.{_BY_COMPUTE[id(obj)]}"
-            )
+            wrong.append(f"{path.name}:{where.lineno} {what}: ask facts.{_BY_COMPUTE[id(obj)]}")
 
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
