@@ -255,3 +255,257 @@ def test_a_check_imported_from_below_is_caught() -> None:
     assert not allowed("vkdoctor.closures.targets", "vkdoctor.overlay.plan")
     assert not allowed("vkdoctor.render.text", "vkdoctor.facts.report")
     assert allowed("vkdoctor.facts.report", "vkdoctor.overlay.plan")
+
+
+# A check asks for a fact by name. Three rules, on every module under vkdoctor/checks/:
+# 1. at run time the only vkdoctor.facts module it imports is the namespace itself
+#    (`from vkdoctor import facts`); a facts submodule only under TYPE_CHECKING, for a type;
+# 2. it calls no `.fact(`, `.known(` or `.set_fact(`: the memo is the namespace's business;
+# 3. it imports no function that a name of vkdoctor.facts computes (found by identity, so a
+#    re-export or a module alias such as `from vkdoctor import loader; loader.driver_scan` counts).
+
+FACTS = PACKAGE / "facts" / "__init__.py"
+
+
+def named_facts() -> dict[str, tuple[object, bool]]:
+    """Each name vkdoctor/facts/__init__.py gives, with the function it imports lazily to compute
+    it and whether its body memoizes that function itself (`ctx.fact`/`ctx.known`)."""
+    import importlib
+
+    out = {}
+    for node in ast.parse(FACTS.read_text(encoding="utf-8")).body:
+        if not isinstance(node, ast.FunctionDef) or node.name.startswith("_"):
+            continue
+        (imp,) = [n for n in ast.walk(node) if isinstance(n, ast.ImportFrom)]
+        (alias,) = imp.names
+        compute = getattr(importlib.import_module(imp.module or ""), alias.name)
+        memo = any(
+            isinstance(n, ast.Attribute) and n.attr in ("fact", "known") for n in ast.walk(node)
+        )
+        out[node.name] = (compute, memo)
+    return out
+
+
+NAMED = named_facts()
+_BY_COMPUTE = {id(compute): name for name, (compute, _) in NAMED.items()}
+_MEMO_CALLS = ("fact", "known", "set_fact")
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    inside: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in (
+            "TYPE_CHECKING",
+            "typing.TYPE_CHECKING",
+        ):
+            inside.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return inside
+
+
+def _resolve(module: str, attr: str | None = None) -> object:
+    import importlib
+
+    try:
+        obj: object = importlib.import_module(module)
+    except ImportError:
+        return None
+    if attr is None:
+        return obj
+    if hasattr(obj, attr):
+        return getattr(obj, attr)
+    try:
+        return importlib.import_module(f"{module}.{attr}")
+    except ImportError:
+        return None
+
+
+def fact_violations(name: str, path: Path) -> list[str]:
+    """Where the check module `name` asks for a fact other than by its name in vkdoctor.facts."""
+    import types
+
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    typing_only = _type_checking_nodes(tree)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    bound: dict[str, object] = {}  # local name -> what it is bound to by an import
+    wrong: list[str] = []
+
+    def judge(where: ast.AST, what: str, obj: object) -> None:
+        if id(obj) in _BY_COMPUTE:
+            wrong.append(f"{path.name}:{where.lineno} {what}: ask facts.{_BY_COMPUTE[id(obj)]}")
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("vkdoctor.facts.") and id(node) not in typing_only:
+                    wrong.append(f"{path.name}:{node.lineno} imports {alias.name}")
+                if alias.asname:
+                    bound[alias.asname] = _resolve(alias.name)
+                else:
+                    bound[alias.name.partition(".")[0]] = _resolve(alias.name.partition(".")[0])
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            if not module.startswith("vkdoctor"):
+                continue
+            for alias in node.names:
+                obj = _resolve(module, alias.name)
+                full = f"{module}.{alias.name}"
+                sub = isinstance(obj, types.ModuleType) and obj.__name__.startswith(
+                    "vkdoctor.facts."
+                )
+                if (module.startswith("vkdoctor.facts.") or sub) and id(node) not in typing_only:
+                    wrong.append(f"{path.name}:{node.lineno} imports {full}")
+                judge(node, f"imports {full}", obj)
+                bound[alias.asname or alias.name] = obj
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _MEMO_CALLS
+        ):
+            wrong.append(f"{path.name}:{node.lineno} {ast.unparse(node.func)}(...)")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            chain = ast.unparse(node).split(".")
+            obj = bound.get(chain[0])
+            if not isinstance(obj, types.ModuleType) or obj.__name__ == "vkdoctor.facts":
+                continue
+            for attr in chain[1:]:
+                obj = getattr(obj, attr, None)
+            judge(node, f"uses {ast.unparse(node)}", obj)
+    return sorted(set(wrong))
+
+
+CHECK_MODULES = {m: p for m, p in MODULES.items() if m.startswith("vkdoctor.checks.")}
+
+
+def test_a_check_asks_its_facts_by_name() -> None:
+    wrong = [w for m, p in CHECK_MODULES.items() for w in fact_violations(m, p)]
+    assert wrong == []
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        (
+            "from vkdoctor.loader import driver_scan",
+            "made_up.py:1 imports vkdoctor.loader.driver_scan: ask facts.driver_scan",
+        ),
+        (
+            "def f(ctx):\n    from vkdoctor.packages import inventory as inv\n    return inv(ctx)",
+            "made_up.py:2 imports vkdoctor.packages.inventory: ask facts.package_inventory",
+        ),
+        (
+            "from vkdoctor.closures import targets\nx = targets.target_resolutions",
+            "made_up.py:2 uses targets.target_resolutions: ask facts.target_resolutions",
+        ),
+        (
+            "import vkdoctor.elf.platform\nx = vkdoctor.elf.platform.ldso_platform",
+            "made_up.py:2 uses vkdoctor.elf.platform.ldso_platform: ask facts.ldso_platform",
+        ),
+        (
+            "from vkdoctor.facts.overlay import Outcome",
+            "made_up.py:1 imports vkdoctor.facts.overlay.Outcome",
+        ),
+        ("from vkdoctor.facts import selection", "made_up.py:1 imports vkdoctor.facts.selection"),
+        ("import vkdoctor.facts.probe", "made_up.py:1 imports vkdoctor.facts.probe"),
+        ("def f(ctx, g):\n    return ctx.fact(g)", "made_up.py:2 ctx.fact(...)"),
+        ("def f(ctx, g):\n    return ctx.known(g)", "made_up.py:2 ctx.known(...)"),
+    ],
+)
+def test_a_fact_asked_past_its_name_is_caught(tmp_path: Path, source: str, expected: str) -> None:
+    path = tmp_path / "made_up.py"
+    path.write_text(source + "\n")
+    assert expected in fact_violations("vkdoctor.checks.made_up", path)
+
+
+def test_a_check_that_asks_by_name_passes(tmp_path: Path) -> None:
+    """The namespace, a type under TYPE_CHECKING, and a helper that is no fact are allowed."""
+    path = tmp_path / "made_up.py"
+    path.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "from vkdoctor import facts\n"
+        "from vkdoctor.loadtest import classify\n"
+        "from vkdoctor.loader.icd import DriverScan\n"
+        "if TYPE_CHECKING:\n"
+        "    from vkdoctor.facts.overlay import Outcome\n"
+        "def f(ctx):\n"
+        "    return facts.load_test(ctx), facts.driver_scan(ctx), classify\n"
+    )
+    assert fact_violations("vkdoctor.checks.made_up", path) == []
+
+
+def test_the_facts_namespace_imports_nothing_until_asked() -> None:
+    """Importing vkdoctor.facts (what every check module does) imports no other vkdoctor module:
+    each name imports the module that computes it when first asked."""
+    import subprocess
+    import sys
+
+    code = "import sys, vkdoctor.facts; print(sorted(m for m in sys.modules if m.startswith('vkdoctor')))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "['vkdoctor', 'vkdoctor.facts']"
+
+
+class _Recording(dict):
+    """A Context's memo that holds every fact already: what is asked, and by which key."""
+
+    SENTINEL = object()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[object] = []
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+    def __getitem__(self, key: object) -> object:
+        self.asked.append(key)
+        return self.SENTINEL
+
+    def get(self, key: object, default: object = None) -> object:
+        return self[key]
+
+
+def _one_context_facts() -> list[str]:
+    """The names that are facts of a Context alone (the others are helpers over facts, such as
+    `all_selected(ctx, *codes)`)."""
+    import inspect
+
+    import vkdoctor.facts
+
+    return [
+        n
+        for n in sorted(NAMED)
+        if len(inspect.signature(getattr(vkdoctor.facts, n)).parameters) == 1
+    ]
+
+
+def test_the_namespace_names_the_facts_of_the_brief() -> None:
+    """The rule above can fail only if the namespace names what the checks ask for."""
+    assert {"load_test", "driver_scan", "target_resolutions", "package_inventory"} <= set(
+        _one_context_facts()
+    )
+    assert {"all_selected", "predicted", "runs_under"} <= set(NAMED) - set(_one_context_facts())
+
+
+@pytest.mark.parametrize("name", _one_context_facts())
+def test_each_named_fact_is_the_memo_of_the_function_it_names(name: str) -> None:
+    """A name computes nothing itself: it gives what the run's memo holds for the computing
+    function (the key the face and the services use), so a fact is computed once per run."""
+    import vkdoctor.facts
+    from vkdoctor.context import Context
+
+    fn = getattr(vkdoctor.facts, name)
+    compute, memo = NAMED[name]
+    memo_of_fn = _Recording()
+    assert fn(Context(_facts=memo_of_fn)) is _Recording.SENTINEL
+    if memo:
+        assert memo_of_fn.asked == [compute]
+    else:  # the computing function memoizes itself: the same key
+        memo_of_compute = _Recording()
+        assert compute(Context(_facts=memo_of_compute)) is _Recording.SENTINEL
+        assert memo_of_fn.asked == memo_of_compute.asked != []

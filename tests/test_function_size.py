@@ -23,7 +23,7 @@ ALLOWED: dict[str, int] = {
     "vkdoctor/checks/layers.py::ExplicitLayersFromEnvironment.run": 106,
     "vkdoctor/checks/libraries.py::LibraryOpens.run": 139,
     "vkdoctor/checks/loadtest.py::DeviceAvailable.run": 117,
-    "vkdoctor/checks/overlay.py::OverlayFix.run": 108,
+    "vkdoctor/checks/overlay.py::OverlayFix.run": 106,
     "vkdoctor/packages/skew.py::explain_missing_soname": 143,
 }
 

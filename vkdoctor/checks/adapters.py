@@ -7,10 +7,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from vkdoctor import facts
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
-from vkdoctor.facts.loadtest import load_test
-from vkdoctor.facts.probe import probe_result
 from vkdoctor.model import Finding, Severity
 
 #: what wgpu says when it hides an adapter, and what to do about it
@@ -56,9 +55,9 @@ class AdaptersMatchDevices(Check):
         return symptom.evidence.get("status") == "no-adapter" and bool(cause.evidence.get("hidden"))
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        probe = ctx.fact(probe_result)
+        probe = facts.probe_result(ctx)
         try:
-            outcomes = ctx.fact(load_test).outcomes
+            outcomes = facts.load_test(ctx).outcomes
         except Exception:  # the VKT checks report a broken load test
             outcomes = ()
         devices = [(o, d) for o in outcomes if o.target.kind == "driver" for d in o.devices]

@@ -7,9 +7,9 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
+from vkdoctor import facts
 from vkdoctor.context import Context
 from vkdoctor.elf.defect import Defect, diagnose
-from vkdoctor.elf.platform import ldso_platform
 from vkdoctor.elf.search import How, Tried
 from vkdoctor.packages.owner import fix_file, verified_owner
 from vkdoctor.record import record
@@ -30,7 +30,7 @@ def broken_copy(ctx: Context, tried: Tried, soname: str, error: str) -> BrokenCo
     """For the candidate `tried` that ended the search for `soname` with `error`."""
     if tried.path is None:
         return None
-    plat = ctx.fact(ldso_platform)
+    plat = facts.ldso_platform(ctx)
     defect = diagnose(ctx, tried.path, soname, plat.e_machine)
     if defect is None:
         return None

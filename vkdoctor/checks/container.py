@@ -7,12 +7,10 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from vkdoctor import files
+from vkdoctor import facts, files
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.elf.resolve import resolve
-from vkdoctor.host import distro_family, nvidia_gpu_expected
-from vkdoctor.loader import load_targets
 from vkdoctor.loader.search import driver_plan, implicit_layer_plan
 from vkdoctor.model import Finding
 
@@ -61,9 +59,7 @@ def _nvidia_runtime_used(ctx: Context) -> bool:
     /proc entry, or an NVIDIA driver manifest the loader will see."""
     if ctx.under("/dev/nvidiactl").exists() or ctx.under("/proc/driver/nvidia/version").exists():
         return True
-    from vkdoctor.loader import driver_scan
-
-    return any("nvidia" in (d.library or "").lower() for d in driver_scan(ctx).drivers)
+    return any("nvidia" in (d.library or "").lower() for d in facts.driver_scan(ctx).drivers)
 
 
 class NvidiaContainerCapabilities(Check):
@@ -82,7 +78,7 @@ class NvidiaContainerCapabilities(Check):
     live_only = True
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        if not nvidia_gpu_expected(ctx):
+        if not facts.nvidia_gpu_expected(ctx):
             yield self.ok(
                 "No NVIDIA GPU expected here",
                 "no NVIDIA_VISIBLE_DEVICES, /dev/nvidiactl or /proc/driver/nvidia",
@@ -310,7 +306,7 @@ class NvidiaNeedsGlvnd(Check):
     def run(self, ctx: Context) -> Iterable[Finding]:
         nvidia = [
             t
-            for t in load_targets(ctx)
+            for t in facts.load_targets(ctx)
             if t.kind == "driver"
             and t.dlopen_name.rsplit("/", 1)[-1].startswith(_NVIDIA_ICD_PREFIXES)
         ]
@@ -346,7 +342,7 @@ class NvidiaNeedsGlvnd(Check):
             "The loader will report \"Could not get 'vkCreateInstance' via "
             '\'vk_icdGetInstanceProcAddr\'" and then "Found no drivers!".',
             remedy=_EGL_INSTALL.get(
-                distro_family(ctx) or "",
+                facts.distro_family(ctx) or "",
                 "Install GLVND's EGL library: sudo apt install libegl1 (Debian/Ubuntu), "
                 "sudo dnf install libglvnd-egl (Fedora), sudo pacman -S libglvnd (Arch).",
             ),

@@ -7,10 +7,9 @@ import posixpath
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
+from vkdoctor import facts
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
-from vkdoctor.host import distro_family
-from vkdoctor.loader import driver_scan
 from vkdoctor.loader import icd as I
 from vkdoctor.loader.fields import process_bits
 from vkdoctor.loader.icd import Driver, DriverScan
@@ -38,7 +37,7 @@ def install_command(ctx: Context) -> str:
     again = reinstall_if_installed(ctx, _LAVAPIPE)
     if again is not None:
         return again
-    family = distro_family(ctx)
+    family = facts.distro_family(ctx)
     if family is not None:
         return _INSTALL[family]
     return "install your distribution's Mesa Vulkan drivers package (Debian: mesa-vulkan-drivers, Arch: vulkan-swrast, Fedora: mesa-vulkan-drivers)"
@@ -57,7 +56,7 @@ def hidden_drivers(ctx: Context) -> str | None:
     """The fix when installed drivers are hidden from the loader by environment variables
     (VK_LOADER_DRIVERS_DISABLE/SELECT filter them out, VK_DRIVER_FILES replaces the search
     path): "unset X" comes before any "install a driver"; None when nothing is hidden."""
-    scan = driver_scan(ctx)
+    scan = facts.driver_scan(ctx)
     filtered = [d for d in scan.drivers if d.outcome in (I.FILTER_DISABLED, I.FILTER_NOT_SELECTED)]
     if filtered:
         names = ", ".join(d.basename for d in filtered)
@@ -77,7 +76,7 @@ def hidden_drivers(ctx: Context) -> str | None:
     if scan.plan.override is None:
         return None
     default = replace(ctx, env={k: v for k, v in ctx.env.items() if k not in _HIDING}, _facts={})
-    usable = [d for d in driver_scan(default).drivers if d.outcome == I.LOADS]
+    usable = [d for d in facts.driver_scan(default).drivers if d.outcome == I.LOADS]
     if not usable:
         return None
     names = ", ".join(d.basename for d in usable)
@@ -153,7 +152,7 @@ class DriversFound(Check):
         return symptom.evidence.get("directory") in cause.evidence.get("hidden", ())
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        scan = driver_scan(ctx)
+        scan = facts.driver_scan(ctx)
         loads = [d for d in scan.drivers if d.outcome == I.LOADS]
         evidence = {
             "loader_version": scan.loader.text,
@@ -258,8 +257,6 @@ def _unreadable(ctx: Context, path: str) -> bool:
 def _installed_manifest(ctx: Context, exclude: set[str]) -> str | None:
     """A driver manifest, other than `exclude`, that the loader would load without the
     variables that replace or filter its search (lavapipe's first: it works on any machine)."""
-    from vkdoctor.loader.icd import driver_scan as scan_drivers
-
     env = {k: v for k, v in ctx.env.items() if k not in _HIDING}
     # a Context of its own: the facts of this run are for the environment as it is
     plain = Context(
@@ -272,7 +269,7 @@ def _installed_manifest(ctx: Context, exclude: set[str]) -> str | None:
     )
     found = [
         d.manifest
-        for d in scan_drivers(plain).drivers
+        for d in facts.driver_scan(plain).drivers
         if d.outcome == I.LOADS and d.manifest not in exclude
     ]
     return next((f for f in found if "lvp_icd" in f), found[0] if found else None)
@@ -331,7 +328,7 @@ class DriverSearchPath(Check):
     title = "Driver search path and override variables"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        scan = driver_scan(ctx)
+        scan = facts.driver_scan(ctx)
         plan = scan.plan
         search = [{"path": e.path, "origin": e.origin} for e in plan.entries]
         for var, why in plan.ignored:
@@ -436,7 +433,7 @@ class DriverManifestSyntax(Check):
     title = "Driver manifests the loader cannot parse"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        scan = driver_scan(ctx)
+        scan = facts.driver_scan(ctx)
         for d in scan.drivers:
             ev = _ev(d, scan)
             if d.outcome == I.JSON_ERROR:
@@ -497,7 +494,7 @@ class DriverManifestContent(Check):
     title = "Driver manifests the loader skips"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        scan = driver_scan(ctx)
+        scan = facts.driver_scan(ctx)
         for d in scan.drivers:
             ev = _ev(d, scan)
             if d.outcome in _CONTENT:
@@ -553,7 +550,7 @@ class DriverLibrary(Check):
     title = "Manifests whose library file is missing or unusable"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        scan = driver_scan(ctx)
+        scan = facts.driver_scan(ctx)
         for d in scan.drivers:
             if d.outcome in (I.LIBRARY_MISSING, I.LIBRARY_UNLOADABLE):
                 rule = {
@@ -596,7 +593,7 @@ class DriverFilters(Check):
     title = "Drivers filtered out by environment variables"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        scan = driver_scan(ctx)
+        scan = facts.driver_scan(ctx)
         for d in scan.drivers:
             if d.outcome in (I.FILTER_DISABLED, I.FILTER_NOT_SELECTED):
                 var = (
@@ -622,7 +619,7 @@ class OtherArchitectureDrivers(Check):
     title = "Drivers for another architecture"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        scan = driver_scan(ctx)
+        scan = facts.driver_scan(ctx)
         for d in scan.drivers:
             if d.outcome in (I.ARCH_MISMATCH, I.WRONG_CLASS):
                 yield self.info(
@@ -644,7 +641,7 @@ class PortabilityDrivers(Check):
     title = "Portability drivers"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        scan = driver_scan(ctx)
+        scan = facts.driver_scan(ctx)
         for d in scan.drivers:
             if d.outcome == I.PORTABILITY:
                 yield self.info(

@@ -7,6 +7,7 @@ import posixpath
 from collections.abc import Iterable, Mapping
 
 from vkdoctor import envhazards as eh
+from vkdoctor import facts
 from vkdoctor import wgpuenv as wgpu_env
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
@@ -268,11 +269,10 @@ class IcdFilenamesDeprecated(Check):
                 vk_driver_files=ctx.env["VK_DRIVER_FILES"],
             )
             return
-        from vkdoctor.loader import driver_scan
         from vkdoctor.loader import icd as I
 
         entries = eh.override_entries(ctx, "VK_ICD_FILENAMES")
-        scan = driver_scan(ctx)
+        scan = facts.driver_scan(ctx)
         if entries and not any(e.manifests for e in entries):
             # renaming the variable would carry the mistake over: it names no manifest
             remedy = "unset VK_ICD_FILENAMES: it names no existing driver manifest (VKD001)"
@@ -540,10 +540,8 @@ class WgpuSelection(Check):
     def _devices(self, ctx: Context) -> list[tuple[str, str]] | None:
         if not ctx.live:
             return None
-        from vkdoctor.facts.loadtest import load_test
-
         try:
-            run = ctx.fact(load_test)
+            run = facts.load_test(ctx)
         except Exception:  # the VKT checks report a load test that did not run
             return None
         return [

@@ -7,11 +7,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from vkdoctor import facts
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
-from vkdoctor.facts.loadtest import load_test
-from vkdoctor.facts.selection import all_selected
-from vkdoctor.host import nvidia_gpu_expected
 from vkdoctor.loadtest import TargetOutcome, classify
 from vkdoctor.model import Finding, Severity
 
@@ -29,7 +27,7 @@ def gpu_hardware(ctx: Context) -> list[str]:
     dri = ctx.under("/dev/dri")
     signs = [f"/dev/dri/{p.name}" for p in sorted(dri.glob("renderD*"))] if dri.is_dir() else []
     signs += [n for n in ("/dev/nvidia0",) if ctx.under(n).exists()]
-    if not signs and nvidia_gpu_expected(ctx):
+    if not signs and facts.nvidia_gpu_expected(ctx):
         signs.append("the NVIDIA kernel module (/dev/nvidiactl or /proc/driver/nvidia)")
     return signs
 
@@ -62,7 +60,7 @@ class GpuDevice(Check):
         )
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        run = ctx.fact(load_test)
+        run = facts.load_test(ctx)
         drivers = [o for o in run.outcomes if o.target.kind == "driver"]
         found = [(o, d) for o in drivers for d in o.devices]
         gpus = [(o, d) for o, d in found if d.type in GPU_DEVICE_TYPES]
@@ -79,7 +77,7 @@ class GpuDevice(Check):
             return
         if not found:
             # no device at all: VKT002 has the one failure
-            if required and not all_selected(ctx, "VKT002"):
+            if required and not facts.all_selected(ctx, "VKT002"):
                 yield self.fail(
                     "No GPU: no Vulkan device at all",
                     "No driver, loaded alone through the real loader, reports a device.",

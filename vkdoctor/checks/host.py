@@ -6,9 +6,9 @@ import shlex
 import sys
 from collections.abc import Iterable, Mapping
 
+from vkdoctor import facts as run_facts
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
-from vkdoctor.host import collect
 from vkdoctor.model import Finding
 
 
@@ -30,7 +30,7 @@ class HostFacts(Check):
         return "interpreter" in cause.evidence
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        facts = ctx.fact(collect)
+        facts = run_facts.host_description(ctx)
         distro = facts["distro"]
         parts = [
             distro.get("name") or distro.get("id") or "unknown distribution",
@@ -81,10 +81,8 @@ def applied_variables(env: Mapping[str, str], switches: Iterable[str] = ()) -> l
 
 
 def _layer_switches(ctx: Context) -> set[str]:
-    from vkdoctor.loader import layer_scan
-
     try:
-        layers = layer_scan(ctx).layers
+        layers = run_facts.layer_scan(ctx).layers
     except Exception:  # the VKI checks report a scan that fails
         return set()
     return {v for layer in layers for v in (layer.enable_env, layer.disable_env) if v}
@@ -93,12 +91,12 @@ def _layer_switches(ctx: Context) -> set[str]:
 def _interpreter(check: Check, ctx: Context) -> Iterable[Finding]:
     """A tree whose dynamic linker is gone (a deleted file, a merged-/usr tree without its /lib
     link) can start no program, whatever its libraries say."""
-    from vkdoctor.elf.platform import INTERPRETERS, ldso_platform
+    from vkdoctor.elf.platform import INTERPRETERS
 
     interpreter = INTERPRETERS.get(ctx.machine)
     if interpreter is None or ctx.resolve(interpreter).is_file():
         return
-    dirs = ctx.fact(ldso_platform).system_dirs
+    dirs = run_facts.ldso_platform(ctx).system_dirs
     if not any(ctx.resolve(f"{d}/libc.so.6").is_file() for d in dirs):
         return  # no glibc: a static or partial tree, nothing that needs ld.so to judge
     try:

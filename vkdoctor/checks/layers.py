@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from vkdoctor import facts
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
-from vkdoctor.loader import explicit_layers, layer_scan
 from vkdoctor.loader import layers as L
 from vkdoctor.loader.filters import matches
 from vkdoctor.loader.layers import Layer, LayerScan
@@ -57,7 +57,7 @@ class ImplicitLayers(Check):
     title = "Implicit layers"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        scan: LayerScan = layer_scan(ctx)
+        scan: LayerScan = facts.layer_scan(ctx)
         valid = [x for x in scan.layers if x.invalid is None]
         active = scan.active
         evidence = {
@@ -93,7 +93,7 @@ class BrokenImplicitLayer(Check):
     title = "Broken implicit layers"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        scan = layer_scan(ctx)
+        scan = facts.layer_scan(ctx)
         for f in scan.files:
             ev = {"manifest": f.manifest, "origin": f.origin, "outcome": f.outcome}
             if f.outcome == L.FILE_JSON_ERROR:
@@ -150,7 +150,7 @@ class ImplicitLayerManifest(Check):
     title = "Implicit layer manifests the loader drops"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        scan = layer_scan(ctx)
+        scan = facts.layer_scan(ctx)
         for f in scan.files:
             if f.outcome in (
                 L.FILE_OPEN_FAILED,
@@ -198,7 +198,7 @@ class ExplicitLayersFromEnvironment(Check):
     title = "Explicit layers turned on by the environment"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        scan = explicit_layers(ctx)
+        scan = facts.explicit_layers(ctx)
         for f in scan.files:
             # the loader reads every explicit manifest at vkCreateInstance, chosen or not
             if f.outcome in (L.FILE_FIFO, L.FILE_CRASH):
@@ -220,7 +220,7 @@ class ExplicitLayersFromEnvironment(Check):
             if scan.plan.override
             else "the explicit_layer.d directories: " + ", ".join(e.path for e in scan.plan.entries)
         )
-        implicit = {layer.name for layer in layer_scan(ctx).layers if layer.invalid is None}
+        implicit = {layer.name for layer in facts.layer_scan(ctx).layers if layer.invalid is None}
         absent = [e.path for e in scan.plan.entries if not ctx.under(e.path).exists()]
         for name in requested:
             if name in found:

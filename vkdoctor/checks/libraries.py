@@ -12,14 +12,13 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from vkdoctor import facts
 from vkdoctor.checks.base import Check
 from vkdoctor.checks.brokencopy import broken_copy
-from vkdoctor.closures.targets import target_resolutions, undefined_by_target
 from vkdoctor.closures.versions import (
     fails_dlopen,
     missing_versions,
     version_fix,
-    version_problems,
     version_title,
 )
 from vkdoctor.context import Context
@@ -33,7 +32,6 @@ from vkdoctor.elf.explain import (
     system_copy,
     version_sentence,
 )
-from vkdoctor.elf.ldcache import load_cache, load_conf
 from vkdoctor.elf.resolve import (
     Library,
     Miss,
@@ -45,8 +43,6 @@ from vkdoctor.elf.search import How, Tried
 from vkdoctor.elf.shadow import Shadow
 from vkdoctor.elf.symbols import Undefined
 from vkdoctor.elf.wgpu import find_wgpu_native
-from vkdoctor.host import distro_family, distro_ids
-from vkdoctor.loader import driver_scan, layer_scan
 from vkdoctor.loader.icd import LIBRARY_MISSING, LIBRARY_UNLOADABLE
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.model import Finding, Remedy, Severity
@@ -128,15 +124,15 @@ class LibraryOpens(Check):
         # layer's, VKI002's)
         stale = {
             d.manifest
-            for d in driver_scan(ctx).drivers
+            for d in facts.driver_scan(ctx).drivers
             if d.outcome in (LIBRARY_MISSING, LIBRARY_UNLOADABLE)
         }
         broken_layers = {
             layer.name
-            for layer in layer_scan(ctx).active
+            for layer in facts.layer_scan(ctx).active
             if layer.library is not None and layer.library_state != "ok"
         }
-        for t, res in ctx.fact(target_resolutions):
+        for t, res in facts.target_resolutions(ctx):
             root = res.root
             said = "VKD005" if t.kind == "driver" and t.manifest in stale else None
             if t.kind == "layer" and t.name in broken_layers:
@@ -267,14 +263,14 @@ class LibraryOpens(Check):
         """A file vkdoctor read only part of, at one of its limits: what it says of that file's
         libraries is incomplete. No real file comes near the limits."""
         parts: dict[str, tuple[str, ...]] = {}
-        for _t, res in ctx.fact(target_resolutions):
+        for _t, res in facts.target_resolutions(ctx):
             for lib in res.libraries:
                 if lib.elf.cut:
                     parts.setdefault(lib.path, lib.elf.cut)
-        cache = ctx.fact(load_cache)
+        cache = facts.ld_cache(ctx)
         if cache is not None and cache.cut:
             parts[cache.path] = cache.cut
-        conf = ctx.fact(load_conf)
+        conf = facts.ld_conf(ctx)
         if conf.cut:
             parts["/etc/ld.so.conf"] = conf.cut
         for path, cut in parts.items():
@@ -321,7 +317,7 @@ class NeededLibraries(Check):
         # missing libdrm.so.2 is one problem, not one per library that links it)
         # (a 32-bit and a 64-bit miss of one name are two problems: one package each)
         groups: dict[tuple[str, int], list[tuple[LoadTarget, Miss]]] = {}
-        for t, res in ctx.fact(target_resolutions):
+        for t, res in facts.target_resolutions(ctx):
             if res.root is None:
                 continue
             for m in res.misses:
@@ -399,12 +395,12 @@ class NeededLibraries(Check):
 
 def upgrade_command(ctx: Context) -> str:
     """The distribution's whole-system upgrade, the fix for a partial upgrade."""
-    manager = {"debian": "dpkg", "arch": "pacman", "fedora": "rpm"}.get(distro_family(ctx) or "")
+    manager = {"debian": "dpkg", "arch": "pacman", "fedora": "rpm"}.get(
+        facts.distro_family(ctx) or ""
+    )
     if manager is None:
         # no os-release (a bare image tree): the one package database there says which
-        from vkdoctor.packages import inventory
-
-        databases = ctx.fact(inventory).databases
+        databases = facts.package_inventory(ctx).databases
         manager = databases[0].family if len(databases) == 1 else None
     if manager is not None:
         return f"`{UPGRADE[manager]}`"
@@ -553,7 +549,7 @@ _WHO_SHIPS = {
 
 
 def _provider_hint(ctx: Context, name: str) -> str:
-    ask = _WHO_SHIPS.get(distro_family(ctx) or "")
+    ask = _WHO_SHIPS.get(facts.distro_family(ctx) or "")
     if ask is None:
         return f"Install the package that provides {name}."
     return f"Install the package that provides {name}: {ask.format(name=name)} names it."
@@ -561,18 +557,14 @@ def _provider_hint(ctx: Context, name: str) -> str:
 
 def _refused_sonames(ctx: Context) -> dict[str, str]:
     """Sonames the overlay's planning (when this run made one) refused outright: soname -> why."""
-    from vkdoctor.facts.overlay import overlay_outcome
-
-    outcome = ctx.known(overlay_outcome)
+    outcome = facts.planned_overlay(ctx)
     plan = outcome.plan if outcome is not None else None
     return {r.soname: r.reason for r in plan.refused} if plan is not None else {}
 
 
 def _refused(ctx: Context) -> dict[str, str]:
     """Candidates the overlay's planning (when this run made one) refused: path -> why."""
-    from vkdoctor.facts.overlay import overlay_outcome
-
-    outcome = ctx.known(overlay_outcome)
+    outcome = facts.planned_overlay(ctx)
     plan = outcome.plan if outcome is not None else None
     if plan is None:
         return {}
@@ -608,7 +600,7 @@ class SymbolVersions(Check):
         ) == cause.evidence.get("provider")
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        for g in ctx.fact(version_problems):
+        for g in facts.version_problems(ctx):
             items = g.items
             ts = list(dict.fromkeys(t for t, _ in items))
             v = items[0][1]
@@ -708,7 +700,7 @@ class LdLibraryPathOnly(Check):
     def run(self, ctx: Context) -> Iterable[Finding]:
         seen: dict[str, list[str]] = {}
         libs: dict[str, Any] = {}
-        for t, res in ctx.fact(target_resolutions):
+        for t, res in facts.target_resolutions(ctx):
             for lib in res.libraries:
                 if lib.how is How.LD_LIBRARY_PATH:
                     seen.setdefault(lib.path, []).append(t.name)
@@ -747,7 +739,7 @@ class LdLibraryPathOnly(Check):
                     **({"broken_copy": cut.as_dict()} if cut else {}),
                 },
             )
-        conf_dirs = {d for d, _ in load_conf(ctx).dirs}
+        conf_dirs = {d for d, _ in facts.ld_conf(ctx).dirs}
         from vkdoctor.overlay.store import store_roots
 
         stores = [f"{root}/overlays" for root in store_roots(ctx)]
@@ -837,7 +829,7 @@ class UndefinedSymbols(Check):
         #: shadow path -> (target, whether its dlopen fails for it)
         shadow_targets: dict[str, list[tuple[LoadTarget, bool]]] = {}
         groups: dict[tuple[str, str], tuple[Undefined, list[LoadTarget]]] = {}
-        for t, res, missing in ctx.fact(undefined_by_target):
+        for t, res, missing in facts.undefined_by_target(ctx):
             rest, used = shadow.explain(ctx, res, missing, shadows)
             for u in rest:
                 groups.setdefault((u.path, u.name), (u, []))[1].append(t)
@@ -1071,14 +1063,12 @@ def install_loader_command(ctx: Context) -> str:
     again = reinstall_if_installed(ctx, _LOADER)
     if again is not None:
         return again
-    ids = distro_ids(ctx)
+    ids = facts.distro_ids(ctx)
     for names, command in INSTALL:
         if any(i in names or i.startswith(names) for i in ids):
             return command
     # no os-release (a bare image tree): the one package database there says which
-    from vkdoctor.packages import inventory
-
-    databases = ctx.fact(inventory).databases
+    databases = facts.package_inventory(ctx).databases
     if len(databases) == 1:
         family = {"dpkg": "debian", "pacman": "arch", "rpm": "fedora"}[databases[0].family]
         return next(command for names, command in INSTALL if family in names)

@@ -6,10 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from vkdoctor import facts
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
-from vkdoctor.facts.loadtest import load_test, predicted, predictions
-from vkdoctor.facts.selection import all_selected
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.loadtest import (
     WRECK_WORDS,
@@ -27,9 +26,7 @@ def _loader_version(ctx: Context, run: LoadTestRun) -> str | None:
     """The real loader's own answer, else the version its file name says (vkdoctor.loader)."""
     if run.loader_version:
         return run.loader_version
-    from vkdoctor.loader.version import loader_version
-
-    static = ctx.fact(loader_version)
+    static = facts.loader_version(ctx)
     return static.text if static.version else None
 
 
@@ -62,7 +59,7 @@ def _verdict_finding(
         and (verdict.kind == "dlopen-failed" or predicted.signal is not None)
         and verdict.severity.rank > Severity.INFO.rank
         and predicted.by
-        and all_selected(ctx, *predicted.by)
+        and facts.all_selected(ctx, *predicted.by)
     ):
         # the library findings said so before anything was loaded, with the cause and the fix:
         # the real load confirms them and is no second failure for one cause
@@ -110,7 +107,7 @@ class DriversLoad(Check):
     requires = frozenset({"VKI002"})
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        run = ctx.fact(load_test)
+        run = facts.load_test(ctx)
         drivers = [o for o in run.outcomes if o.target.kind == "driver"]
         if not drivers:
             yield self.info(
@@ -151,7 +148,7 @@ class DeviceAvailable(Check):
     requires = frozenset({"VKH002", "VKD001", "VKD003", "VKC004", "VKI002"})
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        run = ctx.fact(load_test)
+        run = facts.load_test(ctx)
         drivers = [o for o in run.outcomes if o.target.kind == "driver"]
         found = [(o, d) for o in drivers for d in o.devices]
         evidence = {
@@ -176,7 +173,7 @@ class DeviceAvailable(Check):
                     f"{listed}. Each driver was loaded alone here; an application loads every "
                     f"driver, and {names} {how} first"
                 )
-            if wrecks and not all_selected(ctx, "VKT001"):
+            if wrecks and not facts.all_selected(ctx, "VKT001"):
                 dies = {w for _, w in wrecks} <= {"crash", "timeout"}
                 yield self.fail(
                     f"{title}, but every Vulkan application "
@@ -250,7 +247,7 @@ class DeviceAvailable(Check):
                 + install_command(ctx)
             )
         remedy = _sentence("; or ".join(options))
-        if failing and predicted(ctx, failing):
+        if failing and facts.predicted(ctx, failing):
             # the library findings named each failing driver's cause, with its fix, before
             # anything was loaded: no device is their consequence, not a second cause
             yield self.finding(
@@ -292,7 +289,7 @@ class LayersLoad(Check):
     live_only = True
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        run = ctx.fact(load_test)
+        run = facts.load_test(ctx)
         for outcome in run.outcomes:
             if outcome.target.kind == "layer":
                 yield _verdict_finding(self, ctx, run, outcome)
@@ -314,11 +311,11 @@ class PredictionAgrees(Check):
 
     def predictions(self, ctx: Context) -> Mapping[LoadTarget, Prediction]:
         """The ld.so emulation's verdict on each target (`facts.loadtest.predictions`)."""
-        return predictions(ctx)
+        return facts.predictions(ctx)
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         predicted = self.predictions(ctx)
-        run = ctx.fact(load_test)
+        run = facts.load_test(ctx)
         found = list(disagreements(predicted, run))
         for d in found:
             yield self.finding(

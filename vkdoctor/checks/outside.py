@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from vkdoctor import facts
 from vkdoctor import limits as L
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
-from vkdoctor.facts.selection import all_selected
 from vkdoctor.model import Finding, Severity
 
 #: the limits whose exhaustion wgpu meets without saying so
@@ -20,11 +20,10 @@ _LOAD_BREAKS = ("crash", "timeout", "dlopen-failed", "not-run", "instance-failed
 
 def load_symptoms(ctx: Context) -> list[str]:
     """What went wrong in the load test, in words; [] when it went well."""
-    from vkdoctor.facts.loadtest import load_test
     from vkdoctor.loadtest import classify
 
     try:
-        run = ctx.fact(load_test)
+        run = facts.load_test(ctx)
     except Exception as exc:  # VKT002 reports a load test that did not run
         return [f"the load test did not run ({exc})"]
     out = []
@@ -41,11 +40,9 @@ def probe_symptom(ctx: Context) -> tuple[str, list[str]] | None:
     """The probe's failure in words and the last lines of its stderr, when the probe runs in
     this check and did not pass for a reason a limit can cause (wrong numbers are the
     driver's)."""
-    if not ctx.options.probe or not all_selected(ctx, "VKR001"):
+    if not ctx.options.probe or not facts.all_selected(ctx, "VKR001"):
         return None
-    from vkdoctor.facts.probe import probe_result
-
-    result = ctx.fact(probe_result)
+    result = facts.probe_result(ctx)
     status = result.get("status")
     if status == "pass" or result.get("reason") in ("wrong-numbers", "ladder"):
         return None
@@ -66,18 +63,15 @@ def unlisted_devices(ctx: Context) -> list[str]:
     """The Vulkan devices the load test found when the probe then found no adapter at all and
     wgpu gave no reason for hiding them: under a tight memory limit wgpu's instance runs out of
     memory without a word (measured: `ulimit -v 300000` here)."""
-    if not ctx.options.probe or not all_selected(ctx, "VKR001"):
+    if not ctx.options.probe or not facts.all_selected(ctx, "VKR001"):
         return []
-    from vkdoctor.facts.loadtest import load_test
-    from vkdoctor.facts.probe import probe_result
-
-    result = ctx.fact(probe_result)
+    result = facts.probe_result(ctx)
     if result.get("status") != "no-adapter" or result.get("adapters"):
         return []
     if result.get("hidden_adapters"):
         return []  # wgpu said why it hid them (VKR002 names it)
     try:
-        outcomes = ctx.fact(load_test).outcomes
+        outcomes = facts.load_test(ctx).outcomes
     except Exception:  # VKT002 reports a load test that did not run
         return []
     return [d.name for o in outcomes if o.target.kind == "driver" for d in o.devices]
@@ -211,13 +205,12 @@ class NvidiaVariables(Check):
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         from vkdoctor import envhazards as eh
-        from vkdoctor.host import nvidia_gpu_expected
 
         layer = eh.installed_layer(ctx, NV_LAYER_MANIFEST)
         optimus = ctx.env.get("__VK_LAYER_NV_optimus")
         if optimus is not None and layer is not None:
             yield from self._optimus(ctx, optimus, layer)
-        if layer is None and not nvidia_gpu_expected(ctx):
+        if layer is None and not facts.nvidia_gpu_expected(ctx):
             return
         if ctx.env.get("__GL_SHADER_DISK_CACHE") == "0":
             yield self.finding(

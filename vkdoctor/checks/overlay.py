@@ -4,17 +4,19 @@ LD_LIBRARY_PATH overlay, reported as the fix only after the load test and the pr
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from vkdoctor import facts
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
-from vkdoctor.facts.overlay import Outcome, overlay_context, overlay_outcome, runs_under
-from vkdoctor.facts.selection import all_selected
 from vkdoctor.model import Finding, Severity
 from vkdoctor.overlay.describe import exec_command, export_line
 from vkdoctor.overlay.plan import Plan
 from vkdoctor.record import to_json
 from vkdoctor.sonames import find_remedy
+
+if TYPE_CHECKING:
+    from vkdoctor.facts.overlay import Outcome
 
 
 def _affected(plan: Plan) -> list[str]:
@@ -39,9 +41,7 @@ def _supplies(plan: Plan) -> str:
 
 
 def _load_failures(ctx: Context, targets: list[str]) -> tuple[list[str], dict[str, Any]]:
-    from vkdoctor.facts.loadtest import load_test
-
-    run = ctx.fact(load_test)
+    run = facts.load_test(ctx)
     failed: list[str] = []
     seen: dict[str, Any] = {}
     for outcome in run.outcomes:
@@ -92,7 +92,7 @@ class OverlayFix(Check):
     live_only = True
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        outcome: Outcome = ctx.fact(overlay_outcome)
+        outcome: Outcome = facts.overlay_outcome(ctx)
         if outcome.error is not None:
             yield self.finding(
                 Severity.WARN,
@@ -147,14 +147,12 @@ class OverlayFix(Check):
         targets = _affected(plan)
         # proven where it applies: the report's own context when the user asked for the
         # overlay, else one of its own (the report describes the environment as it is)
-        proof = ctx.fact(overlay_context)
+        proof = facts.overlay_context(ctx)
         failures, loaded = _load_failures(proof, targets)
         evidence["load_test"] = loaded
         probe: dict[str, Any] | None = None
         if ctx.options.probe:
-            from vkdoctor.facts.probe import probe_result
-
-            probe = proof.fact(probe_result)
+            probe = facts.probe_result(proof)
             evidence["probe_status"] = probe.get("status")
             if probe.get("status") != "pass":
                 failures.append(f"the compute probe: {probe.get('summary') or probe.get('status')}")
@@ -179,7 +177,7 @@ class OverlayFix(Check):
         )
         if plan.store_note:
             partial += f" It is not in vkdoctor's cache: {plan.store_note}."
-        if not runs_under(ctx, plan):
+        if not facts.runs_under(ctx, plan):
             yield _offered(self, ctx, outcome, plan, targets, proven, partial, evidence)
             return
         yield self.finding(
@@ -221,7 +219,7 @@ def _offered(
         else ""
     )
     return check.finding(
-        Severity.WARN if all_selected(ctx, "VKL002") else Severity.FAIL,
+        Severity.WARN if facts.all_selected(ctx, "VKL002") else Severity.FAIL,
         f"An overlay for {names} fixes it (proven by {proven} under it)",
         f"As things are, {names} is missing for {', '.join(targets)} (VKL002): a program started "
         f"the usual way fails. vkdoctor found {found} itself and proved a private overlay "
@@ -283,7 +281,7 @@ class SearchPlaces(Check):
     live_only = True
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        plan = ctx.fact(overlay_outcome).plan
+        plan = facts.overlay_outcome(ctx).plan
         if plan is None:
             return
         for p in plan.problems:
@@ -327,7 +325,7 @@ class RefusedCandidates(Check):
     live_only = True
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        plan = ctx.fact(overlay_outcome).plan
+        plan = facts.overlay_outcome(ctx).plan
         if plan is None:
             return
         for soname, cands in plan.search.candidates.items():

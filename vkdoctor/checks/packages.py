@@ -7,12 +7,12 @@ from collections.abc import Iterable
 from pathlib import PurePosixPath
 from typing import Any
 
+from vkdoctor import facts as run_facts
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.elf.explain import highest_per_family, version_node_key
-from vkdoctor.facts.selection import all_selected
 from vkdoctor.model import Finding, Severity
-from vkdoctor.packages import Inventory, Package, inventory
+from vkdoctor.packages import Inventory, Package
 from vkdoctor.packages.conda import conda_owner
 from vkdoctor.packages.deps import unmet
 from vkdoctor.packages.dpkg import DpkgDB
@@ -29,7 +29,6 @@ from vkdoctor.packages.skew import (
     sibling_skews,
     unowned_files,
 )
-from vkdoctor.packages.stack import stack_facts
 from vkdoctor.packages.verify import for_tree, verified
 from vkdoctor.record import replace
 
@@ -61,7 +60,7 @@ def _finding(check: Check, d: Diagnosis, ctx: Context) -> Finding:
 
 def _driver_packages(ctx: Context, inv: Inventory) -> list[str]:
     """The packages whose files are the drivers: a fix must not remove them."""
-    facts = ctx.fact(stack_facts)
+    facts = run_facts.package_stack(ctx)
     drivers = [f.path for f in facts.files if f.role == "driver"]
     owners = inv.owners(drivers) if drivers else {}
     return list(dict.fromkeys(p.name for ps in owners.values() for p in ps))
@@ -82,7 +81,7 @@ class PackageDatabases(Check):
     title = "Package databases"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        inv = ctx.fact(inventory)
+        inv = run_facts.package_inventory(ctx)
         absent = dict(inv.absent)
         for family, why in sorted(inv.unreadable.items()):
             yield self.warn(
@@ -145,7 +144,7 @@ class SiblingSkew(Check):
         return bool(twins) and all(any(t in p for t in twins) for p in problems)
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        inv = ctx.fact(inventory)
+        inv = run_facts.package_inventory(ctx)
         for skew in sibling_skews(inv):
             d = skew
             twins = d.evidence.get("multi_arch_twins") or []
@@ -174,11 +173,11 @@ class ManagerConsistency(Check):
     title = "Package database consistency"
 
     def prefetch(self, ctx: Context) -> None:
-        for db in ctx.fact(inventory).databases:
+        for db in run_facts.package_inventory(ctx).databases:
             db.prefetch()
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        inv = ctx.fact(inventory)
+        inv = run_facts.package_inventory(ctx)
         for db in inv.databases:
             c = db.consistency()
             evidence: dict[str, Any] = {
@@ -193,7 +192,7 @@ class ManagerConsistency(Check):
             if (
                 problems
                 and skewed
-                and all_selected(ctx, "VKP002")
+                and run_facts.all_selected(ctx, "VKP002")
                 and all(any(n in p for n in skewed) for p in problems)
             ):
                 # the same missing dependency VKP002 explains, with its fix: one cause
@@ -291,7 +290,7 @@ def _relation(rel: Relation) -> dict[str, str | None]:
 
 def _skewed_packages(ctx: Context, inv: Inventory) -> set[str]:
     """Names of the packages whose driver misses a library (VKP002's subjects)."""
-    facts = ctx.fact(stack_facts)
+    facts = run_facts.package_stack(ctx)
     if not facts.missing_sonames:
         return set()
     owners = inv.owners([m.consumer for m in facts.missing_sonames])
@@ -333,12 +332,12 @@ class MissingSonameSkew(Check):
         )
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        return self.findings(ctx, ctx.fact(stack_facts))
+        return self.findings(ctx, run_facts.package_stack(ctx))
 
     def findings(self, ctx: Context, facts: StackFacts) -> Iterable[Finding]:
         if not facts.missing_sonames:
             return
-        inv = ctx.fact(inventory)
+        inv = run_facts.package_inventory(ctx)
         if not inv.databases:
             return
         paths = [
@@ -354,7 +353,7 @@ class MissingSonameSkew(Check):
             d = explain_missing_soname(fact, inv, owners)
             d = _on_another_distribution(ctx, d) or _with_repositories(d, inv)
             d = verified(ctx, d, inv)
-            if d.severity is Severity.INFO and not all_selected(ctx, "VKL002"):
+            if d.severity is Severity.INFO and not run_facts.all_selected(ctx, "VKL002"):
                 # an unowned driver: "VKL002 is the failure" holds only when VKL002 runs
                 d = replace(d, severity=Severity.FAIL)
             key = (fact.soname, d.remedy)
@@ -420,10 +419,8 @@ _DRIVER_INSTALL = {
 def _on_another_distribution(ctx: Context, d: Diagnosis) -> Diagnosis | None:
     """A driver package of another distribution's manager (an rpm on Debian): that manager's
     upgrade command does not exist here, and no upgrade brings the two together."""
-    from vkdoctor.host import distro_family
-
     consumer = d.evidence.get("consumer_package")
-    here = distro_family(ctx)
+    here = run_facts.distro_family(ctx)
     if consumer is None or here is None or _NATIVE.get(consumer["manager"]) == here:
         return None
     name, manager = consumer["name"], consumer["manager"]
@@ -496,16 +493,16 @@ class UnownedOrForeign(Check):
     title = "Driver files no package owns, or from a foreign origin"
 
     def prefetch(self, ctx: Context) -> None:
-        facts = ctx.fact(stack_facts)
-        for db in ctx.fact(inventory).databases:
+        facts = run_facts.package_stack(ctx)
+        for db in run_facts.package_inventory(ctx).databases:
             if isinstance(db, DpkgDB):
                 db.prefetch_owners(f.path for f in facts.files)
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        return self.findings(ctx, ctx.fact(stack_facts))
+        return self.findings(ctx, run_facts.package_stack(ctx))
 
     def findings(self, ctx: Context, facts: StackFacts) -> Iterable[Finding]:
-        inv = ctx.fact(inventory)
+        inv = run_facts.package_inventory(ctx)
         if not inv.databases or not facts.files:
             return
         owners = inv.owners(f.path for f in facts.files)
@@ -554,12 +551,12 @@ class MissingVersionOwner(Check):
         )
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        return self.findings(ctx, ctx.fact(stack_facts))
+        return self.findings(ctx, run_facts.package_stack(ctx))
 
     def findings(self, ctx: Context, facts: StackFacts) -> Iterable[Finding]:
         if not facts.missing_versions:
             return
-        inv = ctx.fact(inventory)
+        inv = run_facts.package_inventory(ctx)
         paths = [
             p for f in facts.missing_versions for p in (f.consumer, f.provider, *f.alternatives)
         ]
@@ -584,7 +581,7 @@ class MissingVersionOwner(Check):
                     message=_before_fix(d.message, f" It lacks {', '.join(others)} as well."),
                     evidence={**d.evidence, "versions": list(by_version)},
                 )
-            if d.severity is Severity.INFO and not all_selected(ctx, "VKL003"):
+            if d.severity is Severity.INFO and not run_facts.all_selected(ctx, "VKL003"):
                 # "VKL003 is the failure" holds only when VKL003 runs
                 d = replace(d, severity=Severity.FAIL)
             yield _finding(self, verified(ctx, d, inv), ctx)
@@ -607,10 +604,10 @@ class HeldPackages(Check):
     title = "Held driver-stack packages"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        return self.findings(ctx, ctx.fact(stack_facts))
+        return self.findings(ctx, run_facts.package_stack(ctx))
 
     def findings(self, ctx: Context, facts: StackFacts) -> Iterable[Finding]:
-        inv = ctx.fact(inventory)
+        inv = run_facts.package_inventory(ctx)
         paths = [f.path for f in facts.files]
         paths += [p for m in facts.missing_sonames for p in (m.consumer, *m.near_misses)]
         if not inv.databases or not paths:
@@ -653,12 +650,12 @@ class RepositoryView(Check):
     title = "What the repositories offer for a skew"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        return self.findings(ctx, ctx.fact(stack_facts))
+        return self.findings(ctx, run_facts.package_stack(ctx))
 
     def findings(self, ctx: Context, facts: StackFacts) -> Iterable[Finding]:
         from vkdoctor.packages.pending import repository_view
 
-        inv = ctx.fact(inventory)
+        inv = run_facts.package_inventory(ctx)
         if not inv.databases or not facts.missing_sonames:
             return
         paths = [p for f in facts.missing_sonames for p in (f.consumer, *f.near_misses)]
@@ -691,7 +688,7 @@ class MissingManifest(Check):
     def run(self, ctx: Context) -> Iterable[Finding]:
         from vkdoctor.packages.manifests import missing_manifests, verify_says_missing
 
-        for db in ctx.fact(inventory).databases:
+        for db in run_facts.package_inventory(ctx).databases:
             if not isinstance(db, DpkgDB):
                 continue
             for gone in missing_manifests(ctx, db):
@@ -720,7 +717,9 @@ class MissingManifest(Check):
                         "fix": fix,
                     },
                 )
-                d = verified(ctx, d, ctx.fact(inventory), protect=[pkg.name, *LOADER_PACKAGES])
+                d = verified(
+                    ctx, d, run_facts.package_inventory(ctx), protect=[pkg.name, *LOADER_PACKAGES]
+                )
                 yield _finding(self, d, ctx)
 
 
@@ -739,8 +738,8 @@ class StackPackages(Check):
     title = "Driver stack packages"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        inv = ctx.fact(inventory)
-        facts = ctx.fact(stack_facts)
+        inv = run_facts.package_inventory(ctx)
+        facts = run_facts.package_stack(ctx)
         if not inv.databases or not facts.files:
             return
         owners = inv.owners(f.path for f in facts.files)

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from vkdoctor import probe_report
+from vkdoctor import facts, probe_report
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
-from vkdoctor.facts.probe import probe_result
-from vkdoctor.facts.selection import all_selected
 from vkdoctor.model import Finding, Remedy, Severity, remedy_from
 from vkdoctor.record import replace
 
@@ -28,7 +26,7 @@ class ComputeProbe(Check):
     live_only = True
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        result = ctx.fact(probe_result)
+        result = facts.probe_result(ctx)
         finding = probe_report.finding(result, in_check=True)
         off: dict[str, list[str]] = result.get("disabled") or {}
         if off:
@@ -38,7 +36,7 @@ class ComputeProbe(Check):
                 f"The probe ran with {setting}: as things are, every Vulkan program crashes, "
                 f"hangs or fails in {names} first (VKT001, VKT003)"
             )
-            reported = all_selected(
+            reported = facts.all_selected(
                 ctx,
                 *(["VKT001"] if "VK_LOADER_DRIVERS_DISABLE" in off else []),
                 *(["VKT003"] if set(off) - {"VK_LOADER_DRIVERS_DISABLE"} else []),
@@ -107,10 +105,8 @@ def _crashing_layers(ctx: Context) -> dict[str, str]:
     """Layers (implicit, or explicit ones the environment turns on) that crashed or hung in the
     load test, each with how to turn it off: a probe crash in the same environment is theirs
     first."""
-    from vkdoctor.facts.loadtest import load_test
-
     try:
-        outcomes = ctx.fact(load_test).outcomes
+        outcomes = facts.load_test(ctx).outcomes
     except Exception:  # the VKT checks report a broken load test
         return {}
     return {
@@ -125,17 +121,16 @@ def _foreseen(ctx: Context) -> str | None:
     Vulkan loader, the library findings when no driver gives a device and each failed to load as
     they predicted."""
     from vkdoctor.elf.resolve import loader_lookup
-    from vkdoctor.facts.loadtest import load_test, predicted
 
     if loader_lookup(ctx).found is None:
-        return "VKH002" if all_selected(ctx, "VKH002") else None
+        return "VKH002" if facts.all_selected(ctx, "VKH002") else None
     try:
-        drivers = [o for o in ctx.fact(load_test).outcomes if o.target.kind == "driver"]
+        drivers = [o for o in facts.load_test(ctx).outcomes if o.target.kind == "driver"]
     except Exception:  # the VKT checks report a broken load test
         return None
     if not drivers or any(o.devices for o in drivers) or ctx.options.gpu:
         return None
-    if all(o.dlopen == "failed" for o in drivers) and predicted(ctx, drivers):
+    if all(o.dlopen == "failed" for o in drivers) and facts.predicted(ctx, drivers):
         return "the library findings"
     return None
 
@@ -145,7 +140,6 @@ def _no_adapter(ctx: Context) -> tuple[str, str] | None:
     (what to add to the message, the one remedy). None when they say nothing more."""
     from vkdoctor.checks.drivers import hidden_drivers
     from vkdoctor.elf.resolve import loader_lookup
-    from vkdoctor.loader import load_targets
 
     if loader_lookup(ctx).found is None:
         # no loader, no Vulkan adapter: VKH002 names the one package to install
@@ -155,17 +149,15 @@ def _no_adapter(ctx: Context) -> tuple[str, str] | None:
             "`sudo apt install libvulkan1`, Arch `sudo pacman -S vulkan-icd-loader`, "
             "Fedora `sudo dnf install vulkan-loader`), then run vkdoctor check again.",
         )
-    if not any(t.kind == "driver" for t in load_targets(ctx)):
+    if not any(t.kind == "driver" for t in facts.load_targets(ctx)):
         # VKD001 names why no driver loads, and its fix; installing one may be wrong
         return (
             ". The Vulkan loader will load no driver (VKD001)",
             "Fix what VKD001 reports first: the loader loads no driver at all, so wgpu can see "
             "no Vulkan adapter.",
         )
-    from vkdoctor.facts.loadtest import load_test
-
     try:
-        outcomes = ctx.fact(load_test).outcomes
+        outcomes = facts.load_test(ctx).outcomes
     except Exception:  # the VKT checks report a broken load test
         outcomes = ()
     broken = [
