@@ -331,7 +331,7 @@ def test_unowned_files_from_ld_library_path_point_at_the_variable():
     (d,) = unowned_files(files, Inventory(databases=()), {}, {})
     assert d.severity is Severity.INFO
     assert d.title == "lavapipe: files no package owns, from LD_LIBRARY_PATH"
-    assert d.remedy is not None and "take /tmp/stale off LD_LIBRARY_PATH" in d.remedy
+    assert d.remedy is not None and "take /tmp/stale off LD_LIBRARY_PATH" in d.remedy.text
 
 
 def test_recorded_digests_are_found_by_any_spelling_of_the_path():
