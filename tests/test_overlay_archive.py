@@ -12,6 +12,8 @@ from tests import overlay_lab as lab
 from vkdoctor.overlay.archive import extract_libraries
 from vkdoctor.overlay.errors import ArchiveError
 
+PATH = os.environ["PATH"]
+
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -42,7 +44,7 @@ def test_only_the_needed_library_is_extracted(
     kind: str, packages: dict[str, Path], tmp_path: Path
 ) -> None:
     cache = tmp_path / "cache"
-    got = extract_libraries(packages[kind], ["libfoo.so.1", "libnope.so.3"], cache)
+    got = extract_libraries(packages[kind], ["libfoo.so.1", "libnope.so.3"], cache, env_path=PATH)
     assert got.directory.parent == cache / "extracted"
     assert stat.S_IMODE(got.directory.stat().st_mode) == 0o700
     assert sorted(got.found) == ["libfoo.so.1"]
@@ -53,7 +55,7 @@ def test_only_the_needed_library_is_extracted(
     assert os.readlink(got.directory / "libfoo.so.1") == "libfoo.so.1.2.3"
     assert (got.directory / "libfoo.so.1").read_bytes()[:4] == b"\x7fELF"
     # Same package, same sonames: the same directory, reused.
-    again = extract_libraries(packages[kind], ["libnope.so.3", "libfoo.so.1"], cache)
+    again = extract_libraries(packages[kind], ["libnope.so.3", "libfoo.so.1"], cache, env_path=PATH)
     assert again.directory == got.directory and sorted(again.found) == ["libfoo.so.1"]
     assert not [p for p in (cache / "extracted").iterdir() if p.name.startswith(".tmp")]
 
@@ -79,11 +81,11 @@ def test_corrupt_and_mislabelled_packages(packages: dict[str, Path], tmp_path: P
         f = tmp_path / name
         f.write_bytes(data)
         with pytest.raises(ArchiveError) as err:
-            extract_libraries(f, ["libfoo.so.1"], cache)
+            extract_libraries(f, ["libfoo.so.1"], cache, env_path=PATH)
         assert expected in err.value.message, (name, err.value.message)
         assert str(f) in err.value.message
     with pytest.raises(ArchiveError, match="no such file or directory"):
-        extract_libraries(tmp_path / "missing.deb", ["libfoo.so.1"], cache)
+        extract_libraries(tmp_path / "missing.deb", ["libfoo.so.1"], cache, env_path=PATH)
     # Nothing half-written was left behind by any of the failures.
     extracted = cache / "extracted"
     assert not extracted.exists() or list(extracted.iterdir()) == []
@@ -135,10 +137,24 @@ def test_a_soname_linked_out_of_the_package_is_named(tmp_path: Path) -> None:
     (libdir / "libfoo.so.1").symlink_to("/opt/elsewhere/libfoo.so.1.2.3")
     package = lab.deb(root, tmp_path / "libfoo-link_1.0-1_amd64.deb", name="libfoo-link")
     cache = tmp_path / "cache"
-    got = extract_libraries(package, ["libfoo.so.1"], cache)
+    got = extract_libraries(package, ["libfoo.so.1"], cache, env_path=PATH)
     assert got.found == {}
     assert got.absent == ("libfoo.so.1",)
     assert got.linked_out == {"libfoo.so.1": "/opt/elsewhere/libfoo.so.1.2.3"}
     # The second call reuses the extraction and still knows why.
-    again = extract_libraries(package, ["libfoo.so.1"], cache)
+    again = extract_libraries(package, ["libfoo.so.1"], cache, env_path=PATH)
     assert again.linked_out == got.linked_out
+
+
+def test_the_decompressors_are_found_on_the_path_given(
+    packages: dict[str, Path], tmp_path: Path
+) -> None:
+    """The PATH comes from the caller (the context), not from vkdoctor's own environment."""
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    with pytest.raises(ArchiveError) as err:
+        extract_libraries(packages["pkg"], ["libfoo.so.1"], tmp_path / "c1", env_path=str(empty))
+    assert "`zstd` is not installed" in err.value.message
+    assert err.value.hint == "install zstd and libarchive-tools (bsdtar)"
+    got = extract_libraries(packages["pkg"], ["libfoo.so.1"], tmp_path / "c2", env_path=PATH)
+    assert sorted(got.found) == ["libfoo.so.1"]

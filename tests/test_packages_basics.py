@@ -331,7 +331,7 @@ def test_unowned_files_from_ld_library_path_point_at_the_variable():
     (d,) = unowned_files(files, Inventory(databases=()), {}, {})
     assert d.severity is Severity.INFO
     assert d.title == "lavapipe: files no package owns, from LD_LIBRARY_PATH"
-    assert d.remedy is not None and "take /tmp/stale off LD_LIBRARY_PATH" in d.remedy
+    assert d.remedy is not None and "take /tmp/stale off LD_LIBRARY_PATH" in d.remedy.text
 
 
 def test_recorded_digests_are_found_by_any_spelling_of_the_path():
@@ -380,6 +380,11 @@ def test_a_driver_package_of_another_distributions_manager_is_removed_not_upgrad
         "Fix: sudo rpm -e --nodeps mesa-vulkan-drivers, then sudo apt install mesa-vulkan-drivers."
     )
     assert "dnf" not in d.message
+    # one sentence ("A, then B"): the remedy is its words, no command cut out of it
+    assert d.remedy is not None and d.remedy.commands == ()
+    assert d.remedy.shown() == (
+        "sudo rpm -e --nodeps mesa-vulkan-drivers, then sudo apt install mesa-vulkan-drivers."
+    )
     # on Fedora it is the native manager: nothing to change
     (tmp_path / "etc/os-release").write_text("ID=fedora\n")
     assert _on_another_distribution(Context(root=tmp_path, env=ENV), skew) is None

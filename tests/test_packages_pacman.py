@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pactrees import LVP, copy_with_sync, ctx_for, libdrmx_tree, lvp_missing, sync_db, zx3_tree
 from pkgtrees import arch_skew_tree
 
 from vkdoctor.checks.packages import (
@@ -15,13 +16,11 @@ from vkdoctor.checks.packages import (
     SiblingSkew,
     UnownedOrForeign,
 )
-from vkdoctor.context import Context
 from vkdoctor.model import Severity
 from vkdoctor.packages import inventory
 from vkdoctor.packages.facts import MissingSoname, StackFacts, StackFile
 from vkdoctor.packages.pacman import PacmanDB
 
-LVP = "/usr/lib/libvulkan_lvp.so"
 LVP32 = "/usr/lib32/libvulkan_lvp.so"
 #: said after a pacman fix in the message: no simulation backs it
 #: these trees have no sync database: pacman cannot check their fixes, and the message says so
@@ -40,10 +39,6 @@ TARGET = (
 @pytest.fixture(scope="module")
 def arch_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return arch_skew_tree(tmp_path_factory.mktemp("pacman"))
-
-
-def ctx_for(root: Path) -> Context:
-    return Context(root=root, env={"PATH": "/usr/bin:/bin"})
 
 
 def test_database_is_read_directly_with_epoch_base_and_unversioned_depends(arch_tree: Path):
@@ -75,16 +70,7 @@ def test_usr_merge_symlink_is_followed_for_ownership(arch_tree: Path, tmp_path: 
 
 def test_missing_soname_gives_the_target_sentence(arch_tree: Path):
     ctx = ctx_for(arch_tree)
-    facts = StackFacts(
-        missing_sonames=(
-            MissingSoname(
-                consumer=LVP,
-                soname="libLLVM.so.23.1",
-                near_misses=("/usr/lib/libLLVM.so.22.1", "/usr/lib/libLLVM-22.so"),
-                target=LVP,
-            ),
-        )
-    )
+    facts = lvp_missing(near_misses=("/usr/lib/libLLVM.so.22.1", "/usr/lib/libLLVM-22.so"))
     (f,) = MissingSonameSkew().findings(ctx, facts)
     assert f.code == "VKP002" and f.severity is Severity.FAIL
     assert f.message == TARGET
@@ -159,15 +145,9 @@ def test_unowned_driver_in_usr_local(arch_tree: Path):
 
 
 def test_foreign_package_when_sync_databases_exist(arch_tree: Path, tmp_path: Path):
-    sync = arch_tree / "var/lib/pacman/sync"
-    sync.mkdir()
+    # an empty but valid sync database: nothing installed is in it, so all is foreign
+    db = sync_db(arch_tree)
     try:
-        # an empty but valid sync database: nothing installed is in it, so all is foreign
-        empty = tmp_path / "e"
-        empty.mkdir()
-        from pkgtools import sh
-
-        sh("bsdtar", "-czf", sync / "extra.db", "--files-from", "/dev/null")
         facts = StackFacts(files=(StackFile(path=LVP, role="driver"),))
         (f,) = UnownedOrForeign().findings(ctx_for(arch_tree), facts)
         assert "vulkan-swrast 1:26.2.3-1 owns driver-stack files" in f.message
@@ -175,8 +155,8 @@ def test_foreign_package_when_sync_databases_exist(arch_tree: Path, tmp_path: Pa
         # the package's own name, not its pkgbase (mesa), which installs something else
         assert (f.fix() or "").startswith("sudo pacman -S vulkan-swrast for the repositories'")
     finally:
-        (sync / "extra.db").unlink()
-        sync.rmdir()
+        db.unlink()
+        db.parent.rmdir()
 
 
 def test_database_listing(arch_tree: Path):
@@ -264,37 +244,14 @@ def test_ignorepkg_and_ignoregroup_hold_packages_of_the_stack(arch_tree: Path, t
     )
 
 
-def _with_sync(arch_tree: Path, tmp_path: Path, name: str, packages: list[Path]) -> Path:
-    """A copy of the Arch tree whose sync database (built by the real repo-add) holds `packages`."""
-    import shutil
-
-    from pkgtools import sh
-
-    root = tmp_path / name
-    shutil.copytree(arch_tree, root, symlinks=True)
-    sync = root / "var/lib/pacman/sync"
-    sync.mkdir()
-    sh("repo-add", "-q", sync / "extra.db.tar.gz", *packages)
-    return root
-
-
 def test_sync_databases_say_whether_the_upgrade_can_bring_the_llvm(arch_tree: Path, tmp_path: Path):
     """Rule P4 with the real pacman -Si over sync databases built by repo-add."""
 
-    from pkgtools import build_pkg, sh
+    from pkgtools import build_pkg
 
     from vkdoctor.checks.packages import RepositoryView
 
-    facts = StackFacts(
-        missing_sonames=(
-            MissingSoname(
-                consumer=LVP,
-                soname="libLLVM.so.23.1",
-                near_misses=("/usr/lib/libLLVM.so.22.1",),
-                target=LVP,
-            ),
-        )
-    )
+    facts = lvp_missing()
 
     work = tmp_path / "work"
     installed = arch_tree.parent / "llvm-libs-22.1.8-1-x86_64.pkg.tar.zst"
@@ -302,7 +259,7 @@ def test_sync_databases_say_whether_the_upgrade_can_bring_the_llvm(arch_tree: Pa
 
     # a mirror that carries no vulkan-swrast at all: nothing to go back to
     (f,) = RepositoryView().findings(
-        ctx_for(_with_sync(arch_tree, tmp_path, "bare", [installed])), facts
+        ctx_for(copy_with_sync(arch_tree, tmp_path / "bare", installed)), facts
     )
     assert (f.fix() or "").endswith(
         "remove vulkan-swrast and install the driver package the repositories carry."
@@ -310,7 +267,7 @@ def test_sync_databases_say_whether_the_upgrade_can_bring_the_llvm(arch_tree: Pa
     # the mirror still has the installed llvm-libs: -Syu cannot fix it, -Syuu returns mesa
     older = build_pkg(work, "vulkan-swrast", "1:26.2.2-1", {}, base="mesa")
     (f,) = RepositoryView().findings(
-        ctx_for(_with_sync(arch_tree, tmp_path, "behind", [installed, older])), facts
+        ctx_for(copy_with_sync(arch_tree, tmp_path / "behind", installed, older)), facts
     )
     assert f.severity is Severity.WARN
     assert f.title == (
@@ -325,7 +282,7 @@ def test_sync_databases_say_whether_the_upgrade_can_bring_the_llvm(arch_tree: Pa
     )
     # the sync database has the new llvm-libs: the upgrade is pending
     (f,) = RepositoryView().findings(
-        ctx_for(_with_sync(arch_tree, tmp_path, "ahead", [newer])), facts
+        ctx_for(copy_with_sync(arch_tree, tmp_path / "ahead", newer)), facts
     )
     assert f.severity is Severity.INFO
     assert f.title == "The repositories offer llvm-libs 23.1.0-1"
@@ -333,8 +290,8 @@ def test_sync_databases_say_whether_the_upgrade_can_bring_the_llvm(arch_tree: Pa
     assert list(RepositoryView().findings(ctx_for(arch_tree), facts)) == []
     # pacman asks the repositories pacman.conf lists, in its order: a stale database of a
     # repository no longer listed does not count
-    root = _with_sync(arch_tree, tmp_path, "stale", [installed, older])
-    sh("repo-add", "-q", root / "var/lib/pacman/sync/community.db.tar.gz", newer)
+    root = copy_with_sync(arch_tree, tmp_path / "stale", installed, older)
+    sync_db(root, newer, repo="community")
     (root / "etc").mkdir(exist_ok=True)
     (root / "etc/pacman.conf").write_text(
         "[options]\n[extra]\nInclude = /etc/pacman.d/mirrorlist\n"
@@ -351,17 +308,7 @@ def test_a_held_llvm_changes_the_skew_fix(arch_tree: Path, tmp_path: Path):
     shutil.copytree(arch_tree, root, symlinks=True)
     (root / "etc").mkdir(exist_ok=True)
     (root / "etc/pacman.conf").write_text("[options]\nIgnorePkg = llvm-libs\n")
-    facts = StackFacts(
-        missing_sonames=(
-            MissingSoname(
-                consumer=LVP,
-                soname="libLLVM.so.23.1",
-                near_misses=("/usr/lib/libLLVM.so.22.1",),
-                target=LVP,
-            ),
-        )
-    )
-    (f,) = MissingSonameSkew().findings(ctx_for(root), facts)
+    (f,) = MissingSonameSkew().findings(ctx_for(root), lvp_missing())
     assert (
         "(llvm-libs is held by IgnorePkg = llvm-libs in /etc/pacman.conf, so upgrades skip it)"
         in (f.message)
@@ -383,27 +330,18 @@ def test_llvm_newer_than_the_driver_needs_a_newer_driver_from_the_repositories(
 
     from vkdoctor.checks.packages import RepositoryView
 
-    facts = StackFacts(
-        missing_sonames=(
-            MissingSoname(
-                consumer=LVP,
-                soname="libLLVM.so.21.1",
-                near_misses=("/usr/lib/libLLVM.so.22.1",),
-                target=LVP,
-            ),
-        )
-    )
+    facts = lvp_missing("libLLVM.so.21.1")
 
     work = tmp_path / "work"
     newer = build_pkg(work, "vulkan-swrast", "1:26.2.4-1", {}, base="mesa")
     (f,) = RepositoryView().findings(
-        ctx_for(_with_sync(arch_tree, tmp_path, "newer", [newer])), facts
+        ctx_for(copy_with_sync(arch_tree, tmp_path / "newer", newer)), facts
     )
     assert f.severity is Severity.INFO
     assert f.title == "The repositories offer vulkan-swrast 1:26.2.4-1"
     same = build_pkg(tmp_path / "work2", "vulkan-swrast", "1:26.2.3-1", {}, base="mesa")
     (f,) = RepositoryView().findings(
-        ctx_for(_with_sync(arch_tree, tmp_path, "same", [same])), facts
+        ctx_for(copy_with_sync(arch_tree, tmp_path / "same", same)), facts
     )
     assert f.severity is Severity.WARN
     assert f.title == (
@@ -414,26 +352,8 @@ def test_llvm_newer_than_the_driver_needs_a_newer_driver_from_the_repositories(
 def test_a_foreign_driver_missing_its_llvm_is_rebuilt_not_upgraded(arch_tree: Path, tmp_path: Path):
     """pacman -Syu never rebuilds an AUR or local package: the fix says rebuild, or go back to
     the repositories' package by its own name."""
-    import shutil
-
-    from pkgtools import sh
-
-    root = tmp_path / "root"
-    shutil.copytree(arch_tree, root, symlinks=True)
-    sync = root / "var/lib/pacman/sync"
-    sync.mkdir()
-    sh("bsdtar", "-czf", sync / "extra.db", "--files-from", "/dev/null")
-    facts = StackFacts(
-        missing_sonames=(
-            MissingSoname(
-                consumer=LVP,
-                soname="libLLVM.so.23.1",
-                near_misses=("/usr/lib/libLLVM.so.22.1",),
-                target=LVP,
-            ),
-        )
-    )
-    (f,) = MissingSonameSkew().findings(ctx_for(root), facts)
+    root = copy_with_sync(arch_tree, tmp_path / "root")
+    (f,) = MissingSonameSkew().findings(ctx_for(root), lvp_missing())
     assert f.severity is Severity.FAIL and f.evidence["foreign"] is True
     assert f.title == "lavapipe needs libLLVM.so.23.1: vulkan-swrast is a foreign build"
     assert "sudo pacman -Syu does not rebuild it" in f.message
@@ -449,22 +369,8 @@ def test_a_foreign_driver_missing_its_llvm_is_rebuilt_not_upgraded(arch_tree: Pa
 def test_a_deleted_library_is_reinstalled_from_the_package_that_lists_it(tmp_path: Path):
     """A package that declares no soname provides (most of Arch's) lost its file: the file
     list names it, and the fix is `pacman -S` of it, not a partial-upgrade `-Syu`."""
-    from pkgtools import build_lib, build_pkg, pacman_install, pacman_root
-
-    s = tmp_path / "s"
-    z3 = build_lib(s / "z3" / "libzx3.so.4", "libzx3.so.4")
-    lvp = build_lib(s / "lvp" / "libvulkan_lvp.so", "libvulkan_lvp.so", needs=[z3])
-    root = pacman_root(tmp_path / "root")
-    pacman_install(
-        root,
-        build_pkg(tmp_path, "zx3", "4.8.12-1", {"/usr/lib/libzx3.so.4": z3}),
-        build_pkg(tmp_path, "vulkan-swrast", "1:26.2.3-1", {LVP: lvp}, depends=["zx3"]),
-    )
-    (root / "usr/lib/libzx3.so.4").unlink()
-    facts = StackFacts(
-        missing_sonames=(MissingSoname(consumer=LVP, soname="libzx3.so.4", target=LVP),)
-    )
-    (f,) = MissingSonameSkew().findings(ctx_for(root), facts)
+    root, _, _ = zx3_tree(tmp_path)
+    (f,) = MissingSonameSkew().findings(ctx_for(root), lvp_missing("libzx3.so.4", ()))
     assert "zx3 4.8.12-1 is installed and lists libzx3.so.4, but the file is gone" in f.message
     # without a sync database pacman cannot check the fix: the message says so after it,
     # and nothing backs it
@@ -479,16 +385,7 @@ def test_a_deleted_library_is_reinstalled_from_the_package_that_lists_it(tmp_pat
 def test_a_missing_dependency_is_installed_not_upgraded(tmp_path: Path):
     """pacman -Dk: "missing 'libdrmx>=2.4' dependency for 'vulkan-swrast'". -Syu installs
     nothing that no package pulls in again; the fix is -S --asdeps of what is missing."""
-    from pkgtools import build_lib, build_pkg, pacman_install, pacman_root
-
-    from vkdoctor.checks.packages import ManagerConsistency
-
-    lvp = build_lib(tmp_path / "s" / "libvulkan_lvp.so", "libvulkan_lvp.so")
-    root = pacman_root(tmp_path / "root")
-    pacman_install(
-        root,
-        build_pkg(tmp_path, "vulkan-swrast", "1:26.2.3-1", {LVP: lvp}, depends=["libdrmx>=2.4"]),
-    )
+    root = libdrmx_tree(tmp_path)
     (f,) = ManagerConsistency().run(ctx_for(root))
     assert f.severity is Severity.FAIL
     assert "missing 'libdrmx>=2.4' dependency for 'vulkan-swrast'" in f.message

@@ -4,37 +4,16 @@ the printed fix then carried out for real by pacman from a file:// repository as
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-from pkgtools import build_lib, build_pkg, pacman_install, pacman_root, sh
+from pactrees import ctx_for, file_repo, libdrmx_tree, lvp_missing, zx3_tree
+from pkgtools import build_lib, build_pkg, sh
 from pkgtrees import arch_skew_tree
 
 from vkdoctor.checks.packages import ManagerConsistency, MissingSonameSkew
-from vkdoctor.context import Context
 from vkdoctor.model import Finding
-from vkdoctor.packages.facts import MissingSoname, StackFacts
 
-LVP = "/usr/lib/libvulkan_lvp.so"
 CHECKED = "Checked with pacman's own transaction check (stopped at its prompt)"
-
-
-def ctx_for(root: Path) -> Context:
-    return Context(root=root, env={"PATH": "/usr/bin:/bin"})
-
-
-def repo(root: Path, *pkgs: Path) -> Path:
-    """A file:// repository `extra` beside the tree, and the tree's sync database of it (as
-    pacman -Sy leaves it)."""
-    where = root.parent / f"{root.name}-repo"
-    where.mkdir(exist_ok=True)
-    for p in pkgs:
-        shutil.copy2(p, where / p.name)
-    sh("repo-add", "-q", where / "extra.db.tar.gz", *(where / p.name for p in pkgs))
-    sync = root / "var/lib/pacman/sync"
-    sync.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(where / "extra.db.tar.gz", sync / "extra.db")
-    return where
 
 
 def carry_out(root: Path, fix: str, *extra: str) -> tuple[int, str]:
@@ -73,26 +52,8 @@ def installed(root: Path) -> dict[str, str]:
     return dict(line.split() for line in out.splitlines())
 
 
-def zx3_tree(tmp_path: Path, *, sudo: bool = True) -> tuple[Path, Path, Path]:
-    """vulkan-swrast needs libzx3.so.4 of zx3; the library is deleted behind pacman's back."""
-    s = tmp_path / "s"
-    z3 = build_lib(s / "z3" / "libzx3.so.4", "libzx3.so.4")
-    lvp = build_lib(s / "lvp" / "libvulkan_lvp.so", "libvulkan_lvp.so", needs=[z3])
-    root = pacman_root(tmp_path / "root")
-    zx3 = build_pkg(tmp_path, "zx3", "4.8.12-1", {"/usr/lib/libzx3.so.4": z3})
-    swrast = build_pkg(tmp_path, "vulkan-swrast", "1:26.2.3-1", {LVP: lvp}, depends=["zx3"])
-    pacman_install(root, zx3, swrast)
-    (root / "usr/lib/libzx3.so.4").unlink()
-    if not sudo:
-        (root / "usr/bin/sudo").unlink()
-    return root, zx3, swrast
-
-
 def zx3_finding(root: Path) -> Finding:
-    facts = StackFacts(
-        missing_sonames=(MissingSoname(consumer=LVP, soname="libzx3.so.4", target=LVP),)
-    )
-    (f,) = MissingSonameSkew().findings(ctx_for(root), facts)
+    (f,) = MissingSonameSkew().findings(ctx_for(root), lvp_missing("libzx3.so.4", ()))
     return f
 
 
@@ -104,7 +65,7 @@ def snapshot(root: Path) -> list[tuple[str, int, float]]:
 
 def test_a_reinstall_is_checked_by_pacman_and_then_works(tmp_path: Path):
     root, zx3, swrast = zx3_tree(tmp_path)
-    repo(root, zx3, swrast)
+    file_repo(root, zx3, swrast)
     before = snapshot(root)
     f = zx3_finding(root)
     assert f.fix() == "sudo pacman -S zx3."
@@ -135,7 +96,7 @@ def test_a_fix_that_would_remove_the_driver_is_not_printed(tmp_path: Path):
     with (pkgdir / ".PKGINFO").open("a") as info:
         info.write("conflict = vulkan-swrast\n")
     sh("bsdtar", "--zstd", "-cf", bad, ".PKGINFO", ".MTREE", "usr", cwd=pkgdir)
-    repo(root, bad, swrast)
+    file_repo(root, bad, swrast)
     conf = "[options]\n[extra]\n"
     printed = sh(
         "sh",
@@ -174,7 +135,7 @@ def test_without_a_sync_database_the_fix_is_said_to_be_unverified(tmp_path: Path
 
 def test_a_reinstall_the_repository_lacks_is_rejected(tmp_path: Path):
     root, _, swrast = zx3_tree(tmp_path)
-    repo(root, swrast)
+    file_repo(root, swrast)
     f = zx3_finding(root)
     assert f.message.endswith(
         "But no fix vkdoctor knows passes pacman's own check: `sudo pacman -S zx3`, which "
@@ -185,17 +146,7 @@ def test_a_reinstall_the_repository_lacks_is_rejected(tmp_path: Path):
 
 
 def _skew(root: Path) -> Finding:
-    facts = StackFacts(
-        missing_sonames=(
-            MissingSoname(
-                consumer=LVP,
-                soname="libLLVM.so.23.1",
-                near_misses=("/usr/lib/libLLVM.so.22.1",),
-                target=LVP,
-            ),
-        )
-    )
-    (f,) = MissingSonameSkew().findings(ctx_for(root), facts)
+    (f,) = MissingSonameSkew().findings(ctx_for(root), lvp_missing())
     return f
 
 
@@ -214,7 +165,7 @@ def test_the_upgrade_that_brings_the_llvm_is_checked_and_works(tmp_path: Path):
     )
     # the repository carries what is installed (nothing is foreign) and the new llvm-libs
     others = [p for p in root.parent.glob("*.pkg.tar.zst") if not p.name.startswith("llvm-libs-")]
-    repo(root, *others, newer)
+    file_repo(root, *others, newer)
     f = _skew(root)
     assert f.fix() is not None and f.fix().startswith("sudo pacman -Syu.")
     assert f.message.endswith(
@@ -233,7 +184,7 @@ def test_an_upgrade_that_changes_nothing_is_not_the_fix(tmp_path: Path):
     root = arch_skew_tree(tmp_path / "arch")
     src = root.parent
     older = build_pkg(tmp_path / "w", "vulkan-swrast", "1:26.2.2-1", {}, base="mesa")
-    repo(root, src / "llvm-libs-22.1.8-1-x86_64.pkg.tar.zst", older)
+    file_repo(root, src / "llvm-libs-22.1.8-1-x86_64.pkg.tar.zst", older)
     f = _skew(root)
     assert "Fix: sudo pacman -Syuu. " + CHECKED + ": it installs vulkan-swrast 1:26.2.2-1" in (
         f.message
@@ -245,13 +196,8 @@ def test_an_upgrade_that_changes_nothing_is_not_the_fix(tmp_path: Path):
 
 
 def test_a_missing_dependency_fix_is_checked(tmp_path: Path):
-    lvp = build_lib(tmp_path / "s" / "libvulkan_lvp.so", "libvulkan_lvp.so")
-    root = pacman_root(tmp_path / "root")
-    pacman_install(
-        root,
-        build_pkg(tmp_path, "vulkan-swrast", "1:26.2.3-1", {LVP: lvp}, depends=["libdrmx>=2.4"]),
-    )
-    repo(root, build_pkg(tmp_path / "w", "libdrmx", "2.4.120-1", {}))
+    root = libdrmx_tree(tmp_path)
+    file_repo(root, build_pkg(tmp_path / "w", "libdrmx", "2.4.120-1", {}))
     (f,) = ManagerConsistency().run(ctx_for(root))
     assert f.message.endswith(
         f"Fix: sudo pacman -S --asdeps libdrmx. {CHECKED}: it installs libdrmx 2.4.120-1 and "
@@ -275,7 +221,7 @@ def test_a_held_llvm_is_released_for_the_check_and_kept_otherwise(tmp_path: Path
         tmp_path / "w", "llvm-libs", "23.1.0-1", {"/usr/lib/libLLVM.so.23.1": llvm23}, base="llvm"
     )
     others = [p for p in root.parent.glob("*.pkg.tar.zst") if not p.name.startswith("llvm-libs-")]
-    repo(root, *others, newer)
+    file_repo(root, *others, newer)
     (root / "etc").mkdir(exist_ok=True)
     (root / "etc/pacman.conf").write_text("[options]\nIgnorePkg = llvm-libs\n[extra]\n")
     f = _skew(root)
@@ -305,7 +251,7 @@ def test_an_upgrade_that_replaces_the_driver_is_not_printed(tmp_path: Path):
     with (pkgdir / ".PKGINFO").open("a") as info:
         info.write("replaces = vulkan-swrast\n")
     sh("bsdtar", "--zstd", "-cf", nxt, ".PKGINFO", ".MTREE", cwd=pkgdir)
-    repo(root, zx3, nxt)
+    file_repo(root, zx3, nxt)
     ctx = ctx_for(root)
     sim = simulate(ctx, PacmanDB(ctx), "sudo pacman -Syu", ["vulkan-swrast"])
     assert sim.ran and not sim.ok

@@ -11,15 +11,16 @@ from vkdoctor import facts as run_facts
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.elf.explain import highest_per_family, version_node_key
-from vkdoctor.model import Finding, Severity
-from vkdoctor.packages import Inventory, Package
+from vkdoctor.model import Finding, Remedy, Severity
+from vkdoctor.packages import Inventory, Package, commands
+from vkdoctor.packages import remedy as fixes
 from vkdoctor.packages.conda import conda_owner
 from vkdoctor.packages.deps import unmet
 from vkdoctor.packages.dpkg import DpkgDB
 from vkdoctor.packages.facts import MissingVersion, StackFacts
 from vkdoctor.packages.model import Relation
 from vkdoctor.packages.pacman import PacmanDB
-from vkdoctor.packages.remedy import FIX_BROKEN, RELEASE, then_upgrade
+from vkdoctor.packages.remedy import done, line, run, said
 from vkdoctor.packages.simulate import LOADER_PACKAGES
 from vkdoctor.packages.skew import (
     Diagnosis,
@@ -29,15 +30,17 @@ from vkdoctor.packages.skew import (
     sibling_skews,
     unowned_files,
 )
-from vkdoctor.packages.verify import for_tree, verified
+from vkdoctor.packages.verify import for_tree, remedy_for_tree, verified
 from vkdoctor.record import replace
 
 #: how each manager repairs or rebuilds its own database
 _REPAIR = {
-    "dpkg": "Check /var/lib/dpkg/status (dpkg keeps a backup in /var/backups/dpkg.status.*); "
-    "sudo dpkg --configure -a",
-    "pacman": "Check /var/lib/pacman/local; pacman -Dk lists what is wrong",
-    "rpm": "sudo rpm --rebuilddb",
+    "dpkg": said(
+        "Check /var/lib/dpkg/status (dpkg keeps a backup in /var/backups/dpkg.status.*); "
+        f"sudo {commands.repair('dpkg')}"
+    ),
+    "pacman": said("Check /var/lib/pacman/local; pacman -Dk lists what is wrong"),
+    "rpm": run(str(commands.repair("rpm"))),
 }
 
 
@@ -53,7 +56,7 @@ def _finding(check: Check, d: Diagnosis, ctx: Context) -> Finding:
         d.severity,
         d.title,
         for_tree(ctx, d.message) or "",
-        remedy=for_tree(ctx, d.remedy),
+        remedy=remedy_for_tree(ctx, d.remedy),
         evidence=evidence,
     )
 
@@ -88,7 +91,7 @@ class PackageDatabases(Check):
                 f"{family} database cannot be read",
                 f"The {family} database is present but could not be read ({why}); the package "
                 "rules cannot use it.",
-                remedy=for_tree(ctx, _REPAIR[family]),
+                remedy=remedy_for_tree(ctx, _REPAIR[family]),
                 manager=family,
                 reason=why,
             )
@@ -206,24 +209,23 @@ class ManagerConsistency(Check):
                 shown = "; ".join(problems[:8]) + (" ..." if len(problems) > 8 else "")
                 # each problem names the tool that reported it
                 tools = "The package manager's own checks"
-                fix = FIX_BROKEN[db.family]
+                fix = fixes.fix_broken(db.family)
                 if any(p.startswith("dpkg --audit") for p in c.problems):
-                    fix = "sudo dpkg --configure -a && " + fix
+                    fix = run(str(commands.repair("dpkg")), *fix.commands)
                 if c.reinstall:
                     # dpkg says these cannot be repaired in place: their files or records
                     # are damaged
-                    fix = f"sudo apt install --reinstall {' '.join(c.reinstall)} && " + fix
+                    fix = run(commands.reinstall("dpkg", *c.reinstall), *fix.commands)
                 missing = _pacman_missing(c.problems) if db.family == "pacman" else []
                 if missing:
                     # -Syu does not install a dependency nothing pulls in again
-                    fix = f"sudo pacman -S --asdeps {' '.join(missing)}"
-                then = then_upgrade(db.family, fix)
+                    fix = run(commands.install_deps("pacman", *missing))
                 d = Diagnosis(
                     severity=Severity.FAIL,
                     title=f"{db.family}: the package database reports problems",
-                    message=f"{tools}: {shown}. Fix: {fix}.",
-                    remedy=" ".join(p for p in (f"{fix}.", then) if p),
-                    evidence={**evidence, "fix": fix},
+                    message=f"{tools}: {shown}. Fix: {line(fix)}.",
+                    remedy=fixes.with_upgrade(db.family, fix),
+                    evidence={**evidence, "fix": line(fix)},
                 )
                 if db.family in ("dpkg", "pacman", "rpm"):
                     keep = [*_driver_packages(ctx, inv), *LOADER_PACKAGES]
@@ -348,7 +350,7 @@ class MissingSonameSkew(Check):
         owners = inv.owners(paths)
         # one finding per missing soname and fix: lavapipe and RADV missing the same LLVM
         # are one skew with one command
-        seen: dict[tuple[str, str | None], Finding] = {}
+        seen: dict[tuple[str, Remedy | None], Finding] = {}
         for fact in facts.missing_sonames:
             d = explain_missing_soname(fact, inv, owners)
             d = _on_another_distribution(ctx, d) or _with_repositories(d, inv)
@@ -408,11 +410,11 @@ def _joined(first: Finding, d: Diagnosis, soname: str, consumer: str) -> Finding
 
 #: the distribution family whose own package manager each one is
 _NATIVE = {"dpkg": "debian", "pacman": "arch", "rpm": "fedora"}
-#: what installs the driver package on each family
-_DRIVER_INSTALL = {
-    "debian": "sudo apt install mesa-vulkan-drivers",
-    "arch": "sudo pacman -S vulkan-swrast",
-    "fedora": "sudo dnf install mesa-vulkan-drivers",
+#: the driver package of each family
+_DRIVER_PACKAGE = {
+    "debian": "mesa-vulkan-drivers",
+    "arch": "vulkan-swrast",
+    "fedora": "mesa-vulkan-drivers",
 }
 
 
@@ -424,10 +426,9 @@ def _on_another_distribution(ctx: Context, d: Diagnosis) -> Diagnosis | None:
     if consumer is None or here is None or _NATIVE.get(consumer["manager"]) == here:
         return None
     name, manager = consumer["name"], consumer["manager"]
-    remove = {"rpm": f"sudo rpm -e --nodeps {name}", "dpkg": f"sudo dpkg -r {name}"}.get(
-        manager, f"sudo pacman -Rdd {name}"
-    )
-    fix = f"{remove}, then {_DRIVER_INSTALL[here]}"
+    remove = commands.remove_alone(manager if manager in commands.TABLE else "pacman", name)
+    install = commands.install(commands.NATIVE[here], _DRIVER_PACKAGE[here])
+    fix = f"sudo {remove}, then sudo {install}"
     message, _, _ = d.message.partition(": ")
     return replace(
         d,
@@ -435,7 +436,8 @@ def _on_another_distribution(ctx: Context, d: Diagnosis) -> Diagnosis | None:
         f"a {here.capitalize()} system (installed with "
         f"{manager} directly), built against another distribution's libraries; no upgrade of "
         f"either package manager brings them together. Fix: {fix}.",
-        remedy=f"{fix}.",
+        # words: the two commands are one sentence ("A, then B")
+        remedy=said(f"{fix}."),
         evidence={**d.evidence, "foreign_manager": manager},
     )
 
@@ -459,21 +461,23 @@ def _with_repositories(d: Diagnosis, inv: Inventory) -> Diagnosis:
     origin = db.origins([pkg]).get(pkg, "") if isinstance(db, DpkgDB) and pkg else ""
     if "ppa:" in origin:
         ppa = origin.split("ppa:", 1)[1].split(maxsplit=1)[0].rstrip(").,")
-        fix = f"sudo ppa-purge ppa:{ppa}"
+        purge = run(f"ppa-purge ppa:{ppa}")
+        fix = line(purge)
         why = (
             f"{consumer['name']} comes from ppa:{ppa}, and neither it nor the archive offers "
             f"what it needs, so the upgrade cannot bring it; going back to the archive's "
             "packages can"
         )
     else:
-        fix = (view.remedy or "").rstrip(".")
+        purge = None
+        fix = (view.remedy.text if view.remedy else "").rstrip(".")
         why = view.message.rstrip(".")
         why = why[0].lower() + why[1:]
     message, _, _ = d.message.partition(" Fix: ")
     return replace(
         d,
         message=f"{message} But {why} (VKP008). Fix: {fix}.",
-        remedy=f"{fix}.",
+        remedy=done(purge) if purge else said(f"{fix}."),
         evidence={**d.evidence, "repositories": view.evidence, "fix": fix},
     )
 
@@ -625,7 +629,7 @@ class HeldPackages(Check):
                 f"{pkg.label} owns {', '.join(owned[:3])}{' ...' if len(owned) > 3 else ''} "
                 f"and is held by {pkg.hold}: upgrades skip it while the rest of the driver "
                 "stack moves on.",
-                remedy=for_tree(ctx, RELEASE[pkg.family].format(name=pkg.name) + "."),
+                remedy=remedy_for_tree(ctx, done(fixes.release(pkg.family, pkg.name))),
                 package=pkg.name,
                 version=pkg.version,
                 manager=pkg.family,
@@ -701,20 +705,20 @@ class MissingManifest(Check):
                     if None in confirmed
                     else ""
                 )
-                fix = f"sudo apt install --reinstall {pkg.display_name}"
+                fix = fixes.reinstall("dpkg", pkg.display_name)
                 paths = ", ".join(gone.paths)
                 d = Diagnosis(
                     severity=Severity.WARN,
                     title=f"{PurePosixPath(gone.paths[0]).name} is gone; {pkg.label} is "
                     "still installed",
                     message=f"{pkg.label} installed the driver manifest {paths}, which is gone"
-                    f"{by}: the loader does not see that driver. Fix: {fix}.",
-                    remedy=f"{fix} (puts back {pkg.name}'s own files).",
+                    f"{by}: the loader does not see that driver. Fix: {line(fix)}.",
+                    remedy=done(fix, f"(puts back {pkg.name}'s own files)."),
                     evidence={
                         "package": pkg.as_evidence(),
                         "missing": list(gone.paths),
                         "verify": gone.verify.as_evidence() if gone.verify else None,
-                        "fix": fix,
+                        "fix": line(fix),
                     },
                 )
                 d = verified(

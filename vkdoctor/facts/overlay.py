@@ -79,7 +79,7 @@ def _lasting_fixes(ctx: Context, plan: Plan) -> tuple[str, ...]:
             # its pointer at the overlay is VKO001's own finding, where this text goes
             text = _OVERLAY_HINT.sub("", d.message)
             if "Fix:" not in text and d.remedy:
-                text += " " + d.remedy.split(". ")[0].rstrip(".") + "."
+                text += " " + d.remedy.shown().split(". ")[0].rstrip(".") + "."
             out.append(text)
         return tuple(dict.fromkeys(out))
     except Exception:  # the package view is a bonus here; VKO001 says what it can without it

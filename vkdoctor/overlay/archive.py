@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import posixpath
 import shutil
 import stat
@@ -170,8 +169,8 @@ class _Window(io.RawIOBase):
 class _Child:
     """A decompressor child whose stdout is a tar stream; killed on timeout or when we are done."""
 
-    def __init__(self, argv: list[str], stdin: int | None, timeout: float) -> None:
-        if shutil.which(argv[0]) is None:
+    def __init__(self, argv: list[str], stdin: int | None, timeout: float, path: str) -> None:
+        if shutil.which(argv[0], path=path) is None:
             raise ArchiveError(
                 f"`{argv[0]}` is not installed; it is needed to read this package",
                 hint="install zstd and libarchive-tools (bsdtar)",
@@ -179,7 +178,7 @@ class _Child:
         self.argv = argv
         self.proc = children.start(
             argv,
-            env={"LC_ALL": "C", "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+            env={"LC_ALL": "C", "PATH": path},
             stdin=subprocess.DEVNULL if stdin is None else stdin,
         )
         self.timed_out = False
@@ -206,7 +205,7 @@ class _Child:
 
 
 @contextlib.contextmanager
-def _tar_stream(path: Path, kind: str, timeout: float) -> Iterator[tarfile.TarFile]:
+def _tar_stream(path: Path, kind: str, timeout: float, env_path: str) -> Iterator[tarfile.TarFile]:
     """The package's file tree as a streaming TarFile."""
     child: _Child | None = None
     raw: IO[bytes] | None = None
@@ -224,7 +223,7 @@ def _tar_stream(path: Path, kind: str, timeout: float) -> Iterator[tarfile.TarFi
             window = io.BufferedReader(_Window(raw, off, size), buffer_size=1 << 20)
             if name.endswith(".zst"):
                 tmp_input: IO[bytes] = window
-                child = _Child(["zstd", "-dcq"], subprocess.PIPE, timeout)
+                child = _Child(["zstd", "-dcq"], subprocess.PIPE, timeout, env_path)
                 feeder = threading.Thread(
                     target=_feed, args=(tmp_input, child.proc.stdin), daemon=True
                 )
@@ -241,12 +240,12 @@ def _tar_stream(path: Path, kind: str, timeout: float) -> Iterator[tarfile.TarFi
             }.get(posixpath.splitext(name)[1], "r|")
         elif kind == "rpm":
             child = _Child(
-                ["bsdtar", "-c", "-f", "-", "--format", "pax", f"@{path}"], None, timeout
+                ["bsdtar", "-c", "-f", "-", "--format", "pax", f"@{path}"], None, timeout, env_path
             )
             assert child.proc.stdout is not None
             stream, mode = child.proc.stdout, "r|"
         elif kind == "zstd":
-            child = _Child(["zstd", "-dcq", "--", str(path)], None, timeout)
+            child = _Child(["zstd", "-dcq", "--", str(path)], None, timeout, env_path)
             assert child.proc.stdout is not None
             stream, mode = child.proc.stdout, "r|"
         else:
@@ -329,13 +328,14 @@ def _pass(
     path: Path,
     kind: str,
     timeout: float,
+    env_path: str,
     want: Callable[[tarfile.TarInfo], bool],
     into: Path,
     links: dict[str, str],
     written: dict[str, str],
 ) -> None:
     """One pass over the archive: copy regular members `want` accepts, note the link ones."""
-    with _tar_stream(path, kind, timeout) as tar:
+    with _tar_stream(path, kind, timeout, env_path) as tar:
         for member in tar:
             if not want(member):
                 continue
@@ -355,12 +355,15 @@ def extract_libraries(
     sonames: Collection[str],
     cache_dir: Path,
     *,
+    env_path: str | None,
     timeout: float = 120.0,
 ) -> Extracted:
-    """Copy the members named like `sonames` (and what they link to) into the private store."""
+    """Copy the members named like `sonames` (and what they link to) into the private store.
+    `env_path`: the PATH the decompressors (zstd, bsdtar, rpm) are found and run with."""
+    env_path = "/usr/bin:/bin" if env_path is None else env_path
     kind = package_format(package)
     if kind == "rpm":
-        _verify_rpm(package, timeout)
+        _verify_rpm(package, timeout, env_path)
     try:
         import hashlib
 
@@ -384,6 +387,7 @@ def extract_libraries(
             package,
             kind,
             timeout,
+            env_path,
             lambda m: posixpath.basename(_norm(m.name)) in wanted,
             tmp,
             links,
@@ -399,6 +403,7 @@ def extract_libraries(
                 package,
                 kind,
                 timeout,
+                env_path,
                 lambda m, p=frozenset(pending): _norm(m.name) in p,  # type: ignore[misc]
                 tmp,
                 links,
@@ -447,9 +452,9 @@ def extract_libraries(
     )
 
 
-def _verify_rpm(package: Path, timeout: float) -> None:
+def _verify_rpm(package: Path, timeout: float, env_path: str) -> None:
     """libarchive reads a truncated .rpm as an empty one; rpm's own digest check does not."""
-    if shutil.which("rpm") is None:
+    if shutil.which("rpm", path=env_path) is None:
         return
     try:
         proc = subprocess.run(
@@ -457,7 +462,7 @@ def _verify_rpm(package: Path, timeout: float) -> None:
             capture_output=True,
             text=True,
             timeout=timeout,
-            env={"LC_ALL": "C", "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+            env={"LC_ALL": "C", "PATH": env_path},
             check=False,
         )
     except subprocess.TimeoutExpired as exc:

@@ -187,7 +187,9 @@ def _extract_from(
     dirs: list[SearchDir] = []
     for f in files:
         try:
-            got = archive.extract_libraries(f, sonames, cache, timeout=ctx.options.timeout)
+            got = archive.extract_libraries(
+                f, sonames, cache, env_path=ctx.getenv("PATH"), timeout=ctx.options.timeout
+            )
         except OverlayError as exc:
             plan.package_errors.append(exc.message)
             continue

@@ -22,7 +22,7 @@ from vkdoctor.files import read_text
 from vkdoctor.packages.dnfrepos import CACHE_DIRS, caches
 from vkdoctor.packages.proc import ToolRun, run_tool, which
 from vkdoctor.packages.rpm import RpmDB
-from vkdoctor.packages.simulate import Simulation
+from vkdoctor.packages.simulate import Simulation, simulated, tree_of, unsimulated
 
 #: the Vulkan loader's package on Fedora
 LOADER_PACKAGES = ("vulkan-loader",)
@@ -96,16 +96,12 @@ def _installroot(ctx: Context, db: RpmDB, private: Path) -> None:
 def simulate(ctx: Context, db: RpmDB, fix: str, protect: Sequence[str]) -> Simulation:
     """dnf --assumeno of every dnf step of `fix`; a step dnf refuses or that removes a package
     of `protect` rejects the fix."""
-    tree = None if ctx.live else str(ctx.root)
+    tree = tree_of(ctx)
     if not which("dnf", ctx.env):
-        return Simulation(fix=fix, tool=TOOL, tree=tree, why="dnf is not installed on this machine")
+        return unsimulated(fix, "dnf is not installed on this machine", tool=TOOL, tree=tree)
     if not caches(ctx):
-        return Simulation(
-            fix=fix,
-            tool=TOOL,
-            tree=tree,
-            why="there is no dnf metadata to simulate with (dnf makecache never ran)",
-        )
+        why = "there is no dnf metadata to simulate with (dnf makecache never ran)"
+        return unsimulated(fix, why, tool=TOOL, tree=tree)
     actions: list[list[str]] = []
     skipped: list[str] = []
     for part in fix.split("&&"):
@@ -119,12 +115,8 @@ def simulate(ctx: Context, db: RpmDB, fix: str, protect: Sequence[str]) -> Simul
             continue
         if words[0] != "dnf":
             what = "advice in words, not a dnf command" if words[0][:1].isupper() else None
-            return Simulation(
-                fix=fix,
-                tool=TOOL,
-                tree=tree,
-                why=f"the fix is {what}" if what else f"dnf cannot simulate `{' '.join(words)}`",
-            )
+            why = f"the fix is {what}" if what else f"dnf cannot simulate `{' '.join(words)}`"
+            return unsimulated(fix, why, tool=TOOL, tree=tree)
         if words[1:2] == ["makecache"]:
             skipped.append("dnf makecache (the metadata as last downloaded)")
         elif words[:3] == ["dnf", "versionlock", "delete"]:
@@ -132,11 +124,10 @@ def simulate(ctx: Context, db: RpmDB, fix: str, protect: Sequence[str]) -> Simul
         elif words[0] == "dnf" and _ACTIONS.intersection(words[1:2]):
             actions.append(words[1:])
         else:
-            return Simulation(
-                fix=fix, tool=TOOL, tree=tree, why=f"dnf cannot simulate `{' '.join(words)}`"
-            )
+            why = f"dnf cannot simulate `{' '.join(words)}`"
+            return unsimulated(fix, why, tool=TOOL, tree=tree)
     if not actions:
-        return Simulation(fix=fix, tool=TOOL, tree=tree, why="it holds no dnf step to simulate")
+        return unsimulated(fix, "it holds no dnf step to simulate", tool=TOOL, tree=tree)
     private = Path(tempfile.mkdtemp(prefix="vkdoctor-dnf-"))
     try:
         _installroot(ctx, db, private)
@@ -155,41 +146,31 @@ def simulate(ctx: Context, db: RpmDB, fix: str, protect: Sequence[str]) -> Simul
             commands.append(f"dnf {where}-C --assumeno {' '.join(args)}")
             said = run.stdout + run.stderr
             if "Operation aborted." not in said and "Nothing to do." not in said:
-                return Simulation(
-                    fix=fix,
+                return simulated(
+                    fix,
                     tool=TOOL,
                     tree=tree,
-                    commands=tuple(commands),
-                    ran=True,
-                    why=_error(run),
-                    skipped=tuple(skipped),
+                    commands=commands,
+                    skipped=skipped,
+                    refused=_error(run),
                 )
             ins, rem = parse_transaction(run.stdout)
             installs += ins
             removes += rem
-        lost = [p.split()[0] for p in removes if p.split()[0] in protect]
         if not installs and not removes:
             why = "changes nothing (dnf has nothing to do with the metadata as last downloaded)"
-            return Simulation(
-                fix=fix,
-                tool=TOOL,
-                tree=tree,
-                commands=tuple(commands),
-                ran=True,
-                why=why,
-                skipped=tuple(skipped),
+            return simulated(
+                fix, tool=TOOL, tree=tree, commands=commands, skipped=skipped, refused=why
             )
-        return Simulation(
-            fix=fix,
+        return simulated(
+            fix,
             tool=TOOL,
             tree=tree,
-            commands=tuple(commands),
-            ran=True,
-            ok=not lost,
-            installs=tuple(installs),
-            removes=tuple(removes),
-            why=f"would remove {', '.join(lost)}" if lost else "",
-            skipped=tuple(skipped),
+            commands=commands,
+            skipped=skipped,
+            installs=installs,
+            removes=removes,
+            lost=[p.split()[0] for p in removes if p.split()[0] in protect],
         )
     finally:
         shutil.rmtree(private, ignore_errors=True)

@@ -23,8 +23,8 @@ from pathlib import Path
 from vkdoctor.context import Context
 from vkdoctor.packages.pacman import PacmanDB, ignored
 from vkdoctor.packages.proc import ToolRun, run_tool, which
-from vkdoctor.packages.simulate import Simulation
-from vkdoctor.record import field, record, replace
+from vkdoctor.packages.simulate import Simulation, simulated, tree_of, unsimulated
+from vkdoctor.record import field, record
 
 #: the Vulkan loader's packages on Arch
 LOADER_PACKAGES = ("vulkan-icd-loader", "lib32-vulkan-icd-loader")
@@ -135,37 +135,34 @@ def _error(run: ToolRun) -> str:
 def simulate(ctx: Context, db: PacmanDB, fix: str, protect: Sequence[str]) -> Simulation:
     """pacman's own transaction check of every pacman step of `fix`; a step that removes a
     package of `protect` or that pacman refuses rejects the fix."""
-    tree = None if ctx.live else str(ctx.root)
+    tree = tree_of(ctx)
     if not which("pacman", ctx.env):
-        return Simulation(fix=fix, tool=TOOL, tree=tree, why="pacman is not installed here")
+        return unsimulated(fix, "pacman is not installed here", tool=TOOL, tree=tree)
     released = _RELEASE.findall(fix)
     planned = _planned(db, fix, released)
     if isinstance(planned, str):
-        return Simulation(fix=fix, tool=TOOL, tree=tree, why=planned)
+        return unsimulated(fix, planned, tool=TOOL, tree=tree)
     actions, skipped = planned
     private = Path(tempfile.mkdtemp(prefix="vkdoctor-pacman-"))
     try:
         base = _private_pacman(ctx, db, private, released)
         said = _transaction_checks(ctx, db, base, actions)
-        commands, installs, removes = said.commands, said.installs, said.removes
-        ran = Simulation(
-            fix=fix, tool=TOOL, tree=tree, commands=tuple(commands), ran=True, skipped=skipped
-        )
-        if said.refused is not None:
-            return replace(ran, why=said.refused)
-        if not installs and not removes:
-            return replace(
-                ran,
-                why="changes nothing (pacman has nothing to do: the sync databases offer "
-                "nothing it would install)",
+        refused = said.refused
+        if refused is None and not said.installs and not said.removes:
+            refused = (
+                "changes nothing (pacman has nothing to do: the sync databases offer "
+                "nothing it would install)"
             )
-        lost = [p for p in removes if p in protect]
-        return replace(
-            ran,
-            ok=not lost,
-            installs=tuple(installs),
-            removes=tuple(removes),
-            why=f"would remove {', '.join(lost)}" if lost else "",
+        return simulated(
+            fix,
+            tool=TOOL,
+            tree=tree,
+            commands=said.commands,
+            skipped=skipped,
+            refused=refused,
+            installs=said.installs,
+            removes=said.removes,
+            lost=[p for p in said.removes if p in protect],
         )
     finally:
         shutil.rmtree(private, ignore_errors=True)

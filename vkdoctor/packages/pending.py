@@ -14,7 +14,9 @@ import time
 from typing import Any, Protocol
 
 from vkdoctor.model import Severity
+from vkdoctor.packages import commands
 from vkdoctor.packages.model import Inventory
+from vkdoctor.packages.remedy import said
 from vkdoctor.packages.skew import Diagnosis
 
 
@@ -26,11 +28,8 @@ class _Repositories(Protocol):
     def compare(self, a: str, b: str) -> int: ...
 
 
-_REFRESH = {
-    "dpkg": "sudo apt update",
-    "pacman": "sudo pacman -Syu",
-    "rpm": "sudo dnf makecache --refresh",
-}
+_REFRESH = {f: f"sudo {commands.refresh(f)}" for f in ("dpkg", "pacman", "rpm")}
+_ALSO_DOWN = "(it also downgrades to the repositories' versions)"
 _LISTS = {"dpkg": "package lists", "pacman": "sync databases", "rpm": "repository metadata"}
 
 
@@ -95,14 +94,16 @@ def repository_view(skew: Diagnosis, inv: Inventory) -> Diagnosis | None:
             f"{what}: the lists are incomplete or caught mid-sync (a mirror still updating, a "
             "component or repository not enabled), so the distribution's fix cannot bring "
             f"{ev.get('soname')} yet.",
-            remedy=f"Refresh the lists ({_REFRESH[family]}) and look again; check that the "
-            "repository or component that carries it is enabled.",
+            remedy=said(
+                f"Refresh the lists ({_REFRESH[family]}) and look again; check that the "
+                "repository or component that carries it is enabled."
+            ),
             evidence=evidence,
         )
     downgrade = {
-        "dpkg": f"sudo apt install {consumer['name']}={back}",
-        "pacman": "sudo pacman -Syuu (it also downgrades to the repositories' versions)",
-        "rpm": "sudo dnf distro-sync (it also downgrades to the repositories' versions)",
+        "dpkg": f"sudo {commands.install_version('dpkg', consumer['name'], str(back))}",
+        "pacman": f"sudo {commands.sync_down('pacman')} {_ALSO_DOWN}",
+        "rpm": f"sudo {commands.sync_down('rpm')} {_ALSO_DOWN}",
     }[family]
     if back is None:
         # no repository carries the driver at all: nothing to go back to
@@ -117,12 +118,14 @@ def repository_view(skew: Diagnosis, inv: Inventory) -> Diagnosis | None:
         f"a newer mirror than these {lists}, or from another source"
         + (f" (the repositories offer {back})" if back else "")
         + ".",
-        remedy=f"Refresh the lists from an up-to-date mirror ({_REFRESH[family]}) and look "
-        f"again; if they still offer no {wanted} that brings {ev.get('soname')}, "
-        + (
-            f"return {consumer['name']} to the repositories' version: {downgrade}."
-            if back is not None
-            else f"{downgrade}."
+        remedy=said(
+            f"Refresh the lists from an up-to-date mirror ({_REFRESH[family]}) and look "
+            f"again; if they still offer no {wanted} that brings {ev.get('soname')}, "
+            + (
+                f"return {consumer['name']} to the repositories' version: {downgrade}."
+                if back is not None
+                else f"{downgrade}."
+            )
         ),
         evidence=evidence,
     )
@@ -156,8 +159,10 @@ def _newer_driver(
         message=f"The {lists} (refreshed {refreshed}) offer "
         + (f"{name} {back}, no newer than the installed {installed}" if back else f"no {name}")
         + ", so the distribution's fix cannot bring a driver built for the installed library.",
-        remedy=f"Refresh the lists from an up-to-date mirror ({_REFRESH[family]}) and look again; "
-        f"{name} is rebuilt for a new library soon after it, so a mirror that has one has the "
-        "other.",
+        remedy=said(
+            f"Refresh the lists from an up-to-date mirror ({_REFRESH[family]}) and look again; "
+            f"{name} is rebuilt for a new library soon after it, so a mirror that has one has "
+            "the other."
+        ),
         evidence=evidence,
     )

@@ -28,6 +28,7 @@ LOADER_PACKAGES = ("libvulkan1",)
 _INST = re.compile(r"^Inst (\S+) (?:\[(\S+)\] )?\((\S+) ([^)]*)\)")
 _REMV = re.compile(r"^Remv (\S+)(?: \[(\S+)\])?")
 _ACTIONS = {"install", "reinstall", "full-upgrade", "dist-upgrade", "upgrade", "remove"}
+APT = "apt-get -s"
 
 
 @record(frozen=True, kw_only=True)
@@ -47,7 +48,7 @@ class Simulation:
     #: the --root tree whose /etc/apt, lists and status apt read (None: the live machine)
     tree: str | None = None
     #: the simulation: "apt-get -s", or "pacman" (its transaction check, stopped at its prompt)
-    tool: str = "apt-get -s"
+    tool: str = APT
 
     def as_evidence(self) -> dict[str, object]:
         return {
@@ -84,6 +85,44 @@ class Simulation:
         if self.tool == "pacman":
             return "pacman's own transaction check (stopped at its prompt)"
         return self.tool
+
+
+def tree_of(ctx: Context) -> str | None:
+    """The `tree` a simulation names: the --root tree, or None for the live machine."""
+    return None if ctx.live else str(ctx.root)
+
+
+def unsimulated(fix: str, why: str, *, tool: str = APT, tree: str | None = None) -> Simulation:
+    """A fix the tool never ran on, and why (no tool, no lists, a step it cannot simulate)."""
+    return Simulation(fix=fix, tool=tool, tree=tree, why=why)
+
+
+def simulated(
+    fix: str,
+    *,
+    tool: str,
+    tree: str | None,
+    commands: Sequence[str],
+    skipped: Sequence[str],
+    refused: str | None = None,
+    installs: Sequence[str] = (),
+    removes: Sequence[str] = (),
+    lost: Sequence[str] = (),
+) -> Simulation:
+    """A fix the tool ran on: `refused` says why a step failed; otherwise its transaction, which
+    fails only for `lost`, the protected packages it would remove."""
+    ran = Simulation(
+        fix=fix, tool=tool, tree=tree, commands=tuple(commands), ran=True, skipped=tuple(skipped)
+    )
+    if refused is not None:
+        return replace(ran, why=refused)
+    return replace(
+        ran,
+        ok=not lost,
+        installs=tuple(installs),
+        removes=tuple(removes),
+        why=f"would remove {', '.join(lost)}" if lost else "",
+    )
 
 
 def _steps(fix: str) -> list[list[str]]:
@@ -143,15 +182,12 @@ def _error(run: ToolRun) -> str:
 def simulate(ctx: Context, fix: str, protect: Sequence[str]) -> Simulation:
     """apt-get -s of every apt step of `fix`; a step that removes a package of `protect` (the
     driver's, the loader's) or that apt refuses rejects the fix."""
-    return replace(_simulate(ctx, fix, protect), tree=None if ctx.live else str(ctx.root))
-
-
-def _simulate(ctx: Context, fix: str, protect: Sequence[str]) -> Simulation:
+    tree = tree_of(ctx)
     if not which("apt-get", ctx.env):
-        return Simulation(fix=fix, why="apt-get is not installed on this machine")
+        return unsimulated(fix, "apt-get is not installed on this machine", tree=tree)
     if not any(ctx.under("/var/lib/apt/lists").glob("*_Packages*")):
-        return Simulation(
-            fix=fix, why="there are no package lists to simulate with (apt update never ran)"
+        return unsimulated(
+            fix, "there are no package lists to simulate with (apt update never ran)", tree=tree
         )
     steps = _steps(fix)
     skipped: list[str] = []
@@ -174,9 +210,10 @@ def _simulate(ctx: Context, fix: str, protect: Sequence[str]) -> Simulation:
         ):
             actions.append(words[1:])
         else:
-            return Simulation(fix=fix, why=f"apt-get -s cannot simulate `{' '.join(words)}`")
+            why = f"apt-get -s cannot simulate `{' '.join(words)}`"
+            return unsimulated(fix, why, tree=tree)
     if not actions:
-        return Simulation(fix=fix, why="it holds no apt step to simulate")
+        return unsimulated(fix, "it holds no apt step to simulate", tree=tree)
     status_copy: str | None = None
     tmp: str | None = None
     try:
@@ -194,26 +231,26 @@ def _simulate(ctx: Context, fix: str, protect: Sequence[str]) -> Simulation:
             run = run_tool([*_apt_argv(status_copy), *args], env=apt_env(ctx), timeout=timeout)
             commands.append(run.command)
             if run.returncode != 0:
-                return Simulation(
-                    fix=fix,
-                    commands=tuple(commands),
-                    ran=True,
-                    why=_error(run),
-                    skipped=tuple(skipped),
+                return simulated(
+                    fix,
+                    tool=APT,
+                    tree=tree,
+                    commands=commands,
+                    skipped=skipped,
+                    refused=_error(run),
                 )
             ins, rem = _parse(run)
             installs += ins
             removes += rem
-        lost = [p for p in removes if p.partition(":")[0] in protect]
-        return Simulation(
-            fix=fix,
-            commands=tuple(commands),
-            ran=True,
-            ok=not lost,
-            installs=tuple(installs),
-            removes=tuple(removes),
-            why=f"would remove {', '.join(lost)}" if lost else "",
-            skipped=tuple(skipped),
+        return simulated(
+            fix,
+            tool=APT,
+            tree=tree,
+            commands=commands,
+            skipped=skipped,
+            installs=installs,
+            removes=removes,
+            lost=[p for p in removes if p.partition(":")[0] in protect],
         )
     finally:
         if tmp is not None:

@@ -15,18 +15,14 @@ from typing import Any
 
 from vkdoctor.context import Context
 from vkdoctor.digits import numbers_key, saturated
-from vkdoctor.model import Severity
+from vkdoctor.model import Remedy, Severity
+from vkdoctor.packages import commands
+from vkdoctor.packages import remedy as fixes
 from vkdoctor.packages.conda import CondaPackage
 from vkdoctor.packages.facts import MissingSoname, MissingVersion, StackFile
 from vkdoctor.packages.model import Inventory, Package, PackageDB, Relation
 from vkdoctor.packages.names import driver_name, library_label, numbers, stem
-from vkdoctor.packages.remedy import (
-    FIX_BROKEN,
-    REINSTALL,
-    RELEASE,
-    UPGRADE,
-    then_upgrade,
-)
+from vkdoctor.packages.remedy import done, line, run, said
 from vkdoctor.record import field, record
 
 Owners = Mapping[str, tuple[Package, ...]]
@@ -49,7 +45,7 @@ class Diagnosis:
     severity: Severity
     title: str
     message: str
-    remedy: str | None = None
+    remedy: Remedy | None = None
     evidence: dict[str, Any] = field(default_factory=dict)
 
 
@@ -102,7 +98,7 @@ def _installed(db: PackageDB, name: str, arch: str | None = None) -> tuple[Packa
 
 def _dpkg_clause(
     db: PackageDB, cpkg: Package, soname: str
-) -> tuple[str, str, dict[str, Any], str | None]:
+) -> tuple[str, Remedy, dict[str, Any], str | None]:
     """Debian names library packages after the soname: libLLVM.so.23.1 -> libllvm23."""
     base = stem(soname).lower()
     want = numbers(soname)
@@ -120,21 +116,25 @@ def _dpkg_clause(
         evidence["damaged"] = shipper.label
         name = f"{shipper.name}:{shipper.arch}" if shipper.multi_arch == "same" else shipper.name
         clause = f" ({shipper.label} is installed and lists {soname}, but the file is gone)"
-        return clause, f"sudo apt install --reinstall {name}", evidence, None
+        return clause, run(commands.reinstall("dpkg", name)), evidence, None
     if have:
         evidence["damaged"] = have[0].label
         clause = f" ({have[0].label} is installed, but its {soname} is gone)"
-        return clause, f"sudo apt install --reinstall {qualified}", evidence, None
+        return clause, run(commands.reinstall("dpkg", qualified)), evidence, None
     if deps:
         clause = f" ({cpkg.name} depends on {deps[0]}, which is not installed)"
-        return clause, FIX_BROKEN["dpkg"], evidence, None
+        return clause, fixes.fix_broken("dpkg"), evidence, None
     clause = (
         f" ({cpkg.name} does not declare a dependency on {guess}, so apt may have removed it: "
         "an incomplete package, such as a vendor build)"
     )
     return (
         clause,
-        f"sudo apt update && sudo apt install {qualified} && sudo apt-mark manual {qualified}",
+        run(
+            commands.refresh("dpkg"),
+            commands.install("dpkg", qualified),
+            commands.mark_manual(qualified),
+        ),
         evidence,
         guess,
     )
@@ -186,7 +186,7 @@ def _is64(pkg: Package, elf_class: int | None) -> bool:
 
 def _rpm_clause(
     db: PackageDB, cpkg: Package, soname: str, elf_class: int | None
-) -> tuple[str, str, dict[str, Any], str | None]:
+) -> tuple[str, Remedy, dict[str, Any], str | None]:
     """rpm requires the soname itself: libLLVM.so.23.1()(64bit)."""
     suffix = "()(64bit)" if _is64(cpkg, elf_class) else ""
     cap = f"{soname}{suffix}"
@@ -200,24 +200,24 @@ def _rpm_clause(
     if providers:
         evidence["damaged"] = providers[0].label
         clause = f" ({providers[0].label} provides {cap}, but the file is gone)"
-        return clause, f"sudo dnf reinstall {providers[0].name}", evidence, None
+        return clause, fixes.reinstall("rpm", providers[0].name), evidence, None
     shipper = _shipper(db, soname, _LIBDIRS[(db.family, _is64(cpkg, elf_class))])
     if shipper is not None:
         evidence["damaged"] = shipper.label
         clause = f" ({shipper.label} is installed and lists {soname}, but the file is gone)"
-        return clause, f"sudo dnf reinstall {shipper.name}", evidence, None
+        return clause, fixes.reinstall("rpm", shipper.name), evidence, None
     if required:
         clause = (
             f" ({cpkg.name} requires {cap}, which no installed package provides: it was "
             "installed with --nodeps or from another repository)"
         )
-        return clause, UPGRADE["rpm"], evidence, None
-    return "", UPGRADE["rpm"], evidence, None
+        return clause, fixes.upgrade("rpm"), evidence, None
+    return "", fixes.upgrade("rpm"), evidence, None
 
 
 def _pacman_clause(
     db: PackageDB, cpkg: Package, ppkg: Package | None, soname: str, elf_class: int | None
-) -> tuple[str, str, dict[str, Any], str | None]:
+) -> tuple[str, Remedy, dict[str, Any], str | None]:
     """Arch declares llvm-libs without a version; soname provides read `libLLVM.so=23.1-64`."""
     name, _, ver = soname.partition(".so.")
     bits = "64" if _is64(cpkg, elf_class) else "32"
@@ -239,13 +239,13 @@ def _pacman_clause(
     if providers:
         evidence["damaged"] = providers[0].label
         clause = f" ({providers[0].label} provides {cap}, but the file is gone)"
-        return clause, f"sudo pacman -S {providers[0].name}", evidence, None
+        return clause, fixes.reinstall("pacman", providers[0].name), evidence, None
     shipper = _shipper(db, soname, _LIBDIRS[(db.family, _is64(cpkg, elf_class))])
     if shipper is not None:
         evidence["damaged"] = shipper.label
         clause = f" ({shipper.label} is installed and lists {soname}, but the file is gone)"
-        return clause, f"sudo pacman -S {shipper.name}", evidence, None
-    return "", UPGRADE["pacman"], evidence, None
+        return clause, fixes.reinstall("pacman", shipper.name), evidence, None
+    return "", fixes.upgrade("pacman"), evidence, None
 
 
 def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) -> Diagnosis:
@@ -286,7 +286,7 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
     if cpkg is not None and inv.db_of(cpkg).modified(cpkg, fact.consumer):
         return _replaced(fact, cpkg, subject, lib, evidence)
 
-    clause, fix, guess = "", UPGRADE.get(family or "", None), None
+    clause, guess, fix = "", None, fixes.upgrade(family) if family in commands.TABLE else None
     if cpkg is not None:
         db = inv.db_of(cpkg)
         if cpkg.family == "dpkg":
@@ -309,15 +309,15 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
 
     if cpkg is not None and cpkg.family == "pacman" and _foreign_pacman(inv, cpkg):
         base = re.sub(r"-(git|bin|svn|hg|devel|stable|minimal)$", "", cpkg.name)
-        fix = f"rebuild {cpkg.name} against the installed {lib} (with the AUR helper or makepkg that built it), or sudo pacman -S {base}"
+        rebuild = f"rebuild {cpkg.name} against the installed {lib} (with the AUR helper or makepkg that built it), or sudo {commands.reinstall('pacman', base)}"
         return Diagnosis(
             severity=Severity.FAIL,
             title=f"{driver_name(fact.target or fact.consumer)} needs {fact.soname}: "
             f"{cpkg.name} is a foreign build",
             message=f"{subject} needs {fact.soname}, but {have}: {cpkg.name} is not from the "
             f"configured repositories (AUR or a local build, pacman -Qm) and was built against "
-            f"another {lib}; sudo pacman -Syu does not rebuild it. Fix: {fix}.",
-            remedy=f"{fix[0].upper()}{fix[1:]}.",
+            f"another {lib}; {fixes.UPGRADE['pacman']} does not rebuild it. Fix: {rebuild}.",
+            remedy=said(f"{rebuild[0].upper()}{rebuild[1:]}."),
             evidence={**evidence, "foreign": True},
         )
     csrc = cpkg.source if cpkg else driver_name(fact.target or fact.consumer)
@@ -336,7 +336,7 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
         clause += f" ({pkg.name} is held by {pkg.hold}, so upgrades skip it)"
     if held and fix:
         # the upgrade cannot bring what a hold keeps back: release first
-        fix = RELEASE[held[0].family].format(name=held[0].name)
+        fix = fixes.release(held[0].family, held[0].name)
         evidence["held"] = {p.name: p.hold for p in held}
     message = f"{subject} needs {fact.soname}, but {have}: {cause}{clause}."
     # the fix line is the commands and at most one sentence; the reasons go into the message,
@@ -368,17 +368,17 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
         )
     if cpkg is None:
         fix = None
-        remedy = (
+        remedy = said(
             "Rebuild or reinstall it against the installed packages, or use the distribution's "
             "driver package."
         )
     else:
-        remedy = f"{fix}." if fix else ""
+        remedy = done(fix) if fix else said("")
     if fix:
-        message += f" Fix: {fix}."
+        message += f" Fix: {line(fix)}."
         if family and not evidence.get("damaged"):
             # a deleted file is put back by the reinstall alone: no upgrade after it
-            remedy = " ".join(p for p in (remedy, then_upgrade(family, fix)) if p)
+            remedy = fixes.with_upgrade(family, fix)
     return Diagnosis(
         # a driver no package owns: VKL002 is the failure, and the packages only say that
         # the driver is outside them
@@ -425,7 +425,7 @@ def _replaced(
         if cpkg.family == "dpkg" and cpkg.multi_arch == "same"
         else cpkg.name
     )
-    fix = REINSTALL[cpkg.family].format(name=name)
+    fix = fixes.reinstall(cpkg.family, name)
     return Diagnosis(
         severity=Severity.FAIL,
         title=f"{driver_name(fact.target or fact.consumer)} needs {fact.soname}: "
@@ -434,8 +434,8 @@ def _replaced(
         f"{cpkg.label} installed: its checksum differs from the one the package database "
         "recorded, so it was replaced after the package was installed (a build installed over "
         "it, such as `ninja install` or `make install` into /usr, or a copy by hand), by one "
-        f"built against another {lib}. Fix: {fix}.",
-        remedy=f"{fix} (puts back {cpkg.name}'s own {PurePosixPath(fact.consumer).name}).",
+        f"built against another {lib}. Fix: {line(fix)}.",
+        remedy=done(fix, f"(puts back {cpkg.name}'s own {PurePosixPath(fact.consumer).name})."),
         evidence={**evidence, "modified": True},
     )
 
@@ -483,7 +483,7 @@ def _sibling_group(db: PackageDB, source: str, pkgs: list[Package]) -> list[Diag
         f"{'is' if len(behind) == 1 else 'are'} behind {names(ahead)}. Packages of one source "
         "are built and tested together; mixed versions are a partial upgrade."
     )
-    fix = UPGRADE[db.family]
+    fix = fixes.upgrade(db.family)
     # Multi-Arch: same twins (mesa-vulkan-drivers:amd64 and :i386) must be at one version, or
     # dpkg configures neither; apt --fix-broken would resolve that by removing one
     twins = [
@@ -494,8 +494,8 @@ def _sibling_group(db: PackageDB, source: str, pkgs: list[Package]) -> list[Diag
         and any(q.name == p.name and q.arch != p.arch for q in ahead)
     ]
     if twins:
-        install = " ".join(f"{p.name}:{p.arch}={newest}" for p in twins)
-        fix = f"sudo apt update && sudo apt install {install}"
+        install = [f"{p.name}:{p.arch}={newest}" for p in twins]
+        fix = run(commands.refresh("dpkg"), commands.install("dpkg", *install))
         message += (
             f" {', '.join(p.display_name for p in twins)} and {'its' if len(twins) == 1 else 'their'}"
             " other architecture are Multi-Arch: same, which must be at one version: dpkg "
@@ -506,8 +506,8 @@ def _sibling_group(db: PackageDB, source: str, pkgs: list[Package]) -> list[Diag
         Diagnosis(
             severity=Severity.FAIL if twins else Severity.WARN,
             title=f"{source}: sibling packages at different versions",
-            message=message + f" Fix: {fix}.",
-            remedy=f"{fix}.",
+            message=message + f" Fix: {line(fix)}.",
+            remedy=done(fix),
             evidence={
                 "source": source,
                 "manager": db.family,
@@ -586,8 +586,10 @@ def unowned_files(
                     message=f"{drv} {loads} files that no {managers} package owns, found "
                     f"through LD_LIBRARY_PATH: {listed}. They win over the system's copies for "
                     "every program started with this environment.",
-                    remedy=f"VKL004 and VKL006 say whether they break anything; if nothing "
-                    f"needs them, take {dirs} off LD_LIBRARY_PATH.",
+                    remedy=said(
+                        "VKL004 and VKL006 say whether they break anything; if nothing "
+                        f"needs them, take {dirs} off LD_LIBRARY_PATH."
+                    ),
                     evidence={"target": target, "unowned": paths, "how": "LD_LIBRARY_PATH"},
                 )
             )
@@ -603,7 +605,9 @@ def unowned_files(
                     "files must stay, rebuild them after every upgrade of the libraries they "
                     "link, and remove leftovers of old manual installs."
                 ),
-                remedy="Use the distribution's package for this driver instead of these files.",
+                remedy=said(
+                    "Use the distribution's package for this driver instead of these files."
+                ),
                 evidence={"target": target, "unowned": paths},
             )
         )
@@ -620,13 +624,19 @@ def unowned_files(
     return out
 
 
-def _foreign_remedy(pkg: Package, why: str) -> str:
+def _foreign_remedy(pkg: Package, why: str) -> Remedy:
+    """Words: each names its command inside a sentence."""
+    return said(_foreign_advice(pkg, why))
+
+
+def _foreign_advice(pkg: Package, why: str) -> str:
     if pkg.family == "pacman":
         # AUR names the repositories' package with a suffix (vulkan-swrast-git for
         # vulkan-swrast); its pkgbase (mesa-git) is no package anyone can install
         base = re.sub(r"-(git|bin|svn|hg|devel|stable|minimal)$", "", pkg.name)
         return (
-            f"sudo pacman -S {base} for the repositories' build; a foreign one is rebuilt by "
+            f"{line(fixes.reinstall('pacman', base))} for the repositories' build; a foreign "
+            "one is rebuilt by "
             "hand after every upgrade of what it links."
         )
     if pkg.family == "dpkg":
@@ -635,7 +645,8 @@ def _foreign_remedy(pkg: Package, why: str) -> str:
             return f"sudo ppa-purge ppa:{ppa} returns to the archive's packages."
         if "; the repositories offer " in why:
             offered = why.rsplit("; the repositories offer ", 1)[1]
-            return f"Install the repositories' version: sudo apt install {pkg.name}={offered}"
+            back = commands.install_version("dpkg", pkg.name, offered)
+            return f"Install the repositories' version: sudo {back}"
         return (
             f"No configured repository carries {pkg.name}: remove it, or install the "
             "distribution's package that replaces it"
@@ -643,18 +654,18 @@ def _foreign_remedy(pkg: Package, why: str) -> str:
     copr = re.search(r"\(COPR (\S+)(?: or \S+)*, in /etc/yum.repos.d\)", why)
     if copr is not None and " or " not in copr.group(0):
         return (
-            f"sudo dnf copr disable {copr.group(1)}, then sudo dnf distro-sync returns to the "
+            f"sudo dnf copr disable {copr.group(1)}, then {fixes.UPGRADE['rpm']} returns to the "
             "distribution's packages."
         )
     if copr is not None:
         projects = copr.group(0)[len("(COPR ") : -len(", in /etc/yum.repos.d)")]
         return (
             f"Disable the COPR it came from ({projects}: sudo dnf copr disable OWNER/PROJECT), "
-            "then sudo dnf distro-sync returns to the distribution's packages."
+            f"then {fixes.UPGRADE['rpm']} returns to the distribution's packages."
         )
     return (
         "If it comes from a COPR or third-party repository: sudo dnf copr disable OWNER/PROJECT "
-        "(or disable the repository), then sudo dnf distro-sync."
+        f"(or disable the repository), then {fixes.UPGRADE['rpm']}."
     )
 
 
@@ -759,14 +770,17 @@ def explain_missing_version(
             )
         else:
             fix = f"conda update -p {conda.prefix} -c conda-forge {conda.name}"
-        remedy = f"{fix}; or stop exporting LD_LIBRARY_PATH={conda.prefix}/lib."
+        # conda installs into the user's environment: no root
+        remedy = Remedy(
+            commands=(fix,), text=f"; or stop exporting LD_LIBRARY_PATH={conda.prefix}/lib."
+        )
         message += f" Fix: {fix}."
     elif ppkg is not None:
-        fix = UPGRADE[ppkg.family]
-        remedy = f"{fix}."
-        message += f" Fix: {fix}."
+        upgrade = fixes.upgrade(ppkg.family)
+        remedy = done(upgrade)
+        message += f" Fix: {line(upgrade)}."
     else:
-        remedy = (
+        remedy = said(
             "Update the application that bundles the old copy, or remove its bundled "
             f"{fact.soname} so that the system's is used."
         )

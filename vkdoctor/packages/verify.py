@@ -16,11 +16,14 @@ from typing import Any
 
 from vkdoctor.context import Context
 from vkdoctor.files import LARGE, read_text
-from vkdoctor.model import Severity
+from vkdoctor.model import Remedy, Severity
+from vkdoctor.packages import commands
+from vkdoctor.packages import remedy as fixes
+from vkdoctor.packages.commands import sudo_line
 from vkdoctor.packages.dpkg import DpkgDB
 from vkdoctor.packages.model import Inventory
 from vkdoctor.packages.pacman import PacmanDB
-from vkdoctor.packages.remedy import FIX_BROKEN_CAUTION
+from vkdoctor.packages.remedy import FIX_BROKEN_CAUTION, done, said
 from vkdoctor.packages.rpm import RpmDB
 from vkdoctor.packages.simulate import LOADER_PACKAGES, Simulation, first_that_works
 from vkdoctor.packages.skew import Diagnosis
@@ -75,7 +78,9 @@ def _from_suite(
             met.append(f"{name} {good[0]} (for {w['package']}'s {name}{need})")
         else:
             pulled = _pulled(db, suite, chosen)
-            fix = f"{unhold}sudo apt update && sudo apt install -t {suite} {' '.join(chosen)}"
+            fix = unhold + sudo_line(
+                [commands.refresh("dpkg"), commands.install_from(suite, *chosen)]
+            )
             also = "".join(f"; {n} {v}, which {by} needs" for n, (v, by) in pulled.items())
             notes[fix] = (
                 f" {suite} offers {'; '.join(met)}{also}. apt's default candidate for each is the "
@@ -134,9 +139,10 @@ def _twin_versions(
         # dpkg refuses to unpack one twin over a file they share (its changelog) while the
         # other is at another version: "trying to overwrite shared ..., which is different
         # from other instances"; --force-overwrite lets the package's own file be replaced
-        fix = (
-            "sudo apt install -o Dpkg::Options::=--force-overwrite --allow-downgrades "
-            + " ".join(f"{n}={version}" for n in names)
+        fix = "sudo " + commands.install(
+            "dpkg",
+            "-o Dpkg::Options::=--force-overwrite --allow-downgrades",
+            *(f"{n}={version}" for n in names),
         )
         at = ", ".join(f"{p['name']}:{p['arch']} {p['version']}" for p in pkgs)
         notes[fix] = (
@@ -174,7 +180,7 @@ def _candidates(
     consumer = ev.get("consumer_package") or {}
     wanted = str(ev.get("expected_package") or "")
     name = str(consumer.get("name") or "")
-    unhold = f"sudo apt-mark unhold {' '.join(holds)} && " if holds else ""
+    unhold = f"sudo {commands.unhold('dpkg', *holds)} && " if holds else ""
     if unhold:
         yield unhold + fix
     # a fix given in words ("refresh the lists ...; if not, return it: sudo apt install X=V")
@@ -183,10 +189,12 @@ def _candidates(
             yield unhold + command
     if wanted:
         if "--fix-broken" not in fix:
-            yield f"{unhold}sudo apt update && sudo apt --fix-broken install"
+            yield unhold + sudo_line(commands.fix_broken("dpkg"))
         suites = db.suites([wanted]).get(wanted, [])
         for suite in dict.fromkeys(s for _, s in suites[1:] if s != suites[0][1]):
-            yield f"{unhold}sudo apt update && sudo apt install -t {suite} {wanted}"
+            yield unhold + sudo_line(
+                [commands.refresh("dpkg"), commands.install_from(suite, wanted)]
+            )
     yield from _from_suite(ev, db, unhold, notes)
     yield from _twin_versions(ctx, ev, db, notes)
     if name:
@@ -195,7 +203,7 @@ def _candidates(
         for version, _ in db.suites([name]).get(name, []):
             if version != installed:
                 # a version below the installed one: without --allow-downgrades, apt -y refuses
-                yield f"{unhold}sudo apt install --allow-downgrades {qualified}={version}"
+                yield f"{unhold}sudo {commands.downgrade('dpkg', qualified, version)}"
 
 
 def driver_packages(db: DpkgDB) -> list[str]:
@@ -257,7 +265,7 @@ def verified(
         "simulations": [s.as_evidence() for s in tried],
         "holds": holds,
     }
-    message, remedy = d.message, d.remedy or ""
+    message = d.message
     held = (
         f" {', '.join(holds)} {'is' if len(holds) == 1 else 'are'} held (apt-mark hold) "
         "although not installed, so apt will not install "
@@ -270,9 +278,10 @@ def verified(
         why = f" Not {_tried(rejected)} (apt-get -s)." if rejected else ""
         note = notes.get(chosen.fix, "")
         message = _swap(message, fix, f"{chosen.fix}. {chosen.summary()}{why}{note}{held}")
-        remedy = remedy.replace(fix, chosen.fix, 1) if fix in remedy else f"{chosen.fix}. {remedy}"
+        remedy = _with_chosen(d.remedy, fix, chosen.fix)
         # apt's own simulation has answered what the caution asks the reader to check
-        remedy = " ".join(remedy.replace(FIX_BROKEN_CAUTION, "").split())
+        text = " ".join(remedy.text.replace(FIX_BROKEN_CAUTION, "").split())
+        remedy = replace(remedy, text=text or "." if remedy.commands else text)
         evidence["fix"] = chosen.fix
         evidence["verified_by"] = list(chosen.commands)
         return replace(d, message=message, remedy=remedy, evidence=evidence)
@@ -288,8 +297,11 @@ def verified(
     return replace(
         d,
         message=f"{head or message} But {text}",
-        remedy="sudo apt update (from an up-to-date mirror), then run vkdoctor again; "
-        "apt-cache policy shows what each repository offers.",
+        remedy=fixes.run(
+            commands.refresh("dpkg"),
+            text="(from an up-to-date mirror), then run vkdoctor again; apt-cache policy shows "
+            "what each repository offers.",
+        ),
         evidence=evidence,
     )
 
@@ -324,7 +336,8 @@ _CHECKER = {
     "pacman": (
         "pacman",
         "pacman's own check",
-        "Refresh the sync databases from an up-to-date mirror (sudo pacman -Syu) and run "
+        f"Refresh the sync databases from an up-to-date mirror (sudo {commands.refresh('pacman')}) "
+        "and run "
         "vkdoctor again; pacman -Si shows what each repository offers.",
     ),
     "dnf": (
@@ -394,12 +407,12 @@ def _checked(
     tool, check, advice = _CHECKER[family]
     chosen, tried = first_that_works(ctx, candidates, keep, run=run)
     evidence = {**d.evidence, "simulations": [s.as_evidence() for s in tried]}
-    message, remedy = d.message, (d.remedy or f"{fix}.")
+    message = d.message
     if chosen is not None:
         rejected = [s for s in tried if s is not chosen and s.ran]
         why = f" Not {_tried(rejected)} ({tool})." if rejected else ""
         message = _swap(message, fix, f"{chosen.fix}. {chosen.summary()}{why}")
-        remedy = remedy.replace(fix, chosen.fix, 1) if fix in remedy else f"{chosen.fix}. {remedy}"
+        remedy = _with_chosen(d.remedy or done(_as_fix(fix)), fix, chosen.fix)
         evidence["fix"] = chosen.fix
         evidence["verified_by"] = list(chosen.commands)
         return replace(d, message=message, remedy=remedy, evidence=evidence)
@@ -418,9 +431,55 @@ def _checked(
     return replace(
         d,
         message=f"{head or message} But {text}",
-        remedy=f"None of these passes {check} ({_tried(ran)}). {advice}",
+        remedy=fixes.said(f"None of these passes {check} ({_tried(ran)}). {advice}"),
         evidence=evidence,
     )
+
+
+def _as_fix(line: str) -> Remedy:
+    """A fix as the candidates spell it for the simulations and the message (`sudo A && sudo
+    B`, vkdoctor's own lines) as data; a fix in words stays words."""
+    steps = line.split(" && ")
+    if all(step.startswith("sudo ") for step in steps):
+        return fixes.run(*(step.removeprefix("sudo ") for step in steps))
+    return said(line)
+
+
+def _with_chosen(remedy: Remedy | None, fix: str, chosen: str) -> Remedy:
+    """`remedy` with its fix `fix` (the first candidate) replaced by `chosen`, the candidate that
+    passed; a remedy that does not start with the fix gets the chosen one before it."""
+    old, new = _as_fix(fix), _as_fix(chosen)
+    if remedy is None:
+        return replace(new, text="") if new.commands else said(f"{chosen}. ")
+    n = len(old.commands)
+    if n and new.commands and remedy.commands[:n] == old.commands:
+        return replace(remedy, commands=(*new.commands, *remedy.commands[n:]))
+    if not remedy.commands and fix in remedy.text:
+        text = remedy.text.replace(fix, chosen, 1)
+        if new.commands and text.startswith(chosen):
+            # the words were only the fix: now its commands, and what followed them
+            rest = text[len(chosen) :]
+            follows = rest[2:] if rest[:2] == ". " else rest[1:] if rest[:2] == " (" else rest
+            return replace(new, text=follows)
+        return said(text)
+    if new.commands:
+        return replace(new, text=remedy.shown())
+    return said(f"{chosen}. {remedy.shown()}")
+
+
+def remedy_for_tree(ctx: Context, remedy: Remedy | None) -> Remedy | None:
+    """A remedy for a --root tree is run inside it: without sudo when the tree has none."""
+    if remedy is None or ctx.live or _has_sudo(ctx):
+        return remedy
+    return replace(remedy, needs_root=False, text=_without_sudo(remedy.text))
+
+
+def _has_sudo(ctx: Context) -> bool:
+    return Path(ctx.under("/usr/bin/sudo")).exists() or Path(ctx.under("/bin/sudo")).exists()
+
+
+def _without_sudo(text: str) -> str:
+    return re.sub(r"(?<![\w-])sudo ", "", text)
 
 
 def _swap(message: str, old: str, new: str) -> str:
@@ -434,8 +493,6 @@ def _swap(message: str, old: str, new: str) -> str:
 def for_tree(ctx: Context, text: str | None) -> str | None:
     """A fix for a --root tree is run inside it (chroot DIR, the image build): without sudo
     when the tree has none."""
-    if text is None or ctx.live:
+    if text is None or ctx.live or _has_sudo(ctx):
         return text
-    if not (Path(ctx.under("/usr/bin/sudo")).exists() or Path(ctx.under("/bin/sudo")).exists()):
-        text = re.sub(r"(?<![\w-])sudo ", "", text)
-    return text
+    return _without_sudo(text)
