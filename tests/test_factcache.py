@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import run_json
 
 from vkdoctor import factcache
@@ -238,3 +239,82 @@ def test_dpkg_audit_is_answered_again_only_for_the_same_database(tmp_path: Path)
     assert kept is False and any("half-configured" in p or "half configured" in p for p in problems)
     (root / "var/lib/dpkg/info/vkdoctor-extra.list").write_text("/\n")
     assert audit()[0] is False  # info/ changed: asked again
+
+
+def _cache_ctx(root: Path, cache: Path) -> Any:
+    from vkdoctor.context import Context, Options
+
+    return Context(root=root, env={}, cwd=root, options=Options(cache_dir=cache))
+
+
+def test_a_rebuilt_ld_so_cache_is_read_again_by_a_warm_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ld.so.cache parse is kept by the file's identity: the entries a warm run reads from
+    the store are the parse's, and `ldconfig` writing a new cache is seen at once."""
+    import subprocess
+
+    from vkdoctor.elf.ldcache import load_cache
+
+    root, cache = tmp_path / "root", tmp_path / "cache"
+    lib = root / "opt" / "lib"
+    lib.mkdir(parents=True)
+    (root / "etc").mkdir()
+    shutil.copy("/lib/x86_64-linux-gnu/libz.so.1", lib / "libz.so.1")
+    conf = root / "etc" / "ld.so.conf"
+    conf.write_text("/opt/lib\n")
+
+    def ldconfig() -> None:
+        subprocess.run(["ldconfig", "-r", str(root)], check=True, capture_output=True)
+
+    ldconfig()
+    first = load_cache(_cache_ctx(root, cache))
+    factcache.save_all()
+    factcache._open.clear()
+    assert (cache / "facts" / "ldcache.marshal").is_file()
+    with monkeypatch.context() as m:  # the warm run does not parse the file again
+        m.setattr("vkdoctor.elf.ldcache.parse_cache", None)
+        warm = load_cache(_cache_ctx(root, cache))
+    assert first is not None and warm is not None
+    assert warm.entries == first.entries and [e.name for e in warm.entries] == ["libz.so.1"]
+    # the oracle: ldconfig itself says what the new cache holds
+    shutil.copy("/lib/x86_64-linux-gnu/libbz2.so.1.0", lib / "libbz2.so.1.0")
+    ldconfig()
+    listed = subprocess.run(
+        ["ldconfig", "-p", "-C", str(root / "etc" / "ld.so.cache")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    factcache._open.clear()
+    again = load_cache(_cache_ctx(root, cache))
+    assert again is not None
+    names = sorted(e.name for e in again.entries)
+    assert names == ["libbz2.so.1.0", "libz.so.1"]
+    assert all(name in listed for name in names)
+
+
+def test_ld_so_s_directories_are_read_again_from_a_replaced_interpreter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import re
+
+    from vkdoctor.elf.platform import _compiled_in_dirs
+
+    root, cache = tmp_path / "root", tmp_path / "cache"
+    ldso = root / "lib64" / "ld-linux-x86-64.so.2"
+    ldso.parent.mkdir(parents=True)
+    shutil.copy("/lib64/ld-linux-x86-64.so.2", ldso)
+    real = _compiled_in_dirs(_cache_ctx(root, cache), "/lib64/ld-linux-x86-64.so.2")
+    assert "/usr/lib/x86_64-linux-gnu" in real
+    factcache.save_all()
+    factcache._open.clear()
+    with monkeypatch.context() as m:  # from the store: the file is not searched again
+        m.setattr("vkdoctor.elf.platform._SYSDIRS", re.compile(b"never"))
+        assert _compiled_in_dirs(_cache_ctx(root, cache), "/lib64/ld-linux-x86-64.so.2") == real
+    data = ldso.read_bytes().replace(b"/usr/lib/x86_64-linux-gnu/", b"/usr/lib/x86_64-linux-GNU/")
+    ldso.unlink()
+    ldso.write_bytes(data)
+    factcache._open.clear()
+    changed = _compiled_in_dirs(_cache_ctx(root, cache), "/lib64/ld-linux-x86-64.so.2")
+    assert "/usr/lib/x86_64-linux-GNU" in changed

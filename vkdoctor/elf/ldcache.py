@@ -15,6 +15,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
+from vkdoctor import factcache
 from vkdoctor.context import Context
 from vkdoctor.files import read_bytes, read_text
 from vkdoctor.record import record
@@ -200,13 +201,43 @@ def _hwcaps(
 def load_cache(ctx: Context) -> LdCache | None:
     """The root's /etc/ld.so.cache, or None when there is none (ld.so then skips this step)."""
     path = "/etc/ld.so.cache"
+    host = ctx.resolve(path)
+    ident = factcache.identity(host)
+    cache_dir = ctx.options.cache_dir
+    store = factcache.store(cache_dir, "ldcache", sources=(__file__,)) if cache_dir else None
+    if store is not None and ident is not None:
+        kept = store.get(ident)
+        if kept is not None:
+            return _from_data(kept, path)
     try:
-        data = read_bytes(ctx.resolve(path), MAX_CACHE_BYTES)
+        data = read_bytes(host, MAX_CACHE_BYTES)
     except FileNotFoundError:
         return None
     except OSError as exc:
         return LdCache(path=path, entries=(), error=exc.strerror or str(exc))
-    return parse_cache(data, path)
+    parsed = parse_cache(data, path)
+    # kept only when the file did not change while it was read
+    if store is not None and ident is not None and factcache.identity(host) == ident:
+        store.put(ident, _to_data(parsed))
+    return parsed
+
+
+def _to_data(cache: LdCache) -> tuple[object, ...]:
+    """`cache` as marshal carries it (vkdoctor.factcache)."""
+    entries = tuple((e.name, e.path, e.flags, e.hwcaps, e.hwcap) for e in cache.entries)
+    return (entries, cache.error, cache.cut)
+
+
+def _from_data(data: tuple[Any, ...], path: str) -> LdCache:
+    entries, error, cut = data
+    return LdCache(
+        path=path,
+        entries=tuple(
+            CacheEntry(name=n, path=p, flags=f, hwcaps=h, hwcap=c) for n, p, f, h, c in entries
+        ),
+        error=error,
+        cut=tuple(cut),
+    )
 
 
 #: configuration files and glob matches one ld.so.conf tree may name (a real one: a dozen)

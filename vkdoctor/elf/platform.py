@@ -100,21 +100,42 @@ def _cpu_flags(ctx: Context) -> tuple[set[str], str]:
 
 
 def _system_dirs(ctx: Context, interpreter: str, machine: str) -> tuple[tuple[str, ...], str]:
-    try:
-        with open(ctx.under(interpreter), "rb") as f:
-            data = f.read(8 * 1024 * 1024)
-        m = _SYSDIRS.search(data)
-        if m:
-            dirs = tuple(s.decode().rstrip("/") or "/" for s in m.group().split(b"\x00") if s)
-            return dirs, "ld.so"
-    except OSError:
-        pass
+    found = _compiled_in_dirs(ctx, interpreter)
+    if found:
+        return found, "ld.so"
     triplet = TRIPLETS.get(machine)
     if triplet and ctx.under(f"/usr/lib/{triplet}").is_dir():
         return (f"/lib/{triplet}", f"/usr/lib/{triplet}", "/lib", "/usr/lib"), "assumed"
     if MACHINES.get(machine, ("", 64))[1] == 64 and ctx.under("/usr/lib64").is_dir():
         return ("/lib64", "/usr/lib64"), "assumed"
     return ("/lib", "/usr/lib"), "assumed"
+
+
+def _compiled_in_dirs(ctx: Context, interpreter: str) -> tuple[str, ...]:
+    """The system directories compiled into ld.so (its SYSTEM_DIRS string), () when not found;
+    kept across runs by the interpreter file's identity (vkdoctor.factcache)."""
+    from vkdoctor import factcache
+
+    host = ctx.under(interpreter)
+    ident = factcache.identity(host)
+    cache_dir = ctx.options.cache_dir
+    store = factcache.store(cache_dir, "ldso-dirs", sources=(__file__,)) if cache_dir else None
+    if store is not None and ident is not None:
+        kept = store.get(ident)
+        if kept is not None:
+            return tuple(kept)
+    try:
+        with open(host, "rb") as f:
+            data = f.read(8 * 1024 * 1024)
+    except OSError:
+        return ()
+    m = _SYSDIRS.search(data)
+    dirs = (
+        tuple(s.decode().rstrip("/") or "/" for s in m.group().split(b"\x00") if s) if m else ()
+    )
+    if store is not None and ident is not None and factcache.identity(host) == ident:
+        store.put(ident, dirs)
+    return dirs
 
 
 def _legacy(flags: set[str], vendor: str, machine: str) -> tuple[tuple[str, ...], str]:
