@@ -715,7 +715,7 @@ def _plain_check_timeout(argv: Sequence[str]) -> float | None:
                 timeout = float(value)
             except ValueError:
                 return None
-            if not 0.1 <= timeout <= 7 * 24 * 3600:  # nan too: click refuses it
+            if not 0.1 <= timeout <= children.MAX_TIMEOUT:  # nan too: click refuses it
                 return None
     return timeout
 
