@@ -1,9 +1,8 @@
 """No function of vkdoctor is longer than 100 lines (docs/architecture.md, "Small functions").
 
 Every function and method of every module, as ast reads it (`end_lineno - lineno + 1`, the
-decorators not counted). The few still longer are listed in ALLOWED with their length today:
-one may shrink (then its entry must follow it down, or go once it fits), never grow, and no new
-one may join. The goal is an empty list.
+decorators not counted). There is no allowance: a function that grows past the limit is split
+into named steps (a check's `run` into helpers named for what they decide, beside it).
 """
 
 from __future__ import annotations
@@ -15,17 +14,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "vkdoctor"
 LIMIT = 100
-
-#: "path::qualified name": its length today. Left for later: these hold the fix texts of
-#: checks/*.py and packages/skew.py, which are being rewritten as data (issue 15, item 5);
-#: they are split after that.
-ALLOWED: dict[str, int] = {
-    "vkdoctor/checks/layers.py::ExplicitLayersFromEnvironment.run": 106,
-    "vkdoctor/checks/libraries.py::LibraryOpens.run": 139,
-    "vkdoctor/checks/loadtest.py::DeviceAvailable.run": 117,
-    "vkdoctor/checks/overlay.py::OverlayFix.run": 106,
-    "vkdoctor/packages/skew.py::explain_missing_soname": 143,
-}
 
 
 def _functions(node: ast.AST, prefix: str = "") -> Iterator[tuple[str, int]]:
@@ -53,20 +41,9 @@ def function_lengths() -> dict[str, int]:
     return out
 
 
-def test_no_function_is_longer_than_the_limit_or_its_allowance():
+def test_no_function_is_longer_than_the_limit():
     long = function_lengths()
-    new = {k: v for k, v in long.items() if k not in ALLOWED}
-    grown = {k: (ALLOWED[k], v) for k, v in long.items() if k in ALLOWED and v > ALLOWED[k]}
-    assert not new, f"functions over {LIMIT} lines: split them into named steps: {new}"
-    assert not grown, f"allowed long functions that grew (allowed, now): {grown}"
-
-
-def test_the_allowlist_follows_the_functions_down():
-    """An entry for a function that is gone, fits now, or shrank is stale: lower or remove it,
-    so that the list only ever shrinks."""
-    long = function_lengths()
-    stale = {k: (v, long.get(k)) for k, v in ALLOWED.items() if long.get(k) != v}
-    assert not stale, f"update ALLOWED (allowed, now; None: it fits or is gone): {stale}"
+    assert not long, f"functions over {LIMIT} lines: split them into named steps: {long}"
 
 
 def test_the_measure_sees_methods_and_nested_functions():

@@ -18,7 +18,7 @@ import pytest
 from conftest import REPO, clean_env, validate_report
 from test_loadtest import LVP_MANIFEST, fakes, marked_processes  # noqa: F401 - the fixture
 
-from vkdoctor import zygote
+from vkdoctor import loadtest, zygote
 from vkdoctor.resources import probes_dir
 
 
@@ -219,3 +219,55 @@ def test_a_child_handed_ahead_that_nobody_adopts_exits_and_leaves_no_directory(
     assert proc.returncode == 2 and "abc" in proc.stderr
     assert marked_processes(mark) == []
     assert list(tmp.iterdir()) == []
+
+
+def test_a_child_another_waiter_reaped_has_ended_and_its_status_is_not_invented() -> None:
+    """When the status is gone (reaped elsewhere), poll says the child ended and that how is
+    unknown: not SIGKILL, not the status it really had."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os._exit(3)
+    os.close(write_end)
+    assert os.waitpid(pid, 0)[1] != 0  # the other waiter takes the status
+    child = zygote.ForkedChild(pid, read_end)
+    assert child.poll() == zygote.STATUS_LOST
+    assert child.wait(timeout=1) == zygote.STATUS_LOST
+    child.stdout.close()
+    assert loadtest.ended_by(child.returncode) == "an unknown signal or exit"
+    assert loadtest.ended_by(-11) == "SIGSEGV" and loadtest.ended_by(3) == "exit status 3"
+
+
+#: a load test through the forked child in a process that ignores SIGCHLD: the kernel reaps
+#: the child itself, and its status is lost
+_IGNORED_SIGCHLD = """
+import os, signal, sys
+from pathlib import Path
+from vkdoctor import loadtest, zygote
+from vkdoctor.loader.targets import LoadTarget
+from vkdoctor.loadtest import run_load_test
+from vkdoctor.resources import probes_dir
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+zygote.start(probes_dir() / "loadtest.py")
+target = LoadTarget(kind="driver", name="x", manifest=sys.argv[1], dlopen_name=sys.argv[2])
+run = run_load_test([target], env=dict(os.environ), cwd=Path.cwd(), total_timeout=30.0)
+(outcome,) = run.outcomes
+print(run.first_child, outcome.dlopen, outcome.signal)
+"""
+
+
+def test_a_crash_whose_status_the_kernel_discarded_is_not_called_sigkill(fakes) -> None:  # noqa: F811
+    segv = fakes["CTOR_SEGV"]
+    env = clean_env({})
+    env["PYTHONPATH"] = str(REPO)
+    proc = subprocess.run(
+        [sys.executable, "-c", _IGNORED_SIGCHLD, segv.manifest, segv.dlopen_name],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        cwd=REPO,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split(" ", 2) == ["forked", "crash", "an unknown signal or exit\n"]

@@ -36,6 +36,10 @@ if TYPE_CHECKING:  # no Protocol class or subscripted alias to build at import t
         def wait(self, timeout: float | None = None) -> int: ...
 
 
+#: the longest --timeout: a week (the waits that use it overflow at about 24.8 days)
+MAX_TIMEOUT = 7 * 24 * 3600.0
+
+
 def start(
     argv: Sequence[str],
     *,

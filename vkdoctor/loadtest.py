@@ -290,6 +290,14 @@ def signal_name(returncode: int) -> str | None:
         return f"signal {-returncode}"
 
 
+def ended_by(returncode: int | None) -> str:
+    """What ended a child that died in mid-step: its signal or its exit status, when known."""
+    if returncode is None or returncode == zygote.STATUS_LOST:
+        # not reaped within the bound, or reaped by another waiter
+        return "an unknown signal or exit"
+    return signal_name(returncode) or f"exit status {returncode}"
+
+
 def _tail(text: str) -> str:
     text = text.strip()
     return text if len(text) <= OUTPUT_TAIL else "..." + text[-OUTPUT_TAIL:]
@@ -647,9 +655,8 @@ class LoadTest:
             index, step = child.in_flight
             sig = None
             if how == "eof":
-                rc = child.proc.returncode
                 # a driver that calls exit() in mid-step is reported like a crash
-                sig = signal_name(rc) if rc is not None and rc < 0 else f"exit status {rc}"
+                sig = ended_by(child.proc.returncode)
             self.outcomes[index] = blame(self.outcomes[index], step, signal_name=sig)
             self._spawn_next()
             return
@@ -705,7 +712,12 @@ def _child_broke(logdir: Path, rc: int | None, how: str, step_timeout: float) ->
             f"the load test child was still starting when its step bound ({step_timeout:.2g} s, "
             "a third of --timeout) ran out"
         )
-    what = "stopped answering" if how == "step" else f"ended with status {rc}"
+    if how == "step":
+        what = "stopped answering"
+    elif rc is None or rc == zygote.STATUS_LOST:
+        what = "ended with an unknown status"
+    else:
+        what = f"ended with status {rc}"
     return f"the load test child {what} between steps: {tail or 'no output'}"
 
 
@@ -771,7 +783,7 @@ def _plain_check_timeout(argv: Sequence[str]) -> float | None:
                 timeout = float(value)
             except ValueError:
                 return None
-            if not 0.1 <= timeout <= 7 * 24 * 3600:  # nan too: click refuses it
+            if not 0.1 <= timeout <= children.MAX_TIMEOUT:  # nan too: click refuses it
                 return None
     return timeout
 

@@ -44,8 +44,6 @@ ENV_NAMES = (
 ENV_PREFIXES = ("VK_", "WGPU", "MESA_", "LP_", "__EGL_")
 TAIL_LINES = 20
 TAIL_CHARS = 4000
-#: the longest --timeout: a week (the waits that use it overflow at about 24.8 days)
-MAX_TIMEOUT = 7 * 24 * 3600.0
 
 #: seconds to wait for the child's stack dump before killing it on timeout
 DUMP_SECONDS = 0.5
@@ -513,7 +511,7 @@ def request_from_argv(argv: list[str]) -> ProbeRequest | None:
     shader_dir = values.get("--shader-dir")
     python = values.get("--python", sys.executable)
     if (
-        not 0.1 <= timeout <= MAX_TIMEOUT  # nan too
+        not 0.1 <= timeout <= children.MAX_TIMEOUT  # nan too
         or (seed is not None and seed < 0)
         or backend not in ("vulkan", "opengl")
         or flags["--cpu"] + flags["--gpu"] + ("--adapter" in values) > 1

@@ -26,6 +26,9 @@ from typing import Any
 
 #: the request's size limit (a load test's request is a few KB)
 MAX_REQUEST = 16 * 1024 * 1024
+#: the returncode of a child that another waiter reaped: it has ended, and how is lost (no
+#: exit status is above 255, and a signal's is negative)
+STATUS_LOST = 256
 
 
 def startup_variables(env: Mapping[str, str]) -> dict[str, str]:
@@ -46,7 +49,8 @@ class ForkedChild:
             try:
                 pid, status = os.waitpid(self.pid, os.WNOHANG)
             except ChildProcessError:
-                self.returncode = -9
+                # SIGCHLD ignored, or another waitpid: the child is gone, its status with it
+                self.returncode = STATUS_LOST
                 return self.returncode
             if pid:
                 self.returncode = os.waitstatus_to_exitcode(status)

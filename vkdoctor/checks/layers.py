@@ -199,6 +199,17 @@ class ExplicitLayersFromEnvironment(Check):
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         scan = facts.explicit_layers(ctx)
+        yield from self._manifests_that_stop_the_loader(scan)
+        requested = L.instance_layers(ctx)
+        if not requested and not scan.enable.active:
+            return
+        found = {layer.name for layer in scan.layers if layer.invalid is None}
+        implicit = {layer.name for layer in facts.layer_scan(ctx).layers if layer.invalid is None}
+        yield from self._names_no_manifest_provides(ctx, scan, requested, found, implicit)
+        yield from self._patterns_that_match_nothing(scan, {n for n in found | implicit if n})
+        yield from self._layers_in_every_program(scan)
+
+    def _manifests_that_stop_the_loader(self, scan: LayerScan) -> Iterable[Finding]:
         for f in scan.files:
             # the loader reads every explicit manifest at vkCreateInstance, chosen or not
             if f.outcome in (L.FILE_FIFO, L.FILE_CRASH):
@@ -211,39 +222,21 @@ class ExplicitLayersFromEnvironment(Check):
                     origin=f.origin,
                     outcome=f.outcome,
                 )
-        requested = L.instance_layers(ctx)
-        if not requested and not scan.enable.active:
-            return
-        found = {layer.name for layer in scan.layers if layer.invalid is None}
-        where = (
-            f"{scan.plan.override}={scan.plan.override_value}"
-            if scan.plan.override
-            else "the explicit_layer.d directories: " + ", ".join(e.path for e in scan.plan.entries)
-        )
-        implicit = {layer.name for layer in facts.layer_scan(ctx).layers if layer.invalid is None}
+
+    def _names_no_manifest_provides(
+        self,
+        ctx: Context,
+        scan: LayerScan,
+        requested: list[str],
+        found: set[str | None],
+        implicit: set[str | None],
+    ) -> Iterable[Finding]:
         absent = [e.path for e in scan.plan.entries if not ctx.under(e.path).exists()]
         for name in requested:
             if name in found:
                 continue
             shown = repr(name) if name != name.strip() else name
-            if name != name.strip():
-                why = f"the loader does not trim names: {shown} has spaces, so it matches no layer"
-                fix = f"remove the spaces around {name.strip()} in VK_INSTANCE_LAYERS"
-            elif name in implicit:
-                why = f"{name} is an implicit layer: it is on or off by its own rules (VKI001)"
-                fix = f"remove {name} from VK_INSTANCE_LAYERS"
-            elif scan.plan.override and absent:
-                why = (
-                    f"{scan.plan.override}={scan.plan.override_value} replaces the layer search "
-                    f"path, and {', '.join(absent)} does not exist"
-                )
-                fix = f"unset {scan.plan.override}, or point it at the layer's manifest directory"
-            else:
-                why = f"the loader looks for it in {where} and finds no manifest"
-                fix = (
-                    f"remove {name} from VK_INSTANCE_LAYERS, or install the layer (or point "
-                    "VK_ADD_LAYER_PATH at its manifest's directory)"
-                )
+            why, fix = _why_no_manifest(name, scan, implicit, absent)
             yield self.warn(
                 f"VK_INSTANCE_LAYERS names {shown}, which no explicit layer manifest provides",
                 f"{why[0].upper()}{why[1:]}; the loader ignores the name: no layer is loaded "
@@ -252,7 +245,8 @@ class ExplicitLayersFromEnvironment(Check):
                 name=name,
                 search_path=[e.path for e in scan.plan.entries],
             )
-        names = {n for n in found | implicit if n}
+
+    def _patterns_that_match_nothing(self, scan: LayerScan, names: set[str]) -> Iterable[Finding]:
         for tok in scan.enable.tokens:
             if tok.kind == "special":
                 continue
@@ -279,6 +273,8 @@ class ExplicitLayersFromEnvironment(Check):
                 layers=sorted(names),
                 search_path=[e.path for e in scan.plan.entries],
             )
+
+    def _layers_in_every_program(self, scan: LayerScan) -> Iterable[Finding]:
         for layer in scan.active:
             off = layer.remedy
             by_glob = layer.activation.startswith("forced on by VK_LOADER_LAYERS_ENABLE") and any(
@@ -303,6 +299,40 @@ class ExplicitLayersFromEnvironment(Check):
                 f"and loaded for real under VKT003. To turn it off: {off}.",
                 **_ev(layer),
             )
+
+
+def _why_no_manifest(
+    name: str, scan: LayerScan, implicit: set[str | None], absent: list[str]
+) -> tuple[str, str]:
+    """Why no explicit layer manifest provides the VK_INSTANCE_LAYERS entry `name`, and the fix."""
+    if name != name.strip():
+        shown = repr(name)
+        return (
+            f"the loader does not trim names: {shown} has spaces, so it matches no layer",
+            f"remove the spaces around {name.strip()} in VK_INSTANCE_LAYERS",
+        )
+    if name in implicit:
+        return (
+            f"{name} is an implicit layer: it is on or off by its own rules (VKI001)",
+            f"remove {name} from VK_INSTANCE_LAYERS",
+        )
+    plan = scan.plan
+    if plan.override and absent:
+        return (
+            f"{plan.override}={plan.override_value} replaces the layer search path, and "
+            f"{', '.join(absent)} does not exist",
+            f"unset {plan.override}, or point it at the layer's manifest directory",
+        )
+    where = (
+        f"{plan.override}={plan.override_value}"
+        if plan.override
+        else "the explicit_layer.d directories: " + ", ".join(e.path for e in plan.entries)
+    )
+    return (
+        f"the loader looks for it in {where} and finds no manifest",
+        f"remove {name} from VK_INSTANCE_LAYERS, or install the layer (or point "
+        "VK_ADD_LAYER_PATH at its manifest's directory)",
+    )
 
 
 CHECKS: tuple[type[Check], ...] = (

@@ -133,131 +133,142 @@ class LibraryOpens(Check):
             if layer.library is not None and layer.library_state != "ok"
         }
         for t, res in facts.target_resolutions(ctx):
-            root = res.root
             said = "VKD005" if t.kind == "driver" and t.manifest in stale else None
             if t.kind == "layer" and t.name in broken_layers:
                 said = "VKI002"
-            if root is None and said is not None and not _broken_winner(res):
-                miss = res.misses[0]
-                yield self.info(
-                    f"{t.name}: library {t.dlopen_name} cannot be loaded ({said})",
-                    f"{label(t)}: {res.predicted_error}.",
-                    target=t.name,
-                    manifest=t.manifest,
-                    **miss.as_dict(),
-                )
-                continue
-            if root is not None:
-                counts: dict[str, int] = {}
-                for lib in res.libraries[1:]:
-                    counts[lib.how.value] = counts.get(lib.how.value, 0) + 1
-                closure = f"{len(res.libraries) - 1} libraries of its closure found"
-                title = f"{t.name}: {root.path}"
-                if not res.ok:
-                    # the file is fine; what it needs is not (VKL002, VKL003): no check mark
-                    closure += ", but not all: VKL002 and VKL003 say what is missing"
-                    title += " found, but not all it needs"
-                yield self.finding(
-                    Severity.OK if res.ok else Severity.INFO,
-                    title,
-                    f"{label(t)} found {how_found(root)}; {closure}.",
-                    evidence=dict(
-                        target=t.name,
-                        path=root.path,
-                        how=root.how.value,
-                        elf_class=root.elf.bits,
-                        closure=counts,
-                        libraries=[
-                            {
-                                "name": lib.name,
-                                "path": lib.path,
-                                "how": lib.how.value,
-                                "directory": lib.directory,
-                                "needed_by": lib.needed_by,
-                                "already_in_process": lib.preloaded,
-                            }
-                            for lib in res.libraries[1:]
-                        ],
-                    ),
-                )
-                continue
-            miss = res.misses[0]
-            ev: dict[str, Any] = {"target": t.name, "manifest": t.manifest, **miss.as_dict()}
-            if _is_wrong_class_only(miss):
-                cls = miss.wrong_class[0]
-                yield self.info(
-                    f"{t.name}: {cls.detail} library, skipped by a {ctx.machine} process",
-                    f"{label(t)} is {cls.path}, a {cls.detail} file; the loader logs this at INFO "
-                    f"and uses the other drivers. Normal on a multilib system.",
-                    **ev,
-                )
-                continue
-            broken = (
-                broken_copy(ctx, miss.bad_file, posixpath.basename(t.dlopen_name), miss.error)
-                if miss.bad_file is not None
-                else None
-            )
-            if broken is not None and miss.bad_file is not None:
-                bad = miss.bad_file
-                yield self.finding(
-                    _severity(t),
-                    f"{t.name}: {bad.path} is {broken.defect.kind_word}",
-                    f"{label(t)}: ld.so finds {bad.path} ({how_found_tried(bad)}), which is "
-                    f"{broken.what}. {broken.effect}",
-                    remedy=broken.remedy
-                    if bad.how is not How.PATH or broken.defect.kind == "noexec"
-                    else fix_file(
-                        ctx,
-                        bad.path or t.dlopen_name,
-                        f"{{reinstall}} ({{package}} owns {bad.path}, and the file is not what "
-                        f"it installed), or fix library_path in {t.manifest}.",
-                        f"{bad.path} belongs to no package: replace it with a working build, or "
-                        f"fix library_path in {t.manifest}.",
-                    ),
-                    evidence={**ev, "broken_copy": broken.evidence},
-                )
-                continue
-            if miss.bad_file is not None:
-                bad = miss.bad_file
-                # the headers are whole, the data they describe is not: ld.so maps it
-                cut = "beyond the end of the file" in bad.detail
-                yield self.finding(
-                    _severity(t),
-                    f"{t.name}: {bad.path} is "
-                    + ("truncated" if cut else "not a loadable shared object"),
-                    # ld.so maps segments by their headers' sizes, past a short file's end: the
-                    # first touch of the missing pages is a SIGBUS, not a dlopen error
-                    f"{label(t)}: {bad.path} ends before the data its headers describe "
-                    f"({bad.detail.removeprefix('cannot parse: ')}). ld.so maps it anyway, and the "
-                    "first access past the end kills the process with SIGBUS: every program that "
-                    "loads it crashes."
-                    if cut
-                    else f'{label(t)}: ld.so would fail with "{res.predicted_error}".',
-                    remedy=fix_file(
-                        ctx,
-                        bad.path or t.dlopen_name,
-                        f"{{reinstall}} ({{package}} owns {bad.path}), or fix library_path in "
-                        f"{t.manifest}.",
-                        f"{bad.path} belongs to no package: replace it with a working build, or "
-                        f"fix library_path in {t.manifest}.",
-                    ),
-                    evidence=ev,
-                )
-                continue
-            where = (
-                f"Looked in: {places_tried(miss.tried, ctx)}."
-                if "/" not in t.dlopen_name
-                else "The file does not exist."
-            )
-            near = near_text(miss.near)
-            yield self.finding(
-                _severity(t),
-                f"{t.name}: library {t.dlopen_name} not found",
-                f"{label(t)}: {res.predicted_error}. {where} {near}".strip(),
-                remedy=stale_manifest_remedy(ctx, t.manifest),
-                evidence=ev,
-            )
+            if res.root is not None:
+                yield self._found(t, res, res.root)
+            elif said is not None and not _broken_winner(res):
+                yield self._said_elsewhere(t, res, said)
+            else:
+                yield self._not_loadable(ctx, t, res, res.misses[0])
         yield from self._cut_off(ctx)
+
+    def _said_elsewhere(self, t: LoadTarget, res: Resolution, said: str) -> Finding:
+        """The manifest's own file is missing or unusable: the finding `said` has it."""
+        miss = res.misses[0]
+        return self.info(
+            f"{t.name}: library {t.dlopen_name} cannot be loaded ({said})",
+            f"{label(t)}: {res.predicted_error}.",
+            target=t.name,
+            manifest=t.manifest,
+            **miss.as_dict(),
+        )
+
+    def _found(self, t: LoadTarget, res: Resolution, root: Library) -> Finding:
+        counts: dict[str, int] = {}
+        for lib in res.libraries[1:]:
+            counts[lib.how.value] = counts.get(lib.how.value, 0) + 1
+        closure = f"{len(res.libraries) - 1} libraries of its closure found"
+        title = f"{t.name}: {root.path}"
+        if not res.ok:
+            # the file is fine; what it needs is not (VKL002, VKL003): no check mark
+            closure += ", but not all: VKL002 and VKL003 say what is missing"
+            title += " found, but not all it needs"
+        return self.finding(
+            Severity.OK if res.ok else Severity.INFO,
+            title,
+            f"{label(t)} found {how_found(root)}; {closure}.",
+            evidence=dict(
+                target=t.name,
+                path=root.path,
+                how=root.how.value,
+                elf_class=root.elf.bits,
+                closure=counts,
+                libraries=[
+                    {
+                        "name": lib.name,
+                        "path": lib.path,
+                        "how": lib.how.value,
+                        "directory": lib.directory,
+                        "needed_by": lib.needed_by,
+                        "already_in_process": lib.preloaded,
+                    }
+                    for lib in res.libraries[1:]
+                ],
+            ),
+        )
+
+    def _not_loadable(self, ctx: Context, t: LoadTarget, res: Resolution, miss: Miss) -> Finding:
+        """The target's own file: only for another machine, unusable, or not found."""
+        ev: dict[str, Any] = {"target": t.name, "manifest": t.manifest, **miss.as_dict()}
+        if _is_wrong_class_only(miss):
+            cls = miss.wrong_class[0]
+            return self.info(
+                f"{t.name}: {cls.detail} library, skipped by a {ctx.machine} process",
+                f"{label(t)} is {cls.path}, a {cls.detail} file; the loader logs this at INFO "
+                f"and uses the other drivers. Normal on a multilib system.",
+                **ev,
+            )
+        if miss.bad_file is not None:
+            return self._unusable_file(ctx, t, res, miss, miss.bad_file, ev)
+        where = (
+            f"Looked in: {places_tried(miss.tried, ctx)}."
+            if "/" not in t.dlopen_name
+            else "The file does not exist."
+        )
+        near = near_text(miss.near)
+        return self.finding(
+            _severity(t),
+            f"{t.name}: library {t.dlopen_name} not found",
+            f"{label(t)}: {res.predicted_error}. {where} {near}".strip(),
+            remedy=stale_manifest_remedy(ctx, t.manifest),
+            evidence=ev,
+        )
+
+    def _unusable_file(
+        self,
+        ctx: Context,
+        t: LoadTarget,
+        res: Resolution,
+        miss: Miss,
+        bad: Tried,
+        ev: dict[str, Any],
+    ) -> Finding:
+        """ld.so stops at `bad`: a broken copy (with the intact one it shadows, where there is
+        one), a truncated file, or one it cannot load."""
+        broken = broken_copy(ctx, bad, posixpath.basename(t.dlopen_name), miss.error)
+        if broken is not None:
+            return self.finding(
+                _severity(t),
+                f"{t.name}: {bad.path} is {broken.defect.kind_word}",
+                f"{label(t)}: ld.so finds {bad.path} ({how_found_tried(bad)}), which is "
+                f"{broken.what}. {broken.effect}",
+                remedy=broken.remedy
+                if bad.how is not How.PATH or broken.defect.kind == "noexec"
+                else fix_file(
+                    ctx,
+                    bad.path or t.dlopen_name,
+                    f"{{reinstall}} ({{package}} owns {bad.path}, and the file is not what "
+                    f"it installed), or fix library_path in {t.manifest}.",
+                    f"{bad.path} belongs to no package: replace it with a working build, or "
+                    f"fix library_path in {t.manifest}.",
+                ),
+                evidence={**ev, "broken_copy": broken.evidence},
+            )
+        # the headers are whole, the data they describe is not: ld.so maps it
+        cut = "beyond the end of the file" in bad.detail
+        return self.finding(
+            _severity(t),
+            f"{t.name}: {bad.path} is " + ("truncated" if cut else "not a loadable shared object"),
+            # ld.so maps segments by their headers' sizes, past a short file's end: the
+            # first touch of the missing pages is a SIGBUS, not a dlopen error
+            f"{label(t)}: {bad.path} ends before the data its headers describe "
+            f"({bad.detail.removeprefix('cannot parse: ')}). ld.so maps it anyway, and the "
+            "first access past the end kills the process with SIGBUS: every program that "
+            "loads it crashes."
+            if cut
+            else f'{label(t)}: ld.so would fail with "{res.predicted_error}".',
+            remedy=fix_file(
+                ctx,
+                bad.path or t.dlopen_name,
+                f"{{reinstall}} ({{package}} owns {bad.path}), or fix library_path in "
+                f"{t.manifest}.",
+                f"{bad.path} belongs to no package: replace it with a working build, or "
+                f"fix library_path in {t.manifest}.",
+            ),
+            evidence=ev,
+        )
 
     def _cut_off(self, ctx: Context) -> Iterable[Finding]:
         """A file vkdoctor read only part of, at one of its limits: what it says of that file's

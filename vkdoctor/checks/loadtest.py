@@ -156,47 +156,64 @@ class DeviceAvailable(Check):
             "devices": [{"manifest": o.target.manifest, **d.as_dict()} for o, d in found],
         }
         if found:
-            listed = "; ".join(
-                f"{d.describe()} from {Path(o.target.manifest).name}" for o, d in found
-            )
-            title = f"{len(found)} Vulkan device(s): {', '.join(d.name for _, d in found)}"
-            # each driver was loaded alone; an application loads them all, and one that
-            # crashes or hangs takes the process with it before any device is used, one whose
-            # vkCreateInstance runs out of host memory or whose vkEnumeratePhysicalDevices fails
-            # takes the instance or every device with it (vkdoctor.loadtest.wrecks_all)
-            version = _loader_version(ctx, run)
-            wrecks = [(o, w) for o in drivers if (w := wrecks_all(o, version)) is not None]
-            if wrecks:
-                names = ", ".join(Path(o.target.manifest).name for o, _ in wrecks)
-                how = " or ".join(dict.fromkeys(WRECK_WORDS[w] for _, w in wrecks))
-                said = (
-                    f"{listed}. Each driver was loaded alone here; an application loads every "
-                    f"driver, and {names} {how} first"
-                )
-            if wrecks and not facts.all_selected(ctx, "VKT001"):
-                dies = {w for _, w in wrecks} <= {"crash", "timeout"}
-                yield self.fail(
-                    f"{title}, but every Vulkan application "
-                    f"{'dies' if dies else 'fails'} in {names} first",
-                    f"{said}.",
-                    remedy=f"export VK_LOADER_DRIVERS_DISABLE={','.join(Path(o.target.manifest).name for o, _ in wrecks)}",
-                    **evidence,
-                )
-                return
-            if wrecks:
-                yield self.info(
-                    f"{title}, but only with {names} out of the way",
-                    f"{said} (VKT001), so as things are no Vulkan application gets to these "
-                    "devices.",
-                    **evidence,
-                )
-                return
-            yield self.finding(Severity.OK, title, listed, evidence=evidence)
+            yield self._devices_found(ctx, run, drivers, evidence)
             return
         untested = [o for o in drivers if o.dlopen == "not-run"]
-        if drivers and len(untested) == len(drivers) and run.spawn_error:
+        if drivers and len(untested) == len(drivers):
+            yield self._nothing_tested(ctx, run, drivers, evidence)
+            return
+        yield self._no_device(ctx, run, drivers, evidence)
+
+    def _devices_found(
+        self,
+        ctx: Context,
+        run: LoadTestRun,
+        drivers: list[TargetOutcome],
+        evidence: Mapping[str, object],
+    ) -> Finding:
+        """The devices, unless a driver that the applications load too takes them all away."""
+        found = [(o, d) for o in drivers for d in o.devices]
+        listed = "; ".join(f"{d.describe()} from {Path(o.target.manifest).name}" for o, d in found)
+        title = f"{len(found)} Vulkan device(s): {', '.join(d.name for _, d in found)}"
+        # each driver was loaded alone; an application loads them all, and one that
+        # crashes or hangs takes the process with it before any device is used, one whose
+        # vkCreateInstance runs out of host memory or whose vkEnumeratePhysicalDevices fails
+        # takes the instance or every device with it (vkdoctor.loadtest.wrecks_all)
+        version = _loader_version(ctx, run)
+        wrecks = [(o, w) for o in drivers if (w := wrecks_all(o, version)) is not None]
+        if not wrecks:
+            return self.finding(Severity.OK, title, listed, evidence=evidence)
+        names = ", ".join(Path(o.target.manifest).name for o, _ in wrecks)
+        how = " or ".join(dict.fromkeys(WRECK_WORDS[w] for _, w in wrecks))
+        said = (
+            f"{listed}. Each driver was loaded alone here; an application loads every "
+            f"driver, and {names} {how} first"
+        )
+        if facts.all_selected(ctx, "VKT001"):
+            return self.info(
+                f"{title}, but only with {names} out of the way",
+                f"{said} (VKT001), so as things are no Vulkan application gets to these devices.",
+                **evidence,
+            )
+        dies = {w for _, w in wrecks} <= {"crash", "timeout"}
+        return self.fail(
+            f"{title}, but every Vulkan application {'dies' if dies else 'fails'} in {names} first",
+            f"{said}.",
+            remedy=f"export VK_LOADER_DRIVERS_DISABLE={','.join(Path(o.target.manifest).name for o, _ in wrecks)}",
+            **evidence,
+        )
+
+    def _nothing_tested(
+        self,
+        ctx: Context,
+        run: LoadTestRun,
+        drivers: list[TargetOutcome],
+        evidence: Mapping[str, object],
+    ) -> Finding:
+        """No driver was load-tested: the test could not start, or ran out of time first."""
+        if run.spawn_error:
             # it never ran: that, not the time, is the news
-            yield self.warn(
+            return self.warn(
                 "The load test could not run",
                 f"None of the {len(drivers)} driver(s) was load-tested: {run.spawn_error}. "
                 "Nothing is known about their devices; the static checks above still hold.",
@@ -204,18 +221,23 @@ class DeviceAvailable(Check):
                 "runs it as a child), or see the reason above.",
                 **evidence,
             )
-            return
-        if drivers and len(untested) == len(drivers):
-            # a preflight that could not confirm any device must not pass
-            yield self.fail(
-                "No Vulkan device confirmed: the load test ran out of time before it tried a driver",
-                f"None of the {len(drivers)} driver(s) was load-tested within the time bound "
-                f"(--timeout {ctx.options.timeout:g} s): nothing is known about their devices.",
-                remedy="Run again with a larger --timeout (the default is 60 s).",
-                **evidence,
-                out_of_time=True,
-            )
-            return
+        # a preflight that could not confirm any device must not pass
+        return self.fail(
+            "No Vulkan device confirmed: the load test ran out of time before it tried a driver",
+            f"None of the {len(drivers)} driver(s) was load-tested within the time bound "
+            f"(--timeout {ctx.options.timeout:g} s): nothing is known about their devices.",
+            remedy="Run again with a larger --timeout (the default is 60 s).",
+            **evidence,
+            out_of_time=True,
+        )
+
+    def _no_device(
+        self,
+        ctx: Context,
+        run: LoadTestRun,
+        drivers: list[TargetOutcome],
+        evidence: Mapping[str, object],
+    ) -> Finding:
         if not drivers:
             why = "the loader has no driver to try"
         else:
@@ -230,40 +252,47 @@ class DeviceAvailable(Check):
             or o.dlopen in ("failed", "crash", "timeout")
             or wrecks_all(o, version) is not None
         ]
-        from vkdoctor.checks.drivers import hidden_drivers, install_command
-
-        options = []
-        if failing:
-            names = ", ".join(Path(o.target.manifest).name for o in failing)
-            verb = "fails" if len(failing) == 1 else "fail"
-            options.append(f"fix why {names} {verb} (VKT001 and the library findings)")
-        hidden = hidden_drivers(ctx)
-        if hidden is not None:
-            options.append(hidden)
-        if not any(Path(o.target.dlopen_name).name == "libvulkan_lvp.so" for o in drivers):
-            # with lavapipe among the drivers, installing it again changes nothing
-            options.append(
-                "install a Vulkan driver for this machine, or lavapipe for a CPU device: "
-                + install_command(ctx)
-            )
-        remedy = _sentence("; or ".join(options))
+        remedy = _sentence("; or ".join(_ways_to_a_device(ctx, drivers, failing)))
         if failing and facts.predicted(ctx, failing):
             # the library findings named each failing driver's cause, with its fix, before
             # anything was loaded: no device is their consequence, not a second cause
-            yield self.finding(
+            return self.finding(
                 Severity.INFO,
                 "No Vulkan device from any driver, as the library findings predicted",
                 f"No driver, loaded alone through the real loader, reports a device: {why}.",
                 remedy=remedy,
                 evidence=evidence,
             )
-            return
-        yield self.fail(
+        return self.fail(
             "No Vulkan device from any driver",
             f"No driver, loaded alone through the real loader, reports a device: {why}.",
             remedy=remedy,
             **evidence,
         )
+
+
+def _ways_to_a_device(
+    ctx: Context, drivers: list[TargetOutcome], failing: list[TargetOutcome]
+) -> list[str]:
+    """The ways to get a device when no driver gives one: fix the failing drivers, show the
+    hidden ones, or install one (lavapipe for a CPU device)."""
+    from vkdoctor.checks.drivers import hidden_drivers, install_command
+
+    options = []
+    if failing:
+        names = ", ".join(Path(o.target.manifest).name for o in failing)
+        verb = "fails" if len(failing) == 1 else "fail"
+        options.append(f"fix why {names} {verb} (VKT001 and the library findings)")
+    hidden = hidden_drivers(ctx)
+    if hidden is not None:
+        options.append(hidden)
+    if not any(Path(o.target.dlopen_name).name == "libvulkan_lvp.so" for o in drivers):
+        # with lavapipe among the drivers, installing it again changes nothing
+        options.append(
+            "install a Vulkan driver for this machine, or lavapipe for a CPU device: "
+            + install_command(ctx)
+        )
+    return options
 
 
 def _sentence(text: str) -> str:

@@ -107,96 +107,129 @@ class OverlayFix(Check):
             yield self.ok("No library is missing: no overlay needed")
             return
         evidence = plan.evidence()
-        unsupplied = plan.unsupplied
         if not plan.built:
-            refusals = " ".join(f"{r.soname}: {r.reason}." for r in plan.refused)
-            rejected = " ".join(
-                f"{c.path}: {c.reason}."
-                for cs in plan.search.candidates.values()
-                for c in cs
-                if not c.accepted
-            )
-            names = ", ".join(unsupplied)
-            yield self.finding(
-                Severity.WARN,
-                f"No safe overlay for {names}"
-                if rejected or refusals
-                else f"No overlay for {names}: no copy of it found",
-                " ".join(
-                    p
-                    for p in (
-                        f"{', '.join(unsupplied)} (needed by "
-                        f"{', '.join(sorted({b for n in plan.needs for b in n.needed_by}))}) "
-                        "cannot be supplied by an overlay.",
-                        _looked(plan, unsupplied),
-                        f"Refused candidates: {rejected}" if rejected else "",
-                        refusals,
-                        "The package file(s) given could not be used: "
-                        + "; ".join(plan.package_errors)
-                        + " (VKO002)."
-                        if plan.package_errors
-                        else "",
-                        _LASTING,
-                    )
-                    if p
-                ),
-                remedy=_not_built_remedy(plan, names),
-                evidence=evidence,
-            )
+            yield self._no_overlay(plan, evidence)
             return
         targets = _affected(plan)
-        # proven where it applies: the report's own context when the user asked for the
-        # overlay, else one of its own (the report describes the environment as it is)
-        proof = facts.overlay_context(ctx)
-        failures, loaded = _load_failures(proof, targets)
-        evidence["load_test"] = loaded
-        probe: dict[str, Any] | None = None
-        if ctx.options.probe:
-            probe = facts.probe_result(proof)
-            evidence["probe_status"] = probe.get("status")
-            if probe.get("status") != "pass":
-                failures.append(f"the compute probe: {probe.get('summary') or probe.get('status')}")
+        failures, probe = _failures_under(ctx, plan, targets, evidence)
         if failures:
-            yield self.finding(
-                Severity.FAIL,
-                "The overlay was built, but the drivers still fail under it",
-                f"Overlay {plan.directory} ({_supplies(plan)}). Under it: "
-                + "; ".join(failures)
-                + ". It is not the fix; the library findings say what else is wrong."
-                + (
-                    f" It is not in vkdoctor's cache: {plan.store_note}." if plan.store_note else ""
-                ),
-                remedy="Fix the driver's packages (see the library and package findings); "
-                f"`rm -rf {plan.directory}` removes the overlay.",
-                evidence=evidence,
-            )
+            yield self._still_failing(plan, failures, evidence)
             return
         proven = "the load test and the compute probe" if probe else "the load test (--no-probe)"
         partial = (
-            f" Still missing, not in the overlay: {', '.join(unsupplied)}." if unsupplied else ""
+            f" Still missing, not in the overlay: {', '.join(plan.unsupplied)}."
+            if plan.unsupplied
+            else ""
         )
         if plan.store_note:
             partial += f" It is not in vkdoctor's cache: {plan.store_note}."
         if not facts.runs_under(ctx, plan):
             yield _offered(self, ctx, outcome, plan, targets, proven, partial, evidence)
             return
-        yield self.finding(
-            Severity.WARN,
-            f"Works with a private overlay for {', '.join(plan.chosen)} (proven by {proven})",
-            f"Without it, {', '.join(plan.chosen)} is missing for {', '.join(targets)}. "
-            f"The overlay {plan.directory} holds only {_supplies(plan)}, and changes nothing else "
-            f"that the drivers load; this whole check ran under it and {proven} passed.{partial} "
-            "It is a workaround for one process at a time: do not put it in a shell profile. "
-            + (
-                "The lasting fix, from the packages as they are: " + " ".join(outcome.lasting_fixes)
-                if outcome.lasting_fixes
-                else "The lasting fix is the one the library and package findings give for the "
-                "missing library (VKL002, VKP002) when the check runs without the overlay."
-            ),
-            remedy=f"`{exec_command(plan)}` runs a program under it, or `{export_line(plan)}` "
-            "sets it in that one shell.",
-            evidence={**evidence, "lasting_fixes": list(outcome.lasting_fixes)},
+        yield _applied(self, outcome, plan, targets, proven, partial, evidence)
+
+    def _no_overlay(self, plan: Plan, evidence: dict[str, Any]) -> Finding:
+        """Nothing fit, or what fit was refused: why each candidate was not used."""
+        unsupplied = plan.unsupplied
+        refusals = " ".join(f"{r.soname}: {r.reason}." for r in plan.refused)
+        rejected = " ".join(
+            f"{c.path}: {c.reason}."
+            for cs in plan.search.candidates.values()
+            for c in cs
+            if not c.accepted
         )
+        names = ", ".join(unsupplied)
+        return self.finding(
+            Severity.WARN,
+            f"No safe overlay for {names}"
+            if rejected or refusals
+            else f"No overlay for {names}: no copy of it found",
+            " ".join(
+                p
+                for p in (
+                    f"{', '.join(unsupplied)} (needed by "
+                    f"{', '.join(sorted({b for n in plan.needs for b in n.needed_by}))}) "
+                    "cannot be supplied by an overlay.",
+                    _looked(plan, unsupplied),
+                    f"Refused candidates: {rejected}" if rejected else "",
+                    refusals,
+                    "The package file(s) given could not be used: "
+                    + "; ".join(plan.package_errors)
+                    + " (VKO002)."
+                    if plan.package_errors
+                    else "",
+                    _LASTING,
+                )
+                if p
+            ),
+            remedy=_not_built_remedy(plan, names),
+            evidence=evidence,
+        )
+
+    def _still_failing(self, plan: Plan, failures: list[str], evidence: dict[str, Any]) -> Finding:
+        return self.finding(
+            Severity.FAIL,
+            "The overlay was built, but the drivers still fail under it",
+            f"Overlay {plan.directory} ({_supplies(plan)}). Under it: "
+            + "; ".join(failures)
+            + ". It is not the fix; the library findings say what else is wrong."
+            + (f" It is not in vkdoctor's cache: {plan.store_note}." if plan.store_note else ""),
+            remedy="Fix the driver's packages (see the library and package findings); "
+            f"`rm -rf {plan.directory}` removes the overlay.",
+            evidence=evidence,
+        )
+
+
+def _failures_under(
+    ctx: Context, plan: Plan, targets: list[str], evidence: dict[str, Any]
+) -> tuple[list[str], dict[str, Any] | None]:
+    """What still fails with the overlay in place: the load test of the targets and, unless
+    --no-probe, the compute probe (the probe's result, None without it). Both go into
+    `evidence`."""
+    # proven where it applies: the report's own context when the user asked for the
+    # overlay, else one of its own (the report describes the environment as it is)
+    proof = facts.overlay_context(ctx)
+    failures, loaded = _load_failures(proof, targets)
+    evidence["load_test"] = loaded
+    probe: dict[str, Any] | None = None
+    if ctx.options.probe:
+        from vkdoctor.facts.probe import probe_result
+
+        probe = proof.fact(probe_result)
+        evidence["probe_status"] = probe.get("status")
+        if probe.get("status") != "pass":
+            failures.append(f"the compute probe: {probe.get('summary') or probe.get('status')}")
+    return failures, probe
+
+
+def _applied(
+    check: Check,
+    outcome: Outcome,
+    plan: Plan,
+    targets: list[str],
+    proven: str,
+    partial: str,
+    evidence: dict[str, Any],
+) -> Finding:
+    """The overlay this check ran under (--search-path, --from-package), proven: the fix for one
+    process at a time, with the lasting one from the packages."""
+    return check.finding(
+        Severity.WARN,
+        f"Works with a private overlay for {', '.join(plan.chosen)} (proven by {proven})",
+        f"Without it, {', '.join(plan.chosen)} is missing for {', '.join(targets)}. "
+        f"The overlay {plan.directory} holds only {_supplies(plan)}, and changes nothing else "
+        f"that the drivers load; this whole check ran under it and {proven} passed.{partial} "
+        "It is a workaround for one process at a time: do not put it in a shell profile. "
+        + (
+            "The lasting fix, from the packages as they are: " + " ".join(outcome.lasting_fixes)
+            if outcome.lasting_fixes
+            else "The lasting fix is the one the library and package findings give for the "
+            "missing library (VKL002, VKP002) when the check runs without the overlay."
+        ),
+        remedy=f"`{exec_command(plan)}` runs a program under it, or `{export_line(plan)}` "
+        "sets it in that one shell.",
+        evidence={**evidence, "lasting_fixes": list(outcome.lasting_fixes)},
+    )
 
 
 def _offered(

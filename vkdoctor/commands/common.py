@@ -14,9 +14,9 @@ import click
 
 from vkdoctor import __version__, files
 from vkdoctor.cachedir import cache_home
+from vkdoctor.children import MAX_TIMEOUT
 from vkdoctor.context import Context, Options, take_facts
 from vkdoctor.model import Report, exit_code
-from vkdoctor.probe import MAX_TIMEOUT
 
 if TYPE_CHECKING:
     from vkdoctor.redact import Identity

@@ -252,14 +252,7 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
     """The target sentence: who needs what, who provides what instead, why, and the fix."""
     cpkg = _first(owners.get(fact.consumer))
     subject = _subject(fact.target, fact.consumer, cpkg)
-    owned_near: dict[Package, list[str]] = defaultdict(list)
-    unowned_near: list[str] = []
-    for p in fact.near_misses:
-        owner = _first(owners.get(p))
-        if owner is not None:
-            owned_near[owner].append(p)
-        else:
-            unowned_near.append(p)
+    owned_near, unowned_near = _near_misses_by_owner(fact, owners)
     # the closest version is the one that explains the skew (libLLVM-15 before libLLVM-14)
     ppkg = max(
         owned_near,
@@ -288,49 +281,12 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
 
     clause, guess, fix = "", None, fixes.upgrade(family) if family in commands.TABLE else None
     if cpkg is not None:
-        db = inv.db_of(cpkg)
-        if cpkg.family == "dpkg":
-            clause, fix, extra, guess = _dpkg_clause(db, cpkg, fact.soname)
-        elif cpkg.family == "rpm":
-            clause, fix, extra, guess = _rpm_clause(db, cpkg, fact.soname, fact.elf_class)
-        else:
-            clause, fix, extra, guess = _pacman_clause(db, cpkg, ppkg, fact.soname, fact.elf_class)
+        clause, fix, extra, guess = _family_clause(inv.db_of(cpkg), cpkg, ppkg, fact)
         evidence.update(extra)
-
-    if ppkg is not None:
-        have = f"{ppkg.label} provides only {', '.join(offered)}"
-    elif unowned_near:
-        have = (
-            f"no installed package provides it, and the near miss {unowned_near[0]} "
-            "belongs to no package"
-        )
-    else:
-        have = "no installed package provides it"
-
+    have = _what_is_installed(ppkg, offered, unowned_near)
     if cpkg is not None and cpkg.family == "pacman" and _foreign_pacman(inv, cpkg):
-        base = re.sub(r"-(git|bin|svn|hg|devel|stable|minimal)$", "", cpkg.name)
-        rebuild = f"rebuild {cpkg.name} against the installed {lib} (with the AUR helper or makepkg that built it), or sudo {commands.reinstall('pacman', base)}"
-        return Diagnosis(
-            severity=Severity.FAIL,
-            title=f"{driver_name(fact.target or fact.consumer)} needs {fact.soname}: "
-            f"{cpkg.name} is a foreign build",
-            message=f"{subject} needs {fact.soname}, but {have}: {cpkg.name} is not from the "
-            f"configured repositories (AUR or a local build, pacman -Qm) and was built against "
-            f"another {lib}; {fixes.UPGRADE['pacman']} does not rebuild it. Fix: {rebuild}.",
-            remedy=said(f"{rebuild[0].upper()}{rebuild[1:]}."),
-            evidence={**evidence, "foreign": True},
-        )
-    csrc = cpkg.source if cpkg else driver_name(fact.target or fact.consumer)
-    if cpkg is None:
-        cause = f"the driver was built or copied outside the package manager against another {lib}"
-    elif evidence.get("damaged"):
-        cause = "an installed package's file was deleted or damaged"
-    elif direction > 0:
-        cause = f"{csrc} was upgraded without {lib}, a partial upgrade"
-    elif direction < 0:
-        cause = f"{lib} was upgraded without {csrc}, a partial upgrade"
-    else:
-        cause = "a partial upgrade or a missing package"
+        return _foreign_build(fact, cpkg, subject, have, lib, evidence)
+    cause = _skew_cause(cpkg, lib, direction, evidence, driver_name(fact.target or fact.consumer))
     held = [p for p in _blocking(cpkg, ppkg, direction) if p.hold]
     for pkg in held:
         clause += f" ({pkg.name} is held by {pkg.hold}, so upgrades skip it)"
@@ -339,33 +295,7 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
         fix = fixes.release(held[0].family, held[0].name)
         evidence["held"] = {p.name: p.hold for p in held}
     message = f"{subject} needs {fact.soname}, but {have}: {cause}{clause}."
-    # the fix line is the commands and at most one sentence; the reasons go into the message,
-    # and the ways around it (PPAs, mirrors, a one-program overlay) are on the page
-    if evidence.get("declared_unversioned"):
-        message += (
-            f" pacman did not stop this: {cpkg.name if cpkg else 'the driver'} depends on "
-            f"{', '.join(evidence['declared'])} without a version."
-        )
-    if guess:
-        if lib == "LLVM":
-            message += f" Debian names LLVM runtime packages libllvmN; here that is {guess}."
-        else:
-            message += (
-                f" Debian names library packages after the soname, so {guess} is a guess; "
-                f"`apt-file search {fact.soname}` names the package that has it."
-            )
-    if cpkg is None and (direction > 0 or ppkg is None) and not evidence.get("damaged"):
-        # no package fix: a copy is the way until the driver is rebuilt (for a packaged
-        # driver the page says so)
-        if not guess and ppkg is not None and ppkg.family == "dpkg":
-            # an unowned driver on Debian: the package named after the soname it needs
-            base, want = stem(fact.soname).lower(), numbers(fact.soname)
-            guess = f"{base}{want[0]}" if want else None
-        wanted = evidence.get("expected_package") or guess or (ppkg.name if ppkg else lib)
-        message += (
-            f" Until then, an overlay can give one program {fact.soname} from the matching "
-            f"{wanted} package (VKO001)."
-        )
+    message += _skew_notes(fact, cpkg, ppkg, lib, guess, direction, evidence)
     if cpkg is None:
         fix = None
         remedy = said(
@@ -391,6 +321,128 @@ def explain_missing_soname(fact: MissingSoname, inv: Inventory, owners: Owners) 
         remedy=remedy,
         evidence=evidence,
     )
+
+
+def _near_misses_by_owner(
+    fact: MissingSoname, owners: Owners
+) -> tuple[dict[Package, list[str]], list[str]]:
+    """The near misses (other versions of the soname) by the package that owns each, and those
+    no package owns."""
+    owned_near: dict[Package, list[str]] = defaultdict(list)
+    unowned_near: list[str] = []
+    for p in fact.near_misses:
+        owner = _first(owners.get(p))
+        if owner is not None:
+            owned_near[owner].append(p)
+        else:
+            unowned_near.append(p)
+    return owned_near, unowned_near
+
+
+def _family_clause(
+    db: PackageDB, cpkg: Package, ppkg: Package | None, fact: MissingSoname
+) -> tuple[str, Remedy, dict[str, Any], str | None]:
+    """What the consumer's package manager says of the soname: the clause, the fix, the
+    evidence and Debian's guessed package name."""
+    if cpkg.family == "dpkg":
+        return _dpkg_clause(db, cpkg, fact.soname)
+    if cpkg.family == "rpm":
+        return _rpm_clause(db, cpkg, fact.soname, fact.elf_class)
+    return _pacman_clause(db, cpkg, ppkg, fact.soname, fact.elf_class)
+
+
+def _what_is_installed(ppkg: Package | None, offered: list[str], unowned_near: list[str]) -> str:
+    """What the machine has instead of the soname."""
+    if ppkg is not None:
+        return f"{ppkg.label} provides only {', '.join(offered)}"
+    if unowned_near:
+        return (
+            f"no installed package provides it, and the near miss {unowned_near[0]} "
+            "belongs to no package"
+        )
+    return "no installed package provides it"
+
+
+def _foreign_build(
+    fact: MissingSoname,
+    cpkg: Package,
+    subject: str,
+    have: str,
+    lib: str,
+    evidence: dict[str, Any],
+) -> Diagnosis:
+    """An AUR or local build (pacman -Qm) against another version: only a rebuild fixes it."""
+    base = re.sub(r"-(git|bin|svn|hg|devel|stable|minimal)$", "", cpkg.name)
+    rebuild = f"rebuild {cpkg.name} against the installed {lib} (with the AUR helper or makepkg that built it), or sudo {commands.reinstall('pacman', base)}"
+    return Diagnosis(
+        severity=Severity.FAIL,
+        title=f"{driver_name(fact.target or fact.consumer)} needs {fact.soname}: "
+        f"{cpkg.name} is a foreign build",
+        message=f"{subject} needs {fact.soname}, but {have}: {cpkg.name} is not from the "
+        f"configured repositories (AUR or a local build, pacman -Qm) and was built against "
+        f"another {lib}; {fixes.UPGRADE['pacman']} does not rebuild it. Fix: {rebuild}.",
+        remedy=said(f"{rebuild[0].upper()}{rebuild[1:]}."),
+        evidence={**evidence, "foreign": True},
+    )
+
+
+def _skew_cause(
+    cpkg: Package | None, lib: str, direction: int, evidence: dict[str, Any], driver: str
+) -> str:
+    """Why the soname is missing: a build outside the packages, a damaged file, or which side
+    of a partial upgrade moved."""
+    csrc = cpkg.source if cpkg else driver
+    if cpkg is None:
+        return f"the driver was built or copied outside the package manager against another {lib}"
+    if evidence.get("damaged"):
+        return "an installed package's file was deleted or damaged"
+    if direction > 0:
+        return f"{csrc} was upgraded without {lib}, a partial upgrade"
+    if direction < 0:
+        return f"{lib} was upgraded without {csrc}, a partial upgrade"
+    return "a partial upgrade or a missing package"
+
+
+def _skew_notes(
+    fact: MissingSoname,
+    cpkg: Package | None,
+    ppkg: Package | None,
+    lib: str,
+    guess: str | None,
+    direction: int,
+    evidence: dict[str, Any],
+) -> str:
+    """The sentences after the cause: why pacman let it happen, how sure Debian's package name
+    is, and the overlay that serves until a driver outside the packages is rebuilt."""
+    # the fix line is the commands and at most one sentence; the reasons go into the message,
+    # and the ways around it (PPAs, mirrors, a one-program overlay) are on the page
+    notes = ""
+    if evidence.get("declared_unversioned"):
+        notes += (
+            f" pacman did not stop this: {cpkg.name if cpkg else 'the driver'} depends on "
+            f"{', '.join(evidence['declared'])} without a version."
+        )
+    if guess:
+        if lib == "LLVM":
+            notes += f" Debian names LLVM runtime packages libllvmN; here that is {guess}."
+        else:
+            notes += (
+                f" Debian names library packages after the soname, so {guess} is a guess; "
+                f"`apt-file search {fact.soname}` names the package that has it."
+            )
+    if cpkg is None and (direction > 0 or ppkg is None) and not evidence.get("damaged"):
+        # no package fix: a copy is the way until the driver is rebuilt (for a packaged
+        # driver the page says so)
+        if not guess and ppkg is not None and ppkg.family == "dpkg":
+            # an unowned driver on Debian: the package named after the soname it needs
+            base, want = stem(fact.soname).lower(), numbers(fact.soname)
+            guess = f"{base}{want[0]}" if want else None
+        wanted = evidence.get("expected_package") or guess or (ppkg.name if ppkg else lib)
+        notes += (
+            f" Until then, an overlay can give one program {fact.soname} from the matching "
+            f"{wanted} package (VKO001)."
+        )
+    return notes
 
 
 def _foreign_pacman(inv: Inventory, pkg: Package) -> bool:
