@@ -193,9 +193,7 @@ def _failures_under(
     evidence["load_test"] = loaded
     probe: dict[str, Any] | None = None
     if ctx.options.probe:
-        from vkdoctor.facts.probe import probe_result
-
-        probe = proof.fact(probe_result)
+        probe = facts.probe_result(proof)
         evidence["probe_status"] = probe.get("status")
         if probe.get("status") != "pass":
             failures.append(f"the compute probe: {probe.get('summary') or probe.get('status')}")
