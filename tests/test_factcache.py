@@ -318,3 +318,42 @@ def test_ld_so_s_directories_are_read_again_from_a_replaced_interpreter(
     factcache._open.clear()
     changed = _compiled_in_dirs(_cache_ctx(root, cache), "/lib64/ld-linux-x86-64.so.2")
     assert "/usr/lib/x86_64-linux-GNU" in changed
+
+
+def test_a_record_s_compiled_init_is_kept_and_a_changed_record_compiles_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The `__init__` of a record is compiled once per machine, as Python compiles a module
+    once into __pycache__: a later run takes the code compiled from the same source; a record
+    whose fields changed has another source, and gets its own."""
+    from vkdoctor import record as records
+
+    cache = tmp_path / "cache"
+
+    def kept_store() -> factcache.Store:
+        factcache._open.clear()
+        store = factcache.store(cache, "records", sources=(records.__file__,))
+        assert store is not None
+        return store
+
+    def point(*fields: str) -> Any:
+        cls = type("Point", (), {"__annotations__": dict.fromkeys(fields, "int")})
+        return records.record(frozen=True, kw_only=True)(cls)
+
+    monkeypatch.setattr(records, "_compiled", None)
+    records.keep_compiled_in(kept_store())
+    assert point("x", "y")(x=1, y=2).y == 2
+    factcache.save_all()
+    records.keep_compiled_in(kept_store())
+
+    def no_compile(*args: object) -> None:
+        raise AssertionError("compiled again")
+
+    with monkeypatch.context() as m:
+        m.setattr(records, "compile", no_compile, raising=False)
+        again = point("x", "y")
+        assert again(x=3, y=4) == again(x=3, y=4) and again(x=3, y=4).y == 4
+        with pytest.raises(AssertionError, match="compiled again"):
+            point("x", "z")(x=1, z=5)
+    changed = point("x", "z")(x=1, z=5)
+    assert (changed.x, changed.z) == (1, 5) and not hasattr(changed, "y")

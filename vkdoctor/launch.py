@@ -72,6 +72,7 @@ def main() -> None:
             stream.reconfigure(errors="surrogateescape")
     _occupy_closed_descriptors()
     terminate.install()
+    _keep_compiled_records()
     early: Any = None
     try:
         # inside the try: a SIGTERM while a child is started early unwinds like any other
@@ -107,6 +108,10 @@ def main() -> None:
         zygote_module = sys.modules.get("vkdoctor.zygote")
         if zygote_module is not None:
             zygote_module.discard()
+        # what was learnt after the checks (the records the report and its rendering compiled)
+        factcache_module = sys.modules.get("vkdoctor.factcache")
+        if factcache_module is not None:
+            factcache_module.save_all()
     common = sys.modules.get("vkdoctor.commands.common")
     if common is not None and common.STDOUT_FAILED and code in (0, None):
         code = common.EXIT_OUTPUT  # the report was lost: not a success
@@ -120,6 +125,15 @@ def _loads_drivers(args: list[str]) -> bool:
     if not args or args[0] not in ("check", "drivers"):
         return False
     return not any(a == "--root" or a.startswith("--root=") or a in ("--help", "-h") for a in args)
+
+
+def _keep_compiled_records() -> None:
+    from vkdoctor import factcache, record
+    from vkdoctor.cachedir import cache_home
+
+    record.keep_compiled_in(
+        factcache.store(cache_home(os.environ), "records", sources=(record.__file__,), keep=1024)
+    )
 
 
 def _plain(args: list[str]) -> bool:
