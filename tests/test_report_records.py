@@ -18,7 +18,7 @@ from conftest import HOST, SCHEMA, clean_env, run_json, run_vkdoctor, validate_r
 
 from tests.loader_oracle import DATA, LVP_MANIFEST, RealLoader
 from vkdoctor.model import Report
-from vkdoctor.record import ABSENT, Absent, record, to_json
+from vkdoctor.record import ABSENT, Absent, record, replace, to_json
 from vkdoctor.render import drivers as drivers_render
 from vkdoctor.render import json as json_render
 from vkdoctor.report_records import (
@@ -99,7 +99,7 @@ def _row(**changes: object) -> DriverRow:
 def _report(**changes: object) -> Report:
     fields: dict[str, object] = {
         "vkdoctor_version": "test",
-        "host": {**HOST, "root": "/srv/image"},
+        "host": replace(HOST, root="/srv/image"),
         "checks": (),
         "drivers": (
             _row(

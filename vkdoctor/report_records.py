@@ -174,3 +174,74 @@ def probe_result_of(document: Mapping[str, Any]) -> ProbeResult:
         seconds=float(seconds) if isinstance(seconds, int | float) else None,
         document=document,
     )
+
+
+@record(frozen=True, kw_only=True)
+class Distro:
+    """The root's /etc/os-release: ID, PRETTY_NAME (else NAME), VERSION_ID and ID_LIKE."""
+
+    id: str | None
+    name: str | None
+    version: str | None
+    like: str | None
+
+
+@record(frozen=True, kw_only=True)
+class HostLoader:
+    """The root's Vulkan loader (libvulkan.so.1): path None when there is none."""
+
+    path: str | None
+    version: str | None
+
+
+@record(frozen=True, kw_only=True)
+class HostCpu:
+    model: str | None
+    count: int | None
+
+
+@record(frozen=True, kw_only=True)
+class HostMemory:
+    """MemTotal and MemAvailable, in bytes."""
+
+    total_bytes: int | None
+    available_bytes: int | None
+
+
+@record(frozen=True, kw_only=True)
+class HostReport:
+    """The inspected machine, or the --root tree (report.host of `check` and `drivers`): there
+    what only a running system has (python, wgpu, kernel, cpu, memory) is None."""
+
+    root: str
+    distro: Distro
+    machine: str
+    loader: HostLoader | None
+    vkdoctor: str
+    python: str | None
+    python_executable: str | None
+    wgpu: str | None
+    kernel: str | None
+    cpu: HostCpu | None
+    memory: HostMemory | None
+    #: the variables that decide which driver loads and how, sorted by name
+    environment: Mapping[str, str]
+    #: True in a report written with --redact
+    redacted: bool | Absent = ABSENT
+
+
+@record(frozen=True, kw_only=True)
+class ProbeHost:
+    """The host facts `run-probe` reports next to a probe result (report.host), in its order:
+    without `check`'s loader, package and environment queries."""
+
+    root: str
+    distro: Distro
+    kernel: str | None
+    machine: str
+    python: str | None
+    python_executable: str | None
+    vkdoctor: str
+    #: the wgpu the probe child imported
+    wgpu: str | None
+    redacted: bool | Absent = ABSENT

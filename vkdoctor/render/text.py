@@ -369,12 +369,12 @@ def _line(head: str, text: str, style: Style, size: int) -> str:
 def root_note(report: Report, here: str = "") -> str | None:
     """With --root, the fixes are the tree's: its paths and its package manager. `here` is the
     machine vkdoctor runs on ("" when not known)."""
-    root = str(report.host.get("root") or "/")
+    root = report.host.root or "/"
     if root == "/" or not any(
         f.remedy and f.severity.rank >= Severity.WARN.rank for f in report.findings
     ):
         return None
-    machine = str(report.host.get("machine") or "")
+    machine = report.host.machine
     foreign = (
         f" (an {machine} tree: chroot needs qemu-user-static here, or use docker run --platform)"
         if machine and here and machine != here
