@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from vkdoctor.report_records import DriverRow
+from vkdoctor.report_records import Distro, DriverRow, HostReport
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((REPO / "vkdoctor" / "data" / "report.schema.json").read_text())
@@ -131,7 +131,20 @@ def run_json(
 
 
 #: a host object as the schema requires it, for reports a test builds by hand
-HOST = {"root": "/", "distro": {"id": "debian"}, "machine": "x86_64", "vkdoctor": "test"}
+HOST = HostReport(
+    root="/",
+    distro=Distro(id="debian", name=None, version=None, like=None),
+    machine="x86_64",
+    loader=None,
+    vkdoctor="test",
+    python=None,
+    python_executable=None,
+    wgpu=None,
+    kernel=None,
+    cpu=None,
+    memory=None,
+    environment={},
+)
 
 
 def driver_row(*, manifest: str, verdict: str, **fields: Any) -> DriverRow:

@@ -17,6 +17,7 @@ from vkdoctor.checks.base import Check
 from vkdoctor.cli import cli
 from vkdoctor.context import Context
 from vkdoctor.model import Finding, Remedy, Report, ReportStatus, Severity, exit_code, remedy_from
+from vkdoctor.record import replace
 from vkdoctor.render.page import render
 from vkdoctor.report_records import probe_result_of
 from vkdoctor.runner import run_checks, select
@@ -578,14 +579,14 @@ def test_with_root_the_text_report_says_the_fixes_are_the_trees():
     checks = (
         CheckResult(code="VKH002", family="host", title="t", status=CheckStatus.RAN, findings=(f,)),
     )
-    tree = Report(vkdoctor_version="0", host={**HOST, "root": "/srv/img"}, checks=checks)
+    tree = Report(vkdoctor_version="0", host=replace(HOST, root="/srv/img"), checks=checks)
     assert (
         "The fixes that change files or packages are for the system in /srv/img: run them inside "
         "it (sudo chroot /srv/img ..., or in the image's build), where the paths above are its "
         "own. Those that unset or export a variable are for this shell."
     ) in text.render(tree, style=text.Style(machine="x86_64")).splitlines()
     arm = Report(
-        vkdoctor_version="0", host={**HOST, "root": "/srv/img", "machine": "aarch64"}, checks=checks
+        vkdoctor_version="0", host=replace(HOST, root="/srv/img", machine="aarch64"), checks=checks
     )
     assert (
         "(an aarch64 tree: chroot needs qemu-user-static here, or use docker run --platform)"

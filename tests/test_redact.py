@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import driver_row, run_vkdoctor, validate_report
+from conftest import HOST, driver_row, run_vkdoctor, validate_report
 
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Report, Severity
+from vkdoctor.record import replace
 from vkdoctor.redact import Identity, redact, text_redactor
 from vkdoctor.report_records import (
+    Distro,
     DriverSearch,
     ImplicitLayer,
     OverlayLink,
@@ -60,15 +62,14 @@ def _report() -> Report:
     )
     return Report(
         vkdoctor_version="0.1.0",
-        host={
-            "root": "/",
-            "machine": "x86_64",
-            "vkdoctor": "0.1.0",
-            "distro": {"id": "debian", "version": "12"},
-            "python_executable": "/home/alice/.venv/bin/python",
-            "kernel": "6.1.0-18-amd64",
-            "hostname": "box7.lab.example.org",
-        },
+        host=replace(
+            HOST,
+            vkdoctor="0.1.0",
+            distro=Distro(id="debian", name=None, version="12", like=None),
+            python_executable="/home/alice/.venv/bin/python",
+            kernel="6.1.0-18-amd64",
+            environment={"DISPLAY": "box7.lab.example.org:0"},
+        ),
         checks=(
             CheckResult(
                 code="VKD001",
@@ -178,10 +179,10 @@ def test_identifying_values_go_and_the_rest_stays():
     assert ev["load_test"] == {"~/vk/libvulkan_lvp.so": {"dlopen": "ok"}}
     assert ev["ok"] is True and ev["count"] == 3
 
-    assert doc["host"]["distro"] == {"id": "debian", "version": "12"}
+    assert doc["host"]["distro"] == {"id": "debian", "name": None, "version": "12", "like": None}
     assert doc["host"]["python_executable"] == "~/.venv/bin/python"
     assert doc["host"]["kernel"] == "6.1.0-18-amd64"
-    assert doc["host"]["hostname"] == "<host>"
+    assert doc["host"]["environment"] == {"DISPLAY": "<host>:0"}
     assert doc["host"]["redacted"] is True
     assert doc["checks"][1]["skip_reason"] == "not applicable: ~/img is not a live root"
     assert doc["drivers"][0]["manifest"] == "~/.local/share/vulkan/icd.d/nv.json"

@@ -18,16 +18,22 @@ from conftest import HOST, SCHEMA, clean_env, run_json, run_vkdoctor, validate_r
 
 from tests.loader_oracle import DATA, LVP_MANIFEST, RealLoader
 from vkdoctor.model import Report
-from vkdoctor.record import ABSENT, Absent, record, to_json
+from vkdoctor.record import ABSENT, Absent, record, replace, to_json
 from vkdoctor.render import drivers as drivers_render
 from vkdoctor.render import json as json_render
 from vkdoctor.report_records import (
+    Distro,
     DriverLibrary,
     DriverRow,
     DriverSearch,
+    HostCpu,
+    HostLoader,
+    HostMemory,
+    HostReport,
     ImplicitLayer,
     OverlayLink,
     OverlayReport,
+    ProbeHost,
     SearchPathEntry,
 )
 
@@ -99,7 +105,7 @@ def _row(**changes: object) -> DriverRow:
 def _report(**changes: object) -> Report:
     fields: dict[str, object] = {
         "vkdoctor_version": "test",
-        "host": {**HOST, "root": "/srv/image"},
+        "host": replace(HOST, root="/srv/image"),
         "checks": (),
         "drivers": (
             _row(
@@ -260,3 +266,32 @@ def test_the_drivers_view_without_a_driver_search_says_so() -> None:
         "",
         "vkdoctor: FAIL: no Vulkan driver will load",
     ]
+
+
+def _fields(cls: type) -> list[str]:
+    return [n for n in cls.__record_spec__.names if n != "redacted"]  # type: ignore[attr-defined]
+
+
+def test_the_host_records_are_the_schemas_host() -> None:
+    schema = SCHEMA["properties"]["host"]
+    # check's host has every key the schema names, in the schema's order; run-probe's a part
+    assert _fields(HostReport) == list(schema["properties"])
+    assert set(schema["required"]) <= set(_fields(ProbeHost)) <= set(schema["properties"])
+    assert _fields(Distro) == list(schema["properties"]["distro"]["properties"])
+    assert _fields(HostLoader) == list(schema["properties"]["loader"]["properties"])
+
+
+def test_checks_host_is_the_host_record_and_vkh001_says_the_same() -> None:
+    _, doc = run_json(["check", "--no-probe", "--select", "VKH001"])
+    host = doc["host"]
+    assert list(host) == _fields(HostReport)
+    assert list(host["distro"]) == _fields(Distro)
+    assert list(host["memory"]) == _fields(HostMemory)
+    assert list(host["cpu"]) == _fields(HostCpu)
+    (vkh001,) = [f for f in doc["findings"] if f["code"] == "VKH001" and f["title"] == "Host"]
+    evidence = vkh001["evidence"]
+    # the same facts, gathered once (MemAvailable is read once too)
+    assert evidence == host
+    _, redacted = run_json(["check", "--no-probe", "--select", "VKH001", "--redact"])
+    assert list(redacted["host"]) == [*_fields(HostReport), "redacted"]
+    assert redacted["host"]["redacted"] is True

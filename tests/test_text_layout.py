@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests import overlay_lab as lab
-from tests.conftest import REPO, clean_env, read_pty, run_vkdoctor, validate_report
+from tests.conftest import HOST, REPO, clean_env, read_pty, run_vkdoctor, validate_report
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 FAMILIES = (
@@ -297,7 +297,7 @@ def test_the_verdict_is_one_line_whatever_a_title_holds() -> None:
         )
         for i in range(6)
     )
-    report = Report(vkdoctor_version="0", host={}, checks=checks)
+    report = Report(vkdoctor_version="0", host=HOST, checks=checks)
     line = verdict(report, style=Style())
     assert line == (
         "vkdoctor: FAIL: "
@@ -335,7 +335,7 @@ def test_an_area_whose_failure_another_check_explains_does_not_claim_it_is_fine(
     )
     report = Report(
         vkdoctor_version="0",
-        host={},
+        host=HOST,
         checks=(
             result("VKL001", "libraries", vkl1),
             result("VKL002", "libraries", vkl2),

@@ -7,11 +7,11 @@ import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from vkdoctor import __version__
 from vkdoctor.context import Context
 from vkdoctor.files import read_text
+from vkdoctor.report_records import Distro, HostCpu, HostLoader, HostMemory, HostReport
 
 
 def os_release(ctx: Context) -> dict[str, str]:
@@ -49,14 +49,14 @@ def distro_family(ctx: Context) -> str | None:
     return None
 
 
-def _distro(ctx: Context) -> dict[str, Any]:
+def _distro(ctx: Context) -> Distro:
     rel = os_release(ctx)
-    return {
-        "id": rel.get("ID") or None,
-        "name": rel.get("PRETTY_NAME") or rel.get("NAME") or None,
-        "version": rel.get("VERSION_ID") or None,
-        "like": rel.get("ID_LIKE") or None,
-    }
+    return Distro(
+        id=rel.get("ID") or None,
+        name=rel.get("PRETTY_NAME") or rel.get("NAME") or None,
+        version=rel.get("VERSION_ID") or None,
+        like=rel.get("ID_LIKE") or None,
+    )
 
 
 def _cpu_model() -> str | None:
@@ -72,7 +72,7 @@ def _cpu_model() -> str | None:
     return platform.processor() or None
 
 
-def _memory() -> dict[str, int | None]:
+def _memory() -> HostMemory:
     """MemTotal and MemAvailable from /proc/meminfo, in bytes (what psutil.virtual_memory reads)."""
     values: dict[str, int] = {}
     try:
@@ -83,7 +83,9 @@ def _memory() -> dict[str, int | None]:
                     values[key] = int(rest.split()[0]) * 1024
     except (OSError, ValueError, IndexError):
         pass
-    return {"total_bytes": values.get("MemTotal"), "available_bytes": values.get("MemAvailable")}
+    return HostMemory(
+        total_bytes=values.get("MemTotal"), available_bytes=values.get("MemAvailable")
+    )
 
 
 def _version_of(dist: str) -> str | None:
@@ -155,36 +157,30 @@ def relevant_environment(env: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-def collect(ctx: Context) -> dict[str, Any]:
+def collect(ctx: Context) -> HostReport:
     """Distro, kernel, architecture, CPU, memory, Python and tool versions. With --root, what
     only the live machine can say (kernel, CPU, memory, and the Python and wgpu that would run
     the probe) is None: this process's own would describe another system."""
     from vkdoctor.loader.version import loader_version
 
     loader = ctx.fact(loader_version)
-    facts: dict[str, Any] = {
-        "root": str(ctx.root),
-        "distro": _distro(ctx),
-        "machine": ctx.machine,
+    live = ctx.live
+    return HostReport(
+        root=str(ctx.root),
+        distro=_distro(ctx),
+        machine=ctx.machine,
         # the Vulkan loader (libvulkan.so.1) of the root: path None when there is none
-        "loader": {"path": loader.path, "version": loader.version and loader.text},
-        "vkdoctor": __version__,
-        "python": None,
-        "python_executable": None,
-        "wgpu": None,
-        "kernel": None,
-        "cpu": None,
-        "memory": None,
-        "environment": relevant_environment(ctx.env),
-    }
-    if ctx.live:
-        facts["python"] = sys.version.split()[0]  # platform.python_version()'s words
-        facts["python_executable"] = sys.executable
-        facts["wgpu"] = _version_of("wgpu")
-        facts["kernel"] = os.uname().release
-        facts["cpu"] = {"model": _cpu_model(), "count": os.cpu_count()}
-        facts["memory"] = _memory()
-    return facts
+        loader=HostLoader(path=loader.path, version=loader.text if loader.version else None),
+        vkdoctor=__version__,
+        # platform.python_version()'s words
+        python=sys.version.split()[0] if live else None,
+        python_executable=sys.executable if live else None,
+        wgpu=_version_of("wgpu") if live else None,
+        kernel=os.uname().release if live else None,
+        cpu=HostCpu(model=_cpu_model(), count=os.cpu_count()) if live else None,
+        memory=_memory() if live else None,
+        environment=relevant_environment(ctx.env),
+    )
 
 
 def nvidia_gpu_expected(ctx: Context) -> bool:

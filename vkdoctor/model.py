@@ -7,7 +7,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from vkdoctor.record import field, record, to_json
-from vkdoctor.report_records import DriverRow, DriverSearch, OverlayReport, ProbeResult
+from vkdoctor.report_records import (
+    DriverRow,
+    DriverSearch,
+    HostReport,
+    OverlayReport,
+    ProbeHost,
+    ProbeResult,
+)
 
 SCHEMA_VERSION = 1
 
@@ -152,7 +159,8 @@ class Report:
     """Everything one vkdoctor run found. Renderers read only this."""
 
     vkdoctor_version: str
-    host: Mapping[str, Any]
+    #: `check`'s and `drivers`' host facts, or `run-probe`'s
+    host: HostReport | ProbeHost
     checks: tuple[CheckResult, ...]
     drivers: tuple[DriverRow, ...] = ()
     overlay: OverlayReport | None = None
@@ -191,7 +199,7 @@ class Report:
             "vkdoctor_version": self.vkdoctor_version,
             "command": self.command,
             "status": self.status(strict=strict).value,
-            "host": dict(self.host),
+            "host": to_json(self.host),
             "checks": [c.as_dict() for c in self.checks],
             "findings": [f.as_dict(sudo=self.sudo) for f in self.findings],
             "drivers": to_json(self.drivers),

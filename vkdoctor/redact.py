@@ -163,11 +163,9 @@ def _check(c: CheckResult, r: Callable[[str], str]) -> CheckResult:
 def redact(report: Report, identity: Identity) -> Report:
     """The same report with identifying values replaced; marks the host facts as redacted."""
     r = text_redactor(identity)
-    host = redact_value(dict(report.host), r)
-    host["redacted"] = True
     return replace(
         report,
-        host=host,
+        host=replace(redact_value(report.host, r), redacted=True),
         checks=tuple(_check(c, r) for c in report.checks),
         drivers=tuple(redact_value(d, r) for d in report.drivers),
         overlay=redact_value(report.overlay, r),

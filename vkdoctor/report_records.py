@@ -1,13 +1,16 @@
-"""The typed parts of the report (report.schema.json): the drivers list, the overlay, the
-loader's driver search and the probe's result. Their JSON is `record.to_json` of them: the keys are the fields, in order;
+"""The typed parts of the report (report.schema.json): the host, the drivers list, the overlay,
+the loader's driver search and the probe's result. Their JSON is `record.to_json` of them: the keys are the fields, in order;
 a field holding `ABSENT` is left out (a key the schema makes optional, which is not null)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vkdoctor.record import ABSENT, Absent, field, record
+
+if TYPE_CHECKING:
+    from vkdoctor.probe_records import ProbeDetails
 
 
 @record(frozen=True, kw_only=True)
@@ -137,7 +140,8 @@ PROBE_STATUSES = ("pass", "fail", "crash", "timeout", "no-adapter", "error")
 @record(frozen=True, kw_only=True)
 class ProbeResult:
     """The probe's result (report.probe): what the report's status and the verdicts decide on,
-    typed, and the whole object as the probe child and vkdoctor wrote it."""
+    typed, the details the renderers show (vkdoctor.probe_records), and the whole object as the
+    probe child and vkdoctor wrote it."""
 
     #: one of PROBE_STATUSES
     status: str
@@ -150,6 +154,8 @@ class ProbeResult:
     seconds: float | None
     #: the report's `probe` object, every key in the order it was written
     document: Mapping[str, Any] = field(repr=False)
+    #: the adapters, ladder, cases and the rest the renderers show, read from `document`
+    details: ProbeDetails = field(repr=False)
 
     def as_dict(self) -> dict[str, Any]:
         # not to_json(self): the child's document passes through whole and in its order (the
@@ -159,6 +165,7 @@ class ProbeResult:
 
 def probe_result_of(document: Mapping[str, Any]) -> ProbeResult:
     """The typed result of the probe's `document` (vkdoctor.probe's object)."""
+    from vkdoctor.probe_records import details_of
 
     def text(key: str) -> str | None:
         value = document.get(key)
@@ -173,4 +180,76 @@ def probe_result_of(document: Mapping[str, Any]) -> ProbeResult:
         backend=text("backend"),
         seconds=float(seconds) if isinstance(seconds, int | float) else None,
         document=document,
+        details=details_of(document),
     )
+
+
+@record(frozen=True, kw_only=True)
+class Distro:
+    """The root's /etc/os-release: ID, PRETTY_NAME (else NAME), VERSION_ID and ID_LIKE."""
+
+    id: str | None
+    name: str | None
+    version: str | None
+    like: str | None
+
+
+@record(frozen=True, kw_only=True)
+class HostLoader:
+    """The root's Vulkan loader (libvulkan.so.1): path None when there is none."""
+
+    path: str | None
+    version: str | None
+
+
+@record(frozen=True, kw_only=True)
+class HostCpu:
+    model: str | None
+    count: int | None
+
+
+@record(frozen=True, kw_only=True)
+class HostMemory:
+    """MemTotal and MemAvailable, in bytes."""
+
+    total_bytes: int | None
+    available_bytes: int | None
+
+
+@record(frozen=True, kw_only=True)
+class HostReport:
+    """The inspected machine, or the --root tree (report.host of `check` and `drivers`): there
+    what only a running system has (python, wgpu, kernel, cpu, memory) is None."""
+
+    root: str
+    distro: Distro
+    machine: str
+    loader: HostLoader | None
+    vkdoctor: str
+    python: str | None
+    python_executable: str | None
+    wgpu: str | None
+    kernel: str | None
+    cpu: HostCpu | None
+    memory: HostMemory | None
+    #: the variables that decide which driver loads and how, sorted by name
+    environment: Mapping[str, str]
+    #: True in a report written with --redact
+    redacted: bool | Absent = ABSENT
+
+
+@record(frozen=True, kw_only=True)
+class ProbeHost:
+    """The host facts `run-probe` reports next to a probe result (report.host), in its order:
+    without `check`'s loader, package and environment queries."""
+
+    root: str
+    distro: Distro
+    kernel: str | None
+    machine: str
+    python: str | None
+    python_executable: str | None
+    vkdoctor: str
+    #: the wgpu the probe child imported
+    wgpu: str | None
+    redacted: bool | Absent = ABSENT

@@ -10,6 +10,7 @@ from vkdoctor import facts as run_facts
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.model import Finding
+from vkdoctor.record import to_json
 
 
 class HostFacts(Check):
@@ -30,19 +31,18 @@ class HostFacts(Check):
         return "interpreter" in cause.evidence
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        facts = run_facts.host_description(ctx)
-        distro = facts["distro"]
+        host = run_facts.host_description(ctx)
         parts = [
-            distro.get("name") or distro.get("id") or "unknown distribution",
-            f"kernel {facts['kernel']}" if facts["kernel"] else None,
-            facts["machine"],
+            host.distro.name or host.distro.id or "unknown distribution",
+            f"kernel {host.kernel}" if host.kernel else None,
+            host.machine,
         ]
         if ctx.live:
-            parts.append(f"Python {facts['python']}")
-            parts.append(f"wgpu {facts['wgpu']}" if facts["wgpu"] else "wgpu not installed")
+            parts.append(f"Python {host.python}")
+            parts.append(f"wgpu {host.wgpu}" if host.wgpu else "wgpu not installed")
         else:
             parts.append(f"inspected as a tree under --root {ctx.root}")
-        yield self.info("Host", ", ".join(p for p in parts if p), **facts)
+        yield self.info("Host", ", ".join(p for p in parts if p), **to_json(host))
         if not ctx.live and _looks_like_a_root(ctx):
             yield from _interpreter(self, ctx)
         applied = [] if ctx.live else applied_variables(ctx.env, _layer_switches(ctx))

@@ -6,11 +6,14 @@ import os
 import platform
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from vkdoctor.commands import common
+
+if TYPE_CHECKING:
+    from vkdoctor.report_records import ProbeHost
 
 
 @click.command("run-probe")
@@ -75,11 +78,13 @@ def run_probe(
 
     from vkdoctor.model import Report
     from vkdoctor.probe_report import check_result
+    from vkdoctor.record import replace
     from vkdoctor.report_records import probe_result_of
 
     host = _light_host()
     result = probe.finish(running)
-    host["wgpu"] = result.get("wgpu")
+    wgpu = result.get("wgpu")
+    host = replace(host, wgpu=None if wgpu is None else str(wgpu))
     from vkdoctor.context import Context
     from vkdoctor.facts.report import shows_sudo
 
@@ -94,25 +99,28 @@ def run_probe(
     sys.exit(common.emit(report, fmt=fmt, json_file=json_file, strict=strict, verbose=verbose))
 
 
-def _light_host() -> dict[str, Any]:
+def _light_host() -> ProbeHost:
     """The host facts that matter next to a probe result, without `check`'s package and distro
     queries (lsb_release, importlib.metadata scans): they would cost run-probe ~0.1 s of CPU."""
     from vkdoctor.context import Context
     from vkdoctor.host import os_release
+    from vkdoctor.report_records import Distro, ProbeHost
 
     release = os_release(Context())
     uname = platform.uname()
-    return {
-        "root": "/",
-        "distro": {
-            "id": release.get("ID"),
-            "name": release.get("PRETTY_NAME") or release.get("NAME"),
-            "version": release.get("VERSION_ID"),
-            "like": release.get("ID_LIKE"),
-        },
-        "kernel": uname.release,
-        "machine": uname.machine,
-        "python": platform.python_version(),
-        "python_executable": sys.executable,
-        "vkdoctor": common.version(),
-    }
+    return ProbeHost(
+        root="/",
+        distro=Distro(
+            id=release.get("ID"),
+            name=release.get("PRETTY_NAME") or release.get("NAME"),
+            version=release.get("VERSION_ID"),
+            like=release.get("ID_LIKE"),
+        ),
+        kernel=uname.release,
+        machine=uname.machine,
+        python=platform.python_version(),
+        python_executable=sys.executable,
+        vkdoctor=common.version(),
+        # the probe child's, once it has said
+        wgpu=None,
+    )

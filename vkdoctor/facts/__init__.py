@@ -38,12 +38,13 @@ if TYPE_CHECKING:
     from vkdoctor.overlay.plan import Plan
     from vkdoctor.packages.facts import StackFacts
     from vkdoctor.packages.model import Inventory
+    from vkdoctor.report_records import HostReport
 
 
 # The host and the tree
 
 
-def host_description(ctx: Context) -> dict[str, Any]:
+def host_description(ctx: Context) -> HostReport:
     """The report's `host`: distribution, kernel, CPU, memory, Python, the Vulkan loader."""
     from vkdoctor.host import collect
 

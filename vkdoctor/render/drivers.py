@@ -12,7 +12,7 @@ _ASCII = {"ok": "ok", "info": "ii", "warn": "!!", "fail": "XX", "error": "EE"}
 def _header(report: Report) -> list[str]:
     """The loader and the driver search path, in the loader's order."""
     search = report.driver_search
-    root = str(report.host.get("root") or "/")
+    root = report.host.root or "/"
     if search is None:  # the scan broke: the VKD checks' VKX000 says how
         return ["Vulkan loader: its driver search could not be read (see the findings below)"]
     out = [

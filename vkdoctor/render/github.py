@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 from vkdoctor.model import CheckResult, Finding, Report, ReportStatus, Severity
 from vkdoctor.render import PROBE_FAMILY_PREFIX, hex_escape
 from vkdoctor.render import text as text_render
 from vkdoctor.render.style import Style
-from vkdoctor.report_records import DriverRow, OverlayReport
+from vkdoctor.report_records import DriverRow, OverlayReport, ProbeResult
 
 #: control characters other than newlines: shown as \xNN, as the JUnit file shows them
 _CONTROL = re.compile(r"[\x00-\x09\x0b\x0c\x0e-\x1f\x7f]")
@@ -58,25 +57,22 @@ def _body(f: Finding, sudo: bool) -> str:
     return "\n".join(parts)
 
 
-def probe_failure(probe: Mapping[str, Any]) -> str | None:
+def probe_failure(probe: ProbeResult) -> str | None:
     """A one-paragraph account of a probe that did not pass, or None when it passed."""
-    status = probe.get("status")
-    if status in ("pass", None):
+    if probe.status == "pass":
         return None
-    adapter = probe.get("adapter") or {}
-    name = adapter.get("name") if isinstance(adapter, Mapping) else None
-    lines = [f"probe {status}" + (f" on {name}" if name else "")]
-    if probe.get("summary"):
-        lines.append(str(probe["summary"]))
-    bad = [c for c in probe.get("cases") or () if isinstance(c, Mapping) and not c.get("ok")]
+    adapter = probe.details.adapter
+    name = adapter.name if adapter else None
+    lines = [f"probe {probe.status}" + (f" on {name}" if name else "")]
+    if probe.summary:
+        lines.append(probe.summary)
+    bad = [c for c in probe.details.cases if not c.ok]
     for case in bad[:5]:
-        line = f"rows={case.get('rows')} d={case.get('d')}: max_rel_err={case.get('max_rel_err')}"
-        worst = case.get("worst")
-        if isinstance(worst, Mapping):
-            line += (
-                f", worst element {worst.get('index')} = {worst.get('value')}"
-                f" (reference {worst.get('reference')})"
-            )
+        line = f"rows={case.rows} d={case.d}: max_rel_err={case.max_rel_err}"
+        worst = case.worst
+        if worst is not None:
+            index = None if worst.index is None else list(worst.index)
+            line += f", worst element {index} = {worst.value} (reference {worst.reference})"
         lines.append(line)
     return "\n".join(lines)
 
@@ -92,7 +88,7 @@ def annotation_lines(report: Report, *, strict: bool = False) -> list[str]:
             out.append(command(level, _body(f, report.sudo), title=f"{f.code}: {f.title}"))
             probe_said |= level == "error" and f.code.startswith(PROBE_FAMILY_PREFIX)
     if report.probe is not None and not probe_said:
-        failure = probe_failure(report.probe.document)
+        failure = probe_failure(report.probe)
         if failure:
             out.append(command("error", failure, title="vkdoctor probe"))
     return out
@@ -172,7 +168,7 @@ def summary(report: Report, *, strict: bool = False) -> str:
     if report.drivers:
         lines += _drivers_section(report.drivers)
     if report.probe is not None:
-        lines += _probe_section(report.probe.document)
+        lines += _probe_section(report.probe)
     if report.overlay:
         lines += _overlay_section(report.overlay)
     return "\n".join(lines) + "\n"
@@ -226,32 +222,27 @@ def _drivers_section(drivers: Iterable[DriverRow]) -> list[str]:
     return lines
 
 
-def _probe_section(probe: Mapping[str, Any]) -> list[str]:
+def _probe_section(probe: ProbeResult) -> list[str]:
     """The probe's status and adapter, why it failed, its ladder and its cases."""
-    adapter = probe.get("adapter") or {}
-    name = adapter.get("name") if isinstance(adapter, Mapping) else None
-    head = f"### Probe: {_cell(probe.get('status'))}"
+    adapter = probe.details.adapter
+    name = adapter.name if adapter else None
+    head = f"### Probe: {_cell(probe.status)}"
     if name:
-        head += f" on {_cell(name)} ({_cell(probe.get('backend'))})"
+        head += f" on {_cell(name)} ({_cell(probe.backend)})"
     lines = [head, ""]
     failure = probe_failure(probe)
     if failure:
         lines += [_cell(failure), ""]
-    rungs = [r for r in probe.get("ladder") or () if isinstance(r, Mapping)]
+    rungs = probe.details.ladder
     if rungs:
-        marks = ", ".join(f"{_cell(r.get('rung'))} {'✅' if r.get('ok') else '❌'}" for r in rungs)
+        marks = ", ".join(f"{_cell(r.rung)} {'✅' if r.ok else '❌'}" for r in rungs)
         lines += [f"Ladder: {marks}", ""]
-    cases = [c for c in probe.get("cases") or () if isinstance(c, Mapping)]
+    cases = probe.details.cases
     if cases:
         lines += _table(
             ("rows", "d", "max rel. error", "ok"),
             (
-                (
-                    _cell(c.get("rows")),
-                    _cell(c.get("d")),
-                    _cell(_error(c.get("max_rel_err"))),
-                    "✅" if c.get("ok") else "❌",
-                )
+                (_cell(c.rows), _cell(c.d), _cell(_error(c.max_rel_err)), "✅" if c.ok else "❌")
                 for c in cases
             ),
         )

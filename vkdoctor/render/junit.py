@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Report, Severity
 from vkdoctor.record import field, record
 from vkdoctor.render import PROBE_FAMILY_PREFIX, escape_bytes, hex_escape
+
+if TYPE_CHECKING:
+    from vkdoctor.probe_records import ProbeCase, ProbeRung
+    from vkdoctor.report_records import ProbeResult
 
 # XML 1.0 forbids most control characters even when escaped; a driver's stderr can hold them.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -68,100 +72,91 @@ def _check_case(c: CheckResult, *, strict: bool, sudo: bool) -> _Case:
     return case
 
 
-def _case_seconds(item: Mapping[str, Any]) -> float:
+def _case_seconds(item: ProbeCase) -> float:
     """`seconds`, else the sum of the `timing` object's `*_s` figures (numbers or lists)."""
-    if isinstance(item.get("seconds"), int | float):
-        return float(item["seconds"])
-    timing = item.get("timing")
-    total = 0.0
-    if isinstance(timing, Mapping):
-        for key, value in timing.items():
-            if not str(key).endswith("_s"):
-                continue
-            values = value if isinstance(value, list) else [value]
-            total += sum(float(v) for v in values if isinstance(v, int | float))
-    return total
+    if item.seconds is not None:
+        return float(item.seconds)
+    return item.timing.total_s if item.timing else 0.0
 
 
-def _mappings(value: object) -> list[Mapping[str, Any]]:
-    if not isinstance(value, Sequence) or isinstance(value, str):
-        return []
-    return [v for v in value if isinstance(v, Mapping)]
-
-
-def _probe_cases(probe: Mapping[str, Any], *, overall_case: bool) -> list[_Case]:
-    """The ladder's rungs and the RMSNorm cases; `overall_case` adds one for the probe's status,
-    for reports where no probe check (VKR...) is a test case already."""
-    status = str(probe.get("status"))
-    adapter = probe.get("adapter") or {}
-    name = adapter.get("name") if isinstance(adapter, Mapping) else None
-    backend = probe.get("backend")
+def _overall_case(probe: ProbeResult) -> _Case:
+    """The probe's status, on which adapter, and its summary."""
+    status = probe.status
+    adapter = probe.details.adapter
+    name = adapter.name if adapter else None
+    backend = probe.backend
     where = f" on {name}" + (f" ({backend})" if backend else "") if name else ""
     overall = _Case(
-        classname="vkdoctor.probe",
-        name="probe" + where,
-        seconds=float(probe.get("seconds") or 0.0),
+        classname="vkdoctor.probe", name="probe" + where, seconds=float(probe.seconds or 0.0)
     )
     details = [f"status: {status}{where}"]
-    if probe.get("summary"):
-        details.append(str(probe["summary"]))
+    if probe.summary:
+        details.append(probe.summary)
     if status != "pass":
         overall.outcome = ("failure", f"probe {status}{where}", status, "\n".join(details))
     else:
         overall.output = details
-    cases = [overall]
-    for rung in _mappings(probe.get("ladder")):
-        case = _Case(
-            classname="vkdoctor.probe",
-            name=f"ladder {rung.get('rung')}",
-            seconds=float(rung.get("seconds") or 0.0),
-        )
-        if rung.get("ok"):
-            case.output = [f"rung {rung.get('rung')} passed"]
-        else:
-            error = str(rung.get("error") or "failed")
-            case.outcome = ("failure", f"ladder rung {rung.get('rung')}: {error}", "fail", error)
-        cases.append(case)
-    tolerance = probe.get("tolerance")
-    for item in _mappings(probe.get("cases")):
-        case = _Case(
-            classname="vkdoctor.probe",
-            name=f"{item.get('name') or 'rmsnorm'} rows={item.get('rows')} d={item.get('d')}",
-            seconds=_case_seconds(item),
-        )
-        figures = [f"max_rel_err={item.get('max_rel_err')}"]
-        if item.get("norm_rel_err") is not None:
-            figures.append(f"norm_rel_err={item['norm_rel_err']}")
-        if tolerance is not None:
-            figures.append(f"tolerance={tolerance}")
-        if item.get("nonfinite"):
-            figures.append(f"nonfinite={item['nonfinite']}")
-        text = ", ".join(figures)
-        worst = item.get("worst")
-        if isinstance(worst, Mapping):
-            text += (
-                f"\nworst element {worst.get('index')}: value {worst.get('value')}, "
-                f"reference {worst.get('reference')}"
-            )
-        for key in ("worst_index", "error"):
-            if item.get(key) is not None:
-                text += f"\n{key}={item[key]}"
-        if item.get("ok"):
-            case.output = [text]
-        else:
-            case.outcome = ("failure", f"wrong numbers: {figures[0]}", "fail", text)
-        cases.append(case)
+    return overall
+
+
+def _rung_case(rung: ProbeRung) -> _Case:
+    case = _Case(
+        classname="vkdoctor.probe", name=f"ladder {rung.rung}", seconds=float(rung.seconds or 0.0)
+    )
+    if rung.ok:
+        case.output = [f"rung {rung.rung} passed"]
+    else:
+        error = rung.error or "failed"
+        case.outcome = ("failure", f"ladder rung {rung.rung}: {error}", "fail", error)
+    return case
+
+
+def _rmsnorm_case(item: ProbeCase, tolerance: float | None) -> _Case:
+    case = _Case(
+        classname="vkdoctor.probe",
+        name=f"{item.name or 'rmsnorm'} rows={item.rows} d={item.d}",
+        seconds=_case_seconds(item),
+    )
+    figures = [f"max_rel_err={item.max_rel_err}"]
+    if item.norm_rel_err is not None:
+        figures.append(f"norm_rel_err={item.norm_rel_err}")
+    if tolerance is not None:
+        figures.append(f"tolerance={tolerance}")
+    if item.nonfinite:
+        figures.append(f"nonfinite={item.nonfinite}")
+    text = ", ".join(figures)
+    worst = item.worst
+    if worst is not None:
+        index = None if worst.index is None else list(worst.index)
+        text += f"\nworst element {index}: value {worst.value}, reference {worst.reference}"
+    if item.worst_index is not None:
+        text += f"\nworst_index={item.worst_index}"
+    if item.error is not None:
+        text += f"\nerror={item.error}"
+    if item.ok:
+        case.output = [text]
+    else:
+        case.outcome = ("failure", f"wrong numbers: {figures[0]}", "fail", text)
+    return case
+
+
+def _probe_cases(probe: ProbeResult, *, overall_case: bool) -> list[_Case]:
+    """The ladder's rungs and the RMSNorm cases; `overall_case` adds one for the probe's status,
+    for reports where no probe check (VKR...) is a test case already."""
+    details = probe.details
+    overall = _overall_case(probe)
+    cases = [overall, *map(_rung_case, details.ladder)]
+    cases += [_rmsnorm_case(item, details.tolerance) for item in details.cases]
     # What the run did not get to, as skipped cases: a probe that stops early keeps the same
     # test cases in a CI's history, skipped instead of gone.
-    plan = probe.get("plan")
-    if not isinstance(plan, Mapping):
-        plan = {}
     ran = {c.name for c in cases}
-    why = f"not run: the probe ended with {status}" + (
-        f" ({probe.get('reason')})" if probe.get("reason") and probe.get("reason") != status else ""
+    reason = probe.reason
+    why = f"not run: the probe ended with {probe.status}" + (
+        f" ({reason})" if reason and reason != probe.status else ""
     )
-    planned = [f"ladder {rung}" for rung in plan.get("ladder") or []]
-    planned += [f"rmsnorm rows={rows} d={d}" for rows, d in plan.get("cases") or []]
+    plan = details.plan
+    planned = [f"ladder {rung}" for rung in (plan.ladder if plan else ())]
+    planned += [f"rmsnorm rows={rows} d={d}" for rows, d in (plan.cases if plan else ())]
     for name in planned:
         if name not in ran:
             cases.append(
@@ -213,7 +208,7 @@ def render(report: Report, *, strict: bool = False) -> str:
         families.setdefault(c.family, []).append(_check_case(c, strict=strict, sudo=report.sudo))
     if report.probe is not None:
         has_check = any(c.code.startswith(PROBE_FAMILY_PREFIX) for c in report.checks)
-        cases = _probe_cases(report.probe.document, overall_case=not has_check)
+        cases = _probe_cases(report.probe, overall_case=not has_check)
         if cases:
             families.setdefault("probe", []).extend(cases)
     root = ET.Element("testsuites", name=f"vkdoctor {report.command}")

@@ -2,90 +2,97 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from vkdoctor.model import Severity
 
 if TYPE_CHECKING:
+    from vkdoctor.probe_records import ProbeCase, ProbeDetails
     from vkdoctor.render.style import Style
+    from vkdoctor.report_records import ProbeResult
 
 
-def _err(v: Any) -> str:
+def _err(v: float | None) -> str:
     return "not finite" if v is None else f"{float(v):.2e}"
 
 
-def _adapters(probe: Mapping[str, Any]) -> list[str]:
-    adapters = probe.get("adapters") or []
-    if not adapters:
+def _adapters(probe: ProbeDetails) -> list[str]:
+    if not probe.adapters:
         return ["    adapters seen: none"]
-    refused = {a.get("summary") for a in probe.get("refused") or []}
+    refused = {a.summary for a in probe.refused}
     rows = []
-    for a in adapters:
-        mark = "used" if a.get("used") else "refused" if a.get("summary") in refused else ""
-        ids = f"{a.get('vendor_id') or 0:#06x}:{a.get('device_id') or 0:#06x}"
+    for a in probe.adapters:
+        mark = "used" if a.used else "refused" if a.summary in refused else ""
+        ids = f"{a.vendor_id or 0:#06x}:{a.device_id or 0:#06x}"
+        backend = "?" if a.backend is None else a.backend
+        kind = "?" if a.type is None else a.type
         # two lines: the table fits 80 columns with the longest driver strings
-        head = f"      {'*' if a.get('used') else ' '} {a.get('backend', '?'):<7} {a.get('type', '?'):<13} "
-        rows.append(f"{head}{a.get('name')}" + (f"  ({mark})" if mark else ""))
-        rows.append(f"{' ' * len(head)}{a.get('driver') or 'no driver string'}, {ids}")
+        head = f"      {'*' if a.used else ' '} {backend:<7} {kind:<13} "
+        rows.append(f"{head}{a.name}" + (f"  ({mark})" if mark else ""))
+        rows.append(f"{' ' * len(head)}{a.driver or 'no driver string'}, {ids}")
     return ["    adapters seen:", *rows]
 
 
-def _ladder(probe: Mapping[str, Any]) -> list[str]:
-    rungs = probe.get("ladder") or []
-    if not rungs:
+def _ladder(probe: ProbeDetails) -> list[str]:
+    if not probe.ladder:
         return []
     out = ["    ladder:"]
-    for r in rungs:
+    for r in probe.ladder:
         detail = ""
-        if r.get("ok") and r.get("result_2x2") is not None:
-            detail = f"  {r['result_2x2']}"
-        elif not r.get("ok"):
-            detail = f"  {r.get('error')}"
-        out.append(f"      {r.get('rung'):<20} {'ok' if r.get('ok') else 'FAILED'}{detail}")
+        if r.ok and r.result_2x2 is not None:
+            detail = f"  {r.result_2x2}"
+        elif not r.ok:
+            detail = f"  {r.error}"
+        out.append(f"      {r.rung!s:<20} {'ok' if r.ok else 'FAILED'}{detail}")
     return out
 
 
-def _cases(probe: Mapping[str, Any]) -> list[str]:
-    cases = probe.get("cases") or []
-    if not cases:
+def _case_notes(c: ProbeCase) -> list[str]:
+    chunks = (c.timing.chunks if c.timing else None) or 1
+    gbps = c.timing.gbps if c.timing else None
+    notes = []
+    if chunks > 1:
+        notes.append(f"{chunks} bindings")
+    if (c.d or 0) >= 1024 and chunks == 1 and gbps:
+        notes.append(f"{gbps:.2f} GB/s")
+    if not c.ok:
+        w = c.worst
+        idx: Sequence[object] = (w.index if w else None) or ("?", "?")
+        notes.append(
+            f"worst y[{idx[0]},{idx[1]}] = {w.value if w else None} vs "
+            f"{w.reference if w else None}" + (f", {c.nonfinite} non-finite" if c.nonfinite else "")
+        )
+    return notes
+
+
+def _cases(probe: ProbeDetails) -> list[str]:
+    if not probe.cases:
         return []
+    tolerance = 1e-5 if probe.tolerance is None else probe.tolerance
     out = [
-        f"    RMSNorm (tolerance {probe.get('tolerance', 1e-5):g}, seed {probe.get('seed')}):",
+        f"    RMSNorm (tolerance {tolerance:g}, seed {probe.seed}):",
         f"      {'rows x d':<12} {'max rel err':>11} {'norm err':>10}  result",
     ]
-    for c in cases:
-        shape = f"{c.get('rows')}x{c.get('d')}"
-        timing = c.get("timing") or {}
-        notes = []
-        if (timing.get("chunks") or 1) > 1:
-            notes.append(f"{timing['chunks']} bindings")
-        if (c.get("d") or 0) >= 1024 and (timing.get("chunks") or 1) == 1 and timing.get("gbps"):
-            notes.append(f"{timing['gbps']:.2f} GB/s")
-        verdict = "ok" if c.get("ok") else "WRONG"
-        if not c.get("ok"):
-            w = c.get("worst") or {}
-            idx = w.get("index") or ["?", "?"]
-            notes.append(
-                f"worst y[{idx[0]},{idx[1]}] = {w.get('value')} vs {w.get('reference')}"
-                + (f", {c.get('nonfinite')} non-finite" if c.get("nonfinite") else "")
-            )
+    for c in probe.cases:
+        shape = f"{c.rows}x{c.d}"
+        notes = _case_notes(c)
+        verdict = "ok" if c.ok else "WRONG"
         out.append(
-            f"      {shape:<12} {_err(c.get('max_rel_err')):>11} {_err(c.get('norm_rel_err')):>10}  "
+            f"      {shape:<12} {_err(c.max_rel_err):>11} {_err(c.norm_rel_err):>10}  "
             f"{verdict}" + (f"  ({'; '.join(notes)})" if notes else "")
         )
     return out
 
 
-def _capabilities(probe: Mapping[str, Any]) -> list[str]:
-    rungs = probe.get("capabilities") or []
-    if not rungs:
+def _capabilities(probe: ProbeDetails) -> list[str]:
+    if not probe.capabilities:
         return []
     out = ["    capabilities:"]
-    for r in rungs:
-        detail = " ".join(str(r.get("detail") or "").split())
-        head = f"      {r.get('name')!s:<22} {r.get('status')!s:<11}"
-        if r.get("status") == "pass":
+    for r in probe.capabilities:
+        detail = " ".join((r.detail or "").split())
+        head = f"      {r.name!s:<22} {r.status!s:<11}"
+        if r.status == "pass":
             # the pass details are short: the row fits 80 columns
             out.append(f"{head} {detail}")
         else:
@@ -93,23 +100,22 @@ def _capabilities(probe: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def probe_lines(probe: Mapping[str, Any], style: Style) -> list[str]:
-    status = str(probe.get("status"))
+def probe_lines(result: ProbeResult, style: Style) -> list[str]:
+    status = result.status
+    probe = result.details
     sev = Severity.OK if status == "pass" else Severity.FAIL
-    adapter = probe.get("adapter") or {}
+    adapter = probe.adapter
     head = f"  {style.paint(style.glyph(sev), sev)} probe: {style.paint(status, sev, bold=True)}"
-    if adapter.get("name"):
-        head += f" on {adapter['name']} ({probe.get('backend')}, {adapter.get('type')})"
-    seconds = probe.get("seconds")
-    if seconds is not None:
-        head += f" in {float(seconds):.2f} s"
+    if adapter is not None and adapter.name:
+        head += f" on {adapter.name} ({result.backend}, {adapter.type})"
+    if result.seconds is not None:
+        head += f" in {result.seconds:.2f} s"
     # the summary is VKR001's line, right above this section
     lines = [head]
-    off = probe.get("disabled") or {}
-    if off:
+    if probe.disabled:
         from vkdoctor.probe_report import disabled_setting
 
-        setting, _ = disabled_setting(off)
+        setting, _ = disabled_setting(probe.disabled)
         lines.append(
             f"    ran with {setting}: they crash or hang every Vulkan program (VKT001, VKT003)"
         )
@@ -118,10 +124,10 @@ def probe_lines(probe: Mapping[str, Any], style: Style) -> list[str]:
     lines += _cases(probe)
     lines += _capabilities(probe)
     if status != "pass":
-        if probe.get("stage"):
-            lines.append(f"    stage reached: {probe['stage']}")
-        tail = probe.get("stderr_tail") or []
-        if tail and not all(line in str(probe.get("summary") or "") for line in tail):
+        if probe.stage:
+            lines.append(f"    stage reached: {probe.stage}")
+        tail = probe.stderr_tail
+        if tail and not all(line in (result.summary or "") for line in tail):
             lines.append("    last lines of stderr:")
             lines += [f"      | {line}" for line in tail]
     return lines

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Report, ReportStatus, Severity
 from vkdoctor.render import hex_escape
 from vkdoctor.render.style import Style
+from vkdoctor.report_records import ProbeResult
 
 
 def _without_fix(message: str, remedy: str | None) -> str:
@@ -207,7 +208,7 @@ def _found_nothing(c: CheckResult) -> bool:
     )
 
 
-def _probe(probe: dict[str, object], style: Style) -> list[str]:
+def _probe(probe: ProbeResult, style: Style) -> list[str]:
     from vkdoctor.render.probe_text import probe_lines
 
     return probe_lines(probe, style)
@@ -338,7 +339,7 @@ def brief(report: Report, style: Style) -> list[str]:
         report.probe.status != "pass" or report.command == "run-probe"
     ):
         # run-probe asked for the probe: its details are the point
-        lines += ["", "Probe", *_probe(dict(report.probe.document), style)]
+        lines += ["", "Probe", *_probe(report.probe, style)]
     warnings = [f for f in report.findings if f.severity is Severity.WARN]
     # the first failure is the deepest cause (drivers, libraries, then the load and the probe
     # they break): printed last, it ends the run with its fix
@@ -369,12 +370,12 @@ def _line(head: str, text: str, style: Style, size: int) -> str:
 def root_note(report: Report, here: str = "") -> str | None:
     """With --root, the fixes are the tree's: its paths and its package manager. `here` is the
     machine vkdoctor runs on ("" when not known)."""
-    root = str(report.host.get("root") or "/")
+    root = report.host.root or "/"
     if root == "/" or not any(
         f.remedy and f.severity.rank >= Severity.WARN.rank for f in report.findings
     ):
         return None
-    machine = str(report.host.get("machine") or "")
+    machine = report.host.machine
     foreign = (
         f" (an {machine} tree: chroot needs qemu-user-static here, or use docker run --platform)"
         if machine and here and machine != here
@@ -420,7 +421,7 @@ def sections(report: Report, style: Style) -> list[str]:
             f"  export LD_LIBRARY_PATH={report.overlay.ld_library_path}",
         ]
     if report.probe is not None:
-        lines += ["", "Probe", *_probe(dict(report.probe.document), style)]
+        lines += ["", "Probe", *_probe(report.probe, style)]
     return lines + _recap(report, style)
 
 
