@@ -130,9 +130,7 @@ def _compiled_in_dirs(ctx: Context, interpreter: str) -> tuple[str, ...]:
     except OSError:
         return ()
     m = _SYSDIRS.search(data)
-    dirs = (
-        tuple(s.decode().rstrip("/") or "/" for s in m.group().split(b"\x00") if s) if m else ()
-    )
+    dirs = tuple(s.decode().rstrip("/") or "/" for s in m.group().split(b"\x00") if s) if m else ()
     if store is not None and ident is not None and factcache.identity(host) == ident:
         store.put(ident, dirs)
     return dirs
