@@ -100,16 +100,46 @@ def test_crashing_hanging_and_broken_drivers_read_the_same_from_a_forked_child(f
     assert segv["severity"] == "fail" and segv["evidence"]["signal"] == "SIGSEGV"
 
 
-def test_with_a_library_path_the_child_is_a_new_program(tmp_path: Path) -> None:
-    """vkdoctor starts again without LD_LIBRARY_PATH when it could supply a library: ld.so read
-    the variable at the start, so only a new program sees it as the user's programs do."""
+def test_with_a_library_path_the_child_forked_before_the_restart_sees_it(
+    tmp_path: Path,
+    fakes,  # noqa: F811
+) -> None:
+    """vkdoctor starts again without LD_LIBRARY_PATH when it could supply a library (ld.so read
+    the variable at the start); the load test's child is forked before that restart, where
+    ld.so has the user's LD_LIBRARY_PATH, so it finds what the user's programs find."""
     lib = tmp_path / "lib"
     lib.mkdir()
-    (lib / "libvkdoctor_unused.so.1").write_bytes(
-        Path("/usr/lib/x86_64-linux-gnu/libz.so.1").read_bytes()
+    subprocess.run(
+        [
+            "gcc",
+            "-shared",
+            "-fPIC",
+            "-Wl,-soname,libvkdoctor_absent.so.7",
+            "-o",
+            str(lib / "libvkdoctor_absent.so.7"),
+            "-x",
+            "c",
+            "/dev/null",
+        ],
+        check=True,
+        timeout=60,
     )
-    doc = _report([], {"LD_LIBRARY_PATH": str(lib)}, launch=True)
-    assert _first_child(doc) == {"started"}
+    missing = fakes["MISSING_DEP"]
+    env = {"LD_LIBRARY_PATH": str(lib), "VK_DRIVER_FILES": missing.manifest}
+    args = ["--select", "VKT"]
+    # the oracle: a program started with the variable loads the driver, one without does not
+    load = [sys.executable, "-c", f"import ctypes; ctypes.CDLL({missing.dlopen_name!r})"]
+    assert subprocess.run(load, env=clean_env(env), check=False).returncode == 0
+    assert subprocess.run(load, env=clean_env(), capture_output=True, check=False).returncode
+    forked = _report(args, env, launch=True)
+    started = _report(args, env, launch=False)
+    assert _first_child(forked) == {"forked"} and _first_child(started) == {"started"}
+    assert _load_findings(forked) == _load_findings(started)
+    (driver,) = [f for f in forked["findings"] if f["code"] == "VKT001"]
+    assert driver["evidence"]["dlopen"] == "ok", driver
+    without = _report(args, {"VK_DRIVER_FILES": missing.manifest}, launch=True)
+    (driver,) = [f for f in without["findings"] if f["code"] == "VKT001"]
+    assert driver["evidence"]["dlopen"] == "failed", driver
 
 
 def test_a_child_nobody_takes_exits_with_vkdoctor() -> None:

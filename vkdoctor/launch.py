@@ -29,6 +29,11 @@ def _without_ldso_variables() -> bool:
             value = env.pop(_SAVED + b"_" + name, None)
             if value is not None:
                 env[name] = value
+        passed = env.pop(b"VKDOCTOR_ZYGOTE", None)
+        if passed is not None:
+            from vkdoctor import zygote
+
+            zygote.take_over(passed.decode("ascii", "replace"), os.environ)
         return True
     present = [name for name in _LDSO_VARIABLES if name in env]
     if not present or not getattr(sys, "orig_argv", None) or not _may_supply(env):
@@ -37,9 +42,20 @@ def _without_ldso_variables() -> bool:
     for name in present:
         child[_SAVED + b"_" + name] = child.pop(name)
     child[_SAVED] = b",".join(present)
+    if _loads_drivers(sys.argv[1:]):
+        # the load test's child is forked here, where ld.so's variables are the user's, and
+        # waits for the process started again (it knows it by VKDOCTOR_ZYGOTE)
+        from vkdoctor import zygote
+        from vkdoctor.resources import probes_dir
+
+        zygote.start(probes_dir() / "loadtest.py")
+        child.update((k.encode(), v.encode()) for k, v in zygote.passed_on().items())
     try:
         os.execve(sys.executable, sys.orig_argv, child)
     except OSError:
+        zygote_module = sys.modules.get("vkdoctor.zygote")
+        if zygote_module is not None:
+            zygote_module.passed_on(keep=False)  # nobody else is to have its pipes
         return False  # run as we are
 
 
@@ -82,13 +98,14 @@ def main() -> None:
             early = probe
             probe.start_early(sys.argv[2:], os.environ)
         elif _loads_drivers(sys.argv[1:]):
+            from vkdoctor import zygote
+
             if not restored:
-                from vkdoctor import zygote
                 from vkdoctor.resources import probes_dir
 
                 zygote.start(probes_dir() / "loadtest.py")
-                if sys.argv[1] == "check" and _plain(sys.argv[2:]):
-                    _hand_ahead()
+            if sys.argv[1] == "check" and _plain(sys.argv[2:]):
+                _hand_ahead()
             if sys.argv[1] == "check":
                 from vkdoctor import loadtest
 

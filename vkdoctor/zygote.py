@@ -116,7 +116,10 @@ _waiting: list[Zygote] = []
 
 def start(script: Path) -> None:
     """Fork the child that will run `script`'s `run(request)`, if this process is fit for it
-    (no thread, ld.so's variables as the program started with them)."""
+    (no thread, ld.so's variables as the program started with them). vkdoctor.launch calls it
+    also just before it starts itself again without ld.so's variables: the child has them, as
+    the user's programs do, and the process started again takes it over (`passed_on`,
+    `take_over`)."""
     import threading
 
     if threading.active_count() > 1 or _waiting:
@@ -140,6 +143,44 @@ def start(script: Path) -> None:
     _close(request_r)
     _close(output_w)
     _waiting.append(Zygote(pid, request_w, output_r, startup))
+
+
+#: the variable that tells the process started again where its waiting child is
+PASSED = "VKDOCTOR_ZYGOTE"
+
+
+def passed_on(*, keep: bool = True) -> dict[str, str]:
+    """The waiting child's pid and pipes as PASSED says them, the pipes kept open across the
+    exec (`keep`; False: closed on exec again); {} when there is no child."""
+    if not _waiting:
+        return {}
+    z = _waiting[0]
+    try:
+        os.set_inheritable(z._request_fd, keep)
+        os.set_inheritable(z._output_fd, keep)
+    except OSError:
+        return {}
+    return {PASSED: f"{z.pid},{z._request_fd},{z._output_fd}"}
+
+
+def take_over(value: str | None, env: Mapping[str, str]) -> None:
+    """In the process started again: the child its former self forked, if `value` (PASSED)
+    names a child of this process and two pipes. Its startup variables are `env`'s, the
+    environment the former self started with."""
+    import stat
+
+    try:
+        pid, request_fd, output_fd = (int(part) for part in (value or "").split(","))
+        for fd in (request_fd, output_fd):
+            if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+                return
+        if os.waitpid(pid, os.WNOHANG)[0] != 0:
+            return  # it has exited already (and is reaped now)
+        for fd in (request_fd, output_fd):
+            os.set_inheritable(fd, False)
+    except (ValueError, OSError, ChildProcessError):
+        return  # not a child of ours, or not what passed_on wrote: nothing to take over
+    _waiting.append(Zygote(pid, request_fd, output_fd, startup_variables(env)))
 
 
 def take(env: Mapping[str, str]) -> Zygote | None:
