@@ -507,8 +507,12 @@ def test_a_limit_too_small_for_vkdoctor_itself_is_named_not_called_a_bug(mib: in
     )
     assert proc.returncode == 1, proc.stderr
     assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
-    assert proc.stderr.startswith("vkdoctor: out of memory: ")
-    assert "ulimit -S -v unlimited" in proc.stderr
+    if proc.stderr:  # vkdoctor itself ran out: it says so and which limit
+        assert proc.stderr.startswith("vkdoctor: out of memory: ")
+        assert "ulimit -S -v unlimited" in proc.stderr
+    else:  # it got through on this little and reports the limit (at 40 MiB, now and then)
+        assert "VKE010 RLIMIT_AS (ulimit -v) is" in proc.stdout
+        assert "ulimit -S -v unlimited" in proc.stdout
 
 
 def test_a_small_limit_does_not_take_the_blame_for_another_failure():

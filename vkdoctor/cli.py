@@ -72,21 +72,6 @@ def _from_click_echo(exc: BaseException) -> bool:
     return False
 
 
-def _memory_limit() -> str | None:
-    """The resource limit that ran this process out of memory, and how to raise it."""
-    from vkdoctor import limits
-
-    for lim in limits.current():
-        if lim.tight and lim.spec.in_bytes and lim.spec.name != "RLIMIT_STACK":
-            return (
-                f"this process may use only {lim.shown(lim.soft)} ({lim.spec.name}, ulimit "
-                f"{lim.spec.option}), less than vkdoctor needs and far less than the Vulkan "
-                f"drivers need ({lim.shown(lim.spec.minimum)}); raise it: "
-                f"{lim.remedy(root=limits.can_raise_hard())}."
-            )
-    return None
-
-
 #: what to give an option that came without its value
 _VALUE_HINTS = {
     "--json": "a file to write the report to, or - for stdout (--json -)",
@@ -118,14 +103,9 @@ def main() -> None:
             common.stdout_lost(exc)
             sys.exit(common.EXIT_OUTPUT)
         if isinstance(exc, MemoryError):
-            try:
-                limited = _memory_limit()
-            except (ImportError, MemoryError):  # too little even to read the limits
-                limited = (
-                    "a resource limit leaves it too little memory even to read the limits "
-                    "(`ulimit -a` shows them; `ulimit -S -v unlimited` lifts the address-space "
-                    "limit in the shell that runs your Vulkan programs)"
-                )
+            from vkdoctor.limits import out_of_memory
+
+            limited = out_of_memory()
             if limited:
                 # the environment's, not ours: no Vulkan program gets further than this
                 click.echo(f"vkdoctor: out of memory: {limited}", err=True)

@@ -122,7 +122,8 @@ def _read(file: Path, expected: tuple[Any, ...]) -> dict[Hashable, Any]:
         ):
             return {}
         with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(MAX_BYTES + 1)
+            # read(n) allocates n bytes first: the file's own size, not the bound
+            data = f.read(st.st_size + 1)
     except OSError:
         return {}
     finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import gc
 import io
@@ -105,7 +106,8 @@ def main() -> None:
 
                 zygote.start(probes_dir() / "loadtest.py")
             if sys.argv[1] == "check" and _plain(sys.argv[2:]):
-                _hand_ahead()
+                with contextlib.suppress(Exception):  # a head start, never a reason to fail
+                    _hand_ahead()
             if sys.argv[1] == "check":
                 from vkdoctor import loadtest
 
@@ -116,19 +118,14 @@ def main() -> None:
         cli_main()
     except SystemExit as exc:
         code = exc.code
+    except (MemoryError, SystemError):
+        # before the command line interface could handle it: its import ran out of memory
+        # (CPython then says SystemError "error return without exception set")
+        code = _out_of_memory()
     else:
         code = 0
     finally:
-        # a child started early that no command adopted (usage error, --help, Ctrl-C)
-        if early is not None:
-            early.discard_early()
-        zygote_module = sys.modules.get("vkdoctor.zygote")
-        if zygote_module is not None:
-            zygote_module.discard()
-        # what was learnt after the checks (the records the report and its rendering compiled)
-        factcache_module = sys.modules.get("vkdoctor.factcache")
-        if factcache_module is not None:
-            factcache_module.save_all()
+        _clean_up(early)
     common = sys.modules.get("vkdoctor.commands.common")
     if common is not None and common.STDOUT_FAILED and code in (0, None):
         code = common.EXIT_OUTPUT  # the report was lost: not a success
@@ -142,6 +139,44 @@ def _loads_drivers(args: list[str]) -> bool:
     if not args or args[0] not in ("check", "drivers"):
         return False
     return not any(a == "--root" or a.startswith("--root=") or a in ("--help", "-h") for a in args)
+
+
+def _clean_up(early: Any) -> None:
+    """What a run leaves to its end; out of memory, as much of it as can be done, in silence
+    (the run has said what is wrong: a traceback of its cleanup would only hide it)."""
+    try:
+        # a child started early that no command adopted (usage error, --help, Ctrl-C)
+        if early is not None:
+            early.discard_early()
+        zygote_module = sys.modules.get("vkdoctor.zygote")
+        if zygote_module is not None:
+            zygote_module.discard()
+        # what was learnt after the checks (the records the report and its rendering compiled)
+        factcache_module = sys.modules.get("vkdoctor.factcache")
+        if factcache_module is not None:
+            factcache_module.save_all()
+    except (MemoryError, OSError) as exc:
+        if isinstance(exc, OSError) and exc.errno != errno.ENOMEM:
+            raise
+        sys.unraisablehook = lambda _: None  # the finalizers and atexit's that fail the same way
+
+
+def _out_of_memory() -> int:
+    """Say which limit left too little memory (as the CLI does), or re-raise: 1 or raises."""
+    try:
+        from vkdoctor.limits import out_of_memory
+
+        limited = out_of_memory()
+    except MemoryError:  # too little even to read the limits
+        limited = (
+            "a resource limit leaves it too little memory even to read the limits "
+            "(`ulimit -a` shows them; `ulimit -S -v unlimited` lifts the address-space "
+            "limit in the shell that runs your Vulkan programs)"
+        )
+    if limited is None:
+        raise  # noqa: PLE0704 - called only from an except block: the error being handled
+    os.write(2, f"vkdoctor: out of memory: {limited}\n".encode())
+    return 1
 
 
 def _keep_compiled_records() -> None:

@@ -160,3 +160,24 @@ def current() -> list[Limit]:
         soft, hard = resource.getrlimit(getattr(resource, spec.name))
         out.append(Limit(spec=spec, soft=_value(soft), hard=_value(hard)))
     return out
+
+
+def out_of_memory() -> str | None:
+    """The resource limit that ran this process out of memory, and how to raise it (None:
+    no limit is tight, the memory is really gone)."""
+    try:
+        for lim in current():
+            if lim.tight and lim.spec.in_bytes and lim.spec.name != "RLIMIT_STACK":
+                return (
+                    f"this process may use only {lim.shown(lim.soft)} ({lim.spec.name}, ulimit "
+                    f"{lim.spec.option}), less than vkdoctor needs and far less than the Vulkan "
+                    f"drivers need ({lim.shown(lim.spec.minimum)}); raise it: "
+                    f"{lim.remedy(root=can_raise_hard())}."
+                )
+    except (ImportError, MemoryError):  # too little even to read the limits
+        return (
+            "a resource limit leaves it too little memory even to read the limits "
+            "(`ulimit -a` shows them; `ulimit -S -v unlimited` lifts the address-space "
+            "limit in the shell that runs your Vulkan programs)"
+        )
+    return None

@@ -81,6 +81,12 @@ def _probe_words(symptom: tuple[str, list[str]], limit: str) -> str:
     """The probe's failure on one line, with only the stderr lines that show `limit`'s signs
     and that the failure does not already say (not the other libraries' noise)."""
     summary, tail = symptom
+    # numpy's import error is a page of advice around the one line that says what failed
+    said, _, original = summary.partition("Original error was: ")
+    if original:
+        summary = f"{said.partition(' (')[0]}: {original.partition(')')[0].strip(' .')}"
+    if len(summary) > 300:
+        summary = summary[:299] + "…"
     signs = [t for t in tail if L.shows(limit, t) and t.rstrip(".") not in summary][-2:]
     return summary + (f" (stderr: {' / '.join(s[:200] for s in signs)})" if signs else "")
 

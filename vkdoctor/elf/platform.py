@@ -9,6 +9,7 @@ list), so a Fedora (/lib64) or Arch (/usr/lib) root is modelled as it is.
 
 from __future__ import annotations
 
+import os
 import re
 
 from vkdoctor import files
@@ -126,7 +127,8 @@ def _compiled_in_dirs(ctx: Context, interpreter: str) -> tuple[str, ...]:
             return tuple(kept)
     try:
         with open(host, "rb") as f:
-            data = f.read(8 * 1024 * 1024)
+            # read(n) allocates n bytes first: the file's size, at most 8 MiB
+            data = f.read(min(os.fstat(f.fileno()).st_size, 8 * 1024 * 1024))
     except OSError:
         return ()
     m = _SYSDIRS.search(data)
