@@ -10,14 +10,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Severity, remedy_from
+from vkdoctor.packages import commands
 
 CODE = "VKR001"
 FAMILY = "compute"
 TITLE = "Compute probe (RMSNorm)"
 
 _INSTALL_CPU = (
-    "Install the Vulkan CPU driver (lavapipe): Debian/Ubuntu `sudo apt install mesa-vulkan-drivers`, "
-    "Fedora `sudo dnf install mesa-vulkan-drivers`, Arch `sudo pacman -S vulkan-swrast`; "
+    "Install the Vulkan CPU driver (lavapipe): "
+    f"{commands.install_each('mesa-vulkan', ('dpkg', 'rpm', 'pacman'))}; "
     "then check that VK_DRIVER_FILES / VK_ICD_FILENAMES do not hide it (`vkdoctor check`)."
 )
 

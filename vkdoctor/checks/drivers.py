@@ -14,33 +14,40 @@ from vkdoctor.loader import icd as I
 from vkdoctor.loader.fields import process_bits
 from vkdoctor.loader.icd import Driver, DriverScan
 from vkdoctor.loader.known import known_driver
-from vkdoctor.model import Finding, Remedy, Severity, remedy_from
+from vkdoctor.model import Finding, Remedy, Severity
 from vkdoctor.record import replace
 
-#: distro family -> how to install Mesa's Vulkan drivers (lavapipe is the CPU one)
-_INSTALL = {
-    "debian": "sudo apt-get install mesa-vulkan-drivers",
-    "arch": "sudo pacman -S vulkan-swrast   (CPU, lavapipe; GPUs: vulkan-radeon, vulkan-intel, nvidia-utils)",
-    "fedora": "sudo dnf install mesa-vulkan-drivers",
-}
 
+def install_drivers(ctx: Context) -> Remedy:
+    """How to get Mesa's Vulkan drivers: installed, or reinstalled when the package is there but
+    its files were deleted."""
+    from vkdoctor.packages import commands
+    from vkdoctor.packages.owner import installed_family
 
-#: the package that holds lavapipe, by package family
-_LAVAPIPE = {"dpkg": "mesa-vulkan-drivers", "pacman": "vulkan-swrast", "rpm": "mesa-vulkan-drivers"}
+    again = installed_family(ctx, "mesa-vulkan")
+    if again is not None:
+        name = commands.PACKAGES["mesa-vulkan"][again]
+        return Remedy(commands=(commands.reinstall(again, name),), needs_root=True)
+    family = commands.NATIVE.get(facts.distro_family(ctx) or "")
+    if family is not None:
+        return Remedy(
+            commands=(commands.install_for(family, "mesa-vulkan"),),
+            needs_root=True,
+            # Arch packages lavapipe alone
+            text="(CPU, lavapipe; GPUs: vulkan-radeon, vulkan-intel, nvidia-utils)"
+            if family == "pacman"
+            else "",
+        )
+    names = commands.PACKAGES["mesa-vulkan"]
+    return Remedy(
+        text="install your distribution's Mesa Vulkan drivers package (Debian: "
+        f"{names['dpkg']}, Arch: {names['pacman']}, Fedora: {names['rpm']})"
+    )
 
 
 def install_command(ctx: Context) -> str:
-    """How to get Mesa's Vulkan drivers: installed, or reinstalled when the package is there but
-    its files were deleted."""
-    from vkdoctor.packages.owner import reinstall_if_installed
-
-    again = reinstall_if_installed(ctx, _LAVAPIPE)
-    if again is not None:
-        return again
-    family = facts.distro_family(ctx)
-    if family is not None:
-        return _INSTALL[family]
-    return "install your distribution's Mesa Vulkan drivers package (Debian: mesa-vulkan-drivers, Arch: vulkan-swrast, Fedora: mesa-vulkan-drivers)"
+    """`install_drivers` as a sentence quotes it."""
+    return install_drivers(ctx).shown()
 
 
 #: variables that replace the loader's driver search path, or narrow what it loads
@@ -219,8 +226,8 @@ class DriversFound(Check):
                 + "."
             )
         elif scan.drivers:
-            remedy = (
-                "Fix the skipped manifests as their own findings say (VKD003 syntax, VKD004 "
+            remedy = Remedy(
+                text="Fix the skipped manifests as their own findings say (VKD003 syntax, VKD004 "
                 f"content, VKD005 library), or put the packaged ones back: {install_command(ctx)}"
             )
         elif closed := [e.path for e in scan.plan.entries if _unreadable(ctx, e.path)]:
@@ -230,10 +237,10 @@ class DriversFound(Check):
                 commands=(f"chmod a+rx {' '.join(closed)}",), text=f"(this user cannot read {them})"
             )
         else:
-            install = install_command(ctx)
-            if "reinstall" in install:
-                install += " (the package is installed, but its driver manifests are gone)"
-            remedy = remedy_from(install)
+            remedy = install_drivers(ctx)
+            if any("reinstall" in c for c in remedy.commands):
+                why = "(the package is installed, but its driver manifests are gone)"
+                remedy = replace(remedy, text=why)
         yield self.fail(
             "No Vulkan driver will load: every application gets VK_ERROR_INCOMPATIBLE_DRIVER",
             message,

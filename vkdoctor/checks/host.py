@@ -10,6 +10,7 @@ from vkdoctor import facts as run_facts
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.model import Finding
+from vkdoctor.packages import commands
 
 
 class HostFacts(Check):
@@ -122,8 +123,12 @@ def _interpreter(check: Check, ctx: Context) -> Iterable[Finding]:
             "; ".join(f"ln -s usr{d} {shlex.quote(f'{ctx.root}{d}')}" for d in unlinked)
             + " (the merged-/usr links)"
             if unlinked
-            else "reinstall the C library package inside the tree (Debian: apt install "
-            "--reinstall libc6; Arch: pacman -S glibc; Fedora: dnf reinstall glibc)"
+            else "reinstall the C library package inside the tree ("
+            + "; ".join(
+                f"{d}: {commands.reinstall(f, commands.PACKAGES['libc'][f])}"
+                for d, f in (("Debian", "dpkg"), ("Arch", "pacman"), ("Fedora", "rpm"))
+            )
+            + ")"
         ),
         interpreter=interpreter,
     )

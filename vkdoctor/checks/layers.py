@@ -11,6 +11,7 @@ from vkdoctor.loader import layers as L
 from vkdoctor.loader.filters import matches
 from vkdoctor.loader.layers import Layer, LayerScan
 from vkdoctor.model import Finding
+from vkdoctor.packages.commands import install_each
 from vkdoctor.record import replace
 
 
@@ -268,9 +269,7 @@ class ExplicitLayersFromEnvironment(Check):
                 f"{len(names)} layers the loader finds ({', '.join(sorted(names)) or 'none'}), "
                 "so it turns nothing on.",
                 remedy=(
-                    "install the Khronos validation layer (Debian/Ubuntu `sudo apt install "
-                    "vulkan-validationlayers`, Arch `sudo pacman -S vulkan-validation-layers`, "
-                    "Fedora `sudo dnf install vulkan-validation-layers`)"
+                    f"install the Khronos validation layer ({install_each('validation-layers')})"
                     if "valid" in tok.value
                     else "install the layer"
                 )

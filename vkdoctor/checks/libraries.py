@@ -46,8 +46,10 @@ from vkdoctor.elf.wgpu import find_wgpu_native
 from vkdoctor.loader.icd import LIBRARY_MISSING, LIBRARY_UNLOADABLE
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.model import Finding, Remedy, Severity
+from vkdoctor.packages import commands
 from vkdoctor.packages.owner import fix_file, leftover_of, owner
 from vkdoctor.packages.remedy import UPGRADE
+from vkdoctor.record import replace
 from vkdoctor.sonames import find_remedy
 
 #: rebuilds the cache of the directories ld.so is configured to search
@@ -395,16 +397,16 @@ class NeededLibraries(Check):
 
 def upgrade_command(ctx: Context) -> str:
     """The distribution's whole-system upgrade, the fix for a partial upgrade."""
-    manager = {"debian": "dpkg", "arch": "pacman", "fedora": "rpm"}.get(
-        facts.distro_family(ctx) or ""
-    )
+    manager = commands.NATIVE.get(facts.distro_family(ctx) or "")
     if manager is None:
         # no os-release (a bare image tree): the one package database there says which
         databases = facts.package_inventory(ctx).databases
         manager = databases[0].family if len(databases) == 1 else None
     if manager is not None:
         return f"`{UPGRADE[manager]}`"
-    return "`sudo pacman -Syu`, `sudo apt full-upgrade` or `sudo dnf distro-sync`"
+    # the last step of each family's upgrade
+    pacman, apt, dnf = (f"`sudo {commands.upgrade(f)[-1]}`" for f in ("pacman", "dpkg", "rpm"))
+    return f"{pacman}, {apt} or {dnf}"
 
 
 def stale_manifest_remedy(ctx: Context, manifest: str) -> str:
@@ -415,8 +417,8 @@ def stale_manifest_remedy(ctx: Context, manifest: str) -> str:
             name = left.split(":")[0]
             return (
                 f"{manifest} was left behind by {left}, removed but not purged (dpkg state "
-                f"rc): sudo apt purge {name} removes it; sudo apt install {name} brings the "
-                "driver back."
+                f"rc): sudo {commands.purge(name)} removes it; sudo "
+                f"{commands.install('dpkg', name)} brings the driver back."
             )
     return fix_file(
         ctx,
@@ -540,19 +542,14 @@ def _missing_remedy(ctx: Context, name: str, m: Miss) -> tuple[str, Remedy | str
     return prefix, _provider_hint(ctx, name)
 
 
-#: how each distribution family asks which package ships a file
-_WHO_SHIPS = {
-    "debian": "apt-file search {name} (Debian names library packages after the soname)",
-    "fedora": "dnf provides '*/{name}'",
-    "arch": "pacman -F {name}",
-}
-
-
 def _provider_hint(ctx: Context, name: str) -> str:
-    ask = _WHO_SHIPS.get(facts.distro_family(ctx) or "")
-    if ask is None:
+    family = commands.NATIVE.get(facts.distro_family(ctx) or "")
+    if family is None:
         return f"Install the package that provides {name}."
-    return f"Install the package that provides {name}: {ask.format(name=name)} names it."
+    ask = commands.provides(family, name)
+    if family == "dpkg":
+        ask += " (Debian names library packages after the soname)"
+    return f"Install the package that provides {name}: {ask} names it."
 
 
 def _refused_sonames(ctx: Context) -> dict[str, str]:
@@ -1044,38 +1041,28 @@ def loader_version(realpath: str) -> str | None:
     return m.group(1) if m else None
 
 
-INSTALL = (
-    (("debian", "ubuntu"), "sudo apt install libvulkan1"),
-    (("arch",), "sudo pacman -S vulkan-icd-loader"),
-    (("fedora", "rhel", "centos"), "sudo dnf install vulkan-loader"),
-    (("opensuse", "suse"), "sudo zypper install libvulkan1"),
-    (("alpine",), "sudo apk add vulkan-loader"),
-)
+def install_loader(ctx: Context) -> Remedy:
+    """How to get the Vulkan loader: installed, or reinstalled when its package is installed but
+    its libvulkan.so.1 is gone."""
+    from vkdoctor.packages.owner import installed_family
 
-
-#: the package that holds libvulkan.so.1, by package family
-_LOADER = {"dpkg": "libvulkan1", "pacman": "vulkan-icd-loader", "rpm": "vulkan-loader"}
+    again = installed_family(ctx, "vulkan-loader")
+    if again is not None:
+        name = commands.PACKAGES["vulkan-loader"][again]
+        return Remedy(commands=(commands.reinstall(again, name),), needs_root=True)
+    family = commands.family_of(facts.distro_ids(ctx))
+    # no os-release (a bare image tree): the one package database there says which
+    databases = facts.package_inventory(ctx).databases
+    if family is None and len(databases) == 1:
+        family = databases[0].family
+    if family is not None:
+        return Remedy(commands=(commands.install_for(family, "vulkan-loader"),), needs_root=True)
+    return Remedy(text=f"Install the Vulkan loader: {commands.install_each('vulkan-loader')}.")
 
 
 def install_loader_command(ctx: Context) -> str:
-    from vkdoctor.packages.owner import reinstall_if_installed
-
-    again = reinstall_if_installed(ctx, _LOADER)
-    if again is not None:
-        return again
-    ids = facts.distro_ids(ctx)
-    for names, command in INSTALL:
-        if any(i in names or i.startswith(names) for i in ids):
-            return command
-    # no os-release (a bare image tree): the one package database there says which
-    databases = facts.package_inventory(ctx).databases
-    if len(databases) == 1:
-        family = {"dpkg": "debian", "pacman": "arch", "rpm": "fedora"}[databases[0].family]
-        return next(command for names, command in INSTALL if family in names)
-    return (
-        "Install the Vulkan loader: Debian/Ubuntu `sudo apt install libvulkan1`, Arch "
-        "`sudo pacman -S vulkan-icd-loader`, Fedora `sudo dnf install vulkan-loader`."
-    )
+    """`install_loader` as a sentence quotes it."""
+    return install_loader(ctx).shown()
 
 
 LOADER = "libvulkan.so.1"
@@ -1125,7 +1112,7 @@ class VulkanLoaderLibrary(Check):
                 f"The Vulkan loader is not installed or not where ld.so looks: "
                 f"{res.predicted_error}. Looked in: {places_tried(m.tried, ctx)}. "
                 f"{near_text(m.near)}".strip(),
-                remedy=_with_reason(install_loader_command(ctx)),
+                remedy=_with_reason(install_loader(ctx)),
                 **m.as_dict(),
             )
             return
@@ -1142,7 +1129,7 @@ class VulkanLoaderLibrary(Check):
                 "libvulkan.so.1 cannot be loaded",
                 f"{root.path} (version {version or 'unknown'}) is found {how_found(root)}, but "
                 f'dlopen would fail with "{res.predicted_error}".',
-                remedy=_with_reason(install_loader_command(ctx)),
+                remedy=_with_reason(install_loader(ctx)),
                 **ev,
                 problems=res.as_dict(),
             )
@@ -1163,10 +1150,11 @@ class VulkanLoaderLibrary(Check):
         )
 
 
-def _with_reason(command: str) -> str:
-    if "reinstall" in command:
-        return f"{command} (the package is installed, but its libvulkan.so.1 is gone or broken)"
-    return command
+def _with_reason(remedy: Remedy) -> Remedy:
+    if any("reinstall" in c for c in remedy.commands):
+        why = "(the package is installed, but its libvulkan.so.1 is gone or broken)"
+        return replace(remedy, text=why)
+    return remedy
 
 
 def _loader_outside_remedy(ctx: Context, directory: str) -> str:

@@ -8,6 +8,7 @@ from vkdoctor import facts, probe_report
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.model import Finding, Remedy, Severity, remedy_from
+from vkdoctor.packages.commands import install_each
 from vkdoctor.record import replace
 
 
@@ -145,9 +146,8 @@ def _no_adapter(ctx: Context) -> tuple[str, str] | None:
         # no loader, no Vulkan adapter: VKH002 names the one package to install
         return (
             ". The Vulkan loader (libvulkan.so.1) is missing",
-            "Install the Vulkan loader first (see VKH002: Debian/Ubuntu "
-            "`sudo apt install libvulkan1`, Arch `sudo pacman -S vulkan-icd-loader`, "
-            "Fedora `sudo dnf install vulkan-loader`), then run vkdoctor check again.",
+            "Install the Vulkan loader first (see VKH002: "
+            f"{install_each('vulkan-loader')}), then run vkdoctor check again.",
         )
     if not any(t.kind == "driver" for t in facts.load_targets(ctx)):
         # VKD001 names why no driver loads, and its fix; installing one may be wrong

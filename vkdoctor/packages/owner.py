@@ -66,14 +66,14 @@ def leftover_of(ctx: Context, path: str) -> str | None:
     return None
 
 
-def reinstall_if_installed(ctx: Context, names: dict[str, str]) -> str | None:
-    """The reinstall command when the package that should supply a missing file is installed
-    after all (its file was deleted by hand): installing it again is a no-op to apt and dnf.
-    `names` maps a package family (dpkg, pacman, rpm) to the package's name there."""
-    from vkdoctor.packages.remedy import REINSTALL
+def installed_family(ctx: Context, what: str) -> str | None:
+    """The package family in which the package of `what` (a key of commands.PACKAGES) is
+    installed after all, though the file it should supply is missing (deleted by hand):
+    installing it again is a no-op to apt and dnf, so the fix is a reinstall."""
+    from vkdoctor.packages.commands import PACKAGES
 
     for db in ctx.fact(inventory).databases:
-        name = names.get(db.family)
+        name = PACKAGES[what].get(db.family)
         if name is None:
             continue
         try:
@@ -81,7 +81,7 @@ def reinstall_if_installed(ctx: Context, names: dict[str, str]) -> str | None:
         except Exception:  # a broken database: the package checks report it
             continue
         if found:
-            return REINSTALL[db.family].format(name=name)
+            return db.family
     return None
 
 
