@@ -59,7 +59,7 @@ _HIDING = (
 )
 
 
-def hidden_drivers(ctx: Context) -> str | None:
+def hidden_drivers(ctx: Context) -> Remedy | None:
     """The fix when installed drivers are hidden from the loader by environment variables
     (VK_LOADER_DRIVERS_DISABLE/SELECT filter them out, VK_DRIVER_FILES replaces the search
     path): "unset X" comes before any "install a driver"; None when nothing is hidden."""
@@ -76,9 +76,10 @@ def hidden_drivers(ctx: Context) -> str | None:
             }
         )
         shown = " and ".join(f"{v}={ctx.env.get(v, '')}" for v in variables)
-        return (
-            f"unset {' '.join(variables)} ({shown} filters out the installed {names}), or "
-            "change it to keep the driver you need"
+        return Remedy(
+            commands=(f"unset {' '.join(variables)}",),
+            text=f"({shown} filters out the installed {names}), or change it to keep the driver "
+            "you need",
         )
     if scan.plan.override is None:
         return None
@@ -87,9 +88,10 @@ def hidden_drivers(ctx: Context) -> str | None:
     if not usable:
         return None
     names = ", ".join(d.basename for d in usable)
-    return (
-        f"unset {scan.plan.override} (it replaces the loader's search, which finds {names}), "
-        "or point it at the manifest of the driver you need"
+    return Remedy(
+        commands=(f"unset {scan.plan.override}",),
+        text=f"(it replaces the loader's search, which finds {names}), or point it at the "
+        "manifest of the driver you need",
     )
 
 

@@ -239,7 +239,7 @@ class DeviceAvailable(Check):
             options.append(f"fix why {names} {verb} (VKT001 and the library findings)")
         hidden = hidden_drivers(ctx)
         if hidden is not None:
-            options.append(hidden)
+            options.append(hidden.shown())
         if not any(Path(o.target.dlopen_name).name == "libvulkan_lvp.so" for o in drivers):
             # with lavapipe among the drivers, installing it again changes nothing
             options.append(
