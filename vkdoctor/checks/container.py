@@ -264,9 +264,10 @@ class ManifestsOutsideSearchPath(Check):
                 f"Driver manifest outside the search path: {manifest}",
                 f"{manifest} is not in any directory the Vulkan loader searches, and no searched "
                 "directory links to it: the loader never reads it, so its driver is not used.",
-                remedy=(
-                    f"export VK_ADD_DRIVER_FILES={manifest} (for one shell or CI step), or link it "
-                    f"into the system directory: sudo ln -s {manifest} /usr/share/vulkan/icd.d/"
+                remedy=Remedy(
+                    commands=(f"export VK_ADD_DRIVER_FILES={manifest}",),
+                    text="(for one shell or CI step), or link it into the system directory: "
+                    f"sudo ln -s {manifest} /usr/share/vulkan/icd.d/",
                 ),
                 manifest=manifest,
                 kind="driver",

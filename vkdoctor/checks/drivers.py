@@ -125,17 +125,19 @@ def _ev(d: Driver, scan: DriverScan) -> dict[str, object]:
     }
 
 
-def _override_remedy(override: str, what: str, example: str | None) -> str:
+def _override_remedy(override: str, what: str, example: str | None) -> Remedy:
     """The fix for a driver-list variable that leaves no usable driver."""
     if override == "VK_ICD_FILENAMES":
         # the old name (VKE004): the example uses the one that replaces it
-        return (
-            "unset VK_ICD_FILENAMES (it replaces the driver search path), or name "
-            f"{what} in its current name instead: unset VK_ICD_FILENAMES; export "
-            f"VK_DRIVER_FILES={example or 'MANIFEST'}"
+        return Remedy(
+            commands=("unset VK_ICD_FILENAMES",),
+            text=f"(it replaces the driver search path), or name {what} in its current name "
+            f"instead: unset VK_ICD_FILENAMES; export VK_DRIVER_FILES={example or 'MANIFEST'}",
         )
-    return f"unset {override} (it replaces the driver search path), or point it at {what}" + (
-        f", for example {override}={example}" if example else ""
+    return Remedy(
+        commands=(f"unset {override}",),
+        text=f"(it replaces the driver search path), or point it at {what}"
+        + (f", for example {override}={example}" if example else ""),
     )
 
 
@@ -204,7 +206,7 @@ class DriversFound(Check):
             # a filter dropped a manifest the loader could use: the filter is the cause, even
             # beside an override (which then names a good manifest)
             filters = ("VK_LOADER_DRIVERS_SELECT", "VK_LOADER_DRIVERS_DISABLE")
-            remedy: Remedy | str = Remedy(
+            remedy = Remedy(
                 commands=("unset " + " ".join(v for v in filters if ctx.env.get(v) is not None),)
             )
         elif scan.plan.override is not None:
@@ -311,14 +313,14 @@ def hidden_system_manifests(ctx: Context, scan: DriverScan) -> list[tuple[str, s
     return out
 
 
-def _hidden_remedy(hidden: list[tuple[str, str, str, int]], ctx: Context) -> str:
+def _hidden_remedy(hidden: list[tuple[str, str, str, int]], ctx: Context) -> Remedy:
     directory, var, default, _ = hidden[0]
     value = ctx.getenv(var) or ""
     # a relative entry means something else in every directory: the fix keeps absolute ones
     kept = ":".join(e for e in value.split(":") if e.startswith("/"))
     fixed = f"{kept}:{default}" if kept else default
-    return (
-        f"{var}={value} replaces the default {default}, so the loader no longer searches "
+    return Remedy(
+        text=f"{var}={value} replaces the default {default}, so the loader no longer searches "
         f"{directory}: unset {var}, or keep the defaults in it (export {var}={fixed})"
     )
 
@@ -374,7 +376,9 @@ class DriverSearchPath(Check):
                 Severity.INFO if nothing else Severity.WARN,
                 f"{e.origin} entry {e.path} gives no driver manifest",
                 f"{e.origin} entry {e.path}: {detail}{hint}.",
-                remedy=f"fix {e.origin} to name existing *.json files or directories holding them",
+                remedy=Remedy(
+                    text=f"fix {e.origin} to name existing *.json files or directories holding them"
+                ),
                 evidence={"entry": e.path, "variable": e.origin},
             )
         for e in plan.entries:
@@ -387,8 +391,10 @@ class DriverSearchPath(Check):
                     f"The loader searches {e.path} (from {e.origin}) relative to the working "
                     "directory of each program, so which drivers it finds depends on where the "
                     "program starts, and any directory it starts in can add a driver.",
-                    remedy=f"Use absolute paths in {var} ({given} from {ctx.cwd} is "
-                    f"{posixpath.normpath(posixpath.join(str(ctx.cwd), given))}).",
+                    remedy=Remedy(
+                        text=f"Use absolute paths in {var} ({given} from {ctx.cwd} is "
+                        f"{posixpath.normpath(posixpath.join(str(ctx.cwd), given))})."
+                    ),
                     variable=var,
                     entry=e.path,
                 )
@@ -450,28 +456,32 @@ class DriverManifestSyntax(Check):
                     yield self.fail(
                         f"{d.manifest} is not valid JSON: every Vulkan application fails",
                         d.reason + ".",
-                        remedy=f"fix or remove {d.manifest} (or upgrade the loader to 1.3.268 or newer)",
+                        remedy=Remedy(
+                            text=f"fix or remove {d.manifest} (or upgrade the loader to 1.3.268 or newer)"
+                        ),
                         **ev,
                     )
                 else:
                     yield self.warn(
                         f"{d.manifest} is not valid JSON; the loader skips it",
                         d.reason + ".",
-                        remedy=f"fix or remove {d.manifest}",
+                        remedy=Remedy(text=f"fix or remove {d.manifest}"),
                         **ev,
                     )
             elif d.outcome in (I.FIFO_HANGS, I.CRASH):
                 yield self.fail(
                     f"{d.manifest} stops every Vulkan application",
                     d.reason + ".",
-                    remedy=f"remove {d.manifest}",
+                    remedy=Remedy(text=f"remove {d.manifest}"),
                     **ev,
                 )
             elif d.outcome in (I.TOO_DEEP, I.TOO_LARGE):
                 yield self.warn(
                     f"{d.manifest} was not parsed by vkdoctor",
                     d.reason + ".",
-                    remedy=f"check {d.manifest}: a driver manifest is a few hundred bytes",
+                    remedy=Remedy(
+                        text=f"check {d.manifest}: a driver manifest is a few hundred bytes"
+                    ),
                     **ev,
                 )
 
@@ -513,10 +523,10 @@ class DriverManifestContent(Check):
                 if v == "info":
                     yield self.info(f"{d.listed_as} is skipped", d.reason + ".", **ev)
                 else:
-                    fix = f"fix or remove {d.listed_as}"
+                    fix = Remedy(text=f"fix or remove {d.listed_as}")
                     if d.evidence.get("read_problem") == "unreadable":
-                        fix = (
-                            f"make {d.listed_as} readable for the users who run Vulkan "
+                        fix = Remedy(
+                            text=f"make {d.listed_as} readable for the users who run Vulkan "
                             f"programs (sudo chmod a+r {d.listed_as}), or remove it"
                         )
                     yield self.warn(
@@ -529,7 +539,7 @@ class DriverManifestContent(Check):
                 yield self.warn(
                     f"{d.manifest}: library_path is a {d.evidence['library_path_type']}, not a string",
                     f"The loader reads it as {d.library_path!r}. " + d.reason + ".",
-                    remedy=f"fix {d.manifest}",
+                    remedy=Remedy(text=f"fix {d.manifest}"),
                     **ev,
                 )
             elif "not_utf8_at" in d.evidence:

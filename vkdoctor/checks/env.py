@@ -327,8 +327,11 @@ class OverridesPointAtDrivers(Check):
                     f"{var}={value!r} replaces the loader's driver search, and it names "
                     f"{shown}: no manifest at all, so every vkCreateInstance fails with "
                     "VK_ERROR_INCOMPATIBLE_DRIVER.",
-                    remedy=f"unset {var}, or point it at a driver manifest, e.g. "
-                    f"export {var}=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
+                    remedy=Remedy(
+                        commands=(f"unset {var}",),
+                        text=", or point it at a driver manifest, e.g. "
+                        f"export {var}=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
+                    ),
                     **evidence,
                 )
             else:
@@ -509,7 +512,10 @@ class WgpuSelection(Check):
                 "They ask wgpu for OpenGL only: they do not use the Vulkan drivers this report "
                 f"checks, and vkdoctor's probe, which runs on Vulkan, says nothing about them."
                 f"{unknown}",
-                remedy=f"{unset} (or set it to {'Vulkan' if python else 'vulkan'}) to use Vulkan",
+                remedy=Remedy(
+                    commands=(unset,),
+                    text=f"(or set it to {'Vulkan' if python else 'vulkan'}) to use Vulkan",
+                ),
                 **evidence,
             )
         if choice.effect == "none":
@@ -589,8 +595,11 @@ class WgpuSelection(Check):
                 "It matches no Vulkan adapter's summary, only the one wgpu-py gives an OpenGL "
                 'adapter on the same device ("NAME (TYPE) via OpenGL"): these programs do not '
                 "use the Vulkan drivers this report checks.",
-                remedy=f"unset {name.var}, or set it to part of a Vulkan adapter's summary "
-                f"(for example {example!r})",
+                remedy=Remedy(
+                    commands=(f"unset {name.var}",),
+                    text=f", or set it to part of a Vulkan adapter's summary (for example "
+                    f"{example!r})",
+                ),
                 **evidence,
             )
         seen = ", ".join(n for n, _ in devices)
@@ -613,8 +622,10 @@ class WgpuSelection(Check):
         return make(
             f"{setting} matches no Vulkan device",
             message,
-            remedy=f"unset {name.var}, or set it to part of a device's {part} "
-            f"(for example {example!r})",
+            remedy=Remedy(
+                commands=(f"unset {name.var}",),
+                text=f", or set it to part of a device's {part} (for example {example!r})",
+            ),
             **evidence,
         )
 

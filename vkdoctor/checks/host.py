@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from vkdoctor import facts as run_facts
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
-from vkdoctor.model import Finding
+from vkdoctor.model import Finding, Remedy
 from vkdoctor.packages import commands
 
 
@@ -119,11 +119,13 @@ def _interpreter(check: Check, ctx: Context) -> Iterable[Finding]:
         f"The tree's dynamic linker {interpreter} is missing: no program in it can start",
         f"{why}. Every {ctx.machine} program and library in {ctx.root} needs it, so nothing "
         "in the tree can load, whatever the library findings below say.",
-        remedy=(
-            "; ".join(f"ln -s usr{d} {shlex.quote(f'{ctx.root}{d}')}" for d in unlinked)
-            + " (the merged-/usr links)"
-            if unlinked
-            else "reinstall the C library package inside the tree ("
+        remedy=Remedy(
+            commands=tuple(f"ln -s usr{d} {shlex.quote(f'{ctx.root}{d}')}" for d in unlinked),
+            text="(the merged-/usr links)",
+        )
+        if unlinked
+        else Remedy(
+            text="reinstall the C library package inside the tree ("
             + "; ".join(
                 f"{d}: {commands.reinstall(f, commands.PACKAGES['libc'][f])}"
                 for d, f in (("Debian", "dpkg"), ("Arch", "pacman"), ("Fedora", "rpm"))

@@ -967,7 +967,7 @@ class WgpuNativeLibrary(Check):
                 "wgpu is not installed",
                 "The wgpu Python package is not importable from this Python, so the compute "
                 "probe cannot run here.",
-                remedy="pip install wgpu",
+                remedy=Remedy(commands=("pip install wgpu",)),
             )
             return
         if native.path is None:

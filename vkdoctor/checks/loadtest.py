@@ -19,7 +19,7 @@ from vkdoctor.loadtest import (
     disagreements,
     wrecks_all,
 )
-from vkdoctor.model import Finding, Severity
+from vkdoctor.model import Finding, Remedy, Severity
 
 
 def _loader_version(ctx: Context, run: LoadTestRun) -> str | None:
@@ -179,7 +179,11 @@ class DeviceAvailable(Check):
                     f"{title}, but every Vulkan application "
                     f"{'dies' if dies else 'fails'} in {names} first",
                     f"{said}.",
-                    remedy=f"export VK_LOADER_DRIVERS_DISABLE={','.join(Path(o.target.manifest).name for o, _ in wrecks)}",
+                    remedy=Remedy(
+                        commands=(
+                            f"export VK_LOADER_DRIVERS_DISABLE={','.join(Path(o.target.manifest).name for o, _ in wrecks)}",
+                        )
+                    ),
                     **evidence,
                 )
                 return
