@@ -132,9 +132,11 @@ class NvidiaContainerCapabilities(Check):
             "NVIDIA Vulkan driver not mounted: container lacks the graphics capability",
             msg,
             remedy=(
-                "Start the container with NVIDIA_DRIVER_CAPABILITIES=compute,graphics,utility "
-                "(docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,graphics,utility ...; "
-                "in Kubernetes set it in the pod's env)."
+                Remedy(
+                    text="Start the container with NVIDIA_DRIVER_CAPABILITIES=compute,graphics,utility "
+                    "(docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,graphics,utility ...; "
+                    "in Kubernetes set it in the pod's env)."
+                )
             ),
             **evidence,
         )
@@ -193,9 +195,11 @@ class GpuDeviceNodes(Check):
                 + "; ".join(denied)
                 + ". The driver will load and find no device.",
                 remedy=(
-                    "Add the user to the group that owns the node (sudo usermod -aG render,video $USER, "
-                    "then log in again); in a container pass the device (--device /dev/dri) with its group "
-                    "(--group-add render)."
+                    Remedy(
+                        text="Add the user to the group that owns the node (sudo usermod -aG render,video $USER, "
+                        "then log in again); in a container pass the device (--device /dev/dri) with its group "
+                        "(--group-add render)."
+                    )
                 ),
                 **evidence,
             )

@@ -67,8 +67,10 @@ class LdLibraryPathSyntax(Check):
                     f"LD_LIBRARY_PATH has a relative entry {p.entry!r}",
                     f"LD_LIBRARY_PATH entry {p.entry!r} (position {p.index + 1}) is relative: "
                     "ld.so looks for it from the current directory of each process.",
-                    remedy=f"Replace {p.entry} with the absolute path you mean (from "
-                    f"{ctx.cwd}: {posixpath.normpath(posixpath.join(str(ctx.cwd), p.entry))}).",
+                    remedy=Remedy(
+                        text=f"Replace {p.entry} with the absolute path you mean (from "
+                        f"{ctx.cwd}: {posixpath.normpath(posixpath.join(str(ctx.cwd), p.entry))})."
+                    ),
                     variable=p.var,
                     value=value,
                     index=p.index,
@@ -365,7 +367,7 @@ class OverridesPointAtDrivers(Check):
                     f"{e.var} entry {e.entry} does not exist",
                     f"{e.var} names {e.entry}, which does not exist; the loader adds nothing "
                     "for it.",
-                    remedy=f"Remove {e.entry} from {e.var}, or fix the path",
+                    remedy=Remedy(text=f"Remove {e.entry} from {e.var}, or fix the path"),
                     entry=e.entry,
                     **evidence,
                 )
@@ -373,7 +375,9 @@ class OverridesPointAtDrivers(Check):
                 yield self.warn(
                     f"{e.var} directory {e.entry} holds no manifest",
                     f"{e.var} names the directory {e.entry}, which holds no *.json manifest.",
-                    remedy=f"Remove {e.entry} from {e.var}, or put the driver's manifest there",
+                    remedy=Remedy(
+                        text=f"Remove {e.entry} from {e.var}, or put the driver's manifest there"
+                    ),
                     entry=e.entry,
                     **evidence,
                 )
@@ -402,8 +406,10 @@ class ElevatedIgnoresVariables(Check):
                 f"This process runs elevated (setuid, setgid or capabilities), so these variables "
                 f"are ignored: {', '.join(ignored)}. Only drivers and layers in the system "
                 "directories are used.",
-                remedy="Install the driver's manifest in /etc/vulkan/icd.d or /usr/share/vulkan/icd.d "
-                "and its libraries in a directory of ld.so.conf, or run the program unelevated",
+                remedy=Remedy(
+                    text="Install the driver's manifest in /etc/vulkan/icd.d or /usr/share/vulkan/icd.d "
+                    "and its libraries in a directory of ld.so.conf, or run the program unelevated"
+                ),
                 ignored=ignored,
             )
 

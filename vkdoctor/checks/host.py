@@ -62,9 +62,11 @@ class HostFacts(Check):
                 f"{ctx.root} does not look like a root filesystem",
                 f"{ctx.root} has no /etc/os-release, /usr/lib/os-release or /usr: the findings "
                 "below describe an empty tree (no loader, no drivers) rather than a system.",
-                remedy="Give --root the top of an unpacked image or chroot (the directory that "
-                "holds usr/ and etc/): for a container image, its merged filesystem "
-                "(docker export, or podman mount), not one layer.",
+                remedy=Remedy(
+                    text="Give --root the top of an unpacked image or chroot (the directory that "
+                    "holds usr/ and etc/): for a container image, its merged filesystem "
+                    "(docker export, or podman mount), not one layer."
+                ),
                 root=str(ctx.root),
             )
 

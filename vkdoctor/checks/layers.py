@@ -10,7 +10,7 @@ from vkdoctor.context import Context
 from vkdoctor.loader import layers as L
 from vkdoctor.loader.filters import matches
 from vkdoctor.loader.layers import Layer, LayerScan
-from vkdoctor.model import Finding
+from vkdoctor.model import Finding, Remedy
 from vkdoctor.packages.commands import install_each
 from vkdoctor.record import replace
 
@@ -102,21 +102,23 @@ class BrokenImplicitLayer(Check):
                     yield self.fail(
                         f"Implicit layer manifest {f.manifest} is not valid JSON: every Vulkan application fails",
                         f"{f.manifest}: {f.reason}.",
-                        remedy=f"fix or remove {f.manifest} (VK_LOADER_LAYERS_DISABLE does not help)",
+                        remedy=Remedy(
+                            text=f"fix or remove {f.manifest} (VK_LOADER_LAYERS_DISABLE does not help)"
+                        ),
                         **ev,
                     )
                 else:
                     yield self.warn(
                         f"Implicit layer manifest {f.manifest} is not valid JSON (skipped)",
                         f"{f.manifest}: {f.reason}.",
-                        remedy=f"fix or remove {f.manifest}",
+                        remedy=Remedy(text=f"fix or remove {f.manifest}"),
                         **ev,
                     )
             elif f.outcome in (L.FILE_FIFO, L.FILE_CRASH):
                 yield self.fail(
                     f"Implicit layer manifest {f.manifest} stops every Vulkan application",
                     f"{f.manifest}: {f.reason}.",
-                    remedy=f"remove {f.manifest}",
+                    remedy=Remedy(text=f"remove {f.manifest}"),
                     **ev,
                 )
         for layer in scan.active:
@@ -166,7 +168,7 @@ class ImplicitLayerManifest(Check):
                 yield self.warn(
                     f"Implicit layer manifest {f.manifest} is dropped",
                     f"{f.manifest}: {f.reason}.",
-                    remedy=f"fix or remove {f.manifest}",
+                    remedy=Remedy(text=f"fix or remove {f.manifest}"),
                     manifest=f.manifest,
                     origin=f.origin,
                     outcome=f.outcome,
@@ -176,7 +178,7 @@ class ImplicitLayerManifest(Check):
                     yield self.warn(
                         f"Implicit layer {layer.name or '(unnamed)'} in {f.manifest} is dropped",
                         f"{f.manifest}: {layer.invalid}.",
-                        remedy=f"fix or remove {f.manifest}",
+                        remedy=Remedy(text=f"fix or remove {f.manifest}"),
                         **_ev(layer),
                     )
 
@@ -207,7 +209,7 @@ class ExplicitLayersFromEnvironment(Check):
                     f"Explicit layer manifest {f.manifest} stops every Vulkan application",
                     f"{f.manifest}: {f.reason}. The loader reads every explicit layer manifest "
                     "in vkCreateInstance, whether a program asks for the layer or not.",
-                    remedy=f"remove {f.manifest}",
+                    remedy=Remedy(text=f"remove {f.manifest}"),
                     manifest=f.manifest,
                     origin=f.origin,
                     outcome=f.outcome,
@@ -268,12 +270,14 @@ class ExplicitLayersFromEnvironment(Check):
                 f"VK_LOADER_LAYERS_ENABLE={scan.enable.raw}: {pattern} matches none of the "
                 f"{len(names)} layers the loader finds ({', '.join(sorted(names)) or 'none'}), "
                 "so it turns nothing on.",
-                remedy=(
-                    f"install the Khronos validation layer ({install_each('validation-layers')})"
-                    if "valid" in tok.value
-                    else "install the layer"
-                )
-                + ", point VK_ADD_LAYER_PATH at its manifest's directory, or fix the pattern",
+                remedy=Remedy(
+                    text=(
+                        f"install the Khronos validation layer ({install_each('validation-layers')})"
+                        if "valid" in tok.value
+                        else "install the layer"
+                    )
+                    + ", point VK_ADD_LAYER_PATH at its manifest's directory, or fix the pattern"
+                ),
                 pattern=pattern,
                 layers=sorted(names),
                 search_path=[e.path for e in scan.plan.entries],

@@ -725,9 +725,11 @@ class LdLibraryPathOnly(Check):
                 f"entry {lib.directory or '(empty: the current directory)'} and shadows the "
                 f"system copy {system}."
                 + (f" It is {cut.what()}: {_CUT_WORDS[cut.effect or 'none']}" if cut else ""),
-                remedy=f"Take {lib.directory} off LD_LIBRARY_PATH (VKL003 and VKL006 say whether "
-                "this copy breaks anything); a program that needs a library only it has gets just "
-                f"that with `vkdoctor exec --search-path {lib.directory} -- CMD`.",
+                remedy=Remedy(
+                    text=f"Take {lib.directory} off LD_LIBRARY_PATH (VKL003 and VKL006 say whether "
+                    "this copy breaks anything); a program that needs a library only it has gets just "
+                    f"that with `vkdoctor exec --search-path {lib.directory} -- CMD`."
+                ),
                 evidence={
                     "path": path,
                     "directory": lib.directory,
@@ -866,8 +868,10 @@ class UndefinedSymbols(Check):
                 f"{who}: {path} uses {shown}, defined by no library in its load scope; {what}. "
                 "A library of the same soname but another build probably shadows the one it "
                 "was linked against.",
-                remedy="Check which copy of its libraries won (VKL004, VKL002 evidence) and make "
-                "the distribution's copy win; upgrade the driver and its libraries together.",
+                remedy=Remedy(
+                    text="Check which copy of its libraries won (VKL004, VKL002 evidence) and make "
+                    "the distribution's copy win; upgrade the driver and its libraries together."
+                ),
                 evidence={
                     "path": path,
                     "symbols": names[:50],
@@ -975,8 +979,10 @@ class WgpuNativeLibrary(Check):
                 "wgpu-native library not found",
                 f"wgpu is installed in {native.package_dir} but none of "
                 f"{', '.join(native.candidates)} exists.",
-                remedy="Reinstall wgpu (`pip install --force-reinstall wgpu`), or set "
-                "WGPU_LIB_PATH to a libwgpu_native.so.",
+                remedy=Remedy(
+                    text="Reinstall wgpu (`pip install --force-reinstall wgpu`), or set "
+                    "WGPU_LIB_PATH to a libwgpu_native.so."
+                ),
                 candidates=list(native.candidates),
             )
             return

@@ -204,8 +204,10 @@ class DeviceAvailable(Check):
                 "The load test could not run",
                 f"None of the {len(drivers)} driver(s) was load-tested: {run.spawn_error}. "
                 "Nothing is known about their devices; the static checks above still hold.",
-                remedy="Run vkdoctor with a Python this user can start again (the load test "
-                "runs it as a child), or see the reason above.",
+                remedy=Remedy(
+                    text="Run vkdoctor with a Python this user can start again (the load test "
+                    "runs it as a child), or see the reason above."
+                ),
                 **evidence,
             )
             return
@@ -215,7 +217,7 @@ class DeviceAvailable(Check):
                 "No Vulkan device confirmed: the load test ran out of time before it tried a driver",
                 f"None of the {len(drivers)} driver(s) was load-tested within the time bound "
                 f"(--timeout {ctx.options.timeout:g} s): nothing is known about their devices.",
-                remedy="Run again with a larger --timeout (the default is 60 s).",
+                remedy=Remedy(text="Run again with a larger --timeout (the default is 60 s)."),
                 **evidence,
                 out_of_time=True,
             )
@@ -328,8 +330,10 @@ class PredictionAgrees(Check):
                 if d.kind == "outcome"
                 else f"{d.target.dlopen_name}: predicted and real dlerror differ",
                 d.message(),
-                remedy="Trust the real load (VKT001/VKT003); please report the disagreement "
-                "with `vkdoctor check --json -` to the vkdoctor maintainers.",
+                remedy=Remedy(
+                    text="Trust the real load (VKT001/VKT003); please report the disagreement "
+                    "with `vkdoctor check --json -` to the vkdoctor maintainers."
+                ),
                 evidence={
                     "manifest": d.target.manifest,
                     "library": d.target.dlopen_name,

@@ -167,7 +167,7 @@ class ResourceLimits(Check):
                     else ""
                 )
                 + "This is the limit, not the driver.",
-                remedy=f"Raise the limit: {lim.remedy(root=L.can_raise_hard())}.",
+                remedy=Remedy(text=f"Raise the limit: {lim.remedy(root=L.can_raise_hard())}."),
                 **evidence,
             )
 

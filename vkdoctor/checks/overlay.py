@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from vkdoctor import facts
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
-from vkdoctor.model import Finding, Severity
+from vkdoctor.model import Finding, Remedy, Severity
 from vkdoctor.overlay.describe import exec_command, export_line
 from vkdoctor.overlay.plan import Plan
 from vkdoctor.record import to_json
@@ -166,8 +166,10 @@ class OverlayFix(Check):
                 + (
                     f" It is not in vkdoctor's cache: {plan.store_note}." if plan.store_note else ""
                 ),
-                remedy="Fix the driver's packages (see the library and package findings); "
-                f"`rm -rf {plan.directory}` removes the overlay.",
+                remedy=Remedy(
+                    text="Fix the driver's packages (see the library and package findings); "
+                    f"`rm -rf {plan.directory}` removes the overlay."
+                ),
                 evidence=evidence,
             )
             return
@@ -289,7 +291,9 @@ class SearchPlaces(Check):
                 Severity.WARN,
                 f"Search path {p.path} {p.message}",
                 f"The {p.origin} {p.path} {p.message}; it was skipped.",
-                remedy="Fix the path given with --search-path or VKDOCTOR_SEARCH_PATH.",
+                remedy=Remedy(
+                    text="Fix the path given with --search-path or VKDOCTOR_SEARCH_PATH."
+                ),
                 evidence=to_json(p),
             )
         for err in plan.package_errors:
@@ -300,10 +304,12 @@ class SearchPlaces(Check):
                 if full
                 else "A package file cannot be used",
                 err,
-                remedy="Free space on the filesystem of vkdoctor's cache (XDG_CACHE_HOME, else "
-                "~/.cache), or point XDG_CACHE_HOME at one with room; the package itself is fine."
-                if full
-                else "Download the package again (or give the right file).",
+                remedy=Remedy(
+                    text="Free space on the filesystem of vkdoctor's cache (XDG_CACHE_HOME, else "
+                    "~/.cache), or point XDG_CACHE_HOME at one with room; the package itself is fine."
+                    if full
+                    else "Download the package again (or give the right file)."
+                ),
                 evidence={"error": err},
             )
 
@@ -353,7 +359,7 @@ class RefusedCandidates(Check):
                 Severity.WARN,
                 f"{r.soname} is not supplied by the overlay",
                 r.reason,
-                remedy="Install the distribution's package that provides it.",
+                remedy=Remedy(text="Install the distribution's package that provides it."),
                 evidence=to_json(r),
             )
 
