@@ -100,7 +100,7 @@ def _named_by_a_variable(d: Driver) -> bool:
     return d.entry == d.manifest and d.origin.startswith("VK_")
 
 
-def stale_manifest_remedy(ctx: Context, manifest: str) -> str:
+def stale_manifest_remedy(ctx: Context, manifest: str) -> Remedy:
     from vkdoctor.checks.libraries import stale_manifest_remedy as remedy
 
     return remedy(ctx, manifest)

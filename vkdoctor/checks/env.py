@@ -205,8 +205,8 @@ class WritableByOthers(Check):
         home = (ctx.env.get("HOME") or "").rstrip("/")
         from_home = bool(home) and all(h.path.startswith(home + "/") for h in group)
         if from_home and culprit in (home, *(p for p in _SHARED if home.startswith(p))):
-            remedy = (
-                f"HOME is {home or '/'}, which others can write, so the loader's per-user "
+            remedy = Remedy(
+                text=f"HOME is {home or '/'}, which others can write, so the loader's per-user "
                 "directories under it are unsafe: set HOME (or XDG_CONFIG_HOME and "
                 "XDG_DATA_HOME) to a directory only you can write."
             )
@@ -229,20 +229,20 @@ class WritableByOthers(Check):
 _SHARED = ("/tmp", "/var/tmp", "/dev", "/dev/shm", "/run/user", "/run/lock")
 
 
-def _writable_remedy(h: eh.WritableByOthers) -> str:
+def _writable_remedy(h: eh.WritableByOthers) -> Remedy:
     try:
         sticky = bool(int(h.owner.mode, 0) & 0o1000)
     except ValueError:
         sticky = False
     shared = h.culprit in _SHARED or h.culprit.startswith("/dev/") or sticky
     if shared:
-        return (
-            f"Stop using {h.path}; keep drivers, libraries and manifests in a directory only "
-            "you can write (for example under ~/.local/share)."
+        return Remedy(
+            text=f"Stop using {h.path}; keep drivers, libraries and manifests in a directory "
+            "only you can write (for example under ~/.local/share)."
         )
-    return (
-        f"Make {h.culprit} writable only by you and root (chmod go-w {h.culprit}; chown it if "
-        f"another user owns it), or stop using {h.path}"
+    return Remedy(
+        text=f"Make {h.culprit} writable only by you and root (chmod go-w {h.culprit}; chown it "
+        f"if another user owns it), or stop using {h.path}"
     )
 
 
@@ -277,19 +277,22 @@ class IcdFilenamesDeprecated(Check):
         scan = facts.driver_scan(ctx)
         if entries and not any(e.manifests for e in entries):
             # renaming the variable would carry the mistake over: it names no manifest
-            remedy = "unset VK_ICD_FILENAMES: it names no existing driver manifest (VKD001)"
+            remedy = Remedy(
+                commands=("unset VK_ICD_FILENAMES",),
+                text=": it names no existing driver manifest (VKD001)",
+            )
         elif scan.aborted_by is not None or not any(
             d.outcome in (I.LOADS, I.FILTER_DISABLED, I.FILTER_NOT_SELECTED) for d in scan.drivers
         ):
             # nor a manifest the loader cannot use (a JSON error, a missing library)
-            remedy = (
-                "unset VK_ICD_FILENAMES: no driver manifest it names is usable (VKD001, VKD003 "
-                "and VKD005 say why)"
+            remedy = Remedy(
+                commands=("unset VK_ICD_FILENAMES",),
+                text=": no driver manifest it names is usable (VKD001, VKD003 and VKD005 say why)",
             )
         else:
-            remedy = (
-                f"export VK_DRIVER_FILES={value}; unset VK_ICD_FILENAMES "
-                "(VK_DRIVER_FILES needs loader 1.3.207 or newer)"
+            remedy = Remedy(
+                commands=(f"export VK_DRIVER_FILES={value}", "unset VK_ICD_FILENAMES"),
+                text="(VK_DRIVER_FILES needs loader 1.3.207 or newer)",
             )
         yield self.warn(
             "VK_ICD_FILENAMES is deprecated",
@@ -495,10 +498,13 @@ class WgpuSelection(Check):
             close = [k for k in wgpu_env.PY_BACKENDS if k.lower() == choice.value.lower()]
             hint = f" (the names are case-sensitive: {close[0]})" if close else ""
             remedy = (
-                f"export {choice.var}=Vulkan, or {unset}"
+                Remedy(commands=(f"export {choice.var}=Vulkan",), text=f", or {unset}")
                 if close == ["Vulkan"]
-                else f"{unset} (wgpu-py then picks Vulkan)"
-                + (f"; if you meant {close[0]}, that is its name" if close else "")
+                else Remedy(
+                    commands=(unset,),
+                    text="(wgpu-py then picks Vulkan)"
+                    + (f"; if you meant {close[0]}, that is its name" if close else ""),
+                )
             )
             return self.warn(
                 f"{setting} is not a backend wgpu-py knows: it is ignored",
@@ -543,7 +549,7 @@ class WgpuSelection(Check):
             f"{setting}: {who} use Vulkan"
             + (" among other backends" if choice.effect == "mixed" else " only"),
             unknown.strip(),
-            remedy=f"remove {', '.join(choice.unknown)} from {choice.var}"
+            remedy=Remedy(text=f"remove {', '.join(choice.unknown)} from {choice.var}")
             if choice.unknown
             else None,
             evidence=evidence,

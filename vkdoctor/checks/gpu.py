@@ -117,7 +117,7 @@ class GpuDevice(Check):
         vendor = [
             o for o in gpu_drivers if any(v in o.target.dlopen_name.lower() for v in VENDOR_DRIVERS)
         ]
-        remedy = _remedy(ctx, gpu_drivers, hardware)
+        remedy = Remedy(text=_remedy(ctx, gpu_drivers, hardware))
         if required:
             yield self.fail(
                 "No GPU: Vulkan compute would run on the CPU only",
@@ -139,6 +139,7 @@ class GpuDevice(Check):
 
 
 def _remedy(ctx: Context, gpu_drivers: list[TargetOutcome], hardware: list[str]) -> str:
+    """The fix, in words."""
     if not hardware:
         return (
             "Run the GPU gate on a machine with a GPU; in a container, pass the GPU in "

@@ -409,14 +409,14 @@ def upgrade_command(ctx: Context) -> str:
     return f"{pacman}, {apt} or {dnf}"
 
 
-def stale_manifest_remedy(ctx: Context, manifest: str) -> str:
+def stale_manifest_remedy(ctx: Context, manifest: str) -> Remedy:
     """What to do about a manifest whose library is gone, by who put the manifest there."""
     if owner(ctx, manifest) == "":
         left = leftover_of(ctx, manifest)
         if left is not None:
             name = left.split(":")[0]
-            return (
-                f"{manifest} was left behind by {left}, removed but not purged (dpkg state "
+            return Remedy(
+                text=f"{manifest} was left behind by {left}, removed but not purged (dpkg state "
                 f"rc): sudo {commands.purge(name)} removes it; sudo "
                 f"{commands.install('dpkg', name)} brings the driver back."
             )
@@ -530,7 +530,7 @@ def _missing_remedy(ctx: Context, name: str, m: Miss) -> tuple[str, Remedy | str
                 "the installed library",
                 f"Rebuild {consumer} against the installed library (no package owns it, so no "
                 "upgrade changes it), or use the distribution's driver package",
-            )
+            ).shown()
             + (
                 f"; meanwhile `vkdoctor exec --search-path DIR -- CMD` with a copy of {name} "
                 "from the driver's build (VKO001)"
