@@ -188,13 +188,14 @@ class WritableCaches(Check):
                 ),
                 evidence=evidence,
             )
-        fix = (
-            f"export {place.decided_by}=DIR, a directory you can write"
+        var = (
+            place.decided_by
             if place.decided_by.isupper()
-            else "export TMPDIR=DIR, a directory you can write"
+            else "TMPDIR"
             if place.purpose == "temp directory"
-            else "export XDG_CACHE_HOME=DIR, a directory you can write"
+            else "XDG_CACHE_HOME"
         )
+        fix = Remedy(commands=(f"export {var}=DIR",), text=", a directory you can write")
         return self.warn(
             f"{place.purpose} {place.path} cannot be written",
             f"{where}: {why}, even if it has free space. What writes there fails (compilers, "

@@ -135,7 +135,7 @@ class BrokenImplicitLayer(Check):
                 f"Active implicit layer {layer.name or repr('')}: library {where} {why}",
                 f"{layer.manifest} puts {layer.name} into every application ({layer.activation}), "
                 f"but its library {where} {why}; the loader logs an error and goes on without it.",
-                remedy=layer.remedy,
+                remedy=layer.fix,
                 **_ev(layer),
             )
 
@@ -231,20 +231,23 @@ class ExplicitLayersFromEnvironment(Check):
             shown = repr(name) if name != name.strip() else name
             if name != name.strip():
                 why = f"the loader does not trim names: {shown} has spaces, so it matches no layer"
-                fix = f"remove the spaces around {name.strip()} in VK_INSTANCE_LAYERS"
+                fix = Remedy(text=f"remove the spaces around {name.strip()} in VK_INSTANCE_LAYERS")
             elif name in implicit:
                 why = f"{name} is an implicit layer: it is on or off by its own rules (VKI001)"
-                fix = f"remove {name} from VK_INSTANCE_LAYERS"
+                fix = Remedy(text=f"remove {name} from VK_INSTANCE_LAYERS")
             elif scan.plan.override and absent:
                 why = (
                     f"{scan.plan.override}={scan.plan.override_value} replaces the layer search "
                     f"path, and {', '.join(absent)} does not exist"
                 )
-                fix = f"unset {scan.plan.override}, or point it at the layer's manifest directory"
+                fix = Remedy(
+                    commands=(f"unset {scan.plan.override}",),
+                    text=", or point it at the layer's manifest directory",
+                )
             else:
                 why = f"the loader looks for it in {where} and finds no manifest"
-                fix = (
-                    f"remove {name} from VK_INSTANCE_LAYERS, or install the layer (or point "
+                fix = Remedy(
+                    text=f"remove {name} from VK_INSTANCE_LAYERS, or install the layer (or point "
                     "VK_ADD_LAYER_PATH at its manifest's directory)"
                 )
             yield self.warn(
@@ -296,7 +299,7 @@ class ExplicitLayersFromEnvironment(Check):
                     "the programs that ask for them, and VK_LOADER_LAYERS_DISABLE cannot take "
                     "out what this variable forces in. Its library is checked under "
                     "VKL001-VKL003 and loaded for real under VKT003.",
-                    remedy=f"{off[0].upper()}{off[1:]}.",
+                    remedy=Remedy(text=f"{off[0].upper()}{off[1:]}."),
                     **_ev(layer),
                 )
                 continue

@@ -377,7 +377,6 @@ class NeededLibraries(Check):
             ).strip()
             shown = [posixpath.basename(u) for u in users[:3]]
             more = f" and {len(users) - 3} more" if len(users) > 3 else ""
-            remedy: Remedy | str
             said, remedy = _missing_remedy(ctx, name, m)
             if said:
                 message = f"{message} {said}"
@@ -385,7 +384,7 @@ class NeededLibraries(Check):
             if why is not None:
                 # a driver no package owns: no upgrade helps, and only the user knows where its
                 # build keeps the library
-                message, remedy = f"{message} {why}", find_remedy(name)
+                message, remedy = f"{message} {why}", Remedy(text=find_remedy(name))
             yield self.finding(
                 sev,
                 f"{name} missing (needed by {', '.join(shown)}{more})",
@@ -429,7 +428,7 @@ def stale_manifest_remedy(ctx: Context, manifest: str) -> Remedy:
     )
 
 
-def _stale_overlay(ctx: Context, name: str, m: Miss) -> tuple[str, str] | None:
+def _stale_overlay(ctx: Context, name: str, m: Miss) -> tuple[str, Remedy] | None:
     """A vkdoctor overlay on LD_LIBRARY_PATH whose link for `name` points at a file that is
     gone (the directory it came from was removed or renamed): why, and what to do."""
     from vkdoctor.overlay.store import store_roots
@@ -442,9 +441,11 @@ def _stale_overlay(ctx: Context, name: str, m: Miss) -> tuple[str, str] | None:
                 return (
                     f"vkdoctor's overlay {t.where} is on LD_LIBRARY_PATH, but its link for {name} "
                     f"points at {link.readlink()}, which is gone.",
-                    "`vkdoctor overlay --search-path DIR` (or `vkdoctor exec --search-path DIR -- "
-                    "CMD`) with the directory that holds the library now, or take the overlay "
-                    "off LD_LIBRARY_PATH.",
+                    Remedy(
+                        text="`vkdoctor overlay --search-path DIR` (or `vkdoctor exec --search-path DIR -- "
+                        "CMD`) with the directory that holds the library now, or take the overlay "
+                        "off LD_LIBRARY_PATH."
+                    ),
                 )
     return None
 
@@ -473,7 +474,7 @@ def _unpackaged_why(ctx: Context, name: str, m: Miss) -> str | None:
     )
 
 
-def _missing_remedy(ctx: Context, name: str, m: Miss) -> tuple[str, Remedy | str]:
+def _missing_remedy(ctx: Context, name: str, m: Miss) -> tuple[str, Remedy]:
     """Why the library is missing, for the message (or ""), and the fix."""
     stale_overlay = _stale_overlay(ctx, name, m)
     if stale_overlay is not None:
@@ -491,9 +492,11 @@ def _missing_remedy(ctx: Context, name: str, m: Miss) -> tuple[str, Remedy | str
         return (
             f"{renamed[0].path} has the soname {name}, but ld.so opens a file named {name}, "
             f"and {d} has none.",
-            f"`ln -s {file} {d}/{name}` if that file is the build the driver needs (ldconfig "
-            "makes such links in the directories of ld.so.conf), or install the package that "
-            "provides it.",
+            Remedy(
+                text=f"`ln -s {file} {d}/{name}` if that file is the build the driver needs (ldconfig "
+                "makes such links in the directories of ld.so.conf), or install the package that "
+                "provides it."
+            ),
         )
     refused = _refused(ctx).get(exact[0].path) if exact else None
     whole = _refused_sonames(ctx).get(name)
@@ -509,8 +512,10 @@ def _missing_remedy(ctx: Context, name: str, m: Miss) -> tuple[str, Remedy | str
         return (
             f"{exact[0].path} has the name ld.so looks for, in a directory it does not search; "
             f"putting all of {d} on LD_LIBRARY_PATH would also put everything else there first.",
-            f"`vkdoctor exec --search-path {d} -- CMD` for one command (it checks that the file "
-            f"fits and adds only it); for good, install the package that provides {name}.",
+            Remedy(
+                text=f"`vkdoctor exec --search-path {d} -- CMD` for one command (it checks that the file "
+                f"fits and adds only it); for good, install the package that provides {name}."
+            ),
         )
     # the closest version first: libLLVM-15.so.1 says more than libLLVM-14.so.1
     others = sorted(
@@ -523,33 +528,35 @@ def _missing_remedy(ctx: Context, name: str, m: Miss) -> tuple[str, Remedy | str
         why = f"Only other versions of this library are installed ({others[0].path})."
         return (
             f"{prefix} {why}".strip(),
-            fix_file(
-                ctx,
-                consumer,
-                f"Upgrade both together ({upgrade_command(ctx)}), or rebuild the driver against "
-                "the installed library",
-                f"Rebuild {consumer} against the installed library (no package owns it, so no "
-                "upgrade changes it), or use the distribution's driver package",
-            ).shown()
-            + (
-                f"; meanwhile `vkdoctor exec --search-path DIR -- CMD` with a copy of {name} "
-                "from the driver's build (VKO001)"
-                if whole is None
-                else ""
-            )
-            + ".",
+            Remedy(
+                text=fix_file(
+                    ctx,
+                    consumer,
+                    f"Upgrade both together ({upgrade_command(ctx)}), or rebuild the driver "
+                    "against the installed library",
+                    f"Rebuild {consumer} against the installed library (no package owns it, so "
+                    "no upgrade changes it), or use the distribution's driver package",
+                ).text
+                + (
+                    f"; meanwhile `vkdoctor exec --search-path DIR -- CMD` with a copy of {name} "
+                    "from the driver's build (VKO001)"
+                    if whole is None
+                    else ""
+                )
+                + "."
+            ),
         )
     return prefix, _provider_hint(ctx, name)
 
 
-def _provider_hint(ctx: Context, name: str) -> str:
+def _provider_hint(ctx: Context, name: str) -> Remedy:
     family = commands.NATIVE.get(facts.distro_family(ctx) or "")
     if family is None:
-        return f"Install the package that provides {name}."
+        return Remedy(text=f"Install the package that provides {name}.")
     ask = commands.provides(family, name)
     if family == "dpkg":
         ask += " (Debian names library packages after the soname)"
-    return f"Install the package that provides {name}: {ask} names it."
+    return Remedy(text=f"Install the package that provides {name}: {ask} names it.")
 
 
 def _refused_sonames(ctx: Context) -> dict[str, str]:
@@ -633,7 +640,8 @@ class SymbolVersions(Check):
                 sev,
                 version_title(g),
                 f"{who}: {version_sentence(v)}{_also(needs)} {fails}",
-                remedy=version_fix(ctx, g),
+                # words: the patchelf it names is for one case ("if the bundle does not need")
+                remedy=Remedy(text=version_fix(ctx, g)),
                 evidence=ev,
             )
 
@@ -778,7 +786,7 @@ class LdLibraryPathOnly(Check):
             )
 
 
-def _only_there_fix(ctx: Context, directory: str, in_conf: bool) -> tuple[str, Remedy | str]:
+def _only_there_fix(ctx: Context, directory: str, in_conf: bool) -> tuple[str, Remedy]:
     """What more to say about a directory only LD_LIBRARY_PATH gives, and the fix."""
     if in_conf:
         return (
@@ -795,14 +803,18 @@ def _only_there_fix(ctx: Context, directory: str, in_conf: bool) -> tuple[str, R
         return (
             f" Do not add {directory} to the ld.so configuration or export it: it also "
             f"holds {', '.join(shadows[:4])}, which would replace the system's copies.",
-            f"`vkdoctor exec --search-path {directory} -- CMD` for the programs that need "
-            "it (a checked overlay of just the missing files).",
+            Remedy(
+                text=f"`vkdoctor exec --search-path {directory} -- CMD` for the programs that need "
+                "it (a checked overlay of just the missing files)."
+            ),
         )
     return (
         "",
-        f"`echo {directory} | sudo tee /etc/ld.so.conf.d/vulkan-driver.conf && sudo "
-        f"ldconfig`, or only for the programs that need it `vkdoctor exec --search-path "
-        f"{directory} -- CMD` (a checked overlay of just the missing files).",
+        Remedy(
+            text=f"`echo {directory} | sudo tee /etc/ld.so.conf.d/vulkan-driver.conf && sudo "
+            f"ldconfig`, or only for the programs that need it `vkdoctor exec --search-path "
+            f"{directory} -- CMD` (a checked overlay of just the missing files)."
+        ),
     )
 
 
@@ -929,21 +941,21 @@ class UndefinedSymbols(Check):
         )
 
 
-def _unshadow(ctx: Context, lib: Library) -> str:
+def _unshadow(ctx: Context, lib: Library) -> Remedy:
     """How to let the system's copy of `lib` win again."""
     if lib.how is How.LD_LIBRARY_PATH:
         entries = ctx.env.get("LD_LIBRARY_PATH", "").split(":")
         kept = [e for e in entries if e and posixpath.normpath(e) != lib.directory]
         change = f"export LD_LIBRARY_PATH={':'.join(kept)}" if kept else "unset LD_LIBRARY_PATH"
-        return (
-            f"Take {lib.directory} off LD_LIBRARY_PATH ({change}); if a program needs a library "
+        return Remedy(
+            text=f"Take {lib.directory} off LD_LIBRARY_PATH ({change}); if a program needs a library "
             f"that only {lib.directory} has, `vkdoctor exec --search-path {lib.directory} -- CMD` "
             "gives it just the missing files, not this copy."
         )
     if lib.how is How.PRELOAD:
-        return f"Take {lib.path} out of LD_PRELOAD."
-    return (
-        f"{lib.needed_by or 'A library'} finds {lib.path} through its "
+        return Remedy(text=f"Take {lib.path} out of LD_PRELOAD.")
+    return Remedy(
+        text=f"{lib.needed_by or 'A library'} finds {lib.path} through its "
         f"{'RPATH' if lib.how is How.RPATH else 'RUNPATH'}: remove the stale {lib.path}, or "
         "rebuild what carries that path against the system's library."
     )
@@ -1002,7 +1014,9 @@ class WgpuNativeLibrary(Check):
             return
         detail = ""
         title = "wgpu-native cannot be loaded"
-        remedy = "Fix the library named above, or point WGPU_LIB_PATH at a working build."
+        remedy = Remedy(
+            text="Fix the library named above, or point WGPU_LIB_PATH at a working build."
+        )
         if res.misses:
             m = res.misses[0]
             other = [
@@ -1016,10 +1030,9 @@ class WgpuNativeLibrary(Check):
                     f"wgpu-native from {native.source} is not for this {ctx.machine} "
                     f"process (it is built for {other[0].detail or 'another machine'})"
                 )
-                remedy = (
-                    f"Point WGPU_LIB_PATH at a libwgpu_native built for {ctx.machine}, or unset "
-                    "it to use "
-                    "wgpu-py's own copy."
+                remedy = Remedy(
+                    text=f"Point WGPU_LIB_PATH at a libwgpu_native built for {ctx.machine}, or "
+                    "unset it to use wgpu-py's own copy."
                     if native.source == "WGPU_LIB_PATH"
                     else f"Reinstall wgpu for this {ctx.machine} Python "
                     "(`pip install --force-reinstall wgpu`)."
@@ -1163,23 +1176,23 @@ def _with_reason(remedy: Remedy) -> Remedy:
     return remedy
 
 
-def _loader_outside_remedy(ctx: Context, directory: str) -> str:
+def _loader_outside_remedy(ctx: Context, directory: str) -> Remedy:
     """For a libvulkan.so.1 found only through LD_LIBRARY_PATH."""
     system = system_copy(ctx, "libvulkan.so.1")
     if system is not None and posixpath.dirname(system) != directory:
-        return (
-            f"The system has its own Vulkan loader ({system}); unless you need this copy, take "
+        return Remedy(
+            text=f"The system has its own Vulkan loader ({system}); unless you need this copy, take "
             f"{directory} off LD_LIBRARY_PATH."
         )
     shadows = shadowing_files(ctx, directory)
     if shadows:
-        return (
-            f"Install the loader where ld.so finds it without the variable "
+        return Remedy(
+            text=f"Install the loader where ld.so finds it without the variable "
             f"({install_loader_command(ctx)}), not by adding {directory} to the ld.so "
             f"configuration: it also holds {', '.join(shadows[:4])}."
         )
-    return (
-        f"Install the loader where ld.so finds it without the variable "
+    return Remedy(
+        text=f"Install the loader where ld.so finds it without the variable "
         f"({install_loader_command(ctx)}), or add {directory} to the ld.so configuration (a "
         "file in /etc/ld.so.conf.d, then sudo ldconfig)."
     )

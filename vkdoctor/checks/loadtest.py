@@ -19,7 +19,7 @@ from vkdoctor.loadtest import (
     disagreements,
     wrecks_all,
 )
-from vkdoctor.model import Finding, Remedy, Severity
+from vkdoctor.model import Finding, Remedy, Severity, remedy_from
 
 
 def _loader_version(ctx: Context, run: LoadTestRun) -> str | None:
@@ -70,7 +70,12 @@ def _verdict_finding(
             confirms=predicted.reason,
         )
     return check.finding(
-        verdict.severity, verdict.title, verdict.message, remedy=verdict.remedy, evidence=evidence
+        verdict.severity,
+        verdict.title,
+        verdict.message,
+        # the load test's verdicts still say their fix in one string (loadtest.disable_remedy)
+        remedy=remedy_from(verdict.remedy) if verdict.remedy is not None else None,
+        evidence=evidence,
     )
 
 
@@ -252,7 +257,7 @@ class DeviceAvailable(Check):
                 "install a Vulkan driver for this machine, or lavapipe for a CPU device: "
                 + install_command(ctx)
             )
-        remedy = _sentence("; or ".join(options))
+        remedy = _options_fix(options, hidden if not failing else None)
         if failing and facts.predicted(ctx, failing):
             # the library findings named each failing driver's cause, with its fix, before
             # anything was loaded: no device is their consequence, not a second cause
@@ -270,6 +275,14 @@ class DeviceAvailable(Check):
             remedy=remedy,
             **evidence,
         )
+
+
+def _options_fix(options: list[str], first: Remedy | None) -> Remedy:
+    """The options, joined by "; or ", as one fix: the commands of `first` (options[0]) lead it."""
+    if first is not None and first.commands:
+        rest = "".join(f"; or {o}" for o in options[1:])
+        return Remedy(commands=first.commands, needs_root=first.needs_root, text=first.text + rest)
+    return Remedy(text=_sentence("; or ".join(options)))
 
 
 def _sentence(text: str) -> str:

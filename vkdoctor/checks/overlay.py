@@ -98,7 +98,11 @@ class OverlayFix(Check):
                 Severity.WARN,
                 "Cannot build the overlay",
                 outcome.error,
-                remedy=outcome.hint,
+                remedy=Remedy(commands=outcome.hint_commands)
+                if outcome.hint_commands
+                else Remedy(text=outcome.hint)
+                if outcome.hint
+                else None,
                 evidence={"error": outcome.error},
             )
             return
@@ -140,7 +144,7 @@ class OverlayFix(Check):
                     )
                     if p
                 ),
-                remedy=_not_built_remedy(plan, names),
+                remedy=Remedy(text=_not_built_remedy(plan, names)),
                 evidence=evidence,
             )
             return
@@ -195,8 +199,10 @@ class OverlayFix(Check):
                 else "The lasting fix is the one the library and package findings give for the "
                 "missing library (VKL002, VKP002) when the check runs without the overlay."
             ),
-            remedy=f"`{exec_command(plan)}` runs a program under it, or `{export_line(plan)}` "
-            "sets it in that one shell.",
+            remedy=Remedy(
+                text=f"`{exec_command(plan)}` runs a program under it, or `{export_line(plan)}` "
+                "sets it in that one shell."
+            ),
             evidence={**evidence, "lasting_fixes": list(outcome.lasting_fixes)},
         )
 
@@ -227,8 +233,10 @@ def _offered(
         f"the usual way fails. vkdoctor found {found} itself and proved a private overlay "
         f"{plan.directory} with it: {proven} passed under it.{partial} This check describes "
         f"the environment without it; with --search-path or --from-package it runs under it.{lasting}",
-        remedy=f'`{exec_command(plan)}` runs a program under it, or `eval "$(vkdoctor overlay)"` '
-        "sets it in this shell.",
+        remedy=Remedy(
+            text=f'`{exec_command(plan)}` runs a program under it, or `eval "$(vkdoctor overlay)"` '
+            "sets it in this shell."
+        ),
         evidence={**evidence, "lasting_fixes": list(outcome.lasting_fixes), "applied": False},
     )
 
@@ -342,7 +350,7 @@ class RefusedCandidates(Check):
                         Severity.WARN,
                         f"{c.path} refused for {soname}",
                         f"{c.path} ({c.origin}) cannot supply {soname}: {c.reason}.",
-                        remedy=_refusal_remedy(soname, c.reason or ""),
+                        remedy=Remedy(text=_refusal_remedy(soname, c.reason or "")),
                         evidence=c.as_dict(),
                     )
                 elif chosen is not None and c is not chosen:

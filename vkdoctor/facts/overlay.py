@@ -28,6 +28,8 @@ class Outcome:
     #: the overlay could not be built at all (store read-only or full, ...)
     error: str | None = None
     hint: str | None = None
+    #: the hint's commands, when it is only commands to run
+    hint_commands: tuple[str, ...] = ()
     #: the user's LD_LIBRARY_PATH, before the overlay
     original_ld_library_path: str | None = None
     #: what the package databases say about each library the overlay supplies, with their fix
@@ -48,7 +50,7 @@ def overlay_outcome(ctx: Context) -> Outcome:
     try:
         plan = plan_for(ctx, ctx.options.packages)
     except OverlayError as exc:
-        return Outcome(error=exc.message, hint=exc.hint)
+        return Outcome(error=exc.message, hint=exc.hint, hint_commands=exc.commands)
     return Outcome(
         plan=plan,
         original_ld_library_path=ctx.getenv("LD_LIBRARY_PATH"),
