@@ -184,11 +184,7 @@ class DeviceAvailable(Check):
                     f"{title}, but every Vulkan application "
                     f"{'dies' if dies else 'fails'} in {names} first",
                     f"{said}.",
-                    remedy=Remedy(
-                        commands=(
-                            f"export VK_LOADER_DRIVERS_DISABLE={','.join(Path(o.target.manifest).name for o, _ in wrecks)}",
-                        )
-                    ),
+                    remedy=_disable_all(o for o, _ in wrecks),
                     **evidence,
                 )
                 return
@@ -275,6 +271,12 @@ class DeviceAvailable(Check):
             remedy=remedy,
             **evidence,
         )
+
+
+def _disable_all(drivers: Iterable[TargetOutcome]) -> Remedy:
+    """Keeps the loader away from these drivers."""
+    names = ",".join(Path(o.target.manifest).name for o in drivers)
+    return Remedy(commands=(f"export VK_LOADER_DRIVERS_DISABLE={names}",))
 
 
 def _options_fix(options: list[str], first: Remedy | None) -> Remedy:

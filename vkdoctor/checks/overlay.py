@@ -98,11 +98,7 @@ class OverlayFix(Check):
                 Severity.WARN,
                 "Cannot build the overlay",
                 outcome.error,
-                remedy=Remedy(commands=outcome.hint_commands)
-                if outcome.hint_commands
-                else Remedy(text=outcome.hint)
-                if outcome.hint
-                else None,
+                remedy=outcome.fix,
                 evidence={"error": outcome.error},
             )
             return

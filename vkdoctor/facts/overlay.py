@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from vkdoctor.context import Context
+from vkdoctor.model import Remedy
 from vkdoctor.overlay.errors import OverlayError
 from vkdoctor.overlay.plan import Plan
 from vkdoctor.record import record, replace
@@ -35,6 +36,13 @@ class Outcome:
     #: what the package databases say about each library the overlay supplies, with their fix
     #: (the checks run under the overlay, where nothing is missing any more)
     lasting_fixes: tuple[str, ...] = ()
+
+    @property
+    def fix(self) -> Remedy | None:
+        """The hint as a fix: its commands, when it is only commands to run."""
+        if self.hint_commands:
+            return Remedy(commands=self.hint_commands)
+        return Remedy(text=self.hint) if self.hint else None
 
     @property
     def applied(self) -> bool:
