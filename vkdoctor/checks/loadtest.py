@@ -19,7 +19,7 @@ from vkdoctor.loadtest import (
     disagreements,
     wrecks_all,
 )
-from vkdoctor.model import Finding, Remedy, Severity, remedy_from
+from vkdoctor.model import Finding, Remedy, Severity
 
 
 def _loader_version(ctx: Context, run: LoadTestRun) -> str | None:
@@ -73,8 +73,7 @@ def _verdict_finding(
         verdict.severity,
         verdict.title,
         verdict.message,
-        # the load test's verdicts still say their fix in one string (loadtest.disable_remedy)
-        remedy=remedy_from(verdict.remedy) if verdict.remedy is not None else None,
+        remedy=verdict.remedy,
         evidence=evidence,
     )
 
