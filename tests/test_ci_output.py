@@ -17,7 +17,7 @@ from vkdoctor.checks.base import Check
 from vkdoctor.checks.host import HostFacts
 from vkdoctor.cli import cli
 from vkdoctor.context import Context
-from vkdoctor.model import CheckResult, CheckStatus, Finding, Report, Severity
+from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Report, Severity
 from vkdoctor.render import github, junit
 from vkdoctor.report_records import OverlayLink, OverlayReport, probe_result_of
 
@@ -44,7 +44,12 @@ class NastyFail(Check):
     title = "crafted failure"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        yield self.fail(NASTY_TITLE, NASTY_MESSAGE, remedy=REMEDY, manifest="/nonexistent.json")
+        yield self.fail(
+            NASTY_TITLE,
+            NASTY_MESSAGE,
+            remedy=Remedy(commands=(REMEDY,)),
+            manifest="/nonexistent.json",
+        )
 
 
 class Warns(Check):
@@ -56,7 +61,9 @@ class Warns(Check):
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         yield self.warn(
-            "LD_LIBRARY_PATH has an empty entry", "':/opt/x' searches the cwd", remedy="drop it"
+            "LD_LIBRARY_PATH has an empty entry",
+            "':/opt/x' searches the cwd",
+            remedy=Remedy(text="drop it"),
         )
 
 

@@ -291,7 +291,13 @@ def test_the_deprecated_name_is_renamed_only_when_what_it_names_works(tmp_path, 
     )
     (f,) = findings(doc, "VKE004")
     if renamed:
-        assert f["remedy"].startswith(f"export VK_DRIVER_FILES={manifest}; unset VK_ICD_FILENAMES")
+        assert f["remedy"].startswith(
+            f"export VK_DRIVER_FILES={manifest} && unset VK_ICD_FILENAMES"
+        )
+        assert f["fix"]["commands"] == [
+            f"export VK_DRIVER_FILES={manifest}",
+            "unset VK_ICD_FILENAMES",
+        ]
     else:
         assert f["remedy"].startswith(
             "unset VK_ICD_FILENAMES: no driver manifest it names is usable"

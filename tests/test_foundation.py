@@ -16,7 +16,7 @@ from vkdoctor.checks import REGISTRY
 from vkdoctor.checks.base import Check
 from vkdoctor.cli import cli
 from vkdoctor.context import Context
-from vkdoctor.model import Finding, Remedy, Report, ReportStatus, Severity, exit_code, remedy_from
+from vkdoctor.model import Finding, Remedy, Report, ReportStatus, Severity, exit_code
 from vkdoctor.record import replace
 from vkdoctor.render.page import render
 from vkdoctor.report_records import probe_result_of
@@ -42,7 +42,7 @@ class Fails(Check):
     title = "fails"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        yield self.fail("it failed", "because", remedy="do the thing")
+        yield self.fail("it failed", "because", remedy=Remedy(text="do the thing"))
 
 
 class NeedsFails(Check):
@@ -76,8 +76,12 @@ class Symptoms(Check):
     title = "symptoms"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        yield self.fail("libA missing", "looked everywhere", remedy="find libA", name="libA")
-        yield self.fail("libB missing", "looked everywhere", remedy="find libB", name="libB")
+        yield self.fail(
+            "libA missing", "looked everywhere", remedy=Remedy(text="find libA"), name="libA"
+        )
+        yield self.fail(
+            "libB missing", "looked everywhere", remedy=Remedy(text="find libB"), name="libB"
+        )
 
 
 class Cause(Check):
@@ -92,7 +96,9 @@ class Cause(Check):
         return symptom.evidence.get("name") == cause.evidence.get("name")
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        yield self.fail("skew behind libA", "partial upgrade", remedy="upgrade", name="libA")
+        yield self.fail(
+            "skew behind libA", "partial upgrade", remedy=Remedy(text="upgrade"), name="libA"
+        )
         yield self.info("libB belongs to no package", name="libB")
 
 
@@ -475,7 +481,8 @@ def test_names_too_long_for_the_system_are_findings_not_crashes():
 def test_information_with_a_remedy_is_not_filed_as_evidence():
     with pytest.raises(TypeError):
         Symptoms().info("wgpu is not installed", remedy="pip install wgpu")
-    f = Symptoms().finding(Severity.INFO, "wgpu is not installed", remedy="pip install wgpu")
+    fix = Remedy(commands=("pip install wgpu",))
+    f = Symptoms().finding(Severity.INFO, "wgpu is not installed", remedy=fix)
     assert (f.severity, f.fix(), dict(f.evidence)) == (Severity.INFO, "pip install wgpu", {})
 
 
@@ -676,7 +683,7 @@ def test_the_text_report_does_not_say_a_fix_twice():
         severity=Severity.FAIL,
         title="lavapipe needs libz.so.1: package skew",
         message="zlib1g lists libz.so.1, but the file is gone. Fix: sudo apt install --reinstall zlib1g.",
-        remedy=remedy_from("sudo apt install --reinstall zlib1g."),
+        remedy=Remedy(commands=("apt install --reinstall zlib1g",), needs_root=True, text="."),
     )
     check = CheckResult(
         code="VKP002", family="packages", title="t", status=CheckStatus.RAN, findings=(f,)
@@ -697,7 +704,7 @@ class Installs(Check):
         yield self.fail(
             "x missing",
             "/tmp/a sudo dir breaks under sudo or cron. Fix: sudo apt install x.",
-            remedy="sudo apt install x.",
+            remedy=Remedy(commands=("apt install x",), needs_root=True, text="."),
         )
 
 

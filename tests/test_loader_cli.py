@@ -126,10 +126,11 @@ def test_no_manifest_anywhere_fails_with_the_distro_install_command(tmp_path):
     assert proc.returncode == 1
     (vkd001,) = findings(doc, "VKD001")
     assert vkd001["severity"] == "fail"
-    assert vkd001["remedy"] == "sudo apt-get install mesa-vulkan-drivers"
+    assert vkd001["remedy"] == "sudo apt install mesa-vulkan-drivers"
+    assert vkd001["fix"] == {"commands": ["apt install mesa-vulkan-drivers"], "needs_root": True}
     assert "/usr/share/vulkan/icd.d" in vkd001["message"]
     text = run_vkdoctor(["drivers", "--root", str(tmp_path)]).stdout
-    assert "fix: sudo apt-get install mesa-vulkan-drivers" in text
+    assert "fix: sudo apt install mesa-vulkan-drivers" in text
 
 
 def test_bad_input_is_named_bounded_and_never_a_traceback(tmp_path):
@@ -291,7 +292,7 @@ def test_override_pointing_at_nothing_and_ignored_additions(tmp_path):
     [
         ('ID=arch\nNAME="Arch Linux"\n', "sudo pacman -S vulkan-swrast"),
         ("ID=fedora\nVERSION_ID=40\n", "sudo dnf install mesa-vulkan-drivers"),
-        ("ID=ubuntu\nID_LIKE=debian\n", "sudo apt-get install mesa-vulkan-drivers"),
+        ("ID=ubuntu\nID_LIKE=debian\n", "sudo apt install mesa-vulkan-drivers"),
     ],
 )
 def test_install_command_follows_the_inspected_distribution(tmp_path, os_release, command):
@@ -301,6 +302,8 @@ def test_install_command_follows_the_inspected_distribution(tmp_path, os_release
     assert proc.returncode == 1
     (vkd001,) = findings(doc, "VKD001")
     assert vkd001["remedy"].startswith(command)
+    # the command alone, as `vkdoctor fix` would run it (Arch's note on the GPU packages is text)
+    assert vkd001["fix"] == {"commands": [command.removeprefix("sudo ")], "needs_root": True}
 
 
 def test_xdg_data_dirs_that_drop_usr_share_is_named_as_the_cause(tmp_path):

@@ -138,7 +138,9 @@ def test_crash_hang_abort_and_lavapipe_in_one_bounded_run(fakes):
     v = verdicts["ctor_segv_icd.json"]
     assert v.severity is Severity.FAIL and v.kind == "crash"
     assert "SIGSEGV" in v.message and "constructors" in v.message
-    assert v.remedy and v.remedy.startswith("export VK_LOADER_DRIVERS_DISABLE=ctor_segv_icd.json")
+    assert v.remedy and v.remedy.shown().startswith(
+        "export VK_LOADER_DRIVERS_DISABLE=ctor_segv_icd.json"
+    )
     v = verdicts["ctor_hang_icd.json"]
     assert v.severity is Severity.FAIL and v.kind == "timeout" and "hung" in v.message
     v = verdicts["gipa_abort_icd.json"]
@@ -278,12 +280,14 @@ def test_remedy_keeps_existing_filters_and_old_loaders():
         env={"VK_LOADER_DRIVERS_DISABLE": "nvidia*"},
         loader_version="1.3.239",
     )
-    assert v.remedy and v.remedy.startswith("export VK_LOADER_DRIVERS_DISABLE=nvidia*,bad.json")
+    assert v.remedy and v.remedy.shown().startswith(
+        "export VK_LOADER_DRIVERS_DISABLE=nvidia*,bad.json"
+    )
     # the only driver the loader tries: turning it off is no fix
     v = classify(outcome, loader_version="1.3.239")
-    assert v.remedy and v.remedy.startswith("it is the only driver the loader tries")
+    assert v.remedy and v.remedy.shown().startswith("it is the only driver the loader tries")
     v = classify(outcome, others=["/a.json", "/b.json"], loader_version="1.3.204")
-    assert v.remedy and v.remedy.startswith("export VK_DRIVER_FILES=/a.json:/b.json")
+    assert v.remedy and v.remedy.shown().startswith("export VK_DRIVER_FILES=/a.json:/b.json")
 
 
 def test_disagreements_compare_only_real_dlopen_results():
@@ -584,15 +588,17 @@ def test_the_only_driver_failing_its_instance_is_not_told_to_disable_itself():
         "The loader said: loader_scanned_icd_add: Could not get 'vkCreateInstance'"
         in verdict.message
     )
-    assert "VK_LOADER_DRIVERS_DISABLE" not in (verdict.remedy or "")
-    assert "vkdoctor explain VKC004" in (verdict.remedy or "")
+    assert "VK_LOADER_DRIVERS_DISABLE" not in (verdict.remedy.shown() if verdict.remedy else "")
+    assert "vkdoctor explain VKC004" in (verdict.remedy.shown() if verdict.remedy else "")
     other = classify(
         _nvidia_instance_failure(),
         others=("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",),
         env={},
         loader_version="1.3.239",
     )
-    assert other.remedy == "export VK_LOADER_DRIVERS_DISABLE=nvidia_icd.json"
+    assert other.remedy is not None
+    assert other.remedy.commands == ("export VK_LOADER_DRIVERS_DISABLE=nvidia_icd.json",)
+    assert other.remedy.shown() == "export VK_LOADER_DRIVERS_DISABLE=nvidia_icd.json"
 
 
 def test_a_manifest_that_stops_every_instance_is_one_failure_not_a_passing_load_test(tmp_path):

@@ -5,10 +5,12 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.conftest import REPO
+from vkdoctor import probe_report
 from vkdoctor.probe import stages_of, stderr_tail
 
 
@@ -161,9 +163,13 @@ def test_no_adapter_when_no_driver_will_load_points_at_vkd001(tmp_path):
     assert (finding.fix() or "").startswith("Fix what VKD001 reports first")
 
 
-def test_remedies_name_the_interpreter_and_the_wgpu_lib_path():
-    from vkdoctor.probe_report import remedy
+def remedy(probe: dict[str, Any], *, in_check: bool = False) -> str | None:
+    """The probe's remedy as the report prints it."""
+    made = probe_report.remedy(probe, in_check=in_check)
+    return made.shown() if made else None
 
+
+def test_remedies_name_the_interpreter_and_the_wgpu_lib_path():
     missing = {"status": "error", "reason": "wgpu-missing", "command": ["/opt/py/bin/python3", "x"]}
     assert (
         remedy(missing)
@@ -173,11 +179,15 @@ def test_remedies_name_the_interpreter_and_the_wgpu_lib_path():
     assert (remedy(broken) or "").startswith(
         "unset WGPU_LIB_PATH, or point it at a working libwgpu_native: wgpu-py loads /x.so"
     )
+    made = probe_report.remedy(broken)
+    assert made is not None and made.commands == ("unset WGPU_LIB_PATH",)
+    lib = {"status": "error", "reason": "library-error", "env": {"LD_PRELOAD": "/p.so"}}
+    made = probe_report.remedy(lib)
+    assert made is not None and made.commands == ("unset LD_PRELOAD",)
+    assert made.shown().startswith("unset LD_PRELOAD (LD_PRELOAD=/p.so), or give it only to")
 
 
 def test_no_adapter_remedy_leads_with_a_variable_that_hides_drivers():
-    from vkdoctor.probe_report import remedy
-
     hidden = {
         "status": "no-adapter",
         "reason": "no-adapter",
@@ -189,13 +199,14 @@ def test_no_adapter_remedy_leads_with_a_variable_that_hides_drivers():
         "unset VK_LOADER_DRIVERS_DISABLE first, as it may hide an installed driver"
     )
     assert text.index("first") < text.index("install the Vulkan CPU driver")
+    # "unset X first, as ...; otherwise install ..." is advice, not a command to run
+    made = probe_report.remedy(hidden)
+    assert made is not None and made.commands == ()
     plain = {"status": "no-adapter", "reason": "no-adapter", "requested": {"cpu": True}, "env": {}}
     assert (remedy(plain) or "").startswith("Install the Vulkan CPU driver (lavapipe)")
 
 
 def test_no_adapter_never_advises_installing_an_installed_lavapipe():
-    from vkdoctor.probe_report import remedy
-
     installed = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"
     hidden = {
         "status": "no-adapter",
@@ -253,8 +264,6 @@ def test_no_cpu_adapter_with_nothing_else_wrong_names_this_distributions_lavapip
 
 
 def test_remedies_blame_what_the_user_chose_first():
-    from vkdoctor.probe_report import remedy
-
     custom = {
         "status": "fail",
         "reason": "ladder",
@@ -354,8 +363,6 @@ def test_a_grandchild_that_keeps_the_pipes_open_does_not_turn_a_result_into_a_ha
 
 
 def test_a_bad_python_interpreter_is_named_as_the_suspect():
-    from vkdoctor.probe_report import remedy
-
     for reason, said in (
         ("spawn-failed", "cannot be started"),
         ("no-output", "wrote no probe result"),

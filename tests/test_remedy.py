@@ -5,8 +5,9 @@ the commands."""
 from __future__ import annotations
 
 from conftest import HOST, validate_report
+from sentences import remedy_from
 
-from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Report, Severity, remedy_from
+from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Report, Severity
 from vkdoctor.render import github, junit
 from vkdoctor.render import text as text_render
 

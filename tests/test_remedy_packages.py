@@ -7,9 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from sentences import remedy_from
 
 from vkdoctor.context import Context
-from vkdoctor.model import Remedy, remedy_from
+from vkdoctor.model import Remedy
 from vkdoctor.packages import commands
 from vkdoctor.packages import remedy as fixes
 from vkdoctor.packages.verify import _with_chosen, for_tree, remedy_for_tree

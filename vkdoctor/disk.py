@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 
 from vkdoctor import files
 from vkdoctor.context import Context
-from vkdoctor.model import Severity
+from vkdoctor.model import Remedy, Severity
 from vkdoctor.record import record
 from vkdoctor.units import format_size
 
@@ -146,7 +146,15 @@ class SpaceVerdict:
     severity: Severity
     title: str
     message: str
-    remedy: str | None
+    remedy: Remedy | None
+
+
+def _cleanup(fs: Filesystem) -> Remedy:
+    """What frees space there: removing Mesa's shader cache is a command when it comes first."""
+    hints = _cleanup_hints(fs)
+    if hints[0].startswith("rm -rf "):
+        return Remedy(commands=(hints[0],), text="; " + "; ".join(hints[1:]))
+    return Remedy(text="; ".join(hints))
 
 
 def _cleanup_hints(fs: Filesystem) -> list[str]:
@@ -175,8 +183,10 @@ def verdict(fs: Filesystem, *, warn_bytes: int, fail_bytes: int) -> SpaceVerdict
             message=f"The filesystem mounted at {fs.mount} ({holds}) reports no blocks at all, as "
             "proc, sysfs and some FUSE mounts do: nothing can be stored there, so builds and "
             "caches that expect to write there fail.",
-            remedy="Point the variable behind it at a directory on a real disk "
-            "(XDG_CACHE_HOME, TMPDIR, CARGO_TARGET_DIR), or run from one.",
+            remedy=Remedy(
+                text="Point the variable behind it at a directory on a real disk "
+                "(XDG_CACHE_HOME, TMPDIR, CARGO_TARGET_DIR), or run from one."
+            ),
         )
     # as df and psutil count it: the blocks reserved for root are neither used nor available
     pct = 100.0 * u.used / (u.used + u.free) if u.used + u.free else 100.0
@@ -190,14 +200,14 @@ def verdict(fs: Filesystem, *, warn_bytes: int, fail_bytes: int) -> SpaceVerdict
             message=message
             + f" That is below the fail threshold ({format_size(fail_bytes)}): builds and "
             "links die with 'No space left on device', and a script may print PASS over them.",
-            remedy="; ".join(_cleanup_hints(fs)),
+            remedy=_cleanup(fs),
         )
     if u.free < warn_bytes:
         return SpaceVerdict(
             severity=Severity.WARN,
             title=f"{fs.mount}: {format_size(u.free)} free",
             message=message + f" That is below the warning threshold ({format_size(warn_bytes)}).",
-            remedy="; ".join(_cleanup_hints(fs)),
+            remedy=_cleanup(fs),
         )
     return SpaceVerdict(
         severity=Severity.OK,

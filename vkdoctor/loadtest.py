@@ -28,7 +28,7 @@ from vkdoctor import children, terminate, zygote
 from vkdoctor.cachedir import driver_env
 from vkdoctor.context import Context, offer_facts
 from vkdoctor.loader.targets import LoadTarget
-from vkdoctor.model import Severity
+from vkdoctor.model import Remedy, Severity
 from vkdoctor.record import field, record, replace
 from vkdoctor.resources import probes_dir
 
@@ -821,7 +821,7 @@ class Verdict:
     kind: str
     title: str
     message: str
-    remedy: str | None = None
+    remedy: Remedy | None = None
 
 
 def _version_tuple(text: str | None) -> tuple[int, ...] | None:
@@ -841,13 +841,14 @@ def disable_remedy(
     others: Sequence[str],
     env: Mapping[str, str],
     loader_version: str | None,
-) -> str:
+) -> Remedy:
     """How to keep the loader away from this target, in a form this loader understands."""
     target = outcome.target
     version = _version_tuple(loader_version)
     has_filters = version is None or version >= FILTERS_SINCE
-    if target.kind == "layer" and target.off and not target.off.startswith("export VK_LOADER_"):
-        return target.off  # its own variable, or a variable that forces it on
+    off = target.off_fix
+    if target.kind == "layer" and off and not (target.off or "").startswith("export VK_LOADER_"):
+        return off  # its own variable, or a variable that forces it on
     if target.kind == "layer":
         var, value = "VK_LOADER_LAYERS_DISABLE", target.name
     else:
@@ -857,21 +858,29 @@ def disable_remedy(
         chosen = [f"{k}={env[k]}" for k in DRIVER_SELECTION if env.get(k)]
         if chosen:
             names = " and ".join(c.split("=", 1)[0] for c in chosen)
-            return (
-                f"{' and '.join(chosen)} lets the loader try this driver alone: unset {names}, "
-                "or point it at the manifest of a driver that works"
+            return Remedy(
+                text=f"{' and '.join(chosen)} lets the loader try this driver alone: unset "
+                f"{names}, or point it at the manifest of a driver that works"
             )
-        return (
-            "it is the only driver the loader tries: rebuild or remove it, and install a driver "
-            "that works for this machine (lavapipe for a CPU device)"
+        return Remedy(
+            text="it is the only driver the loader tries: rebuild or remove it, and install a "
+            "driver that works for this machine (lavapipe for a CPU device)"
         )
     if has_filters:
         current = env.get(var, "")
         joined = f"{current},{value}" if current else value
-        return f"export {var}={joined}"
+        return Remedy(commands=(f"export {var}={joined}",))
     if target.kind == "driver" and others:
-        return f"export VK_DRIVER_FILES={':'.join(others)} (this loader predates {var})"
-    return f"remove or rename {target.manifest} (this loader predates {var})"
+        return Remedy(
+            commands=(f"export VK_DRIVER_FILES={':'.join(others)}",),
+            text=f"(this loader predates {var})",
+        )
+    return Remedy(text=f"remove or rename {target.manifest} (this loader predates {var})")
+
+
+def _then(remedy: Remedy, more: str) -> Remedy:
+    """`remedy` with more words after its own."""
+    return replace(remedy, text=remedy.text + more)
 
 
 def wrecks_all(outcome: TargetOutcome, loader_version: str | None) -> Wreck | None:
@@ -943,7 +952,7 @@ def _wreck_verdict(
     wreck: Wreck,
     *,
     what: str,
-    remedy: str,
+    remedy: Remedy,
     loader_version: str | None,
 ) -> Verdict:
     """A driver that, as the loader treats what it returns, fails every application."""
@@ -1012,7 +1021,7 @@ class _Asked:
     owner: str | None
     what: str
 
-    def disable(self) -> str:
+    def disable(self) -> Remedy:
         return disable_remedy(
             self.outcome, others=self.others, env=self.env, loader_version=self.loader_version
         )
@@ -1057,7 +1066,7 @@ def classify(
             outcome,
             wreck,
             what=what,
-            remedy=asked.disable() + _owner_tail(t, owner),
+            remedy=_then(asked.disable(), _owner_tail(t, owner)),
             loader_version=loader_version,
         )
     if t.kind == "layer":
@@ -1088,11 +1097,12 @@ def _crashed_or_hung(asked: _Asked, step: str) -> Verdict:
     )
     message = f"Loading {t.dlopen_name} for {t.manifest} {how}. {scope}"
     forced = t.kind == "layer" and (t.off or "").startswith(("unset ", "remove "))
-    remedy = asked.disable() + (
+    remedy = _then(
+        asked.disable(),
         "; it is an explicit layer (a debugging or capture tool), meant only for the "
         "programs that ask for it"
         if forced
-        else _owner_tail(t, asked.owner)
+        else _owner_tail(t, asked.owner),
     )
     return Verdict(severity=Severity.FAIL, kind=kind, title=title, message=message, remedy=remedy)
 
@@ -1116,7 +1126,7 @@ def _dlopen_failed(asked: _Asked) -> Verdict:
             kind="dlopen-failed",
             title=f"{what} does not load",
             message=f"dlopen: {err}. The loader logs the error and goes on without the layer.",
-            remedy=asked.disable() + f", or install what {t.dlopen_name} needs",
+            remedy=_then(asked.disable(), f", or install what {t.dlopen_name} needs"),
         )
     return Verdict(
         severity=Severity.FAIL,
@@ -1124,8 +1134,10 @@ def _dlopen_failed(asked: _Asked) -> Verdict:
         title=f"{what} does not load",
         message=f"dlopen: {err}. The loader ignores this driver "
         '("Failed loading library associated with ICD JSON").',
-        remedy=f"vkdoctor's library findings for {t.dlopen_name} say what is missing; "
-        "meanwhile, to stop the loader trying it: " + asked.disable(),
+        remedy=Remedy(
+            text=f"vkdoctor's library findings for {t.dlopen_name} say what is missing; "
+            "meanwhile, to stop the loader trying it: " + asked.disable().shown()
+        ),
     )
 
 
@@ -1145,7 +1157,7 @@ def _child_bug(asked: _Asked) -> Verdict:
             "vkCreateInstance's results"
         )
         + f": {outcome.reason}. This is a bug in vkdoctor, not in the driver.",
-        remedy="Report it with `vkdoctor check --json -` to the vkdoctor maintainers.",
+        remedy=Remedy(text="Report it with `vkdoctor check --json -` to the vkdoctor maintainers."),
     )
 
 
@@ -1184,9 +1196,11 @@ def _layer_instance(asked: _Asked) -> Verdict:
             message=f"dlopen succeeds, but the loader does not find the layer's entry points "
             f"and leaves it out of every instance: {said[0]}. Whatever it is for does not "
             "happen.",
-            remedy="Replace the library with a build of the layer (it must export "
-            "vkGetInstanceProcAddr or vkNegotiateLoaderLayerInterfaceVersion), or turn the "
-            "layer off: " + asked.disable(),
+            remedy=Remedy(
+                text="Replace the library with a build of the layer (it must export "
+                "vkGetInstanceProcAddr or vkNegotiateLoaderLayerInterfaceVersion), or turn the "
+                "layer off: " + asked.disable().shown()
+            ),
         )
     if outcome.instance == "ok":
         return Verdict(
@@ -1225,12 +1239,14 @@ def _instance_failed(asked: _Asked) -> Verdict:
             title=f"{what}, which {var} asks for, fails vkCreateInstance",
             message=f"{message} {var} asks for this driver, and no Vulkan application gets "
             "a device from it.",
-            remedy="Fix what the loader reports (VK_LOADER_DEBUG=error,warn,driver shows it "
-            f"in any program), or stop asking for the driver: take {t.manifest} out of {var}"
-            if var != "VK_LOADER_DRIVERS_SELECT"
-            else "Fix what the loader reports (VK_LOADER_DEBUG=error,warn,driver shows it in "
-            "any program), or change VK_LOADER_DRIVERS_SELECT so that it does not match "
-            f"{Path(t.manifest).name}",
+            remedy=Remedy(
+                text="Fix what the loader reports (VK_LOADER_DEBUG=error,warn,driver shows it "
+                f"in any program), or stop asking for the driver: take {t.manifest} out of {var}"
+                if var != "VK_LOADER_DRIVERS_SELECT"
+                else "Fix what the loader reports (VK_LOADER_DEBUG=error,warn,driver shows it in "
+                "any program), or change VK_LOADER_DRIVERS_SELECT so that it does not match "
+                f"{Path(t.manifest).name}"
+            ),
         )
     return Verdict(
         severity=Severity.WARN,
@@ -1239,9 +1255,12 @@ def _instance_failed(asked: _Asked) -> Verdict:
         message=message,
         remedy=asked.disable()
         if asked.others
-        else "export VK_LOADER_DEBUG=error,warn,driver shows what the loader reports in any "
-        "program (the only driver: disabling it leaves none); for NVIDIA's libGLX_nvidia.so.0, "
-        "see vkdoctor explain VKC004 (GLVND's libEGL.so.1).",
+        # words: the export is how to see what the loader says, not a fix to run
+        else Remedy(
+            text="export VK_LOADER_DEBUG=error,warn,driver shows what the loader reports in any "
+            "program (the only driver: disabling it leaves none); for NVIDIA's "
+            "libGLX_nvidia.so.0, see vkdoctor explain VKC004 (GLVND's libEGL.so.1)."
+        ),
     )
 
 

@@ -9,15 +9,16 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vkdoctor.model import CheckResult, CheckStatus, Finding, Severity, remedy_from
+from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Severity
+from vkdoctor.packages import commands
 
 CODE = "VKR001"
 FAMILY = "compute"
 TITLE = "Compute probe (RMSNorm)"
 
 _INSTALL_CPU = (
-    "Install the Vulkan CPU driver (lavapipe): Debian/Ubuntu `sudo apt install mesa-vulkan-drivers`, "
-    "Fedora `sudo dnf install mesa-vulkan-drivers`, Arch `sudo pacman -S vulkan-swrast`; "
+    "Install the Vulkan CPU driver (lavapipe): "
+    f"{commands.install_each('mesa-vulkan', ('dpkg', 'rpm', 'pacman'))}; "
     "then check that VK_DRIVER_FILES / VK_ICD_FILENAMES do not hide it (`vkdoctor check`)."
 )
 
@@ -88,7 +89,14 @@ def _no_adapter_remedy(probe: Mapping[str, Any], in_check: bool) -> str:
     return f"{hidden}{install[:1].lower()}{install[1:]}" if hidden else install
 
 
-def remedy(probe: Mapping[str, Any], *, in_check: bool = False) -> str | None:
+def remedy(probe: Mapping[str, Any], *, in_check: bool = False) -> Remedy | None:
+    """The fix for a failed probe; None where vkdoctor knows none."""
+    made = _remedy(probe, in_check)
+    return Remedy(text=made) if isinstance(made, str) else made
+
+
+def _remedy(probe: Mapping[str, Any], in_check: bool) -> Remedy | str | None:
+    """The fix: a Remedy where it runs commands, else its words."""
     reason = str(probe.get("reason") or probe.get("status"))
     if reason == "no-adapter":
         return _no_adapter_remedy(probe, in_check)
@@ -140,9 +148,10 @@ def remedy(probe: Mapping[str, Any], *, in_check: bool = False) -> str | None:
         )
     lib_path = env.get("WGPU_LIB_PATH")
     if reason in ("python-error", "no-output", "library-error") and lib_path:
-        return (
-            "unset WGPU_LIB_PATH, or point it at a working libwgpu_native: wgpu-py loads "
-            f"{lib_path} instead of its own wgpu-native (VKL005)."
+        return Remedy(
+            commands=("unset WGPU_LIB_PATH",),
+            text=", or point it at a working libwgpu_native: wgpu-py loads "
+            f"{lib_path} instead of its own wgpu-native (VKL005).",
         )
     if python and python != sys.executable and reason in ("spawn-failed", "no-output"):
         # --python: the interpreter the user named, not vkdoctor's, is the suspect
@@ -159,11 +168,12 @@ def remedy(probe: Mapping[str, Any], *, in_check: bool = False) -> str | None:
             else "`vkdoctor check` names the copy (VKL003, VKL004, VKL006)"
         )
         if said:
-            return (
-                f"unset {' '.join(said)} ({', '.join(f'{k}={env[k]}' for k in said)}), or give "
+            return Remedy(
+                commands=(f"unset {' '.join(said)}",),
+                text=f"({', '.join(f'{k}={env[k]}' for k in said)}), or give "
                 f"{'it' if len(said) == 1 else 'them'} only to "
                 "the program that needs it: an incompatible copy of a library comes first there; "
-                f"{names}."
+                f"{names}.",
             )
         return (
             f"{names[:1].upper()}{names[1:]} and the fix: a library the error names is not the "
@@ -349,7 +359,7 @@ def finding(probe: Mapping[str, Any], *, in_check: bool = False) -> Finding:
         severity=Severity.FAIL,
         title=title,
         message=message,
-        remedy=remedy_from(fix) if (fix := remedy(probe, in_check=in_check)) else None,
+        remedy=remedy(probe, in_check=in_check),
         evidence=evidence,
     )
 
@@ -370,7 +380,7 @@ def check_result(probe: Mapping[str, Any]) -> CheckResult:
 FORCING = "VK_LOADER_LAYERS_ENABLE"
 
 
-def disabled_setting(off: Mapping[str, Sequence[str]]) -> tuple[str, str]:
+def disabled_setting(off: Mapping[str, Sequence[str]]) -> tuple[str, tuple[str, ...]]:
     """What the probe ran with (its `disabled` variables), in words and as shell commands."""
     said = []
     shell = []
@@ -381,7 +391,7 @@ def disabled_setting(off: Mapping[str, Sequence[str]]) -> tuple[str, str]:
         else:
             said.append(f"{var}={','.join(names)}")
             shell.append(f"export {var}={','.join(names)}")
-    return " ".join(said), "; ".join(shell)
+    return " ".join(said), tuple(shell)
 
 
 def _capital(text: str) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 from vkdoctor import facts
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
-from vkdoctor.model import Finding, Severity
+from vkdoctor.model import Finding, Remedy, Severity
 
 #: what wgpu says when it hides an adapter, and what to do about it
 _WHY = {
@@ -111,7 +111,7 @@ class AdaptersMatchDevices(Check):
             )
             parts.append(f"{what} (from {froms}): {whys[entry['device']][0]}")
         message = "; ".join(parts)
-        remedy = " ".join(dict.fromkeys(fix for _, fix in whys.values()))
+        remedy = Remedy(text=" ".join(dict.fromkeys(fix for _, fix in whys.values())))
         names = ", ".join(hidden_names)
         severity = Severity.FAIL if probe.get("status") == "no-adapter" else Severity.WARN
         yield self.finding(

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from vkdoctor.context import Context
-from vkdoctor.model import Finding, Remedy, Severity, remedy_from
+from vkdoctor.model import Finding, Remedy, Severity
 
 
 class Check:
@@ -50,7 +50,7 @@ class Check:
         title: str,
         message: str = "",
         *,
-        remedy: Remedy | str | None = None,
+        remedy: Remedy | None = None,
         evidence: Mapping[str, Any] | None = None,
     ) -> Finding:
         return Finding(
@@ -58,8 +58,7 @@ class Check:
             severity=severity,
             title=title,
             message=message,
-            # a fix still written as one string is read by the transition helper
-            remedy=remedy_from(remedy) if isinstance(remedy, str) else remedy,
+            remedy=remedy,
             evidence=dict(evidence or {}),
         )
 
@@ -73,12 +72,12 @@ class Check:
         return self.finding(Severity.INFO, title, message, evidence=evidence)
 
     def warn(
-        self, title: str, message: str = "", *, remedy: Remedy | str | None = None, **evidence: Any
+        self, title: str, message: str = "", *, remedy: Remedy | None = None, **evidence: Any
     ) -> Finding:
         return self.finding(Severity.WARN, title, message, remedy=remedy, evidence=evidence)
 
     def fail(
-        self, title: str, message: str = "", *, remedy: Remedy | str | None = None, **evidence: Any
+        self, title: str, message: str = "", *, remedy: Remedy | None = None, **evidence: Any
     ) -> Finding:
         return self.finding(Severity.FAIL, title, message, remedy=remedy, evidence=evidence)
 

@@ -11,6 +11,7 @@ from vkdoctor import facts
 from vkdoctor.context import Context
 from vkdoctor.elf.defect import Defect, diagnose
 from vkdoctor.elf.search import How, Tried
+from vkdoctor.model import Remedy
 from vkdoctor.packages.owner import fix_file, verified_owner
 from vkdoctor.record import record
 
@@ -22,7 +23,7 @@ class BrokenCopy:
     what: str
     #: what ld.so does with it, and what it shadows
     effect: str
-    remedy: str
+    remedy: Remedy
     evidence: dict[str, Any]
 
 
@@ -89,33 +90,36 @@ def _files(ctx: Context, path: str) -> str:
     return path if target == path else f"{path} {target}"
 
 
-def _remedy(ctx: Context, t: Tried, d: Defect) -> str:
+def _remedy(ctx: Context, t: Tried, d: Defect) -> Remedy:
     path = t.path or ""
     rm = f"`rm {_files(ctx, path)}`"
     then = f" so that {d.intact} is used" if d.intact else ""
     if d.kind == "noexec":
         remount = f"`sudo mount -o remount,exec {d.mount}`"
         if t.how is How.LD_LIBRARY_PATH:
-            return (
-                f"Take {t.where} off LD_LIBRARY_PATH ({_unset(ctx, t.where)}){then}, or remount "
+            return Remedy(
+                text=f"Take {t.where} off LD_LIBRARY_PATH ({_unset(ctx, t.where)}){then}, or remount "
                 f"{d.mount} with exec ({remount}) if the libraries must come from there."
             )
-        return f"Remount {d.mount} with exec ({remount}), or move {path} to a filesystem that allows it."
+        return Remedy(
+            text=f"Remount {d.mount} with exec ({remount}), or move {path} to a filesystem "
+            "that allows it."
+        )
     if t.how is How.LD_LIBRARY_PATH:
-        return (
-            f"Take {t.where} off LD_LIBRARY_PATH ({_unset(ctx, t.where)}){then}, or remove the "
+        return Remedy(
+            text=f"Take {t.where} off LD_LIBRARY_PATH ({_unset(ctx, t.where)}){then}, or remove the "
             f"broken {path} ({rm}) if the directory is needed for other libraries."
         )
     if t.how in (How.RPATH, How.RUNPATH):
         carrier = t.origin_of or "a library"
         kind = "DT_RPATH" if t.how is How.RPATH else "DT_RUNPATH"
-        return (
-            f"Remove the broken {path} ({rm}), or put an intact copy there: {t.where} "
+        return Remedy(
+            text=f"Remove the broken {path} ({rm}), or put an intact copy there: {t.where} "
             f"comes from {carrier}'s {kind}, and once the file is gone ld.so goes on"
             f"{' to ' + d.intact if d.intact else ' searching'}."
         )
     if t.how is How.PRELOAD:
-        return f"Take {path} out of LD_PRELOAD."
+        return Remedy(text=f"Take {path} out of LD_PRELOAD.")
     return fix_file(
         ctx,
         path,

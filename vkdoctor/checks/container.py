@@ -12,7 +12,8 @@ from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.elf.resolve import resolve
 from vkdoctor.loader.search import driver_plan, implicit_layer_plan
-from vkdoctor.model import Finding
+from vkdoctor.model import Finding, Remedy
+from vkdoctor.packages import commands
 
 #: NVIDIA_DRIVER_CAPABILITIES values that make the container runtime mount the Vulkan ICD
 _VULKAN_CAPS = {"graphics", "all"}
@@ -131,9 +132,11 @@ class NvidiaContainerCapabilities(Check):
             "NVIDIA Vulkan driver not mounted: container lacks the graphics capability",
             msg,
             remedy=(
-                "Start the container with NVIDIA_DRIVER_CAPABILITIES=compute,graphics,utility "
-                "(docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,graphics,utility ...; "
-                "in Kubernetes set it in the pod's env)."
+                Remedy(
+                    text="Start the container with NVIDIA_DRIVER_CAPABILITIES=compute,graphics,utility "
+                    "(docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,graphics,utility ...; "
+                    "in Kubernetes set it in the pod's env)."
+                )
             ),
             **evidence,
         )
@@ -192,9 +195,11 @@ class GpuDeviceNodes(Check):
                 + "; ".join(denied)
                 + ". The driver will load and find no device.",
                 remedy=(
-                    "Add the user to the group that owns the node (sudo usermod -aG render,video $USER, "
-                    "then log in again); in a container pass the device (--device /dev/dri) with its group "
-                    "(--group-add render)."
+                    Remedy(
+                        text="Add the user to the group that owns the node (sudo usermod -aG render,video $USER, "
+                        "then log in again); in a container pass the device (--device /dev/dri) with its group "
+                        "(--group-add render)."
+                    )
                 ),
                 **evidence,
             )
@@ -263,9 +268,10 @@ class ManifestsOutsideSearchPath(Check):
                 f"Driver manifest outside the search path: {manifest}",
                 f"{manifest} is not in any directory the Vulkan loader searches, and no searched "
                 "directory links to it: the loader never reads it, so its driver is not used.",
-                remedy=(
-                    f"export VK_ADD_DRIVER_FILES={manifest} (for one shell or CI step), or link it "
-                    f"into the system directory: sudo ln -s {manifest} /usr/share/vulkan/icd.d/"
+                remedy=Remedy(
+                    commands=(f"export VK_ADD_DRIVER_FILES={manifest}",),
+                    text="(for one shell or CI step), or link it into the system directory: "
+                    f"sudo ln -s {manifest} /usr/share/vulkan/icd.d/",
                 ),
                 manifest=manifest,
                 kind="driver",
@@ -341,22 +347,22 @@ class NvidiaNeedsGlvnd(Check):
             f"create a Vulkan instance, and ld.so cannot load it: {egl.predicted_error}. "
             "The loader will report \"Could not get 'vkCreateInstance' via "
             '\'vk_icdGetInstanceProcAddr\'" and then "Found no drivers!".',
-            remedy=_EGL_INSTALL.get(
-                facts.distro_family(ctx) or "",
-                "Install GLVND's EGL library: sudo apt install libegl1 (Debian/Ubuntu), "
-                "sudo dnf install libglvnd-egl (Fedora), sudo pacman -S libglvnd (Arch).",
-            ),
+            remedy=_install_egl(ctx),
             error=egl.predicted_error,
             drivers=[t.manifest for t in nvidia],
         )
 
 
-#: distro family -> how to install GLVND's libEGL.so.1
-_EGL_INSTALL = {
-    "debian": "sudo apt install libegl1",
-    "fedora": "sudo dnf install libglvnd-egl",
-    "arch": "sudo pacman -S libglvnd",
-}
+def _install_egl(ctx: Context) -> Remedy:
+    """How to install GLVND's libEGL.so.1."""
+    family = commands.NATIVE.get(facts.distro_family(ctx) or "")
+    if family is not None:
+        return Remedy(commands=(commands.install_for(family, "glvnd-egl"),), needs_root=True)
+    each = ", ".join(
+        f"sudo {commands.install_for(f, 'glvnd-egl')} ({commands.NAMES[f]})"
+        for f in ("dpkg", "rpm", "pacman")
+    )
+    return Remedy(text=f"Install GLVND's EGL library: {each}.")
 
 
 CHECKS: tuple[type[Check], ...] = (

@@ -19,7 +19,7 @@ from vkdoctor.disk import (
     write_places,
     write_problems,
 )
-from vkdoctor.model import Finding, Severity
+from vkdoctor.model import Finding, Remedy, Severity
 from vkdoctor.record import replace
 from vkdoctor.units import format_size
 
@@ -160,8 +160,10 @@ class WritableCaches(Check):
                 f"index (about 1.3 MiB) into memory and writes into it: on a full filesystem "
                 "that write is a SIGBUS, and the first Vulkan program that compiles a shader "
                 "dies as if its driver crashed. The driver is not the cause; the disk is.",
-                remedy=f"Free space on {mount.point if mount else p.measured}; or move the "
-                f"cache: {move}; or, for this run, export MESA_SHADER_CACHE_DISABLE=true",
+                remedy=Remedy(
+                    text=f"Free space on {mount.point if mount else p.measured}; or move the "
+                    f"cache: {move}; or, for this run, export MESA_SHADER_CACHE_DISABLE=true"
+                ),
                 **evidence,
             )
         why = (
@@ -177,20 +179,23 @@ class WritableCaches(Check):
                 f"{where}: {why}. The driver turns its disk cache off: nothing fails, but "
                 "every run compiles every shader again.",
                 remedy=(
-                    f"Point {var} at a directory you can write"
-                    if var
-                    else "Make the directory writable, or point MESA_SHADER_CACHE_DIR at one you "
-                    "can write"
+                    Remedy(
+                        text=f"Point {var} at a directory you can write"
+                        if var
+                        else "Make the directory writable, or point MESA_SHADER_CACHE_DIR at one you "
+                        "can write"
+                    )
                 ),
                 evidence=evidence,
             )
-        fix = (
-            f"export {place.decided_by}=DIR, a directory you can write"
+        var = (
+            place.decided_by
             if place.decided_by.isupper()
-            else "export TMPDIR=DIR, a directory you can write"
+            else "TMPDIR"
             if place.purpose == "temp directory"
-            else "export XDG_CACHE_HOME=DIR, a directory you can write"
+            else "XDG_CACHE_HOME"
         )
+        fix = Remedy(commands=(f"export {var}=DIR",), text=", a directory you can write")
         return self.warn(
             f"{place.purpose} {place.path} cannot be written",
             f"{where}: {why}, even if it has free space. What writes there fails (compilers, "

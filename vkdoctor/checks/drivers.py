@@ -14,33 +14,40 @@ from vkdoctor.loader import icd as I
 from vkdoctor.loader.fields import process_bits
 from vkdoctor.loader.icd import Driver, DriverScan
 from vkdoctor.loader.known import known_driver
-from vkdoctor.model import Finding, Remedy, Severity, remedy_from
+from vkdoctor.model import Finding, Remedy, Severity
 from vkdoctor.record import replace
 
-#: distro family -> how to install Mesa's Vulkan drivers (lavapipe is the CPU one)
-_INSTALL = {
-    "debian": "sudo apt-get install mesa-vulkan-drivers",
-    "arch": "sudo pacman -S vulkan-swrast   (CPU, lavapipe; GPUs: vulkan-radeon, vulkan-intel, nvidia-utils)",
-    "fedora": "sudo dnf install mesa-vulkan-drivers",
-}
 
+def install_drivers(ctx: Context) -> Remedy:
+    """How to get Mesa's Vulkan drivers: installed, or reinstalled when the package is there but
+    its files were deleted."""
+    from vkdoctor.packages import commands
+    from vkdoctor.packages.owner import installed_family
 
-#: the package that holds lavapipe, by package family
-_LAVAPIPE = {"dpkg": "mesa-vulkan-drivers", "pacman": "vulkan-swrast", "rpm": "mesa-vulkan-drivers"}
+    again = installed_family(ctx, "mesa-vulkan")
+    if again is not None:
+        name = commands.PACKAGES["mesa-vulkan"][again]
+        return Remedy(commands=(commands.reinstall(again, name),), needs_root=True)
+    family = commands.NATIVE.get(facts.distro_family(ctx) or "")
+    if family is not None:
+        return Remedy(
+            commands=(commands.install_for(family, "mesa-vulkan"),),
+            needs_root=True,
+            # Arch packages lavapipe alone
+            text="(CPU, lavapipe; GPUs: vulkan-radeon, vulkan-intel, nvidia-utils)"
+            if family == "pacman"
+            else "",
+        )
+    names = commands.PACKAGES["mesa-vulkan"]
+    return Remedy(
+        text="install your distribution's Mesa Vulkan drivers package (Debian: "
+        f"{names['dpkg']}, Arch: {names['pacman']}, Fedora: {names['rpm']})"
+    )
 
 
 def install_command(ctx: Context) -> str:
-    """How to get Mesa's Vulkan drivers: installed, or reinstalled when the package is there but
-    its files were deleted."""
-    from vkdoctor.packages.owner import reinstall_if_installed
-
-    again = reinstall_if_installed(ctx, _LAVAPIPE)
-    if again is not None:
-        return again
-    family = facts.distro_family(ctx)
-    if family is not None:
-        return _INSTALL[family]
-    return "install your distribution's Mesa Vulkan drivers package (Debian: mesa-vulkan-drivers, Arch: vulkan-swrast, Fedora: mesa-vulkan-drivers)"
+    """`install_drivers` as a sentence quotes it."""
+    return install_drivers(ctx).shown()
 
 
 #: variables that replace the loader's driver search path, or narrow what it loads
@@ -52,7 +59,7 @@ _HIDING = (
 )
 
 
-def hidden_drivers(ctx: Context) -> str | None:
+def hidden_drivers(ctx: Context) -> Remedy | None:
     """The fix when installed drivers are hidden from the loader by environment variables
     (VK_LOADER_DRIVERS_DISABLE/SELECT filter them out, VK_DRIVER_FILES replaces the search
     path): "unset X" comes before any "install a driver"; None when nothing is hidden."""
@@ -69,9 +76,10 @@ def hidden_drivers(ctx: Context) -> str | None:
             }
         )
         shown = " and ".join(f"{v}={ctx.env.get(v, '')}" for v in variables)
-        return (
-            f"unset {' '.join(variables)} ({shown} filters out the installed {names}), or "
-            "change it to keep the driver you need"
+        return Remedy(
+            commands=(f"unset {' '.join(variables)}",),
+            text=f"({shown} filters out the installed {names}), or change it to keep the driver "
+            "you need",
         )
     if scan.plan.override is None:
         return None
@@ -80,9 +88,10 @@ def hidden_drivers(ctx: Context) -> str | None:
     if not usable:
         return None
     names = ", ".join(d.basename for d in usable)
-    return (
-        f"unset {scan.plan.override} (it replaces the loader's search, which finds {names}), "
-        "or point it at the manifest of the driver you need"
+    return Remedy(
+        commands=(f"unset {scan.plan.override}",),
+        text=f"(it replaces the loader's search, which finds {names}), or point it at the "
+        "manifest of the driver you need",
     )
 
 
@@ -91,7 +100,7 @@ def _named_by_a_variable(d: Driver) -> bool:
     return d.entry == d.manifest and d.origin.startswith("VK_")
 
 
-def stale_manifest_remedy(ctx: Context, manifest: str) -> str:
+def stale_manifest_remedy(ctx: Context, manifest: str) -> Remedy:
     from vkdoctor.checks.libraries import stale_manifest_remedy as remedy
 
     return remedy(ctx, manifest)
@@ -116,17 +125,19 @@ def _ev(d: Driver, scan: DriverScan) -> dict[str, object]:
     }
 
 
-def _override_remedy(override: str, what: str, example: str | None) -> str:
+def _override_remedy(override: str, what: str, example: str | None) -> Remedy:
     """The fix for a driver-list variable that leaves no usable driver."""
     if override == "VK_ICD_FILENAMES":
         # the old name (VKE004): the example uses the one that replaces it
-        return (
-            "unset VK_ICD_FILENAMES (it replaces the driver search path), or name "
-            f"{what} in its current name instead: unset VK_ICD_FILENAMES; export "
-            f"VK_DRIVER_FILES={example or 'MANIFEST'}"
+        return Remedy(
+            commands=("unset VK_ICD_FILENAMES",),
+            text=f"(it replaces the driver search path), or name {what} in its current name "
+            f"instead: unset VK_ICD_FILENAMES; export VK_DRIVER_FILES={example or 'MANIFEST'}",
         )
-    return f"unset {override} (it replaces the driver search path), or point it at {what}" + (
-        f", for example {override}={example}" if example else ""
+    return Remedy(
+        commands=(f"unset {override}",),
+        text=f"(it replaces the driver search path), or point it at {what}"
+        + (f", for example {override}={example}" if example else ""),
     )
 
 
@@ -195,7 +206,7 @@ class DriversFound(Check):
             # a filter dropped a manifest the loader could use: the filter is the cause, even
             # beside an override (which then names a good manifest)
             filters = ("VK_LOADER_DRIVERS_SELECT", "VK_LOADER_DRIVERS_DISABLE")
-            remedy: Remedy | str = Remedy(
+            remedy = Remedy(
                 commands=("unset " + " ".join(v for v in filters if ctx.env.get(v) is not None),)
             )
         elif scan.plan.override is not None:
@@ -219,8 +230,8 @@ class DriversFound(Check):
                 + "."
             )
         elif scan.drivers:
-            remedy = (
-                "Fix the skipped manifests as their own findings say (VKD003 syntax, VKD004 "
+            remedy = Remedy(
+                text="Fix the skipped manifests as their own findings say (VKD003 syntax, VKD004 "
                 f"content, VKD005 library), or put the packaged ones back: {install_command(ctx)}"
             )
         elif closed := [e.path for e in scan.plan.entries if _unreadable(ctx, e.path)]:
@@ -230,10 +241,10 @@ class DriversFound(Check):
                 commands=(f"chmod a+rx {' '.join(closed)}",), text=f"(this user cannot read {them})"
             )
         else:
-            install = install_command(ctx)
-            if "reinstall" in install:
-                install += " (the package is installed, but its driver manifests are gone)"
-            remedy = remedy_from(install)
+            remedy = install_drivers(ctx)
+            if any("reinstall" in c for c in remedy.commands):
+                why = "(the package is installed, but its driver manifests are gone)"
+                remedy = replace(remedy, text=why)
         yield self.fail(
             "No Vulkan driver will load: every application gets VK_ERROR_INCOMPATIBLE_DRIVER",
             message,
@@ -302,14 +313,14 @@ def hidden_system_manifests(ctx: Context, scan: DriverScan) -> list[tuple[str, s
     return out
 
 
-def _hidden_remedy(hidden: list[tuple[str, str, str, int]], ctx: Context) -> str:
+def _hidden_remedy(hidden: list[tuple[str, str, str, int]], ctx: Context) -> Remedy:
     directory, var, default, _ = hidden[0]
     value = ctx.getenv(var) or ""
     # a relative entry means something else in every directory: the fix keeps absolute ones
     kept = ":".join(e for e in value.split(":") if e.startswith("/"))
     fixed = f"{kept}:{default}" if kept else default
-    return (
-        f"{var}={value} replaces the default {default}, so the loader no longer searches "
+    return Remedy(
+        text=f"{var}={value} replaces the default {default}, so the loader no longer searches "
         f"{directory}: unset {var}, or keep the defaults in it (export {var}={fixed})"
     )
 
@@ -365,7 +376,9 @@ class DriverSearchPath(Check):
                 Severity.INFO if nothing else Severity.WARN,
                 f"{e.origin} entry {e.path} gives no driver manifest",
                 f"{e.origin} entry {e.path}: {detail}{hint}.",
-                remedy=f"fix {e.origin} to name existing *.json files or directories holding them",
+                remedy=Remedy(
+                    text=f"fix {e.origin} to name existing *.json files or directories holding them"
+                ),
                 evidence={"entry": e.path, "variable": e.origin},
             )
         for e in plan.entries:
@@ -378,8 +391,10 @@ class DriverSearchPath(Check):
                     f"The loader searches {e.path} (from {e.origin}) relative to the working "
                     "directory of each program, so which drivers it finds depends on where the "
                     "program starts, and any directory it starts in can add a driver.",
-                    remedy=f"Use absolute paths in {var} ({given} from {ctx.cwd} is "
-                    f"{posixpath.normpath(posixpath.join(str(ctx.cwd), given))}).",
+                    remedy=Remedy(
+                        text=f"Use absolute paths in {var} ({given} from {ctx.cwd} is "
+                        f"{posixpath.normpath(posixpath.join(str(ctx.cwd), given))})."
+                    ),
                     variable=var,
                     entry=e.path,
                 )
@@ -441,28 +456,32 @@ class DriverManifestSyntax(Check):
                     yield self.fail(
                         f"{d.manifest} is not valid JSON: every Vulkan application fails",
                         d.reason + ".",
-                        remedy=f"fix or remove {d.manifest} (or upgrade the loader to 1.3.268 or newer)",
+                        remedy=Remedy(
+                            text=f"fix or remove {d.manifest} (or upgrade the loader to 1.3.268 or newer)"
+                        ),
                         **ev,
                     )
                 else:
                     yield self.warn(
                         f"{d.manifest} is not valid JSON; the loader skips it",
                         d.reason + ".",
-                        remedy=f"fix or remove {d.manifest}",
+                        remedy=Remedy(text=f"fix or remove {d.manifest}"),
                         **ev,
                     )
             elif d.outcome in (I.FIFO_HANGS, I.CRASH):
                 yield self.fail(
                     f"{d.manifest} stops every Vulkan application",
                     d.reason + ".",
-                    remedy=f"remove {d.manifest}",
+                    remedy=Remedy(text=f"remove {d.manifest}"),
                     **ev,
                 )
             elif d.outcome in (I.TOO_DEEP, I.TOO_LARGE):
                 yield self.warn(
                     f"{d.manifest} was not parsed by vkdoctor",
                     d.reason + ".",
-                    remedy=f"check {d.manifest}: a driver manifest is a few hundred bytes",
+                    remedy=Remedy(
+                        text=f"check {d.manifest}: a driver manifest is a few hundred bytes"
+                    ),
                     **ev,
                 )
 
@@ -504,10 +523,10 @@ class DriverManifestContent(Check):
                 if v == "info":
                     yield self.info(f"{d.listed_as} is skipped", d.reason + ".", **ev)
                 else:
-                    fix = f"fix or remove {d.listed_as}"
+                    fix = Remedy(text=f"fix or remove {d.listed_as}")
                     if d.evidence.get("read_problem") == "unreadable":
-                        fix = (
-                            f"make {d.listed_as} readable for the users who run Vulkan "
+                        fix = Remedy(
+                            text=f"make {d.listed_as} readable for the users who run Vulkan "
                             f"programs (sudo chmod a+r {d.listed_as}), or remove it"
                         )
                     yield self.warn(
@@ -520,7 +539,7 @@ class DriverManifestContent(Check):
                 yield self.warn(
                     f"{d.manifest}: library_path is a {d.evidence['library_path_type']}, not a string",
                     f"The loader reads it as {d.library_path!r}. " + d.reason + ".",
-                    remedy=f"fix {d.manifest}",
+                    remedy=Remedy(text=f"fix {d.manifest}"),
                     **ev,
                 )
             elif "not_utf8_at" in d.evidence:

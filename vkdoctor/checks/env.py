@@ -67,8 +67,10 @@ class LdLibraryPathSyntax(Check):
                     f"LD_LIBRARY_PATH has a relative entry {p.entry!r}",
                     f"LD_LIBRARY_PATH entry {p.entry!r} (position {p.index + 1}) is relative: "
                     "ld.so looks for it from the current directory of each process.",
-                    remedy=f"Replace {p.entry} with the absolute path you mean (from "
-                    f"{ctx.cwd}: {posixpath.normpath(posixpath.join(str(ctx.cwd), p.entry))}).",
+                    remedy=Remedy(
+                        text=f"Replace {p.entry} with the absolute path you mean (from "
+                        f"{ctx.cwd}: {posixpath.normpath(posixpath.join(str(ctx.cwd), p.entry))})."
+                    ),
                     variable=p.var,
                     value=value,
                     index=p.index,
@@ -203,8 +205,8 @@ class WritableByOthers(Check):
         home = (ctx.env.get("HOME") or "").rstrip("/")
         from_home = bool(home) and all(h.path.startswith(home + "/") for h in group)
         if from_home and culprit in (home, *(p for p in _SHARED if home.startswith(p))):
-            remedy = (
-                f"HOME is {home or '/'}, which others can write, so the loader's per-user "
+            remedy = Remedy(
+                text=f"HOME is {home or '/'}, which others can write, so the loader's per-user "
                 "directories under it are unsafe: set HOME (or XDG_CONFIG_HOME and "
                 "XDG_DATA_HOME) to a directory only you can write."
             )
@@ -227,20 +229,20 @@ class WritableByOthers(Check):
 _SHARED = ("/tmp", "/var/tmp", "/dev", "/dev/shm", "/run/user", "/run/lock")
 
 
-def _writable_remedy(h: eh.WritableByOthers) -> str:
+def _writable_remedy(h: eh.WritableByOthers) -> Remedy:
     try:
         sticky = bool(int(h.owner.mode, 0) & 0o1000)
     except ValueError:
         sticky = False
     shared = h.culprit in _SHARED or h.culprit.startswith("/dev/") or sticky
     if shared:
-        return (
-            f"Stop using {h.path}; keep drivers, libraries and manifests in a directory only "
-            "you can write (for example under ~/.local/share)."
+        return Remedy(
+            text=f"Stop using {h.path}; keep drivers, libraries and manifests in a directory "
+            "only you can write (for example under ~/.local/share)."
         )
-    return (
-        f"Make {h.culprit} writable only by you and root (chmod go-w {h.culprit}; chown it if "
-        f"another user owns it), or stop using {h.path}"
+    return Remedy(
+        text=f"Make {h.culprit} writable only by you and root (chmod go-w {h.culprit}; chown it "
+        f"if another user owns it), or stop using {h.path}"
     )
 
 
@@ -275,19 +277,22 @@ class IcdFilenamesDeprecated(Check):
         scan = facts.driver_scan(ctx)
         if entries and not any(e.manifests for e in entries):
             # renaming the variable would carry the mistake over: it names no manifest
-            remedy = "unset VK_ICD_FILENAMES: it names no existing driver manifest (VKD001)"
+            remedy = Remedy(
+                commands=("unset VK_ICD_FILENAMES",),
+                text=": it names no existing driver manifest (VKD001)",
+            )
         elif scan.aborted_by is not None or not any(
             d.outcome in (I.LOADS, I.FILTER_DISABLED, I.FILTER_NOT_SELECTED) for d in scan.drivers
         ):
             # nor a manifest the loader cannot use (a JSON error, a missing library)
-            remedy = (
-                "unset VK_ICD_FILENAMES: no driver manifest it names is usable (VKD001, VKD003 "
-                "and VKD005 say why)"
+            remedy = Remedy(
+                commands=("unset VK_ICD_FILENAMES",),
+                text=": no driver manifest it names is usable (VKD001, VKD003 and VKD005 say why)",
             )
         else:
-            remedy = (
-                f"export VK_DRIVER_FILES={value}; unset VK_ICD_FILENAMES "
-                "(VK_DRIVER_FILES needs loader 1.3.207 or newer)"
+            remedy = Remedy(
+                commands=(f"export VK_DRIVER_FILES={value}", "unset VK_ICD_FILENAMES"),
+                text="(VK_DRIVER_FILES needs loader 1.3.207 or newer)",
             )
         yield self.warn(
             "VK_ICD_FILENAMES is deprecated",
@@ -327,8 +332,11 @@ class OverridesPointAtDrivers(Check):
                     f"{var}={value!r} replaces the loader's driver search, and it names "
                     f"{shown}: no manifest at all, so every vkCreateInstance fails with "
                     "VK_ERROR_INCOMPATIBLE_DRIVER.",
-                    remedy=f"unset {var}, or point it at a driver manifest, e.g. "
-                    f"export {var}=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
+                    remedy=Remedy(
+                        commands=(f"unset {var}",),
+                        text=", or point it at a driver manifest, e.g. "
+                        f"export {var}=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
+                    ),
                     **evidence,
                 )
             else:
@@ -362,7 +370,7 @@ class OverridesPointAtDrivers(Check):
                     f"{e.var} entry {e.entry} does not exist",
                     f"{e.var} names {e.entry}, which does not exist; the loader adds nothing "
                     "for it.",
-                    remedy=f"Remove {e.entry} from {e.var}, or fix the path",
+                    remedy=Remedy(text=f"Remove {e.entry} from {e.var}, or fix the path"),
                     entry=e.entry,
                     **evidence,
                 )
@@ -370,7 +378,9 @@ class OverridesPointAtDrivers(Check):
                 yield self.warn(
                     f"{e.var} directory {e.entry} holds no manifest",
                     f"{e.var} names the directory {e.entry}, which holds no *.json manifest.",
-                    remedy=f"Remove {e.entry} from {e.var}, or put the driver's manifest there",
+                    remedy=Remedy(
+                        text=f"Remove {e.entry} from {e.var}, or put the driver's manifest there"
+                    ),
                     entry=e.entry,
                     **evidence,
                 )
@@ -399,8 +409,10 @@ class ElevatedIgnoresVariables(Check):
                 f"This process runs elevated (setuid, setgid or capabilities), so these variables "
                 f"are ignored: {', '.join(ignored)}. Only drivers and layers in the system "
                 "directories are used.",
-                remedy="Install the driver's manifest in /etc/vulkan/icd.d or /usr/share/vulkan/icd.d "
-                "and its libraries in a directory of ld.so.conf, or run the program unelevated",
+                remedy=Remedy(
+                    text="Install the driver's manifest in /etc/vulkan/icd.d or /usr/share/vulkan/icd.d "
+                    "and its libraries in a directory of ld.so.conf, or run the program unelevated"
+                ),
                 ignored=ignored,
             )
 
@@ -486,10 +498,13 @@ class WgpuSelection(Check):
             close = [k for k in wgpu_env.PY_BACKENDS if k.lower() == choice.value.lower()]
             hint = f" (the names are case-sensitive: {close[0]})" if close else ""
             remedy = (
-                f"export {choice.var}=Vulkan, or {unset}"
+                Remedy(commands=(f"export {choice.var}=Vulkan",), text=f", or {unset}")
                 if close == ["Vulkan"]
-                else f"{unset} (wgpu-py then picks Vulkan)"
-                + (f"; if you meant {close[0]}, that is its name" if close else "")
+                else Remedy(
+                    commands=(unset,),
+                    text="(wgpu-py then picks Vulkan)"
+                    + (f"; if you meant {close[0]}, that is its name" if close else ""),
+                )
             )
             return self.warn(
                 f"{setting} is not a backend wgpu-py knows: it is ignored",
@@ -509,7 +524,10 @@ class WgpuSelection(Check):
                 "They ask wgpu for OpenGL only: they do not use the Vulkan drivers this report "
                 f"checks, and vkdoctor's probe, which runs on Vulkan, says nothing about them."
                 f"{unknown}",
-                remedy=f"{unset} (or set it to {'Vulkan' if python else 'vulkan'}) to use Vulkan",
+                remedy=Remedy(
+                    commands=(unset,),
+                    text=f"(or set it to {'Vulkan' if python else 'vulkan'}) to use Vulkan",
+                ),
                 **evidence,
             )
         if choice.effect == "none":
@@ -531,7 +549,7 @@ class WgpuSelection(Check):
             f"{setting}: {who} use Vulkan"
             + (" among other backends" if choice.effect == "mixed" else " only"),
             unknown.strip(),
-            remedy=f"remove {', '.join(choice.unknown)} from {choice.var}"
+            remedy=Remedy(text=f"remove {', '.join(choice.unknown)} from {choice.var}")
             if choice.unknown
             else None,
             evidence=evidence,
@@ -589,8 +607,11 @@ class WgpuSelection(Check):
                 "It matches no Vulkan adapter's summary, only the one wgpu-py gives an OpenGL "
                 'adapter on the same device ("NAME (TYPE) via OpenGL"): these programs do not '
                 "use the Vulkan drivers this report checks.",
-                remedy=f"unset {name.var}, or set it to part of a Vulkan adapter's summary "
-                f"(for example {example!r})",
+                remedy=Remedy(
+                    commands=(f"unset {name.var}",),
+                    text=f", or set it to part of a Vulkan adapter's summary (for example "
+                    f"{example!r})",
+                ),
                 **evidence,
             )
         seen = ", ".join(n for n, _ in devices)
@@ -613,8 +634,10 @@ class WgpuSelection(Check):
         return make(
             f"{setting} matches no Vulkan device",
             message,
-            remedy=f"unset {name.var}, or set it to part of a device's {part} "
-            f"(for example {example!r})",
+            remedy=Remedy(
+                commands=(f"unset {name.var}",),
+                text=f", or set it to part of a device's {part} (for example {example!r})",
+            ),
             **evidence,
         )
 

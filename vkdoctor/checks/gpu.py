@@ -11,7 +11,7 @@ from vkdoctor import facts
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.loadtest import TargetOutcome, classify
-from vkdoctor.model import Finding, Severity
+from vkdoctor.model import Finding, Remedy, Severity
 
 #: the load test's device types (probes/loadtest.py DEVICE_TYPES) that are a GPU
 GPU_DEVICE_TYPES = ("discrete-gpu", "integrated-gpu", "virtual-gpu")
@@ -81,8 +81,10 @@ class GpuDevice(Check):
                 yield self.fail(
                     "No GPU: no Vulkan device at all",
                     "No driver, loaded alone through the real loader, reports a device.",
-                    remedy="Run vkdoctor check --gpu without --select or --ignore: VKT002 and the "
-                    "library findings say why.",
+                    remedy=Remedy(
+                        text="Run vkdoctor check --gpu without --select or --ignore: VKT002 and the "
+                        "library findings say why."
+                    ),
                     **evidence,
                 )
                 return
@@ -115,7 +117,7 @@ class GpuDevice(Check):
         vendor = [
             o for o in gpu_drivers if any(v in o.target.dlopen_name.lower() for v in VENDOR_DRIVERS)
         ]
-        remedy = _remedy(ctx, gpu_drivers, hardware)
+        remedy = Remedy(text=_remedy(ctx, gpu_drivers, hardware))
         if required:
             yield self.fail(
                 "No GPU: Vulkan compute would run on the CPU only",
@@ -137,6 +139,7 @@ class GpuDevice(Check):
 
 
 def _remedy(ctx: Context, gpu_drivers: list[TargetOutcome], hardware: list[str]) -> str:
+    """The fix, in words."""
     if not hardware:
         return (
             "Run the GPU gate on a machine with a GPU; in a container, pass the GPU in "

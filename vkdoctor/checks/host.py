@@ -9,7 +9,8 @@ from collections.abc import Iterable, Mapping
 from vkdoctor import facts as run_facts
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
-from vkdoctor.model import Finding
+from vkdoctor.model import Finding, Remedy
+from vkdoctor.packages import commands
 from vkdoctor.record import to_json
 
 
@@ -61,9 +62,11 @@ class HostFacts(Check):
                 f"{ctx.root} does not look like a root filesystem",
                 f"{ctx.root} has no /etc/os-release, /usr/lib/os-release or /usr: the findings "
                 "below describe an empty tree (no loader, no drivers) rather than a system.",
-                remedy="Give --root the top of an unpacked image or chroot (the directory that "
-                "holds usr/ and etc/): for a container image, its merged filesystem "
-                "(docker export, or podman mount), not one layer.",
+                remedy=Remedy(
+                    text="Give --root the top of an unpacked image or chroot (the directory that "
+                    "holds usr/ and etc/): for a container image, its merged filesystem "
+                    "(docker export, or podman mount), not one layer."
+                ),
                 root=str(ctx.root),
             )
 
@@ -118,12 +121,18 @@ def _interpreter(check: Check, ctx: Context) -> Iterable[Finding]:
         f"The tree's dynamic linker {interpreter} is missing: no program in it can start",
         f"{why}. Every {ctx.machine} program and library in {ctx.root} needs it, so nothing "
         "in the tree can load, whatever the library findings below say.",
-        remedy=(
-            "; ".join(f"ln -s usr{d} {shlex.quote(f'{ctx.root}{d}')}" for d in unlinked)
-            + " (the merged-/usr links)"
-            if unlinked
-            else "reinstall the C library package inside the tree (Debian: apt install "
-            "--reinstall libc6; Arch: pacman -S glibc; Fedora: dnf reinstall glibc)"
+        remedy=Remedy(
+            commands=tuple(f"ln -s usr{d} {shlex.quote(f'{ctx.root}{d}')}" for d in unlinked),
+            text="(the merged-/usr links)",
+        )
+        if unlinked
+        else Remedy(
+            text="reinstall the C library package inside the tree ("
+            + "; ".join(
+                f"{d}: {commands.reinstall(f, commands.PACKAGES['libc'][f])}"
+                for d, f in (("Debian", "dpkg"), ("Arch", "pacman"), ("Fedora", "rpm"))
+            )
+            + ")"
         ),
         interpreter=interpreter,
     )

@@ -10,7 +10,8 @@ from vkdoctor.context import Context
 from vkdoctor.loader import layers as L
 from vkdoctor.loader.filters import matches
 from vkdoctor.loader.layers import Layer, LayerScan
-from vkdoctor.model import Finding
+from vkdoctor.model import Finding, Remedy
+from vkdoctor.packages.commands import install_each
 from vkdoctor.record import replace
 
 
@@ -101,21 +102,23 @@ class BrokenImplicitLayer(Check):
                     yield self.fail(
                         f"Implicit layer manifest {f.manifest} is not valid JSON: every Vulkan application fails",
                         f"{f.manifest}: {f.reason}.",
-                        remedy=f"fix or remove {f.manifest} (VK_LOADER_LAYERS_DISABLE does not help)",
+                        remedy=Remedy(
+                            text=f"fix or remove {f.manifest} (VK_LOADER_LAYERS_DISABLE does not help)"
+                        ),
                         **ev,
                     )
                 else:
                     yield self.warn(
                         f"Implicit layer manifest {f.manifest} is not valid JSON (skipped)",
                         f"{f.manifest}: {f.reason}.",
-                        remedy=f"fix or remove {f.manifest}",
+                        remedy=Remedy(text=f"fix or remove {f.manifest}"),
                         **ev,
                     )
             elif f.outcome in (L.FILE_FIFO, L.FILE_CRASH):
                 yield self.fail(
                     f"Implicit layer manifest {f.manifest} stops every Vulkan application",
                     f"{f.manifest}: {f.reason}.",
-                    remedy=f"remove {f.manifest}",
+                    remedy=Remedy(text=f"remove {f.manifest}"),
                     **ev,
                 )
         for layer in scan.active:
@@ -132,7 +135,7 @@ class BrokenImplicitLayer(Check):
                 f"Active implicit layer {layer.name or repr('')}: library {where} {why}",
                 f"{layer.manifest} puts {layer.name} into every application ({layer.activation}), "
                 f"but its library {where} {why}; the loader logs an error and goes on without it.",
-                remedy=layer.remedy,
+                remedy=layer.fix,
                 **_ev(layer),
             )
 
@@ -165,7 +168,7 @@ class ImplicitLayerManifest(Check):
                 yield self.warn(
                     f"Implicit layer manifest {f.manifest} is dropped",
                     f"{f.manifest}: {f.reason}.",
-                    remedy=f"fix or remove {f.manifest}",
+                    remedy=Remedy(text=f"fix or remove {f.manifest}"),
                     manifest=f.manifest,
                     origin=f.origin,
                     outcome=f.outcome,
@@ -175,7 +178,7 @@ class ImplicitLayerManifest(Check):
                     yield self.warn(
                         f"Implicit layer {layer.name or '(unnamed)'} in {f.manifest} is dropped",
                         f"{f.manifest}: {layer.invalid}.",
-                        remedy=f"fix or remove {f.manifest}",
+                        remedy=Remedy(text=f"fix or remove {f.manifest}"),
                         **_ev(layer),
                     )
 
@@ -217,7 +220,7 @@ class ExplicitLayersFromEnvironment(Check):
                     f"Explicit layer manifest {f.manifest} stops every Vulkan application",
                     f"{f.manifest}: {f.reason}. The loader reads every explicit layer manifest "
                     "in vkCreateInstance, whether a program asks for the layer or not.",
-                    remedy=f"remove {f.manifest}",
+                    remedy=Remedy(text=f"remove {f.manifest}"),
                     manifest=f.manifest,
                     origin=f.origin,
                     outcome=f.outcome,
@@ -261,14 +264,14 @@ class ExplicitLayersFromEnvironment(Check):
                 f"VK_LOADER_LAYERS_ENABLE={scan.enable.raw}: {pattern} matches none of the "
                 f"{len(names)} layers the loader finds ({', '.join(sorted(names)) or 'none'}), "
                 "so it turns nothing on.",
-                remedy=(
-                    "install the Khronos validation layer (Debian/Ubuntu `sudo apt install "
-                    "vulkan-validationlayers`, Arch `sudo pacman -S vulkan-validation-layers`, "
-                    "Fedora `sudo dnf install vulkan-validation-layers`)"
-                    if "valid" in tok.value
-                    else "install the layer"
-                )
-                + ", point VK_ADD_LAYER_PATH at its manifest's directory, or fix the pattern",
+                remedy=Remedy(
+                    text=(
+                        f"install the Khronos validation layer ({install_each('validation-layers')})"
+                        if "valid" in tok.value
+                        else "install the layer"
+                    )
+                    + ", point VK_ADD_LAYER_PATH at its manifest's directory, or fix the pattern"
+                ),
                 pattern=pattern,
                 layers=sorted(names),
                 search_path=[e.path for e in scan.plan.entries],
@@ -289,7 +292,7 @@ class ExplicitLayersFromEnvironment(Check):
                     "the programs that ask for them, and VK_LOADER_LAYERS_DISABLE cannot take "
                     "out what this variable forces in. Its library is checked under "
                     "VKL001-VKL003 and loaded for real under VKT003.",
-                    remedy=f"{off[0].upper()}{off[1:]}.",
+                    remedy=Remedy(text=f"{off[0].upper()}{off[1:]}."),
                     **_ev(layer),
                 )
                 continue
@@ -303,25 +306,28 @@ class ExplicitLayersFromEnvironment(Check):
 
 def _why_no_manifest(
     name: str, scan: LayerScan, implicit: set[str | None], absent: list[str]
-) -> tuple[str, str]:
+) -> tuple[str, Remedy]:
     """Why no explicit layer manifest provides the VK_INSTANCE_LAYERS entry `name`, and the fix."""
     if name != name.strip():
         shown = repr(name)
         return (
             f"the loader does not trim names: {shown} has spaces, so it matches no layer",
-            f"remove the spaces around {name.strip()} in VK_INSTANCE_LAYERS",
+            Remedy(text=f"remove the spaces around {name.strip()} in VK_INSTANCE_LAYERS"),
         )
     if name in implicit:
         return (
             f"{name} is an implicit layer: it is on or off by its own rules (VKI001)",
-            f"remove {name} from VK_INSTANCE_LAYERS",
+            Remedy(text=f"remove {name} from VK_INSTANCE_LAYERS"),
         )
     plan = scan.plan
     if plan.override and absent:
         return (
             f"{plan.override}={plan.override_value} replaces the layer search path, and "
             f"{', '.join(absent)} does not exist",
-            f"unset {plan.override}, or point it at the layer's manifest directory",
+            Remedy(
+                commands=(f"unset {plan.override}",),
+                text=", or point it at the layer's manifest directory",
+            ),
         )
     where = (
         f"{plan.override}={plan.override_value}"
@@ -330,8 +336,10 @@ def _why_no_manifest(
     )
     return (
         f"the loader looks for it in {where} and finds no manifest",
-        f"remove {name} from VK_INSTANCE_LAYERS, or install the layer (or point "
-        "VK_ADD_LAYER_PATH at its manifest's directory)",
+        Remedy(
+            text=f"remove {name} from VK_INSTANCE_LAYERS, or install the layer (or point "
+            "VK_ADD_LAYER_PATH at its manifest's directory)"
+        ),
     )
 
 

@@ -46,8 +46,10 @@ from vkdoctor.elf.wgpu import find_wgpu_native
 from vkdoctor.loader.icd import LIBRARY_MISSING, LIBRARY_UNLOADABLE
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.model import Finding, Remedy, Severity
+from vkdoctor.packages import commands
 from vkdoctor.packages.owner import fix_file, leftover_of, owner
 from vkdoctor.packages.remedy import UPGRADE
+from vkdoctor.record import replace
 from vkdoctor.sonames import find_remedy
 
 #: rebuilds the cache of the directories ld.so is configured to search
@@ -386,7 +388,6 @@ class NeededLibraries(Check):
             ).strip()
             shown = [posixpath.basename(u) for u in users[:3]]
             more = f" and {len(users) - 3} more" if len(users) > 3 else ""
-            remedy: Remedy | str
             said, remedy = _missing_remedy(ctx, name, m)
             if said:
                 message = f"{message} {said}"
@@ -394,7 +395,7 @@ class NeededLibraries(Check):
             if why is not None:
                 # a driver no package owns: no upgrade helps, and only the user knows where its
                 # build keeps the library
-                message, remedy = f"{message} {why}", find_remedy(name)
+                message, remedy = f"{message} {why}", Remedy(text=find_remedy(name))
             yield self.finding(
                 sev,
                 f"{name} missing (needed by {', '.join(shown)}{more})",
@@ -406,28 +407,28 @@ class NeededLibraries(Check):
 
 def upgrade_command(ctx: Context) -> str:
     """The distribution's whole-system upgrade, the fix for a partial upgrade."""
-    manager = {"debian": "dpkg", "arch": "pacman", "fedora": "rpm"}.get(
-        facts.distro_family(ctx) or ""
-    )
+    manager = commands.NATIVE.get(facts.distro_family(ctx) or "")
     if manager is None:
         # no os-release (a bare image tree): the one package database there says which
         databases = facts.package_inventory(ctx).databases
         manager = databases[0].family if len(databases) == 1 else None
     if manager is not None:
         return f"`{UPGRADE[manager]}`"
-    return "`sudo pacman -Syu`, `sudo apt full-upgrade` or `sudo dnf distro-sync`"
+    # the last step of each family's upgrade
+    pacman, apt, dnf = (f"`sudo {commands.upgrade(f)[-1]}`" for f in ("pacman", "dpkg", "rpm"))
+    return f"{pacman}, {apt} or {dnf}"
 
 
-def stale_manifest_remedy(ctx: Context, manifest: str) -> str:
+def stale_manifest_remedy(ctx: Context, manifest: str) -> Remedy:
     """What to do about a manifest whose library is gone, by who put the manifest there."""
     if owner(ctx, manifest) == "":
         left = leftover_of(ctx, manifest)
         if left is not None:
             name = left.split(":")[0]
-            return (
-                f"{manifest} was left behind by {left}, removed but not purged (dpkg state "
-                f"rc): sudo apt purge {name} removes it; sudo apt install {name} brings the "
-                "driver back."
+            return Remedy(
+                text=f"{manifest} was left behind by {left}, removed but not purged (dpkg state "
+                f"rc): sudo {commands.purge(name)} removes it; sudo "
+                f"{commands.install('dpkg', name)} brings the driver back."
             )
     return fix_file(
         ctx,
@@ -438,7 +439,7 @@ def stale_manifest_remedy(ctx: Context, manifest: str) -> str:
     )
 
 
-def _stale_overlay(ctx: Context, name: str, m: Miss) -> tuple[str, str] | None:
+def _stale_overlay(ctx: Context, name: str, m: Miss) -> tuple[str, Remedy] | None:
     """A vkdoctor overlay on LD_LIBRARY_PATH whose link for `name` points at a file that is
     gone (the directory it came from was removed or renamed): why, and what to do."""
     from vkdoctor.overlay.store import store_roots
@@ -451,9 +452,11 @@ def _stale_overlay(ctx: Context, name: str, m: Miss) -> tuple[str, str] | None:
                 return (
                     f"vkdoctor's overlay {t.where} is on LD_LIBRARY_PATH, but its link for {name} "
                     f"points at {link.readlink()}, which is gone.",
-                    "`vkdoctor overlay --search-path DIR` (or `vkdoctor exec --search-path DIR -- "
-                    "CMD`) with the directory that holds the library now, or take the overlay "
-                    "off LD_LIBRARY_PATH.",
+                    Remedy(
+                        text="`vkdoctor overlay --search-path DIR` (or `vkdoctor exec --search-path DIR -- "
+                        "CMD`) with the directory that holds the library now, or take the overlay "
+                        "off LD_LIBRARY_PATH."
+                    ),
                 )
     return None
 
@@ -482,7 +485,7 @@ def _unpackaged_why(ctx: Context, name: str, m: Miss) -> str | None:
     )
 
 
-def _missing_remedy(ctx: Context, name: str, m: Miss) -> tuple[str, Remedy | str]:
+def _missing_remedy(ctx: Context, name: str, m: Miss) -> tuple[str, Remedy]:
     """Why the library is missing, for the message (or ""), and the fix."""
     stale_overlay = _stale_overlay(ctx, name, m)
     if stale_overlay is not None:
@@ -500,9 +503,11 @@ def _missing_remedy(ctx: Context, name: str, m: Miss) -> tuple[str, Remedy | str
         return (
             f"{renamed[0].path} has the soname {name}, but ld.so opens a file named {name}, "
             f"and {d} has none.",
-            f"`ln -s {file} {d}/{name}` if that file is the build the driver needs (ldconfig "
-            "makes such links in the directories of ld.so.conf), or install the package that "
-            "provides it.",
+            Remedy(
+                text=f"`ln -s {file} {d}/{name}` if that file is the build the driver needs (ldconfig "
+                "makes such links in the directories of ld.so.conf), or install the package that "
+                "provides it."
+            ),
         )
     refused = _refused(ctx).get(exact[0].path) if exact else None
     whole = _refused_sonames(ctx).get(name)
@@ -518,8 +523,10 @@ def _missing_remedy(ctx: Context, name: str, m: Miss) -> tuple[str, Remedy | str
         return (
             f"{exact[0].path} has the name ld.so looks for, in a directory it does not search; "
             f"putting all of {d} on LD_LIBRARY_PATH would also put everything else there first.",
-            f"`vkdoctor exec --search-path {d} -- CMD` for one command (it checks that the file "
-            f"fits and adds only it); for good, install the package that provides {name}.",
+            Remedy(
+                text=f"`vkdoctor exec --search-path {d} -- CMD` for one command (it checks that the file "
+                f"fits and adds only it); for good, install the package that provides {name}."
+            ),
         )
     # the closest version first: libLLVM-15.so.1 says more than libLLVM-14.so.1
     others = sorted(
@@ -532,38 +539,35 @@ def _missing_remedy(ctx: Context, name: str, m: Miss) -> tuple[str, Remedy | str
         why = f"Only other versions of this library are installed ({others[0].path})."
         return (
             f"{prefix} {why}".strip(),
-            fix_file(
-                ctx,
-                consumer,
-                f"Upgrade both together ({upgrade_command(ctx)}), or rebuild the driver against "
-                "the installed library",
-                f"Rebuild {consumer} against the installed library (no package owns it, so no "
-                "upgrade changes it), or use the distribution's driver package",
-            )
-            + (
-                f"; meanwhile `vkdoctor exec --search-path DIR -- CMD` with a copy of {name} "
-                "from the driver's build (VKO001)"
-                if whole is None
-                else ""
-            )
-            + ".",
+            Remedy(
+                text=fix_file(
+                    ctx,
+                    consumer,
+                    f"Upgrade both together ({upgrade_command(ctx)}), or rebuild the driver "
+                    "against the installed library",
+                    f"Rebuild {consumer} against the installed library (no package owns it, so "
+                    "no upgrade changes it), or use the distribution's driver package",
+                ).text
+                + (
+                    f"; meanwhile `vkdoctor exec --search-path DIR -- CMD` with a copy of {name} "
+                    "from the driver's build (VKO001)"
+                    if whole is None
+                    else ""
+                )
+                + "."
+            ),
         )
     return prefix, _provider_hint(ctx, name)
 
 
-#: how each distribution family asks which package ships a file
-_WHO_SHIPS = {
-    "debian": "apt-file search {name} (Debian names library packages after the soname)",
-    "fedora": "dnf provides '*/{name}'",
-    "arch": "pacman -F {name}",
-}
-
-
-def _provider_hint(ctx: Context, name: str) -> str:
-    ask = _WHO_SHIPS.get(facts.distro_family(ctx) or "")
-    if ask is None:
-        return f"Install the package that provides {name}."
-    return f"Install the package that provides {name}: {ask.format(name=name)} names it."
+def _provider_hint(ctx: Context, name: str) -> Remedy:
+    family = commands.NATIVE.get(facts.distro_family(ctx) or "")
+    if family is None:
+        return Remedy(text=f"Install the package that provides {name}.")
+    ask = commands.provides(family, name)
+    if family == "dpkg":
+        ask += " (Debian names library packages after the soname)"
+    return Remedy(text=f"Install the package that provides {name}: {ask} names it.")
 
 
 def _refused_sonames(ctx: Context) -> dict[str, str]:
@@ -647,7 +651,8 @@ class SymbolVersions(Check):
                 sev,
                 version_title(g),
                 f"{who}: {version_sentence(v)}{_also(needs)} {fails}",
-                remedy=version_fix(ctx, g),
+                # words: the patchelf it names is for one case ("if the bundle does not need")
+                remedy=Remedy(text=version_fix(ctx, g)),
                 evidence=ev,
             )
 
@@ -739,9 +744,11 @@ class LdLibraryPathOnly(Check):
                 f"entry {lib.directory or '(empty: the current directory)'} and shadows the "
                 f"system copy {system}."
                 + (f" It is {cut.what()}: {_CUT_WORDS[cut.effect or 'none']}" if cut else ""),
-                remedy=f"Take {lib.directory} off LD_LIBRARY_PATH (VKL003 and VKL006 say whether "
-                "this copy breaks anything); a program that needs a library only it has gets just "
-                f"that with `vkdoctor exec --search-path {lib.directory} -- CMD`.",
+                remedy=Remedy(
+                    text=f"Take {lib.directory} off LD_LIBRARY_PATH (VKL003 and VKL006 say whether "
+                    "this copy breaks anything); a program that needs a library only it has gets just "
+                    f"that with `vkdoctor exec --search-path {lib.directory} -- CMD`."
+                ),
                 evidence={
                     "path": path,
                     "directory": lib.directory,
@@ -790,7 +797,7 @@ class LdLibraryPathOnly(Check):
             )
 
 
-def _only_there_fix(ctx: Context, directory: str, in_conf: bool) -> tuple[str, Remedy | str]:
+def _only_there_fix(ctx: Context, directory: str, in_conf: bool) -> tuple[str, Remedy]:
     """What more to say about a directory only LD_LIBRARY_PATH gives, and the fix."""
     if in_conf:
         return (
@@ -807,14 +814,18 @@ def _only_there_fix(ctx: Context, directory: str, in_conf: bool) -> tuple[str, R
         return (
             f" Do not add {directory} to the ld.so configuration or export it: it also "
             f"holds {', '.join(shadows[:4])}, which would replace the system's copies.",
-            f"`vkdoctor exec --search-path {directory} -- CMD` for the programs that need "
-            "it (a checked overlay of just the missing files).",
+            Remedy(
+                text=f"`vkdoctor exec --search-path {directory} -- CMD` for the programs that need "
+                "it (a checked overlay of just the missing files)."
+            ),
         )
     return (
         "",
-        f"`echo {directory} | sudo tee /etc/ld.so.conf.d/vulkan-driver.conf && sudo "
-        f"ldconfig`, or only for the programs that need it `vkdoctor exec --search-path "
-        f"{directory} -- CMD` (a checked overlay of just the missing files).",
+        Remedy(
+            text=f"`echo {directory} | sudo tee /etc/ld.so.conf.d/vulkan-driver.conf && sudo "
+            f"ldconfig`, or only for the programs that need it `vkdoctor exec --search-path "
+            f"{directory} -- CMD` (a checked overlay of just the missing files)."
+        ),
     )
 
 
@@ -880,8 +891,10 @@ class UndefinedSymbols(Check):
                 f"{who}: {path} uses {shown}, defined by no library in its load scope; {what}. "
                 "A library of the same soname but another build probably shadows the one it "
                 "was linked against.",
-                remedy="Check which copy of its libraries won (VKL004, VKL002 evidence) and make "
-                "the distribution's copy win; upgrade the driver and its libraries together.",
+                remedy=Remedy(
+                    text="Check which copy of its libraries won (VKL004, VKL002 evidence) and make "
+                    "the distribution's copy win; upgrade the driver and its libraries together."
+                ),
                 evidence={
                     "path": path,
                     "symbols": names[:50],
@@ -939,21 +952,21 @@ class UndefinedSymbols(Check):
         )
 
 
-def _unshadow(ctx: Context, lib: Library) -> str:
+def _unshadow(ctx: Context, lib: Library) -> Remedy:
     """How to let the system's copy of `lib` win again."""
     if lib.how is How.LD_LIBRARY_PATH:
         entries = ctx.env.get("LD_LIBRARY_PATH", "").split(":")
         kept = [e for e in entries if e and posixpath.normpath(e) != lib.directory]
         change = f"export LD_LIBRARY_PATH={':'.join(kept)}" if kept else "unset LD_LIBRARY_PATH"
-        return (
-            f"Take {lib.directory} off LD_LIBRARY_PATH ({change}); if a program needs a library "
+        return Remedy(
+            text=f"Take {lib.directory} off LD_LIBRARY_PATH ({change}); if a program needs a library "
             f"that only {lib.directory} has, `vkdoctor exec --search-path {lib.directory} -- CMD` "
             "gives it just the missing files, not this copy."
         )
     if lib.how is How.PRELOAD:
-        return f"Take {lib.path} out of LD_PRELOAD."
-    return (
-        f"{lib.needed_by or 'A library'} finds {lib.path} through its "
+        return Remedy(text=f"Take {lib.path} out of LD_PRELOAD.")
+    return Remedy(
+        text=f"{lib.needed_by or 'A library'} finds {lib.path} through its "
         f"{'RPATH' if lib.how is How.RPATH else 'RUNPATH'}: remove the stale {lib.path}, or "
         "rebuild what carries that path against the system's library."
     )
@@ -981,7 +994,7 @@ class WgpuNativeLibrary(Check):
                 "wgpu is not installed",
                 "The wgpu Python package is not importable from this Python, so the compute "
                 "probe cannot run here.",
-                remedy="pip install wgpu",
+                remedy=Remedy(commands=("pip install wgpu",)),
             )
             return
         if native.path is None:
@@ -989,8 +1002,10 @@ class WgpuNativeLibrary(Check):
                 "wgpu-native library not found",
                 f"wgpu is installed in {native.package_dir} but none of "
                 f"{', '.join(native.candidates)} exists.",
-                remedy="Reinstall wgpu (`pip install --force-reinstall wgpu`), or set "
-                "WGPU_LIB_PATH to a libwgpu_native.so.",
+                remedy=Remedy(
+                    text="Reinstall wgpu (`pip install --force-reinstall wgpu`), or set "
+                    "WGPU_LIB_PATH to a libwgpu_native.so."
+                ),
                 candidates=list(native.candidates),
             )
             return
@@ -1010,7 +1025,9 @@ class WgpuNativeLibrary(Check):
             return
         detail = ""
         title = "wgpu-native cannot be loaded"
-        remedy = "Fix the library named above, or point WGPU_LIB_PATH at a working build."
+        remedy = Remedy(
+            text="Fix the library named above, or point WGPU_LIB_PATH at a working build."
+        )
         if res.misses:
             m = res.misses[0]
             other = [
@@ -1024,10 +1041,9 @@ class WgpuNativeLibrary(Check):
                     f"wgpu-native from {native.source} is not for this {ctx.machine} "
                     f"process (it is built for {other[0].detail or 'another machine'})"
                 )
-                remedy = (
-                    f"Point WGPU_LIB_PATH at a libwgpu_native built for {ctx.machine}, or unset "
-                    "it to use "
-                    "wgpu-py's own copy."
+                remedy = Remedy(
+                    text=f"Point WGPU_LIB_PATH at a libwgpu_native built for {ctx.machine}, or "
+                    "unset it to use wgpu-py's own copy."
                     if native.source == "WGPU_LIB_PATH"
                     else f"Reinstall wgpu for this {ctx.machine} Python "
                     "(`pip install --force-reinstall wgpu`)."
@@ -1055,38 +1071,28 @@ def loader_version(realpath: str) -> str | None:
     return m.group(1) if m else None
 
 
-INSTALL = (
-    (("debian", "ubuntu"), "sudo apt install libvulkan1"),
-    (("arch",), "sudo pacman -S vulkan-icd-loader"),
-    (("fedora", "rhel", "centos"), "sudo dnf install vulkan-loader"),
-    (("opensuse", "suse"), "sudo zypper install libvulkan1"),
-    (("alpine",), "sudo apk add vulkan-loader"),
-)
+def install_loader(ctx: Context) -> Remedy:
+    """How to get the Vulkan loader: installed, or reinstalled when its package is installed but
+    its libvulkan.so.1 is gone."""
+    from vkdoctor.packages.owner import installed_family
 
-
-#: the package that holds libvulkan.so.1, by package family
-_LOADER = {"dpkg": "libvulkan1", "pacman": "vulkan-icd-loader", "rpm": "vulkan-loader"}
+    again = installed_family(ctx, "vulkan-loader")
+    if again is not None:
+        name = commands.PACKAGES["vulkan-loader"][again]
+        return Remedy(commands=(commands.reinstall(again, name),), needs_root=True)
+    family = commands.family_of(facts.distro_ids(ctx))
+    # no os-release (a bare image tree): the one package database there says which
+    databases = facts.package_inventory(ctx).databases
+    if family is None and len(databases) == 1:
+        family = databases[0].family
+    if family is not None:
+        return Remedy(commands=(commands.install_for(family, "vulkan-loader"),), needs_root=True)
+    return Remedy(text=f"Install the Vulkan loader: {commands.install_each('vulkan-loader')}.")
 
 
 def install_loader_command(ctx: Context) -> str:
-    from vkdoctor.packages.owner import reinstall_if_installed
-
-    again = reinstall_if_installed(ctx, _LOADER)
-    if again is not None:
-        return again
-    ids = facts.distro_ids(ctx)
-    for names, command in INSTALL:
-        if any(i in names or i.startswith(names) for i in ids):
-            return command
-    # no os-release (a bare image tree): the one package database there says which
-    databases = facts.package_inventory(ctx).databases
-    if len(databases) == 1:
-        family = {"dpkg": "debian", "pacman": "arch", "rpm": "fedora"}[databases[0].family]
-        return next(command for names, command in INSTALL if family in names)
-    return (
-        "Install the Vulkan loader: Debian/Ubuntu `sudo apt install libvulkan1`, Arch "
-        "`sudo pacman -S vulkan-icd-loader`, Fedora `sudo dnf install vulkan-loader`."
-    )
+    """`install_loader` as a sentence quotes it."""
+    return install_loader(ctx).shown()
 
 
 LOADER = "libvulkan.so.1"
@@ -1136,7 +1142,7 @@ class VulkanLoaderLibrary(Check):
                 f"The Vulkan loader is not installed or not where ld.so looks: "
                 f"{res.predicted_error}. Looked in: {places_tried(m.tried, ctx)}. "
                 f"{near_text(m.near)}".strip(),
-                remedy=_with_reason(install_loader_command(ctx)),
+                remedy=_with_reason(install_loader(ctx)),
                 **m.as_dict(),
             )
             return
@@ -1153,7 +1159,7 @@ class VulkanLoaderLibrary(Check):
                 "libvulkan.so.1 cannot be loaded",
                 f"{root.path} (version {version or 'unknown'}) is found {how_found(root)}, but "
                 f'dlopen would fail with "{res.predicted_error}".',
-                remedy=_with_reason(install_loader_command(ctx)),
+                remedy=_with_reason(install_loader(ctx)),
                 **ev,
                 problems=res.as_dict(),
             )
@@ -1174,29 +1180,30 @@ class VulkanLoaderLibrary(Check):
         )
 
 
-def _with_reason(command: str) -> str:
-    if "reinstall" in command:
-        return f"{command} (the package is installed, but its libvulkan.so.1 is gone or broken)"
-    return command
+def _with_reason(remedy: Remedy) -> Remedy:
+    if any("reinstall" in c for c in remedy.commands):
+        why = "(the package is installed, but its libvulkan.so.1 is gone or broken)"
+        return replace(remedy, text=why)
+    return remedy
 
 
-def _loader_outside_remedy(ctx: Context, directory: str) -> str:
+def _loader_outside_remedy(ctx: Context, directory: str) -> Remedy:
     """For a libvulkan.so.1 found only through LD_LIBRARY_PATH."""
     system = system_copy(ctx, "libvulkan.so.1")
     if system is not None and posixpath.dirname(system) != directory:
-        return (
-            f"The system has its own Vulkan loader ({system}); unless you need this copy, take "
+        return Remedy(
+            text=f"The system has its own Vulkan loader ({system}); unless you need this copy, take "
             f"{directory} off LD_LIBRARY_PATH."
         )
     shadows = shadowing_files(ctx, directory)
     if shadows:
-        return (
-            f"Install the loader where ld.so finds it without the variable "
+        return Remedy(
+            text=f"Install the loader where ld.so finds it without the variable "
             f"({install_loader_command(ctx)}), not by adding {directory} to the ld.so "
             f"configuration: it also holds {', '.join(shadows[:4])}."
         )
-    return (
-        f"Install the loader where ld.so finds it without the variable "
+    return Remedy(
+        text=f"Install the loader where ld.so finds it without the variable "
         f"({install_loader_command(ctx)}), or add {directory} to the ld.so configuration (a "
         "file in /etc/ld.so.conf.d, then sudo ldconfig)."
     )

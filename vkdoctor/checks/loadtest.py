@@ -19,7 +19,7 @@ from vkdoctor.loadtest import (
     disagreements,
     wrecks_all,
 )
-from vkdoctor.model import Finding, Severity
+from vkdoctor.model import Finding, Remedy, Severity
 
 
 def _loader_version(ctx: Context, run: LoadTestRun) -> str | None:
@@ -70,7 +70,11 @@ def _verdict_finding(
             confirms=predicted.reason,
         )
     return check.finding(
-        verdict.severity, verdict.title, verdict.message, remedy=verdict.remedy, evidence=evidence
+        verdict.severity,
+        verdict.title,
+        verdict.message,
+        remedy=verdict.remedy,
+        evidence=evidence,
     )
 
 
@@ -199,7 +203,7 @@ class DeviceAvailable(Check):
         return self.fail(
             f"{title}, but every Vulkan application {'dies' if dies else 'fails'} in {names} first",
             f"{said}.",
-            remedy=f"export VK_LOADER_DRIVERS_DISABLE={','.join(Path(o.target.manifest).name for o, _ in wrecks)}",
+            remedy=_disable_all(o for o, _ in wrecks),
             **evidence,
         )
 
@@ -217,8 +221,10 @@ class DeviceAvailable(Check):
                 "The load test could not run",
                 f"None of the {len(drivers)} driver(s) was load-tested: {run.spawn_error}. "
                 "Nothing is known about their devices; the static checks above still hold.",
-                remedy="Run vkdoctor with a Python this user can start again (the load test "
-                "runs it as a child), or see the reason above.",
+                remedy=Remedy(
+                    text="Run vkdoctor with a Python this user can start again (the load test "
+                    "runs it as a child), or see the reason above."
+                ),
                 **evidence,
             )
         # a preflight that could not confirm any device must not pass
@@ -226,7 +232,7 @@ class DeviceAvailable(Check):
             "No Vulkan device confirmed: the load test ran out of time before it tried a driver",
             f"None of the {len(drivers)} driver(s) was load-tested within the time bound "
             f"(--timeout {ctx.options.timeout:g} s): nothing is known about their devices.",
-            remedy="Run again with a larger --timeout (the default is 60 s).",
+            remedy=Remedy(text="Run again with a larger --timeout (the default is 60 s)."),
             **evidence,
             out_of_time=True,
         )
@@ -252,7 +258,12 @@ class DeviceAvailable(Check):
             or o.dlopen in ("failed", "crash", "timeout")
             or wrecks_all(o, version) is not None
         ]
-        remedy = _sentence("; or ".join(_ways_to_a_device(ctx, drivers, failing)))
+        from vkdoctor.checks.drivers import hidden_drivers
+
+        hidden = hidden_drivers(ctx)
+        remedy = _options_fix(
+            _ways_to_a_device(ctx, drivers, failing, hidden), hidden if not failing else None
+        )
         if failing and facts.predicted(ctx, failing):
             # the library findings named each failing driver's cause, with its fix, before
             # anything was loaded: no device is their consequence, not a second cause
@@ -272,20 +283,22 @@ class DeviceAvailable(Check):
 
 
 def _ways_to_a_device(
-    ctx: Context, drivers: list[TargetOutcome], failing: list[TargetOutcome]
+    ctx: Context,
+    drivers: list[TargetOutcome],
+    failing: list[TargetOutcome],
+    hidden: Remedy | None,
 ) -> list[str]:
     """The ways to get a device when no driver gives one: fix the failing drivers, show the
-    hidden ones, or install one (lavapipe for a CPU device)."""
-    from vkdoctor.checks.drivers import hidden_drivers, install_command
+    `hidden` ones, or install one (lavapipe for a CPU device)."""
+    from vkdoctor.checks.drivers import install_command
 
     options = []
     if failing:
         names = ", ".join(Path(o.target.manifest).name for o in failing)
         verb = "fails" if len(failing) == 1 else "fail"
         options.append(f"fix why {names} {verb} (VKT001 and the library findings)")
-    hidden = hidden_drivers(ctx)
     if hidden is not None:
-        options.append(hidden)
+        options.append(hidden.shown())
     if not any(Path(o.target.dlopen_name).name == "libvulkan_lvp.so" for o in drivers):
         # with lavapipe among the drivers, installing it again changes nothing
         options.append(
@@ -293,6 +306,20 @@ def _ways_to_a_device(
             + install_command(ctx)
         )
     return options
+
+
+def _disable_all(drivers: Iterable[TargetOutcome]) -> Remedy:
+    """Keeps the loader away from these drivers."""
+    names = ",".join(Path(o.target.manifest).name for o in drivers)
+    return Remedy(commands=(f"export VK_LOADER_DRIVERS_DISABLE={names}",))
+
+
+def _options_fix(options: list[str], first: Remedy | None) -> Remedy:
+    """The options, joined by "; or ", as one fix: the commands of `first` (options[0]) lead it."""
+    if first is not None and first.commands:
+        rest = "".join(f"; or {o}" for o in options[1:])
+        return Remedy(commands=first.commands, needs_root=first.needs_root, text=first.text + rest)
+    return Remedy(text=_sentence("; or ".join(options)))
 
 
 def _sentence(text: str) -> str:
@@ -353,8 +380,10 @@ class PredictionAgrees(Check):
                 if d.kind == "outcome"
                 else f"{d.target.dlopen_name}: predicted and real dlerror differ",
                 d.message(),
-                remedy="Trust the real load (VKT001/VKT003); please report the disagreement "
-                "with `vkdoctor check --json -` to the vkdoctor maintainers.",
+                remedy=Remedy(
+                    text="Trust the real load (VKT001/VKT003); please report the disagreement "
+                    "with `vkdoctor check --json -` to the vkdoctor maintainers."
+                ),
                 evidence={
                     "manifest": d.target.manifest,
                     "library": d.target.dlopen_name,

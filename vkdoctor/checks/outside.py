@@ -10,7 +10,7 @@ from vkdoctor import facts
 from vkdoctor import limits as L
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
-from vkdoctor.model import Finding, Severity
+from vkdoctor.model import Finding, Remedy, Severity
 
 #: the limits whose exhaustion wgpu meets without saying so
 _MEMORY_LIMITS = ("RLIMIT_AS", "RLIMIT_DATA")
@@ -173,7 +173,7 @@ class ResourceLimits(Check):
                     else ""
                 )
                 + "This is the limit, not the driver.",
-                remedy=f"Raise the limit: {lim.remedy(root=L.can_raise_hard())}.",
+                remedy=Remedy(text=f"Raise the limit: {lim.remedy(root=L.can_raise_hard())}."),
                 **evidence,
             )
 
@@ -223,7 +223,7 @@ class NvidiaVariables(Check):
                 Severity.INFO,
                 "__GL_SHADER_DISK_CACHE=0: NVIDIA's shader cache is off",
                 "Every Vulkan program compiles every shader again at each start.",
-                remedy="unset __GL_SHADER_DISK_CACHE",
+                remedy=Remedy(commands=("unset __GL_SHADER_DISK_CACHE",)),
                 evidence={"variable": "__GL_SHADER_DISK_CACHE", "value": "0"},
             )
         size = ctx.env.get("__GL_SHADER_DISK_CACHE_SIZE", "")
@@ -233,7 +233,10 @@ class NvidiaVariables(Check):
                 f"__GL_SHADER_DISK_CACHE_SIZE={size}: NVIDIA's shader cache is small",
                 f"{size} bytes is less than a compute program's pipelines need: the cache is "
                 "emptied constantly and shaders are compiled again.",
-                remedy="unset __GL_SHADER_DISK_CACHE_SIZE (the driver's default is 1 GiB)",
+                remedy=Remedy(
+                    commands=("unset __GL_SHADER_DISK_CACHE_SIZE",),
+                    text="(the driver's default is 1 GiB)",
+                ),
                 evidence={"variable": "__GL_SHADER_DISK_CACHE_SIZE", "value": size},
             )
 
@@ -244,7 +247,7 @@ class NvidiaVariables(Check):
                 "__VK_LAYER_NV_optimus=non_NVIDIA_only hides the NVIDIA GPU",
                 f"NVIDIA's implicit layer ({layer}) removes every NVIDIA GPU from the devices "
                 "every Vulkan program sees.",
-                remedy="unset __VK_LAYER_NV_optimus",
+                remedy=Remedy(commands=("unset __VK_LAYER_NV_optimus",)),
                 **evidence,
             )
         elif value == "NVIDIA_only":
@@ -255,7 +258,7 @@ class NvidiaVariables(Check):
                 + (", lavapipe included" if hides_cpu else ""),
                 f"NVIDIA's implicit layer ({layer}) lists only NVIDIA GPUs: CPU drivers "
                 "(lavapipe) and other GPUs disappear from every Vulkan program.",
-                remedy="unset __VK_LAYER_NV_optimus" if hides_cpu else None,
+                remedy=Remedy(commands=("unset __VK_LAYER_NV_optimus",)) if hides_cpu else None,
                 evidence=evidence,
             )
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from vkdoctor import facts
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
-from vkdoctor.model import Finding, Severity
+from vkdoctor.model import Finding, Remedy, Severity
 from vkdoctor.overlay.describe import exec_command, export_line
 from vkdoctor.overlay.plan import Plan
 from vkdoctor.record import to_json
@@ -98,7 +98,7 @@ class OverlayFix(Check):
                 Severity.WARN,
                 "Cannot build the overlay",
                 outcome.error,
-                remedy=outcome.hint,
+                remedy=outcome.fix,
                 evidence={"error": outcome.error},
             )
             return
@@ -162,7 +162,7 @@ class OverlayFix(Check):
                 )
                 if p
             ),
-            remedy=_not_built_remedy(plan, names),
+            remedy=Remedy(text=_not_built_remedy(plan, names)),
             evidence=evidence,
         )
 
@@ -174,8 +174,10 @@ class OverlayFix(Check):
             + "; ".join(failures)
             + ". It is not the fix; the library findings say what else is wrong."
             + (f" It is not in vkdoctor's cache: {plan.store_note}." if plan.store_note else ""),
-            remedy="Fix the driver's packages (see the library and package findings); "
-            f"`rm -rf {plan.directory}` removes the overlay.",
+            remedy=Remedy(
+                text="Fix the driver's packages (see the library and package findings); "
+                f"`rm -rf {plan.directory}` removes the overlay."
+            ),
             evidence=evidence,
         )
 
@@ -224,8 +226,10 @@ def _applied(
             else "The lasting fix is the one the library and package findings give for the "
             "missing library (VKL002, VKP002) when the check runs without the overlay."
         ),
-        remedy=f"`{exec_command(plan)}` runs a program under it, or `{export_line(plan)}` "
-        "sets it in that one shell.",
+        remedy=Remedy(
+            text=f"`{exec_command(plan)}` runs a program under it, or `{export_line(plan)}` "
+            "sets it in that one shell."
+        ),
         evidence={**evidence, "lasting_fixes": list(outcome.lasting_fixes)},
     )
 
@@ -256,8 +260,10 @@ def _offered(
         f"the usual way fails. vkdoctor found {found} itself and proved a private overlay "
         f"{plan.directory} with it: {proven} passed under it.{partial} This check describes "
         f"the environment without it; with --search-path or --from-package it runs under it.{lasting}",
-        remedy=f'`{exec_command(plan)}` runs a program under it, or `eval "$(vkdoctor overlay)"` '
-        "sets it in this shell.",
+        remedy=Remedy(
+            text=f'`{exec_command(plan)}` runs a program under it, or `eval "$(vkdoctor overlay)"` '
+            "sets it in this shell."
+        ),
         evidence={**evidence, "lasting_fixes": list(outcome.lasting_fixes), "applied": False},
     )
 
@@ -320,7 +326,9 @@ class SearchPlaces(Check):
                 Severity.WARN,
                 f"Search path {p.path} {p.message}",
                 f"The {p.origin} {p.path} {p.message}; it was skipped.",
-                remedy="Fix the path given with --search-path or VKDOCTOR_SEARCH_PATH.",
+                remedy=Remedy(
+                    text="Fix the path given with --search-path or VKDOCTOR_SEARCH_PATH."
+                ),
                 evidence=to_json(p),
             )
         for err in plan.package_errors:
@@ -331,10 +339,12 @@ class SearchPlaces(Check):
                 if full
                 else "A package file cannot be used",
                 err,
-                remedy="Free space on the filesystem of vkdoctor's cache (XDG_CACHE_HOME, else "
-                "~/.cache), or point XDG_CACHE_HOME at one with room; the package itself is fine."
-                if full
-                else "Download the package again (or give the right file).",
+                remedy=Remedy(
+                    text="Free space on the filesystem of vkdoctor's cache (XDG_CACHE_HOME, else "
+                    "~/.cache), or point XDG_CACHE_HOME at one with room; the package itself is fine."
+                    if full
+                    else "Download the package again (or give the right file)."
+                ),
                 evidence={"error": err},
             )
 
@@ -367,7 +377,7 @@ class RefusedCandidates(Check):
                         Severity.WARN,
                         f"{c.path} refused for {soname}",
                         f"{c.path} ({c.origin}) cannot supply {soname}: {c.reason}.",
-                        remedy=_refusal_remedy(soname, c.reason or ""),
+                        remedy=Remedy(text=_refusal_remedy(soname, c.reason or "")),
                         evidence=c.as_dict(),
                     )
                 elif chosen is not None and c is not chosen:
@@ -384,7 +394,7 @@ class RefusedCandidates(Check):
                 Severity.WARN,
                 f"{r.soname} is not supplied by the overlay",
                 r.reason,
-                remedy="Install the distribution's package that provides it.",
+                remedy=Remedy(text="Install the distribution's package that provides it."),
                 evidence=to_json(r),
             )
 

@@ -7,7 +7,8 @@ from collections.abc import Iterable
 from vkdoctor import facts, probe_report
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
-from vkdoctor.model import Finding, Remedy, Severity, remedy_from
+from vkdoctor.model import Finding, Remedy, Severity
+from vkdoctor.packages.commands import install_each
 from vkdoctor.record import replace
 
 
@@ -48,7 +49,7 @@ class ComputeProbe(Check):
                     severity=Severity.FAIL,
                     title=f"Compute probe passed only with {names} turned off",
                     message=f"{finding.message}. {note}",
-                    remedy=remedy_from(f"{commands}, or remove what installs {names}."),
+                    remedy=Remedy(commands=commands, text=f", or remove what installs {names}."),
                 )
             elif finding.severity is Severity.OK:
                 # the failure is the load test's, with this very remedy: counted once
@@ -57,8 +58,9 @@ class ComputeProbe(Check):
                     severity=Severity.INFO,
                     title=f"Compute probe passed once {names} was turned off",
                     message=f"{finding.message}. {note}",
-                    remedy=remedy_from(
-                        f"{commands}, or remove what installs {names} (VKT001, VKT003)."
+                    remedy=Remedy(
+                        commands=commands,
+                        text=f", or remove what installs {names} (VKT001, VKT003).",
                     ),
                 )
             else:
@@ -86,9 +88,7 @@ class ComputeProbe(Check):
             why = _no_adapter(ctx)
             if why is not None:
                 said, remedy = why
-                finding = replace(
-                    finding, message=f"{finding.message}{said}.", remedy=remedy_from(remedy)
-                )
+                finding = replace(finding, message=f"{finding.message}{said}.", remedy=remedy)
             foreseen = _foreseen(ctx)
             if foreseen:
                 # no loader (VKH002), or every driver fails to load as the library findings
@@ -135,7 +135,7 @@ def _foreseen(ctx: Context) -> str | None:
     return None
 
 
-def _no_adapter(ctx: Context) -> tuple[str, str] | None:
+def _no_adapter(ctx: Context) -> tuple[str, Remedy] | None:
     """Why the probe found no adapter, from the checks before it, most basic cause first:
     (what to add to the message, the one remedy). None when they say nothing more."""
     from vkdoctor.checks.drivers import hidden_drivers
@@ -145,16 +145,19 @@ def _no_adapter(ctx: Context) -> tuple[str, str] | None:
         # no loader, no Vulkan adapter: VKH002 names the one package to install
         return (
             ". The Vulkan loader (libvulkan.so.1) is missing",
-            "Install the Vulkan loader first (see VKH002: Debian/Ubuntu "
-            "`sudo apt install libvulkan1`, Arch `sudo pacman -S vulkan-icd-loader`, "
-            "Fedora `sudo dnf install vulkan-loader`), then run vkdoctor check again.",
+            Remedy(
+                text="Install the Vulkan loader first (see VKH002: "
+                f"{install_each('vulkan-loader')}), then run vkdoctor check again."
+            ),
         )
     if not any(t.kind == "driver" for t in facts.load_targets(ctx)):
         # VKD001 names why no driver loads, and its fix; installing one may be wrong
         return (
             ". The Vulkan loader will load no driver (VKD001)",
-            "Fix what VKD001 reports first: the loader loads no driver at all, so wgpu can see "
-            "no Vulkan adapter.",
+            Remedy(
+                text="Fix what VKD001 reports first: the loader loads no driver at all, so wgpu "
+                "can see no Vulkan adapter."
+            ),
         )
     try:
         outcomes = facts.load_test(ctx).outcomes
@@ -170,12 +173,14 @@ def _no_adapter(ctx: Context) -> tuple[str, str] | None:
         return (
             f". The driver{'s' if len(broken) > 1 else ''} the loader tries ({names}) "
             f"{'do' if len(broken) > 1 else 'does'} not load (VKT001)",
-            f"Fix why {names} {'do' if len(broken) > 1 else 'does'} not load first (VKT001 and "
-            "the library findings say why): wgpu sees only drivers that load.",
+            Remedy(
+                text=f"Fix why {names} {'do' if len(broken) > 1 else 'does'} not load first "
+                "(VKT001 and the library findings say why): wgpu sees only drivers that load."
+            ),
         )
     hidden = hidden_drivers(ctx)
     if hidden is not None:
-        return ("", f"{hidden}.")
+        return ("", replace(hidden, text=f"{hidden.text}."))
     from vkdoctor.checks.drivers import install_command
 
     if ctx.options.adapter:
@@ -184,11 +189,13 @@ def _no_adapter(ctx: Context) -> tuple[str, str] | None:
     # the package is installed, yet no device: its files are gone or broken
     verb = "Reinstall" if "reinstall" in command else "Install"
     if ctx.options.cpu:
-        return ("", f"{verb} lavapipe, the Vulkan CPU driver: {command}.")
+        return ("", Remedy(text=f"{verb} lavapipe, the Vulkan CPU driver: {command}."))
     return (
         "",
-        f"Install the Vulkan driver for this machine's GPU, or {verb.lower()} lavapipe for a "
-        f"CPU device: {command}.",
+        Remedy(
+            text=f"Install the Vulkan driver for this machine's GPU, or {verb.lower()} lavapipe "
+            f"for a CPU device: {command}."
+        ),
     )
 
 

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from vkdoctor.context import Context
+from vkdoctor.model import Remedy
 from vkdoctor.overlay.errors import OverlayError
 from vkdoctor.overlay.plan import Plan
 from vkdoctor.record import record, replace
@@ -28,11 +29,20 @@ class Outcome:
     #: the overlay could not be built at all (store read-only or full, ...)
     error: str | None = None
     hint: str | None = None
+    #: the hint's commands, when it is only commands to run
+    hint_commands: tuple[str, ...] = ()
     #: the user's LD_LIBRARY_PATH, before the overlay
     original_ld_library_path: str | None = None
     #: what the package databases say about each library the overlay supplies, with their fix
     #: (the checks run under the overlay, where nothing is missing any more)
     lasting_fixes: tuple[str, ...] = ()
+
+    @property
+    def fix(self) -> Remedy | None:
+        """The hint as a fix: its commands, when it is only commands to run."""
+        if self.hint_commands:
+            return Remedy(commands=self.hint_commands)
+        return Remedy(text=self.hint) if self.hint else None
 
     @property
     def applied(self) -> bool:
@@ -48,7 +58,7 @@ def overlay_outcome(ctx: Context) -> Outcome:
     try:
         plan = plan_for(ctx, ctx.options.packages)
     except OverlayError as exc:
-        return Outcome(error=exc.message, hint=exc.hint)
+        return Outcome(error=exc.message, hint=exc.hint, hint_commands=exc.commands)
     return Outcome(
         plan=plan,
         original_ld_library_path=ctx.getenv("LD_LIBRARY_PATH"),

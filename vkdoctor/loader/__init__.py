@@ -69,7 +69,7 @@ def load_targets(ctx: Context) -> tuple[LoadTarget, ...]:
                     manifest=layer.manifest,
                     dlopen_name=layer.library,
                     library_arch=layer.library_arch,
-                    off=layer.remedy,
+                    off_fix=layer.fix,
                 )
             )
     return tuple(targets)

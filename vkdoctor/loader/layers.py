@@ -33,6 +33,7 @@ from vkdoctor.loader.search import (
 )
 from vkdoctor.loader.stdlib import find_bare
 from vkdoctor.loader.version import LoaderVersion, loader_version
+from vkdoctor.model import Remedy
 from vkdoctor.record import field, record
 
 # Manifest-level outcomes (one per file)
@@ -83,23 +84,29 @@ class Layer:
     explicit: bool = False
 
     @property
-    def remedy(self) -> str:
+    def fix(self) -> Remedy:
         """How to keep this layer out of every instance, by the loader's precedence: an
         implicit layer's disable_environment wins over everything; for an explicit layer,
         VK_LOADER_LAYERS_ENABLE wins over VK_LOADER_LAYERS_DISABLE."""
         if self.disable_env and not self.explicit:
-            return (
-                f"export {self.disable_env}={self.disable_value or '1'}   "
-                f"(any value, even empty, turns {self.name} off)"
+            return Remedy(
+                commands=(f"export {self.disable_env}={self.disable_value or '1'}",),
+                text=f"(any value, even empty, turns {self.name} off)",
             )
         if self.activation.startswith("forced on by VK_LOADER_LAYERS_ENABLE"):
-            return (
-                f"unset VK_LOADER_LAYERS_ENABLE, or narrow it so that it no longer matches "
-                f"{self.name} (VK_LOADER_LAYERS_DISABLE cannot turn off a layer it forces on)"
+            return Remedy(
+                commands=("unset VK_LOADER_LAYERS_ENABLE",),
+                text=f", or narrow it so that it no longer matches {self.name} "
+                "(VK_LOADER_LAYERS_DISABLE cannot turn off a layer it forces on)",
             )
         if self.activation.startswith("enabled by VK_INSTANCE_LAYERS"):
-            return f"remove {self.name} from VK_INSTANCE_LAYERS"
-        return f"export VK_LOADER_LAYERS_DISABLE={self.name}"
+            return Remedy(text=f"remove {self.name} from VK_INSTANCE_LAYERS")
+        return Remedy(commands=(f"export VK_LOADER_LAYERS_DISABLE={self.name}",))
+
+    @property
+    def remedy(self) -> str:
+        """`fix` as a sentence quotes it."""
+        return self.fix.shown()
 
 
 @record(frozen=True, kw_only=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from vkdoctor.model import Remedy
 from vkdoctor.record import record
 
 
@@ -26,5 +27,10 @@ class LoadTarget:
     dlopen_name: str
     #: the manifest's library_arch ("32"/"64") when it has one
     library_arch: str | None = None
-    #: for a layer: how to keep it out of every instance in this environment (Layer.remedy)
-    off: str | None = None
+    #: for a layer: how to keep it out of every instance in this environment (Layer.fix)
+    off_fix: Remedy | None = None
+
+    @property
+    def off(self) -> str | None:
+        """`off_fix` as a sentence quotes it."""
+        return self.off_fix.shown() if self.off_fix else None

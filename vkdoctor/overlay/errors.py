@@ -6,13 +6,22 @@ import errno
 
 
 class OverlayError(Exception):
-    """The overlay (or the store behind it) cannot be built; `message` says why, `hint` what to do."""
+    """The overlay (or the store behind it) cannot be built; `message` says why, `hint` what to do
+    (`commands`: the hint's commands, when it is only commands to run)."""
 
-    def __init__(self, message: str, *, hint: str | None = None, path: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        path: str | None = None,
+        commands: tuple[str, ...] = (),
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
         self.path = path
+        self.commands = commands
 
 
 class StoreError(OverlayError):

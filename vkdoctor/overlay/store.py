@@ -82,6 +82,7 @@ def verify_private(path: Path) -> None:
             f"{path} is writable by {own} (mode {stat.S_IMODE(st.st_mode):04o}); "
             "anyone who can write it chooses the code your processes load",
             hint=f"chmod 700 {path}" + ("; setfacl -b " + str(path) if "ACL" in own else ""),
+            commands=(f"chmod 700 {path}", *([f"setfacl -b {path}"] if "ACL" in own else [])),
             path=str(path),
         )
     _refuse_untrusted(path)
@@ -206,7 +207,9 @@ def store_root(ctx: Context) -> StoreRoot:
     try:
         fresh = _fresh_private(ctx.env)
     except StoreError as exc:
-        raise StoreError(f"{why}; and {exc.message}", hint=first.hint, path=first.path) from exc
+        raise StoreError(
+            f"{why}; and {exc.message}", hint=first.hint, path=first.path, commands=first.commands
+        ) from exc
     return StoreRoot(
         path=fresh,
         fresh=True,

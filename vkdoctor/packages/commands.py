@@ -42,6 +42,8 @@ class Manager:
     remove_alone: str
     #: repairs the package database itself (None: vkdoctor knows no one command)
     repair: str | None
+    #: asks which package in the repositories ships a file named `{name}` (needs no root)
+    provides: str
 
 
 TABLE: dict[str, Manager] = {
@@ -62,6 +64,7 @@ TABLE: dict[str, Manager] = {
         unhold="apt-mark unhold {names}",
         remove_alone="dpkg -r {name}",
         repair="dpkg --configure -a",
+        provides="apt-file search {name}",
     ),
     "pacman": Manager(
         install="pacman -S {names}",
@@ -77,6 +80,7 @@ TABLE: dict[str, Manager] = {
         unhold=None,
         remove_alone="pacman -Rdd {name}",
         repair=None,
+        provides="pacman -F {name}",
     ),
     "rpm": Manager(
         install="dnf install {names}",
@@ -92,11 +96,52 @@ TABLE: dict[str, Manager] = {
         unhold="dnf versionlock delete {names}",
         remove_alone="rpm -e --nodeps {name}",
         repair="rpm --rebuilddb",
+        provides="dnf provides '*/{name}'",
     ),
 }
 
 #: the package family of each distribution family vkdoctor names (vkdoctor.host.distro_family)
 NATIVE = {"debian": "dpkg", "arch": "pacman", "fedora": "rpm"}
+
+#: how the managers of distributions whose database vkdoctor does not read install packages
+#: (vkdoctor names only what to install there)
+INSTALL_ONLY = {"zypper": "zypper install {names}", "apk": "apk add {names}"}
+
+#: the distributions' os-release IDs (a prefix: opensuse-leap) and the manager that installs there
+DISTROS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("debian", "ubuntu"), "dpkg"),
+    (("arch",), "pacman"),
+    (("fedora", "rhel", "centos"), "rpm"),
+    (("opensuse", "suse"), "zypper"),
+    (("alpine",), "apk"),
+)
+
+#: what vkdoctor tells a user to install, by what it is for: its package in each family
+PACKAGES: dict[str, dict[str, str]] = {
+    "vulkan-loader": {
+        "dpkg": "libvulkan1",
+        "pacman": "vulkan-icd-loader",
+        "rpm": "vulkan-loader",
+        "zypper": "libvulkan1",
+        "apk": "vulkan-loader",
+    },
+    # lavapipe, the CPU driver (with the GPU ones on Debian and Fedora)
+    "mesa-vulkan": {
+        "dpkg": "mesa-vulkan-drivers",
+        "pacman": "vulkan-swrast",
+        "rpm": "mesa-vulkan-drivers",
+    },
+    "validation-layers": {
+        "dpkg": "vulkan-validationlayers",
+        "pacman": "vulkan-validation-layers",
+        "rpm": "vulkan-validation-layers",
+    },
+    "glvnd-egl": {"dpkg": "libegl1", "pacman": "libglvnd", "rpm": "libglvnd-egl"},
+    "libc": {"dpkg": "libc6", "pacman": "glibc", "rpm": "glibc"},
+}
+
+#: how a sentence names the distributions of each family
+NAMES = {"dpkg": "Debian/Ubuntu", "pacman": "Arch", "rpm": "Fedora"}
 
 
 def manager(family: str) -> Manager:
@@ -104,7 +149,27 @@ def manager(family: str) -> Manager:
 
 
 def install(family: str, *names: str) -> str:
-    return TABLE[family].install.format(names=" ".join(names))
+    form = TABLE[family].install if family in TABLE else INSTALL_ONLY[family]
+    return form.format(names=" ".join(names))
+
+
+def install_for(family: str, what: str) -> str:
+    """The command that installs the package of `what` (a key of PACKAGES) in `family`."""
+    return install(family, PACKAGES[what][family])
+
+
+def install_each(what: str, families: Sequence[str] = ("dpkg", "pacman", "rpm")) -> str:
+    """How a sentence tells each family's users to install `what`: "Debian/Ubuntu `sudo apt
+    install libvulkan1`, Arch `sudo pacman -S vulkan-icd-loader`, Fedora `...`"."""
+    return ", ".join(f"{NAMES[f]} `sudo {install_for(f, what)}`" for f in families)
+
+
+def family_of(ids: Sequence[str]) -> str | None:
+    """The manager that installs on the distribution with these os-release IDs, if known."""
+    for names, family in DISTROS:
+        if any(i in names or i.startswith(names) for i in ids):
+            return family
+    return None
 
 
 def reinstall(family: str, *names: str) -> str:
@@ -135,6 +200,11 @@ def install_from(suite: str, *names: str) -> str:
     return f"apt install -t {suite} {' '.join(names)}"
 
 
+def purge(name: str) -> str:
+    """apt: removes a package and its configuration files (dpkg state rc: only those are left)."""
+    return f"apt purge {name}"
+
+
 def mark_manual(*names: str) -> str:
     """apt: installed on purpose, so that autoremove leaves them."""
     return f"apt-mark manual {' '.join(names)}"
@@ -163,6 +233,10 @@ def unhold(family: str, *names: str) -> str | None:
 
 def remove_alone(family: str, name: str) -> str:
     return TABLE[family].remove_alone.format(name=name)
+
+
+def provides(family: str, name: str) -> str:
+    return TABLE[family].provides.format(name=name)
 
 
 def repair(family: str) -> str | None:

@@ -5,6 +5,7 @@ into /tmp or /opt by hand."""
 from __future__ import annotations
 
 from vkdoctor.context import Context
+from vkdoctor.model import Remedy
 from vkdoctor.packages.detect import inventory
 from vkdoctor.packages.model import Package
 
@@ -29,25 +30,27 @@ def owner(ctx: Context, path: str) -> str | None:
     return pkgs[0].label if pkgs else ""
 
 
-def fix_file(ctx: Context, path: str, packaged: str, unpackaged: str) -> str:
+def fix_file(ctx: Context, path: str, packaged: str, unpackaged: str) -> Remedy:
     """`packaged` when a package owns `path` ({package}: its label, {reinstall}: the command that
-    puts its files back), `unpackaged` when none does, and both joined by "or" when no package
-    database can tell."""
-    from vkdoctor.packages.remedy import REINSTALL
+    puts its files back, the fix's command where `packaged` starts with it), `unpackaged` when
+    none does, and both joined by "or" when no package database can tell."""
+    from vkdoctor.packages import commands
 
     pkgs = _owners(ctx, path)
     if pkgs:
         pkg = pkgs[0]
-        return packaged.format(
-            package=pkg.label, reinstall=REINSTALL[pkg.family].format(name=pkg.name)
-        )
+        reinstall = commands.reinstall(pkg.family, pkg.name)
+        if packaged.startswith("{reinstall}"):
+            rest = packaged.removeprefix("{reinstall}").format(package=pkg.label)
+            return Remedy(commands=(reinstall,), needs_root=True, text=rest.lstrip(" "))
+        return Remedy(text=packaged.format(package=pkg.label, reinstall=f"sudo {reinstall}"))
     if pkgs is not None:
-        return unpackaged
+        return Remedy(text=unpackaged)
     otherwise = f"{unpackaged[:1].lower()}{unpackaged[1:]}"
     if "{reinstall}" in packaged:
-        return f"If a package owns {path}, reinstall it; if none does, {otherwise}"
+        return Remedy(text=f"If a package owns {path}, reinstall it; if none does, {otherwise}")
     either = packaged.format(package="the package that owns it", reinstall="").rstrip(".")
-    return f"{either}; or, if no package owns {path}, {otherwise}"
+    return Remedy(text=f"{either}; or, if no package owns {path}, {otherwise}")
 
 
 def leftover_of(ctx: Context, path: str) -> str | None:
@@ -66,14 +69,14 @@ def leftover_of(ctx: Context, path: str) -> str | None:
     return None
 
 
-def reinstall_if_installed(ctx: Context, names: dict[str, str]) -> str | None:
-    """The reinstall command when the package that should supply a missing file is installed
-    after all (its file was deleted by hand): installing it again is a no-op to apt and dnf.
-    `names` maps a package family (dpkg, pacman, rpm) to the package's name there."""
-    from vkdoctor.packages.remedy import REINSTALL
+def installed_family(ctx: Context, what: str) -> str | None:
+    """The package family in which the package of `what` (a key of commands.PACKAGES) is
+    installed after all, though the file it should supply is missing (deleted by hand):
+    installing it again is a no-op to apt and dnf, so the fix is a reinstall."""
+    from vkdoctor.packages.commands import PACKAGES
 
     for db in ctx.fact(inventory).databases:
-        name = names.get(db.family)
+        name = PACKAGES[what].get(db.family)
         if name is None:
             continue
         try:
@@ -81,7 +84,7 @@ def reinstall_if_installed(ctx: Context, names: dict[str, str]) -> str | None:
         except Exception:  # a broken database: the package checks report it
             continue
         if found:
-            return REINSTALL[db.family].format(name=name)
+            return db.family
     return None
 
 
