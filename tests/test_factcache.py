@@ -357,3 +357,39 @@ def test_a_record_s_compiled_init_is_kept_and_a_changed_record_compiles_its_own(
             point("x", "z")(x=1, z=5)
     changed = point("x", "z")(x=1, z=5)
     assert (changed.x, changed.z) == (1, 5) and not hasattr(changed, "y")
+
+
+def _spoil(store: Path, value: object) -> None:
+    """Every value of the store replaced by `value`, its stamp kept: a store of another shape
+    that the stamp does not catch."""
+    stamp, entries = marshal.loads(store.read_bytes())
+    store.write_bytes(marshal.dumps((stamp, dict.fromkeys(entries, value))))
+
+
+@pytest.mark.parametrize("value", ["garbage", (1, 2, 3, 4, 5), {"a": 1}, 0])
+def test_a_store_of_another_shape_is_computed_again(tmp_path: Path, value: object) -> None:
+    cache = tmp_path / "cache"
+    env = {"XDG_CACHE_HOME": str(cache)}
+    _, fresh = run_json(["check", "--no-probe"], env=env)
+    facts = cache / "vkdoctor" / "facts"
+    for name in ("ldcache", "ldso-dirs", "undefined", "elf", "load-request", "records"):
+        if (facts / f"{name}.marshal").exists():
+            _spoil(facts / f"{name}.marshal", value)
+    proc, again = run_json(["check", "--no-probe"], env=env)
+    assert proc.returncode == 0 and not proc.stderr.strip(), proc.stderr
+    assert again["status"] == fresh["status"] == "ok"
+    assert [(f["code"], f["severity"]) for f in again["findings"]] == [
+        (f["code"], f["severity"]) for f in fresh["findings"]
+    ]
+
+
+def test_a_fifo_in_place_of_a_store_does_not_stop_the_run(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    env = {"XDG_CACHE_HOME": str(cache)}
+    run_json(["check", "--no-probe"], env=env)
+    facts = cache / "vkdoctor" / "facts"
+    for name in ("records", "elf"):
+        (facts / f"{name}.marshal").unlink()
+        os.mkfifo(facts / f"{name}.marshal")
+    proc, doc = run_json(["check", "--no-probe"], env=env, timeout=60)
+    assert proc.returncode == 0 and doc["status"] == "ok"

@@ -975,3 +975,21 @@ def test_the_early_load_test_takes_the_timeouts_the_command_line_takes() -> None
     refused = run_vkdoctor(["check", "--no-probe", "--timeout", f"{MAX_TIMEOUT + 1:g}"])
     assert refused.returncode == 2
     assert f"from 0.1 to {MAX_TIMEOUT:g} (a week)" in refused.stderr
+
+
+def test_what_the_child_said_while_vkdoctor_was_busy_counts_before_a_bound() -> None:
+    """The checks run while the load test does: a child that finished its steps while
+    vkdoctor was busy for longer than the step bound is read, not called a hang."""
+    from vkdoctor.loadtest import LoadTest
+
+    lvp = manifest_target(LVP_MANIFEST)
+    test = LoadTest(
+        [lvp], env=dict(os.environ), cwd=Path.cwd(), step_timeout=0.5, total_timeout=30.0
+    ).start()
+    time.sleep(2.0)  # the static checks, on a slow machine
+    run = test.result()
+    (outcome,) = run.outcomes
+    assert run.stopped is None, run.stopped
+    assert outcome.dlopen == "ok" and outcome.instance == "ok", outcome
+    # the oracle: the real loader lists the same device
+    assert outcome.devices[0].name in vulkaninfo({"VK_DRIVER_FILES": LVP_MANIFEST}).stdout.decode()

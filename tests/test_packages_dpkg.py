@@ -586,7 +586,7 @@ def test_a_manifest_left_by_a_removed_package_says_purge(tmp_path: Path):
         *("--force-script-chrootless", "--force-not-root", "-r", "mesa-vulkan-drivers"),
     )
     assert (root / icd.lstrip("/")).is_file() and not (root / LVP.lstrip("/")).exists()
-    assert stale_manifest_remedy(ctx_for(root), icd) == (
+    assert stale_manifest_remedy(ctx_for(root), icd).shown() == (
         f"{icd} was left behind by mesa-vulkan-drivers:amd64, removed but not purged (dpkg "
         "state rc): sudo apt purge mesa-vulkan-drivers removes it; sudo apt install "
         "mesa-vulkan-drivers brings the driver back."
@@ -720,14 +720,14 @@ def test_a_manifest_whose_packaged_library_was_deleted_gets_the_reinstall_comman
         root, build_deb(tmp_path, "mesa-vulkan-drivers", "26.2.2-1", {LVP: lvp, icd: manifest})
     )
     (root / LVP.lstrip("/")).unlink()
-    assert stale_manifest_remedy(ctx_for(root), icd) == (
+    assert stale_manifest_remedy(ctx_for(root), icd).shown() == (
         "sudo apt install --reinstall mesa-vulkan-drivers (mesa-vulkan-drivers:amd64 26.2.2-1 "
         f"owns {icd}, and the library it names is gone)"
     )
     # no database to tell: both, in one sentence
     bare = tmp_path / "bare"
     (bare / "usr/share/vulkan/icd.d").mkdir(parents=True)
-    assert stale_manifest_remedy(ctx_for(bare), icd) == (
+    assert stale_manifest_remedy(ctx_for(bare), icd).shown() == (
         f"If a package owns {icd}, reinstall it; if none does, {icd} belongs to no package (put "
         "there by hand or by an installer): fix its library_path, or remove it."
     )
@@ -744,7 +744,7 @@ def test_without_a_database_a_fix_that_is_not_a_reinstall_keeps_its_words(tmp_pa
         "Upgrade both together (`sudo apt full-upgrade`).",
         "Rebuild it against the installed library.",
     )
-    assert said == (
+    assert said.shown() == (
         "Upgrade both together (`sudo apt full-upgrade`); or, if no package owns "
         f"{LVP}, rebuild it against the installed library."
     )

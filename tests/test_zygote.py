@@ -301,3 +301,19 @@ def test_a_crash_whose_status_the_kernel_discarded_is_not_called_sigkill(fakes) 
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split(" ", 2) == ["forked", "crash", "an unknown signal or exit\n"]
+
+
+def test_the_kept_request_holds_no_value_of_the_environment(tmp_path: Path) -> None:
+    """A CI job's tokens are in its environment: the kept request is found again by a
+    checksum of it, and none of its values is written down."""
+    cache = tmp_path / "cache"
+    secret = f"ghp_{os.getpid()}{time.monotonic_ns()}"
+    env = {"GITHUB_TOKEN": secret}
+    _report([], env, launch=True, cache=cache)
+    assert _first_child(_report([], env, launch=True, cache=cache)) == {"ahead"}
+    for path in cache.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
+    # another value is another environment: its own request, not this one's
+    other = _report([], {"GITHUB_TOKEN": secret + "x"}, launch=True, cache=cache)
+    assert _first_child(other) == {"forked"}

@@ -108,7 +108,8 @@ def _read(file: Path, expected: tuple[Any, ...]) -> dict[Hashable, Any]:
     if not _trusted(file.parent):
         return {}
     try:
-        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # O_NONBLOCK: a FIFO put in the store's place must not stop the run at its open
+        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
         return {}
     try:

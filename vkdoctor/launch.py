@@ -167,7 +167,7 @@ def _out_of_memory() -> int:
         from vkdoctor.limits import out_of_memory
 
         limited = out_of_memory()
-    except MemoryError:  # too little even to read the limits
+    except (MemoryError, SystemError, ImportError):  # too little even to read the limits
         limited = (
             "a resource limit leaves it too little memory even to read the limits "
             "(`ulimit -a` shows them; `ulimit -S -v unlimited` lifts the address-space "

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from vkdoctor import children, terminate, zygote
-from vkdoctor.cachedir import driver_env
 from vkdoctor.context import Context, offer_facts
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.model import Remedy, Severity
@@ -422,12 +421,14 @@ def _drive(
         while True:
             now = time.monotonic()
             step_end = child.last_event + step_timeout
-            if now >= deadline:
-                return "global"
-            if now >= step_end:
-                return "step"
-            if not sel.select(timeout=min(step_end, deadline) - now):
+            # a bound is judged on what the child has said by then: what it wrote while
+            # vkdoctor did other work is read first (the bounds count from its last word)
+            late = "global" if now >= deadline else "step" if now >= step_end else None
+            if not sel.select(timeout=0 if late else min(step_end, deadline) - now):
+                if late:
+                    return late
                 continue
+            said = child.last_event
             chunk = os.read(fd, 65536)
             if not chunk:
                 return "eof"
@@ -449,6 +450,10 @@ def _drive(
                     index = int(event["index"])
                     outcomes[index] = apply_event(outcomes[index], event)
                     child.in_flight = None
+            # past a bound, only what moves the child on counts: not more output without an
+            # event, and after the global bound nothing but its last words
+            if late and (child.last_event == said or (late == "global" and not child.done)):
+                return late
     finally:
         sel.close()
 
@@ -526,7 +531,7 @@ class LoadTest:
         first = self._next_request(Path("/"))
         if first is None:
             return False
-        ahead = zygote.take_ahead(first[1], {**driver_env(self.env), "LC_ALL": "C"}, self.cwd)
+        ahead = zygote.take_ahead(first[1], zygote.child_environment(self.env), self.cwd)
         if ahead is None:
             return False
         self._started = ahead.started
@@ -592,7 +597,7 @@ class LoadTest:
             self.stopped = self._out_of_time()
             return
         self._pending, request = following
-        child_env = {**driver_env(self.env), "LC_ALL": "C"}
+        child_env = zygote.child_environment(self.env)
         try:
             proc = _spawn(request, env=child_env, cwd=self.cwd, logdir=self._logdir)
         except OSError as exc:
@@ -602,7 +607,7 @@ class LoadTest:
         self.children += 1
         if self.first_child is None:
             self.first_child = "forked" if isinstance(proc, zygote.ForkedChild) else "started"
-            zygote.remember(self.remember_in, self.env, self.cwd, child_env, request)
+            zygote.remember(self.remember_in, self.env, self.cwd, request)
         self._child = _Child(proc=proc, last_event=time.monotonic())
 
     def result(self) -> LoadTestRun:

@@ -246,8 +246,21 @@ class Ahead:
 _ahead: list[Ahead] = []
 
 
+def child_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """The load test's child's environment for a run in `env` (vkdoctor.loadtest uses it)."""
+    from vkdoctor.cachedir import driver_env
+
+    return {**driver_env(env), "LC_ALL": "C"}
+
+
 def _key(env: Mapping[str, str], cwd: str) -> tuple[Any, ...]:
-    return (cwd, tuple(sorted(env.items())))
+    """The folder and a checksum of the environment: the environment itself (its tokens and
+    passwords) is never written down. Two environments with one checksum cost a child started
+    in vain, never a wrong answer (the load test compares the requests)."""
+    import binascii
+
+    text = "\0".join(f"{k}={v}" for k, v in sorted(env.items()))
+    return (cwd, len(env), binascii.crc32(text.encode("utf-8", "surrogateescape")))
 
 
 def _unplaced(request: Mapping[str, Any]) -> dict[str, Any]:
@@ -268,11 +281,7 @@ def _requests(cache_dir: Path) -> Any:
 
 
 def remember(
-    cache_dir: Path | None,
-    env: Mapping[str, str],
-    cwd: Path,
-    child_env: Mapping[str, str],
-    request: Mapping[str, Any],
+    cache_dir: Path | None, env: Mapping[str, str], cwd: Path, request: Mapping[str, Any]
 ) -> None:
     """Keep the first request of a load test in `env` for the next run (`hand_ahead`), with
     the identities of the manifests, their folders and the libraries named by path."""
@@ -289,7 +298,6 @@ def remember(
         if target["dlopen_name"].startswith("/"):
             paths.add(target["dlopen_name"])
     value = (
-        tuple(sorted(child_env.items())),
         json.dumps(_unplaced(request), sort_keys=True),
         tuple((p, identity(p)) for p in sorted(paths)),
     )
@@ -310,15 +318,16 @@ def hand_ahead(cache_dir: Path, env: Mapping[str, str], cwd: str) -> None:
     if entry is None:
         return
     try:
-        child_env, text, identities = entry
+        text, identities = entry
         if any(identity(path) != known for path, known in identities):
             return
     except (TypeError, ValueError):  # not what remember() writes
         return
+    child_env = child_environment(env)
     import json
     import tempfile
 
-    waiting = take(dict(child_env))
+    waiting = take(child_env)
     if waiting is None:
         return
     try:
@@ -327,11 +336,11 @@ def hand_ahead(cache_dir: Path, env: Mapping[str, str], cwd: str) -> None:
         waiting.discard()
         return
     request = {**json.loads(text), "logdir": logdir, "parent": os.getpid()}
-    child = waiting.hand(request, env=dict(child_env), cwd=Path(cwd))
+    child = waiting.hand(request, env=child_env, cwd=Path(cwd))
     if child is None:
         Path(logdir).rmdir()
         return
-    _ahead.append(Ahead(_unplaced(request), dict(child_env), cwd, logdir, child))
+    _ahead.append(Ahead(_unplaced(request), child_env, cwd, logdir, child))
 
 
 def ahead_pending() -> bool:

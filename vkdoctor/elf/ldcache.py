@@ -7,6 +7,7 @@ a missing cache (then ld.so searches only its system directories) from a missing
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import glob
 import itertools
@@ -208,7 +209,9 @@ def load_cache(ctx: Context) -> LdCache | None:
     if store is not None and ident is not None:
         kept = store.get(ident)
         if kept is not None:
-            return _from_data(kept, path)
+            # a value of another shape is not what this code wrote: read the file again
+            with contextlib.suppress(TypeError, ValueError, AttributeError):
+                return _from_data(kept, path)
     try:
         data = read_bytes(host, MAX_CACHE_BYTES)
     except FileNotFoundError:
@@ -230,14 +233,16 @@ def _to_data(cache: LdCache) -> tuple[object, ...]:
 
 def _from_data(data: tuple[Any, ...], path: str) -> LdCache:
     entries, error, cut = data
-    return LdCache(
-        path=path,
-        entries=tuple(
-            CacheEntry(name=n, path=p, flags=f, hwcaps=h, hwcap=c) for n, p, f, h, c in entries
-        ),
-        error=error,
-        cut=tuple(cut),
-    )
+    if not (error is None or isinstance(error, str)) or not all(isinstance(c, str) for c in cut):
+        raise TypeError("not a kept ld.so.cache")
+    kept = []
+    for n, p, f, h, c in entries:
+        if not (isinstance(n, str) and isinstance(p, str) and isinstance(f, int)):
+            raise TypeError("not a kept ld.so.cache entry")
+        if not (h is None or isinstance(h, str)) or not isinstance(c, int):
+            raise TypeError("not a kept ld.so.cache entry")
+        kept.append(CacheEntry(name=n, path=p, flags=f, hwcaps=h, hwcap=c))
+    return LdCache(path=path, entries=tuple(kept), error=error, cut=tuple(cut))
 
 
 #: configuration files and glob matches one ld.so.conf tree may name (a real one: a dozen)

@@ -123,8 +123,8 @@ def _compiled_in_dirs(ctx: Context, interpreter: str) -> tuple[str, ...]:
     store = factcache.store(cache_dir, "ldso-dirs", sources=(__file__,)) if cache_dir else None
     if store is not None and ident is not None:
         kept = store.get(ident)
-        if kept is not None:
-            return tuple(kept)
+        if isinstance(kept, tuple) and all(isinstance(d, str) for d in kept):
+            return kept
     try:
         with open(host, "rb") as f:
             # read(n) allocates n bytes first: the file's size, at most 8 MiB

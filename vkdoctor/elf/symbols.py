@@ -5,6 +5,7 @@ The symbol tables are read as ld.so finds them, by vkdoctor.elf.dynsym.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 
 from vkdoctor import factcache
@@ -51,10 +52,12 @@ def undefined_symbols(
     if store is not None and key is not None:
         kept = store.get(key)
         if kept is not None:
-            return tuple(
-                Undefined(path=p, name=n, versioned=v, bind_now=b, at_load=a)
-                for p, n, v, b, a in kept
-            )
+            # a value of another shape is not what this code wrote: computed again
+            with contextlib.suppress(TypeError, ValueError):
+                return tuple(
+                    Undefined(path=str(p), name=str(n), versioned=v, bind_now=b, at_load=a)
+                    for p, n, v, b, a in kept
+                )
     missing = unresolved(ctx, [p for p, _ in new], scope)
     found = tuple(
         Undefined(
