@@ -45,3 +45,8 @@ def driver_env(env: Mapping[str, str]) -> dict[str, str]:
     with contextlib.suppress(OSError):
         mesa.mkdir(parents=True, exist_ok=True)
     return {**env, "MESA_SHADER_CACHE_DIR": str(mesa)}
+
+
+def load_test_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The load test's child's environment for a run in `env`."""
+    return {**driver_env(env), "LC_ALL": "C"}

@@ -198,13 +198,13 @@ def _hand_ahead() -> None:
     from pathlib import Path
 
     from vkdoctor import zygote
-    from vkdoctor.cachedir import cache_home
+    from vkdoctor.cachedir import cache_home, load_test_env
 
     try:
         cwd = str(Path.cwd())
     except OSError:  # the working directory is gone: the command says so
         return
-    zygote.hand_ahead(cache_home(os.environ), os.environ, cwd)
+    zygote.hand_ahead(cache_home(os.environ), os.environ, cwd, load_test_env(os.environ))
 
 
 class _ClosedStdout(io.TextIOBase):

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from vkdoctor import children, terminate, zygote
+from vkdoctor.cachedir import load_test_env
 from vkdoctor.context import Context, offer_facts
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.model import Remedy, Severity
@@ -531,7 +532,7 @@ class LoadTest:
         first = self._next_request(Path("/"))
         if first is None:
             return False
-        ahead = zygote.take_ahead(first[1], zygote.child_environment(self.env), self.cwd)
+        ahead = zygote.take_ahead(first[1], load_test_env(self.env), self.cwd)
         if ahead is None:
             return False
         self._started = ahead.started
@@ -597,7 +598,7 @@ class LoadTest:
             self.stopped = self._out_of_time()
             return
         self._pending, request = following
-        child_env = zygote.child_environment(self.env)
+        child_env = load_test_env(self.env)
         try:
             proc = _spawn(request, env=child_env, cwd=self.cwd, logdir=self._logdir)
         except OSError as exc:

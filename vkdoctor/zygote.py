@@ -246,13 +246,6 @@ class Ahead:
 _ahead: list[Ahead] = []
 
 
-def child_environment(env: Mapping[str, str]) -> dict[str, str]:
-    """The load test's child's environment for a run in `env` (vkdoctor.loadtest uses it)."""
-    from vkdoctor.cachedir import driver_env
-
-    return {**driver_env(env), "LC_ALL": "C"}
-
-
 def _key(env: Mapping[str, str], cwd: str) -> tuple[Any, ...]:
     """The folder and a checksum of the environment: the environment itself (its tokens and
     passwords) is never written down. Two environments with one checksum cost a child started
@@ -306,9 +299,12 @@ def remember(
         store.put(key, value)
 
 
-def hand_ahead(cache_dir: Path, env: Mapping[str, str], cwd: str) -> None:
-    """Give the waiting child the request the last run in `env` and `cwd` began with, when
-    none of the files it names has changed since."""
+def hand_ahead(
+    cache_dir: Path, env: Mapping[str, str], cwd: str, child_env: dict[str, str]
+) -> None:
+    """Give the waiting child (in `child_env`, the load test's: cachedir.load_test_env) the
+    request the last run in `env` and `cwd` began with, when none of the files it names has
+    changed since."""
     if not _waiting or _ahead:
         return
     from vkdoctor.factcache import identity
@@ -323,7 +319,6 @@ def hand_ahead(cache_dir: Path, env: Mapping[str, str], cwd: str) -> None:
             return
     except (TypeError, ValueError):  # not what remember() writes
         return
-    child_env = child_environment(env)
     import json
     import tempfile
 
