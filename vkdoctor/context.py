@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
+from vkdoctor import inputs
 from vkdoctor.record import field, record
 
 T = TypeVar("T")
@@ -126,7 +127,11 @@ class Context:
     def known(self, compute: Callable[[Context], T]) -> T | None:
         """The fact if it was computed already; None otherwise (nothing is computed)."""
         with self._lock:
-            return self._facts.get(compute)
+            value = self._facts.get(compute)
+            rec = inputs.recorder()
+            if value is not None and rec is not None:
+                rec.used(compute)
+            return value
 
     def set_fact(self, compute: Callable[[Context], T], value: T) -> None:
         """Record what `compute` would give, from something that knows (the runner's selection)."""
@@ -136,8 +141,18 @@ class Context:
     def fact(self, compute: Callable[[Context], T]) -> T:
         """`compute(self)`, evaluated once per Context. Exceptions are not cached."""
         with self._lock:
+            rec = inputs.recorder()
             if compute not in self._facts:
-                self._facts[compute] = compute(self)
+                if rec is None:
+                    self._facts[compute] = compute(self)
+                else:
+                    rec.entered(compute)
+                    try:
+                        self._facts[compute] = compute(self)
+                    finally:
+                        rec.left()
+            elif rec is not None:
+                rec.used(compute)
             return self._facts[compute]  # type: ignore[no-any-return]
 
 

@@ -8,6 +8,7 @@ import gc
 import io
 import os
 import sys
+from pathlib import Path
 from typing import Any, NoReturn
 
 from vkdoctor import terminate
@@ -89,8 +90,10 @@ def main() -> None:
             stream.reconfigure(errors="surrogateescape")
     _occupy_closed_descriptors()
     terminate.install()
+    replayable = _start_recording()
     _keep_compiled_records()
     early: Any = None
+    replayed = False
     try:
         # inside the try: a SIGTERM while a child is started early unwinds like any other
         if len(sys.argv) > 1 and sys.argv[1] == "run-probe":
@@ -113,6 +116,9 @@ def main() -> None:
 
                 early = loadtest
                 loadtest.start_early(sys.argv[2:], os.environ)
+        if replayable is not None and _replayed(replayable):
+            replayed = True
+            raise SystemExit(0)
         from vkdoctor.cli import main as cli_main
 
         cli_main()
@@ -129,7 +135,41 @@ def main() -> None:
     common = sys.modules.get("vkdoctor.commands.common")
     if common is not None and common.STDOUT_FAILED and code in (0, None):
         code = common.EXIT_OUTPUT  # the report was lost: not a success
+    if replayable is not None and not replayed:
+        with contextlib.suppress(Exception):  # a later run's head start, never a reason to fail
+            sys.modules["vkdoctor.replay"].save(code)
     exit_now(code)
+
+
+def _start_recording() -> Path | None:
+    """For a `check` that a later run may replay (vkdoctor.replay): note from now on what it
+    reads; its cache directory, or None."""
+    if len(sys.argv) < 3 or sys.argv[1] != "check":
+        return None
+    from vkdoctor import replay
+
+    if not replay.eligible(sys.argv[1:]):
+        return None
+    import tempfile
+
+    from vkdoctor.cachedir import cache_home
+
+    try:
+        cache_dir = cache_home(os.environ)
+        replay.start_recording(cache_dir, tempfile.gettempdir())
+    except Exception:  # then this run is not kept, nothing more
+        return None
+    return cache_dir
+
+
+def _replayed(cache_dir: Path) -> bool:
+    """Whether the last run's report was printed again (vkdoctor.replay.attempt)."""
+    from vkdoctor import replay
+
+    try:
+        return replay.attempt(cache_dir)
+    except Exception:  # the full run finds and says what is wrong
+        return False
 
 
 def _loads_drivers(args: list[str]) -> bool:

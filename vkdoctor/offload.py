@@ -22,13 +22,15 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from vkdoctor import inputs
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Severity
 
 #: the exit status of a fork that could not send its results
 _FAILED = 70
 
 
-def _encode(result: CheckResult) -> tuple[Any, ...]:
+def encode(result: CheckResult) -> tuple[Any, ...]:
+    """A result as marshal data (`decode` gives it back)."""
     findings = tuple(
         (f.code, f.severity.value, f.title, f.message, _remedy(f.remedy), dict(f.evidence))
         for f in result.findings
@@ -48,7 +50,8 @@ def _remedy(r: Remedy | None) -> tuple[tuple[str, ...], bool, str] | None:
     return (r.commands, r.needs_root, r.text) if r else None
 
 
-def _decode(data: tuple[Any, ...]) -> CheckResult:
+def decode(data: tuple[Any, ...]) -> CheckResult:
+    """The result `encode` made `data` of."""
     code, family, title, status, findings, skip_reason, seconds = data
     return CheckResult(
         code=code,
@@ -99,8 +102,12 @@ class Fork:
     def _child(self, fd: int) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent's handler unwinds the parent
         status = _FAILED
+        rec = inputs.recorder()
+        if rec is not None:
+            rec.looks.clear()  # the parent has its own; this fork sends back what it read
         try:
-            data = marshal.dumps(tuple(_encode(r) for r in self._work()))
+            results = tuple(encode(r) for r in self._work())
+            data = marshal.dumps((results, rec.export() if rec is not None else None))
             with os.fdopen(fd, "wb") as out:
                 out.write(data)
             status = 0
@@ -123,6 +130,11 @@ class Fork:
         if status != 0:
             return None
         try:
-            return [_decode(row) for row in marshal.loads(b"".join(chunks))]
+            rows, read = marshal.loads(b"".join(chunks))
+            results = [decode(row) for row in rows]
         except (ValueError, EOFError, TypeError):
             return None
+        rec = inputs.recorder()
+        if rec is not None:
+            rec.merge(read)
+        return results

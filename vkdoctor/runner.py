@@ -5,10 +5,10 @@ from __future__ import annotations
 import contextlib
 import graphlib
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from vkdoctor import factcache
+from vkdoctor import factcache, inputs
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.facts.selection import selected_codes
@@ -71,8 +71,13 @@ def run_checks(
             if code in forks:
                 results[code] = forks[code].result(code)
             else:
-                results[code] = _run_one(ctx, by_code[code], results, debug=debug)
+                results[code] = run_one(ctx, by_code[code], results, debug=debug)
             order.done(code)
+    rec = inputs.recorder()
+    if rec is not None:
+        # what each check found before another explained it: a replay runs the volatile ones
+        # again and compares these (vkdoctor.replay)
+        rec.notes.setdefault("results", []).append(dict(results))
     for c in checks:
         for code in c.explains:
             if code in results:
@@ -109,8 +114,22 @@ def _explained(check: Check, causes: CheckResult, symptoms: CheckResult) -> Chec
 
 def _prefetch(ctx: Context, check: type[Check]) -> None:
     # the check's run meets the same problem and reports it
-    with contextlib.suppress(Exception):
+    with contextlib.suppress(Exception), _reading_for(check.code):
         check().prefetch(ctx)
+
+
+@contextlib.contextmanager
+def _reading_for(code: str) -> Iterator[None]:
+    """What is read from here on is read for the check `code` (vkdoctor.inputs)."""
+    rec = inputs.recorder()
+    if rec is None:
+        yield
+        return
+    rec.entered(code)
+    try:
+        yield
+    finally:
+        rec.left()
 
 
 class _Forked:
@@ -124,7 +143,7 @@ class _Forked:
     def _run(self) -> list[CheckResult]:
         for c in self._checks:
             _prefetch(self._ctx, c)
-        results = [_run_one(self._ctx, c, {}, debug=self._debug) for c in self._checks]
+        results = [run_one(self._ctx, c, {}, debug=self._debug) for c in self._checks]
         factcache.save_all()  # in the fork: what its checks learnt
         return results
 
@@ -158,7 +177,7 @@ def _blocking(check: type[Check], results: dict[str, CheckResult]) -> list[str]:
     return blocked
 
 
-def _run_one(
+def run_one(
     ctx: Context, check: type[Check], results: dict[str, CheckResult], *, debug: bool
 ) -> CheckResult:
     def result(status: CheckStatus, **kw: Any) -> CheckResult:
@@ -179,7 +198,8 @@ def _run_one(
         )
     start = time.perf_counter()
     try:
-        findings = tuple(check().run(ctx))
+        with _reading_for(check.code):
+            findings = tuple(check().run(ctx))
     except Exception as exc:  # a bug of ours: report it, keep going
         import traceback  # only on a check's crash: it costs 15 ms to import
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from vkdoctor import inputs
 from vkdoctor.commands import common
 from vkdoctor.commands.overlay import from_package_option
 from vkdoctor.runner import code_patterns, run_checks, select, unknown_patterns
@@ -133,6 +134,10 @@ def check(
     # with --root the probe is listed as not applicable (it needs the live machine)
     probes = [c for c in chosen if c.code[:3] == "VKR"] if not no_probe else []
     results = run_checks(ctx, [*static, *probes], debug=debug)
+    if inputs.recorder() is not None:  # this run may be replayed: what the checks ran in
+        from vkdoctor import replay
+
+        replay.note_checks(ctx)
     from vkdoctor.facts.report import build_report
 
     report = build_report(ctx, results, command="check")

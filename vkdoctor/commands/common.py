@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from vkdoctor import __version__, files
+from vkdoctor import __version__, files, inputs
 from vkdoctor.cachedir import cache_home
 from vkdoctor.children import MAX_TIMEOUT
 from vkdoctor.context import Context, Options, take_facts
@@ -369,6 +369,12 @@ def out(text: str, *, nl: bool = True, color: bool | None = None) -> None:
     """Write to standard output. A reader that stops reading (`vkdoctor explain | head`) ends
     the output, not the command: the rest goes to /dev/null and the exit status stays the
     command's own (a check's verdict is not turned into a failure by `| head`)."""
+    if inputs.recorder() is not None:
+        from vkdoctor import replay
+
+        # what click.echo writes: the text, its ANSI codes stripped unless colour is asked for
+        keep = color if color is not None else sys.stdout.isatty()
+        replay.note_output((text if keep else click.unstyle(text)) + ("\n" if nl else ""))
     try:
         try:
             click.echo(text, nl=nl, color=color)

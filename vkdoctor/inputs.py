@@ -1,0 +1,296 @@
+"""What one run read of the machine, so that a later run can tell whether any of it changed.
+
+While a run records, every path it looks at through Python's file functions (stat, lstat,
+listdir, scandir, readlink, access, open: pathlib, glob and os.path go through them) is noted
+with how it was looked at. `observe` gives what that look sees: a file's or folder's identity
+(type, inode, device, links, owner, size, mtime_ns, ctime_ns, rdev), the error it gives, a
+link's target, access's answer, or for the kernel's files under /proc and /sys (whose times say
+nothing) a digest of their content. A folder's identity changes when an entry is added, removed
+or renamed; a file's when it is written, replaced, touched, or its mode or owner change (ctime
+cannot be set back).
+
+Some reads say what changes without any file changing: free space (statvfs), memory, this
+process's own /proc files, the time of day. They are *volatile*: the check that read them, directly or through a
+fact it asked for, must run again in a later run; a volatile read outside any check, or a
+program started (what a program reads is not seen), makes the run one that cannot be replayed.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import io
+import os
+import stat
+import time
+from collections.abc import Callable, Hashable, Iterable
+from pathlib import Path
+from typing import Any
+
+#: the /proc files whose content is the same from one process to the next on one machine (the
+#: rest of /proc is this process's own state, or counters)
+_STABLE_PROC = (
+    "/proc/self/mountinfo",
+    "/proc/self/mounts",
+    "/proc/mounts",
+    "/proc/1/cgroup",
+    "/proc/self/cgroup",
+    "/proc/cpuinfo",
+    "/proc/version",
+    "/proc/filesystems",
+    "/proc/driver/",
+    "/proc/sys/",
+)
+#: a read of /proc or /sys bigger than this is not digested: the run is not replayed
+_MAX_KERNEL_FILE = 4 * 1024 * 1024
+
+Look = tuple[str, str]
+
+
+def _kernel_file(path: str) -> bool:
+    return path.startswith(("/proc/", "/sys/"))
+
+
+def _volatile_read(path: str) -> bool:
+    return path.startswith("/proc/") and not path.startswith(_STABLE_PROC)
+
+
+def _identity(st: os.stat_result) -> tuple[int, ...]:
+    return (
+        st.st_mode,
+        st.st_ino,
+        st.st_dev,
+        st.st_nlink,
+        st.st_uid,
+        st.st_gid,
+        st.st_size,
+        st.st_mtime_ns,
+        st.st_ctime_ns,
+        st.st_rdev,
+    )
+
+
+def _digest(path: str, open_fn: Callable[..., Any]) -> Any:
+    """The content of a kernel file, as a digest; /proc/cpuinfo without its clock speeds."""
+    try:
+        with open_fn(path, "rb") as f:
+            data = f.read(_MAX_KERNEL_FILE + 1)
+    except OSError as exc:
+        return ("error", exc.errno)
+    if len(data) > _MAX_KERNEL_FILE:
+        return ("unbounded",)
+    if path == "/proc/cpuinfo":
+        data = b"\n".join(line for line in data.split(b"\n") if not line.startswith(b"cpu MHz"))
+    return ("content", hashlib.sha256(data).hexdigest())
+
+
+def observe(look: Look) -> Any:
+    """What `look` (how, path) sees now. Two equal answers mean nothing it could tell changed."""
+    how, path = look
+    stat_fn = _original.get("stat", os.stat)
+    lstat_fn = _original.get("lstat", os.lstat)
+    open_fn = _original.get("open", builtins.open)
+    try:
+        if how == "readlink":
+            return ("link", _original.get("readlink", os.readlink)(path))
+        if how.startswith("access"):
+            return ("access", _original.get("access", os.access)(path, int(how[6:])))
+        if how == "read" and _kernel_file(path):
+            return _digest(path, open_fn)
+        st = lstat_fn(path) if how == "lstat" else stat_fn(path)
+    except OSError as exc:
+        return ("error", exc.errno)
+    except ValueError:
+        return ("invalid",)
+    if _kernel_file(path):
+        return ("kernel", stat.S_IFMT(st.st_mode))
+    if how != "list" and stat.S_ISDIR(st.st_mode):
+        # a folder looked at, not listed: what is in it is another look's (its times change
+        # with every file made in it, /tmp's with each run's temporary folders)
+        return ("folder", st.st_mode, st.st_ino, st.st_dev, st.st_uid, st.st_gid)
+    return ("id", _identity(st))
+
+
+class Recorder:
+    """The looks of one run, and which consumers (check codes, facts) read something volatile."""
+
+    def __init__(self, ignored: Iterable[str]) -> None:
+        #: each look, with the innermost consumer of every time it was made (None: no check)
+        self.looks: dict[Look, set[Hashable]] = {}
+        self.ignored = tuple(ignored)
+        self.frames: list[Hashable] = []
+        self.volatile: set[Hashable] = set()
+        #: why this run cannot be replayed at all (None: it can)
+        self.unfit: str | None = None
+        self.started_ns = time.clock_gettime_ns(time.CLOCK_REALTIME)
+        self.notes: dict[str, Any] = {}
+
+    def saw(self, how: str, path: Any) -> None:
+        if isinstance(path, int):
+            return  # a descriptor: what it was opened from was noted at its open
+        try:
+            text = os.fsdecode(path)
+        except (TypeError, ValueError):
+            return
+        if not text.startswith("/"):
+            try:
+                text = f"{Path.cwd()}/{text}"
+            except OSError:
+                self.refuse("the working directory is gone")
+                return
+        if text.startswith(self.ignored):
+            return
+        if how == "read" and _volatile_read(text):
+            self.volatile_read(f"read {text}")
+            return
+        self.looks.setdefault((how, text), set()).add(self.frames[-1] if self.frames else None)
+
+    def volatile_read(self, what: str) -> None:
+        if not self.frames:
+            self.refuse(f"{what} outside any check")
+        self.volatile.update(self.frames)
+
+    def kept_looks(self) -> list[Look]:
+        """The looks a later run must see unchanged: all but those only checks that run again
+        anyway (the volatile ones) made."""
+        return [
+            look
+            for look, consumers in self.looks.items()
+            if any(c is None or c not in self.volatile for c in consumers)
+        ]
+
+    def export(self) -> tuple[list[Look], list[str], str | None]:
+        """What a forked copy read, for the process it was forked from (`merge`)."""
+        codes = [c for c in self.volatile if isinstance(c, str)]
+        return self.kept_looks(), codes, self.unfit
+
+    def merge(self, exported: Any) -> None:
+        if exported is None:
+            self.refuse("a forked copy could not say what it read")
+            return
+        looks, codes, unfit = exported
+        for how, path in looks:
+            self.looks.setdefault((how, path), set()).add(None)
+        self.volatile.update(codes)
+        if unfit:
+            self.refuse(unfit)
+
+    def refuse(self, why: str) -> None:
+        if self.unfit is None:
+            self.unfit = why
+
+    def entered(self, consumer: Hashable) -> None:
+        self.frames.append(consumer)
+
+    def left(self) -> None:
+        self.frames.pop()
+
+    def used(self, fact: Hashable) -> None:
+        """A fact computed earlier was asked for: its volatility passes to who asked."""
+        if fact in self.volatile:
+            self.volatile.update(self.frames)
+
+
+_recorder: list[Recorder] = []
+_original: dict[str, Any] = {}
+
+
+def recorder() -> Recorder | None:
+    return _recorder[0] if _recorder else None
+
+
+def start(ignored: Iterable[str] = ()) -> Recorder:
+    """Note every look from now on, but at paths that begin with one of `ignored` (vkdoctor's
+    own cache, the load test's folders)."""
+    rec = Recorder(ignored)
+    _recorder[:] = [rec]
+    if not _original:
+        _wrap()
+    return rec
+
+
+def stop() -> None:
+    _recorder.clear()
+
+
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT
+
+
+def _writes(how: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """An open for writing: what the run writes is not what it read."""
+    if how != "read":
+        return False
+    mode = args[0] if args else kwargs.get("mode", kwargs.get("flags", "r"))
+    if isinstance(mode, int):
+        return bool(mode & _WRITE_FLAGS)
+    return any(c in str(mode) for c in "wax+")
+
+
+def _wrap() -> None:
+    import _posixsubprocess
+
+    def noting(name: str, how: str, module: Any = os) -> None:
+        original = getattr(module, name)
+        _original[name if module is os else f"{module.__name__}.{name}"] = original
+
+        def wrapper(path: Any = ".", *args: Any, **kwargs: Any) -> Any:
+            if _recorder and not _writes(how, args, kwargs):
+                if kwargs.get("dir_fd") is not None:
+                    _recorder[0].refuse(f"{name} relative to a descriptor")
+                follow = kwargs.get("follow_symlinks", True)
+                look = how if follow or how != "stat" else "lstat"
+                if how == "access":
+                    look = f"access{args[0] if args else kwargs.get('mode', 0)}"
+                _recorder[0].saw(look, path)
+            return original(path, *args, **kwargs)
+
+        wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+        setattr(module, name, wrapper)
+
+    for name, how in (
+        ("stat", "stat"),
+        ("lstat", "lstat"),
+        ("listdir", "list"),
+        ("scandir", "list"),
+        ("readlink", "readlink"),
+        ("access", "access"),
+        ("open", "read"),
+    ):
+        noting(name, how)
+    noting("open", "read", builtins)
+    io.open = builtins.open
+    _original["open"] = _original.pop("builtins.open")
+
+    def statvfs(path: Any) -> Any:
+        if _recorder:
+            _recorder[0].volatile_read(f"the free space of {os.fsdecode(path)}")
+        return original_statvfs(path)
+
+    original_statvfs = os.statvfs
+    os.statvfs = statvfs
+
+    def refusing(name: str, module: Any) -> None:
+        original = getattr(module, name)
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if _recorder:
+                _recorder[0].refuse(f"it started a program ({name})")
+            return original(*args, **kwargs)
+
+        setattr(module, name, wrapper)
+
+    def clock(name: str) -> None:
+        original = getattr(time, name)
+
+        def wrapper() -> Any:
+            if _recorder:
+                _recorder[0].volatile_read("the time of day")
+            return original()
+
+        setattr(time, name, wrapper)
+
+    clock("time")
+    clock("time_ns")
+    refusing("fork_exec", _posixsubprocess)
+    for name in ("system", "posix_spawn", "posix_spawnp", "execv", "execve"):
+        refusing(name, os)

@@ -1,0 +1,318 @@
+"""A `check --no-probe` again on a machine where nothing it read has changed.
+
+A run that passed records, besides its report, every look it took at the machine
+(vkdoctor.inputs) and the situation it ran in: its arguments, folder, environment (as a
+digest), user and groups, limits, umask, namespaces, interpreter and terminal. The next run
+in the same situation looks again; when every look sees what it saw, that run still loads
+every driver for real (the load test, vkdoctor.loadtest) and runs again the checks that read
+what changes with no file changing (free space, memory: `LIVE`). Only when the load test and
+each of those checks find exactly what they found before is the report the last one, printed
+as it was, without importing or running the rest. Anything else, and the run is a full one.
+
+So a replayed report can only be stale through a read that no look records: a program it
+started (a run that starts one is never replayed) or a library's own reads below Python.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import os
+import resource
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vkdoctor import factcache, inputs
+
+if TYPE_CHECKING:
+    from vkdoctor.checks.base import Check
+    from vkdoctor.context import Context, Options
+    from vkdoctor.model import CheckResult
+
+#: bumped when what is kept changes shape
+FORMAT = 1
+#: the options a replayed run may have: none that writes a file or changes what is checked
+OPTIONS = frozenset({"--no-probe", "-v", "--verbose", "--strict"})
+#: the checks that read what changes with no file changing, run again by every replay; a run in
+#: which another check read such a thing is not kept
+LIVE = {
+    "VKH001": "vkdoctor.checks.host:HostFacts",
+    "VKS001": "vkdoctor.checks.disk:FreeSpace",
+    "VKS002": "vkdoctor.checks.disk:WritableCaches",
+}
+#: a file changed this close to the run's start may have changed after it was read (file times
+#: are as coarse as the kernel's clock tick): such a run is not kept
+RACY_NS = 100_000_000
+
+
+def eligible(args: Sequence[str]) -> bool:
+    """Whether `vkdoctor ARGS` is a run that can be replayed: `check --no-probe` and options
+    that change neither what runs nor where the report goes."""
+    return (
+        len(args) >= 2
+        and args[0] == "check"
+        and "--no-probe" in args[1:]
+        and all(a in OPTIONS for a in args[1:])
+    )
+
+
+def situation(env: Mapping[str, str]) -> str:
+    """A digest of everything besides files that a run's report depends on."""
+    old = os.umask(0o77)
+    os.umask(old)
+    limits = []
+    for name in sorted(n for n in dir(resource) if n.startswith("RLIMIT_")):
+        with contextlib.suppress(OSError, ValueError):
+            limits.append((name, resource.getrlimit(getattr(resource, name))))
+    streams = []
+    for fd in (0, 1, 2):
+        try:
+            mode = os.fstat(fd).st_mode & 0o170000
+            tty = os.isatty(fd)
+            size = tuple(os.get_terminal_size(fd)) if tty else None
+        except OSError:
+            mode, tty, size = -1, False, None
+        streams.append((mode, tty, size))
+    namespaces: list[str | None] = []
+    for ns in ("mnt", "user", "pid", "uts", "cgroup", "net"):
+        try:
+            namespaces.append(str(Path(f"/proc/self/ns/{ns}").readlink()))
+        except OSError:
+            namespaces.append(None)
+    try:
+        cwd: str | None = str(Path.cwd())
+    except OSError:
+        cwd = None
+    parts = (
+        FORMAT,
+        sys.argv[1:],
+        cwd,
+        sorted(env.items()),
+        (os.getuid(), os.geteuid(), os.getgid(), os.getegid(), sorted(os.getgroups())),
+        old,
+        limits,
+        tuple(os.uname()),
+        (sys.executable, sys.version, sys.flags),
+        streams,
+        namespaces,
+    )
+    return hashlib.sha256(repr(parts).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _store(cache_dir: Path) -> factcache.Store | None:
+    return factcache.store(
+        cache_dir, "replay", sources=(__file__, inputs.__file__, factcache.__file__), keep=8
+    )
+
+
+def start_recording(cache_dir: Path, tmp: str) -> None:
+    """Note what this run reads (not its own cache, nor the load test's folders)."""
+    rec = inputs.start(ignored=(str(cache_dir) + "/", f"{tmp.rstrip('/')}/vkdoctor-load-"))
+    rec.notes["situation"] = situation(os.environ)
+    rec.notes["cache_dir"] = cache_dir
+
+
+def note_output(text: str) -> None:
+    """What the run printed on standard output, as it reached it."""
+    rec = inputs.recorder()
+    if rec is not None:
+        rec.notes.setdefault("stdout", []).append(text)
+
+
+def note_checks(ctx: Context) -> None:
+    """The context the checks ran in and the load test's result (the check command)."""
+    rec = inputs.recorder()
+    if rec is None:
+        return
+    from vkdoctor import facts
+
+    if not ctx.live or dict(ctx.env) != dict(os.environ):
+        rec.refuse("the checks ran in another environment (an overlay)")
+        return
+    o = ctx.options
+    rec.notes["context"] = {
+        "elevated": ctx.elevated,
+        "machine": ctx.machine,
+        "cwd": str(ctx.cwd),
+        "options": {
+            "search_paths": [str(p) for p in o.search_paths],
+            "packages": [str(p) for p in o.packages],
+            "timeout": o.timeout,
+            "cpu": o.cpu,
+            "gpu": o.gpu,
+            "capabilities": o.capabilities,
+            "adapter": o.adapter,
+            "disk_warn_bytes": o.disk_warn_bytes,
+            "disk_fail_bytes": o.disk_fail_bytes,
+            "cache_dir": str(o.cache_dir) if o.cache_dir is not None else None,
+            "probe": o.probe,
+        },
+    }
+    rec.notes["load_test"] = normal_load_test(facts.load_test(ctx))
+
+
+def _options(kept: Mapping[str, Any]) -> Options:
+    from vkdoctor.context import Options
+
+    return Options(
+        search_paths=tuple(Path(p) for p in kept["search_paths"]),
+        packages=tuple(Path(p) for p in kept["packages"]),
+        timeout=kept["timeout"],
+        cpu=kept["cpu"],
+        gpu=kept["gpu"],
+        capabilities=kept["capabilities"],
+        adapter=kept["adapter"],
+        disk_warn_bytes=kept["disk_warn_bytes"],
+        disk_fail_bytes=kept["disk_fail_bytes"],
+        cache_dir=Path(kept["cache_dir"]) if kept["cache_dir"] is not None else None,
+        probe=kept["probe"],
+    )
+
+
+def normal_load_test(run: Any) -> Any:
+    """The load test's result without what differs between two equal runs (times, how its
+    first child began)."""
+    from vkdoctor.record import to_json
+
+    doc = to_json(run)
+    for key in ("seconds", "first_child"):
+        doc.pop(key, None)
+    for outcome in doc["outcomes"]:
+        outcome.pop("seconds", None)
+    return doc
+
+
+def _encoded(result: CheckResult) -> tuple[Any, ...]:
+    from vkdoctor.offload import encode
+
+    return encode(result)[:-1]  # all but its time
+
+
+def _shown(encoded: Sequence[Any], verbose: bool) -> tuple[Any, ...]:
+    """What the text report shows of an encoded result: its findings' evidence only with -v
+    (free space and memory to the byte change from one run to the next)."""
+    if verbose:
+        return tuple(encoded)
+    code, family, title, status, findings, skip_reason = encoded
+    return (code, family, title, status, tuple(f[:5] for f in findings), skip_reason)
+
+
+def _verbose(args: Sequence[str]) -> bool:
+    return "-v" in args or "--verbose" in args
+
+
+def _code_files() -> list[str]:
+    """vkdoctor's own modules this run imported, and the load test's script: another vkdoctor
+    gives another report."""
+    here = Path(__file__).parent
+    files = [
+        str(m.__file__)
+        for m in list(sys.modules.values())
+        if getattr(m, "__file__", None) and str(m.__file__).startswith(str(here))
+    ]
+    return sorted({*files, str(here.parent / "probes" / "loadtest.py"), sys.executable})
+
+
+def save(code: int | str | None) -> None:
+    """Keep this run for the next one, when it passed and can be replayed."""
+    rec = inputs.recorder()
+    inputs.stop()
+    if rec is None or code not in (0, None) or rec.unfit is not None:
+        return
+    notes = rec.notes
+    if "context" not in notes or len(notes.get("results", ())) != 1:
+        return
+    live = sorted(c for c in rec.volatile if isinstance(c, str))
+    if any(c not in LIVE for c in live):
+        return
+    looks = [*rec.kept_looks(), *(("stat", f) for f in _code_files())]
+    seen = [(how, path, inputs.observe((how, path))) for how, path in looks]
+    newest = rec.started_ns - RACY_NS
+    if any(s[0] == "id" and max(s[1][7], s[1][8]) >= newest for _, _, s in seen):
+        return
+    results = notes["results"][0]
+    entry = {
+        "looks": seen,
+        "results": [(c, _encoded(r)) for c, r in results.items()],
+        "live": live,
+        **notes["context"],
+        "load_test": notes["load_test"],
+        "stdout": "".join(notes.get("stdout", ())),
+    }
+    store = _store(notes["cache_dir"])
+    if store is not None:
+        store.put(notes["situation"], entry)
+        store.save()
+
+
+def attempt(cache_dir: Path) -> bool:
+    """Print the last run's report when this run would give the same one (the module's
+    docstring says how that is known). False: nothing was printed; the command runs in full,
+    with the load test this attempt waited for, if it did."""
+    store = _store(cache_dir)
+    entry = store.get(situation(os.environ)) if store is not None else None
+    if entry is None:
+        return False
+    try:
+        if any(inputs.observe((how, path)) != seen for how, path, seen in entry["looks"]):
+            return False
+    except (TypeError, ValueError):  # not what save() writes
+        return False
+    from vkdoctor.context import Context, offer_facts, take_facts
+
+    ctx = Context(
+        root=Path("/"),
+        env=dict(os.environ),
+        elevated=entry["elevated"],
+        machine=entry["machine"],
+        cwd=Path(entry["cwd"]),
+        options=_options(entry["options"]),
+    )
+    take_facts(ctx)
+    try:
+        same = _same_again(ctx, entry)
+    finally:
+        offer_facts(ctx)  # for the full run: the load test above, the driver scan
+    if not same:
+        return False
+    try:
+        data = entry["stdout"].encode(sys.stdout.encoding, sys.stdout.errors or "strict")
+    except (UnicodeError, LookupError, AttributeError, TypeError):
+        return False  # the full run says it as it can
+    try:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    except OSError:
+        return False  # the full run says why the report is lost
+    return True
+
+
+def _same_again(ctx: Context, entry: Mapping[str, Any]) -> bool:
+    """Whether the volatile checks and the load test find what they found last time."""
+    from vkdoctor import facts
+    from vkdoctor.facts.selection import selected_codes
+    from vkdoctor.offload import decode
+    from vkdoctor.runner import run_one
+
+    kept = dict(entry["results"])
+    selection: frozenset[str] | None = frozenset(kept)
+    ctx.set_fact(selected_codes, selection)
+    results = {code: decode((*value, 0.0)) for code, value in kept.items()}
+    verbose = _verbose(sys.argv[1:])
+    for code in entry["live"]:
+        results[code] = run_one(ctx, _live_check(code), results, debug=False)
+        if _shown(_encoded(results[code]), verbose) != _shown(kept[code], verbose):
+            return False
+    if entry["load_test"] is None:
+        return False
+    return bool(normal_load_test(facts.load_test(ctx)) == entry["load_test"])
+
+
+def _live_check(code: str) -> type[Check]:
+    module, _, name = LIVE[code].partition(":")
+    check: type[Check] = getattr(importlib.import_module(module), name)
+    return check
