@@ -124,6 +124,8 @@ class Recorder:
         self.unfit: str | None = None
         self.started_ns = time.clock_gettime_ns(time.CLOCK_REALTIME)
         self.notes: dict[str, Any] = {}
+        #: the files read for a volatile check (never compared: the check runs again)
+        self.volatile_paths: set[str] = set()
 
     def saw(self, how: str, path: Any) -> None:
         if isinstance(path, int):
@@ -141,11 +143,13 @@ class Recorder:
         if text.startswith(self.ignored):
             return
         if how == "read" and _volatile_read(text):
-            self.volatile_read(f"read {text}")
+            self.volatile_read(f"read {text}", text)
             return
         self.looks.setdefault((how, text), set()).add(self.frames[-1] if self.frames else None)
 
-    def volatile_read(self, what: str) -> None:
+    def volatile_read(self, what: str, path: str | None = None) -> None:
+        if path is not None:
+            self.volatile_paths.add(path)
         if not self.frames:
             self.refuse(f"{what} outside any check")
         self.volatile.update(self.frames)
@@ -228,6 +232,7 @@ def _writes(how: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
 
 def _wrap() -> None:
     import _posixsubprocess
+    import subprocess
 
     def noting(name: str, how: str, module: Any = os) -> None:
         original = getattr(module, name)
@@ -263,7 +268,7 @@ def _wrap() -> None:
 
     def statvfs(path: Any) -> Any:
         if _recorder:
-            _recorder[0].volatile_read(f"the free space of {os.fsdecode(path)}")
+            _recorder[0].volatile_read(f"the free space of {os.fsdecode(path)}", os.fsdecode(path))
         return original_statvfs(path)
 
     original_statvfs = os.statvfs
@@ -291,6 +296,16 @@ def _wrap() -> None:
 
     clock("time")
     clock("time_ns")
+
+    def cpu_count() -> int | None:
+        if _recorder:  # the C library reads it from /sys
+            _recorder[0].volatile_read("the number of CPUs", "/sys/devices/system/cpu/online")
+        return original_cpu_count()
+
+    original_cpu_count = os.cpu_count
+    os.cpu_count = cpu_count
+    # subprocess binds _posixsubprocess.fork_exec when it is imported: its own name is wrapped
+    refusing("_fork_exec", subprocess)
     refusing("fork_exec", _posixsubprocess)
     for name in ("system", "posix_spawn", "posix_spawnp", "execv", "execve"):
         refusing(name, os)

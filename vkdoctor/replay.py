@@ -43,6 +43,16 @@ LIVE = {
     "VKS001": "vkdoctor.checks.disk:FreeSpace",
     "VKS002": "vkdoctor.checks.disk:WritableCaches",
 }
+#: what the C library and ld.so read for every program (a preload, the time zone, users and
+#: groups by NSS): looked at by every kept run, as no Python call of vkdoctor's reads them
+SYSTEM_FILES = (
+    "/etc/ld.so.preload",
+    "/etc/ld.so.cache",
+    "/etc/localtime",
+    "/etc/nsswitch.conf",
+    "/etc/passwd",
+    "/etc/group",
+)
 #: a file changed this close to the run's start may have changed after it was read (file times
 #: are as coarse as the kernel's clock tick): such a run is not kept
 RACY_NS = 100_000_000
@@ -228,7 +238,11 @@ def save(code: int | str | None) -> None:
     live = sorted(c for c in rec.volatile if isinstance(c, str))
     if any(c not in LIVE for c in live):
         return
-    looks = [*rec.kept_looks(), *(("stat", f) for f in _code_files())]
+    looks = [
+        *rec.kept_looks(),
+        *(("stat", f) for f in _code_files()),
+        *(("read", f) for f in SYSTEM_FILES),
+    ]
     seen = [(how, path, inputs.observe((how, path))) for how, path in looks]
     newest = rec.started_ns - RACY_NS
     if any(s[0] == "id" and max(s[1][7], s[1][8]) >= newest for _, _, s in seen):
@@ -236,6 +250,10 @@ def save(code: int | str | None) -> None:
     results = notes["results"][0]
     entry = {
         "looks": seen,
+        # not compared: what only the checks that run again read (for a reader of the store)
+        "live_looks": sorted(
+            ({path for _, path in rec.looks} | rec.volatile_paths) - {path for _, path, _ in seen}
+        ),
         "results": [(c, _encoded(r)) for c, r in results.items()],
         "live": live,
         **notes["context"],
