@@ -27,12 +27,17 @@ the variables in this process between instances is enough.
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import sys
 import time
-from collections.abc import Callable
-from typing import Any
+
+# nothing else at the top: in the child vkdoctor forks at its start (vkdoctor.zygote) the drivers
+# wait for this script's imports, and json (which imports re) or typing cost 10-25 ms each on a
+# slow machine; the JSON lines are written by `_json_text`
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 PR_SET_PDEATHSIG = 1
 SIGKILL = 9
@@ -167,7 +172,34 @@ class Emitter:
         self.fd = os.dup(1)
 
     def __call__(self, **doc: object) -> None:
-        os.write(self.fd, (json.dumps(doc) + "\n").encode())
+        os.write(self.fd, (_json_text(doc) + "\n").encode())
+
+
+def _json_text(value: object) -> str:
+    """`json.dumps(value)` for what the lines hold (dicts, lists, strings, numbers, booleans,
+    None), by the C encoder of strings that json itself uses."""
+    try:
+        from _json import encode_basestring_ascii as text
+    except ImportError:  # an interpreter without the C accelerator
+        import json
+
+        return json.dumps(value)
+    if isinstance(value, str):
+        return str(text(value))
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        special = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+        return special.get(repr(value)) or float.__repr__(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{text(str(k))}: {_json_text(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_json_text(v) for v in value) + "]"
+    import json
+
+    return json.dumps(value)  # anything else: as json says it (or why it cannot)
 
 
 class Output:
@@ -406,6 +438,8 @@ def isolate(env: dict[str, str]) -> None:
 
 
 def main() -> int:
+    import json
+
     return run(json.loads(sys.stdin.read()))
 
 

@@ -2,26 +2,40 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Mapping
-from pathlib import Path
+import os
+
+# os alone at the top: the load test's request handed ahead needs this module before pathlib
+# is imported (vkdoctor.zygote)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
 
 
-def cache_home(env: Mapping[str, str]) -> Path:
+def cache_path(env: Mapping[str, str]) -> str:
     """$XDG_CACHE_HOME/vkdoctor, else ~/.cache/vkdoctor."""
     base = env.get("XDG_CACHE_HOME") or ""
     if not base.startswith("/"):
-        home = env.get("HOME") or str(Path("~").expanduser())
-        base = str(Path(home) / ".cache")
-    return Path(base) / "vkdoctor"
+        home = env.get("HOME") or os.path.expanduser("~")
+        base = os.path.join(home, ".cache")
+    # spelt as pathlib spells it (no empty or "." parts): this is also the shader cache's name
+    parts = [p for p in os.path.join(base, "vkdoctor").split("/") if p not in ("", ".")]
+    return ("/" if base.startswith("/") else "") + "/".join(parts)
 
 
-def _untrusted_above(path: Path) -> bool:
+def cache_home(env: Mapping[str, str]) -> Path:
+    """`cache_path` as a Path."""
+    from pathlib import Path
+
+    return Path(cache_path(env))
+
+
+def _untrusted_above(path: str) -> bool:
     """Whether another user could change `path` or a directory above it (the overlay store's
     rule, vkdoctor.trust)."""
     from vkdoctor.trust import untrusted
 
-    return untrusted(str(path), container=True) is not None
+    return untrusted(path, container=True) is not None
 
 
 def driver_env(env: Mapping[str, str]) -> dict[str, str]:
@@ -36,15 +50,17 @@ def driver_env(env: Mapping[str, str]) -> dict[str, str]:
     them (VKS002 names it), not be stepped around."""
     if env.get("MESA_SHADER_CACHE_DIR") or env.get("MESA_GLSL_CACHE_DIR"):
         return dict(env)
-    mesa = cache_home(env) / "mesa"
+    mesa = os.path.join(cache_path(env), "mesa")
     if _untrusted_above(mesa):
         # nothing is created where another user can swap it (the overlay store falls back to a
         # private directory for the same reason); the children then keep no shader cache
         return {**env, "MESA_SHADER_CACHE_DISABLE": "true"}
     # Mesa makes only the last directory of the path: without its parents it keeps no cache
-    with contextlib.suppress(OSError):
-        mesa.mkdir(parents=True, exist_ok=True)
-    return {**env, "MESA_SHADER_CACHE_DIR": str(mesa)}
+    try:
+        os.makedirs(mesa, exist_ok=True)
+    except OSError:
+        pass
+    return {**env, "MESA_SHADER_CACHE_DIR": mesa}
 
 
 def load_test_env(env: Mapping[str, str]) -> dict[str, str]:

@@ -19,14 +19,18 @@ own identities), so a changed vkdoctor never reads answers an older one gave.
 
 from __future__ import annotations
 
-import contextlib
 import marshal
 import os
 import stat
 import sys
-from collections.abc import Hashable, Sequence
-from pathlib import Path
-from typing import Any
+
+# os, stat, sys and marshal only: the load test's request handed ahead is read through here
+# before pathlib or typing is imported (vkdoctor.zygote)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Hashable, Sequence
+    from pathlib import Path
+    from typing import Any
 
 #: bumped when what a store holds changes shape
 FORMAT = 1
@@ -42,7 +46,7 @@ def identity(path: str | Path) -> Identity | None:
     """The identity of the file `path` leads to (symbolic links followed), None when it is
     not there or cannot be examined."""
     try:
-        st = os.stat(path)  # noqa: PTH116 - a Path per file costs more than the stat itself
+        st = os.stat(path)
     except (OSError, ValueError):
         return None
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
@@ -55,7 +59,7 @@ def _stamp(sources: Sequence[str]) -> tuple[Any, ...]:
 class Store:
     """One kind of fact: `get` and `put` by key, `save` at the end of a run."""
 
-    def __init__(self, file: Path, *, sources: Sequence[str], keep: int = MAX_ENTRIES) -> None:
+    def __init__(self, file: str, *, sources: Sequence[str], keep: int = MAX_ENTRIES) -> None:
         self.file = file
         self.keep = keep
         self._stamp = _stamp(sources)
@@ -98,14 +102,14 @@ class Store:
         self._changed = False
 
 
-def _trusted(directory: Path) -> bool:
+def _trusted(directory: str) -> bool:
     from vkdoctor.trust import untrusted
 
-    return untrusted(str(directory), container=True) is None
+    return untrusted(directory, container=True) is None
 
 
-def _read(file: Path, expected: tuple[Any, ...]) -> dict[Hashable, Any]:
-    if not _trusted(file.parent):
+def _read(file: str, expected: tuple[Any, ...]) -> dict[Hashable, Any]:
+    if not _trusted(os.path.dirname(file)):
         return {}
     try:
         # O_NONBLOCK: a FIFO put in the store's place must not stop the run at its open
@@ -138,18 +142,18 @@ def _read(file: Path, expected: tuple[Any, ...]) -> dict[Hashable, Any]:
     return entries
 
 
-def _write(file: Path, data: bytes) -> None:
-    directory = file.parent
+def _write(file: str, data: bytes) -> None:
+    directory = os.path.dirname(file)
     # judged before anything is created: nothing goes where another user could swap it
     if not _trusted(directory):
         return
     try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.makedirs(directory, mode=0o700, exist_ok=True)
     except OSError:
         return
     if not _trusted(directory):
         return
-    tmp = directory / f".{file.name}.{os.getpid()}.tmp"
+    tmp = os.path.join(directory, f".{os.path.basename(file)}.{os.getpid()}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     except OSError:
@@ -157,25 +161,27 @@ def _write(file: Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        tmp.replace(file)
+        os.replace(tmp, file)
     except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
 
 
 #: one Store object per file in this process, so that Contexts copied for an overlay or a
 #: second environment add to the same store instead of overwriting each other's
-_open: dict[Path, Store] = {}
+_open: dict[str, Store] = {}
 
 
 def store(
-    cache_dir: Path | None, kind: str, *, sources: Sequence[str], keep: int = MAX_ENTRIES
+    cache_dir: str | Path | None, kind: str, *, sources: Sequence[str], keep: int = MAX_ENTRIES
 ) -> Store | None:
     """The store of `kind` under `cache_dir` (vkdoctor's cache directory), None without one;
     `keep` bounds its entries (the used ones first)."""
     if cache_dir is None:
         return None
-    file = cache_dir / "facts" / f"{kind}.marshal"
+    file = os.path.join(cache_dir, "facts", f"{kind}.marshal")
     hit = _open.get(file)
     if hit is None:
         hit = _open[file] = Store(file, sources=sources, keep=keep)

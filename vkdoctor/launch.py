@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import gc
 import io
 import os
 import sys
-from pathlib import Path
-from typing import Any, NoReturn
 
 from vkdoctor import terminate
+
+# nothing heavier at the top: the load test's child is forked first, and pathlib, typing and
+# contextlib cost 10-25 ms each on a slow machine before its drivers could start loading
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any, NoReturn
 
 #: the variables ld.so reads at start; this process loads its own extension modules (zlib,
 #: _ctypes, ...) and must not get them from the directories it is asked to diagnose: a truncated
@@ -48,9 +52,8 @@ def _without_ldso_variables() -> bool:
         # the load test's child is forked here, where ld.so's variables are the user's, and
         # waits for the process started again (it knows it by VKDOCTOR_ZYGOTE)
         from vkdoctor import zygote
-        from vkdoctor.resources import probes_dir
 
-        zygote.start(probes_dir() / "loadtest.py")
+        zygote.start()
         child.update((k.encode(), v.encode()) for k, v in zygote.passed_on().items())
     try:
         os.execve(sys.executable, sys.orig_argv, child)
@@ -90,27 +93,30 @@ def main() -> None:
             stream.reconfigure(errors="surrogateescape")
     _occupy_closed_descriptors()
     terminate.install()
-    replayable = _start_recording()
-    _keep_compiled_records()
     early: Any = None
+    replayable = None
     replayed = False
     try:
         # inside the try: a SIGTERM while a child is started early unwinds like any other
+        loads_drivers = _loads_drivers(sys.argv[1:])
+        if loads_drivers:
+            from vkdoctor import zygote
+
+            if not restored:
+                zygote.start()
+            if sys.argv[1] == "check" and _plain(sys.argv[2:]):
+                try:
+                    _hand_ahead()
+                except Exception:  # a head start, never a reason to fail
+                    pass
+        _keep_compiled_records()
         if len(sys.argv) > 1 and sys.argv[1] == "run-probe":
             from vkdoctor import probe
 
             early = probe
             probe.start_early(sys.argv[2:], os.environ)
-        elif _loads_drivers(sys.argv[1:]):
-            from vkdoctor import zygote
-
-            if not restored:
-                from vkdoctor.resources import probes_dir
-
-                zygote.start(probes_dir() / "loadtest.py")
-            if sys.argv[1] == "check" and _plain(sys.argv[2:]):
-                with contextlib.suppress(Exception):  # a head start, never a reason to fail
-                    _hand_ahead()
+        elif loads_drivers:
+            replayable = _start_recording()
             if sys.argv[1] == "check":
                 from vkdoctor import loadtest
 
@@ -136,8 +142,10 @@ def main() -> None:
     if common is not None and common.STDOUT_FAILED and code in (0, None):
         code = common.EXIT_OUTPUT  # the report was lost: not a success
     if replayable is not None and not replayed:
-        with contextlib.suppress(Exception):  # a later run's head start, never a reason to fail
+        try:
             sys.modules["vkdoctor.replay"].save(code)
+        except Exception:  # a later run's head start, never a reason to fail
+            pass
     exit_now(code)
 
 
@@ -235,16 +243,14 @@ def _plain(args: list[str]) -> bool:
 
 
 def _hand_ahead() -> None:
-    from pathlib import Path
-
     from vkdoctor import zygote
-    from vkdoctor.cachedir import cache_home, load_test_env
+    from vkdoctor.cachedir import cache_path, load_test_env
 
     try:
-        cwd = str(Path.cwd())
+        cwd = os.getcwd()
     except OSError:  # the working directory is gone: the command says so
         return
-    zygote.hand_ahead(cache_home(os.environ), os.environ, cwd, load_test_env(os.environ))
+    zygote.hand_ahead(cache_path(os.environ), os.environ, cwd, load_test_env(os.environ))
 
 
 class _ClosedStdout(io.TextIOBase):

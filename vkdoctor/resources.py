@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
-_PKG = Path(__file__).resolve().parent
-_SRC = _PKG.parent
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+#: nothing else at the top: the load test's forked child finds its script through this module
+#: before pathlib is imported (`probe_script`, vkdoctor.zygote)
+_PKG = os.path.dirname(os.path.realpath(__file__))
+_SRC = os.path.dirname(_PKG)
+
+
+def _located(installed: str, source: str) -> str:
+    inside = os.path.join(_PKG, installed)
+    return inside if os.path.isdir(inside) else os.path.join(_SRC, source)
 
 
 def _locate(installed: str, source: str) -> Path:
-    inside = _PKG / installed
-    return inside if inside.is_dir() else _SRC / source
+    from pathlib import Path
+
+    return Path(_located(installed, source))
 
 
 def shaders_dir() -> Path:
@@ -21,10 +33,17 @@ def probes_dir() -> Path:
     return _locate("_probes", "probes")
 
 
+def probe_script() -> str:
+    """probes/loadtest.py, the load test's child's script."""
+    return os.path.join(_located("_probes", "probes"), "loadtest.py")
+
+
 def codes_dir() -> Path:
     """docs/codes: one Markdown page per finding code."""
     return _locate("_docs/codes", "docs/codes")
 
 
 def schema_path() -> Path:
-    return _PKG / "data" / "report.schema.json"
+    from pathlib import Path
+
+    return Path(_PKG) / "data" / "report.schema.json"

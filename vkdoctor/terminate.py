@@ -6,10 +6,15 @@ left behind."""
 from __future__ import annotations
 
 import os
-import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
-from types import FrameType
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal
+    from types import FrameType, TracebackType
+else:
+    # the C module under `signal`: `signal` itself builds its enums on import (enum,
+    # functools), and this module is imported before the load test's child is forked
+    import _signal as signal
 
 _held = [0]  # the depth of held() blocks
 _pending: list[int] = []
@@ -41,13 +46,20 @@ def _terminated(signum: int, frame: FrameType | None) -> None:
     _exit(signum)
 
 
-@contextmanager
-def held() -> Iterator[None]:
-    """A SIGTERM that comes inside the block takes effect at its end."""
-    _held[0] += 1
-    try:
-        yield
-    finally:
+class held:  # used as `with terminate.held():`, as a function would be
+    """A SIGTERM that comes inside the block takes effect at its end. (A class, not
+    contextlib.contextmanager: this module is imported before the load test's child is forked,
+    and contextlib's imports would delay the fork.)"""
+
+    def __enter__(self) -> None:
+        _held[0] += 1
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         _held[0] -= 1
         if not _held[0] and _pending:
             _exit(_pending.pop())

@@ -18,7 +18,6 @@ import os
 import posixpath
 import stat
 import struct
-from pathlib import Path
 
 #: symbolic links followed in one path before giving up, as the kernel's MAXSYMLINKS
 MAX_LINKS = 40
@@ -100,7 +99,7 @@ def untrusted(path: str, *, uid: int | None = None, container: bool = False) -> 
     there is judged when it is used."""
     me = os.geteuid() if uid is None else uid
     if not path.startswith("/"):
-        path = posixpath.join(str(Path.cwd()), path)
+        path = posixpath.join(os.getcwd(), path)
     todo = [p for p in path.split("/") if p]
     cur = "/"
     links = 0
@@ -133,7 +132,7 @@ def untrusted(path: str, *, uid: int | None = None, container: bool = False) -> 
                 links += 1
                 if links > MAX_LINKS:
                     return f"{path} goes through more than {MAX_LINKS} symbolic links"
-                target = str(Path(entry).readlink())
+                target = os.readlink(entry)
                 via = entry
                 todo = [p for p in target.split("/") if p] + todo
                 if target.startswith("/"):

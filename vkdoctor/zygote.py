@@ -18,11 +18,17 @@ the like come with later imports). It is in a session of its own, dies with vkdo
 
 from __future__ import annotations
 
-import contextlib
+import marshal
 import os
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
+
+# Nothing but os and marshal at the top, and none of typing, pathlib, json, tempfile or
+# contextlib on the way to the fork and the request handed ahead: on a slow machine each costs
+# 10-25 ms, and that is how much later the drivers start loading (vkdoctor.launch forks first).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+    from typing import Any
 
 #: the request's size limit (a load test's request is a few KB)
 MAX_REQUEST = 16 * 1024 * 1024
@@ -84,13 +90,11 @@ class Zygote:
         return startup_variables(env) == self.startup
 
     def hand(
-        self, request: Mapping[str, Any], *, env: Mapping[str, str], cwd: Path
+        self, request: Mapping[str, Any], *, env: Mapping[str, str], cwd: str | Path
     ) -> ForkedChild | None:
         """Send the request; the child runs it as `probes/loadtest.py` would. None when the
         child is gone (then nothing was started)."""
-        import json
-
-        data = json.dumps({"request": request, "env": dict(env), "cwd": str(cwd)}).encode()
+        data = marshal.dumps({"request": dict(request), "env": dict(env), "cwd": str(cwd)})
         try:
             _write_all(self._request_fd, data)
         except OSError:
@@ -107,22 +111,26 @@ class Zygote:
         _close(self._request_fd)
         _close(self._output_fd)
         self._request_fd = self._output_fd = -1
-        with contextlib.suppress(ChildProcessError):
+        try:
             os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
 
 
 _waiting: list[Zygote] = []
 
 
-def start(script: Path) -> None:
-    """Fork the child that will run `script`'s `run(request)`, if this process is fit for it
+def start(script: Path | None = None) -> None:
+    """Fork the child that will run `script`'s `run(request)` (the load test's,
+    probes/loadtest.py, when None: found by the child), if this process is fit for it
     (no thread, ld.so's variables as the program started with them). vkdoctor.launch calls it
     also just before it starts itself again without ld.so's variables: the child has them, as
     the user's programs do, and the process started again takes it over (`passed_on`,
     `take_over`)."""
-    import threading
+    import sys
 
-    if threading.active_count() > 1 or _waiting:
+    threading = sys.modules.get("threading")  # not imported: no thread was started through it
+    if (threading is not None and threading.active_count() > 1) or _waiting:
         return
     try:
         request_r, request_w = os.pipe()
@@ -231,6 +239,7 @@ class Ahead:
         self.started = time.monotonic()
 
     def cancel(self) -> None:
+        import contextlib
         import shutil
         import signal
 
@@ -256,19 +265,43 @@ def _key(env: Mapping[str, str], cwd: str) -> tuple[Any, ...]:
     return (cwd, len(env), binascii.crc32(text.encode("utf-8", "surrogateescape")))
 
 
+def _plain(value: Any) -> Any:
+    """`value` as JSON gives it back (tuples as lists): how a kept request is compared."""
+    import json
+
+    return json.loads(json.dumps(value))
+
+
+def _private_directory(env: Mapping[str, str]) -> str | None:
+    """A new folder of the user's alone for the child's logs, where tempfile.mkdtemp would
+    make it in the usual case ($TMPDIR, $TEMP, $TMP, else /tmp), without importing tempfile;
+    None when it cannot be made there (then nothing is handed ahead)."""
+    base = next((env[k] for k in ("TMPDIR", "TEMP", "TMP") if env.get(k)), "/tmp")
+    for _ in range(8):
+        path = os.path.join(base, "vkdoctor-load-" + os.urandom(6).hex())
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            continue
+        except OSError:
+            return None
+        return path
+    return None
+
+
 def _unplaced(request: Mapping[str, Any]) -> dict[str, Any]:
     """The request without what differs from one run to the next (its directory, the pid)."""
     return {k: v for k, v in request.items() if k not in ("logdir", "parent")}
 
 
-def _requests(cache_dir: Path) -> Any:
+def _requests(cache_dir: str | Path) -> Any:
     from vkdoctor import factcache
 
-    here = Path(__file__)
+    here = os.path.dirname(__file__)
     return factcache.store(
         cache_dir,
         "load-request",
-        sources=(str(here), str(here.with_name("loadtest.py"))),
+        sources=(__file__, os.path.join(here, "loadtest.py")),
         keep=8,
     )
 
@@ -283,15 +316,13 @@ def remember(
     store = _requests(cache_dir) if cache_dir is not None else None
     if store is None:
         return
-    import json
-
     paths: set[str] = set()
     for target in request["targets"]:
-        paths.update((target["manifest"], str(Path(target["manifest"]).parent)))
+        paths.update((target["manifest"], os.path.dirname(target["manifest"]) or "."))
         if target["dlopen_name"].startswith("/"):
             paths.add(target["dlopen_name"])
     value = (
-        json.dumps(_unplaced(request), sort_keys=True),
+        _plain(_unplaced(request)),
         tuple((p, identity(p)) for p in sorted(paths)),
     )
     key = _key(env, str(cwd))
@@ -300,7 +331,7 @@ def remember(
 
 
 def hand_ahead(
-    cache_dir: Path, env: Mapping[str, str], cwd: str, child_env: dict[str, str]
+    cache_dir: str | Path, env: Mapping[str, str], cwd: str, child_env: dict[str, str]
 ) -> None:
     """Give the waiting child (in `child_env`, the load test's: cachedir.load_test_env) the
     request the last run in `env` and `cwd` began with, when none of the files it names has
@@ -314,26 +345,22 @@ def hand_ahead(
     if entry is None:
         return
     try:
-        text, identities = entry
-        if any(identity(path) != known for path, known in identities):
+        kept, identities = entry
+        if not isinstance(kept, dict) or any(identity(p) != known for p, known in identities):
             return
     except (TypeError, ValueError):  # not what remember() writes
         return
-    import json
-    import tempfile
-
     waiting = take(child_env)
     if waiting is None:
         return
-    try:
-        logdir = tempfile.mkdtemp(prefix="vkdoctor-load-")
-    except OSError:
+    logdir = _private_directory(env)
+    if logdir is None:
         waiting.discard()
         return
-    request = {**json.loads(text), "logdir": logdir, "parent": os.getpid()}
-    child = waiting.hand(request, env=child_env, cwd=Path(cwd))
+    request = {**kept, "logdir": logdir, "parent": os.getpid()}
+    child = waiting.hand(request, env=child_env, cwd=cwd)
     if child is None:
-        Path(logdir).rmdir()
+        os.rmdir(logdir)
         return
     _ahead.append(Ahead(_unplaced(request), child_env, cwd, logdir, child))
 
@@ -345,22 +372,16 @@ def ahead_pending() -> bool:
 def take_ahead(request: Mapping[str, Any], env: Mapping[str, str], cwd: Path) -> Ahead | None:
     """The child handed a request ahead, if `request` (its directory and pid aside), `env` and
     `cwd` are what it was given; one that does not fit is stopped."""
-    import json
-
-    text = json.dumps(_unplaced(request), sort_keys=True)
+    plain = _plain(_unplaced(request))
     while _ahead:
         ahead = _ahead.pop()
-        if (
-            json.dumps(ahead.request, sort_keys=True) == text
-            and ahead.env == dict(env)
-            and ahead.cwd == str(cwd)
-        ):
+        if ahead.request == plain and ahead.env == dict(env) and ahead.cwd == str(cwd):
             return ahead
         ahead.cancel()
     return None
 
 
-def _serve(script: Path, request_fd: int, output_fd: int) -> None:
+def _serve(script: Path | None, request_fd: int, output_fd: int) -> None:
     status = 70
     try:
         os.setsid()
@@ -386,9 +407,7 @@ def _serve(script: Path, request_fd: int, output_fd: int) -> None:
         if not data:
             status = 0
             return
-        import json
-
-        message = json.loads(data)
+        message = marshal.loads(data)
         request = message["request"]
         log = os.open(
             f"{request['logdir']}/startup.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600
@@ -408,19 +427,27 @@ def _serve(script: Path, request_fd: int, output_fd: int) -> None:
     except BaseException:
         import traceback
 
-        with contextlib.suppress(Exception):
+        try:
             os.write(2, traceback.format_exc().encode())
+        except Exception:  # nowhere left to say it
+            pass
     finally:
         os._exit(status)
 
 
-def _load(script: Path) -> Any:
-    import importlib.util
+def _load(script: Path | None) -> Any:
+    # importlib.machinery is loaded with the interpreter (importlib.util would import
+    # contextlib, pathlib's resources even more): the child is waited for
+    import importlib.machinery
+    import types
 
-    spec = importlib.util.spec_from_file_location("vkdoctor_loadtest_child", script)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    from vkdoctor.resources import probe_script
+
+    path = probe_script() if script is None else str(script)
+    name = "vkdoctor_loadtest_child"
+    module = types.ModuleType(name)
+    module.__file__ = path
+    importlib.machinery.SourceFileLoader(name, path).exec_module(module)
     return module
 
 
@@ -445,5 +472,7 @@ def _write_all(fd: int, data: bytes) -> None:
 
 def _close(fd: int) -> None:
     if fd >= 0:
-        with contextlib.suppress(OSError):
+        try:
             os.close(fd)
+        except OSError:
+            pass
