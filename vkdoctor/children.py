@@ -12,12 +12,13 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # no Protocol class or subscripted alias to build at import time
+    import subprocess
+    from collections.abc import Mapping, Sequence
+    from pathlib import Path
     from typing import IO, Protocol, TypeAlias
 
     #: what `stdin`, `stdout` and `stderr` may be: subprocess.PIPE, DEVNULL, a descriptor, a file
@@ -38,19 +39,25 @@ if TYPE_CHECKING:  # no Protocol class or subscripted alias to build at import t
 
 #: the longest --timeout: a week (the waits that use it overflow at about 24.8 days)
 MAX_TIMEOUT = 7 * 24 * 3600.0
+#: subprocess.PIPE and subprocess.DEVNULL: subprocess itself (~10 ms to import) is imported
+#: when a program is started, not by the load test's forked child that needs none
+PIPE = -1
+DEVNULL = -3
 
 
 def start(
     argv: Sequence[str],
     *,
     env: Mapping[str, str],
-    stdin: Stream = subprocess.DEVNULL,
-    stdout: Stream = subprocess.PIPE,
-    stderr: Stream = subprocess.PIPE,
+    stdin: Stream = DEVNULL,
+    stdout: Stream = PIPE,
+    stderr: Stream = PIPE,
     cwd: Path | None = None,
     own_session: bool = True,
 ) -> subprocess.Popen[bytes]:
     """Start `argv` with exactly `env` (no shell); raises OSError when it cannot start."""
+    import subprocess
+
     return subprocess.Popen(
         list(argv),
         stdin=stdin,
@@ -66,10 +73,12 @@ def start_text(
     argv: Sequence[str],
     *,
     env: Mapping[str, str],
-    stdin: Stream = subprocess.DEVNULL,
+    stdin: Stream = DEVNULL,
     own_session: bool = True,
 ) -> subprocess.Popen[str]:
     """`start` with text pipes for stdout and stderr (undecodable bytes replaced)."""
+    import subprocess
+
     return subprocess.Popen(
         list(argv),
         stdin=stdin,
@@ -92,8 +101,12 @@ def kill_group(pgid: int) -> None:
 def reap(child: Reapable, timeout: float) -> None:
     """Wait up to `timeout` seconds for the child to exit (a child stuck in the kernel may
     outlive SIGKILL for a while: then leave it)."""
-    with contextlib.suppress(subprocess.TimeoutExpired):
+    try:
         child.wait(timeout=timeout)
+    except Exception as exc:
+        subprocess = sys.modules.get("subprocess")  # imported by whatever raised TimeoutExpired
+        if subprocess is None or not isinstance(exc, subprocess.TimeoutExpired):
+            raise
 
 
 def kill_group_and_reap(child: Reapable, timeout: float) -> None:

@@ -18,7 +18,6 @@ program started (what a program reads is not seen), makes the run one that canno
 from __future__ import annotations
 
 import builtins
-import hashlib
 import io
 import os
 import stat
@@ -81,7 +80,17 @@ def _digest(path: str, open_fn: Callable[..., Any]) -> Any:
         return ("unbounded",)
     if path == "/proc/cpuinfo":
         data = b"\n".join(line for line in data.split(b"\n") if not line.startswith(b"cpu MHz"))
-    return ("content", hashlib.sha256(data).hexdigest())
+    return ("content", digest(data))
+
+
+def digest(data: bytes) -> str:
+    """A SHA-256 of `data`, by CPython's own implementation when it has one: hashlib loads
+    OpenSSL (~5 ms), and a replay is a run of some 150 ms."""
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        from hashlib import sha256
+    return str(sha256(data).hexdigest())
 
 
 def observe(look: Look) -> Any:
@@ -232,7 +241,7 @@ def _writes(how: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
 
 def _wrap() -> None:
     import _posixsubprocess
-    import subprocess
+    import sys
 
     def noting(name: str, how: str, module: Any = os) -> None:
         original = getattr(module, name)
@@ -304,8 +313,10 @@ def _wrap() -> None:
 
     original_cpu_count = os.cpu_count
     os.cpu_count = cpu_count
-    # subprocess binds _posixsubprocess.fork_exec when it is imported: its own name is wrapped
-    refusing("_fork_exec", subprocess)
+    # subprocess binds _posixsubprocess.fork_exec as it is imported: imported already, its own
+    # name is wrapped too (importing it here would cost ~10 ms)
     refusing("fork_exec", _posixsubprocess)
+    if "subprocess" in sys.modules:
+        refusing("_fork_exec", sys.modules["subprocess"])
     for name in ("system", "posix_spawn", "posix_spawnp", "execv", "execve"):
         refusing(name, os)

@@ -158,13 +158,11 @@ def _start_recording() -> Path | None:
 
     if not replay.eligible(sys.argv[1:]):
         return None
-    import tempfile
-
     from vkdoctor.cachedir import cache_home
 
     try:
         cache_dir = cache_home(os.environ)
-        replay.start_recording(cache_dir, tempfile.gettempdir())
+        replay.start_recording(cache_dir)
     except Exception:  # then this run is not kept, nothing more
         return None
     return cache_dir

@@ -16,13 +16,11 @@ import json
 import os
 import selectors
 import signal
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from vkdoctor import children, terminate, zygote
 from vkdoctor.cachedir import load_test_env
@@ -320,8 +318,13 @@ class _Adopted:
         shutil.rmtree(self.name, ignore_errors=True)
 
 
-#: the load-test child: a program started for it, or the child forked at launch (vkdoctor.zygote)
-ChildProcess = subprocess.Popen[bytes] | zygote.ForkedChild
+if TYPE_CHECKING:  # subprocess and tempfile are imported only when a program is started
+    import subprocess
+    import tempfile
+
+    #: the load-test child: a program started for it, or the child forked at launch
+    #: (vkdoctor.zygote)
+    ChildProcess = subprocess.Popen[bytes] | zygote.ForkedChild
 
 
 @record
@@ -394,7 +397,7 @@ def _spawn(
             return forked
     with open(logdir / "startup.log", "wb") as startup:
         proc = children.start(
-            child_command(), env=child_env, stdin=subprocess.PIPE, stderr=startup, cwd=cwd
+            child_command(), env=child_env, stdin=children.PIPE, stderr=startup, cwd=cwd
         )
     assert proc.stdin is not None
     try:
@@ -513,6 +516,8 @@ class LoadTest:
         if self._tmp is None and self._adopt_ahead():
             return self
         if self._tmp is None:
+            import tempfile
+
             self._started = time.monotonic()
             self._deadline = self._started + self.total_timeout
             with terminate.held():  # not between mkdtemp and the finalizer that removes it

@@ -16,7 +16,6 @@ started (a run that starts one is never replayed) or a library's own reads below
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib
 import os
 import resource
@@ -78,7 +77,7 @@ def situation(env: Mapping[str, str]) -> str:
         with contextlib.suppress(OSError, ValueError):
             limits.append((name, resource.getrlimit(getattr(resource, name))))
     streams = []
-    for fd in (0, 1, 2):
+    for fd in (1,):  # the report's: its colours and width (a passing run writes only there)
         try:
             mode = os.fstat(fd).st_mode & 0o170000
             tty = os.isatty(fd)
@@ -109,7 +108,7 @@ def situation(env: Mapping[str, str]) -> str:
         streams,
         namespaces,
     )
-    return hashlib.sha256(repr(parts).encode("utf-8", "surrogateescape")).hexdigest()
+    return inputs.digest(repr(parts).encode("utf-8", "surrogateescape"))
 
 
 def _store(cache_dir: Path) -> factcache.Store | None:
@@ -118,9 +117,14 @@ def _store(cache_dir: Path) -> factcache.Store | None:
     )
 
 
-def start_recording(cache_dir: Path, tmp: str) -> None:
-    """Note what this run reads (not its own cache, nor the load test's folders)."""
-    rec = inputs.start(ignored=(str(cache_dir) + "/", f"{tmp.rstrip('/')}/vkdoctor-load-"))
+def start_recording(cache_dir: Path) -> None:
+    """Note what this run reads (not its own cache, nor the load test's folders, wherever
+    tempfile puts them)."""
+    tmp = {os.environ.get(k) for k in ("TMPDIR", "TEMP", "TMP")} | {"/tmp", "/var/tmp", "/usr/tmp"}
+    with contextlib.suppress(OSError):
+        tmp.add(str(Path.cwd()))
+    folders = tuple(f"{t.rstrip('/')}/vkdoctor-load-" for t in tmp if t)
+    rec = inputs.start(ignored=(str(cache_dir) + "/", *folders))
     rec.notes["situation"] = situation(os.environ)
     rec.notes["cache_dir"] = cache_dir
 

@@ -63,13 +63,14 @@ class ForkedChild:
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
-        import subprocess
         import time
 
         end = None if timeout is None else time.monotonic() + timeout
         delay = 0.0005
         while self.poll() is None:
             if end is not None and time.monotonic() >= end:
+                import subprocess
+
                 raise subprocess.TimeoutExpired(f"load-test child {self.pid}", timeout or 0)
             time.sleep(delay)
             delay = min(delay * 2, 0.05)
@@ -385,10 +386,14 @@ def _serve(script: Path | None, request_fd: int, output_fd: int) -> None:
     status = 70
     try:
         os.setsid()
-        import signal
+        # signal itself would build its enums first, and the drivers wait for this child
+        if TYPE_CHECKING:
+            import signal as _signal
+        else:
+            import _signal
 
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, signal.SIG_DFL)
+        for sig in (_signal.SIGTERM, _signal.SIGHUP):
+            _signal.signal(sig, _signal.SIG_DFL)
         # vkdoctor's own standard streams are not this child's: a pipe it holds open would
         # keep a reader of vkdoctor's output waiting
         null = os.open(os.devnull, os.O_RDWR)

@@ -10,7 +10,6 @@ from vkdoctor import facts as run_facts
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.model import Finding, Remedy
-from vkdoctor.packages import commands
 from vkdoctor.record import to_json
 
 
@@ -117,6 +116,8 @@ def _interpreter(check: Check, ctx: Context) -> Iterable[Finding]:
     ]
     if unlinked:
         why += f"; {', '.join(unlinked)} {'is' if len(unlinked) == 1 else 'are'} missing"
+    from vkdoctor.packages import commands  # only here: a replayed run runs this check again
+
     yield check.fail(
         f"The tree's dynamic linker {interpreter} is missing: no program in it can start",
         f"{why}. Every {ctx.machine} program and library in {ctx.root} needs it, so nothing "
