@@ -117,14 +117,15 @@ def main() -> None:
             probe.start_early(sys.argv[2:], os.environ)
         elif loads_drivers:
             replayable = _start_recording()
-            if sys.argv[1] == "check":
+            tried = _replay(replayable) if replayable is not None else "untouched"
+            if tried == "replayed":
+                replayed = True
+                raise SystemExit(0)
+            if sys.argv[1] == "check" and tried == "untouched":
                 from vkdoctor import loadtest
 
                 early = loadtest
                 loadtest.start_early(sys.argv[2:], os.environ)
-        if replayable is not None and _replayed(replayable):
-            replayed = True
-            raise SystemExit(0)
         from vkdoctor.cli import main as cli_main
 
         cli_main()
@@ -168,14 +169,15 @@ def _start_recording() -> Path | None:
     return cache_dir
 
 
-def _replayed(cache_dir: Path) -> bool:
-    """Whether the last run's report was printed again (vkdoctor.replay.attempt)."""
+def _replay(cache_dir: Path) -> str:
+    """vkdoctor.replay.attempt: whether the last run's report was printed again, or the load
+    test started (then not again early: the command takes it), or neither."""
     from vkdoctor import replay
 
     try:
         return replay.attempt(cache_dir)
-    except Exception:  # the full run finds and says what is wrong
-        return False
+    except Exception:  # the full run finds and says what is wrong (and starts what it needs)
+        return replay.STARTED
 
 
 def _loads_drivers(args: list[str]) -> bool:

@@ -165,7 +165,10 @@ def note_checks(ctx: Context) -> None:
             "probe": o.probe,
         },
     }
+    from vkdoctor.facts.loadtest import targets_kept
+
     rec.notes["load_test"] = normal_load_test(facts.load_test(ctx))
+    rec.notes["targets"] = targets_kept(ctx)
 
 
 def _options(kept: Mapping[str, Any]) -> Options:
@@ -262,6 +265,7 @@ def save(code: int | str | None) -> None:
         "live": live,
         **notes["context"],
         "load_test": notes["load_test"],
+        "targets": notes["targets"],
         "stdout": "".join(notes.get("stdout", ())),
     }
     store = _store(notes["cache_dir"])
@@ -270,20 +274,21 @@ def save(code: int | str | None) -> None:
         store.save()
 
 
-def attempt(cache_dir: Path) -> bool:
+#: what `attempt` did: printed the last report; started the load test, whose result the full
+#: run takes (its facts are offered, vkdoctor.context); or nothing at all
+REPLAYED, STARTED, UNTOUCHED = "replayed", "started", "untouched"
+
+
+def attempt(cache_dir: Path) -> str:
     """Print the last run's report when this run would give the same one (the module's
-    docstring says how that is known). False: nothing was printed; the command runs in full,
-    with the load test this attempt waited for, if it did."""
+    docstring says how that is known): REPLAYED. Otherwise nothing was printed and the command
+    runs in full: STARTED when the load test was started here (the full run takes it with this
+    attempt's facts), UNTOUCHED when nothing was."""
     store = _store(cache_dir)
     entry = store.get(situation(os.environ)) if store is not None else None
-    if entry is None:
-        return False
-    try:
-        if any(inputs.observe((how, path)) != seen for how, path, seen in entry["looks"]):
-            return False
-    except (TypeError, ValueError):  # not what save() writes
-        return False
-    from vkdoctor.context import Context, offer_facts, take_facts
+    if entry is None or not _unchanged(entry):
+        return UNTOUCHED
+    from vkdoctor.context import Context, offer_facts
 
     ctx = Context(
         root=Path("/"),
@@ -293,33 +298,42 @@ def attempt(cache_dir: Path) -> bool:
         cwd=Path(entry["cwd"]),
         options=_options(entry["options"]),
     )
-    take_facts(ctx)
     try:
         same = _same_again(ctx, entry)
     finally:
-        offer_facts(ctx)  # for the full run: the load test above, the driver scan
+        offer_facts(ctx)  # for the full run: the load test started here, the live checks' facts
     if not same:
-        return False
+        return STARTED
     try:
         data = entry["stdout"].encode(sys.stdout.encoding, sys.stdout.errors or "strict")
     except (UnicodeError, LookupError, AttributeError, TypeError):
-        return False  # the full run says it as it can
+        return STARTED  # the full run says it as it can
     try:
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
     except OSError:
-        return False  # the full run says why the report is lost
-    return True
+        return STARTED  # the full run says why the report is lost
+    return REPLAYED
+
+
+def _unchanged(entry: Mapping[str, Any]) -> bool:
+    """Whether every look of the kept run sees what it saw."""
+    try:
+        return all(inputs.observe((how, path)) == seen for how, path, seen in entry["looks"])
+    except (TypeError, ValueError, KeyError):  # not what save() writes
+        return False
 
 
 def _same_again(ctx: Context, entry: Mapping[str, Any]) -> bool:
     """Whether the volatile checks and the load test find what they found last time."""
     from vkdoctor import facts
+    from vkdoctor.facts.loadtest import given_targets
     from vkdoctor.facts.selection import selected_codes
     from vkdoctor.offload import decode
     from vkdoctor.runner import run_one
 
+    given_targets(ctx, entry["targets"])  # the same files read: the loader's scan is the same
     kept = dict(entry["results"])
     selection: frozenset[str] | None = frozenset(kept)
     ctx.set_fact(selected_codes, selection)

@@ -8,11 +8,18 @@ Public API:
 
 from __future__ import annotations
 
-from vkdoctor.context import Context
-from vkdoctor.loader.icd import DriverScan, default_driver_scan
-from vkdoctor.loader.layers import LayerScan, explicit_layer_scan, implicit_layer_scan
+from typing import TYPE_CHECKING
+
 from vkdoctor.loader.targets import LoadTarget
-from vkdoctor.loader.version import LoaderVersion, loader_version
+
+if TYPE_CHECKING:
+    from vkdoctor.context import Context
+    from vkdoctor.loader.icd import DriverScan
+    from vkdoctor.loader.layers import LayerScan
+    from vkdoctor.loader.version import LoaderVersion, loader_version
+
+# The scans' modules are imported when a scan is first asked for: a replayed run
+# (vkdoctor.replay) needs only LoadTarget and the fact's name, `load_targets`.
 
 __all__ = [
     "DriverScan",
@@ -27,16 +34,38 @@ __all__ = [
 ]
 
 
+def __getattr__(name: str) -> object:
+    if name in ("DriverScan",):
+        from vkdoctor.loader import icd
+
+        return getattr(icd, name)
+    if name in ("LayerScan",):
+        from vkdoctor.loader import layers
+
+        return getattr(layers, name)
+    if name in ("LoaderVersion", "loader_version"):
+        from vkdoctor.loader import version
+
+        return getattr(version, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def driver_scan(ctx: Context) -> DriverScan:
     """The driver scan of this run (computed once per Context)."""
+    from vkdoctor.loader.icd import default_driver_scan
+
     return ctx.fact(default_driver_scan)
 
 
 def layer_scan(ctx: Context) -> LayerScan:
+    from vkdoctor.loader.layers import implicit_layer_scan
+
     return ctx.fact(implicit_layer_scan)
 
 
 def explicit_layers(ctx: Context) -> LayerScan:
+    from vkdoctor.loader.layers import explicit_layer_scan
+
     return ctx.fact(explicit_layer_scan)
 
 
