@@ -113,6 +113,45 @@ def test_a_library_replaced_or_touched_is_seen_by_the_next_run(
     assert code == 1 and "my_lvp.json" in out
 
 
+SHIM = r"""
+#include <signal.h>
+#include <unistd.h>
+/* lavapipe under another name (it needs libvulkan_lvp.so, whose entry points the loader finds
+   through this library's handle), which crashes at dlopen once FLAG exists */
+__attribute__((constructor)) static void shim_ctor(void) {
+    if (access(FLAG, F_OK) == 0) raise(SIGSEGV);
+}
+"""
+
+
+def test_a_driver_that_starts_crashing_with_no_file_changed_is_seen(tmp_path: Path) -> None:
+    """Nothing the run reads changes; only what a driver does when loaded: the replay's load
+    test finds it, and the run is a full one that reports the crash."""
+    flag = tmp_path / "crash-now"
+    source = tmp_path / "shim.c"
+    source.write_text(SHIM)
+    library = tmp_path / "lib" / "libvulkan_shim.so"
+    library.parent.mkdir()
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", f'-DFLAG="{flag}"', "-o", str(library), str(source),
+         "-Wl,--no-as-needed", str(LVP_LIBRARY)],
+        check=True, timeout=60,
+    )  # fmt: skip
+    icd = tmp_path / "data" / "vulkan" / "icd.d" / "shim_icd.json"
+    icd.parent.mkdir(parents=True)
+    icd.write_text(
+        '{"file_format_version": "1.0.0", "ICD": {"library_path": '
+        f'"{library}", "api_version": "1.3.0"}}}}'
+    )
+    env = _env(tmp_path)
+    code, out = _replayed_soon(env)
+    assert code == 0 and "shim_icd.json" in out
+    flag.touch()
+    code, out, replayed = _check(env)
+    assert not replayed
+    assert code == 1 and "SIGSEGV" in out
+
+
 @pytest.fixture
 def small_filesystem(tmp_path: Path) -> Iterator[Path]:
     """A tmpfs of 5,300 MiB: 5.2 GiB free, above the 5 GiB at which the disk check warns."""
