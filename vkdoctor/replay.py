@@ -33,8 +33,9 @@ if TYPE_CHECKING:
 
 #: bumped when what is kept changes shape
 FORMAT = 1
-#: the options a replayed run may have: none that writes a file or changes what is checked
-OPTIONS = frozenset({"--no-probe", "-v", "--verbose", "--strict"})
+#: the options a replayed run may have: none that writes a file or changes what is checked,
+#: and not -v (its evidence holds times and bytes that differ in every run)
+OPTIONS = frozenset({"--no-probe", "--strict"})
 #: the checks that read what changes with no file changing, run again by every replay; a run in
 #: which another check read such a thing is not kept
 LIVE = {
@@ -208,17 +209,11 @@ def _encoded(result: CheckResult) -> tuple[Any, ...]:
     return encode(result)[:-1]  # all but its time
 
 
-def _shown(encoded: Sequence[Any], verbose: bool) -> tuple[Any, ...]:
-    """What the text report shows of an encoded result: its findings' evidence only with -v
-    (free space and memory to the byte change from one run to the next)."""
-    if verbose:
-        return tuple(encoded)
+def _shown(encoded: Sequence[Any]) -> tuple[Any, ...]:
+    """What the text report shows of an encoded result: all but its findings' evidence (free
+    space and memory to the byte change from one run to the next)."""
     code, family, title, status, findings, skip_reason = encoded
     return (code, family, title, status, tuple(f[:5] for f in findings), skip_reason)
-
-
-def _verbose(args: Sequence[str]) -> bool:
-    return "-v" in args or "--verbose" in args
 
 
 def _code_files() -> list[str]:
@@ -338,10 +333,9 @@ def _same_again(ctx: Context, entry: Mapping[str, Any]) -> bool:
     selection: frozenset[str] | None = frozenset(kept)
     ctx.set_fact(selected_codes, selection)
     results = {code: decode((*value, 0.0)) for code, value in kept.items()}
-    verbose = _verbose(sys.argv[1:])
     for code in entry["live"]:
         results[code] = run_one(ctx, _live_check(code), results, debug=False)
-        if _shown(_encoded(results[code]), verbose) != _shown(kept[code], verbose):
+        if _shown(_encoded(results[code])) != _shown(kept[code]):
             return False
     if entry["load_test"] is None:
         return False
