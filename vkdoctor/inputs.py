@@ -255,6 +255,8 @@ def _wrap() -> None:
                 look = how if follow or how != "stat" else "lstat"
                 if how == "access":
                     look = f"access{args[0] if args else kwargs.get('mode', 0)}"
+                    if kwargs.get("effective_ids") or not follow:
+                        _recorder[0].refuse("access with effective ids or without links")
                 _recorder[0].saw(look, path)
             return original(path, *args, **kwargs)
 
