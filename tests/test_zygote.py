@@ -182,6 +182,17 @@ def test_a_second_run_hands_its_child_the_last_request_ahead_and_reports_the_sam
     assert _load_findings(second) == _load_findings(started)
 
 
+def test_where_the_log_folder_cannot_be_made_nothing_is_handed_ahead(tmp_path: Path) -> None:
+    """$TMPDIR names no folder: the request is not handed ahead (the log folder would be made
+    there), and the run's own load test, whose folder tempfile puts in /tmp, reports the same."""
+    cache = tmp_path / "cache"
+    env = {"TMPDIR": str(tmp_path / "absent")}
+    _report([], env, launch=True, cache=cache)
+    second = _report([], env, launch=True, cache=cache)
+    assert _first_child(second) == {"forked"} and second["exit"] == 0
+    assert _load_findings(second) == _load_findings(_report([], {}, launch=False))
+
+
 def test_a_changed_manifest_is_not_handed_ahead(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     manifest = tmp_path / "lvp.json"

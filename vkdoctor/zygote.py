@@ -351,12 +351,12 @@ def hand_ahead(
             return
     except (TypeError, ValueError):  # not what remember() writes
         return
-    waiting = take(child_env)
-    if waiting is None:
-        return
     logdir = _private_directory(env)
     if logdir is None:
-        waiting.discard()
+        return  # the waiting child stays for the load test, which makes its folder elsewhere
+    waiting = take(child_env)
+    if waiting is None:
+        os.rmdir(logdir)
         return
     request = {**kept, "logdir": logdir, "parent": os.getpid()}
     child = waiting.hand(request, env=child_env, cwd=cwd)

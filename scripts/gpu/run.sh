@@ -56,6 +56,12 @@ ldconfig
     # the same again: the waiting child is handed the request the run above began with
     step cache-again check --no-probe --json "$out/cache-again.json"
     step cache-full check --json "$out/cache-full.json"
+    # a passing `check --no-probe` kept, then replayed (vkdoctor.replay): a replayed run never
+    # imports the command line interface, which -X importtime shows
+    for n in 1 2 3; do
+        python3 -X importtime -m vkdoctor check --no-probe > "$out/replay-$n.txt" 2> "$out/replay-$n.imports"
+        echo "replay-$n: exit $?, $(grep -c 'import time' "$out/replay-$n.imports") imports, cli $(grep -c '| vkdoctor.cli$' "$out/replay-$n.imports")" | tee -a "$out/summary.txt"
+    done
     python3 benchmarks/check_vs_vulkaninfo.py -n 9 > "$out/bench-cache.txt" 2>&1
     echo "bench-cache: exit $?" | tee -a "$out/summary.txt"
 )
