@@ -111,6 +111,11 @@ def observe(look: Look) -> Any:
         return ("error", exc.errno)
     except ValueError:
         return ("invalid",)
+    return _seen_in(how, path, st)
+
+
+def _seen_in(how: str, path: str, st: os.stat_result) -> Any:
+    """What a stat-like look at `path` sees in `st`."""
     if _kernel_file(path):
         return ("kernel", stat.S_IFMT(st.st_mode))
     if how != "list" and stat.S_ISDIR(st.st_mode):
@@ -133,28 +138,38 @@ class Recorder:
         self.unfit: str | None = None
         self.started_ns = time.clock_gettime_ns(time.CLOCK_REALTIME)
         self.notes: dict[str, Any] = {}
+        #: what each look saw the first time it was taken (`save` holds it to what it sees then)
+        self.first: dict[Look, Any] = {}
         #: the files read for a volatile check (never compared: the check runs again)
         self.volatile_paths: set[str] = set()
 
-    def saw(self, how: str, path: Any) -> None:
+    def saw(self, how: str, path: Any) -> Look | None:
+        """Note a look; the look, or None when it is not one to keep (a descriptor, an ignored
+        path, a volatile read)."""
         if isinstance(path, int):
-            return  # a descriptor: what it was opened from was noted at its open
+            return None  # a descriptor: what it was opened from was noted at its open
         try:
             text = os.fsdecode(path)
         except (TypeError, ValueError):
-            return
+            return None
         if not text.startswith("/"):
             try:
                 text = f"{Path.cwd()}/{text}"
             except OSError:
                 self.refuse("the working directory is gone")
-                return
+                return None
         if text.startswith(self.ignored):
-            return
+            return None
         if how == "read" and _volatile_read(text):
             self.volatile_read(f"read {text}", text)
-            return
-        self.looks.setdefault((how, text), set()).add(self.frames[-1] if self.frames else None)
+            return None
+        look = (how, text)
+        self.looks.setdefault(look, set()).add(self.frames[-1] if self.frames else None)
+        return look
+
+    def seen(self, look: Look, what: Any) -> None:
+        """What `look` saw as it was taken (the first time counts)."""
+        self.first.setdefault(look, what)
 
     def volatile_read(self, what: str, path: str | None = None) -> None:
         if path is not None:
@@ -172,18 +187,22 @@ class Recorder:
             if any(c is None or c not in self.volatile for c in consumers)
         ]
 
-    def export(self) -> tuple[list[Look], list[str], str | None]:
-        """What a forked copy read, for the process it was forked from (`merge`)."""
+    def export(self) -> tuple[list[tuple[Look, Any]], list[str], str | None]:
+        """What a forked copy read (each look with what it first saw), for the process it was
+        forked from (`merge`)."""
         codes = [c for c in self.volatile if isinstance(c, str)]
-        return self.kept_looks(), codes, self.unfit
+        looks = [(look, self.first.get(look)) for look in self.kept_looks()]
+        return looks, codes, self.unfit
 
     def merge(self, exported: Any) -> None:
         if exported is None:
             self.refuse("a forked copy could not say what it read")
             return
         looks, codes, unfit = exported
-        for how, path in looks:
+        for (how, path), first in looks:
             self.looks.setdefault((how, path), set()).add(None)
+            if first is not None:
+                self.seen((how, path), first)
         self.volatile.update(codes)
         if unfit:
             self.refuse(unfit)
@@ -248,17 +267,32 @@ def _wrap() -> None:
         _original[name if module is os else f"{module.__name__}.{name}"] = original
 
         def wrapper(path: Any = ".", *args: Any, **kwargs: Any) -> Any:
-            if _recorder and not _writes(how, args, kwargs):
-                if kwargs.get("dir_fd") is not None:
-                    _recorder[0].refuse(f"{name} relative to a descriptor")
-                follow = kwargs.get("follow_symlinks", True)
-                look = how if follow or how != "stat" else "lstat"
-                if how == "access":
-                    look = f"access{args[0] if args else kwargs.get('mode', 0)}"
-                    if kwargs.get("effective_ids") or not follow:
-                        _recorder[0].refuse("access with effective ids or without links")
-                _recorder[0].saw(look, path)
-            return original(path, *args, **kwargs)
+            rec = _recorder[0] if _recorder and not _writes(how, args, kwargs) else None
+            if rec is None:
+                return original(path, *args, **kwargs)
+            if kwargs.get("dir_fd") is not None:
+                rec.refuse(f"{name} relative to a descriptor")
+            follow = kwargs.get("follow_symlinks", True)
+            kind = how if follow or how != "stat" else "lstat"
+            if how == "access":
+                kind = f"access{args[0] if args else kwargs.get('mode', 0)}"
+                if kwargs.get("effective_ids") or not follow:
+                    rec.refuse("access with effective ids or without links")
+            look = rec.saw(kind, path)
+            if look is None or look in rec.first:
+                return original(path, *args, **kwargs)
+            # what the look sees as it is taken: a change before the run is kept is then
+            # seen at its save, whatever the kind of look (a link, an error, a folder)
+            try:
+                result = original(path, *args, **kwargs)
+            except OSError as exc:
+                rec.seen(look, ("error", exc.errno) if kind in ("stat", "lstat") else observe(look))
+                raise
+            rec.seen(
+                look,
+                _seen_in(kind, look[1], result) if kind in ("stat", "lstat") else observe(look),
+            )
+            return result
 
         wrapper.__wrapped__ = original  # type: ignore[attr-defined]
         setattr(module, name, wrapper)

@@ -246,6 +246,9 @@ def save(code: int | str | None) -> None:
         *(("read", f) for f in SYSTEM_FILES),
     ]
     seen = [(how, path, inputs.observe((how, path))) for how, path in looks]
+    # a look that sees now what it did not see as it was taken: changed while the run ran
+    if any(s != rec.first.get((how, path), s) for how, path, s in seen):
+        return
     newest = rec.started_ns - RACY_NS
     if any(s[0] == "id" and max(s[1][7], s[1][8]) >= newest for _, _, s in seen):
         return
