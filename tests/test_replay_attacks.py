@@ -5,6 +5,7 @@ run says and holds the run that could be replayed to it."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -15,9 +16,14 @@ from pathlib import Path
 from conftest import REPO
 from test_replay import ENTRY, _env
 
+from vkdoctor import inputs
+
 
 def _check_while(
-    env: dict[str, str], args: Sequence[str], during: Callable[[], None] | None = None
+    env: dict[str, str],
+    args: Sequence[str],
+    during: Callable[[], None] | None = None,
+    cwd: Path = REPO,
 ) -> tuple[int, str, bool]:
     """`vkdoctor ARGS` as test_replay._check runs it, its standard output a pipe; with `during`,
     the pipe is full when the run starts, so the run stops at the write of its report (every
@@ -39,7 +45,7 @@ def _check_while(
             stdout=w,
             stderr=errors,  # -X importtime says a lot: a pipe would fill
             env=env,
-            cwd=REPO,
+            cwd=cwd,
         )
         os.close(w)
         try:
@@ -95,3 +101,83 @@ def test_a_search_path_removed_while_the_kept_run_ran_is_not_replayed_as_there(
     assert fresh[0] == 1 and "VKO002" in fresh[1], fresh[1]
     again = _check_while(env, args)
     assert (again[0], "VKO002" in again[1]) == (1, True), f"replayed: {again[2]}\n{again[1]}"
+
+
+def test_a_look_that_sees_another_thing_at_the_end_than_when_it_was_taken_is_told(
+    tmp_path: Path,
+) -> None:
+    """What each kind of look saw when the run took it is kept (`Recorder.first`) and held
+    against what it sees when the run is kept: a removal, a link retargeted, a mode changed."""
+    link, gone, folder = tmp_path / "link", tmp_path / "gone", tmp_path / "folder"
+    link.symlink_to("a")
+    gone.write_text("x")
+    folder.mkdir()
+    rec = inputs.start()
+    try:
+        os.readlink(link)
+        gone.read_text()
+        os.access(folder, os.W_OK)
+        os.stat(folder)
+        os.listdir(tmp_path)
+    finally:
+        inputs.stop()
+    looks = list(rec.looks)
+    now = [(how, path, inputs.observe((how, path))) for how, path in looks]
+    assert not rec.changed(now)
+    link.unlink()
+    link.symlink_to("b")
+    assert rec.changed([(h, p, inputs.observe((h, p))) for h, p in looks if p == str(link)])
+    gone.unlink()
+    assert rec.changed([(h, p, inputs.observe((h, p))) for h, p in looks if p == str(gone)])
+    folder.chmod(0o700)
+    assert rec.changed([(h, p, inputs.observe((h, p))) for h, p in looks if p == str(folder)])
+
+
+def test_an_unchanged_machine_is_still_replayed(tmp_path: Path) -> None:
+    """What a look saw first is what it sees when the run is kept: the next run is replayed."""
+    env = _env(tmp_path)
+    args = ["check", "--no-probe"]
+    for _ in range(4):
+        code, out, replayed = _check_while(env, args)
+        if replayed:
+            break
+    assert replayed and code == 0 and "vkdoctor: OK" in out
+
+
+def test_a_module_only_the_package_checks_fork_imports_is_part_of_what_is_kept(
+    tmp_path: Path,
+) -> None:
+    """vkdoctor's own modules are among the looks ("another vkdoctor gives another report"), but
+    only those the checks' process imported: the package checks run in a fork (vkdoctor.offload),
+    and what it alone imports (vkdoctor.packages.stack) changed must make the next run a full one."""
+    copy = tmp_path / "src"
+    for part in ("vkdoctor", "probes"):
+        shutil.copytree(REPO / part, copy / part, ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**_env(tmp_path), "PYTHONPATH": str(copy)}
+    args = ["check", "--no-probe"]
+    for _ in range(4):
+        code, out, replayed = _check_while(env, args, cwd=tmp_path)
+        if replayed:
+            break
+    assert replayed and code == 0
+    stack = copy / "vkdoctor" / "packages" / "stack.py"
+    assert "| vkdoctor.packages.stack" in _imports(env, tmp_path)
+    with stack.open("a") as f:
+        f.write('raise ImportError("another vkdoctor")\n')
+    code, out, replayed = _check_while(env, args, cwd=tmp_path)
+    assert not replayed, out
+    assert code == 3 and "another vkdoctor" in out
+
+
+def _imports(env: dict[str, str], cwd: Path) -> str:
+    """What -X importtime says a full run (one kept in no cache) imported, forks included."""
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", ENTRY, "check", "--no-probe"],
+        env={**env, "XDG_CACHE_HOME": str(cwd / "elsewhere")},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    return proc.stderr

@@ -171,6 +171,11 @@ class Recorder:
         """What `look` saw as it was taken (the first time counts)."""
         self.first.setdefault(look, what)
 
+    def changed(self, now: Iterable[tuple[str, str, Any]]) -> bool:
+        """Whether a look sees `now` (how, path, what) other than what it saw as it was taken:
+        what the run read changed while it ran."""
+        return any(what != self.first.get((how, path), what) for how, path, what in now)
+
     def volatile_read(self, what: str, path: str | None = None) -> None:
         if path is not None:
             self.volatile_paths.add(path)

@@ -217,14 +217,18 @@ def _shown(encoded: Sequence[Any]) -> tuple[Any, ...]:
 
 
 def _code_files() -> list[str]:
-    """vkdoctor's own modules this run imported, and the load test's script: another vkdoctor
-    gives another report."""
+    """vkdoctor's own modules, and the load test's script: another vkdoctor gives another
+    report. Every module of the package, not only those this process imported: the package
+    checks run in a fork (vkdoctor.offload) that imports some of theirs there alone."""
     here = Path(__file__).parent
-    files = [
+    files = {
         str(m.__file__)
         for m in list(sys.modules.values())
         if getattr(m, "__file__", None) and str(m.__file__).startswith(str(here))
-    ]
+    }
+    for folder, subfolders, names in os.walk(here):
+        subfolders[:] = [d for d in subfolders if d != "__pycache__"]
+        files.update(f"{folder}/{n}" for n in names if n.endswith(".py"))
     return sorted({*files, str(here.parent / "probes" / "loadtest.py"), sys.executable})
 
 
@@ -246,8 +250,7 @@ def save(code: int | str | None) -> None:
         *(("read", f) for f in SYSTEM_FILES),
     ]
     seen = [(how, path, inputs.observe((how, path))) for how, path in looks]
-    # a look that sees now what it did not see as it was taken: changed while the run ran
-    if any(s != rec.first.get((how, path), s) for how, path, s in seen):
+    if rec.changed(seen):
         return
     newest = rec.started_ns - RACY_NS
     if any(s[0] == "id" and max(s[1][7], s[1][8]) >= newest for _, _, s in seen):
