@@ -131,6 +131,9 @@ def main() -> None:
         cli_main()
     except SystemExit as exc:
         code = exc.code
+    except KeyboardInterrupt:  # Ctrl-C before the command line interface, which says the same
+        os.write(2, b"vkdoctor: interrupted\n")
+        code = 130
     except (MemoryError, SystemError):
         # before the command line interface could handle it: its import ran out of memory
         # (CPython then says SystemError "error return without exception set")
