@@ -313,9 +313,7 @@ class _Adopted:
         self.name = name
 
     def cleanup(self) -> None:
-        import shutil
-
-        shutil.rmtree(self.name, ignore_errors=True)
+        zygote.remove_logs(self.name)
 
 
 if TYPE_CHECKING:  # subprocess and tempfile are imported only when a program is started

@@ -166,10 +166,10 @@ def note_checks(ctx: Context) -> None:
             "probe": o.probe,
         },
     }
-    from vkdoctor.facts.loadtest import targets_kept
+    from vkdoctor.facts.kept import kept
 
     rec.notes["load_test"] = normal_load_test(facts.load_test(ctx))
-    rec.notes["targets"] = targets_kept(ctx)
+    rec.notes["kept_facts"] = kept(ctx)
 
 
 def _options(kept: Mapping[str, Any]) -> Options:
@@ -266,7 +266,7 @@ def save(code: int | str | None) -> None:
         "live": live,
         **notes["context"],
         "load_test": notes["load_test"],
-        "targets": notes["targets"],
+        "kept_facts": notes["kept_facts"],
         "stdout": "".join(notes.get("stdout", ())),
     }
     store = _store(notes["cache_dir"])
@@ -329,12 +329,12 @@ def _unchanged(entry: Mapping[str, Any]) -> bool:
 def _same_again(ctx: Context, entry: Mapping[str, Any]) -> bool:
     """Whether the volatile checks and the load test find what they found last time."""
     from vkdoctor import facts
-    from vkdoctor.facts.loadtest import given_targets
+    from vkdoctor.facts.kept import give
     from vkdoctor.facts.selection import selected_codes
     from vkdoctor.offload import decode
     from vkdoctor.runner import run_one
 
-    given_targets(ctx, entry["targets"])  # the same files read: the loader's scan is the same
+    give(ctx, entry["kept_facts"])  # the same files read: the same scan, the same loader
     kept = dict(entry["results"])
     selection: frozenset[str] | None = frozenset(kept)
     ctx.set_fact(selected_codes, selection)

@@ -241,7 +241,6 @@ class Ahead:
 
     def cancel(self) -> None:
         import contextlib
-        import shutil
         import signal
 
         with contextlib.suppress(OSError):
@@ -250,10 +249,31 @@ class Ahead:
             os.waitpid(self.child.pid, 0)
         with contextlib.suppress(OSError):
             self.child.stdout.close()
-        shutil.rmtree(self.logdir, ignore_errors=True)
+        remove_logs(self.logdir)
 
 
 _ahead: list[Ahead] = []
+
+
+def remove_logs(logdir: str) -> None:
+    """Remove the child's log folder (its files are flat: `N.step.log`, startup and child
+    logs), as shutil.rmtree would with ignore_errors, without importing shutil (with bz2 and
+    lzma, ~4 ms at the end of every run); a folder inside it is left to shutil."""
+    try:
+        with os.scandir(logdir) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    import shutil
+
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    try:
+                        os.unlink(entry.path)
+                    except OSError:
+                        pass
+        os.rmdir(logdir)
+    except OSError:
+        pass
 
 
 def _key(env: Mapping[str, str], cwd: str) -> tuple[Any, ...]:

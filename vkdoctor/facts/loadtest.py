@@ -4,7 +4,7 @@ what the ld.so emulation predicts it will see."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from vkdoctor.context import Context
 from vkdoctor.facts.selection import all_selected
@@ -25,32 +25,6 @@ def targets_of(ctx: Context) -> tuple[LoadTarget, ...]:
 def started_load_test(ctx: Context) -> LoadTest:
     """The one load test of this vkdoctor run, started (a per-run fact)."""
     return load_test_for(ctx, targets_of(ctx))
-
-
-def targets_kept(ctx: Context) -> list[dict[str, object]]:
-    """This run's load targets as data, for a later run that reads the same files
-    (`given_targets`, vkdoctor.replay)."""
-    from vkdoctor.record import to_json
-
-    return [to_json(t) for t in targets_of(ctx)]
-
-
-def given_targets(ctx: Context, kept: Iterable[Mapping[str, Any]]) -> None:
-    """Take `kept` (`targets_kept` of a run that read the same files, so the loader's scan
-    would find the same) as this run's load targets, without scanning again."""
-    from vkdoctor.loader import load_targets
-    from vkdoctor.model import Remedy
-
-    def target(t: Mapping[str, Any]) -> LoadTarget:
-        fix = t.get("off_fix")
-        remedy = (
-            Remedy(commands=tuple(fix["commands"]), needs_root=fix["needs_root"], text=fix["text"])
-            if fix
-            else None
-        )
-        return LoadTarget(**{**t, "off_fix": remedy})
-
-    ctx.set_fact(load_targets, tuple(target(t) for t in kept))
 
 
 def load_test(ctx: Context) -> LoadTestRun:
