@@ -189,3 +189,29 @@ def test_github_format_on_a_stdout_that_is_not_utf8(tmp_path) -> None:
     assert b"internal error" not in proc.stderr
     assert b"::group::vkdoctor report" in proc.stdout and b"? VKH002" in proc.stdout
     assert report.exists()
+
+
+def test_started_again_without_ld_so_s_variables_the_user_s_pythonpath_is_what_children_get(
+    tmp_path,
+) -> None:
+    """With a shared object on LD_LIBRARY_PATH vkdoctor starts again without it, and without
+    `site` (its .pth hooks cost up to 55 ms), its own sys.path given as PYTHONPATH: what it
+    runs still gets the user's LD_LIBRARY_PATH and PYTHONPATH, or none, as the user set them."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "libnothing.so").write_bytes(b"")
+    show = (
+        "import os, sys; print(repr(os.environ.get('PYTHONPATH')), "
+        "os.environ.get('LD_LIBRARY_PATH'), sys.flags.no_site)"
+    )
+    for pythonpath in (None, f"{tmp_path}/a:{tmp_path}/b"):
+        env = clean_env({"LD_LIBRARY_PATH": str(lib)})
+        env.pop("PYTHONPATH", None)
+        if pythonpath is not None:
+            env["PYTHONPATH"] = pythonpath
+        proc = subprocess.run(
+            [sys.executable, "-m", "vkdoctor", "exec", "-q", "--", sys.executable, "-c", show],
+            capture_output=True, text=True, env=env, timeout=120, check=False, cwd=tmp_path,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.split() == [repr(pythonpath), str(lib), "0"]

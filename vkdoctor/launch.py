@@ -35,6 +35,8 @@ def _without_ldso_variables() -> bool:
             value = env.pop(_SAVED + b"_" + name, None)
             if value is not None:
                 env[name] = value
+            else:  # it was not set: only the restart set it (PYTHONPATH, `_restart`)
+                env.pop(name, None)
         passed = env.pop(b"VKDOCTOR_ZYGOTE", None)
         if passed is not None:
             from vkdoctor import zygote
@@ -47,6 +49,7 @@ def _without_ldso_variables() -> bool:
     child = dict(env)
     for name in present:
         child[_SAVED + b"_" + name] = child.pop(name)
+    argv = _restart(child, present)
     child[_SAVED] = b",".join(present)
     if _loads_drivers(sys.argv[1:]):
         # the load test's child is forked here, where ld.so's variables are the user's, and
@@ -56,12 +59,39 @@ def _without_ldso_variables() -> bool:
         zygote.start()
         child.update((k.encode(), v.encode()) for k, v in zygote.passed_on().items())
     try:
-        os.execve(sys.executable, sys.orig_argv, child)
+        os.execve(sys.executable, argv, child)
     except OSError:
         zygote_module = sys.modules.get("vkdoctor.zygote")
         if zygote_module is not None:
             zygote_module.passed_on(keep=False)  # nobody else is to have its pipes
         return False  # run as we are
+
+
+def _restart(child: dict[bytes, bytes], saved: list[bytes]) -> list[str]:
+    """The command line to start again with: this one, with -S and this process's sys.path as
+    PYTHONPATH (the user's own PYTHONPATH, or its absence, is saved with ld.so's variables and
+    put back at the start). `site` runs the .pth hooks of every installed package once more,
+    5 ms here, 55 ms in a CUDA container whose hooks import importlib.resources; vkdoctor needs
+    only the paths they made. As it was where the path cannot be said in PYTHONPATH, or where
+    PYTHONPATH is not read (-I, -E) or site is off already."""
+    argv = list(sys.orig_argv)
+    flags = sys.flags
+    # [0] is the script's own folder, which Python puts first again (not with -P)
+    path = sys.path if flags.safe_path else sys.path[1:]
+    if (
+        len(argv) < 2
+        or flags.no_site
+        or flags.isolated
+        or flags.ignore_environment
+        or any(os.pathsep in p or not p for p in path)
+    ):
+        return argv
+    name = b"PYTHONPATH"
+    if name in child:
+        child[_SAVED + b"_" + name] = child[name]
+    child[name] = os.fsencode(os.pathsep.join(path))
+    saved.append(name)
+    return [argv[0], "-S", *argv[1:]]
 
 
 def _may_supply(env: os._Environ[bytes]) -> bool:
