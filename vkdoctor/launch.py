@@ -196,6 +196,10 @@ def _start_recording() -> Path | None:
 
     try:
         cache_dir = cache_home(os.environ)
+        if not (cache_dir / "facts").is_dir():
+            # a first run (nothing kept yet) starts the package tools (dpkg --audit, grep over
+            # its lists), so it is never kept: it is not recorded either
+            return None
         replay.start_recording(cache_dir)
     except Exception:  # then this run is not kept, nothing more
         return None
