@@ -50,13 +50,13 @@ def _env(tmp: Path, **extra: str) -> dict[str, str]:
 def _replayed_soon(env: dict[str, str]) -> tuple[int, str]:
     """Run until a run is replayed. A run with a fresh cache starts the package tools (grep
     over dpkg's lists, dpkg --audit), so it is not kept; the second keeps what the tools said
-    (vkdoctor.factcache) and is (unless it read a file changed just before it started:
-    vkdoctor.replay.RACY_NS); the third is replayed."""
-    for _ in range(4):
+    (vkdoctor.factcache) and is (unless it read a file changed in the second before it
+    started: vkdoctor.replay.RACY_NS); the next one is replayed."""
+    for _ in range(8):
         code, out, replayed = _check(env)
         if replayed:
             return code, out
-    raise AssertionError("four runs on an unchanged machine, none replayed")
+    raise AssertionError("eight runs on an unchanged machine, none replayed")
 
 
 def _steady(out: str) -> str:
