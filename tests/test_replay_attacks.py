@@ -4,6 +4,7 @@ run says and holds the run that could be replayed to it."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -13,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import pytest
 from conftest import REPO
 from test_replay import ENTRY, _env
 
@@ -181,3 +183,83 @@ def _imports(env: dict[str, str], cwd: Path) -> str:
         check=False,
     )
     return proc.stderr
+
+
+_IN_NAMESPACE = """
+import json, os, subprocess, sys
+from pathlib import Path
+
+entry, target, fresh = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+env = dict(os.environ)
+
+
+def check(env):
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", entry, "check", "--no-probe", "--strict"],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )
+    return proc.returncode, proc.stdout, "| vkdoctor.cli" not in proc.stderr
+
+
+runs = [check(env) for _ in range(4)]
+manifests = target / "share" / "vulkan" / "icd.d"
+manifests.mkdir(parents=True)
+(manifests / "vendor.json").write_text(
+    '{"file_format_version": "1.0.0", "ICD": {"library_path": "libvulkan_lvp.so", '
+    '"api_version": "1.3.0"}}'
+)
+print(json.dumps({"runs": runs, "again": check(env), "full": check({**env, "XDG_CACHE_HOME": fresh})}))
+"""
+
+
+def test_a_dangling_link_listed_by_a_glob_that_comes_to_lead_somewhere_is_seen(
+    tmp_path: Path,
+) -> None:
+    """Path.glob("opt/*/share/vulkan/icd.d") (VKC003, manifests outside the search path) lists
+    /opt and asks each entry is_dir(): for a symbolic link, a stat below Python's os.stat that
+    no look records. A link in /opt whose target does not exist is skipped, and nothing below it
+    is looked at; when its target comes to exist with a driver manifest in it, /opt itself is
+    unchanged, so the next run must not replay the kept "vkdoctor: OK": a full run warns
+    (VKC003) and --strict makes that exit 1. /opt is the system's: a private copy is bind
+    mounted over it in a private mount namespace, where every run of this test runs."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root and unshare for a private mount namespace")
+    opt, target = tmp_path / "opt", tmp_path / "target"
+    opt.mkdir()
+    for name in os.listdir("/opt"):
+        (opt / name).symlink_to(Path("/opt") / name)  # what /opt has, seen the same way
+    (opt / "zz-vendor").symlink_to(target)  # dangling
+    driver = tmp_path / "driver.py"
+    driver.write_text(_IN_NAMESPACE)
+    script = tmp_path / "ns.sh"
+    script.write_text(f'set -e\nmount --bind {opt} /opt\nexec "$@"\n')
+    env = _env(tmp_path)
+    proc = subprocess.run(
+        [
+            "unshare",
+            "-m",
+            "--propagation",
+            "private",
+            "bash",
+            str(script),
+            sys.executable,
+            str(driver),
+            ENTRY,
+            str(target),
+            str(tmp_path / "fresh"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    done = json.loads(proc.stdout)
+    assert any(replayed for _, _, replayed in done["runs"]), "an unchanged machine is replayed"
+    assert all(code == 0 for code, _, _ in done["runs"]), done["runs"][-1][1]
+    code, out, _ = done["full"]
+    assert code == 1 and "VKC003" in out, out
+    code, out, replayed = done["again"]
+    assert (code, "VKC003" in out) == (1, True), f"replayed: {replayed}\n{out}"
