@@ -2,11 +2,12 @@
 
 While a run records, every path it looks at through Python's file functions (stat, lstat,
 listdir, scandir, readlink, access, open: pathlib, glob and os.path go through them) is noted
-with how it was looked at. `observe` gives what that look sees: a file's or folder's identity
-(type, inode, device, links, owner, size, mtime_ns, ctime_ns, rdev), the error it gives, a
-link's target, access's answer, or for the kernel's files under /proc and /sys (whose times say
-nothing) a digest of their content. A folder's identity changes when an entry is added, removed
-or renamed; a file's when it is written, replaced, touched, or its mode or owner change (ctime
+with how it was looked at (and what a scandir entry's is_dir(), is_file() or stat() learns
+through a symbolic link, below os.stat, as a stat of its own). `observe` gives what that look
+sees: a file's or folder's identity (type, inode, device, links, owner, size, mtime_ns,
+ctime_ns, rdev), the error it gives, a link's target, access's answer, or for the kernel's files
+under /proc and /sys (whose times say nothing) a digest of their content. A folder's identity
+changes when an entry is added, removed or renamed; a file's when it is written, replaced, touched, or its mode or owner change (ctime
 cannot be set back).
 
 Some reads say what changes without any file changing: free space (statvfs), memory, this
@@ -232,6 +233,88 @@ _recorder: list[Recorder] = []
 _original: dict[str, Any] = {}
 
 
+def _note(how: str, path: Any) -> None:
+    """A look taken below Python's os functions (a DirEntry's), with what it sees now."""
+    rec = _recorder[0] if _recorder else None
+    if rec is None:
+        return
+    look = rec.saw(how, path)
+    if look is not None and look not in rec.first:
+        rec.seen(look, observe(look))
+
+
+class _Entry:
+    """A DirEntry of a recorded listing. The listing's own look sees each entry's name and
+    type; what is_dir(), is_file() and stat() learn through a symbolic link (its target, by a
+    stat of the C library's), or stat() of any entry, is a look of its own: a dangling link
+    skipped by Path.glob's is_dir() that comes to lead to a folder changes no listing."""
+
+    __slots__ = ("_entry",)
+
+    def __init__(self, entry: os.DirEntry[Any]) -> None:
+        self._entry = entry
+
+    @property
+    def name(self) -> Any:
+        return self._entry.name
+
+    @property
+    def path(self) -> Any:
+        return self._entry.path
+
+    def inode(self) -> int:
+        return self._entry.inode()
+
+    def is_symlink(self) -> bool:
+        return self._entry.is_symlink()
+
+    def _through_link(self, follow_symlinks: bool) -> None:
+        if follow_symlinks and self._entry.is_symlink():
+            _note("stat", self._entry.path)
+
+    def is_dir(self, *, follow_symlinks: bool = True) -> bool:
+        self._through_link(follow_symlinks)
+        return self._entry.is_dir(follow_symlinks=follow_symlinks)
+
+    def is_file(self, *, follow_symlinks: bool = True) -> bool:
+        self._through_link(follow_symlinks)
+        return self._entry.is_file(follow_symlinks=follow_symlinks)
+
+    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
+        _note("stat" if follow_symlinks else "lstat", self._entry.path)
+        return self._entry.stat(follow_symlinks=follow_symlinks)
+
+    def __fspath__(self) -> Any:
+        return self._entry.__fspath__()
+
+    def __repr__(self) -> str:
+        return repr(self._entry)
+
+
+class _Listing:
+    """os.scandir's iterator while a run records: its entries are `_Entry`s."""
+
+    __slots__ = ("_it",)
+
+    def __init__(self, it: Any) -> None:
+        self._it = it
+
+    def __iter__(self) -> _Listing:
+        return self
+
+    def __next__(self) -> _Entry:
+        return _Entry(next(self._it))
+
+    def __enter__(self) -> _Listing:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._it.close()
+
+    def close(self) -> None:
+        self._it.close()
+
+
 def recorder() -> Recorder | None:
     return _recorder[0] if _recorder else None
 
@@ -315,6 +398,15 @@ def _wrap() -> None:
     noting("open", "read", builtins)
     io.open = builtins.open
     _original["open"] = _original.pop("builtins.open")
+
+    listing = os.scandir
+
+    def scandir(path: Any = ".") -> Any:
+        it = listing(path)
+        return it if not _recorder or isinstance(path, int) else _Listing(it)
+
+    scandir.__wrapped__ = listing  # type: ignore[attr-defined]
+    os.scandir = scandir
 
     def statvfs(path: Any) -> Any:
         if _recorder:
