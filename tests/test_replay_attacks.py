@@ -263,3 +263,35 @@ def test_a_dangling_link_listed_by_a_glob_that_comes_to_lead_somewhere_is_seen(
     assert code == 1 and "VKC003" in out, out
     code, out, replayed = done["again"]
     assert (code, "VKC003" in out) == (1, True), f"replayed: {replayed}\n{out}"
+
+
+def test_a_library_put_in_an_overlay_on_ld_library_path_is_seen(tmp_path: Path) -> None:
+    """vkdoctor's overlays live in its cache directory (overlays/KEY), and the way to use one is
+    to put it on LD_LIBRARY_PATH: the ld.so emulation then searches it for every library the
+    drivers need. The recording ignores the whole cache directory (its own stores), so a link
+    that comes to be in that overlay is in no look: the next run must not replay the kept "OK"
+    where a full run warns that the link shadows the system copy (VKL004; exit 1 with
+    --strict)."""
+    cache = tmp_path / "cache"
+    overlay = cache / "vkdoctor" / "overlays" / "abc"
+    overlay.mkdir(parents=True)
+    (cache / "vkdoctor").chmod(0o700)
+    source = tmp_path / "dummy.c"
+    source.write_text("int vkdoctor_dummy;\n")
+    subprocess.run(
+        ["gcc", "-shared", "-o", str(overlay / "libvkdoctor_dummy.so"), str(source)], check=True
+    )
+    env = _env(tmp_path, LD_LIBRARY_PATH=str(overlay))
+    args = ["check", "--no-probe", "--strict"]
+    for _ in range(4):
+        code, out, replayed = _check_while(env, args)
+        assert code == 0, out
+        if replayed:
+            break
+    assert replayed, "an unchanged machine is replayed"
+    zstd = Path("/usr/lib/x86_64-linux-gnu/libzstd.so.1").resolve()
+    (overlay / "libzstd.so.1").symlink_to(zstd)  # the same file: the load test loads the same
+    fresh = _check_while({**env, "XDG_CACHE_HOME": str(tmp_path / "other")}, args)
+    assert fresh[0] == 1 and "VKL004" in fresh[1], fresh[1]
+    again = _check_while(env, args)
+    assert (again[0], "VKL004" in again[1]) == (1, True), f"replayed: {again[2]}\n{again[1]}"
