@@ -121,13 +121,16 @@ def _store(cache_dir: Path) -> factcache.Store | None:
 
 
 def start_recording(cache_dir: Path) -> None:
-    """Note what this run reads (not its own cache, nor the load test's folders, wherever
-    tempfile puts them)."""
+    """Note what this run reads (not its own stores, nor the Mesa cache the drivers it loads
+    write, nor the load test's folders, wherever tempfile puts them). The rest of the cache
+    directory is the machine's like any other folder: the overlays built there (overlays/,
+    extracted/) are what LD_LIBRARY_PATH leads ld.so to when a user runs under one."""
     tmp = {os.environ.get(k) for k in ("TMPDIR", "TEMP", "TMP")} | {"/tmp", "/var/tmp", "/usr/tmp"}
     with contextlib.suppress(OSError):
         tmp.add(str(Path.cwd()))
     folders = tuple(f"{t.rstrip('/')}/vkdoctor-load-" for t in tmp if t)
-    rec = inputs.start(ignored=(str(cache_dir) + "/", *folders))
+    own = (f"{cache_dir}/facts/", f"{cache_dir}/mesa/")
+    rec = inputs.start(ignored=(*own, *folders))
     rec.notes["situation"] = situation(os.environ)
     rec.notes["cache_dir"] = cache_dir
 
