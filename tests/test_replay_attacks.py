@@ -295,3 +295,24 @@ def test_a_library_put_in_an_overlay_on_ld_library_path_is_seen(tmp_path: Path) 
     assert fresh[0] == 1 and "VKL004" in fresh[1], fresh[1]
     again = _check_while(env, args)
     assert (again[0], "VKL004" in again[1]) == (1, True), f"replayed: {again[2]}\n{again[1]}"
+
+
+def test_a_recording_changes_nothing_that_shutil_and_glob_do(tmp_path: Path) -> None:
+    """The wrapped os functions must do what os's do for the standard library: shutil.copystat
+    (copytree with symlinks=True) asks os.supports_follow_symlinks for os.stat and, when the
+    wrapper is not listed, takes no stat at all (None.st_mode); a scandir entry's is_dir()
+    through a link must still answer."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "f").write_text("x")
+    (tmp_path / "a" / "g").symlink_to("f")  # copied as a link: copystat(entry, ...) of it
+    (tmp_path / "link").symlink_to(tmp_path / "a")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    rec = inputs.start()
+    try:
+        shutil.copytree(tmp_path / "a", tmp_path / "copy", symlinks=True)
+        found = sorted(Path(p).relative_to(tmp_path) for p in tmp_path.glob("*/f"))
+    finally:
+        inputs.stop()
+    assert (tmp_path / "copy" / "g").readlink() == Path("f")
+    assert found == [Path("a/f"), Path("copy/f"), Path("link/f")]
+    assert ("stat", str(tmp_path / "dangling")) in rec.looks  # what is_dir() saw through it
