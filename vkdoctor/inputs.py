@@ -287,6 +287,9 @@ class _Entry:
     def __fspath__(self) -> Any:
         return self._entry.__fspath__()
 
+    def __getattr__(self, name: str) -> Any:  # what a later Python's DirEntry adds
+        return getattr(self._entry, name)
+
     def __repr__(self) -> str:
         return repr(self._entry)
 
@@ -384,6 +387,11 @@ def _wrap() -> None:
 
         wrapper.__wrapped__ = original  # type: ignore[attr-defined]
         setattr(module, name, wrapper)
+        # what os says the function takes (shutil.copystat asks before it passes
+        # follow_symlinks=False, and uses no stat at all when the wrapper is not listed)
+        for takes in (os.supports_follow_symlinks, os.supports_dir_fd, os.supports_fd):
+            if original in takes:
+                takes.add(wrapper)
 
     for name, how in (
         ("stat", "stat"),
