@@ -727,6 +727,9 @@ def test_a_stopped_vkdoctor_takes_its_hanging_probe_child_with_it(fakes, sig, co
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        # as a terminal's foreground program has it: started from a background job of a
+        # shell without job control (nohup ... &), SIGINT would come ignored
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
     )
     me = psutil.Process(proc.pid)
     deadline = time.monotonic() + 30

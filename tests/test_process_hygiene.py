@@ -54,8 +54,15 @@ def test_a_closed_stdout_is_not_reused_for_a_file(tmp_path: Path) -> None:
 
 def test_sigterm_removes_the_load_test_directory(tmp_path: Path) -> None:
     """SIGTERM at once, and later, once the load test's directory exists: none is left, and the
-    status is that of a process SIGTERM killed."""
-    env = clean_env({"PYTHONPATH": str(REPO), "TMPDIR": str(tmp_path)})
+    status is that of a process SIGTERM killed. A driver whose constructor hangs keeps the load
+    test going until the signal (a healthy warm run can end before a busy test sends it)."""
+    hang = _hanging_driver(tmp_path / "driver")
+    logs = tmp_path / "tmp"
+    logs.mkdir()
+    env = clean_env(
+        {"PYTHONPATH": str(REPO), "TMPDIR": str(logs), "VK_ADD_DRIVER_FILES": str(hang)}
+    )
+    tmp_path = logs
     seen = 0
     for delay in (0.0, 0.01, 0.03, 0.1, 0.2):
         proc = subprocess.Popen(
@@ -111,3 +118,20 @@ def test_the_drivers_shader_cache_stays_in_vkdoctors_directory(tmp_path: Path) -
         for p in _tree(cache)
     )
     assert "MESA_SHADER_CACHE_DIR" not in os.environ
+
+
+def _hanging_driver(folder: Path) -> Path:
+    """The manifest of a driver whose constructor never returns (tests/data/fake_icd.c)."""
+    folder.mkdir()
+    library = folder / "libvulkan_ctor_hang.so"
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-O1", "-DCTOR_HANG", "-o", str(library),
+         str(REPO / "tests" / "data" / "fake_icd.c")],
+        check=True, timeout=60,
+    )  # fmt: skip
+    manifest = folder / "hang_icd.json"
+    manifest.write_text(
+        '{"file_format_version": "1.0.0", "ICD": {"library_path": '
+        f'"{library}", "api_version": "1.3.0"}}}}'
+    )
+    return manifest
