@@ -284,6 +284,13 @@ def test_a_program_started_or_a_volatile_read_outside_a_check_leaves_nothing_to_
         rec = inputs.start()
         os.statvfs(tmp_path)
         assert rec.unfit is not None and "free space" in rec.unfit
+        rec = inputs.start()
+        fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.listdir(fd)
+        finally:
+            os.close(fd)
+        assert rec.unfit is not None and "descriptor" in rec.unfit
     finally:
         inputs.stop()
 

@@ -148,6 +148,8 @@ class Recorder:
         """Note a look; the look, or None when it is not one to keep (a descriptor, an ignored
         path, a volatile read)."""
         if isinstance(path, int):
+            if how == "list":  # a folder read through a descriptor: no look can repeat it
+                self.refuse("a folder listed through a descriptor")
             return None  # a descriptor: what it was opened from was noted at its open
         try:
             text = os.fsdecode(path)
