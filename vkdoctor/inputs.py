@@ -352,8 +352,13 @@ def _writes(how: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
 
 
 def _wrap() -> None:
-    import _posixsubprocess
-    import sys
+    _wrap_looks()
+    _wrap_volatile()
+    _wrap_programs()
+
+
+def _wrap_looks() -> None:
+    """os's and builtins' file functions note the looks they take."""
 
     def noting(name: str, how: str, module: Any = os) -> None:
         original = getattr(module, name)
@@ -418,6 +423,10 @@ def _wrap() -> None:
     scandir.__wrapped__ = listing  # type: ignore[attr-defined]
     os.scandir = scandir
 
+
+def _wrap_volatile() -> None:
+    """What changes with no file changing (free space, the time, the CPUs) marks its reader."""
+
     def statvfs(path: Any) -> Any:
         if _recorder:
             _recorder[0].volatile_read(f"the free space of {os.fsdecode(path)}", os.fsdecode(path))
@@ -425,16 +434,6 @@ def _wrap() -> None:
 
     original_statvfs = os.statvfs
     os.statvfs = statvfs
-
-    def refusing(name: str, module: Any) -> None:
-        original = getattr(module, name)
-
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if _recorder:
-                _recorder[0].refuse(f"it started a program ({name})")
-            return original(*args, **kwargs)
-
-        setattr(module, name, wrapper)
 
     def clock(name: str) -> None:
         original = getattr(time, name)
@@ -456,6 +455,23 @@ def _wrap() -> None:
 
     original_cpu_count = os.cpu_count
     os.cpu_count = cpu_count
+
+
+def _wrap_programs() -> None:
+    """A program started makes the run one that cannot be replayed."""
+    import _posixsubprocess
+    import sys
+
+    def refusing(name: str, module: Any) -> None:
+        original = getattr(module, name)
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if _recorder:
+                _recorder[0].refuse(f"it started a program ({name})")
+            return original(*args, **kwargs)
+
+        setattr(module, name, wrapper)
+
     # subprocess binds _posixsubprocess.fork_exec as it is imported: imported already, its own
     # name is wrapped too (importing it here would cost ~10 ms)
     refusing("fork_exec", _posixsubprocess)
