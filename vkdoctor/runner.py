@@ -161,6 +161,10 @@ def _start_forks(ctx: Context, checks: Sequence[type[Check]], *, debug: bool) ->
             groups.setdefault(c.fork, []).append(c)
     forks: dict[str, _Forked] = {}
     for members in groups.values():
+        for c in members:
+            for shared in c.before_fork:
+                with contextlib.suppress(Exception), _reading_for(c.code):
+                    ctx.fact(shared)  # a check that needs it meets the same problem
         forked = _Forked(ctx, members, debug=debug)
         forks.update({c.code: forked for c in members})
     return forks

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar
 
 from vkdoctor.context import Context
@@ -25,6 +25,9 @@ class Check:
     #: checks with the same name here run together in one forked copy of vkdoctor, on another
     #: core (vkdoctor.offload): pure analysis that needs no other check's result
     fork: ClassVar[str | None] = None
+    #: for a forked check: the run-wide facts it shares with checks that run here, computed
+    #: before the fork so that the two processes do not both compute them
+    before_fork: ClassVar[tuple[Callable[[Context], object], ...]] = ()
     #: the codes of checks whose failures and warnings this one's failures can explain: one
     #: cause seen from two sides (a missing library, and the package skew behind it). The
     #: runner turns each one `explained` by one of ours into info that points here, so the

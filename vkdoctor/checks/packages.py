@@ -69,7 +69,16 @@ def _driver_packages(ctx: Context, inv: Inventory) -> list[str]:
     return list(dict.fromkeys(p.name for ps in owners.values() for p in ps))
 
 
-class PackageDatabases(Check):
+class PackageCheck(Check):
+    """A package check: pure analysis of the package databases, run in a fork (offload)."""
+
+    family = "packages"
+    fork = "packages"
+    # the load targets' closures: the library checks here need them too
+    before_fork = (run_facts.target_resolutions,)
+
+
+class PackageDatabases(PackageCheck):
     """Which package managers keep the inspected system: dpkg, pacman, rpm, or none.
 
     The other VKP checks read these databases (directly where the format allows, otherwise with
@@ -79,8 +88,6 @@ class PackageDatabases(Check):
     """
 
     code = "VKP001"
-    fork = "packages"
-    family = "packages"
     title = "Package databases"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
@@ -122,7 +129,7 @@ class PackageDatabases(Check):
         )
 
 
-class SiblingSkew(Check):
+class SiblingSkew(PackageCheck):
     """Binary packages built from one source are installed at different versions.
 
     Distributions build every binary package of a source (mesa: the GL drivers, each Vulkan
@@ -135,8 +142,6 @@ class SiblingSkew(Check):
     """
 
     code = "VKP003"
-    fork = "packages"
-    family = "packages"
     title = "Sibling packages at different versions"
     explains = ("VKP006",)
 
@@ -158,7 +163,7 @@ class SiblingSkew(Check):
             yield _finding(self, d, ctx)
 
 
-class ManagerConsistency(Check):
+class ManagerConsistency(PackageCheck):
     """The package manager's own check of its database: dpkg --audit and apt-get check,
     pacman -Dk, rpm -Va --nofiles (and dnf check on a live Fedora).
 
@@ -171,8 +176,6 @@ class ManagerConsistency(Check):
     """
 
     code = "VKP006"
-    fork = "packages"
-    family = "packages"
     title = "Package database consistency"
 
     def prefetch(self, ctx: Context) -> None:
@@ -299,7 +302,7 @@ def _skewed_packages(ctx: Context, inv: Inventory) -> set[str]:
     return {p.name for pkgs in owners.values() for p in pkgs}
 
 
-class MissingSonameSkew(Check):
+class MissingSonameSkew(PackageCheck):
     """A driver needs a soname that no installed package provides, while a package provides a
     near miss: the packages are out of step (a partial upgrade), and the distribution's fix.
 
@@ -310,8 +313,6 @@ class MissingSonameSkew(Check):
     """
 
     code = "VKP002"
-    fork = "packages"
-    family = "packages"
     title = "Missing library explained by packages"
     explains = ("VKL002", "VKP004", "VKP008")
 
@@ -482,7 +483,7 @@ def _with_repositories(d: Diagnosis, inv: Inventory) -> Diagnosis:
     )
 
 
-class UnownedOrForeign(Check):
+class UnownedOrForeign(PackageCheck):
     """A driver or a library it loads belongs to no package (/usr/local, /opt, a private
     directory), or to a package the database marks as foreign (not from the configured
     repositories: AUR or local on Arch, another vendor on rpm).
@@ -492,8 +493,6 @@ class UnownedOrForeign(Check):
     """
 
     code = "VKP004"
-    fork = "packages"
-    family = "packages"
     title = "Driver files no package owns, or from a foreign origin"
 
     def prefetch(self, ctx: Context) -> None:
@@ -533,7 +532,7 @@ class UnownedOrForeign(Check):
             yield _finding(self, d, ctx)
 
 
-class MissingVersionOwner(Check):
+class MissingVersionOwner(PackageCheck):
     """A library needs a symbol version that the copy which wins the search does not define,
     tied to the package (or conda environment, or application bundle) that put it there.
 
@@ -544,8 +543,6 @@ class MissingVersionOwner(Check):
     """
 
     code = "VKP005"
-    fork = "packages"
-    family = "packages"
     title = "Missing symbol version explained by packages"
     explains = ("VKL003",)
 
@@ -591,7 +588,7 @@ class MissingVersionOwner(Check):
             yield _finding(self, verified(ctx, d, inv), ctx)
 
 
-class HeldPackages(Check):
+class HeldPackages(PackageCheck):
     """A package of the driver stack is held at its version: on hold in dpkg (apt-mark hold),
     in IgnorePkg or IgnoreGroup in pacman.conf, or locked by dnf versionlock.
 
@@ -603,8 +600,6 @@ class HeldPackages(Check):
     """
 
     code = "VKP007"
-    fork = "packages"
-    family = "packages"
     title = "Held driver-stack packages"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
@@ -638,7 +633,7 @@ class HeldPackages(Check):
             )
 
 
-class RepositoryView(Check):
+class RepositoryView(PackageCheck):
     """For a driver that misses a library (VKP002): do the repositories, as the package manager
     last refreshed its lists, offer the package that brings it (rule P4, pending upgrades)?
 
@@ -649,8 +644,6 @@ class RepositoryView(Check):
     """
 
     code = "VKP008"
-    fork = "packages"
-    family = "packages"
     title = "What the repositories offer for a skew"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
@@ -672,7 +665,7 @@ class RepositoryView(Check):
                 yield _finding(self, view, ctx)
 
 
-class MissingManifest(Check):
+class MissingManifest(PackageCheck):
     """A Vulkan driver manifest that an installed package put in /usr/share/vulkan/icd.d (or
     /etc/vulkan/icd.d) is gone, while dpkg still lists the package as installed.
 
@@ -685,8 +678,6 @@ class MissingManifest(Check):
     """
 
     code = "VKP010"
-    fork = "packages"
-    family = "packages"
     title = "Driver manifests missing from their package"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
@@ -727,7 +718,7 @@ class MissingManifest(Check):
                 yield _finding(self, d, ctx)
 
 
-class StackPackages(Check):
+class StackPackages(PackageCheck):
     """The packages, with their versions, that own the files the driver stack loads: each
     driver and layer library and every library in its closure (as ld.so resolves it).
 
@@ -737,8 +728,6 @@ class StackPackages(Check):
     """
 
     code = "VKP009"
-    fork = "packages"
-    family = "packages"
     title = "Driver stack packages"
 
     def run(self, ctx: Context) -> Iterable[Finding]:

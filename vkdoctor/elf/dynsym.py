@@ -132,6 +132,21 @@ class SymbolTable:
             known = self._answers[n.raw] = self._lookup(n)
         return known
 
+    def exported(self, *, but: tuple[bytes, ...] = ()) -> Iterator[bytes]:
+        """Every name the object exports a definition of (what `defines` answers yes for),
+        less those that begin with one of `but`."""
+        words = self._words
+        if words is None:
+            return
+        step, strings = self._step, self._strings
+        meta = words[1::step] if step == 6 else words[3::step]
+        defined = {m for m in set(meta) if _kind(m, self._little) == "defined"}
+        for i, m in enumerate(meta[: self.count]):
+            if i and m in defined:
+                off = words[i * step]
+                if not any(strings.startswith(b, off) for b in but):
+                    yield _name(strings, off)
+
     def _lookup(self, n: SymbolName) -> bool:
         h = self._hash
         if h is None or not h.nbuckets:

@@ -158,8 +158,9 @@ def target_resolutions(ctx: Context) -> tuple[tuple[LoadTarget, Resolution], ...
 def undefined_by_target(
     ctx: Context,
 ) -> tuple[tuple[LoadTarget, Resolution, tuple[Undefined, ...]], ...]:
-    """Each resolvable target with the strong undefined symbols of its closure."""
-    from vkdoctor.closures.targets import undefined_by_target as compute
+    """Each resolvable target with the strong undefined symbols of its closure (none, unread,
+    for a target whose real dlopen bound them all: vkdoctor.facts.symbols)."""
+    from vkdoctor.facts.symbols import undefined_by_target as compute
 
     return ctx.fact(compute)
 

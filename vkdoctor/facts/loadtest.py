@@ -65,7 +65,8 @@ def _sigbus(ctx: Context, r: Resolution) -> str | None:
 def predictions(ctx: Context) -> Mapping[LoadTarget, Prediction]:
     """The ld.so emulation's verdict on each target (vkdoctor.closures): the
     closure and symbol versions, then the undefined symbols dlopen binds (VKL006)."""
-    from vkdoctor.closures.targets import target_resolutions, undefined_by_target
+    from vkdoctor.closures.targets import target_resolutions
+    from vkdoctor.facts.symbols import undefined_by_target
 
     unbound = {
         t: [u for u in missing if u.fails_dlopen] for t, _, missing in ctx.fact(undefined_by_target)
