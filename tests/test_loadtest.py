@@ -970,11 +970,11 @@ def test_the_early_load_test_takes_the_timeouts_the_command_line_takes() -> None
     from conftest import run_vkdoctor
 
     from vkdoctor.children import MAX_TIMEOUT
-    from vkdoctor.loadtest import _plain_check_timeout
+    from vkdoctor.loadtest import plain_check_timeout
 
-    assert _plain_check_timeout(["--timeout", f"{MAX_TIMEOUT:g}"]) == MAX_TIMEOUT
-    assert _plain_check_timeout([f"--timeout={MAX_TIMEOUT + 1:g}"]) is None
-    assert _plain_check_timeout(["--timeout", "0.05"]) is None
+    assert plain_check_timeout(["--timeout", f"{MAX_TIMEOUT:g}"]) == MAX_TIMEOUT
+    assert plain_check_timeout([f"--timeout={MAX_TIMEOUT + 1:g}"]) is None
+    assert plain_check_timeout(["--timeout", "0.05"]) is None
     refused = run_vkdoctor(["check", "--no-probe", "--timeout", f"{MAX_TIMEOUT + 1:g}"])
     assert refused.returncode == 2
     assert f"from 0.1 to {MAX_TIMEOUT:g} (a week)" in refused.stderr

@@ -760,7 +760,7 @@ def start_early(argv: Sequence[str], env: Mapping[str, str]) -> None:
     imported, when ARGV is plain (no --root, --select or --ignore; --timeout read here). The
     command's own load test adopts it only if it is the same test: the same targets, the same
     environment, working directory and time bounds (`_adopt`); else it is cancelled."""
-    timeout = _plain_check_timeout(argv)
+    timeout = plain_check_timeout(argv)
     if timeout is None:
         return
     from vkdoctor.cachedir import cache_home
@@ -781,7 +781,9 @@ def start_early(argv: Sequence[str], env: Mapping[str, str]) -> None:
     offer_facts(ctx)
 
 
-def _plain_check_timeout(argv: Sequence[str]) -> float | None:
+def plain_check_timeout(argv: Sequence[str]) -> float | None:
+    """The --timeout of `vkdoctor check ARGV` when ARGV is plain (no --root, --select,
+    --ignore or --help), read before the command line interface is; None otherwise."""
     timeout = 60.0
     args = list(argv)
     while args:

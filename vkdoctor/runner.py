@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import graphlib
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from vkdoctor import factcache, inputs
@@ -45,16 +45,27 @@ def unknown_patterns(checks: Iterable[type[Check]], items: Sequence[str]) -> lis
 
 
 def run_checks(
-    ctx: Context, checks: Sequence[type[Check]], *, debug: bool = False
+    ctx: Context,
+    checks: Sequence[type[Check]],
+    *,
+    debug: bool = False,
+    forked: Mapping[str, Forked] | None = None,
 ) -> tuple[CheckResult, ...]:
-    """Run `checks` in an order that honours `requires`; never raises for a check's bug."""
+    """Run `checks` in an order that honours `requires`; never raises for a check's bug.
+    `forked` are forks the caller started for some of them (`start_forks`), in ctx, before
+    the others were known: their checks must not ask which checks run (`all_selected`) of a
+    code outside `checks`."""
     known = {c.code for c in checks}
     selection: frozenset[str] | None = frozenset(known)
     ctx.set_fact(selected_codes, selection)
     order = graphlib.TopologicalSorter({c.code: c.requires & known for c in checks})
     by_code = {c.code: c for c in checks}
     position = {c.code: i for i, c in enumerate(checks)}
-    forks = _start_forks(ctx, checks, debug=debug)
+    started = {code: f for code, f in (forked or {}).items() if code in known}
+    forks = {
+        **start_forks(ctx, [c for c in checks if c.code not in started], debug=debug),
+        **started,
+    }
     results: dict[str, CheckResult] = {}
     for c in checks:
         if not c.requires and (ctx.live or not c.live_only) and c.code not in forks:
@@ -132,7 +143,7 @@ def _reading_for(code: str) -> Iterator[None]:
         rec.left()
 
 
-class _Forked:
+class Forked:
     """The checks of one `Check.fork` group: their results from the fork, or run here after all."""
 
     def __init__(self, ctx: Context, checks: list[type[Check]], *, debug: bool) -> None:
@@ -154,18 +165,20 @@ class _Forked:
         return self._results[code]
 
 
-def _start_forks(ctx: Context, checks: Sequence[type[Check]], *, debug: bool) -> dict[str, _Forked]:
+def start_forks(ctx: Context, checks: Sequence[type[Check]], *, debug: bool) -> dict[str, Forked]:
+    """Fork each `Check.fork` group of `checks` now, after the facts it shares
+    (`Check.before_fork`); by check code."""
     groups: dict[str, list[type[Check]]] = {}
     for c in checks:
         if c.fork is not None and not c.requires and (ctx.live or not c.live_only):
             groups.setdefault(c.fork, []).append(c)
-    forks: dict[str, _Forked] = {}
+    forks: dict[str, Forked] = {}
     for members in groups.values():
         for c in members:
             for shared in c.before_fork:
                 with contextlib.suppress(Exception), _reading_for(c.code):
                     ctx.fact(shared)  # a check that needs it meets the same problem
-        forked = _Forked(ctx, members, debug=debug)
+        forked = Forked(ctx, members, debug=debug)
         forks.update({c.code: forked for c in members})
     return forks
 

@@ -12,7 +12,7 @@ import click
 from vkdoctor import inputs
 from vkdoctor.commands import common
 from vkdoctor.commands.overlay import from_package_option
-from vkdoctor.runner import code_patterns, run_checks, select, unknown_patterns
+from vkdoctor.runner import code_patterns, run_checks, select, start_forks, unknown_patterns
 
 if TYPE_CHECKING:
     from vkdoctor.checks.base import Check
@@ -116,9 +116,17 @@ def check(
 
     early_ctx = ctx
     early = prefetch(ctx) if select(load_checks.CHECKS, selected, ignored) else None
-
-    chosen = _chosen(selected, ignored)
     from vkdoctor.facts.overlay import context_for_checks, opted_in
+
+    forked = {}
+    if not selected and not ignored and not opted_in(ctx):
+        # The package checks' fork next, before the other checks are imported, so that it runs
+        # on another core for longer: every check runs (they ask whether VKP002, VKL002 and
+        # VKL003 do), and in this Context (no overlay to run them under).
+        from vkdoctor.checks import packages as package_checks
+
+        forked = start_forks(ctx, package_checks.CHECKS, debug=debug)
+    chosen = _chosen(selected, ignored)
 
     if any(c.code == "VKO001" for c in chosen) and opted_in(ctx):
         # the user asked for the overlay: every check below runs under it
@@ -133,7 +141,7 @@ def check(
     static = [c for c in chosen if c.code[:3] != "VKR"]
     # with --root the probe is listed as not applicable (it needs the live machine)
     probes = [c for c in chosen if c.code[:3] == "VKR"] if not no_probe else []
-    results = run_checks(ctx, [*static, *probes], debug=debug)
+    results = run_checks(ctx, [*static, *probes], debug=debug, forked=forked)
     if inputs.recorder() is not None:  # this run may be replayed: what the checks ran in
         from vkdoctor import replay
 

@@ -9,7 +9,8 @@ to it.
 
 The modules behind the names:
 
-- `vkdoctor.facts.loadtest`: the load test of this run, started early; the ld.so predictions.
+- `vkdoctor.facts.loadtest`: the load test of this run, started early.
+- `vkdoctor.facts.expected`: what the ld.so emulation predicts the load test will see.
 - `vkdoctor.facts.probe`: the probe's result in this run's context.
 - `vkdoctor.facts.overlay`: how `check` plans and proves the overlay.
 - `vkdoctor.facts.selection`: which checks this run runs.
@@ -184,14 +185,14 @@ def load_test(ctx: Context) -> LoadTestRun:
 
 def predictions(ctx: Context) -> Mapping[LoadTarget, Prediction]:
     """The ld.so emulation's verdict on each target, before anything is loaded."""
-    from vkdoctor.facts.loadtest import predictions as compute
+    from vkdoctor.facts.expected import predictions as compute
 
     return ctx.fact(compute)
 
 
 def predicted(ctx: Context, failing: Iterable[TargetOutcome]) -> bool:
     """Whether the library findings (selected in this run) foresaw each of these failures."""
-    from vkdoctor.facts.loadtest import predicted as ask
+    from vkdoctor.facts.expected import predicted as ask
 
     return ask(ctx, failing)
 

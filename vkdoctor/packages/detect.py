@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from vkdoctor.context import Context
+from vkdoctor.packages import ahead
 from vkdoctor.packages.dpkg import ADMINDIR, DpkgDB
 from vkdoctor.packages.model import Inventory, PackageDB, PackageDBError
 from vkdoctor.packages.pacman import PacmanDB, dbpath_from_conf
@@ -16,6 +17,8 @@ def inventory(ctx: Context) -> Inventory:
     A database counts only when its files are there: Debian ships an empty /var/lib/rpm with the
     rpm tool, which is not an rpm-managed system.
     """
+    if ctx.live:
+        ahead.wait()  # what it keeps, the databases below find kept
     dbs: list[PackageDB] = []
     absent: dict[str, str] = {}
 

@@ -578,9 +578,15 @@ class DpkgDB:
         self._audit_store = (store, key)
         return None
 
-    def consistency(self) -> Consistency:
-        ctx = self._ctx
-        timeout = min(ctx.options.timeout, 60.0)
+    def warm(self) -> None:
+        """Compute and keep (vkdoctor.factcache) what the database's files alone answer: the
+        packages, the unmet dependencies and `dpkg --audit`'s verdict (vkdoctor.packages.ahead)."""
+        self.packages()
+        self._unmet_text()
+        self._audited()
+
+    def _audited(self) -> ToolRun:
+        """`dpkg --audit`'s run (started by `prefetch`), kept for a later run."""
         self.prefetch()
         assert self._audit is not None
         audit = self._audit.result()
@@ -588,6 +594,12 @@ class DpkgDB:
             store, key = self._audit_store
             if self._audit_key(audit.argv) == key:  # unchanged while it ran
                 store.put(key, (audit.returncode, audit.stdout, audit.stderr))
+        return audit
+
+    def consistency(self) -> Consistency:
+        ctx = self._ctx
+        timeout = min(ctx.options.timeout, 60.0)
+        audit = self._audited()
         runs = [audit]
         audited = _audit_packages(audit)
         problems = [f"dpkg --audit: {pkg} is {why}" for pkg, why, _ in audited]
