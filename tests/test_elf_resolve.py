@@ -605,3 +605,23 @@ def test_what_if_extra_directory(lab: Lab) -> None:
     )
     same = {lib.name: lib.path for lib in before.libraries}
     assert {lib.name: lib.path for lib in after.libraries if lib.name in same} == same
+
+
+def test_the_system_directories_are_found_as_the_pattern_finds_them_anywhere() -> None:
+    """`_first_run` skips to the first "/\\0/"; the pattern tried at every position is the
+    oracle, on ld.so itself and on random strings of slashes, names and NULs."""
+    import random
+
+    from vkdoctor.elf import platform
+
+    ldso = Path("/lib64/ld-linux-x86-64.so.2").read_bytes()
+    found = platform._first_run(ldso)
+    assert found is not None and b"/usr/lib/x86_64-linux-gnu/\x00" in found.group()
+    assert found.span() == platform._SYSDIRS.search(ldso).span()  # type: ignore[union-attr]
+    rng = random.Random(7)
+    parts = [b"/", b"\x00", b"a", b"usr", b"-", b" ", b"/lib/\x00", b"\xff"]
+    for _ in range(3000):
+        data = b"".join(rng.choice(parts) for _ in range(rng.randrange(30)))
+        want = platform._SYSDIRS.search(data)
+        got = platform._first_run(data)
+        assert (got and got.span()) == (want and want.span()), data

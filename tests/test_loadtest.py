@@ -969,8 +969,8 @@ def test_the_early_load_test_takes_the_timeouts_the_command_line_takes() -> None
     week): a value past it starts nothing early, and the command refuses it."""
     from conftest import run_vkdoctor
 
-    from vkdoctor.children import MAX_TIMEOUT
-    from vkdoctor.loadtest import plain_check_timeout
+    from vkdoctor.checkargs import MAX_TIMEOUT
+    from vkdoctor.checkargs import plain_timeout as plain_check_timeout
 
     assert plain_check_timeout(["--timeout", f"{MAX_TIMEOUT:g}"]) == MAX_TIMEOUT
     assert plain_check_timeout([f"--timeout={MAX_TIMEOUT + 1:g}"]) is None

@@ -37,8 +37,6 @@ if TYPE_CHECKING:  # no Protocol class or subscripted alias to build at import t
         def wait(self, timeout: float | None = None) -> int: ...
 
 
-#: the longest --timeout: a week (the waits that use it overflow at about 24.8 days)
-MAX_TIMEOUT = 7 * 24 * 3600.0
 #: subprocess.PIPE and subprocess.DEVNULL: subprocess itself (~10 ms to import) is imported
 #: when a program is started, not by the load test's forked child that needs none
 PIPE = -1

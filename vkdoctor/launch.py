@@ -284,9 +284,9 @@ def _read_packages_ahead() -> None:
     """A `check` with nothing kept yet reads the dpkg database on another core meanwhile
     (vkdoctor.packages.ahead); once something is kept, the run finds it there."""
     from vkdoctor.cachedir import cache_path
-    from vkdoctor.loadtest import plain_check_timeout
+    from vkdoctor.checkargs import plain_timeout
 
-    timeout = plain_check_timeout(sys.argv[2:])
+    timeout = plain_timeout(sys.argv[2:])
     if timeout is None or os.path.isdir(os.path.join(cache_path(os.environ), "facts")):
         return
     try:

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from vkdoctor import children, terminate, zygote
+from vkdoctor import checkargs, children, terminate, zygote
 from vkdoctor.cachedir import load_test_env
 from vkdoctor.context import Context, offer_facts
 from vkdoctor.loader.targets import LoadTarget
@@ -760,7 +760,7 @@ def start_early(argv: Sequence[str], env: Mapping[str, str]) -> None:
     imported, when ARGV is plain (no --root, --select or --ignore; --timeout read here). The
     command's own load test adopts it only if it is the same test: the same targets, the same
     environment, working directory and time bounds (`_adopt`); else it is cancelled."""
-    timeout = plain_check_timeout(argv)
+    timeout = checkargs.plain_timeout(argv)
     if timeout is None:
         return
     from vkdoctor.cachedir import cache_home
@@ -779,30 +779,6 @@ def start_early(argv: Sequence[str], env: Mapping[str, str]) -> None:
         return
     _early.append(load_test_for(ctx, targets))
     offer_facts(ctx)
-
-
-def plain_check_timeout(argv: Sequence[str]) -> float | None:
-    """The --timeout of `vkdoctor check ARGV` when ARGV is plain (no --root, --select,
-    --ignore or --help), read before the command line interface is; None otherwise."""
-    timeout = 60.0
-    args = list(argv)
-    while args:
-        arg = args.pop(0)
-        name, eq, value = arg.partition("=")
-        if name in ("--root", "--select", "--ignore", "--help", "-h") or arg == "--":
-            return None
-        if name == "--timeout":
-            if not eq:
-                if not args:
-                    return None
-                value = args.pop(0)
-            try:
-                timeout = float(value)
-            except ValueError:
-                return None
-            if not 0.1 <= timeout <= children.MAX_TIMEOUT:  # nan too: click refuses it
-                return None
-    return timeout
 
 
 def _adopt(test: LoadTest) -> LoadTest | None:

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from vkdoctor import children
+from vkdoctor import checkargs, children
 from vkdoctor.cachedir import driver_env
 from vkdoctor.resources import probes_dir
 
@@ -511,7 +511,7 @@ def request_from_argv(argv: list[str]) -> ProbeRequest | None:
     shader_dir = values.get("--shader-dir")
     python = values.get("--python", sys.executable)
     if (
-        not 0.1 <= timeout <= children.MAX_TIMEOUT  # nan too
+        not 0.1 <= timeout <= checkargs.MAX_TIMEOUT  # nan too
         or (seed is not None and seed < 0)
         or backend not in ("vulkan", "opengl")
         or flags["--cpu"] + flags["--gpu"] + ("--adapter" in values) > 1

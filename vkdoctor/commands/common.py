@@ -14,7 +14,7 @@ import click
 
 from vkdoctor import __version__, files, inputs
 from vkdoctor.cachedir import cache_home
-from vkdoctor.children import MAX_TIMEOUT
+from vkdoctor.checkargs import MAX_TIMEOUT
 from vkdoctor.context import Context, Options, take_facts
 from vkdoctor.model import Report, exit_code
 

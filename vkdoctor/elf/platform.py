@@ -131,11 +131,23 @@ def _compiled_in_dirs(ctx: Context, interpreter: str) -> tuple[str, ...]:
             data = f.read(min(os.fstat(f.fileno()).st_size, 8 * 1024 * 1024))
     except OSError:
         return ()
-    m = _SYSDIRS.search(data)
+    m = _first_run(data)
     dirs = tuple(s.decode().rstrip("/") or "/" for s in m.group().split(b"\x00") if s) if m else ()
     if store is not None and ident is not None and factcache.identity(host) == ident:
         store.put(ident, dirs)
     return dirs
+
+
+def _first_run(data: bytes) -> re.Match[bytes] | None:
+    """`_SYSDIRS.search(data)`, without trying the pattern at every slash of the file (~7 ms
+    over ld.so's 200 kB). A match has two directories or more, so the first directory's
+    "/\0" is followed by "/": the string that holds the first such "/\0/" is where the
+    leftmost match starts at the earliest (one that started before it would hold an earlier
+    "/\0/")."""
+    at = data.find(b"/\x00/")
+    if at < 0:
+        return None
+    return _SYSDIRS.search(data, data.rfind(b"\x00", 0, at) + 1)
 
 
 def _legacy(flags: set[str], vendor: str, machine: str) -> tuple[tuple[str, ...], str]:
