@@ -288,12 +288,9 @@ def test_relocations_outside_the_plt_are_bound_at_dlopen_even_lazily(tmp_path: P
 def test_exported_names_are_what_nm_lists_as_defined_and_what_a_lookup_finds() -> None:
     """`exported` against binutils' nm (every defined dynamic symbol) and against `defines`,
     the lookup through the hash table: the same names, for system libraries of both styles."""
-    libs = [
-        p
-        for p in ("/lib/x86_64-linux-gnu/libc.so.6", "/lib/x86_64-linux-gnu/libm.so.6")
-        + tuple(str(p) for p in _shared_objects("/usr/lib/x86_64-linux-gnu", 30))
-        if os.path.exists(p)
-    ]
+    system = ("/lib/x86_64-linux-gnu/libc.so.6", "/lib/x86_64-linux-gnu/libm.so.6")
+    found = (str(p) for p in _shared_objects("/usr/lib/x86_64-linux-gnu", 30))
+    libs = [p for p in (*system, *found) if os.path.exists(p)]
     assert len(libs) >= 10
     for path in libs:
         table = read_symbol_table(Path(path))

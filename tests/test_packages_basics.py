@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -388,3 +389,33 @@ def test_a_driver_package_of_another_distributions_manager_is_removed_not_upgrad
     # on Fedora it is the native manager: nothing to change
     (tmp_path / "etc/os-release").write_text("ID=fedora\n")
     assert _on_another_distribution(Context(root=tmp_path, env=ENV), skew) is None
+
+
+def test_which_finds_what_shutil_which_finds(tmp_path: Path) -> None:
+    """vkdoctor.packages.proc.which without shutil: shutil.which is the oracle, over PATHs of
+    real, empty, relative, trailing-slash and missing entries, files that cannot run, folders."""
+    import random
+    import shutil
+
+    from vkdoctor.packages.proc import DEFAULT_PATH, which
+
+    (tmp_path / "bin").mkdir()
+    tool = tmp_path / "bin" / "tool"
+    tool.write_text("")
+    tool.chmod(0o755)
+    (tmp_path / "dir" / "tool").mkdir(parents=True)
+    (tmp_path / "noexec").write_text("")
+    entries = ["/usr/bin", "/bin", "", f"{tmp_path}/bin", f"{tmp_path}/bin/", f"{tmp_path}/dir"]
+    entries += ["/nonexistent", str(tmp_path), ".", "bin"]
+    tools = ["ls", "tool", "noexec", "dpkg", "nope", str(tool), f"{tmp_path}/noexec", "bin/tool"]
+    rng = random.Random(1)
+    here = os.getcwd()
+    try:
+        for _ in range(1500):
+            path = os.pathsep.join(rng.choice(entries) for _ in range(rng.randrange(0, 5)))
+            name = rng.choice([*tools, "dir"])
+            os.chdir(rng.choice(["/", str(tmp_path)]))
+            want = shutil.which(name, path=path or DEFAULT_PATH)
+            assert which(name, {"PATH": path}) == want, (name, path)
+    finally:
+        os.chdir(here)

@@ -311,15 +311,27 @@ def _tail(text: str) -> str:
 # Running the child (I/O)
 
 
-class _Adopted:
-    """The directory of a child handed its request ahead (zygote.hand_ahead): removed as a
-    TemporaryDirectory of the test's own would be."""
+class _Folder:
+    """The folder of a child's output that vkdoctor made (for a request handed ahead,
+    zygote.hand_ahead, or `_log_folder`): removed as a TemporaryDirectory would be."""
 
     def __init__(self, name: str) -> None:
         self.name = name
 
     def cleanup(self) -> None:
         zygote.remove_logs(self.name)
+
+
+def _log_folder() -> _Folder | tempfile.TemporaryDirectory[str]:
+    """A new folder of the user's alone for the child's output, made as tempfile makes one in
+    the usual case (vkdoctor.zygote: without importing tempfile, with shutil and random ~8 ms);
+    tempfile's own where that cannot be made (TMPDIR names no folder: tempfile tries others)."""
+    made = zygote.private_directory(os.environ)
+    if made is not None:
+        return _Folder(made)
+    import tempfile
+
+    return tempfile.TemporaryDirectory(prefix="vkdoctor-load-")
 
 
 if TYPE_CHECKING:  # subprocess and tempfile are imported only when a program is started
@@ -503,7 +515,7 @@ class LoadTest:
         self.first_child: str | None = None
         self._started = 0.0
         self._deadline = 0.0
-        self._tmp: tempfile.TemporaryDirectory[str] | _Adopted | None = None
+        self._tmp: tempfile.TemporaryDirectory[str] | _Folder | None = None
         self._child: _Child | None = None
         self._pending: list[int] = []
         self._result: LoadTestRun | None = None
@@ -520,12 +532,10 @@ class LoadTest:
         if self._tmp is None and self._adopt_ahead():
             return self
         if self._tmp is None:
-            import tempfile
-
             self._started = time.monotonic()
             self._deadline = self._started + self.total_timeout
             with terminate.held():  # not between mkdtemp and the finalizer that removes it
-                self._tmp = tempfile.TemporaryDirectory(prefix="vkdoctor-load-")
+                self._tmp = _log_folder()
                 # at exit (a SIGTERM unwinds as one) the child is killed before its directory
                 # is removed: a child still writing there makes the removal fail half-way.
                 # atexit runs this before the directory's own finalizer, registered earlier.
@@ -547,7 +557,7 @@ class LoadTest:
         self._started = ahead.started
         self._deadline = self._started + self.total_timeout
         with terminate.held():
-            self._tmp = _Adopted(ahead.logdir)
+            self._tmp = _Folder(ahead.logdir)
             atexit.register(self.cancel)
         self._pending = first[0]
         self._child = _Child(proc=ahead.child, last_event=time.monotonic())

@@ -293,7 +293,7 @@ def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
-def _private_directory(env: Mapping[str, str]) -> str | None:
+def private_directory(env: Mapping[str, str]) -> str | None:
     """A new folder of the user's alone for the child's logs, where tempfile.mkdtemp would
     make it in the usual case ($TMPDIR, $TEMP, $TMP, else /tmp), without importing tempfile;
     None when it cannot be made there (then nothing is handed ahead)."""
@@ -371,7 +371,7 @@ def hand_ahead(
             return
     except (TypeError, ValueError):  # not what remember() writes
         return
-    logdir = _private_directory(env)
+    logdir = private_directory(env)
     if logdir is None:
         return  # the waiting child stays for the load test, which makes its folder elsewhere
     waiting = take(child_env)

@@ -326,13 +326,13 @@ def want_colour(stream: Any, env: Mapping[str, str] = os.environ) -> bool:
 def terminal_width(default: int | None = None) -> int | None:
     """The columns text is wrapped to: COLUMNS when it is set (also when stdout is a pipe), else
     the terminal's width; `default` for a pipe or a file without COLUMNS."""
-    import shutil
-
     columns = os.environ.get("COLUMNS", "")
     if columns.strip().isdigit() and int(columns) > 0:
         return int(columns)
     isatty = getattr(sys.stdout, "isatty", None)
     if isatty is not None and isatty():
+        import shutil
+
         return shutil.get_terminal_size().columns
     return default
 
@@ -340,12 +340,12 @@ def terminal_width(default: int | None = None) -> int | None:
 def say(text: str) -> None:
     """A line for people on stderr, wrapped to COLUMNS or to the terminal stderr is (stdout
     may be a pipe to eval: what goes there is never wrapped)."""
-    import shutil
-
     from vkdoctor.render.wrap import fit
 
     width = terminal_width()
     if width is None and getattr(sys.stderr, "isatty", lambda: False)():
+        import shutil
+
         width = shutil.get_terminal_size().columns
     click.echo(fit(text, width), err=True)
 

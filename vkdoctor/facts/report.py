@@ -55,10 +55,13 @@ def shows_sudo(ctx: Context) -> bool:
     found"). For a --root tree, as written (the package fixes already say whether the tree has
     sudo: packages.verify.for_tree)."""
     import os
-    import shutil
 
-    return (
-        not ctx.live
-        or os.geteuid() != 0
-        or shutil.which("sudo", path=ctx.env.get("PATH")) is not None
-    )
+    from vkdoctor.packages.proc import which
+
+    if not ctx.live or os.geteuid() != 0:
+        return True
+    # shutil.which's search: this environment's PATH, else this process's, else the default
+    path = ctx.env.get("PATH")
+    if path is None:
+        path = os.environ.get("PATH", os.defpath)
+    return bool(path) and which("sudo", {"PATH": path}) is not None

@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -260,6 +259,8 @@ def make_plan(
         plan.needs.extend(more)
         supply(more)
     _prove(ctx, plan, resolve)
+    import shutil
+
     for d in plan.built_dirs - {plan.directory}:
         shutil.rmtree(d, ignore_errors=True)
     from vkdoctor.overlay import store
@@ -380,6 +381,8 @@ def _store(ctx: Context, plan: Plan) -> Path:
 
 def _prove(ctx: Context, plan: Plan, resolve: ChainResolver) -> None:
     """Drop chosen sonames that break a proof, rebuilding until what is left is proven."""
+    import shutil
+
     loaded: dict[str, tuple[str, str]] = {}
     for chain in plan.chains.values():
         for soname, where in chain.loaded().items():

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -154,6 +152,8 @@ def runtime_store(env: Mapping[str, str]) -> Path | None:
 
 def _writable(path: Path) -> None:
     """Raise StoreError when nothing can be created in `path` (a read-only or full filesystem)."""
+    import tempfile
+
     try:
         Path(tempfile.mkdtemp(prefix=".probe-", dir=path)).rmdir()
     except OSError as exc:
@@ -166,6 +166,8 @@ def _writable(path: Path) -> None:
 
 def _fresh_private(env: Mapping[str, str]) -> Path:
     """A new 0700 directory in TMPDIR (else /tmp), when that is trusted."""
+    import tempfile
+
     why: list[str] = []
     bases = [b for b in (env.get("TMPDIR") or "", "/tmp") if b.startswith("/")]
     for base in dict.fromkeys(bases):
@@ -272,6 +274,9 @@ def build_atomically(
     An existing parent/name that `is_complete` accepts is reused; one that is not is replaced.
     On any error the temporary directory is removed and a StoreError says why.
     """
+    import shutil
+    import tempfile
+
     ensure_private_dir(parent)
     final = parent / name
     if final.is_dir() and not final.is_symlink():

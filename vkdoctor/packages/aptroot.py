@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import shutil
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -25,8 +23,10 @@ _OWNER = [0]
 def cleanup() -> None:
     """Remove this process's apt directories (also called by a forked check's child, which
     exits without atexit handlers)."""
-    if _OWNER[0] != os.getpid():
+    if _OWNER[0] != os.getpid() or not _DIRS:
         return
+    import shutil
+
     for path in _DIRS.values():
         shutil.rmtree(path, ignore_errors=True)
     _DIRS.clear()
@@ -34,6 +34,8 @@ def cleanup() -> None:
 
 def _private(root: str) -> str:
     """This run's apt directory for `root`: the config file and the caches."""
+    import tempfile
+
     if _OWNER[0] != os.getpid():
         # a forked child: the parent's directories are the parent's to remove
         _DIRS.clear()

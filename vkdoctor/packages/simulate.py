@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
@@ -182,6 +181,8 @@ def _error(run: ToolRun) -> str:
 def simulate(ctx: Context, fix: str, protect: Sequence[str]) -> Simulation:
     """apt-get -s of every apt step of `fix`; a step that removes a package of `protect` (the
     driver's, the loader's) or that apt refuses rejects the fix."""
+    import tempfile
+
     tree = tree_of(ctx)
     if not which("apt-get", ctx.env):
         return unsimulated(fix, "apt-get is not installed on this machine", tree=tree)
