@@ -845,6 +845,7 @@ class UndefinedSymbols(Check):
     code = "VKL006"
     family = "libraries"
     title = "Undefined symbols"
+    waits = True  # for the load test's RTLD_NOW dlopen (vkdoctor.facts.symbols)
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         shadows: dict[str, Shadow] = {}
