@@ -6,10 +6,7 @@ Reads one JSON request on stdin:
                   "dlopen_name": ...}, ...],
      "suspects": [{"index": N, "manifest": ...}, ...]}
 and, for each target in order, runs two steps:
-  dlopen    dlopen(dlopen_name, RTLD_NOW|RTLD_LOCAL) first, while every object in this process
-            was bound at load: "bound" says whether ld.so bound every symbol of the closure
-            (null when not tried); if it failed, dlopen(RTLD_LAZY|RTLD_LOCAL) as the loader
-            does; dlerror() of the latter kept verbatim
+  dlopen    dlopen(dlopen_name, RTLD_LAZY|RTLD_LOCAL) as the loader does; dlerror() kept verbatim
   instance  vkCreateInstance through the real loader restricted to this one driver
             (VK_DRIVER_FILES=<manifest>, implicit layers off), then the physical devices; for a
             layer: the layer alone (VK_LOADER_LAYERS_ENABLE=<name>) on top of the drivers that
@@ -45,7 +42,6 @@ if TYPE_CHECKING:
 PR_SET_PDEATHSIG = 1
 SIGKILL = 9
 RTLD_LAZY = 0x1
-RTLD_NOW = 0x2
 RTLD_LOCAL = 0x0
 VK_SUCCESS = 0
 VK_INCOMPLETE = 5
@@ -375,47 +371,6 @@ def libdl() -> ctypes.CDLL:
     raise OSError("no dlopen in libc or libdl.so.2")
 
 
-class PhdrInfo(ctypes.Structure):
-    """The head of struct dl_phdr_info, up to dlpi_adds (glibc 2.4 and later)."""
-
-    _fields_ = (
-        ("addr", ctypes.c_void_p),
-        ("name", ctypes.c_char_p),
-        ("phdr", ctypes.c_void_p),
-        ("phnum", ctypes.c_uint16),
-        ("adds", ctypes.c_ulonglong),
-    )
-
-
-def load_counter(dl: ctypes.CDLL) -> Callable[[], int | None]:
-    """How many objects ld.so has loaded into this process so far (dlpi_adds), or None where
-    dl_iterate_phdr does not tell: a count that moved means something was loaded that the load
-    test did not bind now itself (a driver's own dlopen, a Python extension)."""
-    iterate = getattr(dl, "dl_iterate_phdr", None)
-    if iterate is None:
-        return lambda: None
-    callback_type = ctypes.CFUNCTYPE(
-        ctypes.c_int, ctypes.POINTER(PhdrInfo), ctypes.c_size_t, ctypes.c_void_p
-    )
-    seen: list[int] = []
-
-    def first(info: Any, size: int, _data: object) -> int:
-        if size >= ctypes.sizeof(PhdrInfo):
-            seen.append(info.contents.adds)
-        return 1  # the count is the same in every entry: one is enough
-
-    callback = callback_type(first)
-    iterate.restype = ctypes.c_int
-    iterate.argtypes = (callback_type, ctypes.c_void_p)
-
-    def count() -> int | None:
-        seen.clear()
-        iterate(callback, None)
-        return seen[0] if seen else None
-
-    return count
-
-
 def die_with_parent(parent: int | None) -> None:
     """SIGKILL this process when vkdoctor dies, so that a hanging driver does not outlive it."""
     libc = ctypes.CDLL(None)
@@ -512,9 +467,6 @@ def run(request: dict[str, Any]) -> int:
         loader = None
         hello = {"loader_error": str(exc)}
     emit(event="hello", pid=os.getpid(), **hello)
-    loads = load_counter(dl)
-    #: the load count when every object in this process was last known bound; None once not
-    bound_so_far = loads()
     good: list[str] = list(request.get("good_drivers") or [])
     suspects: list[tuple[int, str]] = [
         (s["index"], s["manifest"]) for s in request.get("suspects") or ()
@@ -531,33 +483,12 @@ def run(request: dict[str, Any]) -> int:
         except Exception as exc:  # a bug of ours (or data we cannot pass), not the driver's
             emit(event="error", index=index, step="dlopen", error=f"{type(exc).__name__}: {exc}")
             continue
-        handle, bound = None, None
-        if bound_so_far is not None and loads() == bound_so_far:
-            # Every object here was bound at load (Python and ctypes load with RTLD_NOW), so
-            # this dlopen binds every symbol of the target's closure, or fails on the first
-            # one nothing defines: before any constructor runs, leaving nothing loaded.
-            handle = dl.dlopen(name, RTLD_NOW | RTLD_LOCAL)
-            bound = bool(handle)
-            if handle:
-                bound_so_far = loads()
-            else:
-                dl.dlerror()
-                bound_so_far = None  # a lazy dlopen follows: its objects are not all bound
-        if not handle:
-            handle = dl.dlopen(name, RTLD_LAZY | RTLD_LOCAL)
+        handle = dl.dlopen(name, RTLD_LAZY | RTLD_LOCAL)
         error = None if handle else (dl.dlerror() or b"").decode("utf-8", "replace")
         seconds = time.perf_counter() - start
         if handle:
             handles.append(handle)
-        emit(
-            event="end",
-            index=index,
-            step="dlopen",
-            ok=bool(handle),
-            error=error,
-            bound=bound,
-            seconds=seconds,
-        )
+        emit(event="end", index=index, step="dlopen", ok=bool(handle), error=error, seconds=seconds)
         if loader is None or not handle:
             continue
         if target["kind"] == "driver":

@@ -81,23 +81,3 @@ def test_a_fork_that_dies_or_a_running_thread_means_no_fork():
     finally:
         stop.set()
         t.join()
-
-
-def test_a_check_that_waits_for_the_load_test_runs_after_the_others_and_reports_in_place():
-    """`Check.waits`: run once the others have (they run while the child works); the results
-    keep the order the checks were given in."""
-    ran: list[str] = []
-
-    def make(code: str, waits: bool) -> type[Check]:
-        def run(self: Check, ctx: Context) -> Iterable[Finding]:
-            ran.append(code)
-            return ()
-
-        return type(
-            code, (Check,), {"code": code, "family": "t", "title": code, "waits": waits, "run": run}
-        )
-
-    checks = [make("VKX001", True), make("VKX002", False), make("VKX003", False)]
-    results = run_checks(Context(), checks)
-    assert ran == ["VKX002", "VKX003", "VKX001"]
-    assert [r.code for r in results] == ["VKX001", "VKX002", "VKX003"]

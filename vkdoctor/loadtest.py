@@ -107,10 +107,6 @@ class TargetOutcome:
     dlopen: StepState = "not-run"
     #: dlerror() text, verbatim
     dlerror: str | None = None
-    #: whether dlopen with RTLD_NOW, in a child where every object was bound at load, bound
-    #: every symbol of the closure (True), failed (False: then the loader's lazy dlopen was
-    #: tried), or was not tried (None)
-    bound: bool | None = None
     instance: StepState = "not-run"
     vk_result: int | None = None
     enumerate_result: int | None = None
@@ -239,12 +235,10 @@ def apply_event(outcome: TargetOutcome, event: Mapping[str, Any]) -> TargetOutco
         return outcome
     if step == "dlopen":
         ok = bool(event.get("ok"))
-        bound = event.get("bound")
         return replace(
             outcome,
             dlopen="ok" if ok else "failed",
             dlerror=None if ok else str(event.get("error") or ""),
-            bound=bound if isinstance(bound, bool) else None,
             seconds=seconds,
         )
     if step == "instance":

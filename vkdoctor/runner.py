@@ -60,8 +60,7 @@ def run_checks(
     ctx.set_fact(selected_codes, selection)
     order = graphlib.TopologicalSorter({c.code: c.requires & known for c in checks})
     by_code = {c.code: c for c in checks}
-    # one that waits for the load test's child runs once the others have, while it works
-    position = {c.code: (c.waits, i) for i, c in enumerate(checks)}
+    position = {c.code: i for i, c in enumerate(checks)}
     started = {code: f for code, f in (forked or {}).items() if code in known}
     forks = {
         **start_forks(ctx, [c for c in checks if c.code not in started], debug=debug),

@@ -25,9 +25,6 @@ class Check:
     #: checks with the same name here run together in one forked copy of vkdoctor, on another
     #: core (vkdoctor.offload): pure analysis that needs no other check's result
     fork: ClassVar[str | None] = None
-    #: the check waits for the load test's result: it runs after those that do not (the
-    #: report keeps the registry's order)
-    waits: ClassVar[bool] = False
     #: for a forked check: the run-wide facts it shares with checks that run here, computed
     #: before the fork so that the two processes do not both compute them
     before_fork: ClassVar[tuple[Callable[[Context], object], ...]] = ()

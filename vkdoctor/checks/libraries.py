@@ -839,15 +839,12 @@ class UndefinedSymbols(Check):
     the PLT uses (data, a function pointer, a C++ vtable: bound at load even when binding
     lazily), or later, as a crash with "symbol lookup error", for a function called through the
     PLT of a lazily bound library (Debian 12's Mesa). The scope is the process's global objects
-    (the executable, libvulkan, libc, LD_PRELOAD) and the driver's own closure. On the live
-    machine the load test's child first dlopens each driver with RTLD_NOW: when ld.so binds
-    every symbol there, nothing is undefined and the symbol tables are not read.
+    (the executable, libvulkan, libc, LD_PRELOAD) and the driver's own closure.
     """
 
     code = "VKL006"
     family = "libraries"
     title = "Undefined symbols"
-    waits = True  # for the load test's RTLD_NOW dlopen (vkdoctor.facts.symbols)
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         shadows: dict[str, Shadow] = {}

@@ -366,7 +366,7 @@ class PredictionAgrees(Check):
     live_only = True
 
     def predictions(self, ctx: Context) -> Mapping[LoadTarget, Prediction]:
-        """The ld.so emulation's verdict on each target (`facts.expected.predictions`)."""
+        """The ld.so emulation's verdict on each target (`facts.loadtest.predictions`)."""
         return facts.predictions(ctx)
 
     def run(self, ctx: Context) -> Iterable[Finding]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
-
 from vkdoctor.context import Context
 from vkdoctor.elf.resolve import Resolution, resolve_target
 from vkdoctor.elf.symbols import Undefined, undefined_symbols
@@ -24,23 +22,11 @@ def target_resolutions(ctx: Context) -> tuple[tuple[LoadTarget, Resolution], ...
 def undefined_by_target(
     ctx: Context,
 ) -> tuple[tuple[LoadTarget, Resolution, tuple[Undefined, ...]], ...]:
-    """Each resolvable target with the strong undefined symbols of its closure (rule E6), from
-    the symbol tables."""
-    return undefined_unless_bound(ctx, frozenset())
-
-
-def undefined_unless_bound(
-    ctx: Context, bound: Collection[LoadTarget]
-) -> tuple[tuple[LoadTarget, Resolution, tuple[Undefined, ...]], ...]:
-    """`undefined_by_target`, where the targets of `bound` have none without a look at their
-    symbol tables: a real dlopen bound every symbol of their closure in a scope the model's
-    contains (vkdoctor.facts.symbols)."""
-    out: list[tuple[LoadTarget, Resolution, tuple[Undefined, ...]]] = []
+    """Each resolvable target with the strong undefined symbols of its closure (rule E6);
+    computed once per run, shared by VKL006 and the load test's prediction (VKT004)."""
+    out = []
     for t, res in ctx.fact(target_resolutions):
         if not res.ok:
-            continue
-        if t in bound:
-            out.append((t, res, ()))
             continue
         new = [(lib.path, lib.elf.bind_now) for lib in res.libraries if not lib.preloaded]
         scope = [*res.process, *(p for p, _ in new)]

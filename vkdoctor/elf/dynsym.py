@@ -132,23 +132,6 @@ class SymbolTable:
             known = self._answers[n.raw] = self._lookup(n)
         return known
 
-    def exported(self, *, but: tuple[bytes, ...] = ()) -> Iterator[bytes]:
-        """Every name the object exports a definition of (what `defines` answers yes for: with
-        DT_GNU_HASH, the symbols from its symoffset on, the ones a lookup can reach), less those
-        that begin with one of `but`."""
-        words, h = self._words, self._hash
-        if words is None or h is None:
-            return
-        step, strings = self._step, self._strings
-        meta = words[1::step] if step == 6 else words[3::step]
-        defined = {m for m in set(meta) if _kind(m, self._little) == "defined"}
-        first = max(h.symoffset, 1) if h.gnu else 1
-        for i in range(first, min(self.count, len(meta))):
-            if meta[i] in defined:
-                off = words[i * step]
-                if not (but and strings.startswith(but, off)):
-                    yield _name(strings, off)
-
     def _lookup(self, n: SymbolName) -> bool:
         h = self._hash
         if h is None or not h.nbuckets:

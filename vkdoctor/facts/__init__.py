@@ -9,8 +9,7 @@ to it.
 
 The modules behind the names:
 
-- `vkdoctor.facts.loadtest`: the load test of this run, started early.
-- `vkdoctor.facts.expected`: what the ld.so emulation predicts the load test will see.
+- `vkdoctor.facts.loadtest`: the load test of this run, started early; the ld.so predictions.
 - `vkdoctor.facts.probe`: the probe's result in this run's context.
 - `vkdoctor.facts.overlay`: how `check` plans and proves the overlay.
 - `vkdoctor.facts.selection`: which checks this run runs.
@@ -159,9 +158,8 @@ def target_resolutions(ctx: Context) -> tuple[tuple[LoadTarget, Resolution], ...
 def undefined_by_target(
     ctx: Context,
 ) -> tuple[tuple[LoadTarget, Resolution, tuple[Undefined, ...]], ...]:
-    """Each resolvable target with the strong undefined symbols of its closure (none, unread,
-    for a target whose real dlopen bound them all: vkdoctor.facts.symbols)."""
-    from vkdoctor.facts.symbols import undefined_by_target as compute
+    """Each resolvable target with the strong undefined symbols of its closure."""
+    from vkdoctor.closures.targets import undefined_by_target as compute
 
     return ctx.fact(compute)
 
@@ -185,14 +183,14 @@ def load_test(ctx: Context) -> LoadTestRun:
 
 def predictions(ctx: Context) -> Mapping[LoadTarget, Prediction]:
     """The ld.so emulation's verdict on each target, before anything is loaded."""
-    from vkdoctor.facts.expected import predictions as compute
+    from vkdoctor.facts.loadtest import predictions as compute
 
     return ctx.fact(compute)
 
 
 def predicted(ctx: Context, failing: Iterable[TargetOutcome]) -> bool:
     """Whether the library findings (selected in this run) foresaw each of these failures."""
-    from vkdoctor.facts.expected import predicted as ask
+    from vkdoctor.facts.loadtest import predicted as ask
 
     return ask(ctx, failing)
 

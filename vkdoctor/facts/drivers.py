@@ -25,8 +25,7 @@ from vkdoctor.report_records import (
 def _predicted_errors(ctx: Context) -> dict[str, str]:
     """Driver manifest -> the dlerror() ld.so would give for its library (vkdoctor.elf), for
     the drivers whose library cannot load."""
-    from vkdoctor.closures.targets import target_resolutions
-    from vkdoctor.facts.symbols import undefined_by_target
+    from vkdoctor.closures.targets import target_resolutions, undefined_by_target
 
     out = {
         t.manifest: res.predicted_error

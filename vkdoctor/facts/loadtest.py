@@ -1,10 +1,18 @@
-"""The load test of this run (vkdoctor.loadtest), started once and early: a run-wide fact."""
+"""The load test of this run (vkdoctor.loadtest), started once and early: a run-wide fact; and
+what the ld.so emulation predicts it will see."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
 from vkdoctor.context import Context
+from vkdoctor.facts.selection import all_selected
 from vkdoctor.loader.targets import LoadTarget
-from vkdoctor.loadtest import LoadTest, LoadTestRun, load_test_for
+from vkdoctor.loadtest import LoadTest, LoadTestRun, Prediction, TargetOutcome, load_test_for
+
+if TYPE_CHECKING:
+    from vkdoctor.elf.resolve import Resolution
 
 
 def targets_of(ctx: Context) -> tuple[LoadTarget, ...]:
@@ -34,3 +42,77 @@ def prefetch(ctx: Context) -> LoadTest | None:
         return ctx.fact(started_load_test)
     except Exception:  # the VKT checks hit it again and report it as theirs
         return None
+
+
+def _sigbus(ctx: Context, r: Resolution) -> str | None:
+    """Why the dlopen of `r` dies of SIGBUS: the first library it maps is cut short past whole
+    headers (ld.so maps pages beyond the end of the file); None when nothing is."""
+    from vkdoctor.elf.defect import diagnose
+    from vkdoctor.elf.platform import ldso_platform
+
+    machine = ctx.fact(ldso_platform).e_machine
+    for m in r.misses:
+        bad = m.bad_file
+        if bad is None or bad.path is None:
+            return None
+        d = diagnose(ctx, bad.path, m.name, machine)
+        if d is not None and d.effect == "sigbus":
+            return f"{bad.path} is {d.what()}: ld.so maps it past its end and dies of SIGBUS"
+        return None  # ld.so stops at the first mapping error
+    return None
+
+
+def predictions(ctx: Context) -> Mapping[LoadTarget, Prediction]:
+    """The ld.so emulation's verdict on each target (vkdoctor.closures): the
+    closure and symbol versions, then the undefined symbols dlopen binds (VKL006)."""
+    from vkdoctor.closures.targets import target_resolutions, undefined_by_target
+
+    unbound = {
+        t: [u for u in missing if u.fails_dlopen] for t, _, missing in ctx.fact(undefined_by_target)
+    }
+    out = {}
+    for target, r in ctx.fact(target_resolutions):
+        now = unbound.get(target)
+        if r.ok and now:
+            # which undefined symbol ld.so names first depends on relocation order: the
+            # prediction is "fails", not its exact dlerror
+            out[target] = Prediction(
+                loadable=False,
+                reason=f"{len(now)} undefined symbol(s) that dlopen binds (BIND_NOW, or "
+                f"a data relocation), e.g. {now[0].error} (VKL006)",
+                error=None,
+                by=("VKL006",),
+            )
+            continue
+        if r.misses:
+            by: tuple[str, ...] = (
+                ("VKL001",) if any(m.needed_by is None for m in r.misses) else ("VKL002",)
+            )
+        else:
+            by = ("VKL003",) if r.versions else ()
+        crash = _sigbus(ctx, r)
+        if crash is not None:
+            out[target] = Prediction(loadable=False, reason=crash, by=by, signal="SIGBUS")
+            continue
+        out[target] = Prediction(
+            loadable=r.ok,
+            reason=r.predicted_error
+            or "the library, its DT_NEEDED closure, every symbol version and every symbol "
+            "dlopen binds resolve",
+            error=r.predicted_error,
+            by=by,
+        )
+    return out
+
+
+def predicted(ctx: Context, failing: Iterable[TargetOutcome]) -> bool:
+    """Whether the library findings (selected in this run) foresaw each of these failures, with
+    the cause and its fix, before anything was loaded."""
+    ahead = predictions(ctx)
+    return all(
+        (p := ahead.get(o.target)) is not None
+        and p.foresees(o)
+        and bool(p.by)
+        and all_selected(ctx, *p.by)
+        for o in failing
+    )
