@@ -23,19 +23,10 @@ if TYPE_CHECKING:
     )
     from vkdoctor.packages.versions import compare, satisfies
 
-#: each name's module, imported when the name is first asked for: vkdoctor.packages.ahead is
-#: forked before the rest is imported, and imports what it needs itself
-_HOMES = {
-    "inventory": "detect",
-    "Consistency": "model",
-    "Family": "model",
-    "Inventory": "model",
-    "Package": "model",
-    "PackageDB": "model",
-    "Relation": "model",
-    "compare": "versions",
-    "satisfies": "versions",
-}
+#: the names, imported when first asked for: vkdoctor.packages.ahead is forked before the rest
+#: is imported, and imports what it needs itself
+_MODEL = ("Consistency", "Family", "Inventory", "Package", "PackageDB", "Relation")
+
 
 __all__ = [
     "Consistency",
@@ -51,11 +42,20 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
+    value: Any
+    if name == "inventory":
+        from vkdoctor.packages import detect
 
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+        value = detect.inventory
+    elif name in _MODEL:
+        from vkdoctor.packages import model
+
+        value = getattr(model, name)
+    elif name in ("compare", "satisfies"):
+        from vkdoctor.packages import versions
+
+        value = getattr(versions, name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value
     return value
