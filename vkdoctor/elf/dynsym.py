@@ -16,7 +16,7 @@ import itertools
 import mmap
 import operator
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from vkdoctor.context import Context
@@ -282,14 +282,11 @@ def _read(image: _Image) -> SymbolTable:
     # Columns of 32-bit words, sliced in C: a Python loop over libLLVM's 46,000 symbols would
     # cost more than everything else here. Elf64_Sym is 6 words (name, info|other|shndx, ...),
     # Elf32_Sym 4 (name, value, size, info|other|shndx).
-    words = _array(image, image.data[symtab : symtab + count * entsize], "I")
+    entries = bytes(image.data[symtab : symtab + count * entsize])
+    words = _array(image, entries, "I")
     step = entsize // 4
-    meta = words[1::step] if image.is64 else words[3::step]
     little = image.e == "<"
-    strong_undefined = [m for m in set(meta) if _kind(m, little) == "undefined"]
-    # the few words that mean "strong undefined" (one per symbol type and visibility), each
-    # found by array.index, a scan in C: a tenth of a membership test per symbol
-    indexes = sorted(i for m in strong_undefined for i in _positions(meta, m))
+    indexes = _strong_undefined(entries, entsize, image.is64)
     versions = _array(image, versym, "H")
     undefined = []
     at_load = []
@@ -345,15 +342,23 @@ def _load_time_symbols(image: _Image, raw: dict[int, list[int]]) -> set[int]:
     return found
 
 
-def _positions(words: array.array[int], value: int) -> Iterator[int]:
-    """The indexes of `value` in `words`, in order."""
-    i = -1
-    while True:
-        try:
-            i = words.index(value, i + 1)
-        except ValueError:
-            return
-        yield i
+def _strong_undefined(table: bytes, entsize: int, is64: bool) -> list[int]:
+    """The indexes of the strong undefined symbols (st_shndx SHN_UNDEF, binding STB_GLOBAL)
+    of the symbol table `table`, in order. The two bytes of every st_shndx are sliced out in C
+    and OR-ed as two big integers: a zero byte of the result is a symbol of section 0 (either
+    byte order), and only those few are looked at one by one."""
+    info_at, shndx_at = (4, 6) if is64 else (12, 14)
+    count = len(table) // entsize
+    low = int.from_bytes(table[shndx_at::entsize], "little")
+    high = int.from_bytes(table[shndx_at + 1 :: entsize], "little")
+    either = (low | high).to_bytes(count, "little")
+    out = []
+    i = either.find(0)
+    while i >= 0:
+        if table[i * entsize + info_at] >> 4 == STB_GLOBAL:
+            out.append(i)
+        i = either.find(0, i + 1)
+    return out
 
 
 def _array(image: _Image, data: bytes | mmap.mmap, code: str) -> array.array[int]:
