@@ -127,3 +127,29 @@ def test_nothing_of_it_outlives_a_usage_error(tmp_path: Path) -> None:
         time.sleep(0.05)
     else:
         raise AssertionError("a process of the run is still there")
+
+
+def test_a_dpkg_audit_that_hangs_costs_a_bounded_wait(tmp_path: Path) -> None:
+    """`dpkg --audit` hangs: the process reading ahead gives up at --timeout, the package checks
+    wait for it no longer than that, run the tool again under the same bound, and say so."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "dpkg"
+    fake.write_text(
+        '#!/bin/sh\nfor a in "$@"; do [ "$a" = --audit ] && exec sleep 60; done\n'
+        'exec /usr/bin/dpkg "$@"\n'
+    )
+    fake.chmod(0o755)
+    env = {
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+    }
+    started = time.monotonic()
+    proc = run_vkdoctor(["check", "--no-probe", "--timeout", "2", "--json", "-"], env=env)
+    took = time.monotonic() - started
+    doc = json.loads(proc.stdout)
+    (vkp,) = [f for f in doc["findings"] if f["code"] == "VKP006"]
+    assert vkp["severity"] == "warn" and "dpkg" in vkp["title"], vkp
+    assert "timed out after 2s" in vkp["message"]
+    # two runs of the tool at most, each stopped at 2 s, and the rest of the check
+    assert took < 12, took

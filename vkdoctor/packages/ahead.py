@@ -48,16 +48,17 @@ def start(env: Mapping[str, str], cwd: str, timeout: float) -> None:
     _pending.append((pid, read, parent))
 
 
-def wait() -> None:
-    """Until the process `start` forked has kept what it found (or WAIT_LIMIT has passed).
-    Also in a fork of this process (vkdoctor.offload): the pipe is read, not the child."""
+def wait(limit: float = WAIT_LIMIT) -> None:
+    """Until the process `start` forked has kept what it found, or `limit` seconds (at most
+    WAIT_LIMIT) have passed: a `dpkg --audit` that hangs there would hang here too. Also in a
+    fork of this process (vkdoctor.offload): the pipe is read, not the child."""
     if not _pending:
         return
     pid, read, parent = _pending.pop()
     import select
 
     try:
-        select.select([read], [], [], WAIT_LIMIT)
+        select.select([read], [], [], min(limit, WAIT_LIMIT))
     except (OSError, ValueError):
         pass
     os.close(read)

@@ -18,7 +18,7 @@ def inventory(ctx: Context) -> Inventory:
     rpm tool, which is not an rpm-managed system.
     """
     if ctx.live:
-        ahead.wait()  # what it keeps, the databases below find kept
+        ahead.wait(ctx.options.timeout)  # what it keeps, the databases below find kept
     dbs: list[PackageDB] = []
     absent: dict[str, str] = {}
 
