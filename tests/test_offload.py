@@ -81,3 +81,40 @@ def test_a_fork_that_dies_or_a_running_thread_means_no_fork():
     finally:
         stop.set()
         t.join()
+
+
+def test_a_fork_started_for_checks_the_run_does_not_run_is_stopped_and_reaped():
+    """`run_checks(forked=...)` with forks of checks it is not given (`check` starts the package
+    fork before it knows the registry): they are killed and reaped, not left as zombies."""
+    import psutil
+
+    from vkdoctor.runner import start_forks
+
+    class Slow(Check):
+        code = "VKX101"
+        family = "t"
+        title = "slow"
+        fork = "slow"
+
+        def run(self, ctx: Context) -> Iterable[Finding]:
+            import time
+
+            time.sleep(30)
+            return ()
+
+    class Here(Check):
+        code = "VKX102"
+        family = "t"
+        title = "here"
+
+        def run(self, ctx: Context) -> Iterable[Finding]:
+            return ()
+
+    ctx = Context()
+    forked = start_forks(ctx, [Slow], debug=False)
+    (pid,) = {f._fork._pid for f in forked.values()}
+    assert pid and psutil.pid_exists(pid)
+    results = run_checks(ctx, [Here], forked=forked)
+    assert [r.code for r in results] == ["VKX102"]
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    assert pid not in [p.pid for p in psutil.Process().children()]

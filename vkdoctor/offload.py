@@ -14,6 +14,7 @@ if no fork had been tried, so the report never depends on it.
 
 from __future__ import annotations
 
+import contextlib
 import marshal
 import os
 import signal
@@ -117,6 +118,17 @@ class Fork:
                 apt.cleanup()  # its temporary apt directories: atexit does not run here
             # no interpreter teardown, no atexit handlers, no flush of the parent's buffers
             os._exit(status)
+
+    def discard(self) -> None:
+        """The results are not wanted: the fork is killed and reaped."""
+        if not self._pid:
+            return
+        with contextlib.suppress(OSError):
+            os.kill(self._pid, signal.SIGKILL)
+        os.close(self._fd)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self._pid, 0)
+        self._pid = 0
 
     def results(self) -> list[CheckResult] | None:
         if not self._pid:

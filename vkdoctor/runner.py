@@ -62,6 +62,9 @@ def run_checks(
     by_code = {c.code: c for c in checks}
     position = {c.code: i for i, c in enumerate(checks)}
     started = {code: f for code, f in (forked or {}).items() if code in known}
+    for unwanted in {id(f): f for code, f in (forked or {}).items() if code not in known}.values():
+        if unwanted not in started.values():
+            unwanted.discard()  # started for checks this run does not run
     forks = {
         **start_forks(ctx, [c for c in checks if c.code not in started], debug=debug),
         **started,
@@ -157,6 +160,12 @@ class Forked:
         results = [run_one(self._ctx, c, {}, debug=self._debug) for c in self._checks]
         factcache.save_all()  # in the fork: what its checks learnt
         return results
+
+    def discard(self) -> None:
+        """Its checks do not run: the fork is stopped."""
+        if self._results is None:
+            self._fork.discard()
+            self._results = {}
 
     def result(self, code: str) -> CheckResult:
         if self._results is None:
