@@ -1,4 +1,4 @@
-"""The dpkg database read ahead, on another core, by a first `check` (vkdoctor.packages.ahead).
+"""The dpkg database read ahead, on another core, by a first `check` (vkdoctor.dpkgahead).
 
 The oracle is the run without it: a cache folder that already has its facts/ folder starts no
 such process, and its package checks compute everything themselves. The two reports agree.
@@ -16,9 +16,9 @@ from pathlib import Path
 
 from conftest import REPO, clean_env, run_vkdoctor
 
+from vkdoctor import dpkgahead as ahead
 from vkdoctor.cachedir import cache_home
 from vkdoctor.context import Context, Options
-from vkdoctor.packages import ahead
 from vkdoctor.packages.dpkg import DpkgDB
 
 
@@ -80,7 +80,7 @@ def test_a_fork_waits_on_the_pipe_and_only_the_starter_reaps(tmp_path: Path) -> 
     script = f"""
 import os, sys
 sys.path.insert(0, {str(REPO)!r})
-from vkdoctor.packages import ahead
+from vkdoctor import dpkgahead as ahead
 ahead.start({{**os.environ, "XDG_CACHE_HOME": {str(tmp_path)!r}}}, {str(tmp_path)!r}, 60.0)
 (pid, _, _), = ahead._pending
 child = os.fork()

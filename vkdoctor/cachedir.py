@@ -23,6 +23,12 @@ def cache_path(env: Mapping[str, str]) -> str:
     return ("/" if base.startswith("/") else "") + "/".join(parts)
 
 
+def nothing_kept(env: Mapping[str, str]) -> bool:
+    """Whether no run has kept anything in env's cache yet (its facts/ folder, where
+    vkdoctor.factcache keeps them, is not there): a first run, as in a fresh CI container."""
+    return not os.path.isdir(os.path.join(cache_path(env), "facts"))
+
+
 def cache_home(env: Mapping[str, str]) -> Path:
     """`cache_path` as a Path."""
     from pathlib import Path

@@ -193,13 +193,13 @@ def _start_recording() -> Path | None:
 
     if not replay.eligible(sys.argv[1:]):
         return None
-    from vkdoctor.cachedir import cache_home
+    from vkdoctor.cachedir import cache_home, nothing_kept
 
     try:
         cache_dir = cache_home(os.environ)
-        if not (cache_dir / "facts").is_dir():
-            # a first run (nothing kept yet) starts the package tools (dpkg --audit, grep over
-            # its lists), so it is never kept: it is not recorded either
+        if nothing_kept(os.environ):
+            # a first run starts the package tools (dpkg --audit, grep over its lists), so it
+            # is never kept: it is not recorded either
             return None
         replay.start_recording(cache_dir)
     except Exception:  # then this run is not kept, nothing more
@@ -282,20 +282,20 @@ def _plain(args: list[str]) -> bool:
 
 def _read_packages_ahead() -> None:
     """A `check` with nothing kept yet reads the dpkg database on another core meanwhile
-    (vkdoctor.packages.ahead); once something is kept, the run finds it there."""
-    from vkdoctor.cachedir import cache_path
+    (vkdoctor.dpkgahead); once something is kept, the run finds it there."""
+    from vkdoctor.cachedir import nothing_kept
     from vkdoctor.checkargs import plain_timeout
 
     timeout = plain_timeout(sys.argv[2:])
-    if timeout is None or os.path.isdir(os.path.join(cache_path(os.environ), "facts")):
+    if timeout is None or not nothing_kept(os.environ):
         return
     try:
         cwd = os.getcwd()
     except OSError:  # the working directory is gone: the command says so
         return
-    from vkdoctor.packages import ahead
+    from vkdoctor import dpkgahead
 
-    ahead.start(os.environ, cwd, timeout)
+    dpkgahead.start(os.environ, cwd, timeout)
 
 
 def _hand_ahead() -> None:

@@ -61,10 +61,10 @@ def run_checks(
     order = graphlib.TopologicalSorter({c.code: c.requires & known for c in checks})
     by_code = {c.code: c for c in checks}
     position = {c.code: i for i, c in enumerate(checks)}
-    started = {code: f for code, f in (forked or {}).items() if code in known}
-    for unwanted in {id(f): f for code, f in (forked or {}).items() if code not in known}.values():
-        if unwanted not in started.values():
-            unwanted.discard()  # started for checks this run does not run
+    given = dict(forked or {})
+    started = {code: f for code, f in given.items() if code in known}
+    for unwanted in set(given.values()) - set(started.values()):
+        unwanted.discard()  # started for checks this run does not run
     forks = {
         **start_forks(ctx, [c for c in checks if c.code not in started], debug=debug),
         **started,

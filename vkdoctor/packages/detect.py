@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from vkdoctor import dpkgahead
 from vkdoctor.context import Context
-from vkdoctor.packages import ahead
 from vkdoctor.packages.dpkg import ADMINDIR, DpkgDB
 from vkdoctor.packages.model import Inventory, PackageDB, PackageDBError
 from vkdoctor.packages.pacman import PacmanDB, dbpath_from_conf
@@ -18,7 +18,7 @@ def inventory(ctx: Context) -> Inventory:
     rpm tool, which is not an rpm-managed system.
     """
     if ctx.live:
-        ahead.wait(ctx.options.timeout)  # what it keeps, the databases below find kept
+        dpkgahead.wait(ctx.options.timeout)  # what it keeps, the databases below find kept
     dbs: list[PackageDB] = []
     absent: dict[str, str] = {}
 

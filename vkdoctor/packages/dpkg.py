@@ -580,7 +580,7 @@ class DpkgDB:
 
     def warm(self) -> None:
         """Compute and keep (vkdoctor.factcache) what the database's files alone answer: the
-        packages, the unmet dependencies and `dpkg --audit`'s verdict (vkdoctor.packages.ahead);
+        packages, the unmet dependencies and `dpkg --audit`'s verdict (vkdoctor.dpkgahead);
         the tool runs while the status file is parsed."""
         self.prefetch()
         self.packages()
