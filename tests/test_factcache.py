@@ -320,45 +320,6 @@ def test_ld_so_s_directories_are_read_again_from_a_replaced_interpreter(
     assert "/usr/lib/x86_64-linux-GNU" in changed
 
 
-def test_a_record_s_compiled_init_is_kept_and_a_changed_record_compiles_its_own(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The `__init__` of a record is compiled once per machine, as Python compiles a module
-    once into __pycache__: a later run takes the code compiled from the same source; a record
-    whose fields changed has another source, and gets its own."""
-    from vkdoctor import record as records
-
-    cache = tmp_path / "cache"
-
-    def kept_store() -> factcache.Store:
-        factcache._open.clear()
-        store = factcache.store(cache, "records", sources=(records.__file__,))
-        assert store is not None
-        return store
-
-    def point(*fields: str) -> Any:
-        cls = type("Point", (), {"__annotations__": dict.fromkeys(fields, "int")})
-        return records.record(frozen=True, kw_only=True)(cls)
-
-    monkeypatch.setattr(records, "_compiled", None)
-    records.keep_compiled_in(kept_store())
-    assert point("x", "y")(x=1, y=2).y == 2
-    factcache.save_all()
-    records.keep_compiled_in(kept_store())
-
-    def no_compile(*args: object) -> None:
-        raise AssertionError("compiled again")
-
-    with monkeypatch.context() as m:
-        m.setattr(records, "compile", no_compile, raising=False)
-        again = point("x", "y")
-        assert again(x=3, y=4) == again(x=3, y=4) and again(x=3, y=4).y == 4
-        with pytest.raises(AssertionError, match="compiled again"):
-            point("x", "z")(x=1, z=5)
-    changed = point("x", "z")(x=1, z=5)
-    assert (changed.x, changed.z) == (1, 5) and not hasattr(changed, "y")
-
-
 def _spoil(store: Path, value: object) -> None:
     """Every value of the store replaced by `value`, its stamp kept: a store of another shape
     that the stamp does not catch."""
@@ -372,7 +333,7 @@ def test_a_store_of_another_shape_is_computed_again(tmp_path: Path, value: objec
     env = {"XDG_CACHE_HOME": str(cache)}
     _, fresh = run_json(["check", "--no-probe"], env=env)
     facts = cache / "vkdoctor" / "facts"
-    for name in ("ldcache", "ldso-dirs", "undefined", "elf", "load-request", "records"):
+    for name in ("ldcache", "ldso-dirs", "undefined", "elf", "load-request"):
         if (facts / f"{name}.marshal").exists():
             _spoil(facts / f"{name}.marshal", value)
     proc, again = run_json(["check", "--no-probe"], env=env)
@@ -388,7 +349,7 @@ def test_a_fifo_in_place_of_a_store_does_not_stop_the_run(tmp_path: Path) -> Non
     env = {"XDG_CACHE_HOME": str(cache)}
     run_json(["check", "--no-probe"], env=env)
     facts = cache / "vkdoctor" / "facts"
-    for name in ("records", "elf"):
+    for name in ("ldcache", "elf"):
         (facts / f"{name}.marshal").unlink()
         os.mkfifo(facts / f"{name}.marshal")
     proc, doc = run_json(["check", "--no-probe"], env=env, timeout=60)

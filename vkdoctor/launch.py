@@ -139,7 +139,6 @@ def main() -> None:
                     _hand_ahead()
                 except Exception:  # a head start, never a reason to fail
                     pass
-        _keep_compiled_records()
         if len(sys.argv) > 1 and sys.argv[1] == "run-probe":
             from vkdoctor import probe
 
@@ -263,15 +262,6 @@ def _out_of_memory() -> int:
         raise  # noqa: PLE0704 - called only from an except block: the error being handled
     os.write(2, f"vkdoctor: out of memory: {limited}\n".encode())
     return 1
-
-
-def _keep_compiled_records() -> None:
-    from vkdoctor import factcache, record
-    from vkdoctor.cachedir import cache_home
-
-    record.keep_compiled_in(
-        factcache.store(cache_home(os.environ), "records", sources=(record.__file__,), keep=1024)
-    )
 
 
 def _plain(args: list[str]) -> bool:

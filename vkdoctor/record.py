@@ -3,9 +3,9 @@
 `dataclasses.dataclass` compiles five or six functions per class and calls `inspect.signature`
 for a docstring: about 1 ms per class here, 90 ms for vkdoctor's ~90 classes, a large part of
 a `check` run that should take about as long as `vulkaninfo` (docs/performance.md). `record`
-compiles only `__init__`, and only when the class is first instantiated; equality, hashing and
-repr are shared functions over the field names. The type checker treats `record` as a dataclass
-(PEP 681).
+compiles nothing: `__init__`, equality, hashing and repr are shared functions over the field
+names (tests/test_record.py holds them to what dataclasses does). The type checker treats
+`record` as a dataclass (PEP 681).
 
 Supported: `frozen`, `kw_only`, `eq`, defaults, `field(default=, default_factory=, repr=)`,
 `replace`, `asdict` and `to_json` (a record as its JSON object); not inheritance between records or `__post_init__` (none is used).
@@ -16,7 +16,6 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping
 from operator import attrgetter
-from types import CodeType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 if TYPE_CHECKING:
@@ -107,66 +106,41 @@ def _spec_of(cls: type, *, kw_only: bool, frozen: bool) -> _Spec:
     return spec
 
 
-def _init_source(cls: type, spec: _Spec) -> tuple[str, dict[str, Any]]:
-    scope: dict[str, Any] = {"_MISSING": _MISSING, "_setattr": object.__setattr__}
-    positional: list[str] = []
-    keyword: list[str] = []
-    body: list[str] = []
-    for i, name in enumerate(spec.names):
-        if name in spec.factories:
-            scope[f"_f{i}"] = spec.factories[name]
-            param = f"{name}=_MISSING"
-            value = f"_f{i}() if {name} is _MISSING else {name}"
-        elif name in spec.defaults:
-            scope[f"_d{i}"] = spec.defaults[name]
-            param = f"{name}=_d{i}"
-            value = name
-        else:
-            param = name
-            value = name
-        (keyword if spec.kw_only else positional).append(param)
-        if spec.frozen:
-            body.append(f"    _setattr(self, {name!r}, {value})")
-        else:
-            body.append(f"    self.{name} = {value}")
-    params = ["self", *positional]
-    if keyword:
-        params += ["*", *keyword]
-    lines = [f"def __init__({', '.join(params)}) -> None:", *(body or ["    pass"])]
-    return "\n".join(lines), scope
+def _init(cls: type, spec: _Spec) -> Callable[..., None]:
+    """`__init__` for the fields of `spec`, one function for every record: it binds the
+    arguments as a compiled `def` would (positional or keyword-only, defaults, factories, and
+    a TypeError for a missing, unknown or repeated one) and sets them in one `__dict__` update,
+    which a frozen record's `__setattr__` does not see. Compiling an `__init__` per class cost a
+    first run ~0.2 ms per record, more than a run spends in every `__init__` together."""
+    names = tuple(spec.names)
+    known = frozenset(names)
+    defaults = dict(spec.defaults)
+    factories = tuple(spec.factories.items())
+    required = frozenset(n for n in names if n not in defaults and n not in spec.factories)
+    positional = 0 if spec.kw_only else len(names)
+    where = f"{cls.__qualname__}.__init__()"
 
-
-#: the __init__s an earlier run compiled, by file name and source: a vkdoctor.factcache store
-#: (its trust rule, the Python and marshal versions and this module's identity in its stamp),
-#: given by the face (`keep_compiled_in`); compiling one costs ~0.3 ms, ~60 per `check`
-_compiled: Any = None
-
-
-def keep_compiled_in(store: Any) -> None:
-    """Keep the compiled `__init__`s in `store` (a vkdoctor.factcache.Store) across runs, as
-    Python keeps a module's in __pycache__: the code compiled from the same source."""
-    global _compiled  # noqa: PLW0603 - set once, by the face, before anything is compiled
-    _compiled = store
-
-
-def _code(source: str, filename: str) -> Any:
-    kept = _compiled.get((filename, source)) if _compiled is not None else None
-    if isinstance(kept, CodeType) and kept.co_filename == filename:
-        return kept
-    code = compile(source, filename, "exec")
-    if _compiled is not None:
-        _compiled.put((filename, source), code)
-    return code
-
-
-def _lazy_init(cls: type, spec: _Spec) -> Callable[..., None]:
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        source, scope = _init_source(cls, spec)
-        exec(_code(source, f"<record {cls.__qualname__}>"), scope)
-        init = scope["__init__"]
-        init.__qualname__ = f"{cls.__qualname__}.__init__"
-        cls.__init__ = init  # type: ignore[misc]
-        init(self, *args, **kwargs)
+        if args:
+            if len(args) > positional:
+                raise TypeError(
+                    f"{where} takes {positional + 1} positional arguments "
+                    f"but {len(args) + 1} were given"
+                )
+            for name, value in zip(names, args, strict=False):
+                if name in kwargs:
+                    raise TypeError(f"{where} got multiple values for argument {name!r}")
+                kwargs[name] = value
+        keys = kwargs.keys()
+        if not keys <= known:
+            raise TypeError(f"{where} got an unexpected keyword argument {min(keys - known)!r}")
+        if not keys >= required:
+            raise TypeError(f"{where} missing required argument {min(required - keys)!r}")
+        values = {**defaults, **kwargs}
+        for name, make in factories:
+            if name not in kwargs:
+                values[name] = make()
+        self.__dict__.update(values)
 
     return __init__
 
@@ -231,7 +205,7 @@ def record(
         spec = _spec_of(cls, kw_only=kw_only, frozen=frozen)
         attrs: dict[str, Any] = {
             "__record_spec__": spec,
-            "__init__": _lazy_init(cls, spec),
+            "__init__": _init(cls, spec),
             "__match_args__": () if kw_only else tuple(spec.names),
             "__repr__": _repr,
         }
