@@ -505,3 +505,36 @@ def test_a_driver_named_bare_whose_winning_copy_is_cut_short_is_vkl001s_one_fail
     assert b"llvmpipe" in vulkaninfo(fixed).stdout
     proc, doc = run_json(["check", "--no-probe", "--select", SELECT], env=fixed)
     assert proc.returncode == 0, failing(doc)
+
+
+def _holding_mount(table: list[tuple[str, str]], real: str) -> str | None:
+    """The mount /proc/self/mountinfo's rules give a path: the deepest point that holds it, and
+    of a point mounted twice the later mount; its point when that mount is noexec."""
+    best: tuple[str, str] | None = None
+    for point, options in table:
+        inside = real == point or real.startswith(point.rstrip("/") + "/")
+        if inside and (best is None or len(point) >= len(best[0])):
+            best = (point, options)
+    return best[0] if best is not None and "noexec" in best[1].split(",") else None
+
+
+def test_the_noexec_mount_of_a_path_is_the_one_that_holds_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import random
+
+    from vkdoctor.context import Context
+    from vkdoctor.elf import mounts, reader
+
+    rng = random.Random(7)
+    points = ["/", "/usr", "/usr/lib", "/usr/lib/x", "/opt", "/opt/a b", "/dev/shm", "/usr/li"]
+    monkeypatch.setattr(reader, "resolved", lambda ctx, path: Path(path))
+    for _ in range(300):
+        table = [
+            (rng.choice(points), rng.choice(["rw,noexec", "rw", "ro,nosuid", "noexec"]))
+            for _ in range(rng.randint(0, 6))
+        ]
+        monkeypatch.setattr(mounts, "mounts", lambda ctx, table=table: table)
+        ctx = Context(root=Path("/"))
+        for path in ("/usr/lib/x/libz.so.1", "/usr/lib/libz.so", "/usr/libz", "/opt/a b/c", "/"):
+            assert mounts.noexec_mount(ctx, path) == _holding_mount(table, path), (table, path)

@@ -45,8 +45,8 @@ def _unescape(field: str) -> str:
 
 def noexec_mount(ctx: Context, path: str) -> str | None:
     """The mount point holding `path` (its real path) when it is mounted noexec."""
-    table = mounts(ctx)
-    if not any("noexec" in options.split(",") for _, options in table):
+    table = ctx.fact(_deciding_first)
+    if not table:
         return None
     from vkdoctor.elf.reader import resolved
 
@@ -54,11 +54,21 @@ def noexec_mount(ctx: Context, path: str) -> str | None:
         real = str(resolved(ctx, path))
     except OSError:
         return None
-    best: tuple[str, str] | None = None
-    for point, options in table:
-        inside = real == point or real.startswith(point.rstrip("/") + "/")
-        if inside and (best is None or len(point) >= len(best[0])):
-            best = (point, options)
-    if best is not None and "noexec" in best[1].split(","):
-        return best[0]
+    for point, inside, noexec in table:
+        if real == point or real.startswith(inside):
+            return point if noexec else None
     return None
+
+
+def _deciding_first(ctx: Context) -> list[tuple[str, str, bool]]:
+    """(mount point, its prefix, noexec) with the mount that holds a path first among those
+    whose prefix it has: the deepest point, and of one point mounted twice the later mount.
+    Empty when no mount is noexec (then none holds anything)."""
+    table = mounts(ctx)
+    if not any("noexec" in options.split(",") for _, options in table):
+        return []
+    ranked = sorted(enumerate(table), key=lambda e: (-len(e[1][0]), -e[0]))
+    return [
+        (point, point.rstrip("/") + "/", "noexec" in options.split(","))
+        for _, (point, options) in ranked
+    ]
