@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Literal
 
 from vkdoctor.digits import digits_key, is_digits
@@ -34,6 +35,7 @@ _DPKG_ORDER.update(
 _END = "\x02"
 
 
+@lru_cache(maxsize=8192)  # a database compares a few hundred versions, each many times
 def _dpkg_key(part: str) -> tuple[tuple[str, tuple[int, str]], ...]:
     """A sort key equal to dpkg's verrevcmp order: (non-digits, number) pairs, each non-digit
     run translated so that Python's string order is dpkg's, and ended by a marker that sorts
