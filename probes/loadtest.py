@@ -287,8 +287,11 @@ class Loader:
         return result
 
     def instance_devices(
-        self, before_device: Callable[[], None] | None = None, *, device: bool = True
+        self, begin: Callable[[str], None] | None = None, *, device: bool = True
     ) -> dict[str, object]:
+        """vkCreateInstance, the physical devices, and vkCreateDevice on the first (`device`);
+        `begin("enumerate")` and `begin("device")` say which call comes next, so that a driver
+        or layer that ends the process in it is blamed for that call."""
         app = ApplicationInfo(
             sType=STYPE_APPLICATION_INFO,
             pApplicationName=b"vkdoctor-loadtest",
@@ -303,11 +306,13 @@ class Loader:
         if result != VK_SUCCESS:
             return {"result": result}
         try:
+            if begin is not None:
+                begin("enumerate")
             found = self._devices(instance)
             handles = found.pop("handles", [])
             if handles and device:
-                if before_device is not None:
-                    before_device()
+                if begin is not None:
+                    begin("device")
                 found["device_result"] = self.device_result(handles[0])  # type: ignore[index]
             return {"result": result, **found}
         finally:
@@ -516,7 +521,7 @@ def run(request: dict[str, Any]) -> int:
         start = time.perf_counter()
         try:
             outcome = loader.instance_devices(
-                lambda i=index: emit(event="begin", index=i, step="device")
+                lambda step, i=index: emit(event="begin", index=i, step=step)
             )
         except Exception as exc:  # a bug of ours (or data we cannot read), not the driver's
             emit(event="error", index=index, step="instance", error=f"{type(exc).__name__}: {exc}")

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import run_json
+from conftest import run_json, vulkaninfo
 
 from vkdoctor.checks import env as env_checks
 from vkdoctor.context import Context
@@ -302,3 +302,31 @@ def test_the_deprecated_name_is_renamed_only_when_what_it_names_works(tmp_path, 
         assert f["remedy"].startswith(
             "unset VK_ICD_FILENAMES: no driver manifest it names is usable"
         )
+
+
+def test_mesa_vk_device_select_list_is_the_cause_and_unsetting_it_the_fix() -> None:
+    """MESA_VK_DEVICE_SELECT=list: Mesa's device-select layer prints the devices and exits 0 in
+    vkEnumeratePhysicalDevices. vulkaninfo, the oracle, ends there with status 0 and no summary;
+    vkdoctor names the variable (VKE012), its load test finds the layer ending the process there
+    (VKT003, explained by VKE012), and without the variable vulkaninfo lists the device."""
+    listing = {"MESA_VK_DEVICE_SELECT": "list"}
+    real = vulkaninfo(listing)
+    assert real.returncode == 0 and b"selectable devices:" in real.stderr
+    assert b"deviceName" not in real.stdout
+    proc, doc = run_json(["check", "--no-probe"], env=listing)
+    (cause,) = findings(doc, "VKE012")
+    assert proc.returncode == 1 and cause["severity"] == "fail", proc.stdout
+    assert cause["remedy"].startswith("unset MESA_VK_DEVICE_SELECT")
+    assert cause["evidence"]["layer_manifest"] == DEVICE_SELECT
+    (layer,) = [f for f in findings(doc, "VKT003") if f["evidence"].get("name")]
+    assert layer["severity"] == "info" and layer["evidence"]["explained_by"] == "VKE012", layer
+    assert "vkEnumeratePhysicalDevices" in layer["message"]
+    assert [f["code"] for f in doc["findings"] if f["severity"] == "fail"] == ["VKE012"]
+    assert b"deviceName" in vulkaninfo({}).stdout  # the fix: the variable unset
+
+    # the layer turned off, the variable does nothing: vulkaninfo lists the device
+    off = {**listing, "NODEVICE_SELECT": "1"}
+    assert b"deviceName" in vulkaninfo(off).stdout
+    proc, doc = run_json(["check", "--no-probe", "--select", "VKE012"], env=off)
+    (quiet,) = findings(doc, "VKE012")
+    assert proc.returncode == 0 and quiet["severity"] == "info"

@@ -233,3 +233,43 @@ def test_with_no_device_to_compare_with_the_loaders_rule_stands_in():
     assert wrecks_all(measured, "1.3.239") is None  # the real loader has the last word
     v = classify(measured, others=["/l"], loader_version="1.3.239")
     assert v.severity is Severity.WARN and "leaves its devices out" in v.message
+
+
+@pytest.mark.parametrize(
+    ("end", "returncode", "title", "how"),
+    [
+        ("segv", -11, "crashes the process (SIGSEGV)", "was killed by SIGSEGV"),
+        ("exit", 0, "ends the process (exit status 0)", "ended the process (exit status 0)"),
+        ("hang", None, "hangs in vkEnumeratePhysicalDevices", "hung"),
+    ],
+)
+def test_a_driver_that_ends_the_process_in_enumeration_is_blamed_for_enumeration(
+    lab, end, returncode, title, how
+):
+    """vkCreateInstance succeeds and vkEnumeratePhysicalDevices crashes, exits or hangs: the
+    verdict names the call that did it, as the real loader's client finds it, and the filter it
+    names lets that client through."""
+    env = {"VK_ADD_DRIVER_FILES": str(lab.icd_dir), "VKDOCTOR_FAKE_ENUM_END": end}
+    try:
+        real = subprocess.run(
+            [str(lab.client)],
+            env={**os.environ, **env},
+            capture_output=True,
+            timeout=5,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        assert returncode is None  # the client hangs as the driver does
+    else:
+        assert real.returncode == returncode and b"create=" not in real.stdout, real
+    proc, doc = run_json(
+        ["check", "--no-probe", "--select", "VKT001", "--timeout", "5"], env=env, timeout=120
+    )
+    (fake,) = [f for f in doc["findings"] if f["evidence"].get("name") == FAKE]
+    assert proc.returncode == 1 and fake["severity"] == "fail"
+    assert fake["title"].endswith(title), fake["title"]
+    assert f"{how} in vkEnumeratePhysicalDevices" in fake["message"], fake["message"]
+    assert "vkCreateInstance" not in fake["message"]
+    assert fake["remedy"].startswith(f"export VK_LOADER_DRIVERS_DISABLE={FAKE};")
+    fixed = lab.real({**env, "VK_LOADER_DRIVERS_DISABLE": FAKE})
+    assert "llvmpipe" in fixed["devices"]

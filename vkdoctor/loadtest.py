@@ -114,7 +114,7 @@ class TargetOutcome:
     #: for crash: the signal's name (SIGSEGV); for timeout: None
     signal: str | None = None
     #: the call in flight when the child crashed or hung: "dlopen", "vkCreateInstance",
-    #: "vkCreateDevice"
+    #: "vkEnumeratePhysicalDevices", "vkCreateDevice"
     crashed_in: str | None = None
     #: why a step was skipped or not run
     reason: str | None = None
@@ -270,12 +270,16 @@ def _beside(event: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+#: the call the child said comes next ("begin" of these steps within its instance step)
+_CALLS = {"enumerate": "vkEnumeratePhysicalDevices", "device": "vkCreateDevice"}
+
+
 def blame(outcome: TargetOutcome, step: str, *, signal_name: str | None) -> TargetOutcome:
     """The target whose `step` was in flight when the child died (signal) or hung (None)."""
     state: StepState = "crash" if signal_name else "timeout"
     if step == "dlopen":
         return replace(outcome, dlopen=state, signal=signal_name, crashed_in="dlopen")
-    call = "vkCreateDevice" if step == "device" else "vkCreateInstance"
+    call = _CALLS.get(step, "vkCreateInstance")
     return replace(outcome, instance=state, signal=signal_name, crashed_in=call)
 
 
@@ -1081,7 +1085,15 @@ def _crashed_or_hung(asked: _Asked, step: str) -> Verdict:
         if step == "dlopen"
         else f"in {outcome.crashed_in or 'vkCreateInstance'}"
     )
-    if outcome.signal:
+    lookup = _symbol_lookup_error(outcome)
+    if lookup is not None:
+        # ld.so ends the process with 127 when a lazily bound call finds no definition
+        how = f"was ended by ld.so {where} (exit status 127): {lookup}"
+        kind, title = "crash", f"{asked.what} ends the process: a symbol it calls is missing"
+    elif outcome.signal and outcome.signal.startswith("exit status"):
+        how = f"ended the process ({outcome.signal}) {where}"
+        kind, title = "crash", f"{asked.what} ends the process ({outcome.signal})"
+    elif outcome.signal:
         how = f"was killed by {outcome.signal} {where}"
         kind, title = "crash", f"{asked.what} crashes the process ({outcome.signal})"
     else:
@@ -1102,6 +1114,17 @@ def _crashed_or_hung(asked: _Asked, step: str) -> Verdict:
         else _owner_tail(t, asked.owner),
     )
     return Verdict(severity=Severity.FAIL, kind=kind, title=title, message=message, remedy=remedy)
+
+
+def _symbol_lookup_error(outcome: TargetOutcome) -> str | None:
+    """ld.so's "symbol lookup error" line from the step that ended with exit status 127."""
+    if outcome.signal != "exit status 127":
+        return None
+    for text in outcome.output.values():
+        for line in text.splitlines():
+            if "symbol lookup error" in line:
+                return line.strip()
+    return None
 
 
 def _dlopen_failed(asked: _Asked) -> Verdict:

@@ -4,10 +4,14 @@
  *   VKDOCTOR_FAKE_ENUM=N     vkEnumeratePhysicalDevices returns N (unset: VK_SUCCESS, no device)
  *   VKDOCTOR_FAKE_ENUM_ON=fill   return N only when the loader asks for the handles (the count
  *                            query then says one device, when N is not 0); else on every call
+ *   VKDOCTOR_FAKE_ENUM_END=segv|hang|exit   vkEnumeratePhysicalDevices raises SIGSEGV, never
+ *                            returns, or calls exit(0) instead
  * It never has a device, so a successful enumeration reports none. Interface version 5. */
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef int VkResult;
 typedef void (*PFN)(void);
@@ -33,6 +37,11 @@ static void destroy_instance(void *instance, const void *alloc) {
 
 static VkResult enumerate_devices(void *instance, uint32_t *count, void **devices) {
     (void)instance;
+    const char *end = getenv("VKDOCTOR_FAKE_ENUM_END");
+    if (end && !strcmp(end, "segv")) raise(SIGSEGV);
+    if (end && !strcmp(end, "hang"))
+        for (;;) pause();
+    if (end && !strcmp(end, "exit")) exit(0);
     VkResult code = env_code("VKDOCTOR_FAKE_ENUM");
     const char *on = getenv("VKDOCTOR_FAKE_ENUM_ON");
     if (on && !strcmp(on, "fill")) {

@@ -453,6 +453,64 @@ class XdgRuntimeDir(Check):
         )
 
 
+class DeviceSelectList(Check):
+    """MESA_VK_DEVICE_SELECT=list: every Vulkan program lists the devices and exits, status 0.
+
+    Mesa's device-select implicit layer (VK_LAYER_MESA_device_select) reads
+    MESA_VK_DEVICE_SELECT in vkEnumeratePhysicalDevices. The value `list` (exactly) makes it
+    print "selectable devices:" and each device on stderr, then call exit(0). The program ends
+    there, before it has done any work, with the status of a success: a CI step "passes" having
+    computed nothing. Any other value names the device to put first (VENDOR:DEVICE in hex, as
+    the list prints it). Unset the variable, or give it the device.
+    """
+
+    code = "VKE012"
+    family = "environment"
+    title = "MESA_VK_DEVICE_SELECT lists and exits"
+    #: the layer's exit is the load test's "ends the process (exit status 0)"
+    explains = ("VKT003",)
+
+    def explained(self, symptom: Finding, cause: Finding) -> bool:
+        return (
+            symptom.evidence.get("name") == _DEVICE_SELECT
+            and symptom.evidence.get("signal") == "exit status 0"
+        )
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        if ctx.env.get("MESA_VK_DEVICE_SELECT") != "list":
+            return
+        active = [layer for layer in facts.layer_scan(ctx).active if layer.name == _DEVICE_SELECT]
+        if not active:
+            yield self.info(
+                "MESA_VK_DEVICE_SELECT=list is set, and Mesa's device-select layer is off",
+                "With VK_LAYER_MESA_device_select active, MESA_VK_DEVICE_SELECT=list would make "
+                "every Vulkan program print its devices and exit; the layer is not active here "
+                "(vkdoctor's layer findings, VKI, say why), so it does nothing.",
+                variable="MESA_VK_DEVICE_SELECT",
+                value="list",
+            )
+            return
+        yield self.fail(
+            "MESA_VK_DEVICE_SELECT=list: every Vulkan program lists the devices and exits",
+            "MESA_VK_DEVICE_SELECT is set to list, so Mesa's device-select layer "
+            f'({active[0].manifest}) prints "selectable devices:" and the devices on stderr in '
+            "vkEnumeratePhysicalDevices, then calls exit(0): every Vulkan program (wgpu, "
+            "vulkaninfo, a CI gate) ends there, with exit status 0, before it has computed "
+            "anything.",
+            remedy=Remedy(
+                commands=("unset MESA_VK_DEVICE_SELECT",),
+                text="; to choose a device instead, set it to the VENDOR:DEVICE pair the list "
+                "prints (MESA_VK_DEVICE_SELECT=10de:2335 puts that device first)",
+            ),
+            variable="MESA_VK_DEVICE_SELECT",
+            value="list",
+            layer_manifest=active[0].manifest,
+        )
+
+
+_DEVICE_SELECT = "VK_LAYER_MESA_device_select"
+
+
 class WgpuSelection(Check):
     """wgpu is not told to use another backend, or an adapter that is not there.
 
@@ -658,5 +716,6 @@ CHECKS: tuple[type[Check], ...] = (
     OverridesPointAtDrivers,
     ElevatedIgnoresVariables,
     XdgRuntimeDir,
+    DeviceSelectList,
     WgpuSelection,
 )
