@@ -673,10 +673,19 @@ def test_one_missing_soname_is_one_finding_whoever_needs_it(
     ]
     assert [f.title for f in found] == ["libgone.so.1 missing (needed by liba.so.1, libb.so.1)"]
     assert found[0].evidence["needed_by_all"] == [str(a), str(b)]
-    # on this Debian machine, the way to find the package that ships it
+    # on this Debian machine, the way to find the package that ships it, as it runs here: apt-file
+    # is no part of a base system, and finds nothing before apt has its Contents lists
+    lists = Path("/var/lib/apt/lists")
+    first = (
+        "apt install apt-file && apt update && "
+        if not Path("/usr/bin/apt-file").is_file()
+        else ""
+        if any("Contents-" in p.name for p in lists.iterdir())
+        else "apt update && "
+    )
     assert found[0].fix() == (
-        "Install the package that provides libgone.so.1: apt-file search libgone.so.1 (Debian "
-        "names library packages after the soname) names it."
+        f"Install the package that provides libgone.so.1: {first}apt-file search libgone.so.1 "
+        "(Debian names library packages after the soname) names it."
     )
 
 
@@ -699,3 +708,40 @@ def test_an_old_copy_behind_a_dt_rpath_names_the_library_that_carries_it(
         f"patchelf --remove-rpath {drv} if the bundle does not need {seed.shadow_dir} "
         f"({drv}'s DT_RPATH); else update its libstdc++.so.6 to one that defines"
     )
+
+
+@pytest.mark.parametrize("through", ["LD_PRELOAD", "LD_LIBRARY_PATH"])
+def test_a_stub_libdrm_that_ends_every_program_is_named_with_the_fix_that_works(
+    tmp_path: Path, through: str
+) -> None:
+    """A stub libdrm.so.2 preloaded or first on LD_LIBRARY_PATH: Mesa's drivers load, and the
+    first drm call they bind lazily ends the process with ld.so's "symbol lookup error", as
+    vulkaninfo shows. The load test's failures quote that error and name the stub (not the
+    intact package); the printed fix, applied, lets vulkaninfo list the device."""
+    from conftest import run_json, vulkaninfo
+
+    stub = build_lib(
+        tmp_path / "stub" / "libdrm.so.2",
+        soname="libdrm.so.2",
+        source="int drmAvailable(void){return 0;}\n",
+    )
+    env = {through: str(stub) if through == "LD_PRELOAD" else str(stub.parent)}
+    real = vulkaninfo(env)
+    assert real.returncode == 127 and b"symbol lookup error" in real.stderr, real.stderr
+    proc, doc = run_json(["check", "--no-probe", "--select", "VKL006,VKT"], env=env)
+    assert proc.returncode == 1
+    crashed = [
+        f
+        for f in doc["findings"]
+        if f["code"] == "VKT001" and f["evidence"].get("signal") == "exit status 127"
+    ]
+    assert crashed, doc["findings"]
+    for f in crashed:
+        assert f["severity"] == "fail" and f["evidence"]["shadowed_by"] == str(stub)
+        assert "symbol lookup error: " in f["message"] and "undefined symbol: drm" in f["message"]
+        assert f"because {stub} (found through {through}" in f["message"]
+        assert "reinstall" not in f["remedy"]
+        fix = f"unset {through}"
+        assert f"({fix})" in f["remedy"], f["remedy"]
+    fixed = vulkaninfo({})  # the fix: the variable unset
+    assert fixed.returncode == 0 and b"deviceName" in fixed.stdout

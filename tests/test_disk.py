@@ -168,3 +168,47 @@ def test_bad_sizes_are_usage_errors():
     proc = run_vkdoctor(["check", "--no-probe", "--disk-warn", "1G", "--disk-fail", "2G"])
     assert proc.returncode == 2 and "must not be larger than --disk-warn" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_file_where_the_cache_directory_goes_is_named_as_a_file(tmp_path: Path):
+    """XDG_CACHE_HOME naming a file: no one can make directories in it, root included; VKS002
+    says it is a file, not that this user lacks permission."""
+    import os
+
+    plain = tmp_path / "cache-file"
+    plain.write_text("x")
+    assert not os.access(plain, os.X_OK)
+    _, doc = run_json(
+        ["check", "--no-probe", "--select", "VKS"], env={"XDG_CACHE_HOME": str(plain)}
+    )
+    warned = [f for f in doc["findings"] if f["code"] == "VKS002" and f["severity"] == "warn"]
+    assert warned and all(f["evidence"]["problem"] == "not-a-directory" for f in warned), warned
+    assert all(f"{plain} is a file, not a directory." in f["message"] for f in warned)
+    assert all("may not write" not in f["message"] for f in warned)
+
+
+def test_a_filesystem_smaller_than_the_threshold_is_not_told_to_clear_files(tmp_path: Path):
+    """An empty 200 MiB tmpfs as TMPDIR: below 1 GiB, but no cleanup can help; the fix is a
+    larger filesystem or a lower threshold, and the lower threshold, given, passes it."""
+    import subprocess
+
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200M", "tmpfs", str(small)], check=True)
+    try:
+
+        def verdict(*extra: str) -> dict:
+            _, doc = run_json(
+                ["check", "--no-probe", "--select", "VKS001", *extra], env={"TMPDIR": str(small)}
+            )
+            (f,) = [f for f in doc["findings"] if f["evidence"].get("mount") == str(small)]
+            return f
+
+        failed = verdict()
+        assert failed["severity"] == "fail" and "clear old files" not in failed["remedy"], failed
+        assert "export TMPDIR=DIR" in failed["remedy"] and "(--disk-fail SIZE)" in failed["remedy"]
+        warned = verdict("--disk-fail", "100M")
+        assert warned["severity"] == "warn" and "(--disk-warn SIZE)" in warned["remedy"]
+        assert verdict("--disk-fail", "100M", "--disk-warn", "150M")["severity"] == "ok"
+    finally:
+        subprocess.run(["umount", str(small)], check=False)

@@ -330,3 +330,24 @@ def test_mesa_vk_device_select_list_is_the_cause_and_unsetting_it_the_fix() -> N
     proc, doc = run_json(["check", "--no-probe", "--select", "VKE012"], env=off)
     (quiet,) = findings(doc, "VKE012")
     assert proc.returncode == 0 and quiet["severity"] == "info"
+
+
+def test_a_home_on_a_read_only_mount_is_writable_by_nobody(tmp_path: Path) -> None:
+    """HOME on a tmpfs of mode 1777: world-writable while it is mounted read-write (VKE003 warns,
+    as for HOME=/tmp), writable by nobody once it is mounted read-only (no finding)."""
+    import subprocess
+
+    home = tmp_path / "home"
+    home.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=1777", "tmpfs", str(home)], check=True)
+    try:
+        _, doc = run_json(["check", "--no-probe", "--select", "VKE003"], env={"HOME": str(home)})
+        (rw,) = findings(doc, "VKE003")
+        assert rw["severity"] == "warn" and str(home) in rw["message"], rw
+        subprocess.run(["mount", "-o", "remount,ro", str(home)], check=True)
+        _, doc = run_json(["check", "--no-probe", "--select", "VKE003"], env={"HOME": str(home)})
+        (ro,) = findings(doc, "VKE003")
+        assert ro["severity"] == "ok", ro
+        assert not os.access(home, os.W_OK)  # not even root may write there
+    finally:
+        subprocess.run(["umount", str(home)], check=False)

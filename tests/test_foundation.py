@@ -765,3 +765,14 @@ def test_strict_warning_beside_an_internal_error_is_a_failure():
     assert report.status(strict=True) is ReportStatus.FAIL
     assert exit_code(report.status(strict=True)) == 1
     assert report.status() is ReportStatus.ERROR
+
+
+def test_a_tree_without_drivers_counts_no_library_as_resolved(tmp_path: Path) -> None:
+    """The libraries' line of a tree with no driver and no layer says there is nothing to
+    resolve (the check's "none" is not a target)."""
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "usr").mkdir()
+    (tmp_path / "etc" / "os-release").write_text("ID=debian\n")
+    proc = run_vkdoctor(["check", "--root", str(tmp_path)], env={"COLUMNS": "80"})
+    lines = [line for line in proc.stdout.splitlines() if "Libraries" in line]
+    assert lines == ["  · Libraries    No driver or layer library to resolve"], proc.stdout

@@ -109,3 +109,11 @@ def test_bench_sizes_of_5000_digits_or_superscripts_are_usage_errors() -> None:
     assert "set_int_max_str_digits" not in proc.stderr
     proc = run_vkdoctor(["bench", "--cpu", "--sizes", "\u00b2x4"])
     assert proc.returncode == 2 and "is not ROWSxD" in proc.stderr
+
+
+def test_a_title_spans_the_missing_versions_of_a_family_from_the_first_to_the_highest() -> None:
+    from vkdoctor.elf.explain import span_per_family
+
+    missing = ["GLIBCXX_3.4.30", "CXXABI_1.3.13", "GLIBCXX_3.4.29", f"GLIBCXX_3.4.{HUGE}"]
+    assert span_per_family(missing) == [f"GLIBCXX_3.4.29 to GLIBCXX_3.4.{HUGE}", "CXXABI_1.3.13"]
+    assert span_per_family(["GLIBCXX_3.4.30"]) == ["GLIBCXX_3.4.30"]

@@ -157,6 +157,23 @@ def _cleanup(fs: Filesystem) -> Remedy:
     return Remedy(text="; ".join(hints))
 
 
+def _too_small(fs: Filesystem, threshold: int, option: str) -> Remedy:
+    """A filesystem smaller than the threshold even when empty: no cleanup reaches it."""
+    moves = []
+    for place, _ in fs.places:
+        var = {"temp directory": "TMPDIR", "CARGO_TARGET_DIR": "CARGO_TARGET_DIR"}.get(
+            place.purpose, "XDG_CACHE_HOME"
+        )
+        if var not in moves:
+            moves.append(var)
+    return Remedy(
+        text=f"{fs.mount} holds {format_size(fs.usage.used + fs.usage.free)} in all, less than "
+        f"{format_size(threshold)} even when empty, so clearing files cannot reach it: point "
+        f"{' and '.join(moves)} at a larger filesystem (export {moves[0]}=DIR), or, when that much "
+        f"is enough for what runs here, lower the threshold ({option} SIZE)"
+    )
+
+
 def _cleanup_hints(fs: Filesystem) -> list[str]:
     hints = []
     for place, _ in fs.places:
@@ -200,14 +217,18 @@ def verdict(fs: Filesystem, *, warn_bytes: int, fail_bytes: int) -> SpaceVerdict
             message=message
             + f" That is below the fail threshold ({format_size(fail_bytes)}): builds and "
             "links die with 'No space left on device', and a script may print PASS over them.",
-            remedy=_cleanup(fs),
+            remedy=_cleanup(fs)
+            if u.used + u.free >= fail_bytes
+            else _too_small(fs, fail_bytes, "--disk-fail"),
         )
     if u.free < warn_bytes:
         return SpaceVerdict(
             severity=Severity.WARN,
             title=f"{fs.mount}: {format_size(u.free)} free",
             message=message + f" That is below the warning threshold ({format_size(warn_bytes)}).",
-            remedy=_cleanup(fs),
+            remedy=_cleanup(fs)
+            if u.used + u.free >= warn_bytes
+            else _too_small(fs, warn_bytes, "--disk-warn"),
         )
     return SpaceVerdict(
         severity=Severity.OK,
@@ -330,7 +351,8 @@ class WriteProblem:
     place: WritePlace
     #: the directory looked at: the place or its nearest existing parent
     measured: str
-    #: "read-only" (the mount), "denied" (permissions), "full"
+    #: "read-only" (the mount), "not-a-directory" (a file in the way), "denied"
+    #: (permissions), "full"
     problem: str
     free: int
     mount: Mount | None
@@ -350,6 +372,8 @@ def write_problems(places_: list[WritePlace], mountinfo: str) -> list[WriteProbl
         free = st.f_bavail * st.f_frsize
         if st.f_flag & os.ST_RDONLY:
             problem = "read-only"
+        elif not measured.is_dir():
+            problem = "not-a-directory"  # a file where a directory is to be made: nobody can
         elif not os.access(measured, os.W_OK | os.X_OK):
             problem = "denied"
         elif place.mmapped and free < SHADER_INDEX_BYTES:

@@ -7,9 +7,10 @@ is about the variables: their syntax, what they point at, and who else can write
 
 from __future__ import annotations
 
+import os
 import stat
 from collections.abc import Iterator, Sequence
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from vkdoctor import files
 from vkdoctor.context import Context
@@ -159,6 +160,14 @@ def _others_can_write(
     return reasons
 
 
+def _read_only(path: Path) -> bool:
+    """`path` lies on a filesystem mounted read-only: no mode bit lets anyone write there."""
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
 def writable_by_others(
     ctx: Context, path: str, purpose: str, me: Identity
 ) -> WritableByOthers | None:
@@ -178,6 +187,8 @@ def writable_by_others(
             exists = False
             continue
         reasons = _others_can_write(st.st_mode, st.st_uid, st.st_gid, me, leaf=leaf)
+        if reasons and _read_only(ctx.under(candidate)):
+            reasons = []  # its mode says writable, its mount lets nobody write (a read-only HOME)
         if reasons:
             return WritableByOthers(
                 purpose=purpose,

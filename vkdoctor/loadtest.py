@@ -1085,7 +1085,7 @@ def _crashed_or_hung(asked: _Asked, step: str) -> Verdict:
         if step == "dlopen"
         else f"in {outcome.crashed_in or 'vkCreateInstance'}"
     )
-    lookup = _symbol_lookup_error(outcome)
+    lookup = symbol_lookup_error(outcome)
     if lookup is not None:
         # ld.so ends the process with 127 when a lazily bound call finds no definition
         how = f"was ended by ld.so {where} (exit status 127): {lookup}"
@@ -1116,14 +1116,15 @@ def _crashed_or_hung(asked: _Asked, step: str) -> Verdict:
     return Verdict(severity=Severity.FAIL, kind=kind, title=title, message=message, remedy=remedy)
 
 
-def _symbol_lookup_error(outcome: TargetOutcome) -> str | None:
+def symbol_lookup_error(outcome: TargetOutcome) -> str | None:
     """ld.so's "symbol lookup error" line from the step that ended with exit status 127."""
     if outcome.signal != "exit status 127":
         return None
     for text in outcome.output.values():
         for line in text.splitlines():
             if "symbol lookup error" in line:
-                return line.strip()
+                # without the program's name before it (the load test's interpreter)
+                return line[line.index("symbol lookup error") :].strip()
     return None
 
 

@@ -104,6 +104,14 @@ def _remedy(probe: Mapping[str, Any], in_check: bool) -> Remedy | str | None:
         limited = limit_behind(probe)
         if limited is not None:
             return limited
+    lookup = symbol_lookup_error(probe)
+    if lookup is not None:
+        return (
+            f"ld.so ended the probe ({lookup}): a library of the process calls a function that "
+            "no library of it defines, usually because another copy of one of its libraries "
+            "wins over the system's (LD_PRELOAD, LD_LIBRARY_PATH, an RPATH); "
+            + ("VKL006 names it." if in_check else "`vkdoctor check` (VKL006) names it.")
+        )
     python = (probe.get("command") or [None])[0]
     shadow = pythonpath_culprit(probe)
     if shadow is not None and reason in ("wgpu-missing", "numpy-missing", "python-error"):
@@ -180,6 +188,15 @@ def _remedy(probe: Mapping[str, Any], in_check: bool) -> Remedy | str | None:
             "one its users were built against."
         )
     return _REMEDY.get(reason)
+
+
+def symbol_lookup_error(probe: Mapping[str, Any]) -> str | None:
+    """ld.so's "symbol lookup error" line from the probe's stderr, without the program's name."""
+    for line in probe.get("stderr_tail") or ():
+        text = str(line)
+        if "symbol lookup error" in text:
+            return text[text.index("symbol lookup error") :].strip()
+    return None
 
 
 def limit_behind(probe: Mapping[str, Any]) -> str | None:

@@ -166,11 +166,10 @@ class WritableCaches(Check):
                 ),
                 **evidence,
             )
-        why = (
-            f"{on} is mounted read-only"
-            if p.problem == "read-only"
-            else f"this user may not write {p.measured}"
-        )
+        why = {
+            "read-only": f"{on} is mounted read-only",
+            "not-a-directory": f"{p.measured} is a file, not a directory",
+        }.get(p.problem, f"this user may not write {p.measured}")
         if place.unwritable == "off":
             var = place.decided_by if place.decided_by.isupper() else None
             return self.finding(
@@ -198,8 +197,8 @@ class WritableCaches(Check):
         fix = Remedy(commands=(f"export {var}=DIR",), text=", a directory you can write")
         return self.warn(
             f"{place.purpose} {place.path} cannot be written",
-            f"{where}: {why}, even if it has free space. What writes there fails (compilers, "
-            "pip, tempfile; vkdoctor's overlays).",
+            f"{where}: {why}{', even if it has free space' if p.problem != 'not-a-directory' else ''}"
+            ". What writes there fails (compilers, pip, tempfile; vkdoctor's overlays).",
             remedy=fix,
             **evidence,
         )

@@ -7,12 +7,13 @@ machine, and every required symbol version, without loading anything.
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from vkdoctor import facts
+from vkdoctor import facts, files
 from vkdoctor.checks.base import Check
 from vkdoctor.checks.brokencopy import broken_copy
 from vkdoctor.closures.versions import (
@@ -566,8 +567,22 @@ def _provider_hint(ctx: Context, name: str) -> Remedy:
         return Remedy(text=f"Install the package that provides {name}.")
     ask = commands.provides(family, name)
     if family == "dpkg":
+        # apt-file is no part of a base system, and searches nothing before an apt update
+        if not files.is_file(ctx.under("/usr/bin/apt-file")):
+            ask = f"apt install apt-file && apt update && {ask}"
+        elif not _has_contents_lists(ctx):
+            ask = f"apt update && {ask}"
         ask += " (Debian names library packages after the soname)"
     return Remedy(text=f"Install the package that provides {name}: {ask} names it.")
+
+
+def _has_contents_lists(ctx: Context) -> bool:
+    """apt has fetched the Contents files apt-file searches (after apt-file and apt update)."""
+    try:
+        with os.scandir(ctx.under("/var/lib/apt/lists")) as it:
+            return any("Contents-" in e.name for e in it)
+    except OSError:
+        return False
 
 
 def _refused_sonames(ctx: Context) -> dict[str, str]:
@@ -937,7 +952,7 @@ class UndefinedSymbols(Check):
             f"{len(names)} symbol(s) that {sh.system} defines and "
             f"{len(users)} librar{'y' if len(users) == 1 else 'ies'} of the driver stack use: "
             f"{shown}. So {what}.",
-            remedy=_unshadow(ctx, lib),
+            remedy=shadow.unshadow(ctx, lib),
             evidence={
                 "path": lib.path,
                 "how": lib.how.value,
@@ -950,26 +965,6 @@ class UndefinedSymbols(Check):
                 "dlopen_fails": failing,
             },
         )
-
-
-def _unshadow(ctx: Context, lib: Library) -> Remedy:
-    """How to let the system's copy of `lib` win again."""
-    if lib.how is How.LD_LIBRARY_PATH:
-        entries = ctx.env.get("LD_LIBRARY_PATH", "").split(":")
-        kept = [e for e in entries if e and posixpath.normpath(e) != lib.directory]
-        change = f"export LD_LIBRARY_PATH={':'.join(kept)}" if kept else "unset LD_LIBRARY_PATH"
-        return Remedy(
-            text=f"Take {lib.directory} off LD_LIBRARY_PATH ({change}); if a program needs a library "
-            f"that only {lib.directory} has, `vkdoctor exec --search-path {lib.directory} -- CMD` "
-            "gives it just the missing files, not this copy."
-        )
-    if lib.how is How.PRELOAD:
-        return Remedy(text=f"Take {lib.path} out of LD_PRELOAD.")
-    return Remedy(
-        text=f"{lib.needed_by or 'A library'} finds {lib.path} through its "
-        f"{'RPATH' if lib.how is How.RPATH else 'RUNPATH'}: remove the stale {lib.path}, or "
-        "rebuild what carries that path against the system's library."
-    )
 
 
 class WgpuNativeLibrary(Check):

@@ -9,6 +9,9 @@ from pathlib import Path
 from vkdoctor import facts
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
+from vkdoctor.elf import shadow
+from vkdoctor.elf.explain import how_found
+from vkdoctor.elf.resolve import Library
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.loadtest import (
     WRECK_WORDS,
@@ -17,6 +20,7 @@ from vkdoctor.loadtest import (
     TargetOutcome,
     classify,
     disagreements,
+    symbol_lookup_error,
     wrecks_all,
 )
 from vkdoctor.model import Finding, Remedy, Severity
@@ -69,13 +73,29 @@ def _verdict_finding(
             **evidence,
             confirms=predicted.reason,
         )
-    return check.finding(
-        verdict.severity,
-        verdict.title,
-        verdict.message,
-        remedy=verdict.remedy,
-        evidence=evidence,
-    )
+    message, remedy = verdict.message, verdict.remedy
+    line = symbol_lookup_error(outcome)
+    found = _lacking(ctx, line, first=outcome.target) if line is not None else None
+    if found is not None:
+        lib, system, name = found
+        message += (
+            f" {name} is missing because {lib.path} (found {how_found(lib)}) wins over the "
+            f"system's {system}, which defines it (VKL006): the driver's package is intact."
+        )
+        remedy = shadow.unshadow(ctx, lib)
+        evidence["shadowed_by"] = lib.path
+    return check.finding(verdict.severity, verdict.title, message, remedy=remedy, evidence=evidence)
+
+
+def _lacking(
+    ctx: Context, line: str, *, first: LoadTarget | None = None
+) -> tuple[Library, str, str] | None:
+    """For ld.so's "symbol lookup error: LIB: undefined symbol: NAME": the copy that wins over
+    the system's and lacks NAME (`first`'s closure searched first), its system copy, and NAME."""
+    name = shadow.looked_up(line)
+    pairs = sorted(facts.target_resolutions(ctx), key=lambda pair: pair[0] != first)
+    found = shadow.lacking(ctx, (res for _, res in pairs), name)
+    return (*found, name) if found is not None else None
 
 
 class DriversLoad(Check):

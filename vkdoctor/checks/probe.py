@@ -7,9 +7,28 @@ from collections.abc import Iterable
 from vkdoctor import facts, probe_report
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
+from vkdoctor.elf import shadow
+from vkdoctor.elf.explain import how_found
 from vkdoctor.model import Finding, Remedy, Severity
 from vkdoctor.packages.commands import install_each
 from vkdoctor.record import replace
+
+
+def _shadow_named(ctx: Context, finding: Finding, lookup: str) -> Finding:
+    """The probe ended by ld.so's "symbol lookup error": the copy that lacks the symbol, found
+    among the drivers' libraries, and the fix that lets the system's copy win."""
+    name = shadow.looked_up(lookup)
+    found = shadow.lacking(ctx, (res for _, res in facts.target_resolutions(ctx)), name)
+    if found is None:
+        return finding
+    lib, system = found
+    return replace(
+        finding,
+        message=f"{finding.message}. {name} is missing because {lib.path} (found "
+        f"{how_found(lib)}) wins over the system's {system}, which defines it (VKL006)",
+        remedy=shadow.unshadow(ctx, lib),
+        evidence={**finding.evidence, "shadowed_by": lib.path},
+    )
 
 
 class ComputeProbe(Check):
@@ -29,6 +48,9 @@ class ComputeProbe(Check):
     def run(self, ctx: Context) -> Iterable[Finding]:
         result = facts.probe_result(ctx)
         finding = probe_report.finding(result, in_check=True)
+        lookup = probe_report.symbol_lookup_error(result)
+        if lookup is not None and finding.severity is Severity.FAIL:
+            finding = _shadow_named(ctx, finding, lookup)
         off: dict[str, list[str]] = result.get("disabled") or {}
         if off:
             names = ", ".join(n for ns in off.values() for n in ns)

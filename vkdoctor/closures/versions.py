@@ -11,7 +11,7 @@ import posixpath
 
 from vkdoctor.closures.targets import target_resolutions
 from vkdoctor.context import Context
-from vkdoctor.elf.explain import highest_per_family
+from vkdoctor.elf.explain import span_per_family
 from vkdoctor.elf.resolve import VersionProblem
 from vkdoctor.elf.search import How
 from vkdoctor.loader.targets import LoadTarget
@@ -50,7 +50,7 @@ def fails_dlopen(g: VersionFailure) -> bool:
 
 
 def version_title(g: VersionFailure) -> str:
-    return f"{', '.join(highest_per_family(missing_versions(g)))} not found in {g.provider}"
+    return f"{', '.join(span_per_family(missing_versions(g)))} not found in {g.provider}"
 
 
 def version_fix(ctx: Context, g: VersionFailure) -> str:

@@ -122,6 +122,21 @@ def version_node_key(name: str) -> tuple[str, tuple[tuple[int, str], ...]]:
     return family, tuple(digits_key(p) for p in parts)
 
 
+def span_per_family(versions: Iterable[str]) -> list[str]:
+    """ "GLIBCXX_3.4.29 to GLIBCXX_3.4.30" where a family misses more than one version, so
+    that a title agrees with the error ld.so gives (the first missing one) and with the copy
+    to look for (one that has the highest)."""
+    spans: dict[str, list[tuple[tuple[tuple[int, str], ...], str]]] = {}
+    for name in versions:
+        family, key = version_node_key(name)
+        spans.setdefault(family, []).append((key, name))
+    out = []
+    for members in spans.values():
+        low, high = min(members)[1], max(members)[1]
+        out.append(low if low == high else f"{low} to {high}")
+    return out
+
+
 def highest_per_family(versions: Iterable[str]) -> list[str]:
     """GLIBCXX_3.4.30 and CXXABI_1.3.13 out of every GLIBCXX_* and CXXABI_* missing: the copy
     that has the highest of each family has the others too."""

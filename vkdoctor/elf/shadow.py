@@ -10,6 +10,8 @@ the copy that won, the system copy that would have worked and how the winner was
 
 from __future__ import annotations
 
+import posixpath
+import shlex
 from collections.abc import Iterable
 
 from vkdoctor.context import Context
@@ -18,6 +20,7 @@ from vkdoctor.elf.explain import system_copy
 from vkdoctor.elf.resolve import Library, Resolution
 from vkdoctor.elf.search import How
 from vkdoctor.elf.symbols import Undefined
+from vkdoctor.model import Remedy
 from vkdoctor.record import field, record
 
 #: how a library can win over the system's copy of its soname
@@ -42,12 +45,31 @@ def _shadowing(ctx: Context, res: Resolution) -> list[tuple[Library, str]]:
     """The libraries of `res` found outside the system's search, each with its system copy."""
     out = []
     for lib in res.libraries:
-        if lib.preloaded or lib.how not in _NOT_SYSTEM or not lib.soname:
+        if lib.how not in _NOT_SYSTEM or not lib.soname:
             continue
         system = system_copy(ctx, lib.soname)
         if system is not None and str(ctx.resolve(system)) != str(ctx.resolve(lib.path)):
             out.append((lib, system))
     return out
+
+
+def looked_up(line: str) -> str:
+    """The symbol of ld.so's "symbol lookup error: LIB: undefined symbol: NAME[, version V]"."""
+    return line.rpartition("undefined symbol: ")[2].split(",")[0].strip()
+
+
+def lacking(
+    ctx: Context, resolutions: Iterable[Resolution], name: str
+) -> tuple[Library, str] | None:
+    """A library of `resolutions` found outside the system's search (LD_PRELOAD,
+    LD_LIBRARY_PATH, an RPATH) that lacks the symbol `name` its system copy defines, with that
+    copy: what "symbol lookup error: ...: undefined symbol: NAME" comes from."""
+    n = SymbolName(name)
+    for res in resolutions:
+        for lib, system in _shadowing(ctx, res):
+            if symbol_table(ctx, system).defines(n) and not symbol_table(ctx, lib.path).defines(n):
+                return lib, system
+    return None
 
 
 def explain(
@@ -74,3 +96,27 @@ def explain(
         else:
             rest.append(u)
     return rest, used
+
+
+def unshadow(ctx: Context, lib: Library) -> Remedy:
+    """How to let the system's copy of `lib` win again."""
+    if lib.how is How.LD_LIBRARY_PATH:
+        entries = ctx.env.get("LD_LIBRARY_PATH", "").split(":")
+        kept = [e for e in entries if e and posixpath.normpath(e) != lib.directory]
+        change = f"export LD_LIBRARY_PATH={':'.join(kept)}" if kept else "unset LD_LIBRARY_PATH"
+        return Remedy(
+            text=f"Take {lib.directory} off LD_LIBRARY_PATH ({change}); if a program needs a library "
+            f"that only {lib.directory} has, `vkdoctor exec --search-path {lib.directory} -- CMD` "
+            "gives it just the missing files, not this copy."
+        )
+    if lib.how is How.PRELOAD:
+        # ld.so splits LD_PRELOAD at spaces and colons
+        entries = ctx.env.get("LD_PRELOAD", "").replace(":", " ").split()
+        kept = [e for e in entries if e not in (lib.path, lib.name)]
+        change = f"export LD_PRELOAD={shlex.quote(' '.join(kept))}" if kept else "unset LD_PRELOAD"
+        return Remedy(text=f"Take {lib.path} out of LD_PRELOAD ({change}).")
+    return Remedy(
+        text=f"{lib.needed_by or 'A library'} finds {lib.path} through its "
+        f"{'RPATH' if lib.how is How.RPATH else 'RUNPATH'}: remove the stale {lib.path}, or "
+        "rebuild what carries that path against the system's library."
+    )

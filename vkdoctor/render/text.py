@@ -248,8 +248,11 @@ def _area_text(family: str, checks: list[CheckResult]) -> tuple[str, Severity]:
     information, such as "no device", is no tick)."""
     findings = [f for c in checks for f in c.findings]
     if family == "libraries":
-        targets = sum(1 for f in findings if f.code == "VKL001")
-        if targets and all(f.severity is Severity.OK for f in findings):
+        # one finding per target, each naming it; a check with no target says "none"
+        targets = sum(1 for f in findings if f.code == "VKL001" and "target" in f.evidence)
+        if all(f.severity is Severity.OK for f in findings):
+            if not targets:
+                return "No driver or layer library to resolve", Severity.INFO
             return f"The libraries of {targets} driver(s) and layer(s) resolve", Severity.OK
         # a library is missing after all, and another check has the failure (VKP002 gives
         # the cause): that, not the targets that load
