@@ -745,3 +745,25 @@ def test_a_stub_libdrm_that_ends_every_program_is_named_with_the_fix_that_works(
         assert f"({fix})" in f["remedy"], f["remedy"]
     fixed = vulkaninfo({})  # the fix: the variable unset
     assert fixed.returncode == 0 and b"deviceName" in fixed.stdout
+
+
+def test_a_probe_ended_by_a_stub_libdrm_names_the_stub_not_a_bug(tmp_path: Path) -> None:
+    """wgpu's own EGL call meets the preloaded stub libdrm: the probe ends with ld.so's 127.
+    VKR001 quotes the symbol lookup error and names the stub with the fix, never "a bug in
+    vkdoctor's probe"."""
+    from conftest import run_json
+
+    stub = build_lib(
+        tmp_path / "stub" / "libdrm.so.2",
+        soname="libdrm.so.2",
+        source="int drmAvailable(void){return 0;}\n",
+    )
+    _, doc = run_json(
+        ["check", "--cpu", "--select", "VKR001,VKL006,VKT001"], env={"LD_PRELOAD": str(stub)}
+    )
+    (probe,) = [f for f in doc["findings"] if f["code"] == "VKR001"]
+    assert probe["severity"] == "fail", probe
+    assert "symbol lookup error" in probe["message"] and "bug in vkdoctor" not in probe["remedy"]
+    assert probe["evidence"]["shadowed_by"] == str(stub)
+    assert f"because {stub} (found through LD_PRELOAD)" in probe["message"]
+    assert "(unset LD_PRELOAD)" in probe["remedy"]
