@@ -1099,11 +1099,17 @@ def _crashed_or_hung(asked: _Asked, step: str) -> Verdict:
     else:
         how = f"hung {where} and was killed after the step timeout"
         kind, title = "timeout", f"{asked.what} hangs {where}"
-    scope = (
-        "Every Vulkan application that lets the loader try this driver does the same."
-        if t.kind == "driver"
-        else "Every Vulkan application that loads this layer does the same."
-    )
+    if outcome.crashed_in == "vkCreateDevice":
+        # before it an application chooses its adapter: one that picks another never gets here
+        scope = (
+            "Every Vulkan application that opens this driver's device does the same."
+            if t.kind == "driver"
+            else "Every Vulkan application that loads this layer and opens a device does the same."
+        )
+    elif t.kind == "driver":
+        scope = "Every Vulkan application that lets the loader try this driver does the same."
+    else:
+        scope = "Every Vulkan application that loads this layer does the same."
     message = f"Loading {t.dlopen_name} for {t.manifest} {how}. {scope}"
     forced = t.kind == "layer" and (t.off or "").startswith(("unset ", "remove "))
     remedy = _then(
