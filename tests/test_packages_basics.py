@@ -419,3 +419,11 @@ def test_which_finds_what_shutil_which_finds(tmp_path: Path) -> None:
             assert which(name, {"PATH": path}) == want, (name, path)
     finally:
         os.chdir(here)
+
+
+def test_an_unowned_file_in_a_system_directory_is_not_said_to_be_in_an_unmanaged_one() -> None:
+    from vkdoctor.packages.skew import _where
+
+    assert _where("/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so").startswith("a system directory")
+    assert _where("/srv/drivers/libvulkan_x.so") == "a directory no package manages"
+    assert _where("/usr/local/lib/libvulkan_x.so").startswith("/usr/local")

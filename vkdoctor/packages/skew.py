@@ -591,7 +591,22 @@ def _where(path: str) -> str:
         return "/opt, a vendor installer"
     if path.startswith(("/home/", "/root/")):
         return "a home directory"
+    if path.startswith(_SYSTEM_DIRS):
+        return "a system directory, where no package ships it: copied in by hand, or left by a package since removed"
     return "a directory no package manages"
+
+
+#: the directories packages install into: a file there that none owns was put there otherwise
+_SYSTEM_DIRS = (
+    "/usr/lib/",
+    "/usr/lib64/",
+    "/usr/lib32/",
+    "/lib/",
+    "/lib64/",
+    "/lib32/",
+    "/usr/share/",
+    "/etc/",
+)
 
 
 def unowned_files(
