@@ -447,6 +447,11 @@ def main(argv: list[str], out: Any) -> int:
             doc["reason"] = "library-error"
             doc["summary"] = f"the probe raised {type(exc).__name__}: {line}"
             sys.stderr.write(f"{type(exc).__name__}: {line}\n")
+        elif _stages and _stages[-1]["name"] == "request-device":
+            # the adapter was there; its driver (or wgpu over it) would not open a device
+            doc["reason"] = "device-error"
+            doc["summary"] = f"the adapter's device could not be created: {exc}"
+            sys.stderr.write(doc["traceback"])
         else:
             doc["reason"] = "python-error"
             doc["summary"] = f"the probe raised {type(exc).__name__}: {exc}"

@@ -273,3 +273,64 @@ def test_a_driver_that_ends_the_process_in_enumeration_is_blamed_for_enumeration
     assert fake["remedy"].startswith(f"export VK_LOADER_DRIVERS_DISABLE={FAKE};")
     fixed = lab.real({**env, "VK_LOADER_DRIVERS_DISABLE": FAKE})
     assert "llvmpipe" in fixed["devices"]
+
+
+def test_a_driver_whose_device_cannot_be_created_is_no_device(tmp_path):
+    """lavapipe behind a driver whose vkCreateDevice fails: the loader lists llvmpipe, and
+    vulkaninfo, the oracle, dies opening it. The load test, which opens a device too, fails that
+    driver with the VkResult (no "1 Vulkan device" green), the probe's "Request device failed"
+    points at it, and the fix (the variable unset) gives vulkaninfo its device."""
+    lvp_lib = json.loads(Path(LVP_MANIFEST).read_text())["ICD"]["library_path"]
+    lib = tmp_path / "librefusing.so"
+    subprocess.run(
+        [
+            *GCC_SHARED,
+            "-Wall",
+            "-Werror",
+            f'-DLVP="{lvp_lib}"',
+            "-o",
+            str(lib),
+            str(DATA / "refusing_icd.c"),
+            "-ldl",
+        ],
+        check=True,
+        timeout=60,
+    )
+    manifest = tmp_path / "refusing.json"
+    manifest.write_text(
+        json.dumps(
+            {
+                "file_format_version": "1.0.0",
+                "ICD": {"library_path": str(lib), "api_version": "1.3.0"},
+            }
+        )
+    )
+    env = {"VK_DRIVER_FILES": str(manifest)}
+    real = subprocess.run(
+        ["vulkaninfo", "--summary"],
+        env={**os.environ, **env},
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert real.returncode != 0 and b"vkCreateDevice failed" in real.stdout + real.stderr
+    proc, doc = run_json(["check", "--cpu", "--select", "VKT001,VKT002,VKR001"], env=env)
+    assert proc.returncode == 1
+    (driver,) = [f for f in doc["findings"] if f["code"] == "VKT001"]
+    assert driver["severity"] == "fail" and driver["evidence"]["verdict"] == "device-refused"
+    assert driver["evidence"]["device_result"] == "VK_ERROR_INITIALIZATION_FAILED"
+    assert "llvmpipe" in driver["title"] and "vkCreateDevice fails" in driver["title"]
+    assert [f["code"] for f in doc["findings"] if f["severity"] == "fail"] == ["VKT001"]
+    (probe,) = [f for f in doc["findings"] if f["code"] == "VKR001"]
+    assert (
+        probe["evidence"]["reason"] == "device-error"
+        and probe["evidence"]["explained_by"] == "VKT001"
+    )
+    assert (
+        driver["remedy"].startswith("VK_DRIVER_FILES=")
+        and "unset VK_DRIVER_FILES" in driver["remedy"]
+    )
+    fixed = subprocess.run(
+        ["vulkaninfo", "--summary"], capture_output=True, timeout=60, check=False
+    )
+    assert fixed.returncode == 0 and b"deviceName" in fixed.stdout

@@ -111,6 +111,8 @@ class TargetOutcome:
     vk_result: int | None = None
     enumerate_result: int | None = None
     devices: tuple[Device, ...] = ()
+    #: vkCreateDevice on the first device (one queue of family 0): None when not tried
+    device_result: int | None = None
     #: for crash: the signal's name (SIGSEGV); for timeout: None
     signal: str | None = None
     #: the call in flight when the child crashed or hung: "dlopen", "vkCreateInstance",
@@ -153,6 +155,9 @@ class TargetOutcome:
             if self.enumerate_result is not None
             else None,
             "devices": [d.as_dict() for d in self.devices],
+            "device_result": vk_result_name(self.device_result)
+            if self.device_result is not None
+            else None,
             "signal": self.signal,
             "reason": self.reason,
             "beside": dict(self.beside) if self.beside is not None else None,
@@ -249,6 +254,9 @@ def apply_event(outcome: TargetOutcome, event: Mapping[str, Any]) -> TargetOutco
             vk_result=result if isinstance(result, int) else None,
             enumerate_result=event.get("enumerate_result"),
             devices=tuple(_device(d) for d in event.get("devices") or ()),
+            device_result=event.get("device_result")
+            if isinstance(event.get("device_result"), int)
+            else None,
             suspect=event.get("suspect") is True,
             seconds=seconds,
         )
@@ -1291,9 +1299,34 @@ def _instance_failed(asked: _Asked) -> Verdict:
     )
 
 
+def opens_its_device(outcome: TargetOutcome) -> bool:
+    """No vkCreateDevice on the target's first device was refused (or none was tried)."""
+    return outcome.device_result in (None, 0)
+
+
+def _device_refused(asked: _Asked) -> Verdict:
+    """The driver lists a device and vkCreateDevice on it fails: nothing computes on it."""
+    outcome, what = asked.outcome, asked.what
+    first = outcome.devices[0]
+    result = vk_result_name(outcome.device_result)
+    return Verdict(
+        severity=Severity.FAIL,
+        kind="device-refused",
+        title=f"{what}: {first.name} is listed, but vkCreateDevice fails ({result})",
+        message=f"dlopen and vkCreateInstance succeed and the driver lists "
+        f"{len(outcome.devices)} device(s) ({'; '.join(d.describe() for d in outcome.devices)}), "
+        f"but vkCreateDevice on {first.name} (one queue of family 0) returns {result}. Every "
+        'Vulkan application that chooses this device fails there (wgpu: "Request device '
+        'failed"), though it sees the adapter.',
+        remedy=_then(asked.disable(), _owner_tail(outcome.target, asked.owner)),
+    )
+
+
 def _devices(asked: _Asked) -> Verdict:
     """A driver whose vkCreateInstance succeeds: the devices it gives, or why it gives none."""
     outcome, what = asked.outcome, asked.what
+    if outcome.devices and outcome.device_result not in (None, 0):
+        return _device_refused(asked)
     if outcome.devices:
         listed = "; ".join(d.describe() for d in outcome.devices)
         return Verdict(

@@ -59,6 +59,11 @@ _REMEDY: dict[str, str] = {
     ),
     "wgpu-missing": "Install wgpu-py in the Python that runs vkdoctor: `python -m pip install wgpu`.",
     "numpy-missing": "Install numpy in the Python that runs vkdoctor: `python -m pip install numpy`.",
+    "device-error": (
+        "The adapter's driver would not create a device (the message says why): `vkdoctor "
+        "check` loads each driver alone and creates a device on it (VKT001); update or reinstall "
+        "that driver, or probe another adapter (`--adapter NAME`, `--cpu`)."
+    ),
     "python-error": "This is probably a bug in vkdoctor's probe: report it with the stderr lines.",
     "no-output": "This is probably a bug in vkdoctor's probe: report it with the stderr lines.",
     "shader-unreadable": "Point --shader-dir at a directory with add_one, reduce, matmul and rmsnorm .wgsl.",

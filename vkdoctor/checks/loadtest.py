@@ -20,6 +20,7 @@ from vkdoctor.loadtest import (
     TargetOutcome,
     classify,
     disagreements,
+    opens_its_device,
     symbol_lookup_error,
     wrecks_all,
 )
@@ -47,13 +48,17 @@ def _verdict_finding(
         and wrecks_all(o, version) is None
     ]
     owner = None
-    if wrecks_all(outcome, version) is not None and outcome.target.dlopen_name.startswith("/"):
+    if (
+        wrecks_all(outcome, version) is not None or not opens_its_device(outcome)
+    ) and outcome.target.dlopen_name.startswith("/"):
         from vkdoctor.packages.owner import owner as package_owner
 
         owner = package_owner(ctx, outcome.target.dlopen_name)
     verdict = classify(outcome, others=others, env=ctx.env, loader_version=version, owner=owner)
     evidence = {**outcome.as_dict(), "verdict": verdict.kind}
-    if outcome.target.kind == "driver" and outcome.failed_step is not None:
+    if outcome.target.kind == "driver" and (
+        outcome.failed_step is not None or not opens_its_device(outcome)
+    ):
         # no other driver that works: no device and no adapter are this crash's consequence
         evidence["only_driver"] = not others
     predicted = PredictionAgrees().predictions(ctx).get(outcome.target)
@@ -125,6 +130,8 @@ class DriversLoad(Check):
             return False
         if symptom.code == "VKT002":
             return not symptom.evidence.get("devices")
+        if symptom.evidence.get("reason") == "device-error":
+            return cause.evidence.get("verdict") == "device-refused"
         return symptom.evidence.get("status") == "no-adapter"
 
     #: a layer manifest that makes every vkCreateInstance fail: no driver's instance says more
@@ -174,7 +181,8 @@ class DeviceAvailable(Check):
     def run(self, ctx: Context) -> Iterable[Finding]:
         run = facts.load_test(ctx)
         drivers = [o for o in run.outcomes if o.target.kind == "driver"]
-        found = [(o, d) for o in drivers for d in o.devices]
+        # a device that vkCreateDevice refuses computes nothing: not one available
+        found = [(o, d) for o in drivers if opens_its_device(o) for d in o.devices]
         evidence = {
             **run.evidence(),
             "devices": [{"manifest": o.target.manifest, **d.as_dict()} for o, d in found],
