@@ -231,3 +231,36 @@ def test_i386_and_amd64_twins_apart_go_back_together_at_a_version_the_lists_offe
     states = debroot.chroot(debian_root, "dpkg-query", "-W", query, "libvulkan1").stdout
     assert f"libvulkan1:amd64 {version} ii" in states and f"libvulkan1:i386 {version} ii" in states
     _lavapipe_back(debian_root)
+
+
+def test_a_held_driver_behind_its_siblings_is_let_go_of_and_upgraded(debian_root: Path):
+    """mesa-vulkan-drivers held (apt-mark hold) and recorded one revision behind libglapi-mesa
+    (its status stanza's Version lowered, as an older install leaves it): VKP003 and VKP007 name
+    it, and their fix lets go of the hold and upgrades, which apt full-upgrade alone (it keeps a
+    held package back) and --fix-broken alone (it upgrades nothing) do not. Run in the tree,
+    the fix leaves no skew and no hold."""
+    # a sibling built from mesa beside the driver (the tree has only the driver)
+    debroot.install_cached(debian_root, "libglapi-mesa", tag="libglapi-mesa")
+    _ok(debroot.chroot(debian_root, "apt-mark", "hold", "mesa-vulkan-drivers"), "apt-mark hold")
+    status = debian_root / "var/lib/dpkg/status"
+    text = status.read_text()
+    stanza = re.search(r"Package: mesa-vulkan-drivers\n(?:.+\n)*?Version: (\S+)\n", text)
+    assert stanza is not None, "mesa-vulkan-drivers is not installed in the tree"
+    real = stanza.group(1)
+    older = (
+        real[:-1] + str(int(real[-1]) - 1)
+        if real[-1].isdigit() and real[-1] != "0"
+        else real + "~0"
+    )
+    status.write_text(text[: stanza.start(1)] + older + text[stanza.end(1) :])
+    doc = _check(debian_root, "VKP003", "VKP007")
+    [skew] = [f for f in doc["findings"] if f["code"] == "VKP003" and f["severity"] != "ok"]
+    [held] = [f for f in doc["findings"] if f["code"] == "VKP007" and f["severity"] != "ok"]
+    assert f"mesa-vulkan-drivers:amd64 {older}" in skew["message"]
+    for finding in (skew, held):
+        assert finding["remedy"].startswith("apt-mark unhold mesa-vulkan-drivers && "), finding
+        assert finding["remedy"].rstrip(".").endswith("apt full-upgrade"), finding["remedy"]
+    _run_fix(debian_root, skew["remedy"].rstrip("."))
+    after = _check(debian_root, "VKP003", "VKP007")
+    assert [f["severity"] for f in after["findings"]] == ["ok", "ok"], after["findings"]
+    _lavapipe_back(debian_root)

@@ -389,3 +389,84 @@ def test_check_says_why_a_candidate_is_refused_and_where_the_overlay_went(top: P
         assert f"{SONAME} from vkdoctor's overlay {overlay}" in texts, texts
     finally:
         shutil.rmtree(fresh)
+
+
+# --- what a chosen file loads in turn -----------------------------------------------------------
+
+
+def _runpath_scenario(top: Path, runpath: str) -> tuple[Path, Path, dict[str, str]]:
+    """A driver that needs libvkrtest.so.1, which needs libvkrdep.so.2: a build of the first
+    whose DT_RUNPATH is `runpath` ($ORIGIN for a folder of its own), in top/search, and one
+    of the second. (The search folder, the dependency's build, the environment.)"""
+    from tests.elfbuild import build_lib
+
+    dep = build_lib(
+        top / "build" / "libvkrdep.so.2",
+        soname="libvkrdep.so.2",
+        source="int vkr_dep(void){return 2;}\n",
+    )
+    first = build_lib(
+        top / "search" / "libvkrtest.so.1",
+        soname="libvkrtest.so.1",
+        source="int vkr_dep(void); int vkr_test(void){return vkr_dep()+1;}\n",
+        link=[dep],
+        runpath=[runpath],
+    )
+    drv = build_lib(
+        top / "drv" / "libvulkan_vkr.so",
+        source="int vkr_test(void); int vkr(void){return vkr_test();}\n",
+        link=[first, lab.LVP],
+    )
+    (top / "icd").mkdir()
+    manifest = lab.manifest(top / "icd" / "vkr.json", drv)
+    cache = top / "rootcache"
+    cache.mkdir(mode=0o700)
+    return first.parent, dep, {"VK_DRIVER_FILES": str(manifest), "XDG_CACHE_HOME": str(cache)}
+
+
+def test_a_chosen_file_whose_runpath_leads_to_another_users_folder_is_refused(top: Path) -> None:
+    """libvkrtest.so.1 in a safe search folder, but its DT_RUNPATH points at a folder nobody
+    owns, where ld.so finds its libvkrdep.so.2: nobody could swap that file and run code in
+    every Vulkan program under the overlay. The overlay refuses the file, naming the folder; the
+    same layout with a root-owned folder is accepted and runs."""
+    theirs = top / "theirs"
+    search, dep, env = _runpath_scenario(top, str(theirs))
+    theirs.mkdir()
+    shutil.copy(dep, theirs / dep.name)
+    os.chown(theirs, NOBODY, NOBODY)
+    os.chown(theirs / dep.name, NOBODY, NOBODY)
+    assert (
+        _sh_as(NOBODY, f"cp {dep} {theirs}/x && mv -f {theirs}/x {theirs / dep.name}").returncode
+        == 0
+    )
+    code, doc, lines = _overlay(search, env)
+    assert code == 1 and not (doc or {}).get("ld_library_path"), (code, doc)
+    reason = next(ln for ln in lines if "makes ld.so load libvkrdep.so.2" in ln)
+    assert f"from {theirs / dep.name}: in {theirs}, a directory owned by nobody" in reason, reason
+
+    os.chown(theirs, 0, 0)
+    os.chown(theirs / dep.name, 0, 0)
+    code, doc, _ = _overlay(search, env)
+    assert code == 0 and doc is not None and doc["ld_library_path"], doc
+    ran = run_vkdoctor(
+        ["exec", "--search-path", str(search), "--", "vulkaninfo", "--summary"], env=env
+    )
+    assert ran.returncode == 0 and "deviceName" in ran.stdout, ran.stderr
+
+
+def test_a_chosen_file_that_finds_its_dependency_at_origin_brings_it_into_the_overlay(
+    top: Path,
+) -> None:
+    """libvkrtest.so.1 finds libvkrdep.so.2 through DT_RUNPATH $ORIGIN. Linked into the overlay,
+    its $ORIGIN is the overlay's folder, where ld.so looks for the dependency: the overlay holds
+    both, and vulkaninfo under `exec` (the oracle) lists the device."""
+    search, dep, env = _runpath_scenario(top, "$ORIGIN")
+    shutil.copy(dep, search / dep.name)
+    code, doc, _ = _overlay(search, env)
+    assert code == 0 and doc is not None, doc
+    overlay = Path(doc["ld_library_path"].split(":")[0])
+    assert sorted(p.name for p in overlay.iterdir()) == ["libvkrdep.so.2", "libvkrtest.so.1"]
+    ran = run_vkdoctor(
+        ["exec", "--search-path", str(search), "--", "vulkaninfo", "--summary"], env=env
+    )
+    assert ran.returncode == 0 and "deviceName" in ran.stdout, ran.stderr

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import os
+import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -340,7 +341,8 @@ def _dependency_needs(ctx: Context, plan: Plan, resolve: ChainResolver) -> list[
     if plan.ld_path is None or plan.directory is None:
         return []
     fixed = with_ld_path(ctx, plan.ld_path.value)
-    chains = [resolve(fixed, c.path) for c in plan.chosen.values()]
+    # as ld.so loads them: from the overlay, where $ORIGIN is the overlay's folder
+    chains = [resolve(fixed, str(plan.directory / s)) for s in plan.chosen]
     known = {n.soname for n in plan.needs}
     return [n for n in collect_needs(chains) if n.soname not in known]
 
@@ -428,8 +430,11 @@ def _first_violation(
     assert plan.directory is not None
     added = {link.soname: link for link in plan.links}
     # The chosen files' own dependencies must resolve with the overlay applied.
+    # The chosen files' own dependencies must resolve with the overlay applied, each file
+    # loaded as ld.so loads it: from the overlay, where its $ORIGIN is the overlay's folder.
+    loaded_before = {e.resolved for c in plan.chains.values() for e in c.edges if e.resolved}
     for soname, cand in plan.chosen.items():
-        own = resolve(fixed, cand.path)
+        own = resolve(fixed, str(plan.directory / soname))
         if own.error:
             return soname, f"{cand.path} cannot be read: {own.error}"
         for edge in own.missing():
@@ -437,6 +442,16 @@ def _first_violation(
                 f"{cand.path} needs {edge.soname} (through {edge.consumer}), which does not "
                 "resolve even with the overlay"
             )
+        # what they load in turn, through their own RPATH or RUNPATH, is theirs to bring: it
+        # must pass the rule their search folders passed, or another user could swap it
+        for edge in own.edges:
+            if edge.resolved in loaded_before:
+                continue  # the process loads it without the overlay too
+            unsafe = _untrusted_load(ctx, plan, edge.resolved)
+            if unsafe:
+                return soname, (
+                    f"{cand.path} makes ld.so load {edge.soname} from {edge.resolved}: {unsafe}"
+                )
     # With and without: the only differences are the added sonames, now resolving to our files.
     for target, before in plan.chains.items():
         after = resolve(fixed, target)
@@ -470,6 +485,18 @@ def _first_violation(
                 f"symbol(s) dlopen binds are defined nowhere, e.g. {unbound[0].error}"
             )
     return None
+
+
+def _untrusted_load(ctx: Context, plan: Plan, path: str | None) -> str | None:
+    """Why another user could change the file ld.so loads at `path` (None: nobody can, or it is
+    the overlay's own link, whose target was judged as a candidate)."""
+    if path is None or plan.directory is None or not ctx.live:
+        return None
+    if posixpath.dirname(path) == str(plan.directory):
+        return None
+    from vkdoctor import trust
+
+    return trust.untrusted(str(ctx.under(path)))
 
 
 def chosen_dirs(plan: Plan) -> list[str]:

@@ -6,6 +6,8 @@ A fix is a `Remedy` too: its commands, or (for advice in words, such as a rebuil
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from vkdoctor.model import Remedy
 from vkdoctor.packages import commands
 from vkdoctor.packages.commands import sudo_line
@@ -63,9 +65,27 @@ def release(family: str, name: str) -> Remedy:
         )
     unhold = commands.unhold(family, name)
     assert unhold is not None
-    # dpkg: --fix-broken, as with a dependency already unmet full-upgrade refuses to start
-    after = commands.fix_broken(family) if family == "dpkg" else commands.upgrade(family)
-    return run(unhold, *after)
+    return run(unhold, *_upgrade_after_unhold(family))
+
+
+def _upgrade_after_unhold(family: str) -> tuple[str, ...]:
+    """What upgrades a package just let go of. dpkg: --fix-broken first (with a dependency
+    already unmet, full-upgrade refuses to start), then the full upgrade itself (--fix-broken
+    alone installs what is missing, and leaves the package where it was held)."""
+    if family == "dpkg":
+        return (*commands.fix_broken(family), *commands.upgrade(family)[1:])
+    return commands.upgrade(family)
+
+
+def released(family: str, held: Sequence[str]) -> Remedy:
+    """Let go of the held packages `held` and upgrade; the plain upgrade when none is held."""
+    if not held:
+        return run(*commands.upgrade(family))
+    if family == "pacman":
+        return release(family, held[0])
+    unhold = commands.unhold(family, *held)
+    assert unhold is not None
+    return run(unhold, *_upgrade_after_unhold(family))
 
 
 def then(first: Remedy, *more: str, text: str = "") -> Remedy:

@@ -535,7 +535,8 @@ def _sibling_group(db: PackageDB, source: str, pkgs: list[Package]) -> list[Diag
         f"{'is' if len(behind) == 1 else 'are'} behind {names(ahead)}. Packages of one source "
         "are built and tested together; mixed versions are a partial upgrade."
     )
-    fix = fixes.upgrade(db.family)
+    # a held one stays behind through every upgrade until it is let go of
+    fix = fixes.released(db.family, [p.name for p in behind if p.hold is not None])
     # Multi-Arch: same twins (mesa-vulkan-drivers:amd64 and :i386) must be at one version, or
     # dpkg configures neither; apt --fix-broken would resolve that by removing one
     twins = [
