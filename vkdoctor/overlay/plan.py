@@ -36,7 +36,7 @@ from vkdoctor.overlay.candidates import (
 from vkdoctor.overlay.chain import Chain, with_ld_path
 from vkdoctor.overlay.errors import OverlayError
 from vkdoctor.overlay.ldpath import Dropped, LdPath, with_overlay
-from vkdoctor.record import field, record, to_json
+from vkdoctor.record import field, record, replace, to_json
 
 if TYPE_CHECKING:
     from vkdoctor.overlay import store
@@ -344,7 +344,20 @@ def _dependency_needs(ctx: Context, plan: Plan, resolve: ChainResolver) -> list[
     # as ld.so loads them: from the overlay, where $ORIGIN is the overlay's folder
     chains = [resolve(fixed, str(plan.directory / s)) for s in plan.chosen]
     known = {n.soname for n in plan.needs}
-    return [n for n in collect_needs(chains) if n.soname not in known]
+    return [
+        replace(n, needed_by=tuple(_as_chosen(plan, p) for p in n.needed_by))
+        for n in collect_needs(chains)
+        if n.soname not in known
+    ]
+
+
+def _as_chosen(plan: Plan, path: str) -> str:
+    """A file of the overlay under the name of the file it links to (what the user gave)."""
+    if plan.directory is not None and posixpath.dirname(path) == str(plan.directory):
+        cand = plan.chosen.get(posixpath.basename(path))
+        if cand is not None:
+            return cand.path
+    return path
 
 
 def _open(plan: Plan) -> list[str]:
@@ -439,8 +452,8 @@ def _first_violation(
             return soname, f"{cand.path} cannot be read: {own.error}"
         for edge in own.missing():
             return soname, (
-                f"{cand.path} needs {edge.soname} (through {edge.consumer}), which does not "
-                "resolve even with the overlay"
+                f"{cand.path} needs {edge.soname} (through {_as_chosen(plan, edge.consumer)}), "
+                "which does not resolve even with the overlay"
             )
         # what they load in turn, through their own RPATH or RUNPATH, is theirs to bring: it
         # must pass the rule their search folders passed, or another user could swap it
