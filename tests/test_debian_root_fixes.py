@@ -264,3 +264,23 @@ def test_a_held_driver_behind_its_siblings_is_let_go_of_and_upgraded(debian_root
     after = _check(debian_root, "VKP003", "VKP007")
     assert [f["severity"] for f in after["findings"]] == ["ok", "ok"], after["findings"]
     _lavapipe_back(debian_root)
+
+
+def test_a_half_installed_driver_is_reinstalled_by_the_fix(debian_root: Path):
+    """mesa-vulkan-drivers recorded half installed (an installation cut short): dpkg --audit
+    says the installation "can probably be completed by retrying it", which --configure -a
+    cannot do. VKP006's fix reinstalls it (checked with apt-get -s), and run in the tree it
+    leaves dpkg --audit clean and lavapipe working."""
+    status = debian_root / "var/lib/dpkg/status"
+    text = status.read_text()
+    stanza = "Package: mesa-vulkan-drivers\nStatus: install ok installed\n"
+    assert stanza in text
+    status.write_text(text.replace(stanza, stanza.replace("installed\n", "half-installed\n", 1)))
+    doc = _check(debian_root, "VKP006")
+    [audit] = _failures(doc, "VKP006")
+    fix = audit["evidence"]["fix"]
+    assert fix == "apt install --reinstall mesa-vulkan-drivers:amd64", audit
+    _run_fix(debian_root, fix)
+    again = _check(debian_root, "VKP006")
+    assert [f["severity"] for f in again["findings"] if f["code"] == "VKP006"] == ["ok"]
+    _lavapipe_back(debian_root)

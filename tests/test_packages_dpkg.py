@@ -438,8 +438,10 @@ def test_a_held_package_of_the_stack_is_named_with_the_release_command(
     assert f.severity is Severity.WARN
     assert f.title == "libllvm22:amd64 1:22.1.8-1 is held at its version"
     assert f"owns {LLVM22} and is held by dpkg selection: hold (apt-mark hold)" in f.message
+    # --fix-broken for a dependency already unmet, then the upgrade that the hold kept back
     assert f.fix() == (
-        "sudo apt-mark unhold libllvm22 && sudo apt update && sudo apt --fix-broken install."
+        "sudo apt-mark unhold libllvm22 && sudo apt update && sudo apt --fix-broken install "
+        "&& sudo apt full-upgrade."
     )
     # the skew's own fix is not the release: libllvm23 is another package than the held one
     from vkdoctor.checks.packages import MissingSonameSkew

@@ -217,8 +217,16 @@ class ManagerConsistency(PackageCheck):
                     fix = run(str(commands.repair("dpkg")), *fix.commands)
                 if c.reinstall:
                     # dpkg says these cannot be repaired in place: their files or records
-                    # are damaged
-                    fix = run(commands.reinstall("dpkg", *c.reinstall), *fix.commands)
+                    # are damaged. When they are all that is wrong, the reinstall is the whole
+                    # fix: a --fix-broken after it is judged against the database before it,
+                    # where it removes the half-installed package
+                    alone = not c.unmet and all(
+                        ("half installed" in p or "reinstall" in p)
+                        and any(r in p for r in c.reinstall)
+                        for p in c.problems
+                    )
+                    reinstall = commands.reinstall("dpkg", *c.reinstall)
+                    fix = run(reinstall) if alone else run(reinstall, *fix.commands)
                 missing = _pacman_missing(c.problems) if db.family == "pacman" else []
                 if missing:
                     # -Syu does not install a dependency nothing pulls in again

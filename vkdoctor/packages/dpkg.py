@@ -709,7 +709,9 @@ def _audit_packages(run: ToolRun) -> list[tuple[str, str, bool]]:
             text = " ".join(header)
             m = _AUDIT_STATE.search(text)
             why = m.group(1).strip() if m else "reported"
-            out.append((line.split()[0], why, "reinstall" in text))
+            # "... must be reinstalled", or half installed: "completed by retrying it", which
+            # apt does as a reinstall (dpkg --configure -a cannot: nothing was unpacked whole)
+            out.append((line.split()[0], why, "reinstall" in text or "by retrying it" in text))
             listing = True
         else:
             if listing:
