@@ -229,6 +229,8 @@ def test_check_builds_the_overlay_and_proves_it(seed: Seed, tmp_path: Path) -> N
     ]
     assert overlay["ld_library_path"] == overlay["dir"]
     assert [p.name for p in Path(overlay["dir"]).iterdir()] == [lab.NEW_LLVM]
+    # the host's environment is the user's: vkdoctor's overlay is no LD_LIBRARY_PATH they set
+    assert "LD_LIBRARY_PATH" not in doc["host"]["environment"], doc["host"]["environment"]
     assert doc["probe"]["status"] == "pass"
     assert "llvmpipe" in doc["probe"]["adapter"]["name"]
     (vko,) = [f for f in doc["findings"] if f["code"] == "VKO001"]

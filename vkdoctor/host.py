@@ -157,6 +157,13 @@ def relevant_environment(env: Mapping[str, str]) -> dict[str, str]:
     }
 
 
+def user_environment(ctx: Context) -> dict[str, str]:
+    """The environment vkdoctor was run in: `ctx.env`, except in the Context the checks run in
+    under an overlay, which is given the user's own (vkdoctor.facts.overlay): the report's host
+    says what the user set, not the overlay vkdoctor put on LD_LIBRARY_PATH."""
+    return dict(ctx.env)
+
+
 def collect(ctx: Context) -> HostReport:
     """Distro, kernel, architecture, CPU, memory, Python and tool versions. With --root, what
     only the live machine can say (kernel, CPU, memory, and the Python and wgpu that would run
@@ -179,7 +186,7 @@ def collect(ctx: Context) -> HostReport:
         kernel=os.uname().release if live else None,
         cpu=HostCpu(model=_cpu_model(), count=os.cpu_count()) if live else None,
         memory=_memory() if live else None,
-        environment=relevant_environment(ctx.env),
+        environment=relevant_environment(ctx.fact(user_environment)),
     )
 
 

@@ -124,11 +124,12 @@ def context_for_checks(ctx: Context) -> Context:
     outcome = ctx.fact(overlay_outcome)
     if not outcome.applied or outcome.plan is None or outcome.plan.ld_path is None:
         return ctx
+    from vkdoctor.host import user_environment
     from vkdoctor.overlay.store import store_root
 
     env = dict(ctx.env)
     env["LD_LIBRARY_PATH"] = outcome.plan.ld_path.value
-    facts: dict[Any, Any] = {overlay_outcome: outcome}
+    facts: dict[Any, Any] = {overlay_outcome: outcome, user_environment: ctx.fact(user_environment)}
     root = ctx.known(store_root)
     if root is not None:  # where the overlay is: the library checks tell it from other entries
         facts[store_root] = root
