@@ -105,7 +105,14 @@ def _remedy(probe: Mapping[str, Any], in_check: bool) -> Remedy | str | None:
     reason = str(probe.get("reason") or probe.get("status"))
     if reason == "no-adapter":
         return _no_adapter_remedy(probe, in_check)
-    if reason in ("signal", "python-error", "no-output", "spawn-failed", "library-error"):
+    if reason in (
+        "signal",
+        "python-error",
+        "device-error",
+        "no-output",
+        "spawn-failed",
+        "library-error",
+    ):
         limited = limit_behind(probe)
         if limited is not None:
             return limited
