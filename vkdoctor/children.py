@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # no Protocol class or subscripted alias to build at import time
     import subprocess
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Iterable, Mapping, Sequence
     from pathlib import Path
     from typing import IO, Protocol, TypeAlias
 
@@ -123,3 +123,13 @@ def kill_and_reap(proc: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None
     for pipe in (proc.stdin, proc.stdout, proc.stderr):
         if pipe is not None:
             pipe.close()
+
+
+def symbol_lookup_error(lines: Iterable[str]) -> str | None:
+    """ld.so's "symbol lookup error: LIB: undefined symbol: NAME" among a child's output (what
+    it prints before exit status 127 when a lazily bound call finds no definition), without the
+    program's name before it."""
+    for line in lines:
+        if "symbol lookup error" in line:
+            return line[line.index("symbol lookup error") :].strip()
+    return None

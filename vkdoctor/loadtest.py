@@ -1134,12 +1134,9 @@ def symbol_lookup_error(outcome: TargetOutcome) -> str | None:
     """ld.so's "symbol lookup error" line from the step that ended with exit status 127."""
     if outcome.signal != "exit status 127":
         return None
-    for text in outcome.output.values():
-        for line in text.splitlines():
-            if "symbol lookup error" in line:
-                # without the program's name before it (the load test's interpreter)
-                return line[line.index("symbol lookup error") :].strip()
-    return None
+    return children.symbol_lookup_error(
+        line for text in outcome.output.values() for line in text.splitlines()
+    )
 
 
 def _dlopen_failed(asked: _Asked) -> Verdict:

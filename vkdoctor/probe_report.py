@@ -204,11 +204,9 @@ def _remedy(probe: Mapping[str, Any], in_check: bool) -> Remedy | str | None:
 
 def symbol_lookup_error(probe: Mapping[str, Any]) -> str | None:
     """ld.so's "symbol lookup error" line from the probe's stderr, without the program's name."""
-    for line in probe.get("stderr_tail") or ():
-        text = str(line)
-        if "symbol lookup error" in text:
-            return text[text.index("symbol lookup error") :].strip()
-    return None
+    from vkdoctor.children import symbol_lookup_error as first_in
+
+    return first_in(str(line) for line in probe.get("stderr_tail") or ())
 
 
 def limit_behind(probe: Mapping[str, Any]) -> str | None:

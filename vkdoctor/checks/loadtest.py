@@ -10,8 +10,6 @@ from vkdoctor import facts
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.elf import shadow
-from vkdoctor.elf.explain import how_found
-from vkdoctor.elf.resolve import Library
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.loadtest import (
     WRECK_WORDS,
@@ -80,27 +78,16 @@ def _verdict_finding(
         )
     message, remedy = verdict.message, verdict.remedy
     line = symbol_lookup_error(outcome)
-    found = _lacking(ctx, line, first=outcome.target) if line is not None else None
-    if found is not None:
-        lib, system, name = found
-        message += (
-            f" {name} is missing because {lib.path} (found {how_found(lib)}) wins over the "
-            f"system's {system}, which defines it (VKL006): the driver's package is intact."
-        )
-        remedy = shadow.unshadow(ctx, lib)
-        evidence["shadowed_by"] = lib.path
+    if line is not None:
+        # this driver's own closure first
+        pairs = sorted(facts.target_resolutions(ctx), key=lambda pair: pair[0] != outcome.target)
+        found = shadow.behind_lookup_error(ctx, (res for _, res in pairs), line)
+        if found is not None:
+            lib, system = found
+            message += f" {shadow.missing_because(lib, system)}: the driver's package is intact."
+            remedy = shadow.unshadow(ctx, lib)
+            evidence["shadowed_by"] = lib.path
     return check.finding(verdict.severity, verdict.title, message, remedy=remedy, evidence=evidence)
-
-
-def _lacking(
-    ctx: Context, line: str, *, first: LoadTarget | None = None
-) -> tuple[Library, str, str] | None:
-    """For ld.so's "symbol lookup error: LIB: undefined symbol: NAME": the copy that wins over
-    the system's and lacks NAME (`first`'s closure searched first), its system copy, and NAME."""
-    name = shadow.looked_up(line)
-    pairs = sorted(facts.target_resolutions(ctx), key=lambda pair: pair[0] != first)
-    found = shadow.lacking(ctx, (res for _, res in pairs), name)
-    return (*found, name) if found is not None else None
 
 
 class DriversLoad(Check):

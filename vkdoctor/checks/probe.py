@@ -8,7 +8,6 @@ from vkdoctor import facts, probe_report
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.elf import shadow
-from vkdoctor.elf.explain import how_found
 from vkdoctor.model import Finding, Remedy, Severity
 from vkdoctor.packages.commands import install_each
 from vkdoctor.record import replace
@@ -17,15 +16,14 @@ from vkdoctor.record import replace
 def _shadow_named(ctx: Context, finding: Finding, lookup: str) -> Finding:
     """The probe ended by ld.so's "symbol lookup error": the copy that lacks the symbol, found
     among the drivers' libraries, and the fix that lets the system's copy win."""
-    name = shadow.looked_up(lookup)
-    found = shadow.lacking(ctx, (res for _, res in facts.target_resolutions(ctx)), name)
+    resolutions = (res for _, res in facts.target_resolutions(ctx))
+    found = shadow.behind_lookup_error(ctx, resolutions, lookup)
     if found is None:
         return finding
     lib, system = found
     return replace(
         finding,
-        message=f"{finding.message}. {name} is missing because {lib.path} (found "
-        f"{how_found(lib)}) wins over the system's {system}, which defines it (VKL006)",
+        message=f"{finding.message}. {shadow.missing_because(lib, system)}",
         remedy=shadow.unshadow(ctx, lib),
         evidence={**finding.evidence, "shadowed_by": lib.path},
     )

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 from vkdoctor.context import Context
 from vkdoctor.elf.dynsym import SymbolName, symbol_table
-from vkdoctor.elf.explain import system_copy
+from vkdoctor.elf.explain import how_found, system_copy
 from vkdoctor.elf.resolve import Library, Resolution
 from vkdoctor.elf.search import How
 from vkdoctor.elf.symbols import Undefined
@@ -53,23 +53,26 @@ def _shadowing(ctx: Context, res: Resolution) -> list[tuple[Library, str]]:
     return out
 
 
-def looked_up(line: str) -> str:
-    """The symbol of ld.so's "symbol lookup error: LIB: undefined symbol: NAME[, version V]"."""
-    return line.rpartition("undefined symbol: ")[2].split(",")[0].strip()
-
-
-def lacking(
-    ctx: Context, resolutions: Iterable[Resolution], name: str
+def behind_lookup_error(
+    ctx: Context, resolutions: Iterable[Resolution], line: str
 ) -> tuple[Library, str] | None:
-    """A library of `resolutions` found outside the system's search (LD_PRELOAD,
-    LD_LIBRARY_PATH, an RPATH) that lacks the symbol `name` its system copy defines, with that
-    copy: what "symbol lookup error: ...: undefined symbol: NAME" comes from."""
-    n = SymbolName(name)
+    """For ld.so's "symbol lookup error: LIB: undefined symbol: NAME[, version V]": the library
+    of `resolutions` found outside the system's search (LD_PRELOAD, LD_LIBRARY_PATH, an RPATH)
+    that lacks NAME while its system copy defines it, with that copy."""
+    n = SymbolName(line.rpartition("undefined symbol: ")[2].split(",")[0].strip())
     for res in resolutions:
         for lib, system in _shadowing(ctx, res):
             if symbol_table(ctx, system).defines(n) and not symbol_table(ctx, lib.path).defines(n):
                 return lib, system
     return None
+
+
+def missing_because(lib: Library, system: str) -> str:
+    """Why a call of the process found no definition, as `behind_lookup_error` found it."""
+    return (
+        f"The symbol is missing because {lib.path} (found {how_found(lib)}) wins over the "
+        f"system's {system}, which defines it (VKL006)"
+    )
 
 
 def explain(
