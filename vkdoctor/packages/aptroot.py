@@ -1,23 +1,31 @@
-"""The host's apt pointed at a --root tree: its configuration, lists, preferences and dpkg status.
+"""The host's apt pointed at a --root tree's DATA, with a configuration vkdoctor writes.
 
-APT_CONFIG is read before anything else, so a file there that sets `Dir` makes apt read the
-tree's /etc/apt (apt.conf.d, sources, preferences) rather than the host's. apt's binary caches
-go to a private directory of this run (the tree is never written; a second apt call in the same
-run reuses what the first built instead of parsing the lists again).
+apt reads APT_CONFIG first, then every file of Dir::Etc::parts and Dir::Etc::main, and runs
+what that configuration names (Dir::Bin::dpkg with DPkg::Options, to ask dpkg for the foreign
+architectures; the Invoke hooks; Dir::Bin::methods and solvers). A tree's /etc/apt is written by
+whoever made the image, so none of it is read: APT_CONFIG is a file of this run that points both
+at empty places of its own and pins the programs to the host's. From the tree apt takes only
+data: the dpkg status, its architectures (var/lib/dpkg/arch and the dpkg package's own, passed
+as APT::Architecture(s), so apt never asks a dpkg), its sources, preferences and package lists.
+apt's binary caches go to the private directory too (the tree is never written).
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
 from vkdoctor.context import Context
+from vkdoctor.files import LARGE, read_text
 
 #: root -> this process's private apt directory for it
 _DIRS: dict[str, str] = {}
 _OWNER = [0]
+#: a Debian architecture name (dpkg's arch.c: lower-case letters, digits and '-')
+_ARCH = re.compile(r"^[a-z0-9][a-z0-9-]{0,31}$")
 
 
 def cleanup() -> None:
@@ -32,6 +40,53 @@ def cleanup() -> None:
     _DIRS.clear()
 
 
+def architectures(root: Path) -> tuple[str, list[str]]:
+    """The tree's native architecture (its dpkg package's) and its foreign ones (dpkg's `arch`
+    file, which --add-architecture writes), as data; `("", [])` when the tree does not say."""
+    native = ""
+    try:
+        status = read_text(root / "var/lib/dpkg/status", LARGE)
+    except OSError:
+        status = ""
+    m = re.search(r"^Package: dpkg\n(?:[^\n]+\n)*?Architecture: (\S+)$", status, re.M)
+    if m and _ARCH.match(m.group(1)):
+        native = m.group(1)
+    try:
+        listed = read_text(root / "var/lib/dpkg/arch", 64 * 1024).split()
+    except OSError:
+        listed = []
+    foreign = [a for a in dict.fromkeys(listed) if _ARCH.match(a) and a not in (native, "all")]
+    return native, foreign
+
+
+def configuration(root: Path, private: Path) -> str:
+    """The whole apt configuration for a look at `root`: its data, nothing it configures."""
+    (private / "parts").mkdir(exist_ok=True)
+    (private / "empty.conf").write_text("", encoding="utf-8")
+    native, foreign = architectures(root)
+    lines = [
+        f'Dir "{root}/";',
+        f'Dir::Etc::main "{private}/empty.conf";',
+        f'Dir::Etc::parts "{private}/parts/";',
+        f'Dir::State::status "{root}/var/lib/dpkg/status";',
+        f'Dir::Cache "{private}/";',
+        'Dir::Cache::archives "archives/";',
+        'Dir::Cache::pkgcache "";',
+        'Dir::Cache::srcpkgcache "srcpkgcache.bin";',
+        f'Dir::Log "{private}/log/";',
+        'Dir::Bin::dpkg "/usr/bin/dpkg";',
+        'Dir::Bin::methods "/usr/lib/apt/methods/";',
+        'Dir::Bin::solvers { "/usr/lib/apt/solvers/"; };',
+        'Dir::Bin::planners { "/usr/lib/apt/planners/"; };',
+        'APT::Solver "internal";',
+        'Debug::NoLocking "1";',
+    ]
+    if native:
+        archs = " ".join(f'"{a}";' for a in [native, *foreign])
+        lines += [f'APT::Architecture "{native}";', f"APT::Architectures {{ {archs} }};"]
+    return "\n".join(lines) + "\n"
+
+
 def _private(root: str) -> str:
     """This run's apt directory for `root`: the config file and the caches."""
     import tempfile
@@ -42,20 +97,10 @@ def _private(root: str) -> str:
         _OWNER[0] = os.getpid()
         atexit.register(cleanup)
     if root not in _DIRS:
-        path = tempfile.mkdtemp(prefix="vkdoctor-apt-")
-        _DIRS[root] = path
-        status = Path(root) / "var/lib/dpkg/status"
-        (Path(path) / "apt.conf").write_text(
-            f'Dir "{root}/";\n'
-            f'Dir::State::status "{status}";\n'
-            f'Dir::Cache "{path}/";\n'
-            'Dir::Cache::archives "archives/";\n'
-            'Dir::Cache::pkgcache "";\n'
-            'Dir::Cache::srcpkgcache "srcpkgcache.bin";\n'
-            'Debug::NoLocking "1";\n',
-            encoding="utf-8",
-        )
-        (Path(path) / "archives" / "partial").mkdir(parents=True, exist_ok=True)
+        path = Path(tempfile.mkdtemp(prefix="vkdoctor-apt-"))
+        _DIRS[root] = str(path)
+        (path / "apt.conf").write_text(configuration(Path(root), path), encoding="utf-8")
+        (path / "archives" / "partial").mkdir(parents=True, exist_ok=True)
     return _DIRS[root]
 
 

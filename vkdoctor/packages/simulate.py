@@ -1,8 +1,9 @@
 """A package fix is checked by apt's own simulation (`apt-get -s`) before it is printed.
 
 On the live machine apt-get -s reads the machine's database and lists; for a `--root` tree the
-host's apt-get is pointed at the tree (`-o Dir=ROOT`: its /etc/apt, lists, archives and dpkg
-status), never a tool from inside the tree. An `apt-mark unhold` step is simulated on a copy of
+host's apt-get reads the tree's data (its dpkg status and architectures, sources, preferences and
+lists) through a configuration vkdoctor writes (vkdoctor.packages.aptroot): never the tree's
+apt.conf, never a tool from inside the tree. An `apt-mark unhold` step is simulated on a copy of
 the status file with the hold released; `apt update` cannot be simulated (the lists are used as
 last refreshed).
 """
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from vkdoctor.context import Context
 from vkdoctor.files import LARGE, read_text
-from vkdoctor.packages.aptroot import apt_env
+from vkdoctor.packages.aptroot import apt_env, architectures
 from vkdoctor.packages.proc import ToolRun, run_tool, which
 from vkdoctor.record import field, record, replace
 
@@ -190,6 +191,9 @@ def simulate(ctx: Context, fix: str, protect: Sequence[str]) -> Simulation:
         return unsimulated(
             fix, "there are no package lists to simulate with (apt update never ran)", tree=tree
         )
+    if not ctx.live and not architectures(ctx.root)[0]:
+        why = "the tree's dpkg database does not say its architecture (no dpkg package in it)"
+        return unsimulated(fix, why, tree=tree)
     steps = _steps(fix)
     skipped: list[str] = []
     released: list[str] = []

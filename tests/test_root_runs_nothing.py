@@ -1,0 +1,138 @@
+"""`check --root TREE` hands the tree's configuration to no program: an image whose
+/etc/apt/apt.conf.d (or apt.conf) names programs and options for apt to run gets its package
+fixes simulated all the same, and strace sees no program started that the tree named.
+
+The attack is the one an image author can mount against a support engineer who checks the image
+as root: apt reads Dir::Bin::dpkg, DPkg::Options, the Invoke hooks and Dir::Bin::methods from
+its configuration and runs them, even for `apt-get -s`.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import debroot
+from conftest import REPO, clean_env
+
+#: what an image's apt configuration can make apt run
+HOSTILE = """\
+Dir::Bin::dpkg "/bin/sh";
+DPkg::Options {{ "-c"; "echo dpkg >> {marker}; exec /usr/bin/dpkg \\"$@\\""; "sh"; }};
+DPkg::Pre-Invoke {{ "echo pre-invoke >> {marker}"; }};
+DPkg::Post-Invoke {{ "echo post-invoke >> {marker}"; }};
+DPkg::Pre-Install-Pkgs {{ "echo pre-install >> {marker}"; }};
+APT::Update::Pre-Invoke {{ "echo update >> {marker}"; }};
+APT::Update::Post-Invoke-Success {{ "echo update >> {marker}"; }};
+Dir::Bin::methods "{tree}/evil-methods/";
+Dir::Bin::solvers {{ "{tree}/evil-solvers/"; }};
+Dir::Bin::planners {{ "{tree}/evil-solvers/"; }};
+APT::Solver "evil";
+APT::Architectures {{ "evilarch"; }};
+"""
+
+
+def _plant(root: Path, marker: Path) -> None:
+    text = HOSTILE.format(marker=marker, tree=root)
+    (root / "etc/apt/apt.conf.d/00evil").write_text(text)
+    (root / "etc/apt/apt.conf").write_text(text)
+    for sub in ("evil-methods", "evil-solvers"):
+        (root / sub).mkdir()
+        for name in ("http", "https", "file", "copy", "store", "gpgv", "evil", "apt", "dump"):
+            script = root / sub / name
+            script.write_text(f"#!/bin/sh\necho {sub}/{name} >> {marker}\n")
+            script.chmod(0o755)
+
+
+def _python(argv: list[str]) -> list[str]:
+    return [sys.executable, "-m", "vkdoctor", *argv]
+
+
+def _traced_check(root: Path, trace: Path) -> subprocess.CompletedProcess[str]:
+    env = clean_env()
+    env["PYTHONPATH"] = str(REPO)
+    argv = ["check", "--root", str(root), "--no-probe", "--select", "VKP,VKL", "--json", "-"]
+    return subprocess.run(
+        ["strace", "-f", "-qq", "-e", "trace=execve", "-o", str(trace), *_python(argv)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+
+
+def _started(trace: Path) -> list[tuple[str, str]]:
+    """(program, whole line) of every execve that succeeded."""
+    out = []
+    for line in trace.read_text(errors="replace").splitlines():
+        m = re.search(r'execve\("([^"]*)", (.*) = 0$', line)
+        if m:
+            out.append((m.group(1), m.group(2)))
+    return out
+
+
+def test_an_image_whose_apt_configuration_names_programs_runs_none_of_them(
+    debian_root: Path, tmp_path: Path
+) -> None:
+    import json
+
+    broke = debroot.chroot(debian_root, "dpkg", "--force-depends", "-r", "libllvm15")
+    assert broke.returncode == 0, broke.stderr
+    marker = tmp_path / "marker"
+    _plant(debian_root, marker)
+    trace = tmp_path / "trace"
+    proc = _traced_check(debian_root, trace)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert not marker.exists(), marker.read_text()
+    started = _started(trace)
+    assert started, "strace saw nothing"
+    for program, line in started:
+        assert not program.startswith(str(debian_root)), line
+        assert program not in ("/bin/sh", "/usr/bin/sh", "/bin/dash", "/usr/bin/dash"), line
+    # the fix is still checked by apt-get -s over the tree's own data, and it still works
+    doc = json.loads(proc.stdout)
+    [skew] = [f for f in doc["findings"] if f["code"] == "VKP002" and f["severity"] == "fail"]
+    ev = skew["evidence"]
+    assert "--fix-broken" in ev["fix"]
+    assert "Checked with apt-get -s: it installs libllvm15" in skew["message"], skew["message"]
+    assert any(p.endswith("/apt-get") for p, _ in started)
+
+
+def test_the_tree_architectures_are_taken_from_its_dpkg_database_as_data(tmp_path: Path) -> None:
+    from vkdoctor.packages.aptroot import architectures, configuration
+
+    dpkg = tmp_path / "var/lib/dpkg"
+    dpkg.mkdir(parents=True)
+    (dpkg / "status").write_text(
+        "Package: libc6\nStatus: install ok installed\nArchitecture: arm64\n\n"
+        "Package: dpkg\nStatus: install ok installed\nVersion: 1.21.22\nArchitecture: arm64\n"
+    )
+    assert architectures(tmp_path) == ("arm64", [])
+    (dpkg / "arch").write_text("arm64\narmhf\ni386\n`evil\" ;\n")
+    assert architectures(tmp_path) == ("arm64", ["armhf", "i386"])
+    private = tmp_path / "private"
+    private.mkdir()
+    conf = configuration(tmp_path, private)
+    assert 'APT::Architecture "arm64";' in conf
+    assert 'APT::Architectures { "arm64"; "armhf"; "i386"; };' in conf
+    assert f'Dir::Etc::parts "{private}/parts/";' in conf and not any((private / "parts").iterdir())
+    assert f'Dir::Etc::main "{private}/empty.conf";' in conf
+    # nothing of the tree's own apt configuration is named
+    assert "etc/apt" not in conf
+
+
+def test_a_tree_that_does_not_say_its_architecture_gets_no_simulation(tmp_path: Path) -> None:
+    from vkdoctor.context import Context
+    from vkdoctor.packages.simulate import simulate
+
+    lists = tmp_path / "var/lib/apt/lists"
+    lists.mkdir(parents=True)
+    (lists / "deb.debian.org_debian_dists_bookworm_main_binary-amd64_Packages").write_text("")
+    (tmp_path / "var/lib/dpkg").mkdir(parents=True)
+    (tmp_path / "var/lib/dpkg/status").write_text("")
+    ctx = Context(root=tmp_path, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    sim = simulate(ctx, "apt --fix-broken install", ["libvulkan1"])
+    assert not sim.ran and "does not say its architecture" in sim.why
