@@ -15,6 +15,7 @@ from __future__ import annotations
 import atexit
 import os
 import re
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -41,7 +42,8 @@ def cleanup() -> None:
 
 
 def architectures(root: Path) -> tuple[str, list[str]]:
-    """The tree's native architecture (its dpkg package's) and its foreign ones (dpkg's `arch`
+    """The tree's native architecture (its dpkg package's, else its packages' most common) and
+    its foreign ones (dpkg's `arch`
     file, which --add-architecture writes), as data; `("", [])` when the tree does not say."""
     native = ""
     try:
@@ -51,6 +53,11 @@ def architectures(root: Path) -> tuple[str, list[str]]:
     m = re.search(r"^Package: dpkg\n(?:[^\n]+\n)*?Architecture: (\S+)$", status, re.M)
     if m and _ARCH.match(m.group(1)):
         native = m.group(1)
+    else:
+        # a tree without dpkg: the architecture most of its packages are built for
+        counts = Counter(a for a in re.findall(r"^Architecture: (\S+)$", status, re.M))
+        counts.pop("all", None)
+        native = next((a for a, _ in counts.most_common() if _ARCH.match(a)), "")
     try:
         listed = read_text(root / "var/lib/dpkg/arch", 64 * 1024).split()
     except OSError:

@@ -192,7 +192,7 @@ def simulate(ctx: Context, fix: str, protect: Sequence[str]) -> Simulation:
             fix, "there are no package lists to simulate with (apt update never ran)", tree=tree
         )
     if not ctx.live and not architectures(ctx.root)[0]:
-        why = "the tree's dpkg database does not say its architecture (no dpkg package in it)"
+        why = "the tree's dpkg database names no architecture"
         return unsimulated(fix, why, tree=tree)
     steps = _steps(fix)
     skipped: list[str] = []
