@@ -470,3 +470,79 @@ def test_a_chosen_file_that_finds_its_dependency_at_origin_brings_it_into_the_ov
         ["exec", "--search-path", str(search), "--", "vulkaninfo", "--summary"], env=env
     )
     assert ran.returncode == 0 and "deviceName" in ran.stdout, ran.stderr
+
+
+def test_a_runpath_folder_another_user_can_still_create_is_refused(top: Path) -> None:
+    """libvkrtest.so.1 in a safe search folder, root's, whose DT_RUNPATH begins with a build
+    folder that does not exist, in a sticky world-writable directory (a leaked build path under
+    /tmp), then a root-owned folder where ld.so finds its libvkrdep.so.2 today. Nobody creates
+    the build folder and a libvkrdep.so.2 whose constructor runs their code: vulkaninfo under
+    that LD_LIBRARY_PATH runs it (done for real below). The overlay refuses the file, naming the
+    folder and who can create it; with the sticky directory made root's alone it is accepted."""
+    shared = top / "shared-tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    leaked = shared / "build" / "lib"
+    safe = top / "safe"
+    search, dep, env = _runpath_scenario(top, f"{leaked}:{safe}")
+    safe.mkdir()
+    shutil.copy(dep, safe / dep.name)
+    code, doc, lines = _overlay(search, env)
+    assert code == 1 and not (doc or {}).get("ld_library_path"), (code, doc, lines)
+    reason = next(ln for ln in lines if f"search {leaked}" in ln)
+    assert f"{shared / 'build'} does not exist, and anyone can create it in {shared}" in reason
+
+    # the attack it stops, for real: nobody plants the folder and a library of the same name
+    marker = top / "ran-as-nobody"
+    evil_src = top / "evil.c"
+    evil_src.write_text(
+        "#include <stdio.h>\nint vkr_dep(void){return 2;}\n"
+        f'__attribute__((constructor)) static void own(void){{FILE*f=fopen("{marker}","w");'
+        "if(f){fputs(\"pwned\",f);fclose(f);}}\n"
+    )
+    built = top / "evil.so"
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-Wl,-soname,libvkrdep.so.2", "-o", str(built), str(evil_src)],
+        check=True,
+    )
+    built.chmod(0o644)
+    planted = _sh_as(NOBODY, f"mkdir -p {leaked} && cp {built} {leaked}/libvkrdep.so.2")
+    assert planted.returncode == 0, planted.stderr
+    ran = subprocess.run(
+        ["vulkaninfo", "--summary"],
+        env={**env, "LD_LIBRARY_PATH": str(search), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert marker.exists(), ran.stderr[-500:]
+    marker.unlink()
+    shutil.rmtree(shared / "build")
+
+    shared.chmod(0o755)
+    code, doc, _ = _overlay(search, env)
+    assert code == 0 and doc is not None and doc["ld_library_path"], doc
+
+
+def test_a_package_file_another_user_owns_is_not_unpacked(top: Path) -> None:
+    """--from-package with a .deb that nobody owns (or that lies in a folder nobody can write):
+    nobody could swap it between vkdoctor's look and the next program's load. It is refused
+    like a --search-path file, with the reason; the same .deb of root's is used."""
+    provider, env = _scenario(top)
+    tree = top / "pkgtree" / "usr/lib/x86_64-linux-gnu"
+    tree.mkdir(parents=True)
+    shutil.copy(provider, tree / SONAME)
+    deb = lab.deb(top / "pkgtree", top / "libwob1.deb", name="libwob1")
+    os.chown(deb, NOBODY, NOBODY)
+    args = ["overlay", "--from-package", str(deb), "--format", "json"]
+    proc = run_vkdoctor(args, env=env)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert f"{deb} is not used: owned by nobody (uid {NOBODY}), neither you nor root" in proc.stderr
+    assert not (json.loads(proc.stdout) or {}).get("ld_library_path")
+
+    os.chown(deb, 0, 0)
+    proc = run_vkdoctor(args, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["ld_library_path"]

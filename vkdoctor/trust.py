@@ -91,12 +91,17 @@ def _foreign(uid: int, me: int) -> bool:
     return uid not in (0, me)
 
 
-def untrusted(path: str, *, uid: int | None = None, container: bool = False) -> str | None:
+def untrusted(
+    path: str, *, uid: int | None = None, container: bool = False, searched: bool = False
+) -> str | None:
     """Why someone other than root and the user (`uid`, else this process's effective uid) could
     change what `path` leads to, or None when nobody can. With `container`, `path` is a directory
-    to create a new entry of the user's in: a sticky directory such as /tmp is then fine. A component that does not exist ends
-    the walk once its directory is judged: nothing else is there to swap, and what is created
-    there is judged when it is used."""
+    to create a new entry of the user's in: a sticky directory such as /tmp is then fine. A
+    component that does not exist ends the walk once its directory is judged: nothing else is
+    there to swap, and what is created there is judged when it is used. With `searched`, `path`
+    is a folder ld.so looks in (an RPATH, RUNPATH or LD_LIBRARY_PATH entry): nothing judges
+    what appears there before ld.so loads it, so a missing folder that another user can create,
+    even in a sticky directory such as /tmp, is as bad as one they can write."""
     me = os.geteuid() if uid is None else uid
     if not path.startswith("/"):
         path = posixpath.join(os.getcwd(), path)
@@ -127,7 +132,8 @@ def untrusted(path: str, *, uid: int | None = None, container: bool = False) -> 
             if why:
                 return why + _through(via)
             if st is None:
-                return None
+                made = _creatable(cur, st_cur, entry, me) if searched else None
+                return made + _through(via) if made else None
             if stat.S_ISLNK(st.st_mode):
                 links += 1
                 if links > MAX_LINKS:
@@ -170,6 +176,14 @@ def _passing(
             f"{user_name(st.st_uid)}, who can replace it"
         )
     return None
+
+
+def _creatable(cur: str, st_cur: os.stat_result, entry: str, me: int) -> str | None:
+    """Why another user could create the missing `entry` of directory `cur`, or None."""
+    who = writers(cur, st_cur, me)
+    if who is None:
+        return None
+    return f"{entry} does not exist, and {who} can create it in {cur}"
 
 
 def _last(path: str, st: os.stat_result, me: int, via: str | None, container: bool) -> str | None:

@@ -155,6 +155,9 @@ class Resolution:
     inputs: SearchInputs
     #: paths of the objects already in the process before the dlopen (its global scope)
     process: tuple[str, ...] = ()
+    #: every directory an object's DT_RPATH/DT_RUNPATH or LD_LIBRARY_PATH made ld.so look in
+    #: without finding the name there (existing or not): what is put there later is loaded
+    searched: tuple[Tried, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -402,6 +405,7 @@ def _resolve_in(
     versions = _check_versions(
         ctx, searcher, [o for o in order if id(o) not in before], loaded, first_by, near
     )
+    lookups = [top, *(lk for pairs in edges.values() for _, lk in pairs)]
     errors.extend(v.error for v in versions if not v.weak_only)
     return Resolution(
         target=dlopen_name,
@@ -411,7 +415,21 @@ def _resolve_in(
         predicted_error=errors[0] if errors else None,
         inputs=searcher.inputs,
         process=tuple(o.path for o in proc.loaded if o is not proc.executable),
+        searched=_searched(lookups),
     )
+
+
+#: the searches whose folders come from an object or the environment, not from the system
+_PRIVATE_SEARCHES = (How.RPATH, How.RUNPATH, How.LD_LIBRARY_PATH)
+
+
+def _searched(lookups: Sequence[Lookup]) -> tuple[Tried, ...]:
+    out: dict[tuple[str, str | None], Tried] = {}
+    for lk in lookups:
+        for t in lk.tried:
+            if t.how in _PRIVATE_SEARCHES and t.outcome != "found":
+                out.setdefault((t.where, t.origin_of), t)
+    return tuple(out.values())
 
 
 def _miss(

@@ -25,7 +25,7 @@ from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import IO
 
-from vkdoctor import children
+from vkdoctor import children, trust
 from vkdoctor.overlay import store
 from vkdoctor.overlay.errors import ArchiveError, StoreError, describe_os_error, store_hint
 from vkdoctor.record import field, record
@@ -361,6 +361,15 @@ def extract_libraries(
     """Copy the members named like `sonames` (and what they link to) into the private store.
     `env_path`: the PATH the decompressors (zstd, bsdtar, rpm) are found and run with."""
     env_path = "/usr/bin:/bin" if env_path is None else env_path
+    # what is unpacked from it is loaded into the user's programs: the trust rule of
+    # --search-path holds for a package file too (and for every folder on its way)
+    why = trust.untrusted(str(package))
+    if why:
+        raise ArchiveError(
+            f"{package} is not used: {why}, so what vkdoctor would unpack from it is not "
+            "yours to load",
+            path=str(package),
+        )
     kind = package_format(package)
     if kind == "rpm":
         _verify_rpm(package, timeout, env_path)

@@ -37,6 +37,9 @@ class Chain:
     edges: tuple[Edge, ...]
     #: the root itself could not be read or found
     error: str | None = None
+    #: the folders an RPATH, RUNPATH or LD_LIBRARY_PATH made ld.so look in before it found a
+    #: name elsewhere (or nowhere): (folder, how, whose RPATH/RUNPATH)
+    searched: tuple[tuple[str, str, str | None], ...] = ()
 
     def missing(self) -> list[Edge]:
         return [e for e in self.edges if e.resolved is None]
@@ -113,4 +116,5 @@ def from_resolution(target: str, res: Resolution) -> Chain:
                 machine=machine,
             )
         )
-    return Chain(root=target, edges=tuple(edges))
+    searched = tuple((t.where, t.how.value, t.origin_of) for t in res.searched)
+    return Chain(root=target, edges=tuple(edges), searched=searched)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import posixpath
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -446,6 +446,7 @@ def _first_violation(
     # The chosen files' own dependencies must resolve with the overlay applied, each file
     # loaded as ld.so loads it: from the overlay, where its $ORIGIN is the overlay's folder.
     loaded_before = {e.resolved for c in plan.chains.values() for e in c.edges if e.resolved}
+    searched_before = {where for c in plan.chains.values() for where, _, _ in c.searched}
     for soname, cand in plan.chosen.items():
         own = resolve(fixed, str(plan.directory / soname))
         if own.error:
@@ -465,6 +466,9 @@ def _first_violation(
                 return soname, (
                     f"{cand.path} makes ld.so load {edge.soname} from {edge.resolved}: {unsafe}"
                 )
+        unsafe_dir = _untrusted_search(ctx, plan, own.searched, searched_before)
+        if unsafe_dir:
+            return soname, f"{cand.path} makes ld.so {unsafe_dir}"
     # With and without: the only differences are the added sonames, now resolving to our files.
     for target, before in plan.chains.items():
         after = resolve(fixed, target)
@@ -510,6 +514,28 @@ def _untrusted_load(ctx: Context, plan: Plan, path: str | None) -> str | None:
     from vkdoctor import trust
 
     return trust.untrusted(str(ctx.under(path)))
+
+
+def _untrusted_search(
+    ctx: Context,
+    plan: Plan,
+    searched: Sequence[tuple[str, str, str | None]],
+    before: Collection[str],
+) -> str | None:
+    """Why another user could put a library into a folder ld.so searches under the overlay and
+    not without it (an RPATH or RUNPATH entry of a chosen file, existing or not), or None."""
+    if plan.directory is None or not ctx.live:
+        return None
+    from vkdoctor import trust
+
+    for where, how, whose in searched:
+        if where in before or where == str(plan.directory):
+            continue
+        why = trust.untrusted(where, searched=True)
+        if why:
+            owner = f"{whose}'s {how.upper()}" if whose else how
+            return f"search {where} (from {owner}) first: {why}"
+    return None
 
 
 def chosen_dirs(plan: Plan) -> list[str]:
