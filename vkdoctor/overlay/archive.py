@@ -350,6 +350,18 @@ def _pass(
                 written[name] = base
 
 
+def _refuse_untrusted(package: Path) -> None:
+    """What is unpacked from a package is loaded into the user's programs: the trust rule of
+    --search-path holds for a package file too (and for every folder on its way)."""
+    why = trust.untrusted(str(package))
+    if why:
+        raise ArchiveError(
+            f"{package} is not used: {why}, so what vkdoctor would unpack from it is not "
+            "yours to load",
+            path=str(package),
+        )
+
+
 def extract_libraries(
     package: Path,
     sonames: Collection[str],
@@ -361,15 +373,7 @@ def extract_libraries(
     """Copy the members named like `sonames` (and what they link to) into the private store.
     `env_path`: the PATH the decompressors (zstd, bsdtar, rpm) are found and run with."""
     env_path = "/usr/bin:/bin" if env_path is None else env_path
-    # what is unpacked from it is loaded into the user's programs: the trust rule of
-    # --search-path holds for a package file too (and for every folder on its way)
-    why = trust.untrusted(str(package))
-    if why:
-        raise ArchiveError(
-            f"{package} is not used: {why}, so what vkdoctor would unpack from it is not "
-            "yours to load",
-            path=str(package),
-        )
+    _refuse_untrusted(package)
     kind = package_format(package)
     if kind == "rpm":
         _verify_rpm(package, timeout, env_path)
