@@ -362,6 +362,21 @@ def _refuse_untrusted(package: Path) -> None:
         )
 
 
+def _sha256(package: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    try:
+        with package.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as exc:
+        raise ArchiveError(
+            f"cannot read package {package}: {describe_os_error(exc)}", path=str(package)
+        ) from exc
+    return digest.hexdigest()
+
+
 def extract_libraries(
     package: Path,
     sonames: Collection[str],
@@ -377,18 +392,7 @@ def extract_libraries(
     kind = package_format(package)
     if kind == "rpm":
         _verify_rpm(package, timeout, env_path)
-    try:
-        import hashlib
-
-        digest = hashlib.sha256()
-        with package.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-    except OSError as exc:
-        raise ArchiveError(
-            f"cannot read package {package}: {describe_os_error(exc)}", path=str(package)
-        ) from exc
-    key = store.content_key([digest.hexdigest(), *sorted(sonames)])
+    key = store.content_key([_sha256(package), *sorted(sonames)])
     wanted = set(sonames)
     result: dict[str, str] = {}
     outside: dict[str, str] = {}
