@@ -301,7 +301,7 @@ def test_the_verdict_is_one_line_whatever_a_title_holds() -> None:
     line = verdict(report, style=Style())
     assert line == (
         "vkdoctor: FAIL: "
-        + "; ".join(["VKL002 lib ::error::x.so\\x1b missing"] * 4)
+        + "; ".join(["VKL002 lib\\x0a::error::x.so\\x1b missing"] * 4)
         + "; and 2 more failure(s)"
     )
     wrapped = verdict(report, style=Style(width=60))

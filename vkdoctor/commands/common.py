@@ -340,6 +340,7 @@ def terminal_width(default: int | None = None) -> int | None:
 def say(text: str) -> None:
     """A line for people on stderr, wrapped to COLUMNS or to the terminal stderr is (stdout
     may be a pipe to eval: what goes there is never wrapped)."""
+    from vkdoctor.render.escape import no_commands, visible
     from vkdoctor.render.wrap import fit
 
     width = terminal_width()
@@ -347,7 +348,7 @@ def say(text: str) -> None:
         import shutil
 
         width = shutil.get_terminal_size().columns
-    click.echo(fit(text, width), err=True)
+    click.echo(no_commands(visible(fit(text, width), prose=True)), err=True)
 
 
 def text_style(verbose: bool) -> Style:
@@ -365,10 +366,17 @@ def text_style(verbose: bool) -> Style:
     )
 
 
-def out(text: str, *, nl: bool = True, color: bool | None = None) -> None:
+def out(
+    text: str, *, nl: bool = True, color: bool | None = None, commands: bool = False
+) -> None:
     """Write to standard output. A reader that stops reading (`vkdoctor explain | head`) ends
     the output, not the command: the rest goes to /dev/null and the exit status stays the
-    command's own (a check's verdict is not turned into a failure by `| head`)."""
+    command's own (a check's verdict is not turned into a failure by `| head`). Nothing in it
+    is a CI runner's command unless `commands` (GitHub annotations, which escape their data)."""
+    from vkdoctor.render.escape import no_commands
+
+    if not commands:
+        text = no_commands(text)
     if inputs.recorder() is not None:
         from vkdoctor import replay
 
@@ -595,7 +603,7 @@ def emit(
         elif fmt == "github":
             from vkdoctor.render import github as github_render
 
-            out(github_render.render(report, strict=strict), nl=False)
+            out(github_render.render(report, strict=strict), nl=False, commands=True)
         else:
             style = text_style(verbose)
             # color=: click strips ANSI codes when stdout is no terminal, FORCE_COLOR included

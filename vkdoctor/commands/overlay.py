@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 
 from vkdoctor.commands import common
+from vkdoctor.render.escape import json_text
 
 
 def from_package_option(f: common.F) -> common.F:
@@ -88,7 +88,7 @@ def overlay(
     obj = plan.report_object()
     assert obj is not None and plan.ld_path is not None
     if fmt == "json":
-        common.out(json.dumps(obj, indent=2))
+        common.out(json_text(obj))
     elif fmt == "env":
         common.out(f"LD_LIBRARY_PATH={plan.ld_path.value}")
     else:

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import json
 import textwrap
 from collections.abc import Iterable, Sequence
 
 from vkdoctor.compare import Change, Comparison, FindingDiff, Fleet
 from vkdoctor.record import asdict
+from vkdoctor.render.escape import json_text, visible, visible_report
 
 _EXIT = {"pass": 0, "fail": 1, "error": 3}
 #: how many wrapped lines of a finding's message the diff shows
@@ -56,6 +56,7 @@ def _finding(f: FindingDiff, width: int) -> list[str]:
 
 
 def diff_text(c: Comparison, name_a: str, name_b: str, *, width: int = 80) -> str:
+    c, name_a, name_b = visible_report(c), visible(name_a), visible(name_b)
     out = _wrap(f"A: {name_a}", width, "", "   ") + _wrap(f"B: {name_b}", width, "", "   ")
     same = "the same verdict" if c.same_verdict else "different verdicts"
     out += _wrap(
@@ -135,7 +136,7 @@ def diff_text(c: Comparison, name_a: str, name_b: str, *, width: int = 80) -> st
 
 def diff_json(c: Comparison, name_a: str, name_b: str) -> str:
     doc = {"a": name_a, "b": name_b, "same_verdict": c.same_verdict, **asdict(c)}
-    return json.dumps(doc, indent=2) + "\n"
+    return json_text(doc) + "\n"
 
 
 # --- summary ----------------------------------------------------------------------------------
@@ -174,6 +175,7 @@ def _groups_text(fleet: Fleet, width: int) -> list[str]:
 
 
 def summary_text(fleet: Fleet, *, width: int = 80) -> str:
+    fleet = visible_report(fleet)
     total = len(fleet.machines)
     out = [f"vkdoctor summary: {total} machine{'s' if total != 1 else ''}, {fleet.failed} failed"]
     out.append("")
@@ -271,4 +273,4 @@ def summary_json(fleet: Fleet) -> str:
         "total": len(fleet.machines),
         "failed": fleet.failed,
     }
-    return json.dumps(doc, indent=2) + "\n"
+    return json_text(doc) + "\n"

@@ -4,6 +4,7 @@ verdicts, the implicit layers, and the failures with their fixes. It reads only 
 from __future__ import annotations
 
 from vkdoctor.model import Report, Severity
+from vkdoctor.render.escape import visible_report
 
 _MARK = {"ok": "✓", "info": "·", "warn": "!", "fail": "✗", "error": "✗"}
 _ASCII = {"ok": "ok", "info": "ii", "warn": "!!", "fail": "XX", "error": "EE"}
@@ -38,6 +39,7 @@ def _header(report: Report) -> list[str]:
 
 
 def render(report: Report, *, unicode: bool) -> str:
+    report = visible_report(report)
     """The listing, then the fail and error findings (code, title, fix), then a verdict."""
     marks = _MARK if unicode else _ASCII
     arrow = "→" if unicode else "->"

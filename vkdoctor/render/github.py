@@ -2,33 +2,34 @@
 
 Escaping follows the runner's rules (actions/toolkit, command.ts): in the data part `%`, `\\r` and
 `\\n` are percent-encoded; in property values `:` and `,` are too. Everything else vkdoctor prints
-into the log goes between `::stop-commands::` markers, so a path or a driver's stderr that happens to
-contain `::error` cannot issue a workflow command.
+into the log goes between `::stop-commands::` markers with a random token, so a path or a driver's
+stderr that happens to contain `::error` cannot issue a workflow command, and the older `##[`
+form is shown escaped wherever it stands (vkdoctor.render.escape).
 """
 
 from __future__ import annotations
 
-import html
-import re
 from collections.abc import Iterable
 
 from vkdoctor.model import CheckResult, Finding, Report, ReportStatus, Severity
-from vkdoctor.render import PROBE_FAMILY_PREFIX, hex_escape
+from vkdoctor.render import PROBE_FAMILY_PREFIX
 from vkdoctor.render import text as text_render
+from vkdoctor.render.escape import (
+    markdown_code,
+    markdown_text,
+    no_commands,
+    stop_token,
+    visible,
+    visible_report,
+)
 from vkdoctor.render.style import Style
 from vkdoctor.report_records import DriverRow, OverlayReport, ProbeResult
-
-#: control characters other than newlines: shown as \xNN, as the JUnit file shows them
-_CONTROL = re.compile(r"[\x00-\x09\x0b\x0c\x0e-\x1f\x7f]")
-
-
-def _visible(text: str) -> str:
-    return hex_escape(text, _CONTROL)
 
 
 def escape_data(value: str) -> str:
     # other control characters (ESC from a driver's output) are shown, not passed to the log
-    return _visible(value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
+    text = visible(value, prose=True).replace("%", "%25").replace("\n", "%0A")
+    return no_commands(text)
 
 
 def escape_property(value: str) -> str:
@@ -78,6 +79,7 @@ def probe_failure(probe: ProbeResult) -> str | None:
 
 
 def annotation_lines(report: Report, *, strict: bool = False) -> list[str]:
+    report = visible_report(report)
     """One `::error` / `::warning` per failing or warning finding, and one for a failed probe
     unless a probe finding (VKR...) already says it."""
     out = []
@@ -94,18 +96,11 @@ def annotation_lines(report: Report, *, strict: bool = False) -> list[str]:
     return out
 
 
-def _sentinel(text: str) -> str:
-    # A token the text cannot contain: it is derived from the text itself.
-    import hashlib
-
-    return "vkdoctor-" + hashlib.sha256(text.encode(errors="surrogateescape")).hexdigest()[:32]
-
-
 def render(report: Report, *, strict: bool = False) -> str:
     """The annotations, then the full text report folded in a log group, then the verdict."""
     style = Style(colour=False, unicode=True, verbose=False)
-    body = "\n".join(text_render.sections(report, style))
-    token = _sentinel(body)
+    body = no_commands("\n".join(text_render.sections(report, style)))
+    token = stop_token()
     lines = [
         *annotation_lines(report, strict=strict),
         "::group::vkdoctor report",
@@ -113,7 +108,7 @@ def render(report: Report, *, strict: bool = False) -> str:
         body,
         f"::{token}::",
         "::endgroup::",
-        text_render.verdict(report, style=style, strict=strict),
+        no_commands(text_render.verdict(report, style=style, strict=strict)),
     ]
     return "\n".join(lines) + "\n"
 
@@ -128,22 +123,8 @@ _VERDICT = {
 }
 
 
-#: what Markdown (GitHub's) would read as emphasis, code, links, headings or a table cell's end
-_MARKDOWN = re.compile(r"([\\`*_\[\]#|~])")
-
-
-def _cell(value: object) -> str:
-    """Text from the report (paths, messages, a driver's output) as literal Markdown: HTML and
-    Markdown characters escaped, so a name like `<user>` or `a*b*c` shows as it is."""
-    text = _visible("" if value is None else str(value))
-    text = _MARKDOWN.sub(r"\\\1", html.escape(text, quote=False))
-    return text.replace("\r", "").replace("\n", "<br>").replace("<br><br>", "<br>")
-
-
-def _code(value: object) -> str:
-    """Text as inline code that any character in it (a backtick, a `|`) cannot break."""
-    text = html.escape(_visible("" if value is None else str(value))).replace("|", "&#124;")
-    return f"<code>{text.replace(chr(10), ' ')}</code>"
+_cell = markdown_text
+_code = markdown_code
 
 
 def _table(head: Iterable[str], rows: Iterable[Iterable[str]]) -> list[str]:
@@ -159,6 +140,7 @@ def _attention(checks: Iterable[CheckResult]) -> list[Finding]:
 
 
 def summary(report: Report, *, strict: bool = False) -> str:
+    report = visible_report(report)
     """Markdown for $GITHUB_STEP_SUMMARY: verdict, findings, drivers, probe, overlay."""
     status = report.status(strict=strict)
     style = Style(colour=False, unicode=True)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Report, Severity
 from vkdoctor.record import field, record
 from vkdoctor.render import PROBE_FAMILY_PREFIX, escape_bytes, hex_escape
+from vkdoctor.render.escape import visible_report, xml_no_commands
 
 if TYPE_CHECKING:
     from vkdoctor.probe_records import ProbeCase, ProbeRung
@@ -203,6 +204,7 @@ def _suite(parent: ET.Element, name: str, cases: Sequence[_Case]) -> None:
 
 
 def render(report: Report, *, strict: bool = False) -> str:
+    report = visible_report(report)
     families: dict[str, list[_Case]] = {}
     for c in report.checks:
         families.setdefault(c.family, []).append(_check_case(c, strict=strict, sudo=report.sudo))
@@ -224,4 +226,5 @@ def render(report: Report, *, strict: bool = False) -> str:
         root.set(key, str(value))
     root.set("time", f"{seconds:.3f}")
     ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    xml = ET.tostring(root, encoding="unicode")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + xml_no_commands(xml) + "\n"

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Report, ReportStatus, Severity
 from vkdoctor.render import hex_escape
+from vkdoctor.render.escape import visible_report
 from vkdoctor.render.style import Style
 from vkdoctor.report_records import ProbeResult
 
@@ -215,6 +216,7 @@ def _probe(probe: ProbeResult, style: Style) -> list[str]:
 
 
 def render(report: Report, *, style: Style, strict: bool = False) -> str:
+    report = visible_report(report)
     """-v: every check, family by family. Otherwise one line per area, then what needs
     attention (warnings, then failures, so that the last failure's fix ends the run)."""
     lines = [*(sections(report, style) if style.verbose else brief(report, style)), ""]
@@ -299,6 +301,7 @@ def _pad(text: str, size: int) -> str:
 
 
 def brief(report: Report, style: Style) -> list[str]:
+    report = visible_report(report)
     """One line per area, the probe's details when it failed, then the findings that need
     attention: warnings, then failures, each fix printed once."""
     families: dict[str, list[CheckResult]] = {}
@@ -392,6 +395,7 @@ def root_note(report: Report, here: str = "") -> str | None:
 
 
 def sections(report: Report, style: Style) -> list[str]:
+    report = visible_report(report)
     """The report's lines, family by family, without the verdict."""
     lines: list[str] = []
     families: dict[str, list[CheckResult]] = {}
@@ -449,6 +453,7 @@ def _recap(report: Report, style: Style) -> list[str]:
 
 
 def verdict(report: Report, *, style: Style, strict: bool = False) -> str:
+    report = visible_report(report)
     status = report.status(strict=strict)
     counts = {s: 0 for s in Severity}
     for f in report.findings:
