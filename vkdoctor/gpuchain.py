@@ -274,18 +274,39 @@ def _parameters(ctx: Context, modules: tuple[str, ...]) -> dict[str, dict[str, s
     return out
 
 
-def _firmware(
-    ctx: Context, vendor: str, chip: str | None, driver_wanted: str | None
-) -> dict[str, Any]:
-    """The firmware files amdgpu loads for a chip it knows by name (amdgpu/<chip>_*.bin)."""
-    if vendor != AMD or chip is None or driver_wanted != "amdgpu":
-        return {}
-    where = ctx.under("/lib/firmware/amdgpu")
+def _nvidia_minor(ctx: Context, address: str) -> str:
+    """The N of /dev/nvidiaN: "Device Minor" in /proc/driver/nvidia/gpus/ADDRESS/information."""
+    text = _read(ctx.under(f"/proc/driver/nvidia/gpus/{address}/information")) or ""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "Device Minor" and value.strip().isdigit():
+            return value.strip()
+    return "0"
+
+
+def _listed(ctx: Context, folder: str, prefix: str) -> list[str]:
     try:
-        names = sorted(p.name for p in where.iterdir() if p.name.startswith(f"{chip}_"))[:MANY]
+        entries = ctx.under(folder).iterdir()
+        return sorted(p.name for p in entries if p.name.startswith(prefix))[:MANY]
     except OSError:
-        names = []
-    return {"pattern": f"/lib/firmware/amdgpu/{chip}_*.bin", "present": names}
+        return []
+
+
+def _firmware(ctx: Context, vendor: str, chip: str | None, wanted: str | None) -> dict[str, Any]:
+    """The firmware the driver loads: amdgpu/<chip>_*.bin for a chip amdgpu knows by name;
+    NVIDIA's GSP firmware nvidia/<version>/gsp_*.bin for the loaded nvidia module."""
+    if vendor == AMD and chip is not None and wanted == "amdgpu":
+        present = _listed(ctx, "/lib/firmware/amdgpu", f"{chip}_")
+        return {"pattern": f"/lib/firmware/amdgpu/{chip}_*.bin", "present": present}
+    version = _read(ctx.under("/sys/module/nvidia/version")) if vendor == NVIDIA else None
+    if version:
+        folder = f"/lib/firmware/nvidia/{version}"
+        return {
+            "pattern": f"{folder}/gsp_*.bin",
+            "present": _listed(ctx, folder, "gsp_"),
+            "module_version": version,
+        }
+    return {}
 
 
 def _gpu(ctx: Context, entry: Path, uid: int, gids: set[int]) -> Gpu | None:
@@ -303,9 +324,12 @@ def _gpu(ctx: Context, entry: Path, uid: int, gids: set[int]) -> Gpu | None:
         drm = sorted(p.name for p in (entry / "drm").iterdir())[:MANY]
     except OSError:
         drm = []
-    nodes = tuple(node(ctx, f"/dev/dri/{n}", uid, gids) for n in drm if n.startswith("renderD"))
     if driver == "nvidia":
-        nodes += tuple(node(ctx, p, uid, gids) for p in ("/dev/nvidiactl", "/dev/nvidia0"))
+        # NVIDIA's Vulkan driver opens its own nodes, not /dev/dri
+        paths = ["/dev/nvidiactl", f"/dev/nvidia{_nvidia_minor(ctx, entry.name)}"]
+    else:
+        paths = [f"/dev/dri/{n}" for n in drm if n.startswith("renderD")]
+    nodes = tuple(node(ctx, p, uid, gids) for p in paths)
     modules = tuple(
         m
         for m in ("radeon", "amdgpu", "i915", "xe", "nouveau", "nvidia")

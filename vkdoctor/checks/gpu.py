@@ -469,7 +469,7 @@ def _wgpu_break(gpu_name: str, vulkan: str, conformant: bool | None) -> Break | 
 
 def _chain_text(ctx: Context, gpu: Gpu, vulkan: str | None, devices: list[str]) -> str:
     key = tables()["amd_chips"].get(gpu.chip or "", {}).get("amdgpu_parameter")
-    node = next((n for n in gpu.nodes if n.path.startswith("/dev/dri/")), None)
+    node = gpu.nodes[-1] if gpu.nodes else None
     parts = [
         f"PCI {gpu.address} {gpu.vendor.removeprefix('0x')}:{gpu.device.removeprefix('0x')} "
         f"{gpu.vendor_name} {gpu.family or 'GPU'}" + (f" ({gpu.chip})" if gpu.chip else ""),
@@ -480,7 +480,7 @@ def _chain_text(ctx: Context, gpu: Gpu, vulkan: str | None, devices: list[str]) 
             + (" (usable)" if node.usable else " (refused)")
         )
         if node and node.exists
-        else "no render node",
+        else "no device node",
         f"Vulkan {vulkan or 'none'}" + ("" if gpu.conformant is not False else " (not conformant)"),
         f"device {', '.join(devices)}"
         if devices
