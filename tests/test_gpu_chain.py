@@ -169,7 +169,9 @@ exec "$@"
 """
 
 
-def _live(tmp_path: Path, name: str, argv: list[str]) -> subprocess.CompletedProcess[str]:
+def _live(
+    tmp_path: Path, name: str, argv: list[str], python_path: Path = REPO
+) -> subprocess.CompletedProcess[str]:
     """`argv` in a private mount namespace where the tree's sysfs, /dev and cmdline are the
     machine's own."""
     root = _tree(tmp_path, name)
@@ -179,8 +181,8 @@ def _live(tmp_path: Path, name: str, argv: list[str]) -> subprocess.CompletedPro
         ["unshare", "-m", "--propagation", "private", "bash", str(script), str(root), *argv],
         capture_output=True,
         text=True,
-        env=clean_env({"PYTHONPATH": str(REPO)}),
-        cwd=REPO,
+        env=clean_env({"PYTHONPATH": str(python_path), "PYTHONDONTWRITEBYTECODE": "1"}),
+        cwd="/",
         timeout=300,
         check=False,
     )
@@ -208,3 +210,27 @@ def test_live_si_card_on_radeon_in_a_mount_namespace(tmp_path: Path) -> None:
     assert f["evidence"]["gpu"]["address"] == "0000:01:00.0"
     assert f["evidence"]["gpu"]["nodes"][0]["path"] == "/dev/dri/renderD128"
     assert "radeon.si_support=0 amdgpu.si_support=1" in f["remedy"]
+
+
+def test_live_the_kernel_refuses_nobody_the_render_node_of_a_container(tmp_path: Path) -> None:
+    import shutil
+
+    import click
+
+    with world_readable_dir() as code:
+        shutil.copytree(REPO / "vkdoctor", code / "vkdoctor")
+        shutil.copytree(Path(click.__file__).parent, code / "click")
+        setpriv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        argv = [*setpriv, sys.executable]
+        proc = _live(
+            tmp_path,
+            "polaris_container",
+            [*argv, "-m", "vkdoctor", "check", "--no-probe", "--select", "VKG001", "--json", "-"],
+            python_path=code,
+        )
+    assert proc.returncode == 0, proc.stderr
+    (f,) = _chain(json.loads(proc.stdout))
+    (seen,) = f["evidence"]["gpu"]["nodes"]
+    assert seen["path"] == "/dev/dri/renderD128" and seen["gid"] == gputrees.RENDER_GID
+    assert seen["usable"] is False and seen["why"] == "gid-without-name"
+    assert "--group-add 993" in f["remedy"]
