@@ -234,3 +234,19 @@ def test_live_the_kernel_refuses_nobody_the_render_node_of_a_container(tmp_path:
     assert seen["path"] == "/dev/dri/renderD128" and seen["gid"] == gputrees.RENDER_GID
     assert seen["usable"] is False and seen["why"] == "gid-without-name"
     assert "--group-add 993" in f["remedy"]
+
+
+def test_live_gate_counts_the_radeon_binding_once(tmp_path: Path) -> None:
+    proc = _live(
+        tmp_path,
+        "si_on_radeon",
+        [sys.executable, "-m", "vkdoctor", "check", "--gpu", "--no-probe", "--json", "-"],
+    )
+    assert proc.returncode == 1, proc.stderr
+    doc = json.loads(proc.stdout)
+    validate_report(doc)
+    (f,) = _chain(doc)
+    assert f["severity"] == "fail" and f["evidence"]["broken_link"] == "kernel driver"
+    (gpu,) = [g for g in doc["findings"] if g["code"] == "VKT005"]
+    assert gpu["severity"] == "info" and gpu["evidence"]["explained_by"] == "VKG001"
+    assert gpu["evidence"]["hardware"] == ["/dev/dri/renderD128"]

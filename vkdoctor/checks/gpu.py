@@ -507,6 +507,15 @@ class GpuChainCheck(Check):
     code = "VKG001"
     family = "hardware"
     title = "The chain from each GPU to its Vulkan device"
+    #: under --gpu, "no GPU device" (VKT005) and "node not accessible" (VKC002) are what a
+    #: broken link below them leads to
+    explains = ("VKT005", "VKC002")
+
+    def explained(self, symptom: Finding, cause: Finding) -> bool:
+        link = cause.evidence.get("broken_link")
+        if symptom.code == "VKC002":
+            return link == "device node"
+        return link not in (None, "wgpu")
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         m = facts.gpu_machine(ctx)
