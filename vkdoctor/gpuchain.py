@@ -13,6 +13,7 @@ import os
 import stat
 import struct
 from functools import cache
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,8 @@ MODPROBE_DIRS = ("/etc/modprobe.d", "/lib/modprobe.d", "/usr/lib/modprobe.d", "/
 PARAMETERS = ("si_support", "cik_support", "modeset")
 #: at most this many PCI devices, DRM nodes, modprobe files are read
 MANY = 256
+#: at most this many entries of one folder are looked at
+LISTED = 65536
 SHORT = 64 << 10
 #: POSIX ACL xattr tags (linux/posix_acl_xattr.h)
 _ACL_USER_OBJ, _ACL_USER, _ACL_GROUP_OBJ, _ACL_GROUP, _ACL_MASK, _ACL_OTHER = (
@@ -287,7 +290,7 @@ def _nvidia_minor(ctx: Context, address: str) -> str:
 def _listed(ctx: Context, folder: str, prefix: str) -> list[str]:
     try:
         entries = ctx.under(folder).iterdir()
-        return sorted(p.name for p in entries if p.name.startswith(prefix))[:MANY]
+        return sorted(p.name for p in islice(entries, LISTED) if p.name.startswith(prefix))[:MANY]
     except OSError:
         return []
 
@@ -321,7 +324,7 @@ def _gpu(ctx: Context, entry: Path, uid: int, gids: set[int]) -> Gpu | None:
     ident = _identify(vendor, device)
     driver = _link_name(entry / "driver")
     try:
-        drm = sorted(p.name for p in (entry / "drm").iterdir())[:MANY]
+        drm = sorted(p.name for p in islice((entry / "drm").iterdir(), LISTED))[:MANY]
     except OSError:
         drm = []
     if driver == "nvidia":
@@ -367,7 +370,7 @@ def blacklisted(ctx: Context, cmdline: str) -> dict[str, str]:
                 out.setdefault(m, f"/proc/cmdline ({word})")
     for d in MODPROBE_DIRS:
         try:
-            confs = sorted(ctx.under(d).glob("*.conf"))[:MANY]
+            confs = sorted(islice(ctx.under(d).glob("*.conf"), LISTED))[:MANY]
         except OSError:
             continue
         for conf in confs:
@@ -390,7 +393,7 @@ def wsl(ctx: Context) -> dict[str, Any] | None:
         return None
     lib = ctx.under("/usr/lib/wsl/lib")
     try:
-        libs = sorted(p.name for p in lib.iterdir())[:MANY]
+        libs = sorted(p.name for p in islice(lib.iterdir(), LISTED))[:MANY]
     except OSError:
         libs = []
     return {"release": release, "dxg": dxg, "wsl_lib": libs}
@@ -400,7 +403,7 @@ def machine(ctx: Context) -> GpuMachine:
     """Every PCI display/3D controller and the kernel configuration around it."""
     uid, gids = os.getuid(), {os.getgid(), *os.getgroups()}
     try:
-        entries = sorted(ctx.under(PCI_DEVICES).iterdir())[:MANY]
+        entries = sorted(islice(ctx.under(PCI_DEVICES).iterdir(), LISTED))[:MANY]
     except OSError:
         entries = []
     gpus = tuple(g for e in entries if (g := _gpu(ctx, e, uid, gids)) is not None)
