@@ -213,6 +213,37 @@ def polaris_no_dri(root: Path) -> None:
     (root / "dev").mkdir(exist_ok=True)
 
 
+def nvidia_container(root: Path) -> None:
+    """An NVIDIA GPU (H100 SXM, 10de:2330) on the nvidia module seen from a container as the
+    NVIDIA container toolkit makes one: /dev/nvidiactl and /dev/nvidia0 0666, no /dev/dri, the
+    driver's manifest under /usr/local/nvidia linked from /usr/share/vulkan/icd.d."""
+    etc(root, render=False)
+    cmdline(root, CMDLINE)
+    pci_gpu(
+        root,
+        parent="0000:00:04.0",
+        address="0000:05:00.0",
+        vendor="0x10de",
+        device="0x2330",
+        subsystem=("0x10de", "0x16c1"),
+        pci_class="0x030200",
+        driver="nvidia",
+        minor=None,
+    )
+    module(root, "nvidia")
+    _w(root / "sys/module/nvidia/version", "580.159.04\n")
+    _w(
+        root / "proc/driver/nvidia/gpus/0000:05:00.0/information",
+        "Model: \t\t NVIDIA H100 80GB HBM3\nDevice Minor: \t 0\nBus Location: \t 0000:05:00.0\n",
+    )
+    _w(root / ".dockerenv", "")
+    (root / "dev").mkdir(exist_ok=True)
+    for name, minor in (("nvidiactl", 255), ("nvidia0", 0)):
+        os.mknod(root / "dev" / name, 0o666 | 0o020000, os.makedev(195, minor))
+        (root / "dev" / name).chmod(0o666)
+    icd(root, "nvidia_icd.json", "libGLX_nvidia.so.0")
+
+
 MACHINES = {
     "si_on_radeon": si_on_radeon,
     "haswell": haswell,
@@ -220,4 +251,5 @@ MACHINES = {
     "polaris_container": polaris_container,
     "polaris_no_firmware": polaris_no_firmware,
     "polaris_no_dri": polaris_no_dri,
+    "nvidia_container": nvidia_container,
 }

@@ -250,3 +250,71 @@ def test_live_gate_counts_the_radeon_binding_once(tmp_path: Path) -> None:
     (gpu,) = [g for g in doc["findings"] if g["code"] == "VKT005"]
     assert gpu["severity"] == "info" and gpu["evidence"]["explained_by"] == "VKG001"
     assert gpu["evidence"]["hardware"] == ["/dev/dri/renderD128"]
+
+
+def _edit_and_check(root: Path) -> dict:
+    _, doc = run_json(["check", "--root", str(root), "--select", "VKG001"])
+    (f,) = _chain(doc)
+    return f
+
+
+def test_what_keeps_the_kernel_driver_off_the_gpu(tmp_path: Path) -> None:
+    root = _tree(tmp_path, "polaris_no_firmware")
+    (root / "lib/firmware/amdgpu/polaris10_mc.bin").write_text("")
+    (root / "etc/modprobe.d").mkdir(parents=True)
+    (root / "etc/modprobe.d/gpu.conf").write_text("# no amdgpu here\nblacklist amdgpu\n")
+    f = _edit_and_check(root)
+    assert "amdgpu is blacklisted (/etc/modprobe.d/gpu.conf:2)" in f["title"]
+    gputrees.cmdline(root, gputrees.CMDLINE + " nomodeset")
+    f = _edit_and_check(root)
+    assert "nomodeset" in f["title"] and f["evidence"]["broken_link"] == "kernel driver"
+
+
+def test_an_si_card_no_driver_took(tmp_path: Path) -> None:
+    root = _tree(tmp_path, "si_on_radeon")
+    sysdev = root / "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0"
+    (sysdev / "driver").unlink()
+    f = _edit_and_check(root)
+    assert "amdgpu leaves Southern Islands (GCN 1) alone (si_support=0)" in f["title"]
+    assert "radeon.si_support=0 amdgpu.si_support=1" in f["remedy"]
+
+
+def test_a_card_no_vulkan_driver_serves(tmp_path: Path) -> None:
+    root = _tree(tmp_path, "si_on_radeon")
+    (root / "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/device").write_text("0x6898\n")
+    f = _edit_and_check(root)
+    assert f["evidence"]["broken_link"] == "Vulkan driver"
+    assert "No Vulkan driver supports AMD TeraScale or older (pre-GCN)" in f["title"]
+
+
+def test_an_nvidia_gpu_in_a_container_is_whole(tmp_path: Path) -> None:
+    root = _tree(tmp_path, "nvidia_container")
+    f = _edit_and_check(root)
+    assert f["severity"] == "ok", f
+    assert [n["path"] for n in f["evidence"]["gpu"]["nodes"]] == ["/dev/nvidiactl", "/dev/nvidia0"]
+    assert f["evidence"]["gpu"]["firmware"]["module_version"] == "580.159.04"
+    assert "Vulkan NVIDIA" in f["message"]
+    # the toolkit started without the graphics capability: no manifest, the Vulkan driver is missing
+    (root / "usr/share/vulkan/icd.d/nvidia_icd.json").unlink()
+    f = _edit_and_check(root)
+    assert f["evidence"]["broken_link"] == "Vulkan driver" and "NVIDIA" in f["title"]
+
+
+def test_a_root_only_node_as_nobody() -> None:
+    with world_readable_dir() as top:
+        root = _tree(top, "haswell")
+        node = root / "dev/dri/renderD128"
+        os.chown(node, 0, 0)
+        node.chmod(0o600)
+        proc = vkdoctor_as_nobody(
+            ["check", "--root", str(root), "--select", "VKG001", "--json", "-"]
+        )
+        (f,) = _chain(json.loads(proc.stdout))
+        assert "0600 root:root" in f["title"] and "70-render.rules" in f["remedy"]
+        node.chmod(0o660)
+        os.chown(node, 0, gputrees.RENDER_GID)
+        proc = vkdoctor_as_nobody(
+            ["check", "--root", str(root), "--select", "VKG001", "--json", "-"]
+        )
+        (f,) = _chain(json.loads(proc.stdout))
+        assert "not in group render" in f["title"] and "usermod -aG render" in f["remedy"]

@@ -559,7 +559,8 @@ class GpuChainCheck(Check):
         }
         name = f"{gpu.vendor_name} {gpu.family or gpu.device} at {gpu.address}"
         if cause is None:
-            return self.ok(f"{name}: {chain.rsplit(' -> ', 2)[-2]}", chain, **evidence)
+            seen = f", {found[0][1].name}" if found else ""
+            return self.ok(f"{name}: {gpu.driver}, {vulkan}{seen}", chain, **evidence)
         return self._broken(ctx, cause, f"{cause.why} Chain: {chain}.", evidence)
 
     def _broken(
