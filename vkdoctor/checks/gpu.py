@@ -293,7 +293,7 @@ def _kernel(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break | None:
     if gpu.driver == "radeon" and gpu.vulkan == "RADV":
         return Break(
             link="kernel driver",
-            title=f"{gpu.family} is on the radeon kernel driver: RADV needs amdgpu",
+            title=f"The {gpu.family} GPU is on the radeon kernel driver: RADV needs amdgpu",
             why=f"{gpu.address} ({gpu.chip}) is bound to radeon, as Linux does by default for "
             "this generation; Mesa's RADV opens only amdgpu devices.",
             remedy=Remedy(text=f"Set the kernel parameters {_kernel_params(gpu)}: {GRUB_STEP}."),
