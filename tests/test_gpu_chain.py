@@ -83,6 +83,10 @@ def test_haswell_on_hasvk_is_hidden_by_wgpu(tmp_path: Path) -> None:
     assert f["evidence"]["broken_link"] == "wgpu" and f["evidence"]["vulkan_driver"] == "hasvk"
     assert "WGPU_ALLOW_UNDERLYING_NONCOMPLIANT_ADAPTER=1" in f["remedy"]
     assert "kernel i915" in f["message"] and "renderD128" in f["message"]
+    # with the variable set, wgpu (built from the environment) lists it: the chain holds
+    args = ["check", "--root", str(tmp_path / "haswell"), "--select", "VKG001"]
+    _, doc = run_json(args, env={"WGPU_ALLOW_UNDERLYING_NONCOMPLIANT_ADAPTER": "1"})
+    assert _chain(doc)[0]["severity"] == "ok"
 
 
 def test_wsl2_with_dzn(tmp_path: Path) -> None:

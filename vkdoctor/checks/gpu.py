@@ -450,8 +450,11 @@ def _device_break(ctx: Context, gpu: Gpu, vulkan: str) -> Break | None:
     )
 
 
-def _wgpu_break(gpu_name: str, vulkan: str, conformant: bool | None) -> Break | None:
+def _wgpu_break(ctx: Context, gpu_name: str, vulkan: str, conformant: bool | None) -> Break | None:
     if conformant is not False:
+        return None
+    if ctx.env.get(WGPU_NONCOMPLIANT, "0").strip().lower() not in ("", "0", "false"):
+        # set: programs that build wgpu's flags from the environment list the adapter
         return None
     return Break(
         link="wgpu",
@@ -542,7 +545,10 @@ class GpuChainCheck(Check):
             or (_device_break(ctx, gpu, vulkan) if vulkan else None)
             or (
                 _wgpu_break(
-                    found[0][1].name if found else gpu.family or "this GPU", vulkan, gpu.conformant
+                    ctx,
+                    found[0][1].name if found else gpu.family or "this GPU",
+                    vulkan,
+                    gpu.conformant,
                 )
                 if vulkan
                 else None
@@ -644,7 +650,7 @@ def _wsl_vulkan(ctx: Context, devices: list[tuple[TargetOutcome, Any]]) -> Break
             remedy=Remedy(text="VKT001 says why; check the Windows GPU driver."),
         )
     name = devices[0][1].name if devices else "the WSL2 GPU"
-    return _wgpu_break(name, "dzn", False)
+    return _wgpu_break(ctx, name, "dzn", False)
 
 
 CHECKS: tuple[type[Check], ...] = (GpuDevice, GpuChainCheck)
