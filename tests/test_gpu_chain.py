@@ -322,3 +322,13 @@ def test_a_root_only_node_as_nobody() -> None:
         )
         (f,) = _chain(json.loads(proc.stdout))
         assert "not in group render" in f["title"] and "usermod -aG render" in f["remedy"]
+
+
+def test_a_gpu_the_tables_do_not_know_is_no_pass(tmp_path: Path) -> None:
+    root = _tree(tmp_path, "haswell")
+    (root / "sys/devices/pci0000:00/0000:00:02.0/vendor").write_text("0x1a03\n")  # ASPEED BMC
+    f = _edit_and_check(root)
+    assert f["severity"] == "info" and "no Vulkan driver known for 0x1a03:0x0416" in f["title"]
+    (root / "sys/devices/pci0000:00/0000:00:02.0/driver").unlink()  # and no driver bound
+    f = _edit_and_check(root)
+    assert f["severity"] == "info" and f["evidence"]["broken_link"] is None

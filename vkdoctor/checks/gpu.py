@@ -11,7 +11,17 @@ from typing import Any
 from vkdoctor import facts
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
-from vkdoctor.gpuchain import MICROSOFT, NVIDIA, PCI_DEVICES, Gpu, GpuMachine, Node, tables
+from vkdoctor.gpuchain import (
+    AMD,
+    INTEL,
+    MICROSOFT,
+    NVIDIA,
+    PCI_DEVICES,
+    Gpu,
+    GpuMachine,
+    Node,
+    tables,
+)
 from vkdoctor.host import container_kind
 from vkdoctor.loadtest import TargetOutcome, classify
 from vkdoctor.model import Finding, Remedy, Severity
@@ -492,6 +502,17 @@ def _chain_text(ctx: Context, gpu: Gpu, vulkan: str | None, devices: list[str]) 
     return " -> ".join(parts)
 
 
+def _first_break(
+    ctx: Context, m: GpuMachine, gpu: Gpu, vulkan: str | None, found: list[tuple[Any, Any]]
+) -> Break | None:
+    """The first link of the chain that does not hold, from the kernel driver up."""
+    cause = _kernel(ctx, m, gpu) or _node_break(ctx, m, gpu) or _vulkan_break(ctx, gpu, vulkan)
+    if cause is not None or vulkan is None:
+        return cause
+    name = found[0][1].name if found else gpu.family or "this GPU"
+    return _device_break(ctx, gpu, vulkan) or _wgpu_break(ctx, name, vulkan, gpu.conformant)
+
+
 class GpuChainCheck(Check):
     """Each GPU in the machine and the chain below its Vulkan device.
 
@@ -538,22 +559,8 @@ class GpuChainCheck(Check):
     def _one(self, ctx: Context, m: GpuMachine, gpu: Gpu) -> Finding:
         vulkan = _vulkan_for(gpu)
         found = _found(ctx, gpu)
-        cause = (
-            _kernel(ctx, m, gpu)
-            or _node_break(ctx, m, gpu)
-            or _vulkan_break(ctx, gpu, vulkan)
-            or (_device_break(ctx, gpu, vulkan) if vulkan else None)
-            or (
-                _wgpu_break(
-                    ctx,
-                    found[0][1].name if found else gpu.family or "this GPU",
-                    vulkan,
-                    gpu.conformant,
-                )
-                if vulkan
-                else None
-            )
-        )
+        known = gpu.vendor in (AMD, INTEL, NVIDIA) or bool(found)
+        cause = _first_break(ctx, m, gpu, vulkan, found) if known else None
         chain = _chain_text(ctx, gpu, vulkan, [d.describe() for _, d in found])
         evidence: dict[str, Any] = {
             "gpu": to_json(gpu),
@@ -564,6 +571,14 @@ class GpuChainCheck(Check):
             "broken_link": cause.link if cause else None,
         }
         name = f"{gpu.vendor_name} {gpu.family or gpu.device} at {gpu.address}"
+        if cause is None and vulkan is None and not found:
+            # the tables do not know it and no driver listed it: nothing here is proven
+            return self.info(
+                f"{name}: no Vulkan driver known for {gpu.vendor}:{gpu.device}",
+                f"vkdoctor's GPU tables do not know this device, and no Vulkan device with its "
+                f"PCI ID was found. Chain: {chain}.",
+                **evidence,
+            )
         if cause is None:
             seen = f", {found[0][1].name}" if found else ""
             return self.ok(f"{name}: {gpu.driver}, {vulkan}{seen}", chain, **evidence)
