@@ -195,3 +195,24 @@ def nvidia_gpu_expected(ctx: Context) -> bool:
     if visible and visible not in ("void", "none"):
         return True
     return ctx.under("/dev/nvidiactl").exists() or ctx.under("/proc/driver/nvidia/version").exists()
+
+
+def container_kind(ctx: Context) -> str | None:
+    """The container runtime we appear to run in, or None."""
+    if ctx.under("/.dockerenv").exists():
+        return "docker"
+    if ctx.under("/run/.containerenv").exists():
+        return "podman"
+    value = ctx.env.get("container")
+    if value:
+        return value
+    if ctx.env.get("KUBERNETES_SERVICE_HOST"):
+        return "kubernetes"
+    try:
+        cgroup = read_text(ctx.under("/proc/1/cgroup"))
+    except OSError:
+        return None
+    for marker in ("kubepods", "docker", "containerd", "libpod", "lxc"):
+        if marker in cgroup:
+            return marker
+    return None

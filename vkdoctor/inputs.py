@@ -37,6 +37,7 @@ _STABLE_PROC = (
     "/proc/self/cgroup",
     "/proc/cpuinfo",
     "/proc/version",
+    "/proc/cmdline",
     "/proc/filesystems",
     "/proc/driver/",
     "/proc/sys/",

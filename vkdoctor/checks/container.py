@@ -11,6 +11,7 @@ from vkdoctor import facts, files
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
 from vkdoctor.elf.resolve import resolve
+from vkdoctor.host import container_kind
 from vkdoctor.loader.search import driver_plan, implicit_layer_plan
 from vkdoctor.model import Finding, Remedy
 from vkdoctor.packages import commands
@@ -19,27 +20,6 @@ from vkdoctor.packages import commands
 _VULKAN_CAPS = {"graphics", "all"}
 #: what nvidia-container-toolkit assumes when NVIDIA_DRIVER_CAPABILITIES is unset
 _DEFAULT_CAPS = "utility,compute"
-
-
-def container_kind(ctx: Context) -> str | None:
-    """The container runtime we appear to run in, or None."""
-    if ctx.under("/.dockerenv").exists():
-        return "docker"
-    if ctx.under("/run/.containerenv").exists():
-        return "podman"
-    value = ctx.env.get("container")
-    if value:
-        return value
-    if ctx.env.get("KUBERNETES_SERVICE_HOST"):
-        return "kubernetes"
-    try:
-        cgroup = files.read_text(ctx.under("/proc/1/cgroup"))
-    except OSError:
-        return None
-    for marker in ("kubepods", "docker", "containerd", "libpod", "lxc"):
-        if marker in cgroup:
-            return marker
-    return None
 
 
 def nvidia_driver_version(ctx: Context) -> str | None:

@@ -1,5 +1,6 @@
 """VKT005: a GPU among the Vulkan devices. A GPU gate needs one; a GPU that is there but gives no
-device is news even when lavapipe computes."""
+device is news even when lavapipe computes. VKG001: for each GPU in the machine, the chain below
+the Vulkan driver (PCI device, kernel driver, firmware, render node, Vulkan driver, wgpu)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,21 @@ from typing import Any
 from vkdoctor import facts
 from vkdoctor.checks.base import Check
 from vkdoctor.context import Context
+from vkdoctor.gpuchain import (
+    AMD,
+    INTEL,
+    MICROSOFT,
+    NVIDIA,
+    PCI_DEVICES,
+    Gpu,
+    GpuMachine,
+    Node,
+    tables,
+)
+from vkdoctor.host import container_kind
 from vkdoctor.loadtest import TargetOutcome, classify
 from vkdoctor.model import Finding, Remedy, Severity
+from vkdoctor.record import record, to_json
 
 #: the load test's device types (probes/loadtest.py DEVICE_TYPES) that are a GPU
 GPU_DEVICE_TYPES = ("discrete-gpu", "integrated-gpu", "virtual-gpu")
@@ -162,4 +176,496 @@ def _remedy(ctx: Context, gpu_drivers: list[TargetOutcome], hardware: list[str])
     )
 
 
-CHECKS: tuple[type[Check], ...] = (GpuDevice,)
+#: the Vulkan driver -> the libraries that are it (hasvk was part of libvulkan_intel before Mesa 22.3)
+VULKAN_LIBRARIES = {
+    "RADV": ("libvulkan_radeon.so",),
+    "ANV": ("libvulkan_intel.so",),
+    "hasvk": ("libvulkan_intel_hasvk.so", "libvulkan_intel.so"),
+    "NVIDIA": ("libGLX_nvidia.so", "libEGL_nvidia.so"),
+    "NVK": ("libvulkan_nouveau.so",),
+    "dzn": ("libvulkan_dzn.so",),
+}
+#: the variable that makes wgpu list an adapter that reports conformance version 0
+WGPU_NONCOMPLIANT = "WGPU_ALLOW_UNDERLYING_NONCOMPLIANT_ADAPTER"
+GRUB_STEP = (
+    "add them to GRUB_CMDLINE_LINUX_DEFAULT in /etc/default/grub, run update-grub (grub2-mkconfig "
+    "-o /boot/grub2/grub.cfg on Fedora) and reboot"
+)
+
+
+@record(frozen=True, kw_only=True)
+class Break:
+    """The first link of a GPU's chain that does not hold: what it is and what repairs it."""
+
+    link: str
+    title: str
+    why: str
+    remedy: Remedy
+
+
+def _vulkan_for(gpu: Gpu) -> str | None:
+    if gpu.vendor == NVIDIA:
+        return {"nvidia": "NVIDIA", "nouveau": "NVK"}.get(gpu.driver or "")
+    return gpu.vulkan
+
+
+def _kernel_wanted(gpu: Gpu) -> tuple[str, ...]:
+    if gpu.vulkan == "RADV":
+        return ("amdgpu",)
+    return tuple(d for d in gpu.claimed_by if d != "radeon")
+
+
+def _kernel_params(gpu: Gpu) -> str:
+    param = "si_support" if "si_support" in (gpu.family or "") else ""
+    table = tables()["amd_chips"].get(gpu.chip or "", {})
+    param = table.get("amdgpu_parameter") or param or "si_support"
+    return f"radeon.{param}=0 amdgpu.{param}=1"
+
+
+def _unbound(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break:
+    """Why no kernel driver took the GPU, the first reason that holds."""
+    wanted = _kernel_wanted(gpu)
+    name = "/".join(wanted) or "a kernel driver"
+    if m.nomodeset:
+        return Break(
+            link="kernel driver",
+            title=f"No kernel driver: `nomodeset` keeps {name} off the GPU",
+            why="/proc/cmdline has nomodeset: the kernel's GPU drivers do not bind, so there is "
+            "no render node and no Vulkan device.",
+            remedy=Remedy(text=f"Remove nomodeset from the kernel command line ({GRUB_STEP})."),
+        )
+    for module in wanted:
+        where = m.blacklisted.get(module)
+        if where:
+            return Break(
+                link="kernel driver",
+                title=f"No kernel driver: {module} is blacklisted ({where})",
+                why=f"{module} serves this GPU, and {where} blacklists it.",
+                remedy=Remedy(
+                    text=f"Remove the blacklist of {module} from {where.split(':')[0]}, then run "
+                    "update-initramfs -u (dracut -f on Fedora) and reboot."
+                ),
+            )
+    params = gpu.parameters.get("amdgpu", {})
+    key = (tables()["amd_chips"].get(gpu.chip or "", {}) or {}).get("amdgpu_parameter")
+    if key and "amdgpu" in gpu.modules_loaded and params.get(key, "0") == "0":
+        return Break(
+            link="kernel driver",
+            title=f"No kernel driver: amdgpu leaves {gpu.family} alone ({key}=0)",
+            why=f"amdgpu is loaded with {key}={params.get(key, 'unset')}, so it does not take "
+            "this chip; RADV needs amdgpu.",
+            remedy=Remedy(text=f"Set the kernel parameters {_kernel_params(gpu)}: {GRUB_STEP}."),
+        )
+    fw = gpu.firmware
+    if fw and not fw.get("present") and any(w in gpu.modules_loaded for w in wanted):
+        return _no_firmware(ctx, gpu, name)
+    loaded = [w for w in wanted if w in gpu.modules_loaded]
+    if loaded:
+        return Break(
+            link="kernel driver",
+            title=f"No kernel driver: {loaded[0]} is loaded but did not take the GPU",
+            why=f"{loaded[0]} is loaded and no driver is bound to {gpu.address}; the kernel log "
+            "says why.",
+            remedy=Remedy(commands=(f"journalctl -k -b | grep -i {loaded[0]}",), needs_root=True),
+        )
+    return Break(
+        link="kernel driver",
+        title=f"No kernel driver: {name} is not loaded",
+        why=f"No driver is bound to {gpu.address} and {name} is not loaded.",
+        remedy=Remedy(
+            commands=(f"modprobe {wanted[0]}",) if wanted else (),
+            needs_root=True,
+            text="" if wanted else "Install and load the GPU vendor's kernel driver.",
+        ),
+    )
+
+
+def _no_firmware(ctx: Context, gpu: Gpu, name: str) -> Break:
+    family = facts.distro_family(ctx)
+    package = "firmware-amd-graphics" if family == "debian" else "linux-firmware"
+    install = {"debian": "apt-get install", "fedora": "dnf install", "arch": "pacman -S"}
+    return Break(
+        link="firmware",
+        title=f"Firmware missing: {gpu.firmware.get('pattern')}",
+        why=f"{name} is loaded but cannot start the GPU without its firmware, and there is no "
+        f"{gpu.firmware.get('pattern')}.",
+        remedy=Remedy(
+            commands=(f"{install.get(family or '', 'install')} {package}",),
+            needs_root=True,
+            text="(on Debian from the non-free-firmware component), then reboot",
+        ),
+    )
+
+
+def _kernel(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break | None:
+    if gpu.driver is None:
+        return _unbound(ctx, m, gpu)
+    if gpu.driver == "radeon" and gpu.vulkan == "RADV":
+        return Break(
+            link="kernel driver",
+            title=f"The {gpu.family} GPU is on the radeon kernel driver: RADV needs amdgpu",
+            why=f"{gpu.address} ({gpu.chip}) is bound to radeon, as Linux does by default for "
+            "this generation; Mesa's RADV opens only amdgpu devices.",
+            remedy=Remedy(text=f"Set the kernel parameters {_kernel_params(gpu)}: {GRUB_STEP}."),
+        )
+    if gpu.driver in ("vfio-pci", "pci-stub"):
+        return Break(
+            link="kernel driver",
+            title=f"The GPU is held by {gpu.driver} for a virtual machine",
+            why=f"{gpu.address} is bound to {gpu.driver}, not to a GPU driver.",
+            remedy=Remedy(text="Give the GPU back to its driver (remove it from vfio-pci.ids)."),
+        )
+    return None
+
+
+def _node_break(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break | None:
+    if not gpu.nodes:
+        return None
+    bad = next((n for n in gpu.nodes if not n.exists or not n.usable), None)
+    if bad is None:
+        return None
+    kind = container_kind(ctx)
+    if not bad.exists:
+        where = f"this {kind} container" if kind else "this machine"
+        flag = "--device /dev/dri" if not m.dev_dri else f"--device {bad.path}"
+        return Break(
+            link="device node",
+            title=f"No {bad.path}" + (" (no /dev/dri at all)" if not m.dev_dri else ""),
+            why=f"The kernel made {bad.path.rsplit('/', 1)[1]} for {gpu.address}, but {where} "
+            "has no such node: the Vulkan driver has nothing to open.",
+            remedy=Remedy(
+                text=f"Start the container with {flag} (docker or podman run)."
+                if kind
+                else "Check udev: udevadm trigger --subsystem-match=drm."
+            ),
+        )
+    return _denied(ctx, bad, kind)
+
+
+def _denied(ctx: Context, bad: Node, kind: str | None) -> Break:
+    shown = f"{bad.path} ({bad.mode} {bad.owner or bad.uid}:{bad.group or bad.gid})"
+    user = ctx.env.get("USER") or ctx.env.get("LOGNAME") or "$USER"
+    if bad.why == "gid-without-name":
+        return Break(
+            link="device node",
+            title=f"This user cannot open {bad.path}: group {bad.gid} has no name here",
+            why=f"{shown}: gid {bad.gid} is the host's render group, and "
+            + (f"this {kind} container" if kind else "this system")
+            + " has no group of that number, so this user is not in it.",
+            remedy=Remedy(
+                text=f"Start the container with --group-add {bad.gid} (docker or "
+                "podman run; podman can also keep the host's with --group-add keep-groups)."
+            ),
+        )
+    if bad.why == "root-only":
+        return Break(
+            link="device node",
+            title=f"{bad.path} is 0600 root:root: only root can open it",
+            why=f"{shown}: udev gave it no render group (systemd does so for a node outside a "
+            "seat).",
+            remedy=Remedy(
+                commands=(
+                    'sh -c \'echo SUBSYSTEM==\\"drm\\", KERNEL==\\"renderD*\\", GROUP=\\"render\\", '
+                    'MODE=\\"0660\\" > /etc/udev/rules.d/70-render.rules\'',
+                    "udevadm control --reload",
+                    "udevadm trigger --subsystem-match=drm",
+                    f"usermod -aG render {user}",
+                ),
+                needs_root=True,
+                text="then log in again",
+            ),
+        )
+    return Break(
+        link="device node",
+        title=f"This user cannot open {bad.path}: not in group {bad.group}",
+        why=f"{shown}"
+        + (f", ACL {', '.join(bad.acl)}" if bad.acl else "")
+        + f": this user is not {bad.owner or bad.uid} and not in {bad.group}.",
+        remedy=Remedy(
+            commands=(f"usermod -aG {bad.group} {user}",), needs_root=True, text="then log in again"
+        ),
+    )
+
+
+def _manifests_for(ctx: Context, vulkan: str) -> list[str]:
+    libs = VULKAN_LIBRARIES.get(vulkan, ())
+    return [
+        d.manifest
+        for d in facts.driver_scan(ctx).drivers
+        if any(Path(d.library_path or "").name.startswith(lib) for lib in libs)
+    ]
+
+
+def _vulkan_break(ctx: Context, gpu: Gpu, vulkan: str | None) -> Break | None:
+    if vulkan is None:
+        if gpu.family is None:
+            return None
+        return Break(
+            link="Vulkan driver",
+            title=f"No Vulkan driver supports {gpu.vendor_name} {gpu.family}",
+            why=f"{gpu.vendor}:{gpu.device} is {gpu.family} ({gpu.chip}): no Vulkan driver serves "
+            "this generation (vkdoctor's GPU tables).",
+            remedy=Remedy(
+                text="Compute on another GPU, or on the CPU with lavapipe "
+                "(--cpu); this GPU will not run Vulkan."
+            ),
+        )
+    if _manifests_for(ctx, vulkan):
+        return None
+    from vkdoctor.checks.drivers import install_drivers
+
+    fix = (
+        install_drivers(ctx)
+        if vulkan not in ("NVIDIA", "dzn")
+        else Remedy(
+            text="Install NVIDIA's driver with its Vulkan part (libnvidia-gl / nvidia-utils)."
+            if vulkan == "NVIDIA"
+            else "Install a Mesa built with -Dvulkan-drivers=microsoft-experimental (dzn)."
+        )
+    )
+    return Break(
+        link="Vulkan driver",
+        title=f"{vulkan}, the Vulkan driver for {gpu.family or gpu.vendor_name}, is not installed",
+        why=f"No manifest the loader reads names {' or '.join(VULKAN_LIBRARIES[vulkan])}.",
+        remedy=fix,
+    )
+
+
+def _found(ctx: Context, gpu: Gpu) -> list[tuple[TargetOutcome, Any]]:
+    """(driver, device) pairs of the load test that are this GPU, by PCI vendor and device ID."""
+    if not ctx.live:
+        return []
+    try:
+        outcomes = facts.load_test(ctx).outcomes
+    except Exception:  # the VKT checks report a broken load test
+        return []
+    return [
+        (o, d)
+        for o in outcomes
+        if o.target.kind == "driver"
+        for d in o.devices
+        if d.vendor_id.lower() == gpu.vendor and d.device_id.lower() == gpu.device
+    ]
+
+
+def _device_break(ctx: Context, gpu: Gpu, vulkan: str) -> Break | None:
+    if not ctx.live or _found(ctx, gpu):
+        return None
+    return Break(
+        link="Vulkan device",
+        title=f"{vulkan} loads but lists no device {gpu.vendor}:{gpu.device}",
+        why="Everything below the Vulkan driver holds, and the load test (each driver alone "
+        "through the real loader) found no device with this PCI ID.",
+        remedy=Remedy(text="VKT001 and the library findings say why the driver gives no device."),
+    )
+
+
+def _wgpu_break(ctx: Context, gpu_name: str, vulkan: str, conformant: bool | None) -> Break | None:
+    if conformant is not False:
+        return None
+    if ctx.env.get(WGPU_NONCOMPLIANT, "0").strip().lower() not in ("", "0", "false"):
+        # set: programs that build wgpu's flags from the environment list the adapter
+        return None
+    return Break(
+        link="wgpu",
+        title=f"wgpu hides {gpu_name}: {vulkan} is not conformant for it",
+        why=f"{vulkan} reports conformance version 0 for this GPU, and wgpu hides such adapters "
+        '("Adapter is not Vulkan compliant, hiding adapter"): wgpu, burn and cubecl fall '
+        "back to the CPU.",
+        remedy=Remedy(
+            commands=(f"export {WGPU_NONCOMPLIANT}=1",),
+            text="(read only by programs that build wgpu's instance flags from the environment, "
+            "InstanceFlags::from_env / with_env)",
+        ),
+    )
+
+
+def _chain_text(ctx: Context, gpu: Gpu, vulkan: str | None, devices: list[str]) -> str:
+    key = tables()["amd_chips"].get(gpu.chip or "", {}).get("amdgpu_parameter")
+    node = gpu.nodes[-1] if gpu.nodes else None
+    parts = [
+        f"PCI {gpu.address} {gpu.vendor.removeprefix('0x')}:{gpu.device.removeprefix('0x')} "
+        f"{gpu.vendor_name} {gpu.family or 'GPU'}" + (f" ({gpu.chip})" if gpu.chip else ""),
+        f"kernel {gpu.driver or 'none'}"
+        + "".join(f" {m}.{key}={p[key]}" for m, p in gpu.parameters.items() if key and key in p),
+        (
+            f"{node.path} {node.mode} {node.owner or node.uid}:{node.group or node.gid}"
+            + (" (usable)" if node.usable else " (refused)")
+        )
+        if node and node.exists
+        else "no device node",
+        f"Vulkan {vulkan or 'none'}" + ("" if gpu.conformant is not False else " (not conformant)"),
+        f"device {', '.join(devices)}"
+        if devices
+        else ("no Vulkan device seen" if ctx.live else "device not tested (--root)"),
+    ]
+    return " -> ".join(parts)
+
+
+def _first_break(
+    ctx: Context, m: GpuMachine, gpu: Gpu, vulkan: str | None, found: list[tuple[Any, Any]]
+) -> Break | None:
+    """The first link of the chain that does not hold, from the kernel driver up."""
+    cause = _kernel(ctx, m, gpu) or _node_break(ctx, m, gpu) or _vulkan_break(ctx, gpu, vulkan)
+    if cause is not None or vulkan is None:
+        return cause
+    name = found[0][1].name if found else gpu.family or "this GPU"
+    return _device_break(ctx, gpu, vulkan) or _wgpu_break(ctx, name, vulkan, gpu.conformant)
+
+
+class GpuChainCheck(Check):
+    """Each GPU in the machine and the chain below its Vulkan device.
+
+    For every PCI display or 3D controller (and for WSL2's /dev/dxg): the PCI IDs and the family
+    vkdoctor's tables (vkdoctor/data/gpu_ids.json, from the Linux kernel's ID lists and Mesa's
+    support rules) give it; the kernel driver bound to it and the module parameters that decide
+    it (radeon/amdgpu si_support, cik_support); the firmware amdgpu loads for it; its render node,
+    its mode, owner, group and ACL, and whether this user may open it; the Vulkan driver that
+    serves the generation (RADV, ANV, hasvk, NVIDIA, NVK, dzn), whether its manifest is installed,
+    whether the load test found the device; and whether the driver is conformant for it, since
+    wgpu hides adapters that are not. The first link that does not hold is the cause, with the
+    fix for that link: a failure under `--gpu`, a warning without. Reads sysfs, /dev, /proc and
+    /etc through the root, so `--root` checks a snapshot of another machine.
+    """
+
+    code = "VKG001"
+    family = "hardware"
+    title = "The chain from each GPU to its Vulkan device"
+    #: under --gpu, "no GPU device" (VKT005) and "node not accessible" (VKC002) are what a
+    #: broken link below them leads to
+    explains = ("VKT005", "VKC002")
+
+    def explained(self, symptom: Finding, cause: Finding) -> bool:
+        link = cause.evidence.get("broken_link")
+        if symptom.code == "VKC002":
+            return link == "device node"
+        return link not in (None, "wgpu")
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        m = facts.gpu_machine(ctx)
+        if m.wsl is not None:
+            yield self._wsl(ctx, m)
+        gpus = [g for g in m.gpus if not (m.wsl is not None and g.vendor == MICROSOFT)]
+        for gpu in gpus:
+            yield self._one(ctx, m, gpu)
+        if not gpus and m.wsl is None:
+            yield self.info(
+                "No GPU on the PCI bus",
+                f"{PCI_DEVICES} lists no display or 3D controller (class 0x03): only CPU "
+                "drivers can give a Vulkan device here.",
+                gpus=[],
+            )
+
+    def _one(self, ctx: Context, m: GpuMachine, gpu: Gpu) -> Finding:
+        vulkan = _vulkan_for(gpu)
+        found = _found(ctx, gpu)
+        known = gpu.vendor in (AMD, INTEL, NVIDIA) or bool(found)
+        cause = _first_break(ctx, m, gpu, vulkan, found) if known else None
+        chain = _chain_text(ctx, gpu, vulkan, [d.describe() for _, d in found])
+        evidence: dict[str, Any] = {
+            "gpu": to_json(gpu),
+            "vulkan_driver": vulkan,
+            "vulkan_devices": [{"manifest": o.target.manifest, **d.as_dict()} for o, d in found],
+            "cmdline": m.cmdline,
+            "blacklisted": m.blacklisted,
+            "broken_link": cause.link if cause else None,
+        }
+        name = f"{gpu.vendor_name} {gpu.family or gpu.device} at {gpu.address}"
+        if cause is None and vulkan is None and not found:
+            # the tables do not know it and no driver listed it: nothing here is proven
+            return self.info(
+                f"{name}: no Vulkan driver known for {gpu.vendor}:{gpu.device}",
+                f"vkdoctor's GPU tables do not know this device, and no Vulkan device with its "
+                f"PCI ID was found. Chain: {chain}.",
+                **evidence,
+            )
+        if cause is None:
+            seen = f", {found[0][1].name}" if found else ""
+            return self.ok(f"{name}: {gpu.driver}, {vulkan}{seen}", chain, **evidence)
+        return self._broken(ctx, cause, f"{cause.why} Chain: {chain}.", evidence)
+
+    def _broken(
+        self, ctx: Context, cause: Break, message: str, evidence: dict[str, Any]
+    ) -> Finding:
+        if ctx.options.gpu:
+            return self.fail(cause.title, message, remedy=cause.remedy, **evidence)
+        return self.warn(cause.title, message, remedy=cause.remedy, **evidence)
+
+    def _wsl(self, ctx: Context, m: GpuMachine) -> Finding:
+        wsl = m.wsl or {}
+        devices = [
+            (o, d)
+            for o in (facts.load_test(ctx).outcomes if ctx.live else ())
+            if o.target.kind == "driver" and "dzn" in o.target.dlopen_name
+            for d in o.devices
+        ]
+        evidence: dict[str, Any] = {
+            "wsl": wsl,
+            "vulkan_driver": "dzn",
+            "vulkan_devices": [{"manifest": o.target.manifest, **d.as_dict()} for o, d in devices],
+            "broken_link": None,
+        }
+        missing = [n for n in ("libd3d12.so", "libdxcore.so") if n not in wsl.get("wsl_lib", [])]
+        cause: Break | None = None
+        if not wsl.get("dxg"):
+            cause = Break(
+                link="device node",
+                title="WSL2 without /dev/dxg: no GPU is shared",
+                why=f"The kernel is WSL2's ({wsl.get('release')}) and there is no /dev/dxg.",
+                remedy=Remedy(
+                    text="Update WSL (wsl --update in Windows) "
+                    "and the Windows GPU driver; in a container pass --device /dev/dxg."
+                ),
+            )
+        elif missing:
+            cause = Break(
+                link="WSL libraries",
+                title=f"WSL2: /usr/lib/wsl/lib lacks {', '.join(missing)}",
+                why="dzn reaches the GPU through D3D12 (libd3d12.so, libdxcore.so "
+                "in /usr/lib/wsl/lib), which WSL mounts from Windows.",
+                remedy=Remedy(
+                    text="Mount /usr/lib/wsl into the container "
+                    "(-v /usr/lib/wsl:/usr/lib/wsl) or update WSL."
+                ),
+            )
+        else:
+            cause = _wsl_vulkan(ctx, devices)
+        chain = (
+            f"WSL2 {wsl.get('release')} -> /dev/dxg {'present' if wsl.get('dxg') else 'missing'}"
+            f" -> /usr/lib/wsl/lib {'complete' if not missing else 'incomplete'} -> Vulkan dzn"
+            " (not conformant) -> "
+            + (
+                ", ".join(d.describe() for _, d in devices)
+                or ("no dzn device seen" if ctx.live else "device not tested (--root)")
+            )
+        )
+        if cause is None:
+            return self.ok("WSL2 GPU through dzn", chain, **evidence)
+        evidence["broken_link"] = cause.link
+        return self._broken(ctx, cause, f"{cause.why} Chain: {chain}.", evidence)
+
+
+def _wsl_vulkan(ctx: Context, devices: list[tuple[TargetOutcome, Any]]) -> Break | None:
+    if not _manifests_for(ctx, "dzn"):
+        return Break(
+            link="Vulkan driver",
+            title="WSL2: no dzn, the Vulkan driver for the GPU through D3D12",
+            why="On WSL2 the GPU is reached only through /dev/dxg and Mesa's dzn (Dozen); no "
+            "manifest the loader reads names libvulkan_dzn.so, so only the CPU computes.",
+            remedy=Remedy(
+                text="Install a Mesa built with -Dvulkan-drivers=microsoft-experimental "
+                "(dzn); most distributions do not build it."
+            ),
+        )
+    if ctx.live and not devices:
+        return Break(
+            link="Vulkan device",
+            title="WSL2: dzn loads but lists no device",
+            why="dzn is installed and the load test found no device from it.",
+            remedy=Remedy(text="VKT001 says why; check the Windows GPU driver."),
+        )
+    name = devices[0][1].name if devices else "the WSL2 GPU"
+    return _wgpu_break(ctx, name, "dzn", False)
+
+
+CHECKS: tuple[type[Check], ...] = (GpuDevice, GpuChainCheck)

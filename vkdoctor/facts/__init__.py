@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from vkdoctor.elf.resolve import Resolution
     from vkdoctor.elf.symbols import Undefined
     from vkdoctor.facts.overlay import Outcome
+    from vkdoctor.gpuchain import GpuMachine
     from vkdoctor.loader.icd import DriverScan
     from vkdoctor.loader.layers import LayerScan
     from vkdoctor.loader.targets import LoadTarget
@@ -70,6 +71,13 @@ def nvidia_gpu_expected(ctx: Context) -> bool:
     from vkdoctor.host import nvidia_gpu_expected as compute
 
     return ctx.fact(compute)
+
+
+def gpu_machine(ctx: Context) -> GpuMachine:
+    """Each PCI GPU with its kernel driver, firmware, device nodes and Vulkan driver family."""
+    from vkdoctor.gpuchain import machine
+
+    return ctx.fact(machine)
 
 
 def ldso_platform(ctx: Context) -> LdsoPlatform:

@@ -239,6 +239,7 @@ _HEADLINE = {
     "packages": "VKP006",
     "container": "VKC001",
     "disk": "VKS001",
+    "hardware": "VKG001",
     "load": "VKT002",
     "overlay": "VKO001",
     "compute": "VKR001",

@@ -1,0 +1,255 @@
+"""Trees laid out as the kernel and udev lay out real machines with a GPU: sysfs's PCI device
+directory under /sys/devices with the relative links the kernel makes (/sys/bus/pci/devices/X,
+its `driver`, /sys/class/drm/renderD128), /sys/module/M/parameters, device nodes made with mknod
+(tests run as root), /proc/cmdline, /etc/group, /lib/firmware and /etc/modprobe.d.
+
+The machines they copy (the layouts of these classes of machine, as public issue threads show them):
+
+- `si_on_radeon`: a Radeon HD 7970 (Tahiti XT, 1002:6798) in a PCIe slot behind root port
+  00:01.0, bound to radeon as Linux does by default (waydroid/waydroid#2310, nixpkgs#82305);
+  amdgpu is loaded with si_support=0, radeon with si_support=1.
+- `haswell`: the HD Graphics 4600 (8086:0416) at 00:02.0 on i915, with Debian 12's Mesa manifests
+  (intel_hasvk_icd) (eval-exec/neomacs#109).
+- `wsl2`: WSL2's kernel (5.15.167.4-microsoft-standard-WSL2), /dev/dxg, /usr/lib/wsl/lib and a
+  dzn manifest, no PCI GPU (tracel-ai/burn#792).
+- `polaris_container`: an RX 580 (Polaris 10, 1002:67df) on amdgpu, seen from a Docker container
+  (/.dockerenv) whose /etc/group lacks the host's render gid 993 (ValveSoftware/Proton#9008).
+- `polaris_no_firmware`: the same card with amdgpu loaded, no driver bound and no
+  /lib/firmware/amdgpu/polaris10_*.bin.
+- `polaris_no_dri`: the RX 580 bound to amdgpu, seen from a container started without /dev/dri.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+DRM_MAJOR = 226
+RENDER_GID = 993
+
+
+def _w(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def _link(path: Path, target: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to(target)
+
+
+def pci_gpu(
+    root: Path,
+    *,
+    parent: str,
+    address: str,
+    vendor: str,
+    device: str,
+    subsystem: tuple[str, str],
+    pci_class: str = "0x030000",
+    driver: str | None,
+    minor: int | None = 0,
+) -> Path:
+    """The PCI function's directory and the links the kernel makes to it."""
+    sysdev = (
+        root / "sys/devices/pci0000:00" / parent / address
+        if parent
+        else (root / "sys/devices/pci0000:00" / address)
+    )
+    rel = f"pci0000:00/{parent + '/' if parent else ''}{address}"
+    for name, value in (
+        ("vendor", vendor),
+        ("device", device),
+        ("subsystem_vendor", subsystem[0]),
+        ("subsystem_device", subsystem[1]),
+        ("class", pci_class),
+        ("enable", "1"),
+        ("boot_vga", "1"),
+    ):
+        _w(sysdev / name, value + "\n")
+    _link(root / "sys/bus/pci/devices" / address, f"../../../devices/{rel}")
+    (root / "sys/bus/pci/drivers").mkdir(parents=True, exist_ok=True)
+    if driver is not None:
+        (root / "sys/bus/pci/drivers" / driver).mkdir(exist_ok=True)
+        depth = "../" * (rel.count("/") + 2)
+        _link(sysdev / "driver", f"{depth}bus/pci/drivers/{driver}")
+        _link(root / "sys/bus/pci/drivers" / driver / address, f"../../../../devices/{rel}")
+        if minor is not None:
+            for node, num in ((f"card{minor}", minor), (f"renderD{128 + minor}", 128 + minor)):
+                _w(sysdev / "drm" / node / "dev", f"{DRM_MAJOR}:{num}\n")
+                _link(root / "sys/class/drm" / node, f"../../devices/{rel}/drm/{node}")
+    return sysdev
+
+
+def module(root: Path, name: str, **parameters: str) -> None:
+    """/sys/module/NAME as a loaded module shows it."""
+    _w(root / "sys/module" / name / "initstate", "live\n")
+    for key, value in parameters.items():
+        _w(root / "sys/module" / name / "parameters" / key, value + "\n")
+
+
+def dev_dri(root: Path, minor: int = 0, *, gid: int = RENDER_GID, mode: int = 0o660) -> None:
+    """/dev/dri/cardN (root:video 0660) and renderD(128+N) as udev makes them."""
+    dri = root / "dev/dri"
+    dri.mkdir(parents=True, exist_ok=True)
+    for name, num, group, m in (
+        (f"card{minor}", minor, 44, 0o660),
+        (f"renderD{128 + minor}", 128 + minor, gid, mode),
+    ):
+        path = dri / name
+        os.mknod(path, 0o600 | 0o020000, os.makedev(DRM_MAJOR, num))
+        os.chown(path, 0, group)
+        path.chmod(m)
+
+
+def etc(root: Path, *, render: bool = True, debian: bool = True) -> None:
+    groups = "root:x:0:\nvideo:x:44:\n" + (f"render:x:{RENDER_GID}:\n" if render else "")
+    _w(root / "etc/group", groups)
+    _w(root / "etc/passwd", "root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534::/:/bin/false\n")
+    if debian:
+        _w(
+            root / "etc/os-release",
+            'ID=debian\nVERSION_ID="12"\nPRETTY_NAME="Debian GNU/Linux 12"\n',
+        )
+
+
+def cmdline(root: Path, text: str) -> None:
+    _w(root / "proc/cmdline", text + "\n")
+
+
+def icd(root: Path, name: str, library: str) -> None:
+    doc = {
+        "file_format_version": "1.0.0",
+        "ICD": {"library_path": library, "api_version": "1.3.230"},
+    }
+    _w(root / "usr/share/vulkan/icd.d" / name, json.dumps(doc) + "\n")
+
+
+CMDLINE = "BOOT_IMAGE=/boot/vmlinuz-6.1.0-28-amd64 root=UUID=0d1c ro quiet"
+
+
+def si_on_radeon(root: Path) -> None:
+    etc(root)
+    cmdline(root, CMDLINE)
+    pci_gpu(
+        root,
+        parent="0000:00:01.0",
+        address="0000:01:00.0",
+        vendor="0x1002",
+        device="0x6798",
+        subsystem=("0x1002", "0x3000"),
+        driver="radeon",
+    )
+    module(root, "radeon", si_support="1", cik_support="1", modeset="-1")
+    module(root, "amdgpu", si_support="0", cik_support="0")
+    dev_dri(root)
+    icd(root, "radeon_icd.x86_64.json", "libvulkan_radeon.so")
+
+
+def haswell(root: Path) -> None:
+    etc(root)
+    cmdline(root, CMDLINE)
+    pci_gpu(
+        root,
+        parent="",
+        address="0000:00:02.0",
+        vendor="0x8086",
+        device="0x0416",
+        subsystem=("0x1043", "0x8534"),
+        driver="i915",
+    )
+    module(root, "i915", modeset="-1")
+    dev_dri(root)
+    icd(root, "intel_icd.x86_64.json", "libvulkan_intel.so")
+    icd(root, "intel_hasvk_icd.x86_64.json", "libvulkan_intel_hasvk.so")
+
+
+def wsl2(root: Path) -> None:
+    etc(root, render=False)
+    cmdline(root, "initrd=\\initrd.img WSL_ROOT_INIT=1 panic=-1 nr_cpus=16 swiotlb=force")
+    _w(root / "proc/sys/kernel/osrelease", "5.15.167.4-microsoft-standard-WSL2\n")
+    (root / "sys/bus/pci/devices").mkdir(parents=True)
+    (root / "dev").mkdir(exist_ok=True)
+    os.mknod(root / "dev/dxg", 0o666 | 0o020000, os.makedev(10, 124))
+    (root / "dev/dxg").chmod(0o666)
+    for lib in ("libd3d12.so", "libd3d12core.so", "libdxcore.so", "libcuda.so.1"):
+        _w(root / "usr/lib/wsl/lib" / lib, "")
+    icd(root, "dzn_icd.x86_64.json", "libvulkan_dzn.so")
+    icd(root, "lvp_icd.x86_64.json", "libvulkan_lvp.so")
+
+
+def _polaris(root: Path, *, driver: str | None, render_group: bool = True) -> None:
+    etc(root, render=render_group)
+    cmdline(root, CMDLINE)
+    pci_gpu(
+        root,
+        parent="0000:00:03.1",
+        address="0000:0a:00.0",
+        vendor="0x1002",
+        device="0x67df",
+        subsystem=("0x1da2", "0xe366"),
+        driver=driver,
+    )
+    module(root, "amdgpu", si_support="0", cik_support="0")
+    icd(root, "radeon_icd.x86_64.json", "libvulkan_radeon.so")
+
+
+def polaris_container(root: Path) -> None:
+    _polaris(root, driver="amdgpu", render_group=False)
+    _w(root / ".dockerenv", "")
+    dev_dri(root)
+
+
+def polaris_no_firmware(root: Path) -> None:
+    _polaris(root, driver=None)
+    for name in ("tahiti_mc.bin", "vega10_sos.bin", "navi10_gpu_info.bin"):
+        _w(root / "lib/firmware/amdgpu" / name, "")
+
+
+def polaris_no_dri(root: Path) -> None:
+    _polaris(root, driver="amdgpu", render_group=False)
+    _w(root / ".dockerenv", "")
+    (root / "dev").mkdir(exist_ok=True)
+
+
+def nvidia_container(root: Path) -> None:
+    """An NVIDIA GPU (H100 SXM, 10de:2330) on the nvidia module seen from a container as the
+    NVIDIA container toolkit makes one: /dev/nvidiactl and /dev/nvidia0 0666, no /dev/dri, the
+    driver's manifest under /usr/local/nvidia linked from /usr/share/vulkan/icd.d."""
+    etc(root, render=False)
+    cmdline(root, CMDLINE)
+    pci_gpu(
+        root,
+        parent="0000:00:04.0",
+        address="0000:05:00.0",
+        vendor="0x10de",
+        device="0x2330",
+        subsystem=("0x10de", "0x16c1"),
+        pci_class="0x030200",
+        driver="nvidia",
+        minor=None,
+    )
+    module(root, "nvidia")
+    _w(root / "sys/module/nvidia/version", "580.159.04\n")
+    _w(
+        root / "proc/driver/nvidia/gpus/0000:05:00.0/information",
+        "Model: \t\t NVIDIA H100 80GB HBM3\nDevice Minor: \t 0\nBus Location: \t 0000:05:00.0\n",
+    )
+    _w(root / ".dockerenv", "")
+    (root / "dev").mkdir(exist_ok=True)
+    for name, minor in (("nvidiactl", 255), ("nvidia0", 0)):
+        os.mknod(root / "dev" / name, 0o666 | 0o020000, os.makedev(195, minor))
+        (root / "dev" / name).chmod(0o666)
+    icd(root, "nvidia_icd.json", "libGLX_nvidia.so.0")
+
+
+MACHINES = {
+    "si_on_radeon": si_on_radeon,
+    "haswell": haswell,
+    "wsl2": wsl2,
+    "polaris_container": polaris_container,
+    "polaris_no_firmware": polaris_no_firmware,
+    "polaris_no_dri": polaris_no_dri,
+    "nvidia_container": nvidia_container,
+}
