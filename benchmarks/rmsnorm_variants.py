@@ -104,6 +104,8 @@ def variants(d4: int) -> list[Variant]:
                 name = f"unrolled{' exact' if exact else ''}{' reread' if reread else ''}"
                 out.append(Variant(f"{name} wg{wg} tpr{tpr} vpt{vpt}", "unrolled", wg, tpr, vpt,
                                    reread=reread, exact=exact))
+    for groups in (1056, 4224):
+        out.append(Variant(f"pipelined wg256 tpr256 vpt4 g{groups}", "pipelined", groups=groups))
     out.append(Variant("two-pass (sum of squares, then scale)", "twopass"))
     fits = [v for v in out if v.kind == "twopass" or v.tpr * v.vpt >= d4]
     return [v for v in fits if not v.exact or v.tpr * v.vpt == d4]

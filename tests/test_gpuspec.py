@@ -161,3 +161,14 @@ def test_an_unknown_card_and_a_failed_bench(tmp_path):
 @pytest.mark.parametrize("garbage", ["", "x,y,z", "0xZZ, 0x1, 1, 0x1, 1, 1", "a" * 5000])
 def test_nvidia_smi_garbage_is_no_reading(tmp_path, garbage):
     assert gpuspec.machine_state(fake_smi(tmp_path, garbage)) == {"nvidia_smi": []}
+
+
+def test_a_cpu_adapter_on_a_machine_with_a_gpu_names_the_command_for_the_gpu():
+    cpu = {"type": "CPU", "vendor_id": 0x10005, "device_id": 0, "name": "llvmpipe"}
+    doc = {**bench_doc(50.0, 5.0, cpu), "adapters": [cpu, {**H200, "name": "NVIDIA H200 $(x)"}]}
+    v = gpuspec.verdict(doc, {}, {})
+    assert v["verdict"] == "cpu-adapter"
+    assert v["line"] == (
+        "a CPU adapter: its figures measure the host's processor and are no measure of a GPU; "
+        "this machine has a GPU: vkdoctor bench --adapter 'NVIDIA H200 $(x)'"
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shlex
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -207,9 +208,8 @@ def _cpu_verdict(doc: Mapping[str, Any]) -> dict[str, Any]:
     ]
     line = "a CPU adapter: its figures measure the host's processor and are no measure of a GPU"
     if gpus:
-        line += (
-            f"; this machine has a GPU ({plain(str(gpus[0].get('name')))}): vkdoctor bench --gpu"
-        )
+        name = plain(str(gpus[0].get("name")))
+        line += f"; this machine has a GPU: vkdoctor bench --adapter {shlex.quote(name)}"
     return {"verdict": "cpu-adapter", "line": line, "spec": None, "reasons": []}
 
 
