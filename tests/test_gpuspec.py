@@ -172,3 +172,32 @@ def test_a_cpu_adapter_on_a_machine_with_a_gpu_names_the_command_for_the_gpu():
         "a CPU adapter: its figures measure the host's processor and are no measure of a GPU; "
         "this machine has a GPU: vkdoctor bench --adapter 'NVIDIA H200 $(x)'"
     )
+
+
+def test_clocks_held_down_under_load_are_seen_by_the_readings_taken_during_the_bench(tmp_path):
+    """After the bench the GPU is idle (0x1); a power cap (0x4) seen while it ran still counts."""
+    import time
+
+    env = fake_smi(tmp_path, "00000000:00:06.0, 0x233510DE, 100, 0x0000000000000004, 700, 700")
+    with gpuspec.Sampler(env, interval=0.05) as sampler:
+        deadline = time.monotonic() + 10
+        while not sampler.samples and time.monotonic() < deadline:
+            time.sleep(0.05)
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.write_text(smi.read_text().replace("0x0000000000000004", "0x0000000000000001"))
+    after = gpuspec.machine_state(env)
+    assert after["nvidia_smi"][0]["clock_reasons"] == 1
+    during = sampler.state(after)
+    assert during["readings"] >= 1 and during["nvidia_smi"][0]["clock_reasons"] == 5
+    v = gpuspec.verdict(bench_doc(841.9, 4177.6), {}, during)
+    assert v["verdict"] == "as-expected"
+    assert "nvidia-smi reports clocks held down: software power cap" in v["reasons"]
+    assert "  also found:\n    - nvidia-smi reports clocks held down" in render(
+        {"status": "pass", "verdict": v}
+    )
+
+
+def test_without_nvidia_smi_the_sampler_reads_nothing(tmp_path):
+    with gpuspec.Sampler({"PATH": str(tmp_path)}, interval=0.01) as sampler:
+        pass
+    assert sampler.samples == [] and sampler.state({}) == {"nvidia_smi": [], "readings": 0}

@@ -41,10 +41,11 @@ def run_bench(
         extra_args=tuple(extra),
     )
     before = gpuspec.machine_state(env)
-    doc = run_probe(env, request)
-    after = gpuspec.machine_state(env)
-    doc["machine"] = {"before": before, "after": after}
-    doc["verdict"] = gpuspec.verdict(doc, before, after)
+    with gpuspec.Sampler(env) as sampler:
+        doc = run_probe(env, request)
+    during = sampler.state(gpuspec.machine_state(env))
+    doc["machine"] = {"before": before, "during": during}
+    doc["verdict"] = gpuspec.verdict(doc, before, during)
     return doc
 
 

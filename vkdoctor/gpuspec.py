@@ -9,6 +9,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,42 @@ def machine_state(env: Mapping[str, str]) -> dict[str, Any]:
     return {"nvidia_smi": nvidia_gpus(env)}
 
 
+class Sampler:
+    """nvidia-smi read every `interval` seconds on a thread while the bench runs, so that clocks
+    held down under load are seen (after the bench an idle GPU reports only 'idle')."""
+
+    def __init__(self, env: Mapping[str, str], interval: float = 2.0) -> None:
+        self.env, self.interval = env, interval
+        self.samples: list[list[dict[str, Any]]] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Sampler:
+        if shutil.which("nvidia-smi", path=self.env.get("PATH")) is not None:
+            self._thread = threading.Thread(target=self._run, daemon=True)
+            self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval) and len(self.samples) < 1000:
+            self.samples.append(nvidia_gpus(self.env))
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=20)
+
+    def state(self, after: Mapping[str, Any]) -> dict[str, Any]:
+        """`after` with each GPU's clock event reasons or-ed over every reading taken."""
+        gpus = [dict(g) for g in after.get("nvidia_smi") or []]
+        for gpu in gpus:
+            for sample in self.samples:
+                for seen in sample:
+                    if seen["device_id"] == gpu["device_id"]:
+                        gpu["clock_reasons"] |= seen["clock_reasons"]
+        return {"nvidia_smi": gpus, "readings": len(self.samples)}
+
+
 def _nvidia(state: Mapping[str, Any], device_id: int) -> dict[str, Any] | None:
     return next((g for g in state.get("nvidia_smi") or [] if g["device_id"] == device_id), None)
 
@@ -152,8 +189,8 @@ def _busy(before: Mapping[str, Any], device_id: int) -> list[str]:
     return out
 
 
-def _clocks(after: Mapping[str, Any], device_id: int) -> list[str]:
-    gpu = _nvidia(after, device_id)
+def _clocks(during: Mapping[str, Any], device_id: int) -> list[str]:
+    gpu = _nvidia(during, device_id)
     if gpu is None:
         return []
     out = []
@@ -182,7 +219,7 @@ def _pcie(links: list[dict[str, Any]]) -> list[str]:
 
 
 def likely_reasons(
-    doc: Mapping[str, Any], before: Mapping[str, Any], after: Mapping[str, Any]
+    doc: Mapping[str, Any], before: Mapping[str, Any], during: Mapping[str, Any]
 ) -> list[str]:
     """The causes of a low figure that this machine lets vkdoctor check, as sentences."""
     adapter = doc.get("adapter") or {}
@@ -191,7 +228,7 @@ def likely_reasons(
         return []
     return [
         *_busy(before, device),
-        *_clocks(after, device),
+        *_clocks(during, device),
         *_pcie(pcie_links(vendor, device, PCI_DEVICES)),
     ]
 
@@ -214,7 +251,7 @@ def _cpu_verdict(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def verdict(
-    doc: Mapping[str, Any], before: Mapping[str, Any], after: Mapping[str, Any]
+    doc: Mapping[str, Any], before: Mapping[str, Any], during: Mapping[str, Any]
 ) -> dict[str, Any] | None:
     """The bench's meaning for the user: as expected, below expectation (with the likely
     reasons found), an unknown card, or a CPU adapter. None when the bench did not pass."""
@@ -226,7 +263,7 @@ def verdict(
     vendor, device = adapter.get("vendor_id"), adapter.get("device_id")
     spec = spec_for(vendor, device)
     copy = _copy_gbps(doc)
-    reasons = likely_reasons(doc, before, after)
+    reasons = likely_reasons(doc, before, during)
     if spec is None:
         ids = (
             f"{vendor:04x}:{device:04x}"
