@@ -8,13 +8,13 @@ import math
 import re
 import shlex
 import shutil
-import subprocess
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from vkdoctor import files
+from vkdoctor.packages.proc import run_tool
 from vkdoctor.resources import bandwidth_table_path
 
 #: a copy under this share of the specification is below expectation: a plain device copy
@@ -84,21 +84,11 @@ def pcie_links(vendor_id: int, device_id: int, root: Path = PCI_DEVICES) -> list
 
 def _smi(args: list[str], env: Mapping[str, str]) -> list[list[str]]:
     """nvidia-smi's CSV rows, or [] where it is missing, fails or hangs."""
-    exe = shutil.which("nvidia-smi", path=env.get("PATH"))
-    if exe is None:
+    run = run_tool(["nvidia-smi", *args, "--format=csv,noheader,nounits"], env=env, timeout=15)
+    if run.returncode != 0:
         return []
-    try:
-        out = subprocess.run(
-            [exe, *args, "--format=csv,noheader,nounits"],
-            capture_output=True,
-            timeout=15,
-            env=dict(env),
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return []
-    text = out.stdout[: 1 << 16].decode("utf-8", "replace")
-    return [[c.strip() for c in line.split(",")] for line in text.splitlines() if line.strip()]
+    lines = run.stdout[: 1 << 16].splitlines()
+    return [[c.strip() for c in line.split(",")] for line in lines if line.strip()]
 
 
 def _process(row: list[str]) -> str:
