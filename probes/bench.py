@@ -16,6 +16,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -69,12 +70,74 @@ class Timer:
         return list((ticks[1::2] - ticks[0::2]) * self.period * 1e-9)
 
 
-def workgroup_size_for(d4: int, max_invocations: int) -> int:
-    """The smallest power-of-two workgroup (64..max) that keeps each invocation at MAX_VPT vec4s."""
+def workgroup_size_for(d4: int, max_invocations: int, vpt: int = MAX_VPT) -> int:
+    """The smallest power-of-two workgroup (64..max) that keeps each invocation at `vpt` vec4s."""
     wg = 64
-    while wg * MAX_VPT < d4 and wg * 2 <= max_invocations:
+    while wg * vpt < d4 and wg * 2 <= max_invocations:
         wg *= 2
     return wg
+
+
+@dataclass(frozen=True)
+class Shape:
+    """How a kernel covers a row: `tpr` invocations per row, `vpt` vec4 each, `wg` invocations
+    per workgroup (wg // tpr rows per workgroup)."""
+
+    wg: int
+    tpr: int
+    vpt: int
+
+    @property
+    def rows_per_group(self) -> int:
+        return self.wg // self.tpr
+
+
+#: the unrolled kernels (shaders/bench_rmsnorm_unrolled.wgsl): (most vec4 per invocation, rows
+#: per workgroup). Every one is timed and checked; the fastest correct one is the figure.
+#: docs/gpu-h200.md gives what these and the variants left out gave on an H200.
+UNROLLED = {
+    "unrolled": (4, 1),
+    "unrolled-2rows": (4, 2),
+    "unrolled-4rows": (4, 4),
+    "unrolled-vpt8-2rows": (8, 2),
+}
+
+
+def shape_for(variant: str, d4: int, max_invocations: int) -> Shape:
+    vpt, rows = UNROLLED.get(variant, (MAX_VPT, 1))
+    tpr = workgroup_size_for(d4, max(64, max_invocations // rows), vpt)
+    return Shape(tpr * rows, tpr, -(-d4 // tpr))
+
+
+def unrolled_source(template: str, shape: Shape) -> str:
+    """The unrolled kernel for `shape`: its loads and stores written out, one vec4 value each."""
+    loads, stores = [], []
+    for k in range(shape.vpt):
+        loads += [
+            f"    let i{k} = t + {k}u * TPR;",
+            f"    var v{k} = vec4<f32>(0.0);",
+            f"    if (live && i{k} < p.d4) {{",
+            f"        v{k} = x[base + i{k}];",
+            "    }",
+        ]
+        stores += [
+            f"    if (live && i{k} < p.d4) {{",
+            f"        y[base + i{k}] = v{k} * inv * w[i{k}];",
+            "    }",
+        ]
+    loads += [f"    acc = acc + dot(v{k}, v{k});" for k in range(shape.vpt)]
+    return (
+        template.replace("{{WG}}", str(shape.wg))
+        .replace("{{TPR}}", str(shape.tpr))
+        .replace("    // LOADS", "\n".join(loads))
+        .replace("    // STORES", "\n".join(stores))
+    )
+
+
+def kernel_source(shaders: dict[str, str], variant: str, shape: Shape) -> str:
+    if variant in UNROLLED:
+        return unrolled_source(shaders["unrolled"], shape)
+    return shaders[variant].replace("{{WG}}", str(shape.wg)).replace("{{VPT}}", str(shape.vpt))
 
 
 def chunk_rows(rows: int, row_bytes: int, limit: int, align: int) -> list[tuple[int, int]]:
@@ -187,16 +250,17 @@ def bench_size(
     max_dim = int(limits["max-compute-workgroups-per-dimension"])
     d4, row_bytes = d // 4, d * 4
     total = rows * row_bytes
-    wg = workgroup_size_for(d4, int(limits["max-compute-invocations-per-workgroup"]))
-    if wg * 4 > int(limits["max-compute-workgroup-storage-size"]):
+    max_inv = int(limits["max-compute-invocations-per-workgroup"])
+    shapes = {v: shape_for(v, d4, max_inv) for v in variants}
+    biggest = max(s.wg for s in shapes.values())
+    if biggest * 4 > int(limits["max-compute-workgroup-storage-size"]):
         raise ValueError(
-            f"RMSNorm at d={d} needs {wg * 4} bytes of workgroup storage, more than the device allows"
+            f"RMSNorm at d={d} needs {biggest * 4} bytes of workgroup storage, more than the "
+            "device allows"
         )
-    vpt = -(-d4 // wg)
     pipes = {}
     for variant in variants:
-        src = shaders[variant].replace("{{WG}}", str(wg)).replace("{{VPT}}", str(vpt))
-        module = device.create_shader_module(code=src)
+        module = device.create_shader_module(code=kernel_source(shaders, variant, shapes[variant]))
         pipes[variant] = device.create_compute_pipeline(
             layout="auto", compute={"module": module, "entry_point": "main"}
         )
@@ -219,11 +283,12 @@ def bench_size(
     copy_groups = []
     for first, count in chunks:
         off, size = first * row_bytes, count * row_bytes
-        per_dim = min(count, max_dim)
-        params = np.array([count, d4, 0, per_dim], dtype=np.uint32)
-        params[2] = np.array([EPS], dtype=np.float32).view(np.uint32)[0]
-        bp = device.create_buffer_with_data(data=params, usage=wgpu.BufferUsage.UNIFORM)
         for variant, pipe in pipes.items():
+            groups = -(-count // shapes[variant].rows_per_group)
+            per_dim = min(groups, max_dim)
+            params = np.array([count, d4, 0, per_dim], dtype=np.uint32)
+            params[2] = np.array([EPS], dtype=np.float32).view(np.uint32)[0]
+            bp = device.create_buffer_with_data(data=params, usage=wgpu.BufferUsage.UNIFORM)
             bg = device.create_bind_group(
                 layout=pipe.get_bind_group_layout(0),
                 entries=[
@@ -233,7 +298,7 @@ def bench_size(
                     {"binding": 3, "resource": {"buffer": bp}},
                 ],
             )
-            rms_groups[variant].append((bg, (per_dim, -(-count // per_dim), 1)))
+            rms_groups[variant].append((bg, (per_dim, -(-groups // per_dim), 1)))
         n4 = count * d4
         wgs = min(max_dim, -(-n4 // 256))
         cbp = device.create_buffer_with_data(
@@ -309,7 +374,9 @@ def bench_size(
         "rows": rows,
         "d": d,
         "chunks": len(chunks),
-        "workgroup_size": wg,
+        "workgroup_size": shapes[best].wg,
+        "shapes": {v: {"workgroup": sh.wg, "per_row": sh.tpr, "vec4_each": sh.vpt}
+                   for v, sh in shapes.items()},
         "kernel": best,
         "kernels": kernels,
         "rmsnorm": rms,
@@ -399,9 +466,15 @@ def run(args: argparse.Namespace, doc: dict[str, Any]) -> None:
         "workgroup-tree": (args.shader_dir / "bench_rmsnorm_vec4.wgsl").read_text(),
         "subgroup": (args.shader_dir / "bench_rmsnorm_subgroup_vec4.wgsl").read_text(),
         "copy": (args.shader_dir / "bench_copy_vec4.wgsl").read_text(),
+        "unrolled": (args.shader_dir / "bench_rmsnorm_unrolled.wgsl").read_text(),
     }
     #: the RMSNorm kernels this adapter can run; each is timed and checked
-    variants = ["workgroup-tree", *(["subgroup"] if "subgroup" in wanted else [])]
+    variants = ["workgroup-tree"]
+    if "subgroup" in wanted:
+        # a CPU adapter's figures are no measure of a GPU: two kernels show it works
+        variants += ["subgroup", "unrolled-2rows"] if chosen["type"] == "CPU" else [
+            "subgroup", *UNROLLED
+        ]
     doc["kernels"] = variants
     rng = np.random.default_rng(doc["seed"])
     timer = Timer(wgpu, device, set(wanted), args.repeat)

@@ -31,12 +31,75 @@ def test_bench_on_lavapipe_checks_every_size_and_times_on_the_device(lavapipe_be
         assert r["rmsnorm_gbps"] > 0 and r["copy_gbps"] > 0 and r["kernel_copy_gbps"] > 0
         assert r["numpy_gbps"] > 0
         assert r["rmsnorm"]["device_s"] > 0 and r["rmsnorm"]["host_s"] > 0
-        # lavapipe has subgroups: both RMSNorm kernels run, each checked on its own output
-        assert set(r["kernels"]) == {"workgroup-tree", "subgroup"}
+        # lavapipe has subgroups: three RMSNorm kernels run, each checked on its own output
+        assert set(r["kernels"]) == {"workgroup-tree", "subgroup", "unrolled-2rows"}
         assert all(k["ok"] and k["max_rel_err"] <= 1e-5 for k in r["kernels"].values())
         assert r["kernel"] in r["kernels"]
     table = render(doc)
     assert "256x4096" in table and "numpy's speed on the host" in table
+    assert doc["verdict"]["verdict"] == "cpu-adapter"
+    assert "verdict: a CPU adapter: its figures measure the host's processor and are no " in table
+    assert "no measure of a GPU" in proc.stdout + table
+
+
+def test_the_default_bench_on_lavapipe_runs_in_seconds_and_says_what_it_means():
+    """`vkdoctor bench` as a user types it, on a machine whose only Vulkan device is lavapipe."""
+    import time
+
+    start = time.monotonic()
+    proc = run_vkdoctor(["bench"], env={"COLUMNS": "80"})
+    took = time.monotonic() - start
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1024x4096" in proc.stdout and "4096x4096" in proc.stdout
+    verdict = proc.stdout[proc.stdout.index("verdict: ") :]
+    assert " ".join(verdict.split()) == (
+        "verdict: a CPU adapter: its figures measure the host's processor and are no measure "
+        "of a GPU"
+    )
+    assert took < 60, f"{took:.1f} s"
+
+
+def test_every_gpu_kernel_is_right_on_lavapipe_at_awkward_sizes():
+    """The unrolled kernels a GPU runs (probes/bench.py UNROLLED), on real lavapipe, each from a
+    poisoned output and checked against float64: rows that do not fill a workgroup, d not a
+    multiple of the invocations per row, d so small that most invocations idle."""
+    import argparse
+    import sys
+
+    import numpy as np
+    import wgpu
+
+    from vkdoctor.resources import probes_dir, shaders_dir
+
+    sys.path.insert(0, str(probes_dir()))
+    import bench as child
+
+    adapter = wgpu.gpu.request_adapter_sync(power_preference="low-power")
+    feats = ["timestamp-query", "timestamp-query-inside-encoders", "subgroup"]
+    device = adapter.request_device_sync(required_features=feats)
+    names = ("workgroup-tree", "subgroup", "unrolled")
+    shaders = {
+        n: (shaders_dir() / f"bench_{f}.wgsl").read_text()
+        for n, f in zip(
+            (*names, "copy"),
+            ("rmsnorm_vec4", "rmsnorm_subgroup_vec4", "rmsnorm_unrolled", "copy_vec4"),
+            strict=True,
+        )
+    }
+    variants = ["workgroup-tree", "subgroup", *child.UNROLLED]
+    timer = child.Timer(wgpu, device, set(feats), 1)
+    args = argparse.Namespace(repeat=1, warm=0.0)
+    for rows, d in ((37, 4096), (9, 12), (33, 1000), (5, 8196)):
+        r = child.bench_size(
+            wgpu, device, timer, args, rows, d, np.random.default_rng(rows), shaders, variants
+        )
+        assert r["ok"] and r["wrong_kernels"] == [], (rows, d, r["kernels"])
+        assert set(r["kernels"]) == set(variants)
+        assert all(0 < k["max_rel_err"] <= 1e-5 for k in r["kernels"].values())
+        # two rows per workgroup: the second row of the last workgroup is past the end at 37
+        assert r["shapes"]["unrolled-2rows"]["workgroup"] == 2 * r["shapes"]["unrolled-2rows"][
+            "per_row"
+        ]
 
 
 def test_bench_without_vulkan_is_no_adapter():

@@ -105,7 +105,11 @@ def test_wheel_is_named_by_the_one_version_and_holds_shaders_probes_docs_and_sch
         assert any(r.startswith(dep) for r in runtime), dep
     # test oracles only: the runtime imports neither
     assert not any(r.startswith(("psutil", "pyelftools", "distro")) for r in runtime)
-    expected = {"vkdoctor/data/report.schema.json", "vkdoctor/__main__.py"}
+    expected = {
+        "vkdoctor/data/report.schema.json",
+        "vkdoctor/data/gpu_bandwidth.json",
+        "vkdoctor/__main__.py",
+    }
     for src, dest in (
         ("shaders", "_shaders"),
         ("probes", "_probes"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from vkdoctor import gpuspec
 from vkdoctor.digits import is_digits, saturated
 from vkdoctor.probe import ProbeRequest, run_probe
 from vkdoctor.resources import probes_dir, shaders_dir
@@ -39,7 +40,13 @@ def run_bench(
         script=probes_dir() / BENCH_SCRIPT,
         extra_args=tuple(extra),
     )
-    return run_probe(env, request)
+    before = gpuspec.machine_state(env)
+    with gpuspec.Sampler(env) as sampler:
+        doc = run_probe(env, request)
+    during = sampler.state(gpuspec.machine_state(env))
+    doc["machine"] = {"before": before, "during": during}
+    doc["verdict"] = gpuspec.verdict(doc, before, during)
+    return doc
 
 
 def parse_sizes(text: str) -> list[tuple[int, int]]:
@@ -71,6 +78,24 @@ MAX_ELEMENTS = 1 << 30
 
 def _gbps(v: float | None) -> str:
     return f"{v:,.1f}" if isinstance(v, (int, float)) else "-"
+
+
+def _verdict_lines(verdict: Mapping[str, Any] | None) -> list[str]:
+    if not verdict:
+        return []
+    lines = [f"verdict: {verdict['line']}"]
+    spec = verdict.get("spec")
+    if spec:
+        lines.append(f"  specification: {spec['source']}")
+    if verdict["reasons"]:
+        head = "likely reasons" if verdict["verdict"] == "below-expectation" else "also found"
+        lines += [f"  {head}:", *(f"    - {r}" for r in verdict["reasons"])]
+    elif verdict["verdict"] == "below-expectation":
+        lines.append(
+            "  none of the causes vkdoctor can check was found (another process on the GPU, "
+            "clocks or power held down, a narrow PCIe link)"
+        )
+    return lines
 
 
 def render(doc: Mapping[str, Any]) -> str:
@@ -133,6 +158,7 @@ def render(doc: Mapping[str, Any]) -> str:
                     f"  CPU adapter: RMSNorm runs at {span}x numpy's speed on "
                     "the host; a software rasterizer is not a performance target."
                 )
+    lines += _verdict_lines(doc.get("verdict"))
     if status != "pass":
         lines.append(f"bench {status}: {doc.get('summary') or doc.get('reason')}")
         tail = doc.get("stderr_tail") or []

@@ -47,3 +47,10 @@ def schema_path() -> Path:
     from pathlib import Path
 
     return Path(_PKG) / "data" / "report.schema.json"
+
+
+def bandwidth_table_path() -> Path:
+    """The cards' specified memory bandwidth, by PCI id (vkdoctor bench's verdict)."""
+    from pathlib import Path
+
+    return Path(_PKG) / "data" / "gpu_bandwidth.json"

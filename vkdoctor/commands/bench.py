@@ -73,6 +73,7 @@ def bench(
         from vkdoctor.render.wrap import fit
 
         common.out(fit(render(doc), common.terminal_width()), nl=False)
-    code = 0 if doc.get("status") == "pass" else 1
+    below = (doc.get("verdict") or {}).get("verdict") == "below-expectation"
+    code = 0 if doc.get("status") == "pass" and not below else 1
     files = [(json_file, lambda: json.dumps(doc, indent=2) + "\n")] if json_file else []
     sys.exit(code if common.write_outputs(files) else code or common.EXIT_OUTPUT)

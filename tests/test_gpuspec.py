@@ -1,0 +1,203 @@
+"""vkdoctor bench's verdict: the specification table, the machine's readings, the sentences.
+
+This machine has no NVIDIA GPU, so nvidia-smi is a script that prints what the H200's
+nvidia-smi printed (docs/gpu-h200.md, 4 Dec 2026), changed where a test needs a sick card; the
+PCIe link is a sysfs tree with the files the kernel writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from vkdoctor import gpuspec
+from vkdoctor.bench import render
+from vkdoctor.resources import bandwidth_table_path
+
+H200 = {"type": "DiscreteGPU", "vendor_id": 0x10DE, "device_id": 0x2335, "name": "NVIDIA H200"}
+
+
+def bench_doc(copy: float, kernel_copy: float, adapter: dict = H200) -> dict:
+    """A passing bench document with the H200's figures of 4 Dec 2026 (or others)."""
+    return {
+        "status": "pass",
+        "adapter": adapter,
+        "adapters": [adapter],
+        "results": [
+            {
+                "rows": 16384,
+                "d": 4096,
+                "copy_gbps": copy,
+                "kernel_copy_gbps": kernel_copy,
+                "rmsnorm_pct_of_copy": 95.5,
+            },
+            {
+                "rows": 65536,
+                "d": 4096,
+                "copy_gbps": copy,
+                "kernel_copy_gbps": kernel_copy,
+                "rmsnorm_pct_of_copy": 98.3,
+            },
+        ],
+    }
+
+
+def fake_smi(tmp_path: Path, gpu: str, apps: str = "") -> dict[str, str]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(
+        "#!/bin/sh\ncase \"$1\" in\n"
+        f"  --query-gpu=*) printf '%s\\n' '{gpu}' ;;\n"
+        f"  --query-compute-apps=*) printf '%s' '{apps}' ;;\nesac\n"
+    )
+    smi.chmod(0o755)
+    return {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
+
+
+def test_the_table_is_keyed_by_unique_pci_ids_each_with_its_source():
+    table = json.loads(bandwidth_table_path().read_text())
+    ids = [p["id"] for p in table["parts"]]
+    assert len(ids) == len(set(ids))
+    vendors = {i.split(":")[0] for i in ids}
+    assert vendors == {"10de", "1002", "8086"}  # NVIDIA, AMD, Intel
+    for part in table["parts"]:
+        assert re.fullmatch(r"[0-9a-f]{4}:[0-9a-f]{4}", part["id"]), part
+        assert 100 <= part["gbps"] <= 10000 and part["source"] and part["name"]
+    assert gpuspec.spec_for(0x10DE, 0x2335)["gbps"] == 4800
+    assert gpuspec.spec_for(0x10DE, 0xFFFF) is None
+
+
+def test_the_h200_as_measured_performs_as_expected():
+    v = gpuspec.verdict(bench_doc(841.9, 4177.6), {}, {})
+    assert v["verdict"] == "as-expected" and v["reasons"] == []
+    assert v["line"] == (
+        "performs as expected: the copy reaches 87% of the 4,800 GB/s specified for the "
+        "NVIDIA H200, and RMSNorm at least 95% of the copy"
+    )
+    assert "specification: NVIDIA H200 Tensor Core GPU datasheet" in render({"status": "pass", "verdict": v})
+
+
+def test_a_slow_copy_is_below_expectation_with_the_reasons_nvidia_smi_gives(tmp_path):
+    before = gpuspec.machine_state(
+        fake_smi(
+            tmp_path,
+            "00000000:00:06.0, 0x233510DE, 97, 0x0000000000000001, 700.00, 700.00",
+            "00000000:00:06.0, 4242, python3 train\x1b[31m.py, 81000\n",
+        )
+    )
+    (tmp_path / "bin" / "nvidia-smi").unlink()
+    (tmp_path / "bin").rmdir()
+    after = gpuspec.machine_state(
+        fake_smi(tmp_path, "00000000:00:06.0, 0x233510DE, 0, 0x00000000000000A4, 350.00, 700.00")
+    )
+    doc = bench_doc(841.9, 2100.0)
+    v = gpuspec.verdict(doc, before, after)
+    assert v["verdict"] == "below-expectation"
+    assert v["line"].startswith("below expectation: the copy reaches 44% of the 4,800 GB/s")
+    assert v["reasons"][:4] == [
+        "another process was on the GPU when the bench began: python3 train?[31m.py "
+        "(pid 4242, 81000 MiB)",
+        "the GPU was 97% busy when the bench began",
+        "nvidia-smi reports clocks held down: software power cap, software thermal slowdown, "
+        "hardware power brake",
+        "the power limit is 350 W, below the card's default 700 W",
+    ]
+    text = render({"status": "pass", "verdict": v})
+    assert "  likely reasons:\n    - another process" in text and "\x1b" not in text
+
+
+def test_below_expectation_with_nothing_found_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(gpuspec, "PCI_DEVICES", tmp_path)  # no PCI device with the H200's id
+    v = gpuspec.verdict(bench_doc(841.9, 2100.0), {}, {})
+    assert v["verdict"] == "below-expectation" and v["reasons"] == []
+    assert "none of the causes vkdoctor can check was found" in render(
+        {"status": "pass", "verdict": v}
+    )
+
+
+def test_a_narrow_pcie_link_is_read_from_sysfs(tmp_path):
+    dev = tmp_path / "0000:00:06.0"
+    dev.mkdir()
+    for name, value in {
+        "vendor": "0x10de",
+        "device": "0x2335",
+        "current_link_speed": "16.0 GT/s PCIe",
+        "max_link_speed": "32.0 GT/s PCIe",
+        "current_link_width": "8",
+        "max_link_width": "16",
+    }.items():
+        (dev / name).write_text(value + "\n")
+    other = tmp_path / "0000:00:07.0"
+    other.mkdir()
+    (other / "vendor").write_text("garbage\x00\n")
+    links = gpuspec.pcie_links(0x10DE, 0x2335, tmp_path)
+    assert links == [
+        {
+            "device": "0000:00:06.0",
+            "current_link_speed": 16.0,
+            "max_link_speed": 32.0,
+            "current_link_width": 8.0,
+            "max_link_width": 16.0,
+        }
+    ]
+    assert gpuspec._pcie(links)[0] == "PCIe link 0000:00:06.0 runs x8 of x16"
+    assert gpuspec.pcie_links(0x10DE, 0x2335, tmp_path / "missing") == []
+
+
+def test_an_unknown_card_and_a_failed_bench(tmp_path):
+    card = {**H200, "device_id": 0x9999, "name": "Some GPU"}
+    v = gpuspec.verdict(bench_doc(500.0, 600.0, card), {}, {})
+    assert v["verdict"] == "unknown-card"
+    assert v["line"] == (
+        "unknown card (10de:9999): no specified bandwidth to hold the copy's 600 GB/s against"
+    )
+    assert gpuspec.verdict({**bench_doc(1.0, 1.0), "status": "fail"}, {}, {}) is None
+
+
+@pytest.mark.parametrize("garbage", ["", "x,y,z", "0xZZ, 0x1, 1, 0x1, 1, 1", "a" * 5000])
+def test_nvidia_smi_garbage_is_no_reading(tmp_path, garbage):
+    assert gpuspec.machine_state(fake_smi(tmp_path, garbage)) == {"nvidia_smi": []}
+
+
+def test_a_cpu_adapter_on_a_machine_with_a_gpu_names_the_command_for_the_gpu():
+    cpu = {"type": "CPU", "vendor_id": 0x10005, "device_id": 0, "name": "llvmpipe"}
+    doc = {**bench_doc(50.0, 5.0, cpu), "adapters": [cpu, {**H200, "name": "NVIDIA H200 $(x)"}]}
+    v = gpuspec.verdict(doc, {}, {})
+    assert v["verdict"] == "cpu-adapter"
+    assert v["line"] == (
+        "a CPU adapter: its figures measure the host's processor and are no measure of a GPU; "
+        "this machine has a GPU: vkdoctor bench --adapter 'NVIDIA H200 $(x)'"
+    )
+
+
+def test_clocks_held_down_under_load_are_seen_by_the_readings_taken_during_the_bench(tmp_path):
+    """After the bench the GPU is idle (0x1); a power cap (0x4) seen while it ran still counts."""
+    import time
+
+    env = fake_smi(tmp_path, "00000000:00:06.0, 0x233510DE, 100, 0x0000000000000004, 700, 700")
+    with gpuspec.Sampler(env, interval=0.05) as sampler:
+        deadline = time.monotonic() + 10
+        while not sampler.samples and time.monotonic() < deadline:
+            time.sleep(0.05)
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.write_text(smi.read_text().replace("0x0000000000000004", "0x0000000000000001"))
+    after = gpuspec.machine_state(env)
+    assert after["nvidia_smi"][0]["clock_reasons"] == 1
+    during = sampler.state(after)
+    assert during["readings"] >= 1 and during["nvidia_smi"][0]["clock_reasons"] == 5
+    v = gpuspec.verdict(bench_doc(841.9, 4177.6), {}, during)
+    assert v["verdict"] == "as-expected"
+    assert "nvidia-smi reports clocks held down: software power cap" in v["reasons"]
+    assert "  also found:\n    - nvidia-smi reports clocks held down" in render(
+        {"status": "pass", "verdict": v}
+    )
+
+
+def test_without_nvidia_smi_the_sampler_reads_nothing(tmp_path):
+    with gpuspec.Sampler({"PATH": str(tmp_path)}, interval=0.01) as sampler:
+        pass
+    assert sampler.samples == [] and sampler.state({}) == {"nvidia_smi": [], "readings": 0}
