@@ -22,6 +22,7 @@ import pytest
 from tests import overlay_lab as lab
 from tests.conftest import REPO as REPO_ROOT
 from tests.conftest import clean_env, run_json, run_vkdoctor
+from tests.github_runner import parse_env_file
 
 
 @dataclass(frozen=True)
@@ -515,14 +516,62 @@ def test_the_github_env_recipe_runs_the_gate_under_the_overlay(seed: Seed, tmp_p
     preflight = step("Vulkan preflight", env)
     assert preflight.returncode == 0, preflight.stdout + preflight.stderr
     assert "written to GITHUB_ENV" in preflight.stderr
-    exported = dict(
-        line.split("=", 1) for line in github_env.read_text().splitlines() if "=" in line
-    )
+    exported = parse_env_file(github_env.read_text())
     report = json.loads((tmp_path / "vkdoctor.json").read_text())
     assert exported == {"LD_LIBRARY_PATH": report["overlay"]["ld_library_path"]}
     assert report["overlay"]["applied"] is True
     gate = step("The gate", {**env, **exported})
     assert gate.returncode == 0 and re.search(r"deviceName\s+= llvmpipe", gate.stdout)
+
+
+#: what earlier steps of a job may have left in $GITHUB_ENV, and what the runner reads of it
+EARLIER_STEPS = {
+    "empty": ("", {}),
+    "no final newline": ("PREV=done", {"PREV": "done"}),
+    "CRLF": ("A=1\r\nB=2\r\n", {"A": "1", "B": "2"}),
+    "CRLF, no final newline": ("A=1\r\nB=2", {"A": "1", "B": "2"}),
+    "heredoc": ("JSON<<EOF\n{\n  \"a\": 1\n}\nEOF\n", {"JSON": '{\n  "a": 1\n}'}),
+    "heredoc, no final newline": ("M<<END\nx=y\nEND", {"M": "x=y"}),
+    "blank lines": ("\n\nA=1\n\n", {"A": "1"}),
+}
+
+
+@pytest.mark.parametrize("shape", EARLIER_STEPS)
+def test_github_env_is_read_by_the_runner_after_any_earlier_step(
+    seed: Seed, tmp_path: Path, shape: str
+) -> None:
+    """Whatever shape an earlier step left $GITHUB_ENV in, the runner (tests/github_runner.py,
+    its parser as written in actions/runner) reads both that step's variables and the overlay,
+    and a new process started with them, as the next step is, gets a Vulkan device."""
+    earlier, theirs = EARLIER_STEPS[shape]
+    github_env = tmp_path / "github_env"
+    github_env.write_bytes(earlier.encode())
+    env = seed.env(tmp_path / "cache", GITHUB_ENV=str(github_env))
+    args = ["check", "--no-probe", "--search-path", str(seed.llvm_dir), "--github-env"]
+    proc = run_vkdoctor(args, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    read = parse_env_file(github_env.read_text())
+    assert {k: read[k] for k in theirs} == theirs
+    assert set(read) == {*theirs, "LD_LIBRARY_PATH"}
+    gate = subprocess.run(
+        ["vulkaninfo", "--summary"],
+        env=clean_env({**seed.env(tmp_path / "cache"), **read}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert gate.returncode == 0 and re.search(r"deviceName\s+= llvmpipe", gate.stdout), gate.stderr
+    # without the overlay the same process finds no device: the entry is what made it work
+    bare = subprocess.run(
+        ["vulkaninfo", "--summary"],
+        env=clean_env({**seed.env(tmp_path / "cache"), **theirs}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert "llvmpipe" not in bare.stdout
 
 
 def test_github_env_needs_the_variable_and_a_plain_file(seed: Seed, tmp_path: Path) -> None:

@@ -1,11 +1,17 @@
 """check --github-env: the proven overlay's LD_LIBRARY_PATH for a GitHub Actions job's later
-steps. Actions reads `NAME=value` lines from the file $GITHUB_ENV names after each step and sets
-them in the steps that follow, so the gate runs under the overlay the preflight proved."""
+steps. Actions reads the file $GITHUB_ENV names after each step and sets what it holds in the
+steps that follow, so the gate runs under the overlay the preflight proved.
+
+Written as GitHub documents it for any value: `NAME<<DELIMITER`, the value, the delimiter alone
+on a line, with a delimiter drawn at random that the value does not hold. Earlier steps write to
+the same file, and one may have left it without a final newline: a line break is written first
+then, or the entry would be glued to their last line (`PREV=doneLD_LIBRARY_PATH=...`) and lost."""
 
 from __future__ import annotations
 
 import errno
 import os
+import secrets
 import stat
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,6 +33,14 @@ def target(env: Mapping[str, str]) -> str:
     return path
 
 
+def entry(name: str, value: str) -> str:
+    """One `NAME<<DELIMITER` entry of an environment file, with a delimiter `value` cannot end."""
+    delimiter = "vkdoctor_" + secrets.token_hex(16)
+    while delimiter in value:
+        delimiter = "vkdoctor_" + secrets.token_hex(16)
+    return f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
+
+
 def export_overlay(overlay: OverlayReport | None, path: str) -> str:
     """Append the overlay's LD_LIBRARY_PATH to `path`; what was done, for stderr."""
     if overlay is None:
@@ -42,13 +56,16 @@ def export_overlay(overlay: OverlayReport | None, path: str) -> str:
     except OSError as exc:
         raise GithubEnvError(f"--github-env: cannot open {path}: {exc.strerror}") from exc
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise GithubEnvError(f"--github-env: cannot open {path}: {exc.strerror}") from exc
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise GithubEnvError(f"--github-env: {path} is not a regular file; not written")
-        line = f"LD_LIBRARY_PATH={value}\n".encode("utf-8", "surrogateescape")
+        line = entry("LD_LIBRARY_PATH", value).encode("utf-8", "surrogateescape")
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            line = b"\n" + line
         if os.write(fd, line) != len(line):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
     except OSError as exc:

@@ -537,7 +537,8 @@ def _append_step_summary(report: Report, *, strict: bool) -> None:
     from vkdoctor.render import github as github_render
 
     try:
-        _write_special(path, github_render.summary(report, strict=strict), append=True)
+        # a blank line first: the step before may have left its last line open
+        _write_special(path, "\n" + github_render.summary(report, strict=strict), append=True)
     except OutputRefused as exc:
         click.echo(f"vkdoctor: cannot append the job summary to {path}: {exc}", err=True)
 
