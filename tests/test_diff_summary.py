@@ -224,19 +224,27 @@ def test_diff_h200_against_a_broken_machine_as_json(reports):
         ('{"a": 1}', "JSON, but not a vkdoctor report (no schema_version)"),
         ("[1, 2]", "JSON, but not a vkdoctor report"),
         ('{"schema_version": 2, "status": "ok"}', "a report of schema version 2"),
-        ('{"schema_version": 1, "status": "ok"}', "not a complete vkdoctor report ('host'"),
+        ('{"schema_version": 1, "status": "ok"}', "not a vkdoctor report as its schema says: the report has no "),
         ("\udcff".encode("utf-8", "surrogateescape").decode("latin-1"), "not JSON"),
     ],
 )
 def test_unreadable_input_exits_2_and_says_which(tmp_path: Path, content: str, says: str):
+    """diff needs both reports: exit 2. summary names the bad input, sums up the rest and exits
+    1 (an input it could not read is no pass); 2 only when it could read none."""
     bad = tmp_path / "bad.json"
     bad.write_text(content, encoding="latin-1")
-    for args in (["diff", str(H200), str(bad)], ["summary", str(H200), str(bad)]):
-        proc = run_vkdoctor(args)
-        assert proc.returncode == 2, proc.stdout + proc.stderr
-        assert proc.stdout == ""
-        assert f"vkdoctor: {bad}: {says}" in proc.stderr, proc.stderr
-        assert "Traceback" not in proc.stderr
+    proc = run_vkdoctor(["diff", str(H200), str(bad)])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stdout == ""
+    assert f"vkdoctor: {bad}: {says}" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+    proc = run_vkdoctor(["summary", str(H200), str(bad)])
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "1 machine, 0 failed" in proc.stdout and "Not read (1):" in proc.stdout
+    assert f"vkdoctor summary: {bad}: {says}" in proc.stderr, proc.stderr
+    proc = run_vkdoctor(["summary", str(bad)])
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr
+    assert "no report could be read" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_missing_file_and_directory_exit_2(tmp_path: Path):

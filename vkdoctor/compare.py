@@ -169,21 +169,22 @@ def _match_drivers(
         lambda r: _base(r.get("manifest")),
         lambda r: _base(r.get("library_path") or r.get("library")),
     )
-    left = list(a)
-    right = list(b)
+    # by index, each key's rows on the right listed once: linear in the rows, not quadratic
+    left = dict(enumerate(a))
+    right = dict(enumerate(b))
     pairs: list[tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]] = []
     for key in keys:
-        for row in list(left):
+        waiting: dict[str, list[int]] = {}
+        for j, r in right.items():
+            waiting.setdefault(key(r), []).append(j)
+        for i, row in list(left.items()):
             k = key(row)
-            if not k:
-                continue
-            other = next((r for r in right if key(r) == k), None)
-            if other is not None:
-                pairs.append((row, other))
-                left.remove(row)
-                right.remove(other)
-    pairs += [(row, None) for row in left]
-    pairs += [(None, row) for row in right]
+            candidates = waiting.get(k) if k else None
+            if candidates:
+                pairs.append((row, right.pop(candidates.pop(0))))
+                del left[i]
+    pairs += [(row, None) for row in left.values()]
+    pairs += [(None, row) for row in right.values()]
     order = {id(r): i for i, r in enumerate([*a, *b])}
     pairs.sort(key=lambda p: order[id(p[0] if p[0] is not None else p[1])])
     return pairs
@@ -507,9 +508,9 @@ def _causes(
             )
     for f in findings:
         items = f.b if bad == "B" else f.a
-        other = f.a if bad == "B" else f.b
+        other = {(s, t) for s, t, _ in (f.a if bad == "B" else f.b)}
         for sev, title, _msg in items:
-            if _RANK.get(sev, 4) >= 3 and (sev, title) not in {(s, t) for s, t, _ in other}:
+            if _RANK.get(sev, 4) >= 3 and (sev, title) not in other:
                 out.append(f"{f.code} ({sev}) on {bad}: {title}")
     for c in probe:
         if c.what in ("status", "probe") and not any(x.startswith("VKR") for x in out):
@@ -589,6 +590,8 @@ class Group:
 class Fleet:
     machines: tuple[Machine, ...]
     groups: tuple[Group, ...]
+    #: the inputs that could not be read as reports: (path, why)
+    unreadable: tuple[tuple[str, str], ...] = ()
 
     @property
     def failed(self) -> int:
@@ -646,8 +649,11 @@ def machine(label: str, path: str, doc: Mapping[str, Any]) -> Machine:
     )
 
 
-def summarize(named: Sequence[tuple[str, Mapping[str, Any]]]) -> Fleet:
-    """The reports (path, report) of many machines: one row each, and the failures grouped."""
+def summarize(
+    named: Sequence[tuple[str, Mapping[str, Any]]], unreadable: Sequence[tuple[str, str]] = ()
+) -> Fleet:
+    """The reports (path, report) of many machines: one row each, and the failures grouped;
+    the inputs that could not be read (path, why) are carried along to be named."""
     names = labels([path for path, _ in named])
     machines = tuple(
         machine(label, path, doc) for label, (path, doc) in zip(names, named, strict=True)
@@ -658,6 +664,7 @@ def summarize(named: Sequence[tuple[str, Mapping[str, Any]]]) -> Fleet:
             groups.setdefault(key, []).append(m.label)
     ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     return Fleet(
+        unreadable=tuple(unreadable),
         machines=machines,
         groups=tuple(
             Group(code=code, title=title, machines=tuple(ms)) for (code, title), ms in ordered

@@ -537,10 +537,26 @@ def _append_step_summary(report: Report, *, strict: bool) -> None:
     from vkdoctor.render import github as github_render
 
     try:
-        # a blank line first: the step before may have left its last line open
-        _write_special(path, "\n" + github_render.summary(report, strict=strict), append=True)
+        text = github_render.summary(report, strict=strict)
+        # the step before may have left its last line open: the heading starts a line
+        _write_special(path, ("\n" if _ends_open(path) else "") + text, append=True)
     except OutputRefused as exc:
         click.echo(f"vkdoctor: cannot append the job summary to {path}: {exc}", err=True)
+
+
+def _ends_open(path: str) -> bool:
+    """Whether the regular file `path` holds text whose last line has no line break."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        return stat.S_ISREG(st.st_mode) and st.st_size > 0 and os.pread(fd, 1, st.st_size - 1) != b"\n"
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _same_file(a: str, b: str) -> bool:

@@ -6,27 +6,10 @@ from __future__ import annotations
 import shutil
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import click
 
 from vkdoctor.commands import common
-from vkdoctor.commands.diff import read_reports
-
-
-def _expand(paths: tuple[str, ...]) -> tuple[str, ...]:
-    """A directory stands for every *.json below it (a downloaded artifacts folder)."""
-    out: list[str] = []
-    for path in paths:
-        p = Path(path)
-        if p.is_dir():
-            found = sorted(str(f) for f in p.rglob("*.json") if f.is_file())
-            if not found:
-                raise click.UsageError(f"{path}: a directory with no *.json report in it")
-            out += found
-        else:
-            out.append(path)
-    return tuple(out)
 
 
 @click.command()
@@ -50,12 +33,22 @@ def summary(files: tuple[str, ...], fmt: str, json_file: str | None) -> None:
     """Sum up the JSON reports of many machines (a CI matrix's artifacts; a directory stands
     for the *.json files below it): one row per machine, then the failures grouped by code.
 
-    Exit 1 when any machine failed, 0 when all pass, 2 when a file is not a report.
+    Every input that is not a readable report (truncated, not a report, another schema version,
+    not a regular file, a folder that cannot be read) is named, and the rest summed up.
+    Exit 0 when all machines pass, 1 when any failed or any input could not be read, 2 when
+    no report at all could be read.
     """
     from vkdoctor.compare import summarize
     from vkdoctor.render import compare as render
+    from vkdoctor.reportfile import reports_in
 
-    fleet = summarize(read_reports(_expand(files)))
+    read, unreadable = reports_in(files)
+    for path, why in unreadable:
+        common.say(f"vkdoctor summary: {path}: {why}")
+    if not read:
+        common.say("vkdoctor summary: no report could be read")
+        sys.exit(common.EXIT_OUTPUT)
+    fleet = summarize(read, unreadable)
     if json_file == "-" or fmt == "json":
         common.out(render.summary_json(fleet), nl=False)
     elif fmt == "github":
@@ -63,7 +56,7 @@ def summary(files: tuple[str, ...], fmt: str, json_file: str | None) -> None:
     else:
         width = shutil.get_terminal_size().columns
         common.out(render.summary_text(fleet, width=width), nl=False)
-    code = 1 if fleet.failed else 0
+    code = 1 if fleet.failed or fleet.unreadable else 0
     outputs: list[tuple[str, Callable[[], str]]] = []
     if json_file is not None and json_file != "-":
         outputs.append((json_file, lambda: render.summary_json(fleet)))

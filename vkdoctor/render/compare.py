@@ -185,6 +185,9 @@ def summary_text(fleet: Fleet, *, width: int = 80) -> str:
     if fleet.groups:
         out += ["", "Failures by code:"]
         out += _groups_text(fleet, width)
+    if fleet.unreadable:
+        out += ["", f"Not read ({len(fleet.unreadable)}):"]
+        out += [ln for path, why in fleet.unreadable for ln in _wrap(f"{path}: {why}", width, "  ", "    ")]
     pair = _pair(fleet)
     if pair:
         out += ["", "Why one fails where another passes:"]
@@ -240,6 +243,9 @@ def summary_github(fleet: Fleet) -> str:
                 f"- {_code(g.code)} {_cell(g.title)}: **{len(g.machines)} of {total}** machines "
                 f"({', '.join(_cell(m) for m in g.machines)})"
             )
+    if fleet.unreadable:
+        out += ["", f"### Not read ({len(fleet.unreadable)})", ""]
+        out += [f"- {_code(path)}: {_cell(why)}" for path, why in fleet.unreadable]
     pair = _pair(fleet)
     if pair:
         command = "vkdoctor diff " + " ".join(pair)
@@ -272,5 +278,6 @@ def summary_json(fleet: Fleet) -> str:
         ],
         "total": len(fleet.machines),
         "failed": fleet.failed,
+        "unreadable": [{"path": path, "why": why} for path, why in fleet.unreadable],
     }
     return json_text(doc) + "\n"

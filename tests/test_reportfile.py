@@ -1,0 +1,203 @@
+"""Reports read back (`diff`, `summary`) are hostile input: every attack of this kind done for
+real (a FIFO, a link to a character device, a folder nobody may read, a loop of links, a folder
+tree deeper than Python's recursion, a wrong-typed field, a report of millions of empty objects),
+each answered with a named input and an exit status, never a hang, a traceback or exit 3; and
+the schema check held to the `jsonschema` package over real and mutated reports."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import random
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from conftest import REPO, run_vkdoctor
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.nobody import vkdoctor_as_nobody, world_readable_dir
+from vkdoctor.reportschema import problem, schema
+
+H200 = REPO / "tests" / "data" / "report-h200.json"
+
+
+def _h200() -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(H200.read_text())
+    return doc
+
+
+def _paths(doc: object, at: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    out = [at]
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out += _paths(v, (*at, k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc[:3]):
+            out += _paths(v, (*at, i))
+    return out
+
+
+WRONG = [5, -1, 1.5, "x", "", True, None, [], {}, [1], {"a": 1}]
+#: the JSON Schema keywords vkdoctor.reportschema checks (and the ones that only annotate)
+KNOWN = {
+    *("type", "properties", "required", "items", "enum", "const", "additionalProperties"),
+    *("minimum", "minLength", "minItems", "pattern", "oneOf", "$ref", "$defs"),
+    *("$schema", "$id", "title", "description"),
+}
+
+
+def test_the_schema_uses_only_keywords_the_check_knows() -> None:
+    used: set[str] = set()
+    todo: list[tuple[object, bool]] = [(schema(), False)]
+    while todo:
+        node, named = todo.pop()
+        if isinstance(node, dict):
+            if not named:
+                used |= set(node)
+            todo += [(v, k in ("properties", "$defs") and not named) for k, v in node.items()]
+        elif isinstance(node, list):
+            todo += [(v, False) for v in node]
+    assert used <= KNOWN, used - KNOWN
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.randoms(use_true_random=False))
+def test_the_schema_check_agrees_with_jsonschema_on_mutated_reports(rnd: random.Random) -> None:
+    doc = _h200()
+    validator = jsonschema.Draft202012Validator(schema())
+    assert validator.is_valid(doc) and problem(doc) is None
+    where = rnd.choice(_paths(doc)[1:])
+    mutated = copy.deepcopy(doc)
+    node: Any = mutated
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = rnd.choice(WRONG)
+    ours = problem(mutated)
+    assert (ours is None) == validator.is_valid(mutated), (where, ours)
+
+
+def test_a_wrong_typed_field_is_an_input_error_that_names_it(tmp_path: Path) -> None:
+    doc = _h200()
+    doc["drivers"][0]["libraries"] = 5
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    proc = run_vkdoctor(["diff", str(H200), str(bad)])
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "drivers[0].libraries is integer, not array" in proc.stderr
+
+
+def test_special_files_among_reports_are_named_not_waited_on(tmp_path: Path) -> None:
+    folder = tmp_path / "artifacts"
+    (folder / "a").mkdir(parents=True)
+    (folder / "a" / "vkdoctor.json").write_text(H200.read_text())
+    os.mkfifo(folder / "fifo.json")
+    (folder / "zero.json").symlink_to("/dev/zero")
+    (folder / "kmsg.json").symlink_to("/proc/kmsg")
+    start = time.monotonic()
+    proc = run_vkdoctor(["summary", str(folder)], timeout=60)
+    assert time.monotonic() - start < 30
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "1 machine, 0 failed" in proc.stdout and "Not read (3):" in proc.stdout
+    assert f"{folder / 'fifo.json'}: not a regular file (a FIFO)" in proc.stderr
+    assert f"{folder / 'zero.json'}: not a regular file (a character device)" in proc.stderr
+    assert f"{folder / 'kmsg.json'}: " in proc.stderr
+    proc = run_vkdoctor(["diff", str(H200), str(folder / "fifo.json")], timeout=60)
+    assert proc.returncode == 2 and "not a regular file (a FIFO)" in proc.stderr
+
+
+def test_a_folder_the_user_cannot_read_is_named_and_fails_the_summary() -> None:
+    """Run as nobody: a subfolder of another user's, mode 0700, holds a failing machine's
+    report. Skipping it in silence gave "0 failed" and exit 0."""
+    with world_readable_dir() as top:
+        folder = top / "artifacts"
+        (folder / "ok").mkdir(parents=True)
+        (folder / "ok" / "vkdoctor.json").write_text(H200.read_text())
+        secret = folder / "locked"
+        secret.mkdir()
+        failing = _h200()
+        failing["status"] = "fail"
+        (secret / "vkdoctor.json").write_text(json.dumps(failing))
+        for p in (folder, folder / "ok", folder / "ok" / "vkdoctor.json"):
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        secret.chmod(0o700)
+        proc = vkdoctor_as_nobody(["summary", str(folder)])
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"{secret}: a folder that cannot be read (Permission denied)" in proc.stderr
+
+
+def test_loops_and_depth_in_a_folder_tree_end(tmp_path: Path) -> None:
+    folder = tmp_path / "artifacts"
+    (folder / "a").mkdir(parents=True)
+    (folder / "a" / "vkdoctor.json").write_text(H200.read_text())
+    (folder / "a" / "back").symlink_to(folder)
+    deep = folder / "deep"
+    deep.mkdir()
+    # deeper than the recursion a walk by recursion would need (1,100 levels)
+    for _ in range(1100):
+        deep = deep / "d"
+        deep.mkdir()
+    (deep / "r.json").write_text(H200.read_text())
+    try:
+        proc = run_vkdoctor(["summary", str(folder)], timeout=120)
+    finally:
+        # shutil.rmtree (pytest's cleanup) recurses: 1,100 levels are past its limit
+        subprocess.run(["rm", "-rf", str(folder / "deep")], check=True)
+    assert "Traceback" not in proc.stderr and "RecursionError" not in proc.stderr
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"{folder / 'a' / 'back'}: a link back to a folder already read" in proc.stderr
+    assert "deeper than 32 folders; skipped" in proc.stderr
+
+
+def test_a_report_of_millions_of_empty_objects_is_refused_before_it_is_parsed(
+    tmp_path: Path,
+) -> None:
+    """16 MiB of `{}` took 1.7 GB to parse (64 MiB: MemoryError, exit 3). The objects are
+    counted before parsing: the refusal names the bound, exit 2."""
+    bomb = tmp_path / "bomb.json"
+    count = (15 << 20) // 3
+    bomb.write_text('{"schema_version": 1, "x": [' + "{}," * (count - 1) + "{}]}")
+    proc = run_vkdoctor(["diff", str(H200), str(bomb)])
+    assert proc.returncode == 2, proc.stderr
+    assert "more than 200,000 JSON objects and arrays" in proc.stderr
+    proc = run_vkdoctor(["summary", str(bomb), str(H200)])
+    assert proc.returncode == 1 and "more than 200,000" in proc.stderr
+
+
+@pytest.mark.parametrize("rows", [8000])
+def test_diff_is_linear_in_rows(rows: int) -> None:
+    """8,000 drivers and findings on each side took 48 s (each row looked up in a list):
+    the time for 8x the rows stays near 8x, not 64x (a ratio in one run, not a clock)."""
+    from vkdoctor.compare import compare
+
+    def pair(n: int) -> tuple[dict[str, Any], dict[str, Any]]:
+        doc = _h200()
+        driver, finding = doc["drivers"][0], doc["findings"][0]
+        a, b = copy.deepcopy(doc), copy.deepcopy(doc)
+        a["drivers"] = [dict(driver, manifest=f"/a/{i}/x.json", index=i) for i in range(n)]
+        b["drivers"] = [
+            dict(driver, manifest=f"/b/{i}/x.json", index=i, verdict="fail") for i in range(n)
+        ]
+        a["findings"] = [dict(finding, code="VKL002", title=f"a{i}") for i in range(n)]
+        b["findings"] = [
+            dict(finding, code="VKL002", title=f"b{i}", severity="fail") for i in range(n)
+        ]
+        b["status"] = "fail"
+        return a, b
+
+    def cpu(n: int) -> float:
+        a, b = pair(n)
+        best = float("inf")
+        for _ in range(3):
+            start = time.process_time()
+            compare(a, b)
+            best = min(best, time.process_time() - start)
+        return best
+
+    ratio = cpu(rows) / cpu(rows // 8)
+    assert ratio < 20, f"{ratio:.1f}x the time for 8x the rows"
