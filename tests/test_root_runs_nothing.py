@@ -231,3 +231,50 @@ def test_a_sync_database_whose_file_name_holds_configuration_is_not_a_repository
     (sync / "x]\nInclude = evil.conf\n[y.db").write_bytes(b"")
     (sync / "core repo.db").write_bytes(b"")
     assert PacmanDB(ctx_for(tmp_path), "/var/lib/pacman").sync_repos() == ["extra"]
+
+
+def _plant_dnf(root: Path, marker: Path) -> None:
+    plugins = root / "evil-plugins"
+    plugins.mkdir()
+    (plugins / "evil.py").write_text(
+        f"open({str(marker)!r}, 'a').write('plugin\\n')\n"
+        "import dnf\n\n\nclass Evil(dnf.Plugin):\n    name = 'evil'\n"
+    )
+    (plugins / "evil.conf").write_text("[main]\nenabled=1\n")
+    (root / "etc/dnf/plugins").mkdir(parents=True, exist_ok=True)
+    (root / "etc/dnf/plugins/evil.conf").write_text("[main]\nenabled=1\n")
+    (root / "etc/dnf/dnf.conf").write_text(
+        f"[main]\nplugins=1\npluginpath={plugins}\npluginconfpath={plugins}\n"
+        f"reposdir={root}/evil-repos\n"
+    )
+
+
+def test_a_dnf_tree_whose_configuration_names_plugins_runs_none_of_them(tmp_path: Path) -> None:
+    from test_packages_dnfsim import fedora, llvm23
+
+    root = fedora(tmp_path, *llvm23(tmp_path))
+    marker = tmp_path / "marker"
+    _plant_dnf(root, marker)
+    trace = tmp_path / "trace"
+    code = (
+        "from pathlib import Path\n"
+        "from test_packages_dnfsim import skew\n"
+        f"print(skew(Path({str(root)!r})).message)\n"
+    )
+    env = clean_env()
+    env["PYTHONPATH"] = f"{REPO}:{REPO / 'tests'}"
+    proc = subprocess.run(
+        ["strace", "-f", "-qq", "-e", "trace=execve", "-o", str(trace), sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert not marker.exists(), marker.read_text()
+    started = _started(trace)
+    assert any(p.endswith("/dnf") for p, _ in started), started
+    for program, line in started:
+        assert not program.startswith(str(root)), line
+    assert "Checked with dnf --assumeno: it installs llvm-libs 23.1.0-1.fc43" in proc.stdout
