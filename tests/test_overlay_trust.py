@@ -498,7 +498,7 @@ def test_a_runpath_folder_another_user_can_still_create_is_refused(top: Path) ->
     evil_src.write_text(
         "#include <stdio.h>\nint vkr_dep(void){return 2;}\n"
         f'__attribute__((constructor)) static void own(void){{FILE*f=fopen("{marker}","w");'
-        "if(f){fputs(\"pwned\",f);fclose(f);}}\n"
+        'if(f){fputs("pwned",f);fclose(f);}}\n'
     )
     built = top / "evil.so"
     subprocess.run(
@@ -546,3 +546,56 @@ def test_a_package_file_another_user_owns_is_not_unpacked(top: Path) -> None:
     proc = run_vkdoctor(args, env=env)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["ld_library_path"]
+
+
+def test_a_package_another_user_drops_in_a_folder_they_can_write_is_not_unpacked(
+    top: Path,
+) -> None:
+    """nobody's drop folder, the place a download lands: nobody puts a .deb of libwob.so.1
+    whose constructor runs their code. Whether the file is theirs or a copy root made there, it
+    is refused, naming the file and who can change it; `exec` runs nothing of it."""
+    _, env = _scenario(top)
+    marker = top / "ran-as-root"
+    src = top / "evil.c"
+    src.write_text(
+        "#include <stdio.h>\nint wob_fn(void){return 42;}\n"
+        f'__attribute__((constructor)) static void own(void){{FILE*f=fopen("{marker}","w");'
+        'if(f){fputs("pwned",f);fclose(f);}}\n'
+    )
+    tree = top / "evilpkg" / "usr/lib/x86_64-linux-gnu"
+    tree.mkdir(parents=True)
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", f"-Wl,-soname,{SONAME}", "-o", str(tree / SONAME), str(src)],
+        check=True,
+    )
+    built = lab.deb(top / "evilpkg", top / "built.deb", name="libwob1")
+    built.chmod(0o644)
+    drop = top / "drop"
+    drop.mkdir()
+    os.chown(drop, NOBODY, NOBODY)
+    planted = _sh_as(NOBODY, f"cp {built} {drop}/libwob1.deb")
+    assert planted.returncode == 0, planted.stderr
+    deb = drop / "libwob1.deb"
+    assert deb.stat().st_uid == NOBODY
+    for owner in (NOBODY, 0):
+        os.chown(deb, owner, owner)
+        proc = run_vkdoctor(["overlay", "--from-package", str(deb), "--format", "json"], env=env)
+        assert "Traceback" not in proc.stderr, proc.stderr
+        assert proc.returncode == 1, (proc.stdout, proc.stderr)
+        assert f"{deb} is not used: " in proc.stderr, proc.stderr
+        why = "owned by nobody" if owner else f"in {drop}, a directory owned by nobody"
+        assert why in proc.stderr, proc.stderr
+        assert not (json.loads(proc.stdout) or {}).get("ld_library_path")
+        ran = run_vkdoctor(
+            ["exec", "--from-package", str(deb), "--", "vulkaninfo", "--summary"], env=env
+        )
+        assert ran.returncode != 0 and not marker.exists(), (ran.stdout, ran.stderr)
+
+    # the payload is live: the same .deb from a folder of root's is used, and its constructor runs
+    kept = top / "kept"
+    kept.mkdir()
+    shutil.copy(deb, kept / deb.name)
+    ran = run_vkdoctor(
+        ["exec", "--from-package", str(kept / deb.name), "--", "vulkaninfo", "--summary"], env=env
+    )
+    assert marker.exists(), (ran.stdout, ran.stderr)

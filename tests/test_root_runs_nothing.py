@@ -118,7 +118,7 @@ def test_the_tree_architectures_are_taken_from_its_dpkg_database_as_data(tmp_pat
         "Package: c\nArchitecture: riscv64\n\nPackage: d\nArchitecture: amd64\n"
     )
     assert architectures(no_dpkg) == ("riscv64", [])
-    (dpkg / "arch").write_text("arm64\narmhf\ni386\n`evil\" ;\n")
+    (dpkg / "arch").write_text('arm64\narmhf\ni386\n`evil" ;\n')
     assert architectures(tmp_path) == ("arm64", ["armhf", "i386"])
     private = tmp_path / "private"
     private.mkdir()
@@ -143,3 +143,138 @@ def test_a_tree_that_does_not_say_its_architecture_gets_no_simulation(tmp_path: 
     ctx = Context(root=tmp_path, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
     sim = simulate(ctx, "apt --fix-broken install", ["libvulkan1"])
     assert not sim.ran and "names no architecture" in sim.why
+
+
+#: what a pacman tree's configuration can make pacman run (hooks, the download command)
+PACMAN_HOSTILE = """\
+[options]
+XferCommand = /bin/sh -c "echo xfer >> {marker}"
+HookDir = {tree}/evil-hooks/
+Include = {tree}/etc/evil.conf
+[extra]
+Server = file:///nonexistent
+Include = {tree}/etc/evil.conf
+"""
+
+PACMAN_HOOK = """\
+[Trigger]
+Operation = Install
+Operation = Upgrade
+Operation = Remove
+Type = Package
+Target = *
+[Action]
+When = PreTransaction
+Exec = /bin/sh -c "echo hook >> {marker}"
+"""
+
+
+def _plant_pacman(root: Path, marker: Path) -> None:
+    (root / "etc/pacman.d/hooks").mkdir(parents=True, exist_ok=True)
+    (root / "etc/pacman.conf").write_text(PACMAN_HOSTILE.format(marker=marker, tree=root))
+    (root / "etc/evil.conf").write_text(
+        f'[options]\nXferCommand = /bin/sh -c "echo inc >> {marker}"\n'
+    )
+    for hooks in ("etc/pacman.d/hooks", "evil-hooks", "usr/share/libalpm/hooks"):
+        (root / hooks).mkdir(parents=True, exist_ok=True)
+        (root / hooks / "evil.hook").write_text(PACMAN_HOOK.format(marker=marker))
+
+
+def test_a_pacman_tree_whose_configuration_names_hooks_and_commands_runs_none_of_them(
+    tmp_path: Path,
+) -> None:
+    from pactrees import file_repo, zx3_tree
+
+    root, zx3, swrast = zx3_tree(tmp_path)
+    file_repo(root, zx3, swrast)
+    marker = tmp_path / "marker"
+    _plant_pacman(root, marker)
+    trace = tmp_path / "trace"
+    code = (
+        "from pactrees import ctx_for, lvp_missing\n"
+        "from vkdoctor.checks.packages import MissingSonameSkew\n"
+        f"(f,) = MissingSonameSkew().findings(ctx_for(__import__('pathlib').Path({str(root)!r})),"
+        " lvp_missing('libzx3.so.4', ()))\n"
+        "print(f.message)\n"
+    )
+    env = clean_env()
+    env["PYTHONPATH"] = f"{REPO}:{REPO / 'tests'}"
+    proc = subprocess.run(
+        ["strace", "-f", "-qq", "-e", "trace=execve", "-o", str(trace), sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert not marker.exists(), marker.read_text()
+    started = _started(trace)
+    assert any(p.endswith("/pacman") for p, _ in started), started
+    for program, line in started:
+        assert not program.startswith(str(root)), line
+        assert program not in ("/bin/sh", "/usr/bin/sh", "/bin/dash", "/usr/bin/dash"), line
+    # pacman still checked the fix over the tree's own databases
+    assert "Fix: sudo pacman -S zx3. Checked with pacman's own transaction check" in proc.stdout
+
+
+def test_a_sync_database_whose_file_name_holds_configuration_is_not_a_repository(
+    tmp_path: Path,
+) -> None:
+    from pactrees import ctx_for
+
+    from vkdoctor.packages.pacman import PacmanDB
+
+    sync = tmp_path / "var/lib/pacman/sync"
+    sync.mkdir(parents=True)
+    (sync / "extra.db").write_bytes(b"")
+    (sync / "x]\nInclude = evil.conf\n[y.db").write_bytes(b"")
+    (sync / "core repo.db").write_bytes(b"")
+    assert PacmanDB(ctx_for(tmp_path), "/var/lib/pacman").sync_repos() == ["extra"]
+
+
+def _plant_dnf(root: Path, marker: Path) -> None:
+    plugins = root / "evil-plugins"
+    plugins.mkdir()
+    (plugins / "evil.py").write_text(
+        f"open({str(marker)!r}, 'a').write('plugin\\n')\n"
+        "import dnf\n\n\nclass Evil(dnf.Plugin):\n    name = 'evil'\n"
+    )
+    (plugins / "evil.conf").write_text("[main]\nenabled=1\n")
+    (root / "etc/dnf/plugins").mkdir(parents=True, exist_ok=True)
+    (root / "etc/dnf/plugins/evil.conf").write_text("[main]\nenabled=1\n")
+    (root / "etc/dnf/dnf.conf").write_text(
+        f"[main]\nplugins=1\npluginpath={plugins}\npluginconfpath={plugins}\n"
+        f"reposdir={root}/evil-repos\n"
+    )
+
+
+def test_a_dnf_tree_whose_configuration_names_plugins_runs_none_of_them(tmp_path: Path) -> None:
+    from test_packages_dnfsim import fedora, llvm23
+
+    root = fedora(tmp_path, *llvm23(tmp_path))
+    marker = tmp_path / "marker"
+    _plant_dnf(root, marker)
+    trace = tmp_path / "trace"
+    code = (
+        "from pathlib import Path\n"
+        "from test_packages_dnfsim import skew\n"
+        f"print(skew(Path({str(root)!r})).message)\n"
+    )
+    env = clean_env()
+    env["PYTHONPATH"] = f"{REPO}:{REPO / 'tests'}"
+    proc = subprocess.run(
+        ["strace", "-f", "-qq", "-e", "trace=execve", "-o", str(trace), sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert not marker.exists(), marker.read_text()
+    started = _started(trace)
+    assert any(p.endswith("/dnf") for p, _ in started), started
+    for program, line in started:
+        assert not program.startswith(str(root)), line
+    assert "Checked with dnf --assumeno: it installs llvm-libs 23.1.0-1.fc43" in proc.stdout

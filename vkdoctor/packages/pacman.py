@@ -26,6 +26,9 @@ from vkdoctor.packages.versions import pacman_compare
 DBPATH = "/var/lib/pacman"
 #: the lines of `pacman -Dk` that are findings about the database (the rest are tool errors)
 _DB_PROBLEM = re.compile(r"dependency for|conflicts with|missing file|database")
+#: a repository name pacman.conf can hold as a [section] (what repo-add's names are made of);
+#: a sync database named otherwise is not written into the configuration pacman is given
+_REPO = re.compile(r"^[A-Za-z0-9@._+-]{1,128}$")
 _REL = re.compile(r"^([^<>=:]+?)(?:(<=|>=|=|<|>)(.+))?(?::.*)?$")
 
 
@@ -156,7 +159,12 @@ def configured_repos(ctx: Context) -> list[str]:
     out = []
     for raw in text.splitlines():
         line = raw.split("#", 1)[0].strip()
-        if line.startswith("[") and line.endswith("]") and line[1:-1] != "options":
+        if (
+            line.startswith("[")
+            and line.endswith("]")
+            and line[1:-1] != "options"
+            and _REPO.match(line[1:-1])
+        ):
             out.append(line[1:-1])
     return out
 
@@ -316,6 +324,7 @@ class PacmanDB:
         sync = self._ctx.under(self.db_path) / "sync"
         try:
             present = {p.name[: -len(".db")] for p in sync.glob("*.db")}
+            present = {r for r in present if _REPO.match(r)}
         except OSError:
             return []
         configured = configured_repos(self._ctx)
