@@ -212,3 +212,52 @@ def test_a_filesystem_smaller_than_the_threshold_is_not_told_to_clear_files(tmp_
         assert verdict("--disk-fail", "100M", "--disk-warn", "150M")["severity"] == "ok"
     finally:
         subprocess.run(["umount", str(small)], check=False)
+
+
+def test_a_filesystem_with_bytes_but_no_inodes_left_fails(tmp_path: Path):
+    """A real tmpfs with 64 inodes as TMPDIR and CARGO_TARGET_DIR, filled with empty files: its
+    bytes are nearly all free, yet no file can be made there; VKS001 fails naming the mount, the
+    inodes free and in all, and a fix that, run, passes it again."""
+    import os
+    import subprocess
+
+    small = tmp_path / "few-inodes"
+    small.mkdir()
+    opts = "size=100M,nr_inodes=64"
+    subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(small)], check=True)
+    try:
+        target = small / "target"
+        target.mkdir()
+        made = 0
+        with pytest.raises(OSError) as full:
+            while True:
+                (target / f"o{made}").touch()
+                made += 1
+        assert "No space left on device" in str(full.value) and made > 50
+        st = os.statvfs(small)
+        assert st.f_favail == 0 and st.f_bavail * st.f_frsize > 90 * 1024**2
+
+        def verdict() -> dict:
+            args = ["--select", "VKS001", "--disk-warn", "2M", "--disk-fail", "1M"]
+            _, doc = run_json(
+                ["check", "--no-probe", *args],
+                env={"TMPDIR": str(small), "CARGO_TARGET_DIR": str(target)},
+            )
+            (f,) = [f for f in doc["findings"] if f["evidence"].get("mount") == str(small)]
+            return f
+
+        failed = verdict()
+        assert failed["severity"] == "fail", failed
+        assert failed["title"] == f"{small}: only 0 inodes free"
+        assert f"The filesystem mounted at {small} (" in failed["message"]
+        assert f"0 inodes free of {st.f_files} (100% used)" in failed["message"]
+        assert "'No space left on device'" in failed["message"]
+        assert failed["evidence"]["free_inodes"] == 0
+        assert failed["evidence"]["total_inodes"] == st.f_files
+        fix = failed["remedy"]
+        assert f"cargo clean (CARGO_TARGET_DIR={target})" in fix
+        assert f"du --inodes -x --max-depth=2 {small} | sort -n | tail" in fix
+        subprocess.run(["rm", "-rf", str(target)], check=True)
+        assert verdict()["severity"] == "ok"
+    finally:
+        subprocess.run(["umount", str(small)], check=False)

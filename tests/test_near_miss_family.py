@@ -224,3 +224,41 @@ def test_the_printed_find_lists_the_copies_at_the_major_version_and_not_vkdoctor
     assert sorted(found) == sorted(
         [str(tmp_path / "opt/llvm/libLLVM.so.23.1"), str(tmp_path / "build/lib/libLLVM-23.so")]
     )
+
+
+def test_a_name_that_differs_only_after_the_hyphen_is_another_build(tmp_path: Path) -> None:
+    """A driver needs libLLVM-mybuild.so.1 (a private build, renamed): this machine's packaged
+    libLLVM-15.so.1 is offered as another build, saying how the name differs; names that differ
+    before the hyphen (libLLVMX-mybuild, libLLVMSPIRVLib) and two names each with their own
+    part after the hyphen (libxcb-dri3 for libxcb-shm) stay apart."""
+    wanted = ("libLLVM-mybuild.so.1", "libxcb-dri3.so.9")
+    stubs = [build_lib(tmp_path / "stub" / n, soname=n) for n in wanted]
+    lib = tmp_path / "lib"
+    for name in ("libLLVMX-mybuild.so.1", "libLLVMSPIRVLib.so.15", "libxcb-shm.so.0"):
+        build_lib(lib / name, soname=name)
+    drv = build_lib(tmp_path / "drv" / "libvulkan_my.so", soname="libvulkan_my.so", link=stubs)
+    env = {
+        "VK_DRIVER_FILES": str(_manifest(tmp_path / "my.json", drv)),
+        "LD_LIBRARY_PATH": str(lib),
+    }
+    probe = DlopenProbe.build(tmp_path / "probe")
+    error = probe.load(str(drv), env=env).error or ""
+    assert "libLLVM-mybuild.so.1: cannot open shared object file" in error, error
+    proc, doc = run_json(["check", "--no-probe", "--format", "json"], env=env)
+    assert proc.returncode == 1, proc.stderr
+    near = _near(doc, "libLLVM-mybuild.so.1")
+    system = "/lib/x86_64-linux-gnu/libLLVM-15.so.1"
+    assert near.get(system) == "other-build", near
+    assert set(near.values()) == {"other-build"}, near
+    assert all(os.path.basename(p).startswith("libLLVM-") for p in near), near
+    (f,) = [
+        f for f in doc["findings"] if f["code"] == "VKL002" and "libLLVM-mybuild.so.1" in f["title"]
+    ]
+    assert (
+        f"{system}: another build, named '15' after libLLVM- where 'mybuild' is wanted"
+        in (f["message"])
+    ), f["message"]
+    (entry,) = [n for n in f["evidence"]["near_misses"] if n["path"] == system]
+    assert entry["differs"] == "named '15' after libLLVM- where 'mybuild' is wanted"
+    # libxcb-shm is there, in a directory searched, and is no build of libxcb-dri3
+    assert not any("libxcb-shm" in p for p in _near(doc, "libxcb-dri3.so.9"))

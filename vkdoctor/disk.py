@@ -23,15 +23,26 @@ class Usage:
     total: int
     used: int
     free: int
+    #: inodes (files, directories, links) in all and free to an unprivileged user; 0 in all
+    #: where the filesystem does not count them (btrfs, some FUSE mounts)
+    inodes_total: int = 0
+    inodes_free: int = 0
 
 
 def disk_usage(path: str) -> Usage:
     """psutil.disk_usage's numbers for the filesystem holding `path` (free: what an unprivileged
-    user gets; used: all blocks not free, the reserved ones included), without importing psutil."""
+    user gets; used: all blocks not free, the reserved ones included), without importing psutil,
+    and its inodes as df -i counts them."""
     st = os.statvfs(path)
     total = st.f_blocks * st.f_frsize
     used = total - st.f_bfree * st.f_frsize
-    return Usage(total=total, used=used, free=st.f_bavail * st.f_frsize)
+    return Usage(
+        total=total,
+        used=used,
+        free=st.f_bavail * st.f_frsize,
+        inodes_total=st.f_files,
+        inodes_free=st.f_favail,
+    )
 
 
 @record(frozen=True, kw_only=True)
@@ -112,6 +123,8 @@ class Filesystem:
             "total_bytes": self.usage.total,
             "used_bytes": self.usage.used,
             "free_bytes": self.usage.free,
+            "total_inodes": self.usage.inodes_total,
+            "free_inodes": self.usage.inodes_free,
             "places": [
                 {"purpose": p.purpose, "path": p.path, "measured": measured}
                 for p, measured in self.places
@@ -149,9 +162,10 @@ class SpaceVerdict:
     remedy: Remedy | None
 
 
-def _cleanup(fs: Filesystem) -> Remedy:
-    """What frees space there: removing Mesa's shader cache is a command when it comes first."""
-    hints = _cleanup_hints(fs)
+def _cleanup(fs: Filesystem, *, inodes: bool = False) -> Remedy:
+    """What frees space (or inodes) there: removing Mesa's shader cache is a command when it
+    comes first."""
+    hints = _cleanup_hints(fs, inodes=inodes)
     if hints[0].startswith("rm -rf "):
         return Remedy(commands=(hints[0],), text="; " + "; ".join(hints[1:]))
     return Remedy(text="; ".join(hints))
@@ -174,7 +188,7 @@ def _too_small(fs: Filesystem, threshold: int, option: str) -> Remedy:
     )
 
 
-def _cleanup_hints(fs: Filesystem) -> list[str]:
+def _cleanup_hints(fs: Filesystem, *, inodes: bool) -> list[str]:
     hints = []
     for place, _ in fs.places:
         if place.purpose == "CARGO_TARGET_DIR":
@@ -185,12 +199,59 @@ def _cleanup_hints(fs: Filesystem) -> list[str]:
             hints.append(
                 f"clear old files in {place.path}, or export TMPDIR to a larger filesystem"
             )
-    hints.append(f"see what is big: du -xh --max-depth=2 {fs.mount} | sort -h | tail")
+    if inodes:
+        hints.append(
+            f"see where the files are: du --inodes -x --max-depth=2 {fs.mount} | sort -n | tail"
+        )
+    else:
+        hints.append(f"see what is big: du -xh --max-depth=2 {fs.mount} | sort -h | tail")
     return hints
 
 
+#: a build or a cache writes thousands of files: fewer free inodes than these fail or warn,
+#: unless the filesystem is that small and mostly empty (a share of its inodes still free)
+INODES_FAIL = 1000
+INODES_WARN = 10000
+
+
 def verdict(fs: Filesystem, *, warn_bytes: int, fail_bytes: int) -> SpaceVerdict:
-    """ok, warn or fail for one filesystem against the thresholds, with the numbers."""
+    """ok, warn or fail for one filesystem against the byte thresholds and its free inodes,
+    whichever is worse, with the numbers."""
+    by_bytes = _bytes_verdict(fs, warn_bytes=warn_bytes, fail_bytes=fail_bytes)
+    by_inodes = _inodes_verdict(fs)
+    if by_inodes is not None and by_inodes.severity.rank > by_bytes.severity.rank:
+        return by_inodes
+    return by_bytes
+
+
+def _inodes_verdict(fs: Filesystem) -> SpaceVerdict | None:
+    """warn or fail when the filesystem has bytes but few inodes left: every new file, a link
+    step's output included, then fails with 'No space left on device' (ENOSPC, as for bytes)."""
+    u = fs.usage
+    if u.inodes_total == 0:
+        return None
+    free, total = u.inodes_free, u.inodes_total
+    if free >= INODES_WARN or free * 10 >= total:
+        return None
+    fail = free < INODES_FAIL and free * 20 < total
+    holds = ", ".join(f"{p.purpose} {p.path}" for p, _ in fs.places)
+    numbers = f"{free} inodes free of {total} ({100.0 * (total - free) / total:.0f}% used)"
+    return SpaceVerdict(
+        severity=Severity.FAIL if fail else Severity.WARN,
+        title=f"{fs.mount}: only {free} inodes free" if fail else f"{fs.mount}: {free} inodes free",
+        message=f"The filesystem mounted at {fs.mount} ({holds}): {numbers}, with "
+        f"{format_size(u.free)} of bytes free. Every new file needs an inode: "
+        + (
+            "creating one fails with 'No space left on device' although df -h shows space, "
+            "so compiles, links and cache writes fail."
+            if fail
+            else "a build that writes many files runs out before it runs out of bytes."
+        ),
+        remedy=_cleanup(fs, inodes=True),
+    )
+
+
+def _bytes_verdict(fs: Filesystem, *, warn_bytes: int, fail_bytes: int) -> SpaceVerdict:
     u = fs.usage
     if u.total == 0:
         holds = ", ".join(f"{p.purpose} {p.path}" for p, _ in fs.places)

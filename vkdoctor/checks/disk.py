@@ -25,13 +25,14 @@ from vkdoctor.units import format_size
 
 
 class FreeSpace(Check):
-    """The filesystems Vulkan compute work writes to have free space.
+    """The filesystems Vulkan compute work writes to have free space and free inodes.
 
     vkdoctor measures, once per filesystem, the free space where the working directory, the temp
     directory, the user cache directory (with Mesa's shader cache) and CARGO_TARGET_DIR (when
     set) live; a directory that does not exist yet is measured at its nearest existing parent.
     Below the warning threshold (--disk-warn, default 5G) it warns; below the fail threshold
-    (--disk-fail, default 1G) it fails. A full disk makes links and shader-cache writes fail with
+    (--disk-fail, default 1G) it fails. Free inodes count as well (df -i): with fewer than 1,000
+    left (and under 5% of all) it fails, under 10,000 (and 10%) it warns. A full disk makes links and shader-cache writes fail with
     "No space left on device", and a test script that ignores one red cell can print PASS over it.
     """
 

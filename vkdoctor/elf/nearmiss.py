@@ -2,7 +2,9 @@
 
 For a missing soname: other versions of the same family (libLLVM.so.22.1 or libLLVM-15.so.1 where
 libLLVM.so.23.1 was needed; vkdoctor.sonames.family, so libLLVM-17git.so and
-libLLVM.so.18.1-rust-1.78.0-stable count too), the right name in the wrong class or for another
+libLLVM.so.18.1-rust-1.78.0-stable count too), a name the same before its first hyphen whose
+rest differs (libLLVM-mybuild.so.1 beside libLLVM-15.so.1: a renamed or private build), the right
+name in the wrong class or for another
 machine, and the right name in a directory ld.so does not search (an ld.so.conf directory missing
 from a stale cache, a --search-path directory). For a missing version: other copies of the
 soname that define it (usually the system copy that a private one shadows).
@@ -29,8 +31,8 @@ MAX_NEAR = 12
 @record(frozen=True, kw_only=True)
 class NearMiss:
     path: str
-    #: other-version, wrong-class, wrong-machine, not-searched, stale-cache, renamed,
-    #: has-versions
+    #: other-version, other-build, wrong-class, wrong-machine, not-searched, stale-cache,
+    #: renamed, has-versions
     kind: str
     soname: str | None
     elf_class: int | None
@@ -39,10 +41,13 @@ class NearMiss:
     where: str
     #: the version nodes it defines (the last few)
     defines: tuple[str, ...] = ()
+    #: other-build: how the name differs, after the hyphen
+    differs: str = ""
 
     def describe(self) -> str:
         what = {
             "other-version": "another version",
+            "other-build": f"another build, {self.differs}",
             "wrong-class": f"wrong class (ELFCLASS{self.elf_class})",
             "wrong-machine": f"wrong machine ({self.machine})",
             "not-searched": "right name, in a directory ld.so does not search",
@@ -68,6 +73,7 @@ class NearMiss:
             "machine": self.machine,
             "where": self.where,
             "defines": list(self.defines[-3:]),
+            **({"differs": self.differs} if self.differs else {}),
         }
 
 
@@ -126,6 +132,27 @@ def _cached_names(ctx: Context, searcher: Searcher, base: str) -> set[str] | fro
     return names
 
 
+def _before_hyphen(stem: str) -> str:
+    return stem.split("-", 1)[0]
+
+
+def hyphen_kin(wanted: str, other: str) -> bool:
+    """Families that are one name before the first hyphen, where exactly one of them goes on
+    after it: libLLVM-mybuild and libLLVM (of libLLVM-15.so.1) are kin; libLLVMSPIRVLib and
+    libLLVM are not (they differ before it), nor are libxcb-dri3 and libxcb-shm (two libraries
+    of one project, each with its own name after the hyphen)."""
+    head = _before_hyphen(wanted)
+    return wanted != other and head == _before_hyphen(other) and (wanted == head) != (other == head)
+
+
+def _how_it_differs(wanted: str, entry: str) -> str:
+    """`mybuild` wanted where `15` is here, from the names after the family's first hyphen."""
+    head = _before_hyphen(family(wanted) or wanted)
+    ours = wanted[len(head) :].lstrip("-").split(".so", 1)[0] or "nothing"
+    theirs = entry[len(head) :].lstrip("-").split(".so", 1)[0] or "nothing"
+    return f"named {theirs!r} after {head}- where {ours!r} is wanted"
+
+
 def _by_family(ctx: Context, d: str) -> tuple[dict[str, int], dict[str | None, list[str]]]:
     """The names in directory `d` with their positions, and by family: once per directory."""
     from vkdoctor.elf.search import list_dir
@@ -142,6 +169,23 @@ def _by_family(ctx: Context, d: str) -> tuple[dict[str, int], dict[str | None, l
     return hit
 
 
+def _kin_entries(
+    ctx: Context, d: str, stem: str, families: dict[str | None, list[str]]
+) -> list[str]:
+    """The names in `d` whose family is hyphen kin of `stem`, through an index of the families
+    by their name before the first hyphen (once per directory)."""
+    memo = ctx.fact(_memo)
+    heads = memo.get(("heads", d))
+    if heads is None:
+        heads = memo[("heads", d)] = {}
+        for f in families:
+            if f:
+                heads.setdefault(_before_hyphen(f), []).append(f)
+    return [
+        e for f in heads.get(_before_hyphen(stem), ()) if hyphen_kin(stem, f) for e in families[f]
+    ]
+
+
 def near_misses(
     ctx: Context, searcher: Searcher, name: str, tried: Sequence[str]
 ) -> tuple[NearMiss, ...]:
@@ -153,12 +197,15 @@ def near_misses(
     for d, where in _scan_dirs(ctx, searcher, tried):
         position, families = _by_family(ctx, d)
         entries = list(families.get(stem, ())) if stem else []
+        kin = _kin_entries(ctx, d, stem, families) if stem else []
         if base in position and base not in entries:
             entries.append(base)
         entries.sort(key=position.__getitem__)
         # a file named like its soname first, so that links to it (libLLVM-15.so) are folded in
         entries.sort(key=lambda e: 0 if e == base or _is_soname_file(ctx, d, e) else 1)
-        for entry in entries:
+        kin.sort(key=position.__getitem__)
+        kin.sort(key=lambda e: 0 if _is_soname_file(ctx, d, e) else 1)
+        for entry in entries + kin:
             path = posixpath.join(d, entry)
             real = searcher.realpath(path)
             if real in seen_real:
@@ -175,6 +222,8 @@ def near_misses(
                 kind = "stale-cache"
             elif entry == base:
                 kind = "not-searched"
+            elif entry in kin:
+                kind = "other-build"
             else:
                 kind = "other-version"
             if kind == "other-version" and info.soname and info.soname == name:
@@ -190,6 +239,7 @@ def near_misses(
                     machine=info.machine,
                     where=where,
                     defines=info.verdef[-3:],
+                    differs=_how_it_differs(base, entry) if kind == "other-build" else "",
                 )
             )
             if len(out) >= MAX_NEAR:
