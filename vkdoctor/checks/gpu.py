@@ -580,8 +580,13 @@ class GpuChainCheck(Check):
                 **evidence,
             )
         if cause is None:
-            seen = f", {found[0][1].name}" if found else ""
-            return self.ok(f"{name}: {gpu.driver}, {vulkan}{seen}", chain, **evidence)
+            seen = found[0][1].name if found else None
+            title = (
+                f"{seen} ({gpu.vendor[2:]}:{gpu.device[2:]}) at {gpu.address}"
+                if seen
+                else name
+            ) + f": kernel {gpu.driver}, Vulkan {vulkan}" + (", device found" if seen else "")
+            return self.ok(title, chain, **evidence)
         return self._broken(ctx, cause, f"{cause.why} Chain: {chain}.", evidence)
 
     def _broken(
