@@ -255,3 +255,21 @@ def details_of(document: Mapping[str, Any]) -> ProbeDetails:
         stderr_tail=tuple(map(str, tail)) if isinstance(tail, list) else (),
         plan=_plan(document.get("plan")),
     )
+
+
+#: a layer this variable forces on can only be kept out by unsetting it
+FORCING = "VK_LOADER_LAYERS_ENABLE"
+
+
+def disabled_setting(off: Mapping[str, Sequence[str]]) -> tuple[str, tuple[str, ...]]:
+    """What the probe ran with (its `disabled` variables), in words and as shell commands."""
+    said = []
+    shell = []
+    for var, names in off.items():
+        if var == FORCING:
+            said.append(f"{var} unset")
+            shell.append(f"unset {var}")
+        else:
+            said.append(f"{var}={','.join(names)}")
+            shell.append(f"export {var}={','.join(names)}")
+    return " ".join(said), tuple(shell)

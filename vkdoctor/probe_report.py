@@ -6,7 +6,7 @@ Kept outside vkdoctor/checks so that `vkdoctor run-probe` does not import every 
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Severity
@@ -401,24 +401,6 @@ def check_result(probe: Mapping[str, Any]) -> CheckResult:
         findings=(finding(probe),),
         seconds=float(probe.get("seconds") or 0.0),
     )
-
-
-#: a layer this variable forces on can only be kept out by unsetting it
-FORCING = "VK_LOADER_LAYERS_ENABLE"
-
-
-def disabled_setting(off: Mapping[str, Sequence[str]]) -> tuple[str, tuple[str, ...]]:
-    """What the probe ran with (its `disabled` variables), in words and as shell commands."""
-    said = []
-    shell = []
-    for var, names in off.items():
-        if var == FORCING:
-            said.append(f"{var} unset")
-            shell.append(f"unset {var}")
-        else:
-            said.append(f"{var}={','.join(names)}")
-            shell.append(f"export {var}={','.join(names)}")
-    return " ".join(said), tuple(shell)
 
 
 def _capital(text: str) -> str:

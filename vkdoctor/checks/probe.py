@@ -10,6 +10,7 @@ from vkdoctor.context import Context
 from vkdoctor.elf import shadow
 from vkdoctor.model import Finding, Remedy, Severity
 from vkdoctor.packages.commands import install_each
+from vkdoctor.probe_records import disabled_setting
 from vkdoctor.record import replace
 
 
@@ -52,7 +53,7 @@ class ComputeProbe(Check):
         off: dict[str, list[str]] = result.get("disabled") or {}
         if off:
             names = ", ".join(n for ns in off.values() for n in ns)
-            setting, commands = probe_report.disabled_setting(off)
+            setting, commands = disabled_setting(off)
             note = (
                 f"The probe ran with {setting}: as things are, every Vulkan program crashes, "
                 f"hangs or fails in {names} first (VKT001, VKT003)"

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vkdoctor import probe_report
 from vkdoctor.context import Context
 from vkdoctor.probe import ProbeRequest, run_probe
+from vkdoctor.probe_records import FORCING
 
 
 def probe_result(ctx: Context) -> dict[str, Any]:
@@ -29,7 +29,7 @@ def probe_result(ctx: Context) -> dict[str, Any]:
         return run_probe(ctx.env, request)
     env = dict(ctx.env)
     for var, names in off.items():
-        if var == probe_report.FORCING:
+        if var == FORCING:
             env.pop(var, None)  # DISABLE cannot turn off what it forces on
         else:
             env[var] = ",".join(n for n in (ctx.env.get(var, ""), *names) if n)
@@ -60,8 +60,8 @@ def _wrecks(ctx: Context) -> dict[str, list[str]]:
             continue
         if o.target.kind == "layer":
             own = (o.target.off or "").partition("=")[0].removeprefix("export ")
-            if (o.target.off or "").startswith("unset " + probe_report.FORCING):
-                var = probe_report.FORCING
+            if (o.target.off or "").startswith("unset " + FORCING):
+                var = FORCING
             elif own and " " not in own and not own.startswith("VK_LOADER_"):
                 var = own  # an implicit layer's own disable_environment wins over everything
             else:
