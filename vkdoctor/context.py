@@ -84,6 +84,17 @@ class Context:
             return Path(p)
         return self.root / p.relative_to("/")
 
+    def inside(self, host: Path) -> str:
+        """The path inside root of the host path `host`, as the tree's programs see it (the
+        inverse of `under`); `host` itself on the live machine or when it lies outside root."""
+        if self.live:
+            return str(host)
+        try:
+            rel = host.relative_to(self.root)
+        except ValueError:
+            return str(host)
+        return "/" + str(rel) if str(rel) != "." else "/"
+
     def resolve(self, path: str | PurePosixPath) -> Path:
         """The host path of `path` with every symlink followed inside root.
 

@@ -86,7 +86,7 @@ def _files(ctx: Context, path: str) -> str:
         real = ctx.resolve(path)
     except OSError:
         return path
-    target = str(real) if ctx.live else "/" + str(real.relative_to(ctx.root))
+    target = ctx.inside(real)
     return path if target == path else f"{path} {target}"
 
 

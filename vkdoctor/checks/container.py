@@ -233,7 +233,7 @@ def _off_path_manifests(ctx: Context, kind: str, searched: tuple[str, ...]) -> l
     for pattern in OFF_PATH_PATTERNS:
         host_pattern = str(ctx.under(pattern.format(kind=kind)))
         for host_dir in sorted(Path("/").glob(host_pattern.lstrip("/"))):
-            inside = "/" + str(host_dir.relative_to(ctx.root)) if not ctx.live else str(host_dir)
+            inside = ctx.inside(host_dir)
             if ctx.resolve(inside) in searched_real:
                 continue
             for f in sorted(host_dir.glob("*.json")):

@@ -181,12 +181,7 @@ class Searcher:
             real = resolved(self.ctx, self._abs(path))
         except OSError:
             return path
-        if self.ctx.live:
-            return str(real)
-        try:
-            return "/" + str(real.relative_to(self.ctx.root))
-        except ValueError:
-            return str(real)
+        return self.ctx.inside(real)
 
     def verify(self, path: str) -> tuple[Outcome, ElfInfo | None, str]:
         """glibc open_verify: is `path` loadable into this process?"""
