@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 
+from vkdoctor.forks import fork_piped
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -31,21 +33,11 @@ def start(env: Mapping[str, str], cwd: str, timeout: float) -> None:
     if _pending:
         return
     parent = os.getpid()
-    try:
-        read, write = os.pipe()
-    except OSError:
-        return
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(read)
-        os.close(write)
-        return
-    if pid == 0:
-        os.close(read)
-        _work(env, cwd, timeout, parent)  # never returns; the pipe closes with the process
-    os.close(write)
-    _pending.append((pid, read, parent))
+    # _work never returns: the pipe closes with the process
+    forked = fork_piped(lambda _: _work(env, cwd, timeout, parent), False)
+    if forked is not None:
+        pid, (read,) = forked
+        _pending.append((pid, read, parent))
 
 
 def wait(limit: float = WAIT_LIMIT) -> None:

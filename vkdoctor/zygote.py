@@ -133,25 +133,14 @@ def start(script: Path | None = None) -> None:
     threading = sys.modules.get("threading")  # not imported: no thread was started through it
     if (threading is not None and threading.active_count() > 1) or _waiting:
         return
-    try:
-        request_r, request_w = os.pipe()
-        output_r, output_w = os.pipe()
-    except OSError:
-        return
+    from vkdoctor.forks import fork_piped
+
     startup = startup_variables(os.environ)
-    try:
-        pid = os.fork()
-    except OSError:
-        for fd in (request_r, request_w, output_r, output_w):
-            _close(fd)
-        return
-    if pid == 0:
-        _close(request_w)
-        _close(output_r)
-        _serve(script, request_r, output_w)  # never returns
-    _close(request_r)
-    _close(output_w)
-    _waiting.append(Zygote(pid, request_w, output_r, startup))
+    # the child reads requests on the first pipe and writes its output on the second
+    forked = fork_piped(lambda ends: _serve(script, ends[0], ends[1]), True, False)
+    if forked is not None:
+        pid, (request_w, output_r) = forked
+        _waiting.append(Zygote(pid, request_w, output_r, startup))
 
 
 #: the variable that tells the process started again where its waiting child is
