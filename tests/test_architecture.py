@@ -470,7 +470,7 @@ def test_a_check_that_asks_by_name_passes(tmp_path: Path) -> None:
     path.write_text(
         "from typing import TYPE_CHECKING\n"
         "from vkdoctor import facts\n"
-        "from vkdoctor.loadtest import classify\n"
+        "from vkdoctor.children.loadtest import classify\n"
         "from vkdoctor.loader.icd import DriverScan\n"
         "if TYPE_CHECKING:\n"
         "    from vkdoctor.facts.overlay import Outcome\n"
@@ -540,7 +540,7 @@ def test_each_named_fact_is_the_memo_of_the_function_it_names(name: str) -> None
     """A name computes nothing itself: it gives what the run's memo holds for the computing
     function (the key the face and the services use), so a fact is computed once per run."""
     import vkdoctor.facts
-    from vkdoctor.context import Context
+    from vkdoctor.model.context import Context
 
     fn = getattr(vkdoctor.facts, name)
     compute, memo = NAMED[name]

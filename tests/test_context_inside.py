@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vkdoctor.context import Context
+from vkdoctor.model.context import Context
 
 
 def test_a_link_followed_in_a_tree_reads_back_inside_it(tmp_path: Path) -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from vkdoctor.disk import mount_of
-from vkdoctor.mountinfo import parse, unescape
+from vkdoctor.machine.disk import mount_of
+from vkdoctor.model.mountinfo import parse, unescape
 
 
 def _kernel_line(point: Path) -> str:

@@ -8,12 +8,12 @@ import posixpath
 from typing import Any
 
 from vkdoctor import facts
-from vkdoctor.context import Context
 from vkdoctor.elf.defect import Defect, diagnose
 from vkdoctor.elf.search import How, Tried
 from vkdoctor.model import Remedy
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import record
 from vkdoctor.packages.owner import fix_file, verified_owner
-from vkdoctor.record import record
 
 
 @record(frozen=True, kw_only=True)

@@ -7,12 +7,12 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from vkdoctor import facts, files
+from vkdoctor import facts
 from vkdoctor.checks.base import Check
-from vkdoctor.context import Context
 from vkdoctor.elf.resolve import resolve
 from vkdoctor.loader.search import driver_plan, implicit_layer_plan
-from vkdoctor.model import Finding, Remedy
+from vkdoctor.model import Finding, Remedy, files
+from vkdoctor.model.context import Context
 from vkdoctor.packages import commands
 
 #: NVIDIA_DRIVER_CAPABILITIES values that make the container runtime mount the Vulkan ICD

@@ -9,9 +9,9 @@ from typing import Any
 
 from vkdoctor import facts
 from vkdoctor.checks.base import Check
-from vkdoctor.context import Context
-from vkdoctor.loadtest import TargetOutcome, classify
+from vkdoctor.children.loadtest import TargetOutcome, classify
 from vkdoctor.model import Finding, Remedy, Severity
+from vkdoctor.model.context import Context
 
 #: the load test's device types (probes/loadtest.py DEVICE_TYPES) that are a GPU
 GPU_DEVICE_TYPES = ("discrete-gpu", "integrated-gpu", "virtual-gpu")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from vkdoctor.context import Context
 from vkdoctor.elf.resolve import Resolution, resolve
 from vkdoctor.elf.search import SearchInputs
 from vkdoctor.elf.symbols import Undefined, undefined_symbols
 from vkdoctor.loader import load_targets
 from vkdoctor.loader.targets import LoadTarget
+from vkdoctor.model.context import Context
 
 
 def targets(ctx: Context) -> tuple[LoadTarget, ...]:

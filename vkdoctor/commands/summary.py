@@ -52,7 +52,7 @@ def summary(files: tuple[str, ...], fmt: str, json_file: str | None) -> None:
 
     Exit 1 when any machine failed, 0 when all pass, 2 when a file is not a report.
     """
-    from vkdoctor.compare import summarize
+    from vkdoctor.model.compare import summarize
     from vkdoctor.render import compare as render
 
     fleet = summarize(read_reports(_expand(files)))

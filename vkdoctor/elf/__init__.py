@@ -25,7 +25,7 @@ from vkdoctor.elf.resolve import (
     resolve_soname,
 )
 from vkdoctor.elf.search import How, Lookup, SearchInputs, Tried
-from vkdoctor.sonames import family
+from vkdoctor.model.sonames import family
 
 __all__ = [
     "ElfError",

@@ -3,8 +3,8 @@ PROT_EXEC, so ld.so fails with "failed to map segment from shared object"."""
 
 from __future__ import annotations
 
-from vkdoctor import mountinfo
-from vkdoctor.context import Context
+from vkdoctor.model import mountinfo
+from vkdoctor.model.context import Context
 
 
 def mounts(ctx: Context) -> list[tuple[str, str]]:

@@ -1,7 +1,7 @@
 """Near misses: what was almost right when a library or a version was not found.
 
 For a missing soname: other versions of the same family (libLLVM.so.22.1 or libLLVM-15.so.1 where
-libLLVM.so.23.1 was needed; vkdoctor.sonames.family, so libLLVM-17git.so and
+libLLVM.so.23.1 was needed; vkdoctor.model.sonames.family, so libLLVM-17git.so and
 libLLVM.so.18.1-rust-1.78.0-stable count too), the right name in the wrong class or for another
 machine, and the right name in a directory ld.so does not search (an ld.so.conf directory missing
 from a stale cache, a --search-path directory). For a missing version: other copies of the
@@ -14,11 +14,11 @@ import posixpath
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from vkdoctor.context import Context
 from vkdoctor.elf.ldcache import load_conf
 from vkdoctor.elf.reader import ElfInfo, read_elf
-from vkdoctor.record import record
-from vkdoctor.sonames import family
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import record
+from vkdoctor.model.sonames import family
 
 if TYPE_CHECKING:
     from vkdoctor.elf.search import Searcher

@@ -18,12 +18,12 @@ import posixpath
 from collections.abc import Sequence
 from typing import Any
 
-from vkdoctor.context import Context
-from vkdoctor.digits import numbers_key
 from vkdoctor.elf.nearmiss import NearMiss, near_misses, other_copies
 from vkdoctor.elf.reader import ElfInfo
 from vkdoctor.elf.search import How, LoadedObject, Lookup, Searcher, SearchInputs, Tried
-from vkdoctor.record import field, record
+from vkdoctor.model.context import Context
+from vkdoctor.model.digits import numbers_key
+from vkdoctor.model.record import field, record
 
 LOADER_SONAME = "libvulkan.so.1"
 

@@ -1,13 +1,13 @@
-"""The probe's result in this run's context (vkdoctor.probe), run once: a run-wide fact."""
+"""The probe's result in this run's context (vkdoctor.children.probe), run once: a run-wide fact."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from vkdoctor.context import Context
-from vkdoctor.probe import ProbeRequest, run_probe
-from vkdoctor.probe_records import FORCING
+from vkdoctor.children.probe import ProbeRequest, run_probe
+from vkdoctor.model.context import Context
+from vkdoctor.model.probe_records import FORCING
 
 
 def probe_result(ctx: Context) -> dict[str, Any]:
@@ -44,8 +44,8 @@ def _wrecks(ctx: Context) -> dict[str, list[str]]:
     """The loader filter variable and names of each target the load test saw break every
     application (crash, hang, abort every vkCreateInstance or hide every device), when this
     loader has the filters (1.3.234)."""
+    from vkdoctor.children.loadtest import FILTERS_SINCE, _version_tuple, wrecks_all
     from vkdoctor.facts.loadtest import load_test
-    from vkdoctor.loadtest import FILTERS_SINCE, _version_tuple, wrecks_all
 
     try:
         run = ctx.fact(load_test)

@@ -4,8 +4,8 @@ into /tmp or /opt by hand."""
 
 from __future__ import annotations
 
-from vkdoctor.context import Context
 from vkdoctor.model import Remedy
+from vkdoctor.model.context import Context
 from vkdoctor.packages.detect import inventory
 from vkdoctor.packages.model import Package
 

@@ -1,5 +1,5 @@
 """`vkdoctor diff` and `vkdoctor summary` as text (wrapped to the terminal's width), Markdown
-(GitHub's job summary) and JSON. Takes vkdoctor.compare's results, nothing else."""
+(GitHub's job summary) and JSON. Takes vkdoctor.model.compare's results, nothing else."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 import textwrap
 from collections.abc import Iterable, Sequence
 
-from vkdoctor.compare import Change, Comparison, FindingDiff, Fleet
-from vkdoctor.record import asdict
+from vkdoctor.model.compare import Change, Comparison, FindingDiff, Fleet
+from vkdoctor.model.record import asdict
 
 _EXIT = {"pass": 0, "fail": 1, "error": 3}
 #: how many wrapped lines of a finding's message the diff shows

@@ -13,10 +13,10 @@ import re
 from collections.abc import Iterable
 
 from vkdoctor.model import CheckResult, Finding, Report, ReportStatus, Severity
+from vkdoctor.model.report_records import DriverRow, OverlayReport, ProbeResult
 from vkdoctor.render import PROBE_FAMILY_PREFIX, hex_escape
 from vkdoctor.render import text as text_render
 from vkdoctor.render.style import Style
-from vkdoctor.report_records import DriverRow, OverlayReport, ProbeResult
 
 #: control characters other than newlines: shown as \xNN, as the JUnit file shows them
 _CONTROL = re.compile(r"[\x00-\x09\x0b\x0c\x0e-\x1f\x7f]")

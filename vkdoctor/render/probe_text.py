@@ -6,12 +6,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from vkdoctor.model import Severity
-from vkdoctor.probe_records import disabled_setting
+from vkdoctor.model.probe_records import disabled_setting
 
 if TYPE_CHECKING:
-    from vkdoctor.probe_records import ProbeCase, ProbeDetails
+    from vkdoctor.model.probe_records import ProbeCase, ProbeDetails
+    from vkdoctor.model.report_records import ProbeResult
     from vkdoctor.render.style import Style
-    from vkdoctor.report_records import ProbeResult
 
 
 def _err(v: float | None) -> str:

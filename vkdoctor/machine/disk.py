@@ -11,12 +11,11 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from vkdoctor import files
-from vkdoctor.context import Context
-from vkdoctor.model import Remedy, Severity
-from vkdoctor.mountinfo import parse as parse_mountinfo
-from vkdoctor.record import record
-from vkdoctor.units import format_size
+from vkdoctor.model import Remedy, Severity, files
+from vkdoctor.model.context import Context
+from vkdoctor.model.mountinfo import parse as parse_mountinfo
+from vkdoctor.model.record import record
+from vkdoctor.model.units import format_size
 
 
 @record(frozen=True, kw_only=True)

@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
-from vkdoctor import inputs
-from vkdoctor.record import field, record
+from vkdoctor.model import inputs
+from vkdoctor.model.record import field, record
 
 T = TypeVar("T")
 
@@ -167,7 +167,7 @@ class Context:
             return self._facts[compute]  # type: ignore[no-any-return]
 
 
-#: a Context computed before the command line was read (vkdoctor.loadtest.start_early)
+#: a Context computed before the command line was read (vkdoctor.children.loadtest.start_early)
 _offered: list[Context] = []
 
 

@@ -2,14 +2,14 @@
 ladder's rungs, the RMSNorm cases, the capability ladder and the plan. `details_of` reads them
 once from the probe's document, which comes from a child process: an entry that is not an
 object is left out and a value of the wrong type reads as None, so a renderer never fails on it.
-The report's JSON is the document itself (vkdoctor.report_records.ProbeResult)."""
+The report's JSON is the document itself (vkdoctor.model.report_records.ProbeResult)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vkdoctor.record import record
+from vkdoctor.model.record import record
 
 
 @record(frozen=True, kw_only=True)
@@ -238,7 +238,7 @@ def _disabled(value: object) -> dict[str, tuple[str, ...]]:
 
 
 def details_of(document: Mapping[str, Any]) -> ProbeDetails:
-    """The typed details of the probe's `document` (vkdoctor.probe's object)."""
+    """The typed details of the probe's `document` (vkdoctor.children.probe's object)."""
     adapter = document.get("adapter")
     tail = document.get("stderr_tail")
     return ProbeDetails(

@@ -212,7 +212,7 @@ def symbol_lookup_error(probe: Mapping[str, Any]) -> str | None:
 def limit_behind(probe: Mapping[str, Any]) -> str | None:
     """The fix when a resource limit of this process (the probe's too) is below what Vulkan
     compute needs and the failure looks like it (VKE010)."""
-    from vkdoctor import limits
+    from vkdoctor.model import limits
 
     said = " ".join([str(probe.get("summary") or ""), *map(str, probe.get("stderr_tail") or [])])
     for lim in limits.current():
@@ -231,8 +231,8 @@ def full_shader_cache(probe: Mapping[str, Any]) -> str | None:
     import os
     from pathlib import Path
 
-    from vkdoctor.context import Context
-    from vkdoctor.disk import SHADER_INDEX_BYTES, mesa_cache_dir, nearest_existing
+    from vkdoctor.machine.disk import SHADER_INDEX_BYTES, mesa_cache_dir, nearest_existing
+    from vkdoctor.model.context import Context
 
     env = {str(k): str(v) for k, v in (probe.get("env") or {}).items()}
     if env.get("MESA_SHADER_CACHE_DISABLE", "").lower() in ("1", "true", "yes"):

@@ -23,9 +23,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from vkdoctor import inputs
-from vkdoctor.forks import fork_piped
-from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Severity
+from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Severity, inputs
+from vkdoctor.speed.forks import fork_piped
 
 #: the exit status of a fork that could not send its results
 _FAILED = 70

@@ -43,7 +43,7 @@ def startup_variables(env: Mapping[str, str]) -> dict[str, str]:
 
 
 class ForkedChild:
-    """The waiting child once it has its request: what vkdoctor.loadtest needs of a Popen."""
+    """The waiting child once it has its request: what vkdoctor.children.loadtest needs of a Popen."""
 
     def __init__(self, pid: int, stdout_fd: int) -> None:
         self.pid = pid
@@ -133,7 +133,7 @@ def start(script: Path | None = None) -> None:
     threading = sys.modules.get("threading")  # not imported: no thread was started through it
     if (threading is not None and threading.active_count() > 1) or _waiting:
         return
-    from vkdoctor.forks import fork_piped
+    from vkdoctor.speed.forks import fork_piped
 
     startup = startup_variables(os.environ)
     # the child reads requests on the first pipe and writes its output on the second
@@ -305,13 +305,13 @@ def _unplaced(request: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _requests(cache_dir: str | Path) -> Any:
-    from vkdoctor import factcache
+    from vkdoctor.speed import factcache
 
     here = os.path.dirname(__file__)
     return factcache.store(
         cache_dir,
         "load-request",
-        sources=(__file__, os.path.join(here, "loadtest.py")),
+        sources=(__file__, os.path.join(os.path.dirname(here), "children", "loadtest.py")),
         keep=8,
     )
 
@@ -321,7 +321,7 @@ def remember(
 ) -> None:
     """Keep the first request of a load test in `env` for the next run (`hand_ahead`), with
     the identities of the manifests, their folders and the libraries named by path."""
-    from vkdoctor.factcache import identity
+    from vkdoctor.speed.factcache import identity
 
     store = _requests(cache_dir) if cache_dir is not None else None
     if store is None:
@@ -348,7 +348,7 @@ def hand_ahead(
     changed since."""
     if not _waiting or _ahead:
         return
-    from vkdoctor.factcache import identity
+    from vkdoctor.speed.factcache import identity
 
     store = _requests(cache_dir)
     entry = store.get(_key(env, cwd)) if store is not None else None
