@@ -4,7 +4,7 @@ Runs the two commands N times each, alternating (so load changes hit both alike)
 apart, prints each one's median wall time and the ratio, and the per-check times of one extra
 JSON run. `check` runs twice per round: cold (a fresh, empty XDG_CACHE_HOME, as in a CI
 container) and warm (a cache directory an earlier run on this unchanged machine filled:
-vkdoctor.factcache). Exits 1 when a median ratio is over its budget (cold 2.5, warm 1.6), 2 when
+vkdoctor.speed.factcache). Exits 1 when a median ratio is over its budget (cold 2.5, warm 1.6), 2 when
 a command cannot run at all. This is a benchmark, not a test: run it on a quiet machine.
 
 It also times, in the same rounds, the two things no `check` can do without: starting the
@@ -112,9 +112,9 @@ def child_floor(env: dict[str, str], logdir: str) -> tuple[list[str], bytes]:
     check that does what vulkaninfo does (dlopen each driver, create an instance), plus its
     own interpreter start. `check` cannot finish before it."""
     sys.path.insert(0, str(REPO))
+    from vkdoctor.children.loadtest import child_command, child_request
     from vkdoctor.commands.common import host_context
     from vkdoctor.loader import load_targets
-    from vkdoctor.loadtest import child_command, child_request
 
     targets = dict(enumerate(load_targets(host_context())))
     request = child_request(targets, good=(), logdir=Path(logdir), loader="libvulkan.so.1")

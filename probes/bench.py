@@ -1,6 +1,6 @@
 """vkdoctor bench child: RMSNorm throughput against a device-to-device copy, timed on the device.
 
-Run by `vkdoctor bench` in its own process session (vkdoctor/bench.py). Imports only wgpu, numpy,
+Run by `vkdoctor bench` in its own process session (vkdoctor/children/bench.py). Imports only wgpu, numpy,
 the standard library and its sibling probe modules, and prints exactly one JSON document. Adapter
 choice, stage reporting and the error metric are the compute probe's own (rmsnorm_probe.py), so a
 benchmarked size is checked for correctness exactly as `vkdoctor run-probe` checks its cases.

@@ -1,4 +1,4 @@
-"""The real load test, run as one child process by vkdoctor.loadtest (stdlib only, no Vulkan headers).
+"""The real load test, run as one child process by vkdoctor.children.loadtest (stdlib only, no Vulkan headers).
 
 Reads one JSON request on stdin:
     {"logdir": DIR, "loader": "libvulkan.so.1", "good_drivers": [MANIFEST, ...],
@@ -31,7 +31,7 @@ import os
 import sys
 import time
 
-# nothing else at the top: in the child vkdoctor forks at its start (vkdoctor.zygote) the drivers
+# nothing else at the top: in the child vkdoctor forks at its start (vkdoctor.speed.zygote) the drivers
 # wait for this script's imports, and json (which imports re) or typing cost 10-25 ms each on a
 # slow machine; the JSON lines are written by `_json_text`
 TYPE_CHECKING = False
@@ -449,7 +449,7 @@ def main() -> int:
 
 
 def run(request: dict[str, Any]) -> int:
-    """The load test of `request`; also called in a child forked by vkdoctor (vkdoctor.zygote)."""
+    """The load test of `request`; also called in a child forked by vkdoctor (vkdoctor.speed.zygote)."""
     emit = Emitter()
     out = Output(request["logdir"])
     out.to("child.log")

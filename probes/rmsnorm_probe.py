@@ -1,6 +1,6 @@
 """The compute probe: does this adapter compute correctly? Prints exactly one JSON document.
 
-Run as a child process by vkdoctor (vkdoctor/probe.py); usable alone:
+Run as a child process by vkdoctor (vkdoctor/children/probe.py); usable alone:
     python probes/rmsnorm_probe.py --cpu [--seed N] [--shader-dir DIR]
 
 It lists every adapter wgpu sees, picks one (--cpu: a CPU adapter on the chosen backend; --adapter

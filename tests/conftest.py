@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from vkdoctor.report_records import Distro, DriverRow, HostReport
+from vkdoctor.model.report_records import Distro, DriverRow, HostReport
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((REPO / "vkdoctor" / "data" / "report.schema.json").read_text())

@@ -16,12 +16,12 @@ from pathlib import Path
 from elfwriter import EM_PPC, EM_S390, Spec, write
 from fuzzing import FuzzTarget
 
-from vkdoctor.context import Context
 from vkdoctor.elf.dynsym import SymbolName, read_symbol_table
 from vkdoctor.elf.explain import highest_per_family, version_node_key
 from vkdoctor.elf.ldcache import load_conf, parse_cache
 from vkdoctor.elf.reader import ElfInfo, _parse
 from vkdoctor.elf.resolve import version_key
+from vkdoctor.model.context import Context
 
 SYSLIB = Path("/usr/lib/x86_64-linux-gnu")
 #: small objects of libc6 with version needs and definitions (14 KB each)

@@ -23,9 +23,9 @@ from pathlib import Path
 
 from fuzzing import FuzzTarget
 
-from vkdoctor.context import Context, Options
 from vkdoctor.loader import cjson, icd, layers
 from vkdoctor.loader.version import LoaderVersion, loader_version
+from vkdoctor.model.context import Context, Options
 
 MANIFEST_DIRS = ("/usr/share/vulkan", "/etc/vulkan")
 DPKG = Path("/var/lib/dpkg")

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vkdoctor.context import Context
 from vkdoctor.loader import debuglog
 from vkdoctor.loader import icd as icd_mod
 from vkdoctor.loader.icd import DriverScan, driver_scan
 from vkdoctor.loader.layers import LayerScan, implicit_layer_scan
+from vkdoctor.model.context import Context
 
 DATA = Path(__file__).resolve().parent / "data"
 LVP_MANIFEST = Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pkgtools import build_lib, build_pkg, pacman_install, pacman_root, sh
 
-from vkdoctor.context import Context
+from vkdoctor.model.context import Context
 from vkdoctor.packages.facts import MissingSoname, StackFacts
 
 LVP = "/usr/lib/libvulkan_lvp.so"

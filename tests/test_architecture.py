@@ -105,11 +105,19 @@ LAYERS = layer_table()
 NAMES = [layer for layer, _, _ in LAYERS]
 
 
+def rows_of(module: str) -> list[str]:
+    """The rows of the table whose patterns match `module`."""
+    return [
+        layer
+        for layer, patterns, _ in LAYERS
+        if any(fnmatch.fnmatchcase(module, p) for p in patterns)
+    ]
+
+
 def layer_of(module: str) -> str:
-    for layer, patterns, _ in LAYERS:
-        if any(fnmatch.fnmatchcase(module, p) for p in patterns):
-            return layer
-    raise AssertionError(f"{module} is in no layer of docs/architecture.md")
+    rows = rows_of(module)
+    assert len(rows) == 1, f"{module} is in {len(rows)} rows of docs/architecture.md: {rows}"
+    return rows[0]
 
 
 def allowed(module: str, target: str) -> bool:
@@ -136,6 +144,41 @@ def test_the_table_names_real_layers_top_down() -> None:
                 assert entry in NAMES[i + 1 :], f"{layer} may import {entry}, not a layer below"
         for p in patterns:
             assert any(fnmatch.fnmatchcase(m, p) for m in MODULES), f"{p} matches no module"
+
+
+def test_every_module_is_in_exactly_one_row() -> None:
+    """No default row: a module nobody placed fails, and so does one two rows claim."""
+    misplaced = {m: rows_of(m) for m in MODULES if len(rows_of(m)) != 1}
+    assert misplaced == {}
+
+
+def test_an_unlisted_module_is_in_no_row() -> None:
+    assert rows_of("vkdoctor.nowhere") == []
+    with pytest.raises(AssertionError, match="in 0 rows"):
+        layer_of("vkdoctor.nowhere")
+
+
+def test_ldso_emulation_imports_nothing_of_vulkan() -> None:
+    """elf/ is glibc's ld.so: it may not import the loader, a check, a fact or a closure."""
+    wrong = sorted(
+        f"{m} imports {t}"
+        for m, targets in GRAPH.items()
+        if m.startswith("vkdoctor.elf")
+        for t in targets
+        if layer_of(t) not in ("ELF", "Fact cache", "Model")
+    )
+    assert wrong == []
+
+
+def test_renderers_import_only_the_model() -> None:
+    wrong = sorted(
+        f"{m} imports {t}"
+        for m, targets in GRAPH.items()
+        if m.startswith("vkdoctor.render")
+        for t in targets
+        if layer_of(t) not in ("Render", "Model")
+    )
+    assert wrong == []
 
 
 def test_no_module_imports_past_its_layer() -> None:
@@ -427,7 +470,7 @@ def test_a_check_that_asks_by_name_passes(tmp_path: Path) -> None:
     path.write_text(
         "from typing import TYPE_CHECKING\n"
         "from vkdoctor import facts\n"
-        "from vkdoctor.loadtest import classify\n"
+        "from vkdoctor.children.loadtest import classify\n"
         "from vkdoctor.loader.icd import DriverScan\n"
         "if TYPE_CHECKING:\n"
         "    from vkdoctor.facts.overlay import Outcome\n"
@@ -497,7 +540,7 @@ def test_each_named_fact_is_the_memo_of_the_function_it_names(name: str) -> None
     """A name computes nothing itself: it gives what the run's memo holds for the computing
     function (the key the face and the services use), so a fact is computed once per run."""
     import vkdoctor.facts
-    from vkdoctor.context import Context
+    from vkdoctor.model.context import Context
 
     fn = getattr(vkdoctor.facts, name)
     compute, memo = NAMED[name]

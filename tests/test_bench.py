@@ -7,7 +7,7 @@ import json
 import pytest
 from conftest import run_vkdoctor
 
-from vkdoctor.bench import parse_sizes, render
+from vkdoctor.children.bench import parse_sizes, render
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +132,7 @@ def test_the_bench_catches_a_wrong_eps_and_a_half_copy_and_names_them(tmp_path, 
     import os
     import shutil
 
-    from vkdoctor import bench
+    from vkdoctor.children import bench
     from vkdoctor.resources import shaders_dir
 
     broken = tmp_path / "shaders"

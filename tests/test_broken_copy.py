@@ -523,8 +523,8 @@ def test_the_noexec_mount_of_a_path_is_the_one_that_holds_it(
 ) -> None:
     import random
 
-    from vkdoctor.context import Context
     from vkdoctor.elf import mounts, reader
+    from vkdoctor.model.context import Context
 
     rng = random.Random(7)
     points = ["/", "/usr", "/usr/lib", "/usr/lib/x", "/opt", "/opt/a b", "/dev/shm", "/usr/li"]

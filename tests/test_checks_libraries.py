@@ -14,9 +14,9 @@ from elfbuild import DlopenProbe, build_lib, copy, patchelf
 
 from vkdoctor.checks import libraries
 from vkdoctor.closures import targets as closures
-from vkdoctor.context import Context, Options
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.model import Finding, Report, Severity
+from vkdoctor.model.context import Context, Options
 from vkdoctor.runner import run_checks
 
 SYSLIB = Path("/usr/lib/x86_64-linux-gnu")
@@ -623,7 +623,7 @@ def test_a_loader_found_only_through_ld_library_path_has_a_fix(tmp_path: Path) -
     assert f["remedy"].endswith(f"take {private} off LD_LIBRARY_PATH.")
     # a directory that holds other libraries the system has is never offered to ldconfig
     from vkdoctor.checks.libraries import shadowing_files
-    from vkdoctor.context import Context
+    from vkdoctor.model.context import Context
 
     shutil.copy("/lib/x86_64-linux-gnu/libz.so.1", private / "libz.so.1")
     assert shadowing_files(Context(), str(private)) == ["libvulkan.so.1", "libz.so.1"]

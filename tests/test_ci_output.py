@@ -16,10 +16,10 @@ import vkdoctor.checks
 from vkdoctor.checks.base import Check
 from vkdoctor.checks.host import HostFacts
 from vkdoctor.cli import cli
-from vkdoctor.context import Context
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Report, Severity
+from vkdoctor.model.context import Context
+from vkdoctor.model.report_records import OverlayLink, OverlayReport, probe_result_of
 from vkdoctor.render import github, junit
-from vkdoctor.report_records import OverlayLink, OverlayReport, probe_result_of
 
 # Everything the workflow-command escaping must handle, in one title and one message.
 NASTY_TITLE = "libLLVM.so.23.1: missing, 100% of it"
@@ -179,7 +179,7 @@ def test_junit_has_a_case_per_check_with_failure_skip_and_error(monkeypatch, tmp
     assert result.exit_code == 1
     doc = junitparser.JUnitXml.fromfile(str(xml))
     suites = {s.name: s for s in doc}
-    assert set(suites) == {"vkdoctor.host", "vkdoctor.drivers", "vkdoctor.environment"}
+    assert set(suites) == {"vkdoctor.machine.host", "vkdoctor.drivers", "vkdoctor.environment"}
     assert (doc.tests, doc.failures, doc.errors, doc.skipped) == (5, 1, 1, 1)
     cases = {c.name: c for s in doc for c in s}
     assert set(cases) == {
@@ -290,7 +290,7 @@ def test_junit_has_a_case_per_probe_case_and_survives_control_characters(tmp_pat
     path = tmp_path / "probe.xml"
     path.write_text(junit.render(report), encoding="utf-8")
     doc = junitparser.JUnitXml.fromfile(str(path))
-    (probe_suite,) = [s for s in doc if s.name == "vkdoctor.probe"]
+    (probe_suite,) = [s for s in doc if s.name == "vkdoctor.children.probe"]
     cases = {c.name: c for c in probe_suite}
     assert set(cases) == {
         "probe on llvmpipe (LLVM 23.1.0, 256 bits) (vulkan)",
@@ -458,7 +458,7 @@ def test_a_probe_that_stops_early_keeps_its_cases_as_skipped(tmp_path: Path):
     )
     assert proc.returncode == 1, proc.stderr
     doc = junitparser.JUnitXml.fromfile(str(tmp_path / "p.xml"))
-    (probe_suite,) = [s for s in doc if s.name == "vkdoctor.probe"]
+    (probe_suite,) = [s for s in doc if s.name == "vkdoctor.children.probe"]
     cases = {c.name: c for c in probe_suite}
     assert "ladder add-one" in cases and "rmsnorm rows=300 d=4096" in cases
     assert len(cases) == 3 + 8
@@ -524,7 +524,7 @@ def test_a_probe_killed_before_it_reported_still_lists_its_plan_in_junit(tmp_pat
     proc = run_vkdoctor(["run-probe", "--cpu", "--timeout", "0.3", "--junit", str(xml)])
     assert proc.returncode == 1, proc.stderr
     suites = {s.name: s for s in junitparser.JUnitXml.fromfile(str(xml))}
-    probe = suites["vkdoctor.probe"]
+    probe = suites["vkdoctor.children.probe"]
     names = [c.name for c in probe]
     assert "ladder add-one" in names and "rmsnorm rows=512 d=4096" in names
     assert probe.skipped == probe.tests == len(names) >= 11

@@ -13,8 +13,8 @@ from elfbuild import build_lib
 
 from tests.nobody import as_nobody
 from vkdoctor.checks.container import GpuDeviceNodes, NvidiaContainerCapabilities
-from vkdoctor.context import Context
 from vkdoctor.model import Finding, Severity
+from vkdoctor.model.context import Context
 from vkdoctor.runner import run_checks
 
 
@@ -129,7 +129,7 @@ def test_render_node_denied_to_an_unprivileged_user(world_readable_root: Path):
     root = world_readable_root
     _tree_with_render_node(root, 0o660)
     code = (
-        "import sys; from pathlib import Path; from vkdoctor.context import Context; "
+        "import sys; from pathlib import Path; from vkdoctor.model.context import Context; "
         "from vkdoctor.checks.container import GpuDeviceNodes; "
         "f = list(GpuDeviceNodes().run(Context(root=Path(sys.argv[1]))))[0]; "
         "print(f.severity.value); print(f.message); print(f.fix())"
@@ -305,7 +305,7 @@ def test_a_manifest_directory_this_user_cannot_read_is_named_not_reinstalled(
     (icd / "lvp_icd.x86_64.json").write_text(NVIDIA_ICD)
     icd.chmod(0)
     code = (
-        "import sys; from pathlib import Path; from vkdoctor.context import Context; "
+        "import sys; from pathlib import Path; from vkdoctor.model.context import Context; "
         "from vkdoctor.checks.drivers import DriversFound; "
         "f = list(DriversFound().run(Context(root=Path(sys.argv[1]), "
         "env={'HOME': '/nonexistent'})))[0]; print(f.severity.value); print(f.fix())"

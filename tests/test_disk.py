@@ -9,11 +9,11 @@ import pytest
 from conftest import run_json, run_vkdoctor
 
 from vkdoctor.checks.disk import FreeSpace
-from vkdoctor.context import Context, Options
-from vkdoctor.disk import Place, Usage, filesystems, places
+from vkdoctor.machine.disk import Place, Usage, filesystems, places
 from vkdoctor.model import Severity
+from vkdoctor.model.context import Context, Options
+from vkdoctor.model.units import format_size, parse_size
 from vkdoctor.runner import run_checks
-from vkdoctor.units import format_size, parse_size
 
 GiB = 1024**3
 

@@ -13,8 +13,8 @@ from elftools.elf.elffile import ELFFile
 from elfwriter import EM_386, EM_PPC, EM_PPC64, EM_S390, EM_X86_64, Spec, write
 from test_elf_reader import _shared_objects
 
-from vkdoctor.context import Context
 from vkdoctor.elf.dynsym import SymbolName, read_symbol_table, symbol_table, unresolved
+from vkdoctor.model.context import Context
 
 EXPORTED = ("STB_GLOBAL", "STB_WEAK", "STB_LOOS")  # pyelftools names STB_GNU_UNIQUE STB_LOOS
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from elfbuild import DlopenProbe, build_lib, copy, ldso_list, patchelf
 
-from vkdoctor.context import Context
 from vkdoctor.elf.ldcache import load_cache, parse_cache
 from vkdoctor.elf.platform import ldso_platform
 from vkdoctor.elf.reader import ElfError, ElfInfo, read_elf
 from vkdoctor.elf.resolve import resolve, resolve_soname
 from vkdoctor.elf.search import How
+from vkdoctor.model.context import Context
 
 PROV_V1 = "PROV_1 { global: prov_one; local: *; };\n"
 PROV_V2 = "PROV_1 { global: prov_one; local: *; };\nPROV_2 { global: prov_two; } PROV_1;\n"

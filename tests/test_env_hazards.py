@@ -9,8 +9,8 @@ import pytest
 from conftest import run_json, vulkaninfo
 
 from vkdoctor.checks import env as env_checks
-from vkdoctor.context import Context
 from vkdoctor.model import Severity
+from vkdoctor.model.context import Context
 from vkdoctor.runner import run_checks
 
 LVP_MANIFEST = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"

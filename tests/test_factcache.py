@@ -1,4 +1,4 @@
-"""Facts kept across runs (vkdoctor.factcache): a warm run sees every change at once, a store
+"""Facts kept across runs (vkdoctor.speed.factcache): a warm run sees every change at once, a store
 nobody but the user controls is the only one read, and a broken one is ignored."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from conftest import run_json
 
-from vkdoctor import factcache
+from vkdoctor.speed import factcache
 
 SYSTEM_LIBZ = Path("/usr/lib/x86_64-linux-gnu/libz.so.1")
 
@@ -242,7 +242,7 @@ def test_dpkg_audit_is_answered_again_only_for_the_same_database(tmp_path: Path)
 
 
 def _cache_ctx(root: Path, cache: Path) -> Any:
-    from vkdoctor.context import Context, Options
+    from vkdoctor.model.context import Context, Options
 
     return Context(root=root, env={}, cwd=root, options=Options(cache_dir=cache))
 

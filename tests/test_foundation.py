@@ -15,11 +15,11 @@ from conftest import HOST, run_json, run_vkdoctor, validate_report
 from vkdoctor.checks import REGISTRY
 from vkdoctor.checks.base import Check
 from vkdoctor.cli import cli
-from vkdoctor.context import Context
 from vkdoctor.model import Finding, Remedy, Report, ReportStatus, Severity, exit_code
-from vkdoctor.record import replace
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import replace
+from vkdoctor.model.report_records import probe_result_of
 from vkdoctor.render.page import render
-from vkdoctor.report_records import probe_result_of
 from vkdoctor.runner import run_checks, select
 
 
@@ -446,7 +446,7 @@ def test_a_root_tree_with_fifos_and_device_links_is_read_without_hanging(tmp_pat
 
 
 def test_bounded_reads_refuse_what_is_no_regular_file_or_too_large(tmp_path: Path):
-    from vkdoctor import files
+    from vkdoctor.model import files
 
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)

@@ -14,7 +14,7 @@ import gputrees
 from conftest import REPO, clean_env, run_json, validate_report
 from nobody import vkdoctor_as_nobody, world_readable_dir
 
-from vkdoctor.gpuchain import posix_acl, tables
+from vkdoctor.machine.gpuchain import posix_acl, tables
 
 
 def _chain(doc: dict) -> list[dict]:
@@ -149,8 +149,8 @@ def test_acl_entries_decide_as_getfacl_shows_them(tmp_path: Path) -> None:
         ).stdout
         assert "user:65534:rw-" in got
         assert (0x02, 65534, 6) in posix_acl(node)
-        from vkdoctor.context import Context
-        from vkdoctor.gpuchain import node as read_node
+        from vkdoctor.machine.gpuchain import node as read_node
+        from vkdoctor.model.context import Context
 
         seen = read_node(Context(root=top), "/renderD128", 65534, {65534})
         assert seen.usable and "user:65534:rw-" in seen.acl

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from vkdoctor import gpuspec
-from vkdoctor.bench import render
+from vkdoctor.children.bench import render
+from vkdoctor.machine import gpuspec
 from vkdoctor.resources import bandwidth_table_path
 
 H200 = {"type": "DiscreteGPU", "vendor_id": 0x10DE, "device_id": 0x2335, "name": "NVIDIA H200"}
@@ -50,7 +50,7 @@ def fake_smi(tmp_path: Path, gpu: str, apps: str = "") -> dict[str, str]:
     bin_dir.mkdir()
     smi = bin_dir / "nvidia-smi"
     smi.write_text(
-        "#!/bin/sh\ncase \"$1\" in\n"
+        '#!/bin/sh\ncase "$1" in\n'
         f"  --query-gpu=*) printf '%s\\n' '{gpu}' ;;\n"
         f"  --query-compute-apps=*) printf '%s' '{apps}' ;;\nesac\n"
     )
@@ -78,7 +78,9 @@ def test_the_h200_as_measured_performs_as_expected():
         "performs as expected: the copy reaches 87% of the 4,800 GB/s specified for the "
         "NVIDIA H200, and RMSNorm at least 95% of the copy"
     )
-    assert "specification: NVIDIA H200 Tensor Core GPU datasheet" in render({"status": "pass", "verdict": v})
+    assert "specification: NVIDIA H200 Tensor Core GPU datasheet" in render(
+        {"status": "pass", "verdict": v}
+    )
 
 
 def test_a_slow_copy_is_below_expectation_with_the_reasons_nvidia_smi_gives(tmp_path):

@@ -17,10 +17,10 @@ from conftest import run_json
 from elftools.elf.elffile import ELFFile
 from elfwriter import Spec, write
 
-from vkdoctor.context import Context
 from vkdoctor.elf import ldcache
 from vkdoctor.elf.ldcache import load_conf, parse_cache
 from vkdoctor.elf.reader import MAX_NEEDED, MAX_VERSION_NAMES, ElfInfo, _parse
+from vkdoctor.model.context import Context
 
 
 def _dynamic(data: bytes) -> dict[str, int]:

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from vkdoctor.context import Context
 from vkdoctor.loader import cjson, fileio
 from vkdoctor.loader.fields import parse_version, posix_dirname, resolve_library, variant_of
 from vkdoctor.loader.filters import matches, parse_filter, parse_layer_disable
 from vkdoctor.loader.icd import driver_scan
 from vkdoctor.loader.search import driver_plan, implicit_layer_plan
 from vkdoctor.loader.version import loader_version
+from vkdoctor.model.context import Context
 
 
 def ctx(env: dict[str, str] | None = None, **kw) -> Context:

@@ -17,8 +17,7 @@ import pytest
 from conftest import run_json, vulkaninfo
 from pkgtools import icd_manifest
 
-from vkdoctor.loader.targets import LoadTarget
-from vkdoctor.loadtest import (
+from vkdoctor.children.loadtest import (
     Prediction,
     TargetOutcome,
     apply_event,
@@ -27,6 +26,7 @@ from vkdoctor.loadtest import (
     parse_line,
     run_load_test,
 )
+from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.model import Severity
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -171,7 +171,7 @@ def test_global_bound_stops_the_run_and_reports_the_rest(fakes):
 def test_cancel_kills_the_child_and_removes_its_directory(fakes):
     """`vkdoctor check` starts the load test before the overlay is planned, and cancels it when
     the checks are to run in the overlay's environment instead."""
-    from vkdoctor.loadtest import LoadTest
+    from vkdoctor.children.loadtest import LoadTest
 
     test = LoadTest(
         [fakes["CTOR_HANG"]], env=dict(os.environ), cwd=Path.cwd(), step_timeout=30.0
@@ -294,7 +294,7 @@ def test_disagreements_compare_only_real_dlopen_results():
     a = LoadTarget(kind="driver", name="a.json", manifest="/a.json", dlopen_name="/a.so")
     b = LoadTarget(kind="driver", name="b.json", manifest="/b.json", dlopen_name="/b.so")
     c = LoadTarget(kind="driver", name="c.json", manifest="/c.json", dlopen_name="/c.so")
-    from vkdoctor.loadtest import LoadTestRun
+    from vkdoctor.children.loadtest import LoadTestRun
 
     run = LoadTestRun(
         outcomes=(
@@ -327,8 +327,8 @@ def test_disagreements_compare_only_real_dlopen_results():
 
 def run_load_checks(monkeypatch, targets, *, timeout=30.0, predictor=None):
     from vkdoctor.checks import loadtest as checks
-    from vkdoctor.context import Context, Options
     from vkdoctor.facts import loadtest as facts
+    from vkdoctor.model.context import Context, Options
     from vkdoctor.runner import run_checks
 
     monkeypatch.setattr(facts, "targets_of", lambda ctx: tuple(targets))
@@ -405,7 +405,7 @@ def test_a_hanging_child_dies_with_vkdoctor(fakes):
         "import os, sys, time\n"
         "from pathlib import Path\n"
         "from vkdoctor.loader.targets import LoadTarget\n"
-        "from vkdoctor.loadtest import LoadTest\n"
+        "from vkdoctor.children.loadtest import LoadTest\n"
         f"t = LoadTarget(kind='driver', name='h.json', manifest='/h.json', dlopen_name={fakes['CTOR_HANG'].dlopen_name!r})\n"
         "test = LoadTest([t], env=dict(os.environ), cwd=Path('/'), step_timeout=60, total_timeout=60).start()\n"
         "print(test._child.proc.pid, flush=True)\n"
@@ -547,7 +547,7 @@ def test_cli_implicit_layer_that_aborts_in_vkcreateinstance(tmp_path):
 
 def test_instance_failure_quotes_the_loaders_reason():
     """Recorded on the H200 machine (docs/gpu-h200.md): the NVIDIA ICD without GLVND's libEGL."""
-    from vkdoctor.loadtest import loader_errors
+    from vkdoctor.children.loadtest import loader_errors
 
     log = (
         "ERROR:            loader_scanned_icd_add: Could not get 'vkCreateInstance' via "
@@ -749,7 +749,7 @@ def test_a_stopped_vkdoctor_takes_its_hanging_probe_child_with_it(fakes, sig, co
 
 def test_a_load_test_child_that_cannot_start_is_said_as_such(monkeypatch):
     """Not "ran out of time": the interpreter could not be started (a user who may not run it)."""
-    import vkdoctor.loadtest as lt
+    import vkdoctor.children.loadtest as lt
 
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied", "/venv/bin/python")
@@ -861,9 +861,9 @@ def test_a_load_test_out_of_time_before_any_driver_confirms_no_device():
     """--timeout too small for even the first dlopen: nothing is known about any device, and a
     preflight must not pass on that (it was a warning, exit 0)."""
     from vkdoctor.checks.loadtest import DeviceAvailable
-    from vkdoctor.context import Context, Options
+    from vkdoctor.children.loadtest import LoadTestRun, TargetOutcome
     from vkdoctor.facts.loadtest import load_test
-    from vkdoctor.loadtest import LoadTestRun, TargetOutcome
+    from vkdoctor.model.context import Context, Options
 
     stopped = "the load test's time bound (0.1 s) ran out"
     run = LoadTestRun(
@@ -902,7 +902,7 @@ def test_a_timeout_too_short_to_start_the_child_is_one_failure_with_its_reason(t
     """--timeout 0.1: the child cannot even start within its step bound. The reason says so
     (not "stopped answering"), and each "was not load-tested" points at VKT002's failure."""
     from vkdoctor.checks.loadtest import DeviceAvailable
-    from vkdoctor.loadtest import _child_broke
+    from vkdoctor.children.loadtest import _child_broke
     from vkdoctor.model import Finding
 
     assert _child_broke(tmp_path, None, "step", 0.1 / 3) == (
@@ -925,7 +925,7 @@ def test_a_timeout_too_short_to_start_the_child_is_one_failure_with_its_reason(t
 def test_a_bug_of_ours_before_dlopen_is_vkdoctors_error_not_the_drivers_crash():
     """The child could not even pass the name to dlopen (it raised): an internal error that
     says so, not "the driver crashes the process"."""
-    from vkdoctor.loadtest import apply_event
+    from vkdoctor.children.loadtest import apply_event
 
     outcome = TargetOutcome(target=manifest_target(LVP_MANIFEST))
     broke = apply_event(
@@ -983,7 +983,7 @@ def test_the_early_load_test_takes_the_timeouts_the_command_line_takes() -> None
 def test_what_the_child_said_while_vkdoctor_was_busy_counts_before_a_bound() -> None:
     """The checks run while the load test does: a child that finished its steps while
     vkdoctor was busy for longer than the step bound is read, not called a hang."""
-    from vkdoctor.loadtest import LoadTest
+    from vkdoctor.children.loadtest import LoadTest
 
     lvp = manifest_target(LVP_MANIFEST)
     test = LoadTest(

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import run_json
 
+from vkdoctor.children.loadtest import TargetOutcome, classify, run_load_test, wrecks_all
 from vkdoctor.loader.targets import LoadTarget
-from vkdoctor.loadtest import TargetOutcome, classify, run_load_test, wrecks_all
 from vkdoctor.model import Severity
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -17,7 +17,7 @@ import pytest
 from conftest import run_json
 from elfbuild import DlopenProbe, build_lib
 
-from vkdoctor.sonames import family
+from vkdoctor.model.sonames import family
 
 SYSLIB = "/usr/lib/x86_64-linux-gnu"
 RUST_LLVM = "libLLVM.so.18.1-rust-1.78.0-stable"
@@ -207,7 +207,7 @@ def test_the_printed_find_lists_the_copies_at_the_major_version_and_not_vkdoctor
     import shlex
     import subprocess
 
-    from vkdoctor.sonames import find_remedy
+    from vkdoctor.model.sonames import find_remedy
 
     for name in ("opt/llvm/libLLVM.so.23.1", "build/lib/libLLVM-23.so", "usr/lib/libLLVM-15.so.1"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)

@@ -9,10 +9,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from vkdoctor.checks.base import Check
-from vkdoctor.context import Context
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Severity
-from vkdoctor.offload import Fork
+from vkdoctor.model.context import Context
 from vkdoctor.runner import run_checks
+from vkdoctor.speed.offload import Fork
 
 
 class Where(Check):

@@ -200,7 +200,7 @@ def test_small_limits_that_do_no_harm_stay_quiet():
 
 
 def test_limits_unit():
-    from vkdoctor import limits as L
+    from vkdoctor.model import limits as L
 
     spec = L.SPECS[0]
     assert L.Limit(spec=spec, soft=None, hard=None).tight is False
@@ -425,7 +425,7 @@ def _nvidia_root(tmp_path: Path, layer: bool = True) -> Path:
 
 def _vke011(root: Path, env: Mapping[str, str], *, cpu: bool = False) -> list[Any]:
     from vkdoctor.checks.outside import NvidiaVariables
-    from vkdoctor.context import Context, Options
+    from vkdoctor.model.context import Context, Options
 
     ctx = Context(root=root, env=dict(env), options=Options(cpu=cpu))
     return list(NvidiaVariables().run(ctx))
@@ -472,11 +472,11 @@ def test_every_documented_nvidia_variable_is_on_the_page():
 
 
 def test_an_unwritable_nvidia_cache_path_is_reported_where_the_caches_are(tmp_path):
-    from vkdoctor.disk import write_places, write_problems
+    from vkdoctor.machine.disk import write_places, write_problems
 
     locked = tmp_path / "locked"
     locked.mkdir()
-    from vkdoctor.context import Context
+    from vkdoctor.model.context import Context
 
     ctx = Context(env={"__GL_SHADER_DISK_CACHE_PATH": str(locked)}, cwd=tmp_path)
     places = write_places(ctx, home=str(tmp_path), own_cache=None)
@@ -549,7 +549,7 @@ def test_run_probe_alone_names_the_memory_limit(limit):
 
 
 def test_a_virtual_environment_below_a_pythonpath_entry_is_not_a_shadow():
-    from vkdoctor.probe_report import pythonpath_culprit
+    from vkdoctor.children.probe_report import pythonpath_culprit
 
     def probe(*files: str) -> dict[str, Any]:
         return {

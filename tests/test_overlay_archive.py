@@ -92,7 +92,7 @@ def test_corrupt_and_mislabelled_packages(packages: dict[str, Path], tmp_path: P
 
 
 def test_package_caches_offer_only_the_soname_family(tmp_path: Path) -> None:
-    from vkdoctor.context import Context
+    from vkdoctor.model.context import Context
     from vkdoctor.overlay import pkgcache
 
     pacman = tmp_path / "var/cache/pacman/pkg"

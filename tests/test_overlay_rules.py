@@ -398,9 +398,9 @@ def test_unreadable_search_path_is_named(tmp_path: Path) -> None:
     import os
     import tempfile
 
-    from vkdoctor.context import Context, Options
+    from vkdoctor.model.context import Context, Options
+    from vkdoctor.model.record import to_json
     from vkdoctor.overlay.candidates import Need, search, user_dirs
-    from vkdoctor.record import to_json
 
     top = Path(tempfile.mkdtemp(prefix="vkdoctor-overlay-nobody-", dir="/tmp"))
     try:

@@ -1,4 +1,4 @@
-"""The dpkg database read ahead, on another core, by a first `check` (vkdoctor.dpkgahead).
+"""The dpkg database read ahead, on another core, by a first `check` (vkdoctor.speed.dpkgahead).
 
 The oracle is the run without it: a cache folder that already has its facts/ folder starts no
 such process, and its package checks compute everything themselves. The two reports agree.
@@ -16,10 +16,10 @@ from pathlib import Path
 
 from conftest import REPO, clean_env, run_vkdoctor
 
-from vkdoctor import dpkgahead as ahead
 from vkdoctor.cachedir import cache_home
-from vkdoctor.context import Context, Options
+from vkdoctor.model.context import Context, Options
 from vkdoctor.packages.dpkg import DpkgDB
+from vkdoctor.speed import dpkgahead as ahead
 
 
 def _steady(doc: object, cache: Path) -> str:
@@ -76,11 +76,11 @@ def test_it_keeps_the_packages_the_unmet_dependencies_and_the_audit(tmp_path: Pa
 
 
 def test_a_fork_waits_on_the_pipe_and_only_the_starter_reaps(tmp_path: Path) -> None:
-    """vkdoctor.offload's fork reads the pipe like its parent; the process is the parent's."""
+    """vkdoctor.speed.offload's fork reads the pipe like its parent; the process is the parent's."""
     script = f"""
 import os, sys
 sys.path.insert(0, {str(REPO)!r})
-from vkdoctor import dpkgahead as ahead
+from vkdoctor.speed import dpkgahead as ahead
 ahead.start({{**os.environ, "XDG_CACHE_HOME": {str(tmp_path)!r}}}, {str(tmp_path)!r}, 60.0)
 (pid, _, _), = ahead._pending
 child = os.fork()

@@ -25,8 +25,8 @@ from vkdoctor.checks.packages import (
     SiblingSkew,
     UnownedOrForeign,
 )
-from vkdoctor.context import Context
 from vkdoctor.model import Severity
+from vkdoctor.model.context import Context
 from vkdoctor.packages import inventory
 from vkdoctor.packages.facts import MissingSoname, MissingVersion, StackFacts, StackFile
 from vkdoctor.packages.paths import spellings, usrmerge_alias

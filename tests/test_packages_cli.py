@@ -88,7 +88,7 @@ def test_check_root_names_packages_versions_and_the_fix(
 
 def test_the_overlay_looks_for_the_near_miss_package_family(tmp_path: Path):
     """Issue 5: package caches are searched starting from the near miss's package (llvm-libs)."""
-    from vkdoctor.context import Context
+    from vkdoctor.model.context import Context
     from vkdoctor.overlay.discover import near_miss_packages
 
     root = arch_skew_tree(tmp_path)

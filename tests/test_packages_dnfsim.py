@@ -13,8 +13,8 @@ from pkgtools import ENV, build_lib, build_rpms, sh
 from pkgtrees import RPM_LIB, fedora_skew_tree
 
 from vkdoctor.checks.packages import MissingSonameSkew
-from vkdoctor.context import Context
 from vkdoctor.model import Finding
+from vkdoctor.model.context import Context
 from vkdoctor.packages.facts import MissingSoname, StackFacts
 
 LVP = f"{RPM_LIB}/libvulkan_lvp.so"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from vkdoctor.context import Context
+from vkdoctor.model.context import Context
 from vkdoctor.packages.dpkg import DpkgDB, _search_lists
 from vkdoctor.packages.listgrep import ListSearch
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pkgtools import build_lib, build_pkg, pacman_install, pacman_root, sh
 
-from vkdoctor.context import Context
+from vkdoctor.model.context import Context
 from vkdoctor.packages import pacman as pacman_module
 from vkdoctor.packages.pacman import PacmanDB
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vkdoctor.context import Context
+from vkdoctor.model.context import Context
 from vkdoctor.packages.simulate import first_that_works, simulate
 from vkdoctor.packages.verify import fix_of, for_tree
 

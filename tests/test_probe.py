@@ -371,7 +371,7 @@ def test_a_library_that_cannot_load_in_the_probe_points_at_the_environment(tmp_p
 
 
 def test_python_error_in_the_child_keeps_the_traceback_tail():
-    from vkdoctor.probe import ProbeRequest, run_probe
+    from vkdoctor.children.probe import ProbeRequest, run_probe
 
     script = REPO / "tests" / "data" / "probe_raises.py"
     result = run_probe({"PATH": "/usr/bin"}, ProbeRequest(script=script, timeout=30))
@@ -419,7 +419,7 @@ def test_a_child_started_early_is_killed_when_the_command_line_is_rejected():
 
 
 def test_request_from_argv_only_understands_plain_command_lines(tmp_path):
-    from vkdoctor.probe import ProbeRequest, request_from_argv
+    from vkdoctor.children.probe import ProbeRequest, request_from_argv
 
     assert request_from_argv(
         ["--cpu", "--seed=7", "--timeout", "5", "--json", "-", "--junit", "j.xml", "--redact"]

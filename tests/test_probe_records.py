@@ -1,4 +1,4 @@
-"""The probe's details as typed records (vkdoctor.probe_records) and run-probe's host record:
+"""The probe's details as typed records (vkdoctor.model.probe_records) and run-probe's host record:
 read once from the probe's real document, and never a reason for a renderer to fail."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ import pytest
 from conftest import HOST, SCHEMA, run_json
 
 from vkdoctor.model import Report
-from vkdoctor.probe_records import ProbeCase, details_of
+from vkdoctor.model.probe_records import ProbeCase, details_of
+from vkdoctor.model.report_records import ProbeHost, probe_result_of
 from vkdoctor.render import github, junit
 from vkdoctor.render import json as json_render
 from vkdoctor.render import text as text_render
 from vkdoctor.render.style import Style
-from vkdoctor.report_records import ProbeHost, probe_result_of
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from conftest import REPO, clean_env, run_vkdoctor, validate_report
 
-from vkdoctor import probe as probe_runner
-from vkdoctor.probe import ProbeRequest, split_at_dump, stages_of
+from vkdoctor.children import probe as probe_runner
+from vkdoctor.children.probe import ProbeRequest, split_at_dump, stages_of
 
 LVP_ICD = Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")
 SLOW_ICD_C = REPO / "tests" / "data" / "slow_icd.c"
@@ -52,7 +52,7 @@ def _events(env: dict[str, str]) -> list[str]:
 
 
 def _in_process(tmp: Path, manifest: Path, at: str, mode: str) -> dict[str, Any]:
-    """vkdoctor's own runner (vkdoctor.probe.run_probe) in this process, with a longer wait for
+    """vkdoctor's own runner (vkdoctor.children.probe.run_probe) in this process, with a longer wait for
     the stack dump; the report's text is not made here."""
     env = _env(tmp, manifest, at, mode)
     probe = probe_runner.run_probe(clean_env(env), ProbeRequest(cpu=True, timeout=TIMEOUT))

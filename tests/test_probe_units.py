@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO
-from vkdoctor import probe_report
-from vkdoctor.probe import stages_of, stderr_tail
+from vkdoctor.children import probe_report
+from vkdoctor.children.probe import stages_of, stderr_tail
 
 
 def _load(name: str):
@@ -117,8 +117,8 @@ def test_error_metrics_floor_nan_and_worst_element():
 def test_no_adapter_without_a_loader_says_to_install_the_loader(tmp_path):
     """The GPU machine as it comes (docs/gpu-h200.md): no libvulkan.so.1, so wgpu sees nothing."""
     from vkdoctor.checks.probe import ComputeProbe
-    from vkdoctor.context import Context
     from vkdoctor.facts.probe import probe_result
+    from vkdoctor.model.context import Context
 
     ctx = Context(root=tmp_path)  # a tree without libvulkan.so.1
     ctx._facts[probe_result] = {
@@ -149,8 +149,8 @@ def test_no_adapter_when_no_driver_will_load_points_at_vkd001(tmp_path):
     import shutil
 
     from vkdoctor.checks.probe import ComputeProbe
-    from vkdoctor.context import Context
     from vkdoctor.facts.probe import probe_result
+    from vkdoctor.model.context import Context
 
     lib = tmp_path / "usr/lib/x86_64-linux-gnu"
     lib.mkdir(parents=True)
@@ -246,10 +246,10 @@ def test_no_cpu_adapter_with_nothing_else_wrong_names_this_distributions_lavapip
     """Drivers load and nothing hides one, but no CPU adapter: the one command for this
     distribution, not three distributions' commands."""
     from vkdoctor.checks.probe import ComputeProbe
-    from vkdoctor.context import Context, Options
+    from vkdoctor.children.loadtest import LoadTestRun
     from vkdoctor.facts.loadtest import load_test
     from vkdoctor.facts.probe import probe_result
-    from vkdoctor.loadtest import LoadTestRun
+    from vkdoctor.model.context import Context, Options
 
     ctx = Context(env={"PATH": "/usr/bin:/bin"}, options=Options(cpu=True))
     ctx._facts[probe_result] = {"status": "no-adapter", "summary": "no Vulkan CPU adapter"}
@@ -284,11 +284,11 @@ def test_remedies_blame_what_the_user_chose_first():
 
 def test_a_probe_crash_names_the_layer_the_load_test_saw_crash():
     from vkdoctor.checks.probe import ComputeProbe
-    from vkdoctor.context import Context
+    from vkdoctor.children.loadtest import LoadTestRun, TargetOutcome
     from vkdoctor.facts.loadtest import load_test
     from vkdoctor.facts.probe import probe_result
     from vkdoctor.loader.targets import LoadTarget
-    from vkdoctor.loadtest import LoadTestRun, TargetOutcome
+    from vkdoctor.model.context import Context
 
     layer = LoadTarget(
         kind="layer", name="VK_LAYER_X", manifest="/m.json", dlopen_name="libVkLayer_x.so"
@@ -334,7 +334,7 @@ def test_a_grandchild_that_keeps_the_pipes_open_does_not_turn_a_result_into_a_ha
     import signal
     import time
 
-    from vkdoctor.probe import ProbeRequest, run_probe
+    from vkdoctor.children.probe import ProbeRequest, run_probe
 
     pidfile = tmp_path / "daemon.pid"
     script = tmp_path / "fake_probe.py"

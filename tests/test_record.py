@@ -1,4 +1,4 @@
-"""vkdoctor.record against the standard library's dataclasses, the behaviour it promises to
+"""vkdoctor.model.record against the standard library's dataclasses, the behaviour it promises to
 keep: the same fields bound from the same arguments, and a TypeError where a dataclass raises
 one (a missing, unknown or repeated argument, too many positional ones)."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from vkdoctor import record as records
+from vkdoctor.model import record as records
 
 _SENTINEL = object()
 

@@ -8,9 +8,9 @@ from pathlib import Path
 from conftest import HOST, driver_row, run_vkdoctor, validate_report
 
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Report, Severity
-from vkdoctor.record import replace
-from vkdoctor.redact import Identity, redact, text_redactor
-from vkdoctor.report_records import (
+from vkdoctor.model.record import replace
+from vkdoctor.model.redact import Identity, redact, text_redactor
+from vkdoctor.model.report_records import (
     Distro,
     DriverSearch,
     ImplicitLayer,

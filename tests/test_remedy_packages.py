@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from sentences import remedy_from
 
-from vkdoctor.context import Context
 from vkdoctor.model import Remedy
+from vkdoctor.model.context import Context
 from vkdoctor.packages import commands
 from vkdoctor.packages import remedy as fixes
 from vkdoctor.packages.verify import _with_chosen, for_tree, remedy_for_tree

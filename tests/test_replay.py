@@ -1,4 +1,4 @@
-"""A `check --no-probe` replayed (vkdoctor.replay): a second run on an unchanged machine prints
+"""A `check --no-probe` replayed (vkdoctor.speed.replay): a second run on an unchanged machine prints
 the report of the first without running the static checks again, and any change it could have
 seen (a new manifest, a replaced or touched library, less free space) makes it a full run at
 once. What a run records of its reads is held against what strace sees it read."""
@@ -18,8 +18,9 @@ import pytest
 from conftest import REPO, clean_env
 from test_loadtest import LVP_MANIFEST
 
-from vkdoctor import factcache, inputs, replay
-from vkdoctor.context import Context
+from vkdoctor.model import inputs
+from vkdoctor.model.context import Context
+from vkdoctor.speed import factcache, replay
 
 ENTRY = "from vkdoctor.launch import main; main()"
 LVP_LIBRARY = Path("/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so")
@@ -50,8 +51,8 @@ def _env(tmp: Path, **extra: str) -> dict[str, str]:
 def _replayed_soon(env: dict[str, str]) -> tuple[int, str]:
     """Run until a run is replayed. A run with a fresh cache starts the package tools (grep
     over dpkg's lists, dpkg --audit), so it is not kept; the second keeps what the tools said
-    (vkdoctor.factcache) and is (unless it read a file changed in the second before it
-    started: vkdoctor.replay.RACY_NS); the next one is replayed."""
+    (vkdoctor.speed.factcache) and is (unless it read a file changed in the second before it
+    started: vkdoctor.speed.replay.RACY_NS); the next one is replayed."""
     for _ in range(8):
         code, out, replayed = _check(env)
         if replayed:
@@ -251,7 +252,7 @@ def _sources() -> tuple[str, ...]:
 
 
 def _first_fork(lines: list[str]) -> str:
-    """The pid of the first process the run forked: the load test's child (vkdoctor.zygote)."""
+    """The pid of the first process the run forked: the load test's child (vkdoctor.speed.zygote)."""
     main = lines[0].split()[0]
     for line in lines:
         found = re.match(rf"{main}\s+(?:clone\(|<\.\.\. clone resumed>).*\) = (\d+)", line)

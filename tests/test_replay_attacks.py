@@ -1,4 +1,4 @@
-"""Attacks on the replay (vkdoctor.replay): ways a kept run could make a later run print a
+"""Attacks on the replay (vkdoctor.speed.replay): ways a kept run could make a later run print a
 report that a full run would not give. Real files, real runs: each test ends with what a full
 run says and holds the run that could be replayed to it."""
 
@@ -17,7 +17,7 @@ from pathlib import Path
 from conftest import REPO
 from test_replay import ENTRY, _env
 
-from vkdoctor import inputs
+from vkdoctor.model import inputs
 
 
 def _check_while(
@@ -149,7 +149,7 @@ def test_a_module_only_the_package_checks_fork_imports_is_part_of_what_is_kept(
     tmp_path: Path,
 ) -> None:
     """vkdoctor's own modules are among the looks ("another vkdoctor gives another report"), but
-    only those the checks' process imported: the package checks run in a fork (vkdoctor.offload),
+    only those the checks' process imported: the package checks run in a fork (vkdoctor.speed.offload),
     and what it alone imports (vkdoctor.packages.stack) changed must make the next run a full one."""
     copy = tmp_path / "src"
     for part in ("vkdoctor", "probes"):

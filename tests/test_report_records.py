@@ -18,10 +18,8 @@ from conftest import HOST, SCHEMA, clean_env, run_json, run_vkdoctor, validate_r
 
 from tests.loader_oracle import DATA, LVP_MANIFEST, RealLoader
 from vkdoctor.model import Report
-from vkdoctor.record import ABSENT, Absent, record, replace, to_json
-from vkdoctor.render import drivers as drivers_render
-from vkdoctor.render import json as json_render
-from vkdoctor.report_records import (
+from vkdoctor.model.record import ABSENT, Absent, record, replace, to_json
+from vkdoctor.model.report_records import (
     Distro,
     DriverLibrary,
     DriverRow,
@@ -36,6 +34,8 @@ from vkdoctor.report_records import (
     ProbeHost,
     SearchPathEntry,
 )
+from vkdoctor.render import drivers as drivers_render
+from vkdoctor.render import json as json_render
 
 
 class _Colour(enum.Enum):

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.nobody import vkdoctor_as_nobody, world_readable_dir
-from vkdoctor.reportschema import problem, schema
+from vkdoctor.model.reportschema import problem, schema
 
 H200 = REPO / "tests" / "data" / "report-h200.json"
 
@@ -44,7 +44,7 @@ def _paths(doc: object, at: tuple[object, ...] = ()) -> list[tuple[object, ...]]
 
 
 WRONG = [5, -1, 1.5, "x", "", True, None, [], {}, [1], {"a": 1}]
-#: the JSON Schema keywords vkdoctor.reportschema checks (and the ones that only annotate)
+#: the JSON Schema keywords vkdoctor.model.reportschema checks (and the ones that only annotate)
 KNOWN = {
     *("type", "properties", "required", "items", "enum", "const", "additionalProperties"),
     *("minimum", "minLength", "minItems", "pattern", "oneOf", "$ref", "$defs"),
@@ -173,7 +173,7 @@ def test_a_report_of_millions_of_empty_objects_is_refused_before_it_is_parsed(
 def test_diff_is_linear_in_rows(rows: int) -> None:
     """8,000 drivers and findings on each side took 48 s (each row looked up in a list):
     the time for 8x the rows stays near 8x, not 64x (a ratio in one run, not a clock)."""
-    from vkdoctor.compare import compare
+    from vkdoctor.model.compare import compare
 
     def pair(n: int) -> tuple[dict[str, Any], dict[str, Any]]:
         doc = _h200()

@@ -132,7 +132,7 @@ def test_the_tree_architectures_are_taken_from_its_dpkg_database_as_data(tmp_pat
 
 
 def test_a_tree_that_does_not_say_its_architecture_gets_no_simulation(tmp_path: Path) -> None:
-    from vkdoctor.context import Context
+    from vkdoctor.model.context import Context
     from vkdoctor.packages.simulate import simulate
 
     lists = tmp_path / "var/lib/apt/lists"

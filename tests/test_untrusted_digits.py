@@ -13,9 +13,9 @@ from conftest import run_json, run_vkdoctor
 from elfwriter import Spec, write
 from pkgtrees import debian_skew_tree
 
-from vkdoctor.digits import digits_key, numbers_key, saturated
 from vkdoctor.elf.explain import highest_per_family
 from vkdoctor.loader.fields import parse_version
+from vkdoctor.model.digits import digits_key, numbers_key, saturated
 from vkdoctor.packages.versions import dpkg_compare, rpm_compare
 
 HUGE = "9" * 5000

@@ -10,7 +10,7 @@ import sys
 import pytest
 from conftest import clean_env, run_json
 
-from vkdoctor import wgpuenv
+from vkdoctor.machine import wgpuenv
 
 #: request_adapter as a wgpu-py program calls it; prints the backend, or the error's type
 _ADAPTER = (

@@ -1,4 +1,4 @@
-"""The load test's first child forked at launch (vkdoctor.zygote) gives the reports a child
+"""The load test's first child forked at launch (vkdoctor.speed.zygote) gives the reports a child
 started as a new program gives: on this machine, and with drivers that crash, hang or lack a
 library; it is not used where ld.so's variables differ, and never outlives vkdoctor."""
 
@@ -18,8 +18,9 @@ import pytest
 from conftest import REPO, clean_env, validate_report
 from test_loadtest import LVP_MANIFEST, fakes, marked_processes  # noqa: F401 - the fixture
 
-from vkdoctor import loadtest, zygote
+from vkdoctor.children import loadtest
 from vkdoctor.resources import probes_dir
+from vkdoctor.speed import zygote
 
 
 def _report(
@@ -284,9 +285,10 @@ def test_a_child_another_waiter_reaped_has_ended_and_its_status_is_not_invented(
 _IGNORED_SIGCHLD = """
 import os, signal, sys
 from pathlib import Path
-from vkdoctor import loadtest, zygote
+from vkdoctor.children import loadtest
+from vkdoctor.speed import zygote
 from vkdoctor.loader.targets import LoadTarget
-from vkdoctor.loadtest import run_load_test
+from vkdoctor.children.loadtest import run_load_test
 from vkdoctor.resources import probes_dir
 signal.signal(signal.SIGCHLD, signal.SIG_IGN)
 zygote.start(probes_dir() / "loadtest.py")

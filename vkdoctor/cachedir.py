@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 # os alone at the top: the load test's request handed ahead needs this module before pathlib
-# is imported (vkdoctor.zygote)
+# is imported (vkdoctor.speed.zygote)
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -25,7 +25,7 @@ def cache_path(env: Mapping[str, str]) -> str:
 
 def nothing_kept(env: Mapping[str, str]) -> bool:
     """Whether no run has kept anything in env's cache yet (its facts/ folder, where
-    vkdoctor.factcache keeps them, is not there): a first run, as in a fresh CI container."""
+    vkdoctor.speed.factcache keeps them, is not there): a first run, as in a fresh CI container."""
     return not os.path.isdir(os.path.join(cache_path(env), "facts"))
 
 

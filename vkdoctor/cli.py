@@ -103,7 +103,7 @@ def main() -> None:
             common.stdout_lost(exc)
             sys.exit(common.EXIT_OUTPUT)
         if isinstance(exc, MemoryError):
-            from vkdoctor.limits import out_of_memory
+            from vkdoctor.model.limits import out_of_memory
 
             limited = out_of_memory()
             if limited:

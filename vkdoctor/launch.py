@@ -39,7 +39,7 @@ def _without_ldso_variables() -> bool:
                 env.pop(name, None)
         passed = env.pop(b"VKDOCTOR_ZYGOTE", None)
         if passed is not None:
-            from vkdoctor import zygote
+            from vkdoctor.speed import zygote
 
             zygote.take_over(passed.decode("ascii", "replace"), os.environ)
         return True
@@ -54,14 +54,14 @@ def _without_ldso_variables() -> bool:
     if _loads_drivers(sys.argv[1:]):
         # the load test's child is forked here, where ld.so's variables are the user's, and
         # waits for the process started again (it knows it by VKDOCTOR_ZYGOTE)
-        from vkdoctor import zygote
+        from vkdoctor.speed import zygote
 
         zygote.start()
         child.update((k.encode(), v.encode()) for k, v in zygote.passed_on().items())
     try:
         os.execve(sys.executable, argv, child)
     except OSError:
-        zygote_module = sys.modules.get("vkdoctor.zygote")
+        zygote_module = sys.modules.get("vkdoctor.speed.zygote")
         if zygote_module is not None:
             zygote_module.passed_on(keep=False)  # nobody else is to have its pipes
         return False  # run as we are
@@ -130,7 +130,7 @@ def main() -> None:
         # inside the try: a SIGTERM while a child is started early unwinds like any other
         loads_drivers = _loads_drivers(sys.argv[1:])
         if loads_drivers:
-            from vkdoctor import zygote
+            from vkdoctor.speed import zygote
 
             if not restored:
                 zygote.start()
@@ -140,7 +140,7 @@ def main() -> None:
                 except Exception:  # a head start, never a reason to fail
                     pass
         if len(sys.argv) > 1 and sys.argv[1] == "run-probe":
-            from vkdoctor import probe
+            from vkdoctor.children import probe
 
             early = probe
             probe.start_early(sys.argv[2:], os.environ)
@@ -152,7 +152,7 @@ def main() -> None:
                 raise SystemExit(0)
             if sys.argv[1] == "check" and tried == "untouched":
                 _read_packages_ahead()
-                from vkdoctor import loadtest
+                from vkdoctor.children import loadtest
 
                 early = loadtest
                 loadtest.start_early(sys.argv[2:], os.environ)
@@ -177,18 +177,18 @@ def main() -> None:
         code = common.EXIT_OUTPUT  # the report was lost: not a success
     if replayable is not None and not replayed:
         try:
-            sys.modules["vkdoctor.replay"].save(code)
+            sys.modules["vkdoctor.speed.replay"].save(code)
         except Exception:  # a later run's head start, never a reason to fail
             pass
     exit_now(code)
 
 
 def _start_recording() -> Path | None:
-    """For a `check` that a later run may replay (vkdoctor.replay): note from now on what it
+    """For a `check` that a later run may replay (vkdoctor.speed.replay): note from now on what it
     reads; its cache directory, or None."""
     if len(sys.argv) < 3 or sys.argv[1] != "check":
         return None
-    from vkdoctor import replay
+    from vkdoctor.speed import replay
 
     if not replay.eligible(sys.argv[1:]):
         return None
@@ -207,9 +207,9 @@ def _start_recording() -> Path | None:
 
 
 def _replay(cache_dir: Path) -> str:
-    """vkdoctor.replay.attempt: whether the last run's report was printed again, or the load
+    """vkdoctor.speed.replay.attempt: whether the last run's report was printed again, or the load
     test started (then not again early: the command takes it), or neither."""
-    from vkdoctor import replay
+    from vkdoctor.speed import replay
 
     try:
         return replay.attempt(cache_dir)
@@ -220,7 +220,7 @@ def _replay(cache_dir: Path) -> str:
 def _loads_drivers(args: list[str]) -> bool:
     """Whether the command line is one whose run starts the load test: `check` or `drivers` on
     the live machine (a guess from the raw words; the load test takes the child only if its
-    environment fits, vkdoctor.zygote)."""
+    environment fits, vkdoctor.speed.zygote)."""
     if not args or args[0] not in ("check", "drivers"):
         return False
     return not any(a == "--root" or a.startswith("--root=") or a in ("--help", "-h") for a in args)
@@ -233,11 +233,11 @@ def _clean_up(early: Any) -> None:
         # a child started early that no command adopted (usage error, --help, Ctrl-C)
         if early is not None:
             early.discard_early()
-        zygote_module = sys.modules.get("vkdoctor.zygote")
+        zygote_module = sys.modules.get("vkdoctor.speed.zygote")
         if zygote_module is not None:
             zygote_module.discard()
         # what was learnt after the checks (the records the report and its rendering compiled)
-        factcache_module = sys.modules.get("vkdoctor.factcache")
+        factcache_module = sys.modules.get("vkdoctor.speed.factcache")
         if factcache_module is not None:
             factcache_module.save_all()
     except (MemoryError, OSError) as exc:
@@ -249,7 +249,7 @@ def _clean_up(early: Any) -> None:
 def _out_of_memory() -> int:
     """Say which limit left too little memory (as the CLI does), or re-raise: 1 or raises."""
     try:
-        from vkdoctor.limits import out_of_memory
+        from vkdoctor.model.limits import out_of_memory
 
         limited = out_of_memory()
     except (MemoryError, SystemError, ImportError):  # too little even to read the limits
@@ -272,7 +272,7 @@ def _plain(args: list[str]) -> bool:
 
 def _read_packages_ahead() -> None:
     """A `check` with nothing kept yet reads the dpkg database on another core meanwhile
-    (vkdoctor.dpkgahead); once something is kept, the run finds it there."""
+    (vkdoctor.speed.dpkgahead); once something is kept, the run finds it there."""
     from vkdoctor.cachedir import nothing_kept
     from vkdoctor.checkargs import plain_timeout
 
@@ -283,14 +283,14 @@ def _read_packages_ahead() -> None:
         cwd = os.getcwd()
     except OSError:  # the working directory is gone: the command says so
         return
-    from vkdoctor import dpkgahead
+    from vkdoctor.speed import dpkgahead
 
     dpkgahead.start(os.environ, cwd, timeout)
 
 
 def _hand_ahead() -> None:
-    from vkdoctor import zygote
     from vkdoctor.cachedir import cache_path, load_test_env
+    from vkdoctor.speed import zygote
 
     try:
         cwd = os.getcwd()

@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 #: nothing else at the top: the load test's forked child finds its script through this module
-#: before pathlib is imported (`probe_script`, vkdoctor.zygote)
+#: before pathlib is imported (`probe_script`, vkdoctor.speed.zygote)
 _PKG = os.path.dirname(os.path.realpath(__file__))
 _SRC = os.path.dirname(_PKG)
 

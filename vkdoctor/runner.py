@@ -8,13 +8,13 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from vkdoctor import factcache, inputs
 from vkdoctor.checks.base import Check
-from vkdoctor.context import Context
 from vkdoctor.facts.selection import selected_codes
-from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Severity
-from vkdoctor.offload import Fork
-from vkdoctor.record import replace
+from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Severity, inputs
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import replace
+from vkdoctor.speed import factcache
+from vkdoctor.speed.offload import Fork
 
 INTERNAL_ERROR_CODE = "VKX000"
 
@@ -90,7 +90,7 @@ def run_checks(
     rec = inputs.recorder()
     if rec is not None:
         # what each check found before another explained it: a replay runs the volatile ones
-        # again and compares these (vkdoctor.replay)
+        # again and compares these (vkdoctor.speed.replay)
         rec.notes.setdefault("results", []).append(dict(results))
     for c in checks:
         for code in c.explains:
@@ -134,7 +134,7 @@ def _prefetch(ctx: Context, check: type[Check]) -> None:
 
 @contextlib.contextmanager
 def _reading_for(code: str) -> Iterator[None]:
-    """What is read from here on is read for the check `code` (vkdoctor.inputs)."""
+    """What is read from here on is read for the check `code` (vkdoctor.model.inputs)."""
     rec = inputs.recorder()
     if rec is None:
         yield

@@ -48,7 +48,7 @@ python3 benchmarks/check_vs_vulkaninfo.py -n 9 > "$out/bench-ld-path.txt" 2>&1
 echo "bench-ld-path: exit $?" | tee -a "$out/summary.txt"
 # the dynamic-linker cache rebuilt (ld.so.conf.d lists /usr/local/nvidia/lib64) and
 # LD_LIBRARY_PATH unset: vkdoctor does not start again, and the load test's first child is the
-# one forked at launch (vkdoctor.zygote), now on the NVIDIA driver
+# one forked at launch (vkdoctor.speed.zygote), now on the NVIDIA driver
 ldconfig
 (
     unset LD_LIBRARY_PATH
@@ -56,7 +56,7 @@ ldconfig
     # the same again: the waiting child is handed the request the run above began with
     step cache-again check --no-probe --json "$out/cache-again.json"
     step cache-full check --json "$out/cache-full.json"
-    # a passing `check --no-probe` kept, then replayed (vkdoctor.replay): a replayed run never
+    # a passing `check --no-probe` kept, then replayed (vkdoctor.speed.replay): a replayed run never
     # imports the command line interface, which -X importtime shows
     for n in 1 2 3; do
         python3 -X importtime -m vkdoctor check --no-probe > "$out/replay-$n.txt" 2> "$out/replay-$n.imports"

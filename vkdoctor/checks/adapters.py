@@ -9,8 +9,8 @@ from typing import Any
 
 from vkdoctor import facts
 from vkdoctor.checks.base import Check
-from vkdoctor.context import Context
 from vkdoctor.model import Finding, Remedy, Severity
+from vkdoctor.model.context import Context
 
 #: what wgpu says when it hides an adapter, and what to do about it
 _WHY = {

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar
 
-from vkdoctor.context import Context
 from vkdoctor.model import Finding, Remedy, Severity
+from vkdoctor.model.context import Context
 
 
 class Check:
@@ -23,7 +23,7 @@ class Check:
     requires: ClassVar[frozenset[str]] = frozenset()
     live_only: ClassVar[bool] = False
     #: checks with the same name here run together in one forked copy of vkdoctor, on another
-    #: core (vkdoctor.offload): pure analysis that needs no other check's result
+    #: core (vkdoctor.speed.offload): pure analysis that needs no other check's result
     fork: ClassVar[str | None] = None
     #: for a forked check: the run-wide facts it shares with checks that run here, computed
     #: before the fork so that the two processes do not both compute them

@@ -8,12 +8,12 @@ import posixpath
 from typing import Any
 
 from vkdoctor import facts
-from vkdoctor.context import Context
 from vkdoctor.elf.defect import Defect, diagnose
 from vkdoctor.elf.search import How, Tried
 from vkdoctor.model import Remedy
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import record
 from vkdoctor.packages.owner import fix_file, verified_owner
-from vkdoctor.record import record
 
 
 @record(frozen=True, kw_only=True)
@@ -86,7 +86,7 @@ def _files(ctx: Context, path: str) -> str:
         real = ctx.resolve(path)
     except OSError:
         return path
-    target = str(real) if ctx.live else "/" + str(real.relative_to(ctx.root))
+    target = ctx.inside(real)
     return path if target == path else f"{path} {target}"
 
 

@@ -7,13 +7,13 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from vkdoctor import facts, files
+from vkdoctor import facts
 from vkdoctor.checks.base import Check
-from vkdoctor.context import Context
 from vkdoctor.elf.resolve import resolve
-from vkdoctor.host import container_kind
 from vkdoctor.loader.search import driver_plan, implicit_layer_plan
-from vkdoctor.model import Finding, Remedy
+from vkdoctor.machine.host import container_kind
+from vkdoctor.model import Finding, Remedy, files
+from vkdoctor.model.context import Context
 from vkdoctor.packages import commands
 
 #: NVIDIA_DRIVER_CAPABILITIES values that make the container runtime mount the Vulkan ICD
@@ -213,7 +213,7 @@ def _off_path_manifests(ctx: Context, kind: str, searched: tuple[str, ...]) -> l
     for pattern in OFF_PATH_PATTERNS:
         host_pattern = str(ctx.under(pattern.format(kind=kind)))
         for host_dir in sorted(Path("/").glob(host_pattern.lstrip("/"))):
-            inside = "/" + str(host_dir.relative_to(ctx.root)) if not ctx.live else str(host_dir)
+            inside = ctx.inside(host_dir)
             if ctx.resolve(inside) in searched_real:
                 continue
             for f in sorted(host_dir.glob("*.json")):

@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from vkdoctor.checks.base import Check
-from vkdoctor.context import Context
-from vkdoctor.disk import (
+from vkdoctor.machine.disk import (
     Usage,
     WriteProblem,
     disk_usage,
@@ -20,8 +19,9 @@ from vkdoctor.disk import (
     write_problems,
 )
 from vkdoctor.model import Finding, Remedy, Severity
-from vkdoctor.record import replace
-from vkdoctor.units import format_size
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import replace
+from vkdoctor.model.units import format_size
 
 
 class FreeSpace(Check):

@@ -9,13 +9,13 @@ from pathlib import PurePosixPath
 
 from vkdoctor import facts
 from vkdoctor.checks.base import Check
-from vkdoctor.context import Context
 from vkdoctor.loader import icd as I
 from vkdoctor.loader.fields import process_bits
 from vkdoctor.loader.icd import Driver, DriverScan
 from vkdoctor.loader.known import known_driver
 from vkdoctor.model import Finding, Remedy, Severity
-from vkdoctor.record import replace
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import replace
 
 
 def install_drivers(ctx: Context) -> Remedy:

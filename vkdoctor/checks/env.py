@@ -6,13 +6,13 @@ import os
 import posixpath
 from collections.abc import Iterable, Mapping
 
-from vkdoctor import envhazards as eh
 from vkdoctor import facts
-from vkdoctor import wgpuenv as wgpu_env
 from vkdoctor.checks.base import Check
-from vkdoctor.context import Context
+from vkdoctor.machine import envhazards as eh
+from vkdoctor.machine import wgpuenv as wgpu_env
 from vkdoctor.model import Finding, Remedy, Severity
-from vkdoctor.record import asdict
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import asdict
 
 
 def _identity(ctx: Context) -> eh.Identity:

@@ -10,8 +10,8 @@ from typing import Any
 
 from vkdoctor import facts
 from vkdoctor.checks.base import Check
-from vkdoctor.context import Context
-from vkdoctor.gpuchain import (
+from vkdoctor.children.loadtest import TargetOutcome, classify
+from vkdoctor.machine.gpuchain import (
     AMD,
     INTEL,
     MICROSOFT,
@@ -22,10 +22,10 @@ from vkdoctor.gpuchain import (
     Node,
     tables,
 )
-from vkdoctor.host import container_kind
-from vkdoctor.loadtest import TargetOutcome, classify
+from vkdoctor.machine.host import container_kind
 from vkdoctor.model import Finding, Remedy, Severity
-from vkdoctor.record import record, to_json
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import record, to_json
 
 #: the load test's device types (probes/loadtest.py DEVICE_TYPES) that are a GPU
 GPU_DEVICE_TYPES = ("discrete-gpu", "integrated-gpu", "virtual-gpu")
@@ -582,10 +582,10 @@ class GpuChainCheck(Check):
         if cause is None:
             seen = found[0][1].name if found else None
             title = (
-                f"{seen} ({gpu.vendor[2:]}:{gpu.device[2:]}) at {gpu.address}"
-                if seen
-                else name
-            ) + f": kernel {gpu.driver}, Vulkan {vulkan}" + (", device found" if seen else "")
+                (f"{seen} ({gpu.vendor[2:]}:{gpu.device[2:]}) at {gpu.address}" if seen else name)
+                + f": kernel {gpu.driver}, Vulkan {vulkan}"
+                + (", device found" if seen else "")
+            )
             return self.ok(title, chain, **evidence)
         return self._broken(ctx, cause, f"{cause.why} Chain: {chain}.", evidence)
 

@@ -8,9 +8,9 @@ from collections.abc import Iterable, Mapping
 
 from vkdoctor import facts as run_facts
 from vkdoctor.checks.base import Check
-from vkdoctor.context import Context
 from vkdoctor.model import Finding, Remedy
-from vkdoctor.record import to_json
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import to_json
 
 
 class HostFacts(Check):

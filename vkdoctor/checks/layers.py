@@ -6,13 +6,13 @@ from collections.abc import Iterable
 
 from vkdoctor import facts
 from vkdoctor.checks.base import Check
-from vkdoctor.context import Context
 from vkdoctor.loader import layers as L
 from vkdoctor.loader.filters import matches
 from vkdoctor.loader.layers import Layer, LayerScan
 from vkdoctor.model import Finding, Remedy
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import replace
 from vkdoctor.packages.commands import install_each
-from vkdoctor.record import replace
 
 
 def _ev(layer: Layer) -> dict[str, object]:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from vkdoctor import facts, files
+from vkdoctor import facts
 from vkdoctor.checks.base import Check
 from vkdoctor.checks.brokencopy import broken_copy
 from vkdoctor.closures.versions import (
@@ -22,7 +22,6 @@ from vkdoctor.closures.versions import (
     version_fix,
     version_title,
 )
-from vkdoctor.context import Context
 from vkdoctor.elf import shadow
 from vkdoctor.elf.defect import Defect
 from vkdoctor.elf.explain import (
@@ -46,12 +45,13 @@ from vkdoctor.elf.symbols import Undefined
 from vkdoctor.elf.wgpu import find_wgpu_native
 from vkdoctor.loader.icd import LIBRARY_MISSING, LIBRARY_UNLOADABLE
 from vkdoctor.loader.targets import LoadTarget
-from vkdoctor.model import Finding, Remedy, Severity
+from vkdoctor.model import Finding, Remedy, Severity, files
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import replace
+from vkdoctor.model.sonames import find_remedy
 from vkdoctor.packages import commands
 from vkdoctor.packages.owner import fix_file, leftover_of, owner
 from vkdoctor.packages.remedy import UPGRADE
-from vkdoctor.record import replace
-from vkdoctor.sonames import find_remedy
 
 #: rebuilds the cache of the directories ld.so is configured to search
 LDCONFIG = Remedy(commands=("ldconfig",), needs_root=True, text="(rebuilds /etc/ld.so.cache)")

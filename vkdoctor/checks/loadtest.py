@@ -1,5 +1,5 @@
 """VKT: the real load test. Each driver and implicit layer is dlopened and put through
-vkCreateInstance for real, in one child process (vkdoctor.loadtest)."""
+vkCreateInstance for real, in one child process (vkdoctor.children.loadtest)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,7 @@ from pathlib import Path
 
 from vkdoctor import facts
 from vkdoctor.checks.base import Check
-from vkdoctor.context import Context
-from vkdoctor.elf import shadow
-from vkdoctor.loader.targets import LoadTarget
-from vkdoctor.loadtest import (
+from vkdoctor.children.loadtest import (
     WRECK_WORDS,
     LoadTestRun,
     Prediction,
@@ -22,7 +19,10 @@ from vkdoctor.loadtest import (
     symbol_lookup_error,
     wrecks_all,
 )
+from vkdoctor.elf import shadow
+from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.model import Finding, Remedy, Severity
+from vkdoctor.model.context import Context
 
 
 def _loader_version(ctx: Context, run: LoadTestRun) -> str | None:
@@ -197,7 +197,7 @@ class DeviceAvailable(Check):
         # each driver was loaded alone; an application loads them all, and one that
         # crashes or hangs takes the process with it before any device is used, one whose
         # vkCreateInstance runs out of host memory or whose vkEnumeratePhysicalDevices fails
-        # takes the instance or every device with it (vkdoctor.loadtest.wrecks_all)
+        # takes the instance or every device with it (vkdoctor.children.loadtest.wrecks_all)
         version = _loader_version(ctx, run)
         wrecks = [(o, w) for o in drivers if (w := wrecks_all(o, version)) is not None]
         if not wrecks:

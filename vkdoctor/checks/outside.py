@@ -7,10 +7,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from vkdoctor import facts
-from vkdoctor import limits as L
 from vkdoctor.checks.base import Check
-from vkdoctor.context import Context
 from vkdoctor.model import Finding, Remedy, Severity
+from vkdoctor.model import limits as L
+from vkdoctor.model.context import Context
 
 #: the limits whose exhaustion wgpu meets without saying so
 _MEMORY_LIMITS = ("RLIMIT_AS", "RLIMIT_DATA")
@@ -20,7 +20,7 @@ _LOAD_BREAKS = ("crash", "timeout", "dlopen-failed", "not-run", "instance-failed
 
 def load_symptoms(ctx: Context) -> list[str]:
     """What went wrong in the load test, in words; [] when it went well."""
-    from vkdoctor.loadtest import classify
+    from vkdoctor.children.loadtest import classify
 
     try:
         run = facts.load_test(ctx)
@@ -210,7 +210,7 @@ class NvidiaVariables(Check):
     title = "NVIDIA driver variables"
 
     def run(self, ctx: Context) -> Iterable[Finding]:
-        from vkdoctor import envhazards as eh
+        from vkdoctor.machine import envhazards as eh
 
         layer = eh.installed_layer(ctx, NV_LAYER_MANIFEST)
         optimus = ctx.env.get("__VK_LAYER_NV_optimus")

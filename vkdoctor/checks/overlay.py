@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 from vkdoctor import facts
 from vkdoctor.checks.base import Check
-from vkdoctor.context import Context
 from vkdoctor.model import Finding, Remedy, Severity
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import to_json
+from vkdoctor.model.sonames import find_remedy
 from vkdoctor.overlay.describe import exec_command, export_line
 from vkdoctor.overlay.plan import Plan
-from vkdoctor.record import to_json
-from vkdoctor.sonames import find_remedy
 
 if TYPE_CHECKING:
     from vkdoctor.facts.overlay import Outcome

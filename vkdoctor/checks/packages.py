@@ -9,9 +9,10 @@ from typing import Any
 
 from vkdoctor import facts as run_facts
 from vkdoctor.checks.base import Check
-from vkdoctor.context import Context
 from vkdoctor.elf.explain import highest_per_family, version_node_key
 from vkdoctor.model import Finding, Remedy, Severity
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import replace
 from vkdoctor.packages import Inventory, Package, commands
 from vkdoctor.packages import remedy as fixes
 from vkdoctor.packages.conda import conda_owner
@@ -31,7 +32,6 @@ from vkdoctor.packages.skew import (
     unowned_files,
 )
 from vkdoctor.packages.verify import for_tree, remedy_for_tree, verified
-from vkdoctor.record import replace
 
 #: how each manager repairs or rebuilds its own database
 _REPAIR = {

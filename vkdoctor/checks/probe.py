@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from vkdoctor import facts, probe_report
+from vkdoctor import facts
 from vkdoctor.checks.base import Check
-from vkdoctor.context import Context
+from vkdoctor.children import probe_report
 from vkdoctor.elf import shadow
 from vkdoctor.model import Finding, Remedy, Severity
+from vkdoctor.model.context import Context
+from vkdoctor.model.probe_records import disabled_setting
+from vkdoctor.model.record import replace
 from vkdoctor.packages.commands import install_each
-from vkdoctor.record import replace
 
 
 def _shadow_named(ctx: Context, finding: Finding, lookup: str) -> Finding:
@@ -52,7 +54,7 @@ class ComputeProbe(Check):
         off: dict[str, list[str]] = result.get("disabled") or {}
         if off:
             names = ", ".join(n for ns in off.values() for n in ns)
-            setting, commands = probe_report.disabled_setting(off)
+            setting, commands = disabled_setting(off)
             note = (
                 f"The probe ran with {setting}: as things are, every Vulkan program crashes, "
                 f"hangs or fails in {names} first (VKT001, VKT003)"

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
-from vkdoctor.context import Context
-from vkdoctor.elf.resolve import Resolution, resolve_target
+from vkdoctor.elf.resolve import Resolution, resolve
+from vkdoctor.elf.search import SearchInputs
 from vkdoctor.elf.symbols import Undefined, undefined_symbols
 from vkdoctor.loader import load_targets
 from vkdoctor.loader.targets import LoadTarget
+from vkdoctor.model.context import Context
 
 
 def targets(ctx: Context) -> tuple[LoadTarget, ...]:
     """The libraries the loader will dlopen. The one seam tests replace."""
     return tuple(load_targets(ctx))
+
+
+def resolve_target(
+    ctx: Context, target: LoadTarget, *, inputs: SearchInputs | None = None
+) -> Resolution:
+    """What ld.so does when the Vulkan loader dlopens `target` (from libvulkan.so.1)."""
+    return resolve(ctx, target.dlopen_name, inputs=inputs, caller="loader")
 
 
 def target_resolutions(ctx: Context) -> tuple[tuple[LoadTarget, Resolution], ...]:

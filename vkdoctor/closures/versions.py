@@ -10,12 +10,12 @@ from __future__ import annotations
 import posixpath
 
 from vkdoctor.closures.targets import target_resolutions
-from vkdoctor.context import Context
 from vkdoctor.elf.explain import span_per_family
 from vkdoctor.elf.resolve import VersionProblem
 from vkdoctor.elf.search import How
 from vkdoctor.loader.targets import LoadTarget
-from vkdoctor.record import record
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import record
 
 
 @record(frozen=True, kw_only=True)

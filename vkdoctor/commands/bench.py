@@ -51,7 +51,7 @@ def bench(
     json_file: str | None,
 ) -> None:
     """RMSNorm GB/s against a copy, timed on the device; every size is checked against float64."""
-    from vkdoctor.bench import parse_sizes, render, run_bench
+    from vkdoctor.children.bench import parse_sizes, render, run_bench
 
     common.one_adapter_choice(cpu, adapter)
     if sizes is not None:

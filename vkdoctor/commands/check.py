@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from vkdoctor import inputs
 from vkdoctor.commands import common
 from vkdoctor.commands.overlay import from_package_option
+from vkdoctor.model import inputs
 from vkdoctor.runner import code_patterns, run_checks, select, start_forks, unknown_patterns
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ def check(
 ) -> None:
     """Inspect drivers, loader, libraries, packages, disk and environment, then run the probe."""
     common.one_adapter_choice(cpu, adapter, gpu)
-    from vkdoctor import githubenv
+    from vkdoctor.model import githubenv
 
     try:
         github_file = githubenv.target(os.environ) if github_env else None
@@ -143,7 +143,7 @@ def check(
     probes = [c for c in chosen if c.code[:3] == "VKR"] if not no_probe else []
     results = run_checks(ctx, [*static, *probes], debug=debug, forked=forked)
     if inputs.recorder() is not None:  # this run may be replayed: what the checks ran in
-        from vkdoctor import replay
+        from vkdoctor.speed import replay
 
         replay.note_checks(ctx)
     from vkdoctor.facts.report import build_report
@@ -157,7 +157,7 @@ def check(
 
 def _check_disk_limits(disk_warn: int, disk_fail: int) -> None:
     if disk_fail > disk_warn:
-        from vkdoctor.units import format_size
+        from vkdoctor.model.units import format_size
 
         raise click.UsageError(
             f"--disk-fail ({format_size(disk_fail)}) must not be larger than --disk-warn "
@@ -193,7 +193,7 @@ def _chosen(selected: tuple[str, ...], ignored: tuple[str, ...]) -> list[type[Ch
 
 def _export_overlay(report: Report, github_file: str, code: int) -> int:
     """--github-env: the proven overlay into $GITHUB_ENV; exit 2 at least when that fails."""
-    from vkdoctor import githubenv
+    from vkdoctor.model import githubenv
 
     try:
         click.echo(githubenv.export_overlay(report.overlay, github_file), err=True)

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from vkdoctor import __version__, files, inputs
+from vkdoctor import __version__
 from vkdoctor.cachedir import cache_home
 from vkdoctor.checkargs import MAX_TIMEOUT
-from vkdoctor.context import Context, Options, take_facts
-from vkdoctor.model import Report, exit_code
+from vkdoctor.model import Report, exit_code, files, inputs
+from vkdoctor.model.context import Context, Options, take_facts
 
 if TYPE_CHECKING:
-    from vkdoctor.redact import Identity
+    from vkdoctor.model.redact import Identity
     from vkdoctor.render.style import Style
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -32,7 +32,7 @@ EXIT_OUTPUT = 2
 
 #: where the options handled by emit() itself (not by each command) keep their values
 _META_JUNIT = "vkdoctor.junit"
-_META_REDACT = "vkdoctor.redact"
+_META_REDACT = "vkdoctor.model.redact"
 
 
 def elevated() -> bool:
@@ -80,7 +80,7 @@ def host_context(
 
 def _byte_size(ctx: click.Context, param: click.Parameter, value: Any) -> int:
     """A size such as 5G, 500M, 1.5GiB or 4096 (bytes), as an int of bytes."""
-    from vkdoctor.units import parse_size
+    from vkdoctor.model.units import parse_size
 
     try:
         return parse_size(str(value))
@@ -378,7 +378,7 @@ def out(
     if not commands:
         text = no_commands(text)
     if inputs.recorder() is not None:
-        from vkdoctor import replay
+        from vkdoctor.speed import replay
 
         # what click.echo writes: the text, its ANSI codes stripped unless colour is asked for
         keep = color if color is not None else sys.stdout.isatty()
@@ -509,7 +509,7 @@ def host_identity() -> Identity:
     import pwd
     import socket
 
-    from vkdoctor.redact import Identity
+    from vkdoctor.model.redact import Identity
 
     homes = {os.environ.get("HOME", ""), str(Path.home())}
     users = {os.environ.get(k, "") for k in ("USER", "LOGNAME", "SUDO_USER")}
@@ -602,7 +602,7 @@ def emit(
     junit_file = meta.get(_META_JUNIT)
     check_outputs(fmt, json_file)
     if meta.get(_META_REDACT):
-        from vkdoctor.redact import redact
+        from vkdoctor.model.redact import redact
 
         report = redact(report, host_identity())
     files: list[tuple[str, Callable[[], str]]] = []

@@ -12,7 +12,7 @@ from vkdoctor.commands import common
 
 def read_reports(paths: tuple[str, ...]) -> list[tuple[str, dict[str, object]]]:
     """(path, report) for each file; an unreadable one ends the command with exit 2."""
-    from vkdoctor.reportfile import ReportError, load
+    from vkdoctor.model.reportfile import ReportError, load
 
     out = []
     for path in paths:
@@ -42,7 +42,7 @@ def diff(report_a: str, report_b: str, fmt: str) -> None:
 
     Exit 0 when the verdicts are the same, 1 when they differ, 2 when a file is not a report.
     """
-    from vkdoctor.compare import compare
+    from vkdoctor.model.compare import compare
     from vkdoctor.render import compare as render
 
     (_, a), (_, b) = read_reports((report_a, report_b))

@@ -80,7 +80,7 @@ def overlay(
         common.say(
             "vkdoctor overlay: cannot build an overlay: no missing library has a safe candidate"
         )
-        from vkdoctor.sonames import find_remedy
+        from vkdoctor.model.sonames import find_remedy
 
         for name in plan.unsupplied:
             common.say(f"  fix: {find_remedy(name, 'vkdoctor overlay')}")

@@ -13,7 +13,7 @@ import click
 from vkdoctor.commands import common
 
 if TYPE_CHECKING:
-    from vkdoctor.report_records import ProbeHost
+    from vkdoctor.model.report_records import ProbeHost
 
 
 @click.command("run-probe")
@@ -59,7 +59,7 @@ def run_probe(
     hangs or finds no suitable adapter.
     """
     common.one_adapter_choice(cpu, adapter, gpu)
-    from vkdoctor import probe
+    from vkdoctor.children import probe
 
     request = probe.ProbeRequest(
         cpu=cpu,
@@ -76,17 +76,17 @@ def run_probe(
     env = dict(os.environ)
     running = probe.adopt(request, env) or probe.start(env, request)
 
+    from vkdoctor.children.probe_report import check_result
     from vkdoctor.model import Report
-    from vkdoctor.probe_report import check_result
-    from vkdoctor.record import replace
-    from vkdoctor.report_records import probe_result_of
+    from vkdoctor.model.record import replace
+    from vkdoctor.model.report_records import probe_result_of
 
     host = _light_host()
     result = probe.finish(running)
     wgpu = result.get("wgpu")
     host = replace(host, wgpu=None if wgpu is None else str(wgpu))
-    from vkdoctor.context import Context
     from vkdoctor.facts.report import shows_sudo
+    from vkdoctor.model.context import Context
 
     report = Report(
         vkdoctor_version=common.version(),
@@ -102,9 +102,9 @@ def run_probe(
 def _light_host() -> ProbeHost:
     """The host facts that matter next to a probe result, without `check`'s package and distro
     queries (lsb_release, importlib.metadata scans): they would cost run-probe ~0.1 s of CPU."""
-    from vkdoctor.context import Context
-    from vkdoctor.host import os_release
-    from vkdoctor.report_records import Distro, ProbeHost
+    from vkdoctor.machine.host import os_release
+    from vkdoctor.model.context import Context
+    from vkdoctor.model.report_records import Distro, ProbeHost
 
     release = os_release(Context())
     uname = platform.uname()

@@ -38,9 +38,9 @@ def summary(files: tuple[str, ...], fmt: str, json_file: str | None) -> None:
     Exit 0 when all machines pass, 1 when any failed or any input could not be read, 2 when
     no report at all could be read.
     """
-    from vkdoctor.compare import summarize
+    from vkdoctor.model.compare import summarize
+    from vkdoctor.model.reportfile import reports_in
     from vkdoctor.render import compare as render
-    from vkdoctor.reportfile import reports_in
 
     read, unreadable = reports_in(files)
     for path, why in unreadable:

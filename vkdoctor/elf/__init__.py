@@ -1,8 +1,8 @@
 """ELF reading and glibc ld.so emulation: which file each library name resolves to, and why.
 
 Public API (pure: a Context in, data out; every file read through ctx.under, once per run):
-- `resolve_target(ctx, target)`: what ld.so does when the Vulkan loader dlopens a LoadTarget.
-- `resolve(ctx, dlopen_name, inputs=..., caller="loader"|"executable")`: the same for any name.
+- `resolve(ctx, dlopen_name, inputs=..., caller="loader"|"executable")`: what ld.so does when
+  a name is dlopened (vkdoctor.closures.targets applies it to the Vulkan loader's targets).
 - `resolve_soname(ctx, soname, requester=...)`: one search, with every place tried.
 - `SearchInputs.from_context(ctx, prepend=[dir])`: the environment ld.so reads; pass a modified
   one (an extra LD_LIBRARY_PATH entry) to ask "what if", as the overlay does.
@@ -23,10 +23,9 @@ from vkdoctor.elf.resolve import (
     loader_lookup,
     resolve,
     resolve_soname,
-    resolve_target,
 )
 from vkdoctor.elf.search import How, Lookup, SearchInputs, Tried
-from vkdoctor.sonames import family
+from vkdoctor.model.sonames import family
 
 __all__ = [
     "ElfError",
@@ -48,5 +47,4 @@ __all__ = [
     "read_elf",
     "resolve",
     "resolve_soname",
-    "resolve_target",
 ]

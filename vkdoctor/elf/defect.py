@@ -11,12 +11,12 @@ from __future__ import annotations
 import struct
 from typing import Any, Literal
 
-from vkdoctor.context import Context
 from vkdoctor.elf.explain import system_copy
 from vkdoctor.elf.mounts import noexec_mount
 from vkdoctor.elf.names import machine_name
 from vkdoctor.elf.reader import ElfInfo, read_elf
-from vkdoctor.record import record
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import record
 
 Kind = Literal["truncated", "not_elf", "noexec", "machine", "corrupt"]
 

@@ -19,7 +19,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from vkdoctor.context import Context
 from vkdoctor.elf.reader import (
     DT_STRSZ,
     DT_STRTAB,
@@ -30,7 +29,8 @@ from vkdoctor.elf.reader import (
     mapped,
     resolved,
 )
-from vkdoctor.record import field, record
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import field, record
 
 DT_HASH, DT_SYMTAB, DT_SYMENT = 4, 6, 11
 DT_PLTRELSZ, DT_RELA, DT_RELASZ, DT_REL, DT_RELSZ, DT_JMPREL = 2, 7, 8, 17, 18, 23

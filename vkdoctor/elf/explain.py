@@ -5,13 +5,13 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable, Sequence
 
-from vkdoctor.context import Context
-from vkdoctor.digits import digits_key, is_digits
 from vkdoctor.elf.ldcache import load_cache
 from vkdoctor.elf.nearmiss import NearMiss
 from vkdoctor.elf.platform import ldso_platform
 from vkdoctor.elf.resolve import Library, VersionProblem
 from vkdoctor.elf.search import How, Tried
+from vkdoctor.model.context import Context
+from vkdoctor.model.digits import digits_key, is_digits
 
 HOW_WORDS = {
     How.PATH: "by its path",

@@ -16,10 +16,10 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from vkdoctor import factcache
-from vkdoctor.context import Context
-from vkdoctor.files import read_bytes, read_text
-from vkdoctor.record import record
+from vkdoctor.model.context import Context
+from vkdoctor.model.files import read_bytes, read_text
+from vkdoctor.model.record import record
+from vkdoctor.speed import factcache
 
 NEW_MAGIC = b"glibc-ld.so.cache1.1"
 OLD_MAGIC = b"ld.so-1.7.0"
@@ -226,7 +226,7 @@ def load_cache(ctx: Context) -> LdCache | None:
 
 
 def _to_data(cache: LdCache) -> tuple[object, ...]:
-    """`cache` as marshal carries it (vkdoctor.factcache)."""
+    """`cache` as marshal carries it (vkdoctor.speed.factcache)."""
     entries = tuple((e.name, e.path, e.flags, e.hwcaps, e.hwcap) for e in cache.entries)
     return (entries, cache.error, cache.cut)
 

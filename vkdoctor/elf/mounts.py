@@ -3,7 +3,8 @@ PROT_EXEC, so ld.so fails with "failed to map segment from shared object"."""
 
 from __future__ import annotations
 
-from vkdoctor.context import Context
+from vkdoctor.model import mountinfo
+from vkdoctor.model.context import Context
 
 
 def mounts(ctx: Context) -> list[tuple[str, str]]:
@@ -17,30 +18,10 @@ def _mounts(ctx: Context) -> list[tuple[str, str]]:
         return []
     try:
         with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
-            lines = f.read().splitlines()
+            text = f.read()
     except OSError:
         return []
-    out = []
-    for line in lines:
-        parts = line.split()
-        if len(parts) >= 6:
-            out.append((_unescape(parts[4]), parts[5]))
-    return out
-
-
-def _unescape(field: str) -> str:
-    # mountinfo writes space, tab, newline and backslash as \ooo
-    if "\\" not in field:
-        return field
-    out, i = [], 0
-    while i < len(field):
-        if field[i] == "\\" and field[i + 1 : i + 4].isdigit():
-            out.append(chr(int(field[i + 1 : i + 4], 8)))
-            i += 4
-        else:
-            out.append(field[i])
-            i += 1
-    return "".join(out)
+    return [(m.point, ",".join(m.options)) for m in mountinfo.parse(text)]
 
 
 def noexec_mount(ctx: Context, path: str) -> str | None:

@@ -1,7 +1,7 @@
 """Near misses: what was almost right when a library or a version was not found.
 
 For a missing soname: other versions of the same family (libLLVM.so.22.1 or libLLVM-15.so.1 where
-libLLVM.so.23.1 was needed; vkdoctor.sonames.family, so libLLVM-17git.so and
+libLLVM.so.23.1 was needed; vkdoctor.model.sonames.family, so libLLVM-17git.so and
 libLLVM.so.18.1-rust-1.78.0-stable count too), a name the same before its first hyphen whose
 rest differs (libLLVM-mybuild.so.1 beside libLLVM-15.so.1: a renamed or private build), the right
 name in the wrong class or for another
@@ -16,11 +16,11 @@ import posixpath
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from vkdoctor.context import Context
 from vkdoctor.elf.ldcache import load_conf
 from vkdoctor.elf.reader import ElfInfo, read_elf
-from vkdoctor.record import record
-from vkdoctor.sonames import family
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import record
+from vkdoctor.model.sonames import family
 
 if TYPE_CHECKING:
     from vkdoctor.elf.search import Searcher

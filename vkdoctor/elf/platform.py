@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import re
 
-from vkdoctor import files
-from vkdoctor.context import Context
-from vkdoctor.record import record
+from vkdoctor.model import files
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import record
 
 #: the program interpreter per `uname -m`
 INTERPRETERS = {
@@ -114,8 +114,8 @@ def _system_dirs(ctx: Context, interpreter: str, machine: str) -> tuple[tuple[st
 
 def _compiled_in_dirs(ctx: Context, interpreter: str) -> tuple[str, ...]:
     """The system directories compiled into ld.so (its SYSTEM_DIRS string), () when not found;
-    kept across runs by the interpreter file's identity (vkdoctor.factcache)."""
-    from vkdoctor import factcache
+    kept across runs by the interpreter file's identity (vkdoctor.speed.factcache)."""
+    from vkdoctor.speed import factcache
 
     host = ctx.under(interpreter)
     ident = factcache.identity(host)

@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
-from vkdoctor import factcache
-from vkdoctor.context import Context
-from vkdoctor.record import record
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import record
+from vkdoctor.speed import factcache
 
 DF_BIND_NOW = 0x8
 DF_1_NOW = 0x1
@@ -170,7 +170,7 @@ def read_elf(ctx: Context, path: str) -> ElfResult:
         hit = _parse(host, path, ctx.options.cache_dir)
         cache[key] = hit
     if hit.path != path:
-        from vkdoctor.record import replace
+        from vkdoctor.model.record import replace
 
         hit = replace(hit, path=path)
     seen[path] = hit
@@ -210,7 +210,7 @@ _VALUES = (
 
 
 def _to_data(info: ElfInfo) -> tuple[object, ...]:
-    """`info` as marshal carries it (vkdoctor.factcache), the path left out: it is the
+    """`info` as marshal carries it (vkdoctor.speed.factcache), the path left out: it is the
     file's content that is kept, whatever name it was asked for by."""
     return (
         tuple(getattr(info, name) for name in _VALUES),

@@ -18,13 +18,12 @@ import posixpath
 from collections.abc import Sequence
 from typing import Any
 
-from vkdoctor.context import Context
-from vkdoctor.digits import numbers_key
 from vkdoctor.elf.nearmiss import NearMiss, near_misses, other_copies
 from vkdoctor.elf.reader import ElfInfo
 from vkdoctor.elf.search import How, LoadedObject, Lookup, Searcher, SearchInputs, Tried
-from vkdoctor.loader.targets import LoadTarget
-from vkdoctor.record import field, record
+from vkdoctor.model.context import Context
+from vkdoctor.model.digits import numbers_key
+from vkdoctor.model.record import field, record
 
 LOADER_SONAME = "libvulkan.so.1"
 
@@ -319,13 +318,6 @@ def dlopen_lookup(ctx: Context, name: str, inputs: SearchInputs | None = None) -
     proc = _process(ctx, inputs, True)
     requester = proc.loader if proc.loader is not None else proc.executable
     return proc.searcher.search(name, requester, list(proc.loaded), proc.executable)
-
-
-def resolve_target(
-    ctx: Context, target: LoadTarget, *, inputs: SearchInputs | None = None
-) -> Resolution:
-    """What ld.so does when the Vulkan loader dlopens `target` (from libvulkan.so.1)."""
-    return resolve(ctx, target.dlopen_name, inputs=inputs, caller="loader")
 
 
 def version_key(name: str) -> tuple[tuple[int, str], ...]:

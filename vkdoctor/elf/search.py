@@ -19,12 +19,12 @@ import posixpath
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from vkdoctor.context import Context
 from vkdoctor.elf.ldcache import LdCache, load_cache
 from vkdoctor.elf.mounts import noexec_mount
 from vkdoctor.elf.platform import LdsoPlatform, ldso_platform
 from vkdoctor.elf.reader import ElfError, ElfInfo, read_elf, resolved
-from vkdoctor.record import field, record
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import field, record
 
 #: glibc's words when mmap refuses a segment (a noexec mount); _dl_map_object_from_fd names
 #: the object by the name it was asked for, not by the file's path
@@ -181,12 +181,7 @@ class Searcher:
             real = resolved(self.ctx, self._abs(path))
         except OSError:
             return path
-        if self.ctx.live:
-            return str(real)
-        try:
-            return "/" + str(real.relative_to(self.ctx.root))
-        except ValueError:
-            return str(real)
+        return self.ctx.inside(real)
 
     def verify(self, path: str) -> tuple[Outcome, ElfInfo | None, str]:
         """glibc open_verify: is `path` loadable into this process?"""

@@ -14,14 +14,14 @@ import posixpath
 import shlex
 from collections.abc import Iterable
 
-from vkdoctor.context import Context
 from vkdoctor.elf.dynsym import SymbolName, symbol_table
 from vkdoctor.elf.explain import how_found, system_copy
 from vkdoctor.elf.resolve import Library, Resolution
 from vkdoctor.elf.search import How
 from vkdoctor.elf.symbols import Undefined
 from vkdoctor.model import Remedy
-from vkdoctor.record import field, record
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import field, record
 
 #: how a library can win over the system's copy of its soname
 _NOT_SYSTEM = (How.LD_LIBRARY_PATH, How.RPATH, How.RUNPATH, How.PRELOAD)

@@ -8,12 +8,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 
-from vkdoctor import factcache
-from vkdoctor.context import Context
 from vkdoctor.elf import dynsym
 from vkdoctor.elf.dynsym import symbol_table, unresolved
 from vkdoctor.elf.reader import resolved
-from vkdoctor.record import record
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import record
+from vkdoctor.speed import factcache
 
 
 @record(frozen=True, kw_only=True)

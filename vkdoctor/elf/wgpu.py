@@ -12,8 +12,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from vkdoctor.context import Context
-from vkdoctor.record import record
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import record
 
 
 @record(frozen=True, kw_only=True)

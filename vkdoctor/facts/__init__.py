@@ -23,23 +23,23 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from vkdoctor.children.loadtest import LoadTestRun, Prediction, TargetOutcome
     from vkdoctor.closures.versions import VersionFailure
-    from vkdoctor.context import Context
     from vkdoctor.elf.ldcache import LdCache, LdConf
     from vkdoctor.elf.platform import LdsoPlatform
     from vkdoctor.elf.resolve import Resolution
     from vkdoctor.elf.symbols import Undefined
     from vkdoctor.facts.overlay import Outcome
-    from vkdoctor.gpuchain import GpuMachine
     from vkdoctor.loader.icd import DriverScan
     from vkdoctor.loader.layers import LayerScan
     from vkdoctor.loader.targets import LoadTarget
     from vkdoctor.loader.version import LoaderVersion
-    from vkdoctor.loadtest import LoadTestRun, Prediction, TargetOutcome
+    from vkdoctor.machine.gpuchain import GpuMachine
+    from vkdoctor.model.context import Context
+    from vkdoctor.model.report_records import HostReport
     from vkdoctor.overlay.plan import Plan
     from vkdoctor.packages.facts import StackFacts
     from vkdoctor.packages.model import Inventory
-    from vkdoctor.report_records import HostReport
 
 
 # The host and the tree
@@ -47,35 +47,35 @@ if TYPE_CHECKING:
 
 def host_description(ctx: Context) -> HostReport:
     """The report's `host`: distribution, kernel, CPU, memory, Python, the Vulkan loader."""
-    from vkdoctor.host import collect
+    from vkdoctor.machine.host import collect
 
     return ctx.fact(collect)
 
 
 def distro_ids(ctx: Context) -> list[str]:
     """ID and ID_LIKE of the root's os-release ("ubuntu", "debian")."""
-    from vkdoctor.host import distro_ids as compute
+    from vkdoctor.machine.host import distro_ids as compute
 
     return ctx.fact(compute)
 
 
 def distro_family(ctx: Context) -> str | None:
     """ "debian", "arch" or "fedora" (the families vkdoctor names commands for), or None."""
-    from vkdoctor.host import distro_family as compute
+    from vkdoctor.machine.host import distro_family as compute
 
     return ctx.fact(compute)
 
 
 def nvidia_gpu_expected(ctx: Context) -> bool:
     """NVIDIA_VISIBLE_DEVICES names a device, or the NVIDIA kernel driver's nodes are there."""
-    from vkdoctor.host import nvidia_gpu_expected as compute
+    from vkdoctor.machine.host import nvidia_gpu_expected as compute
 
     return ctx.fact(compute)
 
 
 def gpu_machine(ctx: Context) -> GpuMachine:
     """Each PCI GPU with its kernel driver, firmware, device nodes and Vulkan driver family."""
-    from vkdoctor.gpuchain import machine
+    from vkdoctor.machine.gpuchain import machine
 
     return ctx.fact(machine)
 

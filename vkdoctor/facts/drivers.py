@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from vkdoctor.context import Context
 from vkdoctor.loader import driver_scan, layer_scan
 from vkdoctor.loader.icd import LOADS, verdict
 from vkdoctor.loader.known import known_driver
 from vkdoctor.model import CheckResult
-from vkdoctor.record import ABSENT, replace
-from vkdoctor.report_records import (
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import ABSENT, replace
+from vkdoctor.model.report_records import (
     DriverLibrary,
     DriverLoad,
     DriverMiss,
@@ -122,8 +122,8 @@ def with_load_results(
     """Each driver row with what the real load test saw for its manifest, when it ran."""
     if not ctx.live or not load_chosen:
         return rows
+    from vkdoctor.children.loadtest import classify
     from vkdoctor.facts.loadtest import load_test
-    from vkdoctor.loadtest import classify
     from vkdoctor.model import Severity
 
     try:

@@ -1,5 +1,5 @@
 """The facts a kept run found that a replay takes instead of finding them again
-(vkdoctor.replay): what depends only on files, all of which the replay has seen unchanged, and
+(vkdoctor.speed.replay): what depends only on files, all of which the replay has seen unchanged, and
 that the checks it runs again (and its load test) would otherwise compute from scratch.
 """
 
@@ -8,15 +8,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vkdoctor.context import Context
 from vkdoctor.loader.targets import LoadTarget
+from vkdoctor.model.context import Context
 
 
 def kept(ctx: Context) -> dict[str, Any]:
     """This run's load targets and loader version, as data (`give` takes them back)."""
     from vkdoctor.facts.loadtest import targets_of
     from vkdoctor.loader.version import loader_version
-    from vkdoctor.record import to_json
+    from vkdoctor.model.record import to_json
 
     return {
         "targets": [to_json(t) for t in targets_of(ctx)],

@@ -1,4 +1,4 @@
-"""The load test of this run (vkdoctor.loadtest), started once and early: a run-wide fact; and
+"""The load test of this run (vkdoctor.children.loadtest), started once and early: a run-wide fact; and
 what the ld.so emulation predicts it will see."""
 
 from __future__ import annotations
@@ -6,10 +6,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from vkdoctor.context import Context
+from vkdoctor.children.loadtest import (
+    LoadTest,
+    LoadTestRun,
+    Prediction,
+    TargetOutcome,
+    load_test_for,
+)
 from vkdoctor.facts.selection import all_selected
 from vkdoctor.loader.targets import LoadTarget
-from vkdoctor.loadtest import LoadTest, LoadTestRun, Prediction, TargetOutcome, load_test_for
+from vkdoctor.model.context import Context
 
 if TYPE_CHECKING:
     from vkdoctor.elf.resolve import Resolution

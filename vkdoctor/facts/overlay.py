@@ -13,12 +13,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from vkdoctor.context import Context
 from vkdoctor.model import Remedy
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import record, replace
+from vkdoctor.model.report_records import OverlayLink, OverlayReport
 from vkdoctor.overlay.errors import OverlayError
 from vkdoctor.overlay.plan import Plan
-from vkdoctor.record import record, replace
-from vkdoctor.report_records import OverlayLink, OverlayReport
 
 
 @record(frozen=True, kw_only=True)
@@ -124,7 +124,7 @@ def context_for_checks(ctx: Context) -> Context:
     outcome = ctx.fact(overlay_outcome)
     if not outcome.applied or outcome.plan is None or outcome.plan.ld_path is None:
         return ctx
-    from vkdoctor.host import user_environment
+    from vkdoctor.machine.host import user_environment
     from vkdoctor.overlay.store import store_root
 
     env = dict(ctx.env)

@@ -1,13 +1,13 @@
-"""The probe's result in this run's context (vkdoctor.probe), run once: a run-wide fact."""
+"""The probe's result in this run's context (vkdoctor.children.probe), run once: a run-wide fact."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from vkdoctor import probe_report
-from vkdoctor.context import Context
-from vkdoctor.probe import ProbeRequest, run_probe
+from vkdoctor.children.probe import ProbeRequest, run_probe
+from vkdoctor.model.context import Context
+from vkdoctor.model.probe_records import FORCING
 
 
 def probe_result(ctx: Context) -> dict[str, Any]:
@@ -29,7 +29,7 @@ def probe_result(ctx: Context) -> dict[str, Any]:
         return run_probe(ctx.env, request)
     env = dict(ctx.env)
     for var, names in off.items():
-        if var == probe_report.FORCING:
+        if var == FORCING:
             env.pop(var, None)  # DISABLE cannot turn off what it forces on
         else:
             env[var] = ",".join(n for n in (ctx.env.get(var, ""), *names) if n)
@@ -44,8 +44,8 @@ def _wrecks(ctx: Context) -> dict[str, list[str]]:
     """The loader filter variable and names of each target the load test saw break every
     application (crash, hang, abort every vkCreateInstance or hide every device), when this
     loader has the filters (1.3.234)."""
+    from vkdoctor.children.loadtest import FILTERS_SINCE, _version_tuple, wrecks_all
     from vkdoctor.facts.loadtest import load_test
-    from vkdoctor.loadtest import FILTERS_SINCE, _version_tuple, wrecks_all
 
     try:
         run = ctx.fact(load_test)
@@ -60,8 +60,8 @@ def _wrecks(ctx: Context) -> dict[str, list[str]]:
             continue
         if o.target.kind == "layer":
             own = (o.target.off or "").partition("=")[0].removeprefix("export ")
-            if (o.target.off or "").startswith("unset " + probe_report.FORCING):
-                var = probe_report.FORCING
+            if (o.target.off or "").startswith("unset " + FORCING):
+                var = FORCING
             elif own and " " not in own and not own.startswith("VK_LOADER_"):
                 var = own  # an implicit layer's own disable_environment wins over everything
             else:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from vkdoctor import __version__
-from vkdoctor.context import Context
 from vkdoctor.model import CheckResult, Report, Severity
-from vkdoctor.report_records import probe_result_of
+from vkdoctor.model.context import Context
+from vkdoctor.model.report_records import probe_result_of
 
 
 def build_report(ctx: Context, results: Sequence[CheckResult], *, command: str) -> Report:
@@ -20,7 +20,7 @@ def build_report(ctx: Context, results: Sequence[CheckResult], *, command: str) 
         with_load_results,
         with_packages,
     )
-    from vkdoctor.host import collect
+    from vkdoctor.machine.host import collect
 
     load_chosen = any(r.family == "load" for r in results)
     probes = any(r.code[:3] == "VKR" for r in results)

@@ -3,7 +3,7 @@ another one asks `all_selected` first."""
 
 from __future__ import annotations
 
-from vkdoctor.context import Context
+from vkdoctor.model.context import Context
 
 
 def selected_codes(ctx: Context) -> frozenset[str] | None:

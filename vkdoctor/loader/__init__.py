@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 from vkdoctor.loader.targets import LoadTarget
 
 if TYPE_CHECKING:
-    from vkdoctor.context import Context
     from vkdoctor.loader.icd import DriverScan
     from vkdoctor.loader.layers import LayerScan
     from vkdoctor.loader.version import LoaderVersion, loader_version
+    from vkdoctor.model.context import Context
 
 # The scans' modules are imported when a scan is first asked for: a replayed run
-# (vkdoctor.replay) needs only LoadTarget and the fact's name, `load_targets`.
+# (vkdoctor.speed.replay) needs only LoadTarget and the fact's name, `load_targets`.
 
 __all__ = [
     "DriverScan",

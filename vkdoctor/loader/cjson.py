@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from vkdoctor.record import field, record
+from vkdoctor.model.record import field, record
 
 #: node types, as cJSON names them
 NULL, FALSE, TRUE, NUMBER, STRING, ARRAY, OBJECT = (

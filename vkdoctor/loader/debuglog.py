@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from vkdoctor.record import field, record
+from vkdoctor.model.record import field, record
 
 _LINE = re.compile(r"^(?:\[Vulkan Loader\] )?([A-Z]+(?: \| [A-Z]+)*):(\s*)(.*)$")
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
-from vkdoctor.context import Context
-from vkdoctor.digits import saturated
 from vkdoctor.loader.rootpath import host_path
-from vkdoctor.record import record
+from vkdoctor.model.context import Context
+from vkdoctor.model.digits import saturated
+from vkdoctor.model.record import record
 
 _ATOI = re.compile(rb"^[ \t\n\v\f\r]*([+-]?[0-9]+)")
 

@@ -12,7 +12,7 @@ import os
 import stat
 from pathlib import Path
 
-from vkdoctor.record import record
+from vkdoctor.model.record import record
 
 #: larger manifests are not parsed (a real one is a few hundred bytes)
 MAX_MANIFEST_BYTES = 1024 * 1024

@@ -7,7 +7,7 @@ suffix, `*abc*` a substring; a bare `*` or `**` matches everything, as do `~all~
 
 from __future__ import annotations
 
-from vkdoctor.record import record
+from vkdoctor.model.record import record
 
 #: VK_MAX_EXTENSION_NAME_SIZE: the loader copies at most this many characters of a token
 _MAX_TOKEN = 256

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from vkdoctor.context import Context
 from vkdoctor.loader import cjson, fileio
 from vkdoctor.loader.fields import (
     inspect_library,
@@ -30,7 +29,8 @@ from vkdoctor.loader.search import (
 )
 from vkdoctor.loader.stdlib import bare_stopped_at, find_bare
 from vkdoctor.loader.version import LoaderVersion, loader_version
-from vkdoctor.record import field, record
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import field, record
 
 #: nesting we follow before giving up (the loader's recursive cJSON has no limit)
 MAX_DEPTH = cjson.PARSE_CRASH_DEPTH

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from vkdoctor.context import Context
 from vkdoctor.loader import cjson, fileio
 from vkdoctor.loader.fields import (
     inspect_library,
@@ -34,7 +33,8 @@ from vkdoctor.loader.search import (
 from vkdoctor.loader.stdlib import find_bare
 from vkdoctor.loader.version import LoaderVersion, loader_version
 from vkdoctor.model import Remedy
-from vkdoctor.record import field, record
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import field, record
 
 # Manifest-level outcomes (one per file)
 FILE_OK = "ok"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vkdoctor.context import Context
+from vkdoctor.model.context import Context
 
 
 def host_path(ctx: Context, path: str) -> Path:

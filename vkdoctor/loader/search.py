@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 
-from vkdoctor.context import Context
 from vkdoctor.loader.rootpath import host_path
-from vkdoctor.record import record
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import record
 
 DRIVERS = "vulkan/icd.d"
 IMPLICIT_LAYERS = "vulkan/implicit_layer.d"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vkdoctor.context import Context
+from vkdoctor.model.context import Context
 
 
 def find_bare(ctx: Context, name: str) -> str | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Literal
 
 from vkdoctor.model import Remedy
-from vkdoctor.record import record
+from vkdoctor.model.record import record
 
 
 @record(frozen=True, kw_only=True)

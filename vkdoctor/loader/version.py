@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from vkdoctor.context import Context
 from vkdoctor.loader.stdlib import final_name
-from vkdoctor.record import record
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import record
 
 LOADER_SONAME = "libvulkan.so.1"
 _VERSIONED = re.compile(r"^libvulkan\.so\.(\d+)\.(\d+)\.(\d+)$")

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import IO
 
 from vkdoctor import children, trust
+from vkdoctor.model.record import field, record
 from vkdoctor.overlay import store
 from vkdoctor.overlay.errors import ArchiveError, StoreError, describe_os_error, store_hint
-from vkdoctor.record import field, record
 
 _MAGIC = {
     b"!<arch>\n": "deb",

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from vkdoctor import trust
-from vkdoctor.context import Context
 from vkdoctor.elf.defect import diagnose
 from vkdoctor.elf.reader import ElfError, read_elf
 from vkdoctor.elf.search import MAP_FAILED
-from vkdoctor.record import field, record
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import field, record
 
 #: at most this many /opt/*/lib directories are looked at
 MAX_OPT_DIRS = 32

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from vkdoctor.context import Context
-from vkdoctor.record import record, replace
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import record, replace
 
 if TYPE_CHECKING:
     from vkdoctor.elf.resolve import Resolution

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from vkdoctor.context import Context
+from vkdoctor.model.context import Context
 from vkdoctor.overlay.plan import Plan, chosen_dirs
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from vkdoctor.context import Context
+from vkdoctor.model.context import Context
 from vkdoctor.overlay.chain import Chain, from_resolution, resolve_chain
 from vkdoctor.overlay.plan import Plan, make_plan
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from vkdoctor.record import record
+from vkdoctor.model.record import record
 
 _SEPARATORS = re.compile(r"[:;]")
 

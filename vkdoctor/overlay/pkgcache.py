@@ -13,9 +13,9 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from vkdoctor.context import Context
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import record
 from vkdoctor.overlay.safety import family
-from vkdoctor.record import record
 
 CACHE_DIRS = ("/var/cache/pacman/pkg", "/var/cache/apt/archives")
 MAX_PACKAGES = 6

@@ -21,7 +21,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vkdoctor.context import Context
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import field, record, replace, to_json
 from vkdoctor.overlay import safety
 from vkdoctor.overlay.candidates import (
     Candidate,
@@ -36,7 +37,6 @@ from vkdoctor.overlay.candidates import (
 from vkdoctor.overlay.chain import Chain, with_ld_path
 from vkdoctor.overlay.errors import OverlayError
 from vkdoctor.overlay.ldpath import Dropped, LdPath, with_overlay
-from vkdoctor.record import field, record, replace, to_json
 
 if TYPE_CHECKING:
     from vkdoctor.overlay import store

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from vkdoctor import sonames
-from vkdoctor.record import record
+from vkdoctor.model import sonames
+from vkdoctor.model.record import record
 
 #: soname patterns an overlay never supplies, with the reason given to the user
 PROTECTED: tuple[tuple[re.Pattern[str], str], ...] = tuple(

@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from vkdoctor import trust
-from vkdoctor.context import Context
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import record
 from vkdoctor.overlay.errors import StoreError, describe_os_error, store_hint
-from vkdoctor.record import record
 
 #: directories the store never writes into, whatever the cache dir says
 SYSTEM_PREFIXES = (

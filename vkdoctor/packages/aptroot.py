@@ -19,8 +19,8 @@ from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
-from vkdoctor.context import Context
-from vkdoctor.files import LARGE, read_text
+from vkdoctor.model.context import Context
+from vkdoctor.model.files import LARGE, read_text
 
 #: root -> this process's private apt directory for it
 _DIRS: dict[str, str] = {}

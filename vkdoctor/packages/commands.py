@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from vkdoctor.record import record
+from vkdoctor.model.record import record
 
 
 @record(frozen=True, kw_only=True)
@@ -100,7 +100,7 @@ TABLE: dict[str, Manager] = {
     ),
 }
 
-#: the package family of each distribution family vkdoctor names (vkdoctor.host.distro_family)
+#: the package family of each distribution family vkdoctor names (vkdoctor.machine.host.distro_family)
 NATIVE = {"debian": "dpkg", "arch": "pacman", "fedora": "rpm"}
 
 #: how the managers of distributions whose database vkdoctor does not read install packages

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import PurePosixPath
 
-from vkdoctor import files
-from vkdoctor.context import Context
-from vkdoctor.record import record
+from vkdoctor.model import files
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import record
 
 
 @record(frozen=True, kw_only=True)

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from vkdoctor.model.record import record
 from vkdoctor.packages.model import Package, PackageDB, Relation
 from vkdoctor.packages.versions import satisfies
-from vkdoctor.record import record
 
 #: rpm requirements that are not package capabilities: files, rich booleans, rpm's own features
 _RPM_SKIP = ("/", "(", "rpmlib(", "rtld(", "config(")

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from vkdoctor import dpkgahead
-from vkdoctor.context import Context
+from vkdoctor.model.context import Context
 from vkdoctor.packages.dpkg import ADMINDIR, DpkgDB
 from vkdoctor.packages.model import Inventory, PackageDB, PackageDBError
 from vkdoctor.packages.pacman import PacmanDB, dbpath_from_conf
 from vkdoctor.packages.proc import which
 from vkdoctor.packages.rpm import DBPATHS, RpmDB, find_dbpath
+from vkdoctor.speed import dpkgahead
 
 
 def inventory(ctx: Context) -> Inventory:

@@ -23,10 +23,10 @@ from functools import cmp_to_key
 from pathlib import Path
 from typing import IO
 
-from vkdoctor.context import Context
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import record
 from vkdoctor.packages.proc import which
 from vkdoctor.packages.versions import rpm_compare
-from vkdoctor.record import record
 
 CACHE_DIRS = ("/var/cache/libdnf5", "/var/cache/dnf")
 _CACHE_NAME = re.compile(r"^(?P<repo>.+)-[0-9a-f]{16}$")

@@ -17,8 +17,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from vkdoctor.context import Context
-from vkdoctor.files import read_text
+from vkdoctor.model.context import Context
+from vkdoctor.model.files import read_text
 from vkdoctor.packages.dnfrepos import CACHE_DIRS, caches
 from vkdoctor.packages.proc import ToolRun, run_tool, which
 from vkdoctor.packages.rpm import RpmDB

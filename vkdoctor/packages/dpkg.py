@@ -12,9 +12,8 @@ from functools import cmp_to_key
 from pathlib import Path
 from typing import Any
 
-from vkdoctor import factcache
-from vkdoctor.context import Context
-from vkdoctor.files import LARGE, read_bytes, read_text
+from vkdoctor.model.context import Context
+from vkdoctor.model.files import LARGE, read_bytes, read_text
 from vkdoctor.packages.aptroot import apt_env
 from vkdoctor.packages.deps import unmet
 from vkdoctor.packages.listgrep import ListSearch
@@ -22,6 +21,7 @@ from vkdoctor.packages.model import Consistency, Family, Package, Relation
 from vkdoctor.packages.paths import spellings
 from vkdoctor.packages.proc import RunningTool, ToolRun, run_tool, start_tool, which
 from vkdoctor.packages.versions import dpkg_compare
+from vkdoctor.speed import factcache
 
 ADMINDIR = "/var/lib/dpkg"
 #: Status "want flag status": the last word, for packages whose files are on disk
@@ -124,7 +124,7 @@ def _package(
 
 
 def _encoded(pkgs: Sequence[Package]) -> tuple[object, ...]:
-    """Packages as marshal carries them (vkdoctor.factcache)."""
+    """Packages as marshal carries them (vkdoctor.speed.factcache)."""
 
     def rels(rs: Sequence[Relation]) -> tuple[tuple[str, str | None, str | None], ...]:
         return tuple((r.name, r.op, r.version) for r in rs)
@@ -220,7 +220,7 @@ class DpkgDB:
         self._audit_store: tuple[factcache.Store, tuple[object, ...]] | None = None
         self._search: ListSearch | None = None
         self._listing: list[tuple[str, str]] | None = None
-        #: the store of earlier runs' answers, and this listing's key in it (vkdoctor.factcache)
+        #: the store of earlier runs' answers, and this listing's key in it (vkdoctor.speed.factcache)
         self._kept: tuple[factcache.Store, tuple[object, ...]] | None = None
 
     @property
@@ -579,8 +579,8 @@ class DpkgDB:
         return None
 
     def warm(self) -> None:
-        """Compute and keep (vkdoctor.factcache) what the database's files alone answer: the
-        packages, the unmet dependencies and `dpkg --audit`'s verdict (vkdoctor.dpkgahead);
+        """Compute and keep (vkdoctor.speed.factcache) what the database's files alone answer: the
+        packages, the unmet dependencies and `dpkg --audit`'s verdict (vkdoctor.speed.dpkgahead);
         the tool runs while the status file is parsed."""
         self.prefetch()
         self.packages()

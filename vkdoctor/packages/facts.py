@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vkdoctor.record import record
+from vkdoctor.model.record import record
 
 
 @record(frozen=True, kw_only=True)

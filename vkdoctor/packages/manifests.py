@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 
-from vkdoctor.context import Context
-from vkdoctor.files import LARGE, read_bytes
+from vkdoctor.model.context import Context
+from vkdoctor.model.files import LARGE, read_bytes
+from vkdoctor.model.record import record
 from vkdoctor.packages.dpkg import DpkgDB
 from vkdoctor.packages.model import Package
 from vkdoctor.packages.proc import ToolRun, run_tool, which
-from vkdoctor.record import record
 
 #: where Debian's driver packages put their manifests
 MANIFEST_DIRS = ("/usr/share/vulkan/icd.d/", "/etc/vulkan/icd.d/")

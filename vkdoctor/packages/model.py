@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, Protocol
 
+from vkdoctor.model.record import field, record
 from vkdoctor.packages.proc import ToolRun
-from vkdoctor.record import field, record
 
 Family = Literal["dpkg", "pacman", "rpm"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
-from vkdoctor.sonames import family
+from vkdoctor.model.sonames import family
 
 #: Vulkan driver library stem -> the name people use for it
 DRIVER_NAMES = {
@@ -31,7 +31,7 @@ DRIVER_NAMES = {
 
 def stem(soname_or_path: str) -> str:
     """`/usr/lib/libLLVM.so.23.1` -> `libLLVM`; `libLLVM-15.so.1` and `libLLVM-17git.so` ->
-    `libLLVM` (vkdoctor.sonames.family; a name without ".so" is its own stem)."""
+    `libLLVM` (vkdoctor.model.sonames.family; a name without ".so" is its own stem)."""
     name = PurePosixPath(soname_or_path).name
     return family(name) or name
 

@@ -4,8 +4,8 @@ into /tmp or /opt by hand."""
 
 from __future__ import annotations
 
-from vkdoctor.context import Context
 from vkdoctor.model import Remedy
+from vkdoctor.model.context import Context
 from vkdoctor.packages.detect import inventory
 from vkdoctor.packages.model import Package
 
@@ -96,7 +96,7 @@ def verified_owner(ctx: Context, path: str) -> tuple[str, bool | None] | None:
         real = ctx.resolve(path)
     except OSError:
         return None
-    file = str(real) if ctx.live else "/" + str(real.relative_to(ctx.root))
+    file = ctx.inside(real)
     pkgs = _owners(ctx, file)
     if not pkgs:
         return None

@@ -16,8 +16,8 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from vkdoctor.context import Context
-from vkdoctor.files import SMALL, read_bytes, read_text
+from vkdoctor.model.context import Context
+from vkdoctor.model.files import SMALL, read_bytes, read_text
 from vkdoctor.packages.model import Consistency, Family, Package, Relation
 from vkdoctor.packages.paths import spellings
 from vkdoctor.packages.proc import RunningTool, ToolRun, run_tool, start_tool

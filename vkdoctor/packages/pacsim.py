@@ -20,11 +20,11 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from vkdoctor.context import Context
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import field, record
 from vkdoctor.packages.pacman import PacmanDB, ignored
 from vkdoctor.packages.proc import ToolRun, run_tool, which
 from vkdoctor.packages.simulate import Simulation, simulated, tree_of, unsimulated
-from vkdoctor.record import field, record
 
 #: the Vulkan loader's packages on Arch
 LOADER_PACKAGES = ("vulkan-icd-loader", "lib32-vulkan-icd-loader")

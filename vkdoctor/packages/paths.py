@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import PurePosixPath
 
-from vkdoctor.context import Context
+from vkdoctor.model.context import Context
 
 #: top-level directories that merged-/usr systems turn into symlinks into /usr
 USRMERGE = ("lib", "lib32", "lib64", "libx32", "bin", "sbin")

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from vkdoctor import children
-from vkdoctor.record import record
+from vkdoctor.model.record import record
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -25,7 +25,7 @@ class ToolRun:
     #: why it did not produce a return code: "not found", "timeout after 30s", an OSError text
     problem: str | None = None
     #: the answer an earlier run got from the tool for inputs of the same identity
-    #: (vkdoctor.factcache): the tool did not run this time
+    #: (vkdoctor.speed.factcache): the tool did not run this time
     kept: bool = False
 
     @property

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from vkdoctor.model import Remedy
+from vkdoctor.model.record import replace
 from vkdoctor.packages import commands
 from vkdoctor.packages.commands import sudo_line
-from vkdoctor.record import replace
 
 _FAMILIES = tuple(commands.TABLE)
 

@@ -11,14 +11,14 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from vkdoctor import files
-from vkdoctor.context import Context
+from vkdoctor.model import files
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import replace
 from vkdoctor.packages.deps import unmet
 from vkdoctor.packages.model import Consistency, Family, Package, PackageDBError, Relation
 from vkdoctor.packages.paths import resolve_in_root, spellings
 from vkdoctor.packages.proc import ToolRun, run_tool, which
 from vkdoctor.packages.versions import rpm_compare
-from vkdoctor.record import replace
 
 #: where rpm keeps its database (Fedora >= 36 first), and the files that mark a real one
 DBPATHS = ("/usr/lib/sysimage/rpm", "/var/lib/rpm")

@@ -16,11 +16,11 @@ import shlex
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from vkdoctor.context import Context
-from vkdoctor.files import LARGE, read_text
+from vkdoctor.model.context import Context
+from vkdoctor.model.files import LARGE, read_text
+from vkdoctor.model.record import field, record, replace
 from vkdoctor.packages.aptroot import apt_env, architectures
 from vkdoctor.packages.proc import ToolRun, run_tool, which
-from vkdoctor.record import field, record, replace
 
 #: the Vulkan loader's package: a fix that removes it leaves nothing to load a driver
 LOADER_PACKAGES = ("libvulkan1",)

@@ -13,9 +13,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
-from vkdoctor.context import Context
-from vkdoctor.digits import numbers_key, saturated
 from vkdoctor.model import Remedy, Severity
+from vkdoctor.model.context import Context
+from vkdoctor.model.digits import numbers_key, saturated
+from vkdoctor.model.record import field, record
 from vkdoctor.packages import commands
 from vkdoctor.packages import remedy as fixes
 from vkdoctor.packages.conda import CondaPackage
@@ -23,7 +24,6 @@ from vkdoctor.packages.facts import MissingSoname, MissingVersion, StackFile
 from vkdoctor.packages.model import Inventory, Package, PackageDB, Relation
 from vkdoctor.packages.names import driver_name, library_label, numbers, stem
 from vkdoctor.packages.remedy import done, line, run, said
-from vkdoctor.record import field, record
 
 Owners = Mapping[str, tuple[Package, ...]]
 

@@ -10,9 +10,9 @@ import os
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
-from vkdoctor.context import Context
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import replace
 from vkdoctor.packages.facts import MissingSoname, MissingVersion, StackFacts, StackFile
-from vkdoctor.record import replace
 
 if TYPE_CHECKING:
     from vkdoctor.elf.resolve import Resolution

@@ -14,9 +14,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from vkdoctor.context import Context
-from vkdoctor.files import LARGE, read_text
 from vkdoctor.model import Remedy, Severity
+from vkdoctor.model.context import Context
+from vkdoctor.model.files import LARGE, read_text
+from vkdoctor.model.record import replace
 from vkdoctor.packages import commands
 from vkdoctor.packages import remedy as fixes
 from vkdoctor.packages.commands import sudo_line
@@ -28,7 +29,6 @@ from vkdoctor.packages.rpm import RpmDB
 from vkdoctor.packages.simulate import LOADER_PACKAGES, Simulation, first_that_works
 from vkdoctor.packages.skew import Diagnosis
 from vkdoctor.packages.versions import satisfies
-from vkdoctor.record import replace
 
 _FIX = re.compile(r" Fix: (.+?)\.(?: |$)")
 _EMBEDDED = re.compile(r"(sudo apt(?:-get)? (?:(?!&&)[^;()])*?)(?:\.(?:\s|$)|;|\)|$)")

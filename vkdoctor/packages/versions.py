@@ -12,7 +12,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Literal
 
-from vkdoctor.digits import digits_key, is_digits
+from vkdoctor.model.digits import digits_key, is_digits
 
 Family = Literal["dpkg", "pacman", "rpm"]
 

@@ -1,13 +1,13 @@
 """`vkdoctor diff` and `vkdoctor summary` as text (wrapped to the terminal's width), Markdown
-(GitHub's job summary) and JSON. Takes vkdoctor.compare's results, nothing else."""
+(GitHub's job summary) and JSON. Takes vkdoctor.model.compare's results, nothing else."""
 
 from __future__ import annotations
 
 import textwrap
 from collections.abc import Iterable, Sequence
 
-from vkdoctor.compare import Change, Comparison, FindingDiff, Fleet
-from vkdoctor.record import asdict
+from vkdoctor.model.compare import Change, Comparison, FindingDiff, Fleet
+from vkdoctor.model.record import asdict
 from vkdoctor.render.escape import json_text, visible, visible_report
 
 _EXIT = {"pass": 0, "fail": 1, "error": 3}
@@ -187,7 +187,11 @@ def summary_text(fleet: Fleet, *, width: int = 80) -> str:
         out += _groups_text(fleet, width)
     if fleet.unreadable:
         out += ["", f"Not read ({len(fleet.unreadable)}):"]
-        out += [ln for path, why in fleet.unreadable for ln in _wrap(f"{path}: {why}", width, "  ", "    ")]
+        out += [
+            ln
+            for path, why in fleet.unreadable
+            for ln in _wrap(f"{path}: {why}", width, "  ", "    ")
+        ]
     pair = _pair(fleet)
     if pair:
         out += ["", "Why one fails where another passes:"]

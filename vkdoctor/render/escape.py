@@ -30,7 +30,7 @@ import secrets
 import unicodedata
 from typing import Any, TypeVar
 
-from vkdoctor.record import is_record, replace
+from vkdoctor.model.record import is_record, replace
 
 T = TypeVar("T")
 
@@ -100,9 +100,9 @@ def visible_report(value: T) -> T:
 
 
 def _visible_value(value: Any, *, prose: bool) -> Any:
-    if isinstance(value, enum.Enum) or (not isinstance(value, str | tuple | list | dict) and not (
-        is_record(value)
-    )):
+    if isinstance(value, enum.Enum) or (
+        not isinstance(value, str | tuple | list | dict) and not (is_record(value))
+    ):
         return value
     if isinstance(value, str):
         return visible(value, prose=prose)
@@ -114,8 +114,7 @@ def _visible_value(value: Any, *, prose: bool) -> Any:
         )
     if isinstance(value, dict):
         return {
-            _visible_value(k, prose=False): _visible_value(v, prose=prose)
-            for k, v in value.items()
+            _visible_value(k, prose=False): _visible_value(v, prose=prose) for k, v in value.items()
         }
     return type(value)(_visible_value(v, prose=prose) for v in value)
 

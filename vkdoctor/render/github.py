@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from vkdoctor.model import CheckResult, Finding, Report, ReportStatus, Severity
+from vkdoctor.model.report_records import DriverRow, OverlayReport, ProbeResult
 from vkdoctor.render import PROBE_FAMILY_PREFIX
 from vkdoctor.render import text as text_render
 from vkdoctor.render.escape import (
@@ -23,7 +24,6 @@ from vkdoctor.render.escape import (
     visible_report,
 )
 from vkdoctor.render.style import Style
-from vkdoctor.report_records import DriverRow, OverlayReport, ProbeResult
 
 
 def escape_data(value: str) -> str:

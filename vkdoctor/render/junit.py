@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Report, Severity
-from vkdoctor.record import field, record
+from vkdoctor.model.record import field, record
 from vkdoctor.render import PROBE_FAMILY_PREFIX, escape_bytes, hex_escape
 from vkdoctor.render.escape import visible_report, xml_no_commands
 
 if TYPE_CHECKING:
-    from vkdoctor.probe_records import ProbeCase, ProbeRung
-    from vkdoctor.report_records import ProbeResult
+    from vkdoctor.model.probe_records import ProbeCase, ProbeRung
+    from vkdoctor.model.report_records import ProbeResult
 
 # XML 1.0 forbids most control characters even when escaped; a driver's stderr can hold them.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -88,7 +88,9 @@ def _overall_case(probe: ProbeResult) -> _Case:
     backend = probe.backend
     where = f" on {name}" + (f" ({backend})" if backend else "") if name else ""
     overall = _Case(
-        classname="vkdoctor.probe", name="probe" + where, seconds=float(probe.seconds or 0.0)
+        classname="vkdoctor.children.probe",
+        name="probe" + where,
+        seconds=float(probe.seconds or 0.0),
     )
     details = [f"status: {status}{where}"]
     if probe.summary:
@@ -102,7 +104,9 @@ def _overall_case(probe: ProbeResult) -> _Case:
 
 def _rung_case(rung: ProbeRung) -> _Case:
     case = _Case(
-        classname="vkdoctor.probe", name=f"ladder {rung.rung}", seconds=float(rung.seconds or 0.0)
+        classname="vkdoctor.children.probe",
+        name=f"ladder {rung.rung}",
+        seconds=float(rung.seconds or 0.0),
     )
     if rung.ok:
         case.output = [f"rung {rung.rung} passed"]
@@ -114,7 +118,7 @@ def _rung_case(rung: ProbeRung) -> _Case:
 
 def _rmsnorm_case(item: ProbeCase, tolerance: float | None) -> _Case:
     case = _Case(
-        classname="vkdoctor.probe",
+        classname="vkdoctor.children.probe",
         name=f"{item.name or 'rmsnorm'} rows={item.rows} d={item.d}",
         seconds=_case_seconds(item),
     )
@@ -161,7 +165,9 @@ def _probe_cases(probe: ProbeResult, *, overall_case: bool) -> list[_Case]:
     for name in planned:
         if name not in ran:
             cases.append(
-                _Case(classname="vkdoctor.probe", name=name, outcome=("skipped", why, "", ""))
+                _Case(
+                    classname="vkdoctor.children.probe", name=name, outcome=("skipped", why, "", "")
+                )
             )
     # The overall case carries the time the cases do not account for (start-up, adapter).
     overall.seconds = max(0.0, overall.seconds - sum(c.seconds for c in cases[1:]))

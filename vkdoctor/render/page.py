@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from vkdoctor.record import record
+from vkdoctor.model.record import record
 from vkdoctor.render.wrap import KEEP as _KEEP
 from vkdoctor.render.wrap import visible_len, wrap
 

@@ -6,11 +6,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from vkdoctor.model import Severity
+from vkdoctor.model.probe_records import disabled_setting
 
 if TYPE_CHECKING:
-    from vkdoctor.probe_records import ProbeCase, ProbeDetails
+    from vkdoctor.model.probe_records import ProbeCase, ProbeDetails
+    from vkdoctor.model.report_records import ProbeResult
     from vkdoctor.render.style import Style
-    from vkdoctor.report_records import ProbeResult
 
 
 def _err(v: float | None) -> str:
@@ -113,8 +114,6 @@ def probe_lines(result: ProbeResult, style: Style) -> list[str]:
     # the summary is VKR001's line, right above this section
     lines = [head]
     if probe.disabled:
-        from vkdoctor.probe_report import disabled_setting
-
         setting, _ = disabled_setting(probe.disabled)
         lines.append(
             f"    ran with {setting}: they crash or hang every Vulkan program (VKT001, VKT003)"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from vkdoctor.model import Severity
-from vkdoctor.record import record
+from vkdoctor.model.record import record
 
 _GLYPH = {
     Severity.OK: "✓",

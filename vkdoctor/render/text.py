@@ -6,10 +6,10 @@ import re
 from collections.abc import Mapping, Sequence
 
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Report, ReportStatus, Severity
+from vkdoctor.model.report_records import ProbeResult
 from vkdoctor.render import hex_escape
 from vkdoctor.render.escape import visible_report
 from vkdoctor.render.style import Style
-from vkdoctor.report_records import ProbeResult
 
 
 def _without_fix(message: str, remedy: str | None) -> str:

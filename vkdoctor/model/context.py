@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
-from vkdoctor import inputs
-from vkdoctor.record import field, record
+from vkdoctor.model import inputs
+from vkdoctor.model.record import field, record
 
 T = TypeVar("T")
 
@@ -83,6 +83,17 @@ class Context:
         if self.live:
             return Path(p)
         return self.root / p.relative_to("/")
+
+    def inside(self, host: Path) -> str:
+        """The path inside root of the host path `host`, as the tree's programs see it (the
+        inverse of `under`); `host` itself on the live machine or when it lies outside root."""
+        if self.live:
+            return str(host)
+        try:
+            rel = host.relative_to(self.root)
+        except ValueError:
+            return str(host)
+        return "/" + str(rel) if str(rel) != "." else "/"
 
     def resolve(self, path: str | PurePosixPath) -> Path:
         """The host path of `path` with every symlink followed inside root.
@@ -156,7 +167,7 @@ class Context:
             return self._facts[compute]  # type: ignore[no-any-return]
 
 
-#: a Context computed before the command line was read (vkdoctor.loadtest.start_early)
+#: a Context computed before the command line was read (vkdoctor.children.loadtest.start_early)
 _offered: list[Context] = []
 
 

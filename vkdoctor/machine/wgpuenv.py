@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from vkdoctor.record import record
+from vkdoctor.model.record import record
 
 #: wgpu-py's enum_str2int["BackendType"] keys (case-sensitive), and what each means on Linux
 PY_BACKENDS = {

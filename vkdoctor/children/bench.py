@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vkdoctor import gpuspec
-from vkdoctor.digits import is_digits, saturated
-from vkdoctor.probe import ProbeRequest, run_probe
+from vkdoctor.children.probe import ProbeRequest, run_probe
+from vkdoctor.machine import gpuspec
+from vkdoctor.model.digits import is_digits, saturated
 from vkdoctor.resources import probes_dir, shaders_dir
 
 BENCH_SCRIPT = "bench.py"

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import resource
 
-from vkdoctor.record import record
-from vkdoctor.units import format_size
+from vkdoctor.model.record import record
+from vkdoctor.model.units import format_size
 
 KIB = 1024
 MIB = 1024 * KIB

@@ -19,7 +19,6 @@ MAX_BYTES = 16 * 1024 * 1024
 MAX_NODES = 200_000
 
 
-
 class ReportError(Exception):
     """The file cannot be read as a vkdoctor report of this schema version."""
 
@@ -51,7 +50,7 @@ def load(path: str) -> dict[str, Any]:
             f"({_self_version()}) reads schema version {SCHEMA_VERSION}: compare it with the "
             "vkdoctor that wrote it"
         )
-    from vkdoctor.reportschema import problem
+    from vkdoctor.model.reportschema import problem
 
     why = problem(doc)
     if why:
@@ -167,7 +166,9 @@ def _json_files(path: str) -> tuple[list[str], list[tuple[str, str]]]:
                 if (here.st_dev, here.st_ino) in seen:
                     problems.append((entry.path, "a link back to a folder already read; skipped"))
                 elif depth + 1 > MAX_FOLDER_DEPTH:
-                    problems.append((entry.path, f"deeper than {MAX_FOLDER_DEPTH} folders; skipped"))
+                    problems.append(
+                        (entry.path, f"deeper than {MAX_FOLDER_DEPTH} folders; skipped")
+                    )
                 else:
                     seen.add((here.st_dev, here.st_ino))
                     below.append((entry.path, depth + 1))

@@ -1,10 +1,10 @@
 """A `check --no-probe` again on a machine where nothing it read has changed.
 
 A run that passed records, besides its report, every look it took at the machine
-(vkdoctor.inputs) and the situation it ran in: its arguments, folder, environment (as a
+(vkdoctor.model.inputs) and the situation it ran in: its arguments, folder, environment (as a
 digest), user and groups, limits, umask, namespaces, interpreter and terminal. The next run
 in the same situation looks again; when every look sees what it saw, that run still loads
-every driver for real (the load test, vkdoctor.loadtest) and runs again the checks that read
+every driver for real (the load test, vkdoctor.children.loadtest) and runs again the checks that read
 what changes with no file changing (free space, memory: `LIVE`). Only when the load test and
 each of those checks find exactly what they found before is the report the last one, printed
 as it was, without importing or running the rest. Anything else, and the run is a full one.
@@ -24,12 +24,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vkdoctor import factcache, inputs
+from vkdoctor.model import inputs
+from vkdoctor.speed import factcache
 
 if TYPE_CHECKING:
     from vkdoctor.checks.base import Check
-    from vkdoctor.context import Context, Options
     from vkdoctor.model import CheckResult
+    from vkdoctor.model.context import Context, Options
 
 #: bumped when what is kept changes shape
 FORMAT = 1
@@ -178,7 +179,7 @@ def note_checks(ctx: Context) -> None:
 
 
 def _options(kept: Mapping[str, Any]) -> Options:
-    from vkdoctor.context import Options
+    from vkdoctor.model.context import Options
 
     return Options(
         search_paths=tuple(Path(p) for p in kept["search_paths"]),
@@ -198,7 +199,7 @@ def _options(kept: Mapping[str, Any]) -> Options:
 def normal_load_test(run: Any) -> Any:
     """The load test's result without what differs between two equal runs (times, how its
     first child began)."""
-    from vkdoctor.record import to_json
+    from vkdoctor.model.record import to_json
 
     doc = to_json(run)
     for key in ("seconds", "first_child"):
@@ -209,7 +210,7 @@ def normal_load_test(run: Any) -> Any:
 
 
 def _encoded(result: CheckResult) -> tuple[Any, ...]:
-    from vkdoctor.offload import encode
+    from vkdoctor.speed.offload import encode
 
     return encode(result)[:-1]  # all but its time
 
@@ -224,8 +225,8 @@ def _shown(encoded: Sequence[Any]) -> tuple[Any, ...]:
 def _code_files() -> list[str]:
     """vkdoctor's own modules, and the load test's script: another vkdoctor gives another
     report. Every module of the package, not only those this process imported: the package
-    checks run in a fork (vkdoctor.offload) that imports some of theirs there alone."""
-    here = Path(__file__).parent
+    checks run in a fork (vkdoctor.speed.offload) that imports some of theirs there alone."""
+    here = Path(__file__).parent.parent  # the package
     files = {
         str(m.__file__)
         for m in list(sys.modules.values())
@@ -281,7 +282,7 @@ def save(code: int | str | None) -> None:
 
 
 #: what `attempt` did: printed the last report; started the load test, whose result the full
-#: run takes (its facts are offered, vkdoctor.context); or nothing at all
+#: run takes (its facts are offered, vkdoctor.model.context); or nothing at all
 REPLAYED, STARTED, UNTOUCHED = "replayed", "started", "untouched"
 
 
@@ -294,7 +295,7 @@ def attempt(cache_dir: Path) -> str:
     entry = store.get(situation(os.environ)) if store is not None else None
     if entry is None or not _unchanged(entry):
         return UNTOUCHED
-    from vkdoctor.context import Context, offer_facts
+    from vkdoctor.model.context import Context, offer_facts
 
     ctx = Context(
         root=Path("/"),
@@ -336,8 +337,8 @@ def _same_again(ctx: Context, entry: Mapping[str, Any]) -> bool:
     from vkdoctor import facts
     from vkdoctor.facts.kept import give
     from vkdoctor.facts.selection import selected_codes
-    from vkdoctor.offload import decode
     from vkdoctor.runner import run_one
+    from vkdoctor.speed.offload import decode
 
     give(ctx, entry["kept_facts"])  # the same files read: the same scan, the same loader
     kept = dict(entry["results"])

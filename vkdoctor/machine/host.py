@@ -9,9 +9,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from vkdoctor import __version__
-from vkdoctor.context import Context
-from vkdoctor.files import read_text
-from vkdoctor.report_records import Distro, HostCpu, HostLoader, HostMemory, HostReport
+from vkdoctor.model.context import Context
+from vkdoctor.model.files import read_text
+from vkdoctor.model.report_records import Distro, HostCpu, HostLoader, HostMemory, HostReport
 
 
 def os_release(ctx: Context) -> dict[str, str]:

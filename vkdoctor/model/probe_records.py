@@ -2,14 +2,14 @@
 ladder's rungs, the RMSNorm cases, the capability ladder and the plan. `details_of` reads them
 once from the probe's document, which comes from a child process: an entry that is not an
 object is left out and a value of the wrong type reads as None, so a renderer never fails on it.
-The report's JSON is the document itself (vkdoctor.report_records.ProbeResult)."""
+The report's JSON is the document itself (vkdoctor.model.report_records.ProbeResult)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vkdoctor.record import record
+from vkdoctor.model.record import record
 
 
 @record(frozen=True, kw_only=True)
@@ -238,7 +238,7 @@ def _disabled(value: object) -> dict[str, tuple[str, ...]]:
 
 
 def details_of(document: Mapping[str, Any]) -> ProbeDetails:
-    """The typed details of the probe's `document` (vkdoctor.probe's object)."""
+    """The typed details of the probe's `document` (vkdoctor.children.probe's object)."""
     adapter = document.get("adapter")
     tail = document.get("stderr_tail")
     return ProbeDetails(
@@ -255,3 +255,21 @@ def details_of(document: Mapping[str, Any]) -> ProbeDetails:
         stderr_tail=tuple(map(str, tail)) if isinstance(tail, list) else (),
         plan=_plan(document.get("plan")),
     )
+
+
+#: a layer this variable forces on can only be kept out by unsetting it
+FORCING = "VK_LOADER_LAYERS_ENABLE"
+
+
+def disabled_setting(off: Mapping[str, Sequence[str]]) -> tuple[str, tuple[str, ...]]:
+    """What the probe ran with (its `disabled` variables), in words and as shell commands."""
+    said = []
+    shell = []
+    for var, names in off.items():
+        if var == FORCING:
+            said.append(f"{var} unset")
+            shell.append(f"unset {var}")
+        else:
+            said.append(f"{var}={','.join(names)}")
+            shell.append(f"export {var}={','.join(names)}")
+    return " ".join(said), tuple(shell)

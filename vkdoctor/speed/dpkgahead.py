@@ -4,7 +4,7 @@ A run with nothing kept yet (a fresh cache, as in a CI container) spends its fir
 one core: the interpreter, its imports, the manifest scan. The package checks then parse the
 status file and look for unmet dependencies (~70 ms), which depend on the database's files
 alone. So vkdoctor.launch forks, as it starts, a process that computes them, with `dpkg
---audit`'s verdict, and keeps them in vkdoctor's fact cache (vkdoctor.factcache, under the
+--audit`'s verdict, and keeps them in vkdoctor's fact cache (vkdoctor.speed.factcache, under the
 identities of the files they come from, as every run keeps them); the package checks wait for
 it (`wait`) and then find what a second run finds. What is kept decides only how soon the
 checks have it: a fork that fails, or a cache it cannot write, leaves them to compute it, as
@@ -14,6 +14,8 @@ before.
 from __future__ import annotations
 
 import os
+
+from vkdoctor.speed.forks import fork_piped
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -31,27 +33,17 @@ def start(env: Mapping[str, str], cwd: str, timeout: float) -> None:
     if _pending:
         return
     parent = os.getpid()
-    try:
-        read, write = os.pipe()
-    except OSError:
-        return
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(read)
-        os.close(write)
-        return
-    if pid == 0:
-        os.close(read)
-        _work(env, cwd, timeout, parent)  # never returns; the pipe closes with the process
-    os.close(write)
-    _pending.append((pid, read, parent))
+    # _work never returns: the pipe closes with the process
+    forked = fork_piped(lambda _: _work(env, cwd, timeout, parent), False)
+    if forked is not None:
+        pid, (read,) = forked
+        _pending.append((pid, read, parent))
 
 
 def wait(limit: float = WAIT_LIMIT) -> None:
     """Until the process `start` forked has kept what it found, or `limit` seconds (at most
     WAIT_LIMIT) have passed: a `dpkg --audit` that hangs there would hang here too. Also in a
-    fork of this process (vkdoctor.offload): the pipe is read, not the child."""
+    fork of this process (vkdoctor.speed.offload): the pipe is read, not the child."""
     if not _pending:
         return
     pid, read, parent = _pending.pop()
@@ -85,10 +77,10 @@ def _work(env: Mapping[str, str], cwd: str, timeout: float, parent: int) -> None
         _die_with_parent(parent)
         from pathlib import Path
 
-        from vkdoctor import factcache
         from vkdoctor.cachedir import cache_home
-        from vkdoctor.context import Context, Options
+        from vkdoctor.model.context import Context, Options
         from vkdoctor.packages.dpkg import ADMINDIR, DpkgDB
+        from vkdoctor.speed import factcache
 
         ctx = Context(
             env=dict(env),

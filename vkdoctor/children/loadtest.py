@@ -22,13 +22,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from vkdoctor import checkargs, children, terminate, zygote
+from vkdoctor import checkargs, children, terminate
 from vkdoctor.cachedir import load_test_env
-from vkdoctor.context import Context, offer_facts
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.model import Remedy, Severity
-from vkdoctor.record import field, record, replace
+from vkdoctor.model.context import Context, offer_facts
+from vkdoctor.model.record import field, record, replace
 from vkdoctor.resources import probes_dir
+from vkdoctor.speed import zygote
 
 #: a step longer than this is a hang; a real GPU driver creates its instance in well under a second
 STEP_TIMEOUT = 10.0
@@ -181,7 +182,7 @@ class LoadTestRun:
     stopped: str | None = None
     #: why a child could not be started (then `stopped` says so too)
     spawn_error: str | None = None
-    #: how the first child began: "forked" (waiting since vkdoctor started, vkdoctor.zygote),
+    #: how the first child began: "forked" (waiting since vkdoctor started, vkdoctor.speed.zygote),
     #: "ahead" (forked, and handed the request the last run in this environment began with,
     #: which is this one's: zygote.hand_ahead) or "started" (a new program)
     first_child: str | None = None
@@ -330,7 +331,7 @@ class _Folder:
 
 def _log_folder() -> _Folder | tempfile.TemporaryDirectory[str]:
     """A new folder of the user's alone for the child's output, made as tempfile makes one in
-    the usual case (vkdoctor.zygote: without importing tempfile, with shutil and random ~8 ms);
+    the usual case (vkdoctor.speed.zygote: without importing tempfile, with shutil and random ~8 ms);
     tempfile's own where that cannot be made (TMPDIR names no folder: tempfile tries others)."""
     made = zygote.private_directory(os.environ)
     if made is not None:
@@ -345,7 +346,7 @@ if TYPE_CHECKING:  # subprocess and tempfile are imported only when a program is
     import tempfile
 
     #: the load-test child: a program started for it, or the child forked at launch
-    #: (vkdoctor.zygote)
+    #: (vkdoctor.speed.zygote)
     ChildProcess = subprocess.Popen[bytes] | zygote.ForkedChild
 
 
@@ -551,7 +552,7 @@ class LoadTest:
 
     def _adopt_ahead(self) -> bool:
         """Take the child handed this test's first request as vkdoctor started
-        (vkdoctor.zygote.hand_ahead), if that is the request this test would send now."""
+        (vkdoctor.speed.zygote.hand_ahead), if that is the request this test would send now."""
         if not zygote.ahead_pending():
             return False
         first = self._next_request(Path("/"))
@@ -780,8 +781,8 @@ def start_early(argv: Sequence[str], env: Mapping[str, str]) -> None:
     if timeout is None:
         return
     from vkdoctor.cachedir import cache_home
-    from vkdoctor.context import Options
     from vkdoctor.loader import load_targets
+    from vkdoctor.model.context import Options
 
     try:
         ctx = Context(

@@ -11,11 +11,11 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from vkdoctor import files
-from vkdoctor.context import Context
-from vkdoctor.model import Remedy, Severity
-from vkdoctor.record import record
-from vkdoctor.units import format_size
+from vkdoctor.model import Remedy, Severity, files
+from vkdoctor.model.context import Context
+from vkdoctor.model.mountinfo import parse as parse_mountinfo
+from vkdoctor.model.record import record
+from vkdoctor.model.units import format_size
 
 
 @record(frozen=True, kw_only=True)
@@ -395,15 +395,13 @@ def mount_of(path: Path, mountinfo: str) -> Mount | None:
     """The mount that holds `path` (the longest mount point above it) in /proc/self/mountinfo."""
     real = str(path.resolve())
     best: Mount | None = None
-    for line in mountinfo.splitlines():
-        parts = line.split()
-        if " - " not in line or len(parts) < 6:
+    for line in parse_mountinfo(mountinfo):
+        point, fstype = line.point, line.fstype
+        if fstype is None:
             continue
-        point = parts[4].replace("\\040", " ")
-        fstype = line.split(" - ", 1)[1].split()[0]
         inside = real == point or real.startswith(point.rstrip("/") + "/")
         if inside and (best is None or len(point) >= len(best.point)):
-            best = Mount(point=point, fstype=fstype, options=tuple(parts[5].split(",")))
+            best = Mount(point=point, fstype=fstype, options=line.options)
     return best
 
 

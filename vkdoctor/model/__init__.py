@@ -6,8 +6,8 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
-from vkdoctor.record import field, record, to_json
-from vkdoctor.report_records import (
+from vkdoctor.model.record import field, record, to_json
+from vkdoctor.model.report_records import (
     DriverRow,
     DriverSearch,
     HostReport,

@@ -25,7 +25,7 @@ import stat
 import sys
 
 # os, stat, sys and marshal only: the load test's request handed ahead is read through here
-# before pathlib or typing is imported (vkdoctor.zygote)
+# before pathlib or typing is imported (vkdoctor.speed.zygote)
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Hashable, Sequence

@@ -17,9 +17,9 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from vkdoctor import files
-from vkdoctor.context import Context
-from vkdoctor.record import record
+from vkdoctor.model import files
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import record
 
 PCI_DEVICES = "/sys/bus/pci/devices"
 #: PCI vendor IDs

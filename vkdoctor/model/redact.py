@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from vkdoctor.model import CheckResult, Finding, Report
-from vkdoctor.record import is_record, record, replace
+from vkdoctor.model.record import is_record, record, replace
 
 USER = "<user>"
 HOST = "<host>"

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from vkdoctor import files
+from vkdoctor.model import files
 from vkdoctor.packages.proc import run_tool
 from vkdoctor.resources import bandwidth_table_path
 

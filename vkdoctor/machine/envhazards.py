@@ -12,8 +12,6 @@ import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 
-from vkdoctor import files
-from vkdoctor.context import Context
 from vkdoctor.loader.search import (
     SECURE_VARIABLES,
     SearchEntry,
@@ -21,7 +19,9 @@ from vkdoctor.loader.search import (
     implicit_layer_plan,
     secure_getenv,
 )
-from vkdoctor.record import record
+from vkdoctor.model import files
+from vkdoctor.model.context import Context
+from vkdoctor.model.record import record
 
 #: the driver override variables, in the loader's order of precedence
 OVERRIDES = ("VK_DRIVER_FILES", "VK_ICD_FILENAMES")

@@ -16,7 +16,7 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from vkdoctor.report_records import OverlayReport
+from vkdoctor.model.report_records import OverlayReport
 
 
 class GithubEnvError(Exception):

@@ -1,5 +1,5 @@
 """Why it works there and not here: two reports compared (`vkdoctor diff`), and many reports
-summed up (`vkdoctor summary`). Pure functions on the JSON reports (vkdoctor.reportfile reads
+summed up (`vkdoctor summary`). Pure functions on the JSON reports (vkdoctor.model.reportfile reads
 them); vkdoctor.render.compare prints the results."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import posixpath
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from vkdoctor.record import field, record
+from vkdoctor.model.record import field, record
 
 #: report status -> verdict (what `check` exits with)
 VERDICTS = {"ok": "pass", "warn": "pass", "fail": "fail", "error": "error"}

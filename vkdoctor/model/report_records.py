@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from vkdoctor.record import ABSENT, Absent, field, record
+from vkdoctor.model.record import ABSENT, Absent, field, record
 
 if TYPE_CHECKING:
-    from vkdoctor.probe_records import ProbeDetails
+    from vkdoctor.model.probe_records import ProbeDetails
 
 
 @record(frozen=True, kw_only=True)
@@ -140,7 +140,7 @@ PROBE_STATUSES = ("pass", "fail", "crash", "timeout", "no-adapter", "error")
 @record(frozen=True, kw_only=True)
 class ProbeResult:
     """The probe's result (report.probe): what the report's status and the verdicts decide on,
-    typed, the details the renderers show (vkdoctor.probe_records), and the whole object as the
+    typed, the details the renderers show (vkdoctor.model.probe_records), and the whole object as the
     probe child and vkdoctor wrote it."""
 
     #: one of PROBE_STATUSES
@@ -164,8 +164,8 @@ class ProbeResult:
 
 
 def probe_result_of(document: Mapping[str, Any]) -> ProbeResult:
-    """The typed result of the probe's `document` (vkdoctor.probe's object)."""
-    from vkdoctor.probe_records import details_of
+    """The typed result of the probe's `document` (vkdoctor.children.probe's object)."""
+    from vkdoctor.model.probe_records import details_of
 
     def text(key: str) -> str | None:
         value = document.get(key)

@@ -6,7 +6,7 @@ Kept outside vkdoctor/checks so that `vkdoctor run-probe` does not import every 
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Severity
@@ -212,7 +212,7 @@ def symbol_lookup_error(probe: Mapping[str, Any]) -> str | None:
 def limit_behind(probe: Mapping[str, Any]) -> str | None:
     """The fix when a resource limit of this process (the probe's too) is below what Vulkan
     compute needs and the failure looks like it (VKE010)."""
-    from vkdoctor import limits
+    from vkdoctor.model import limits
 
     said = " ".join([str(probe.get("summary") or ""), *map(str, probe.get("stderr_tail") or [])])
     for lim in limits.current():
@@ -231,8 +231,8 @@ def full_shader_cache(probe: Mapping[str, Any]) -> str | None:
     import os
     from pathlib import Path
 
-    from vkdoctor.context import Context
-    from vkdoctor.disk import SHADER_INDEX_BYTES, mesa_cache_dir, nearest_existing
+    from vkdoctor.machine.disk import SHADER_INDEX_BYTES, mesa_cache_dir, nearest_existing
+    from vkdoctor.model.context import Context
 
     env = {str(k): str(v) for k, v in (probe.get("env") or {}).items()}
     if env.get("MESA_SHADER_CACHE_DISABLE", "").lower() in ("1", "true", "yes"):
@@ -401,24 +401,6 @@ def check_result(probe: Mapping[str, Any]) -> CheckResult:
         findings=(finding(probe),),
         seconds=float(probe.get("seconds") or 0.0),
     )
-
-
-#: a layer this variable forces on can only be kept out by unsetting it
-FORCING = "VK_LOADER_LAYERS_ENABLE"
-
-
-def disabled_setting(off: Mapping[str, Sequence[str]]) -> tuple[str, tuple[str, ...]]:
-    """What the probe ran with (its `disabled` variables), in words and as shell commands."""
-    said = []
-    shell = []
-    for var, names in off.items():
-        if var == FORCING:
-            said.append(f"{var} unset")
-            shell.append(f"unset {var}")
-        else:
-            said.append(f"{var}={','.join(names)}")
-            shell.append(f"export {var}={','.join(names)}")
-    return " ".join(said), tuple(shell)
 
 
 def _capital(text: str) -> str:

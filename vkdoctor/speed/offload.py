@@ -23,8 +23,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from vkdoctor import inputs
-from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Severity
+from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Severity, inputs
+from vkdoctor.speed.forks import fork_piped
 
 #: the exit status of a fork that could not send its results
 _FAILED = 70
@@ -84,21 +84,9 @@ class Fork:
         self._fd = -1
         if threading.active_count() > 1:
             return  # a fork copies one thread: a lock another one holds would stay held
-        try:
-            read, write = os.pipe()
-        except OSError:
-            return
-        try:
-            pid = os.fork()
-        except OSError:
-            os.close(read)
-            os.close(write)
-            return
-        if pid == 0:
-            os.close(read)
-            self._child(write)
-        os.close(write)
-        self._pid, self._fd = pid, read
+        forked = fork_piped(lambda ends: self._child(ends[0]), False)
+        if forked is not None:
+            self._pid, (self._fd,) = forked
 
     def _child(self, fd: int) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent's handler unwinds the parent

@@ -43,7 +43,7 @@ def startup_variables(env: Mapping[str, str]) -> dict[str, str]:
 
 
 class ForkedChild:
-    """The waiting child once it has its request: what vkdoctor.loadtest needs of a Popen."""
+    """The waiting child once it has its request: what vkdoctor.children.loadtest needs of a Popen."""
 
     def __init__(self, pid: int, stdout_fd: int) -> None:
         self.pid = pid
@@ -133,25 +133,14 @@ def start(script: Path | None = None) -> None:
     threading = sys.modules.get("threading")  # not imported: no thread was started through it
     if (threading is not None and threading.active_count() > 1) or _waiting:
         return
-    try:
-        request_r, request_w = os.pipe()
-        output_r, output_w = os.pipe()
-    except OSError:
-        return
+    from vkdoctor.speed.forks import fork_piped
+
     startup = startup_variables(os.environ)
-    try:
-        pid = os.fork()
-    except OSError:
-        for fd in (request_r, request_w, output_r, output_w):
-            _close(fd)
-        return
-    if pid == 0:
-        _close(request_w)
-        _close(output_r)
-        _serve(script, request_r, output_w)  # never returns
-    _close(request_r)
-    _close(output_w)
-    _waiting.append(Zygote(pid, request_w, output_r, startup))
+    # the child reads requests on the first pipe and writes its output on the second
+    forked = fork_piped(lambda ends: _serve(script, ends[0], ends[1]), True, False)
+    if forked is not None:
+        pid, (request_w, output_r) = forked
+        _waiting.append(Zygote(pid, request_w, output_r, startup))
 
 
 #: the variable that tells the process started again where its waiting child is
@@ -316,13 +305,13 @@ def _unplaced(request: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _requests(cache_dir: str | Path) -> Any:
-    from vkdoctor import factcache
+    from vkdoctor.speed import factcache
 
     here = os.path.dirname(__file__)
     return factcache.store(
         cache_dir,
         "load-request",
-        sources=(__file__, os.path.join(here, "loadtest.py")),
+        sources=(__file__, os.path.join(os.path.dirname(here), "children", "loadtest.py")),
         keep=8,
     )
 
@@ -332,7 +321,7 @@ def remember(
 ) -> None:
     """Keep the first request of a load test in `env` for the next run (`hand_ahead`), with
     the identities of the manifests, their folders and the libraries named by path."""
-    from vkdoctor.factcache import identity
+    from vkdoctor.speed.factcache import identity
 
     store = _requests(cache_dir) if cache_dir is not None else None
     if store is None:
@@ -359,7 +348,7 @@ def hand_ahead(
     changed since."""
     if not _waiting or _ahead:
         return
-    from vkdoctor.factcache import identity
+    from vkdoctor.speed.factcache import identity
 
     store = _requests(cache_dir)
     entry = store.get(_key(env, cwd)) if store is not None else None

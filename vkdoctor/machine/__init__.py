@@ -1,0 +1,1 @@
+"""What the host is: its disks, its environment, its wgpu settings."""
