@@ -48,14 +48,18 @@ def explain(code: str | None) -> None:
         raise click.ClickException(
             f"the page for {code} is missing from this installation ({codes_dir()})"
         )
-    text = with_check_doc(code, answer_first(text.rstrip("\n")))
-    text = with_words(text)
+    text = composed(code, text)
     colour = common.want_colour(sys.stdout)
     shown = for_terminal(text, colour=colour)
     if sys.stdout.isatty():
         click.echo_via_pager(shown, color=colour)
     else:
         common.out(shown, nl=False, color=colour)
+
+
+def composed(code: str, page_text: str) -> str:
+    """The page as shown: what to do first, what the check adds, the words it uses."""
+    return with_words(with_check_doc(code, answer_first(page_text.rstrip("\n"))))
 
 
 def for_terminal(markdown: str, *, colour: bool = False) -> str:
