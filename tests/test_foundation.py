@@ -192,6 +192,33 @@ def test_a_root_that_is_no_system_tree_is_said_first(tmp_path: Path):
     assert "not one layer" in warn["remedy"]
 
 
+def test_os_release_escapes_are_undone_and_the_family_comes_from_id_like(tmp_path: Path):
+    """NAME="Foo \\"Rolling\\" Linux" is Foo "Rolling" Linux, as a shell reads it (distro parses
+    it); an unknown ID with ID_LIKE=arch gets Arch's commands; a FIFO or a huge file is not read."""
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "os-release").write_text(
+        'NAME=Foo\nPRETTY_NAME="Foo \\"Rolling\\" Linux"\n'
+        "ID=foo\nID_LIKE=\"arch\"\nVERSION_ID=2026.1\n"
+    )
+    proc, doc = run_json(["check", "--root", str(tmp_path), "--select", "VKH001"])
+    assert proc.returncode == 0, proc.stderr
+    assert doc["host"]["distro"] == {
+        "id": "foo",
+        "name": 'Foo "Rolling" Linux',
+        "version": "2026.1",
+        "like": "arch",
+    }
+    from vkdoctor.host import distro_family
+
+    assert distro_family(Context(root=tmp_path)) == "arch"
+    big = tmp_path / "etc" / "os-release"
+    big.write_text("ID=foo\n" + "#" * (1 << 20))
+    assert distro_family(Context(root=tmp_path)) is None
+    big.unlink()
+    os.mkfifo(big)
+    assert distro_family(Context(root=tmp_path)) is None
+
+
 def test_root_host_facts_describe_the_tree_not_this_process(tmp_path: Path):
     (tmp_path / "usr" / "lib").mkdir(parents=True)
     (tmp_path / "usr" / "lib" / "os-release").write_text(

@@ -101,10 +101,10 @@ def test_wheel_is_named_by_the_one_version_and_holds_shaders_probes_docs_and_sch
         for line in metadata.splitlines()
         if line.startswith("Requires-Dist:") and "extra ==" not in line
     }
-    for dep in ("click>=", "numpy>=", "wgpu>=0.32"):
+    for dep in ("click>=", "distro>=1.9", "numpy>=", "wgpu>=0.32"):
         assert any(r.startswith(dep) for r in runtime), dep
     # test oracles only: the runtime imports neither
-    assert not any(r.startswith(("psutil", "pyelftools", "distro")) for r in runtime)
+    assert not any(r.startswith(("psutil", "pyelftools")) for r in runtime)
     expected = {"vkdoctor/data/report.schema.json", "vkdoctor/__main__.py"}
     for src, dest in (
         ("shaders", "_shaders"),
