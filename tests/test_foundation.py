@@ -5,12 +5,13 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import HOST, run_json, run_vkdoctor, validate_report
+from conftest import HOST, REPO, run_json, run_vkdoctor, validate_report
 
 from vkdoctor.checks import REGISTRY
 from vkdoctor.checks.base import Check
@@ -191,6 +192,33 @@ def test_a_root_that_is_no_system_tree_is_said_first(tmp_path: Path):
     assert "not one layer" in warn["remedy"]
 
 
+def test_os_release_escapes_are_undone_and_the_family_comes_from_id_like(tmp_path: Path):
+    """NAME="Foo \\"Rolling\\" Linux" is Foo "Rolling" Linux, as a shell reads it (distro parses
+    it); an unknown ID with ID_LIKE=arch gets Arch's commands; a FIFO or a huge file is not read."""
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "os-release").write_text(
+        'NAME=Foo\nPRETTY_NAME="Foo \\"Rolling\\" Linux"\n'
+        'ID=foo\nID_LIKE="arch"\nVERSION_ID=2026.1\n'
+    )
+    proc, doc = run_json(["check", "--root", str(tmp_path), "--select", "VKH001"])
+    assert proc.returncode == 0, proc.stderr
+    assert doc["host"]["distro"] == {
+        "id": "foo",
+        "name": 'Foo "Rolling" Linux',
+        "version": "2026.1",
+        "like": "arch",
+    }
+    from vkdoctor.machine.host import distro_family
+
+    assert distro_family(Context(root=tmp_path)) == "arch"
+    big = tmp_path / "etc" / "os-release"
+    big.write_text("ID=foo\n" + "#" * (1 << 20))
+    assert distro_family(Context(root=tmp_path)) is None
+    big.unlink()
+    os.mkfifo(big)
+    assert distro_family(Context(root=tmp_path)) is None
+
+
 def test_root_host_facts_describe_the_tree_not_this_process(tmp_path: Path):
     (tmp_path / "usr" / "lib").mkdir(parents=True)
     (tmp_path / "usr" / "lib" / "os-release").write_text(
@@ -228,9 +256,20 @@ def test_explain_shows_the_check_docstring_and_its_page(code: str) -> None:
     check = next(c for c in REGISTRY if c.code == code)
     shown = run_vkdoctor(["explain", code])
     assert shown.returncode == 0
-    first_line = inspect.cleandoc(check.__doc__ or "").splitlines()[0]
+    doc = inspect.cleandoc(check.__doc__ or "")
+    first_line = doc.splitlines()[0]
     words = " ".join(shown.stdout.split())
-    assert first_line and f"What vkdoctor checks. {' '.join(render(first_line).split())}" in words
+    # the docstring's first paragraph is shown, unless the page already says it (most of its
+    # longer words in one of the page's paragraphs): a page never says a thing twice
+    shown_as_doc = f"What vkdoctor checks. {' '.join(render(first_line).split())}" in words
+
+    def longer(text: str) -> set[str]:
+        return {w for w in re.findall(r"[a-z0-9_.+-]+", text.lower()) if len(w) > 3}
+
+    first = longer(doc.split("\n\n")[0])
+    page = (REPO / "docs" / "codes" / f"{code}.md").read_text().split("\n\n")
+    said = any(len(first & longer(p)) >= 0.6 * len(first) for p in page)
+    assert first_line and (shown_as_doc or said), code
     assert "How to fix." in words and "What it means." in words
 
 

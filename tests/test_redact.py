@@ -212,7 +212,7 @@ def test_cli_redacts_every_output(tmp_path: Path):
     # The loader searches $HOME/.config/vulkan/icd.d: the drivers checks name it in their evidence.
     home = tmp_path / "home" / "alice"
     home.mkdir(parents=True)
-    args = ["check", "--no-probe", "--select", "VKH", "--select", "VKD", "-v"]
+    args = ["check", "--no-probe", "--select", "VKH", "--select", "VKD", "-vv"]
     out, xml = tmp_path / "r.json", tmp_path / "r.xml"
     proc = run_vkdoctor(
         [*args, "--redact", "--json", str(out), "--junit", str(xml)], env={"HOME": str(home)}
@@ -226,7 +226,7 @@ def test_cli_redacts_every_output(tmp_path: Path):
     assert "/usr/share/vulkan/icd.d" in dumped  # system paths stay
     for text in (out.read_text(), xml.read_text(), proc.stdout):
         assert str(home) not in text
-    assert "~/.config/vulkan/icd.d" in proc.stdout  # -v shows the evidence in the text report
+    assert "~/.config/vulkan/icd.d" in proc.stdout  # -vv shows the evidence in the text report
     plain = run_vkdoctor([*args, "--json", "-"], env={"HOME": str(home)})
     assert f"{home}/.config/vulkan/icd.d" in plain.stdout
     assert "redacted" not in json.loads(plain.stdout)["host"]

@@ -74,9 +74,9 @@ def test_a_second_run_prints_the_first_report_and_a_full_run_agrees(tmp_path: Pa
     # another cache: a full run, and the same report
     fresh = _check(_env(tmp_path, XDG_CACHE_HOME=str(tmp_path / "other")))
     assert (fresh[0], _steady(fresh[1]), fresh[2]) == (code, _steady(out), False)
-    # -v shows evidence (times, bytes free) of the run it comes from: never replayed
+    # -vv shows evidence (times, bytes free) of the run it comes from: never replayed
     for _ in range(2):
-        code, out, replayed = _check(env, "-v")
+        code, out, replayed = _check(env, "-vv")
         assert code == 0 and "evidence:" in out and not replayed
 
 

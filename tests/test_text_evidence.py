@@ -60,10 +60,10 @@ def _leaves(value: object, key: str = "") -> list[tuple[str, str]]:
     return [(key, shown)]
 
 
-def test_check_verbose_shows_the_reports_evidence_without_json(tmp_path: Path) -> None:
+def test_check_vv_shows_the_reports_evidence_without_json(tmp_path: Path) -> None:
     report = tmp_path / "r.json"
     proc = run_vkdoctor(
-        ["check", "--no-probe", "--select", "VKH,VKD001,VKD002", "-v", "--json", str(report)]
+        ["check", "--no-probe", "--select", "VKH,VKD001,VKD002", "-vv", "--json", str(report)]
     )
     assert proc.returncode in (0, 1), proc.stderr
     doc = json.loads(report.read_text())
@@ -85,3 +85,26 @@ def test_check_verbose_shows_the_reports_evidence_without_json(tmp_path: Path) -
                 x.strip() in (f"{key}: {value}", f"- {key}: {value}", f"- {value}", value)
                 for x in block
             ), (finding["code"], key, value)
+
+
+def test_check_v_lists_every_check_on_one_line_and_keeps_evidence_for_vv(tmp_path: Path) -> None:
+    """On a healthy selection, -v prints each check that ran once, one line (wrapped at 80
+    columns at most under itself), no evidence; -vv adds the evidence the JSON holds."""
+    report = tmp_path / "r.json"
+    args = ["check", "--no-probe", "--select", "VKD,VKE,VKS,VKC", "--json", str(report)]
+    proc = run_vkdoctor([*args, "-v"], env={"COLUMNS": "80"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(report.read_text())
+    codes = [c["code"] for c in doc["checks"]]
+    assert len(codes) > 20
+    lines = proc.stdout.splitlines()
+    heads = [x for x in lines if x.startswith("  ") and not x.startswith("    ")]
+    assert sorted(x.split()[1] for x in heads) == sorted(codes), proc.stdout
+    assert "evidence:" not in proc.stdout
+    assert all(len(x) <= 80 for x in lines)
+    # continuation lines of a wrapped line only: at most 4 per check
+    assert len([x for x in lines if x.startswith("      ")]) <= 4 * len(codes)
+    loud = run_vkdoctor([*args, "-vv"], env={"COLUMNS": "80"})
+    assert loud.stdout.count("      evidence:") == len(
+        [f for f in doc["findings"] if f.get("evidence")]
+    )

@@ -21,7 +21,7 @@ import pytest
 from conftest import REPO, clean_env, validate_report
 
 import vkdoctor
-from vkdoctor.commands.explain import for_terminal, with_check_doc
+from vkdoctor.commands.explain import composed, for_terminal
 
 
 def _run(cmd: list[str], *, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -101,10 +101,10 @@ def test_wheel_is_named_by_the_one_version_and_holds_shaders_probes_docs_and_sch
         for line in metadata.splitlines()
         if line.startswith("Requires-Dist:") and "extra ==" not in line
     }
-    for dep in ("click>=", "numpy>=", "wgpu>=0.32"):
+    for dep in ("click>=", "distro>=1.9", "numpy>=", "wgpu>=0.32"):
         assert any(r.startswith(dep) for r in runtime), dep
     # test oracles only: the runtime imports neither
-    assert not any(r.startswith(("psutil", "pyelftools", "distro")) for r in runtime)
+    assert not any(r.startswith(("psutil", "pyelftools")) for r in runtime)
     expected = {
         "vkdoctor/data/report.schema.json",
         "vkdoctor/data/gpu_bandwidth.json",
@@ -172,14 +172,14 @@ def test_installed_wheel_runs_outside_the_repository(venv: Path, tmp_path: Path)
     version = _run([py, "-m", "vkdoctor", "--version"], cwd=tmp_path)
     assert (
         version.returncode == 0
-        and version.stdout.strip() == f"vkdoctor, version {vkdoctor.__version__}"
+        and version.stdout.splitlines()[0] == f"vkdoctor:      {vkdoctor.__version__}"
     )
 
     explain = _run([str(venv / "bin" / "vkdoctor"), "explain", "VKH001"], cwd=tmp_path)
     assert explain.returncode == 0, explain.stderr
     page = (REPO / "docs" / "codes" / "VKH001.md").read_text().strip()
     # piped, without COLUMNS (_run drops it): 80 columns
-    assert explain.stdout == for_terminal(with_check_doc("VKH001", page))
+    assert explain.stdout == for_terminal(composed("VKH001", page))
     assert explain.stdout.startswith("VKH001: Host\n")
 
     # shell completion of the finding codes from the console script
@@ -223,3 +223,25 @@ def test_installed_wheel_runs_the_probe_on_lavapipe(venv: Path, tmp_path: Path):
     assert probe["backend"].lower() == "vulkan"
     assert "llvmpipe" in probe["adapter"]["name"]
     assert probe["cases"] and all(c["ok"] for c in probe["cases"])
+
+
+def test_the_sdist_holds_what_the_readme_tells_users_to_run(tmp_path: Path) -> None:
+    """The README (also the wheel's description) says `bash scripts/install.sh` and
+    `bash scripts/test.sh`; an unpacked source archive must have them and what they read."""
+    import re
+    import tarfile
+
+    build = [sys.executable, "-m", "build", "--sdist", "--no-isolation"]
+    proc = _run([*build, "--outdir", str(tmp_path), str(REPO)], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (sdist,) = tmp_path.glob("*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    readme = (REPO / "README.md").read_text()
+    told = set(re.findall(r"\bbash (scripts/[\w.-]+)", readme))
+    assert told >= {"scripts/install.sh", "scripts/test.sh"}, told
+    for script in told:
+        assert script in names, script
+        # the files a script reads from the tree
+        for used in re.findall(r"\.ci/[\w.-]+", (REPO / script).read_text()):
+            assert used in names, (script, used)

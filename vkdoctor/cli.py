@@ -7,7 +7,6 @@ import sys
 
 import click
 
-from vkdoctor import __version__
 from vkdoctor.model import EXIT_INTERNAL
 
 #: name -> "module:attribute"; a command's module is imported only when that command runs, so
@@ -52,8 +51,23 @@ class LazyGroup(click.Group):
         return super().resolve_command(ctx, args)
 
 
+def _show_version(ctx: click.Context) -> None:
+    from vkdoctor.commands.about import version_text
+    from vkdoctor.commands.common import out
+
+    out(version_text())
+    ctx.exit(0)
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="vkdoctor")
+@click.option(
+    "--version",
+    is_flag=True,
+    is_eager=True,
+    expose_value=False,
+    callback=lambda ctx, _param, value: _show_version(ctx) if value else None,
+    help="Show the versions of vkdoctor, Python, wgpu, wgpu-native and the Vulkan loader.",
+)
 def cli() -> None:
     """Will Vulkan compute run correctly on this machine, and if not, why and what to do?
 

@@ -471,7 +471,7 @@ def relevant_env(env: Mapping[str, str]) -> dict[str, str]:
 
 _VALUED = ("--adapter", "--backend", "--seed", "--shader-dir", "--timeout", "--python")
 _IGNORED_VALUED = ("--json", "--format", "--junit")
-_IGNORED_FLAGS = ("--strict", "-v", "--verbose", "--debug", "--redact")
+_IGNORED_FLAGS = ("--strict", "-v", "-vv", "--verbose", "--debug", "--redact")
 
 _early: list[tuple[RunningProbe, dict[str, str]]] = []
 

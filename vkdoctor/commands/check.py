@@ -72,7 +72,7 @@ def check(
     json_file: str | None,
     fmt: str,
     strict: bool,
-    verbose: bool,
+    verbose: int,
     debug: bool,
     disk_warn: int,
     disk_fail: int,

@@ -306,7 +306,11 @@ def output_options(f: F) -> F:
     )(f)
     f = click.option("--strict", is_flag=True, help="Treat warnings as failures (exit 1).")(f)
     f = click.option(
-        "-v", "--verbose", is_flag=True, help="Show details and evidence for every finding."
+        "-v",
+        "--verbose",
+        count=True,
+        help="-v: list every check, one line each; -vv: every finding's details and evidence "
+        "too (--json always holds them).",
     )(f)
     f = click.option(
         "--debug", is_flag=True, help="Keep tracebacks of vkdoctor's own errors in the report."
@@ -351,7 +355,7 @@ def say(text: str) -> None:
     click.echo(no_commands(visible(fit(text, width), prose=True)), err=True)
 
 
-def text_style(verbose: bool) -> Style:
+def text_style(verbose: int) -> Style:
     from vkdoctor.render.style import Style
 
     env = os.environ
@@ -360,7 +364,8 @@ def text_style(verbose: bool) -> Style:
     return Style(
         colour=want_colour(sys.stdout, env),
         unicode="utf" in encoding,
-        verbose=verbose,
+        verbose=verbose >= 1,
+        evidence=verbose >= 2,
         width=width,
         machine=os.uname().machine,
     )
@@ -589,7 +594,7 @@ def emit(
     fmt: str,
     json_file: str | None,
     strict: bool,
-    verbose: bool,
+    verbose: int,
     **extra: Any,
 ) -> int:
     """Print the report in `fmt`, write the requested files, and return the exit code."""

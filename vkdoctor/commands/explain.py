@@ -48,9 +48,18 @@ def explain(code: str | None) -> None:
         raise click.ClickException(
             f"the page for {code} is missing from this installation ({codes_dir()})"
         )
-    text = with_check_doc(code, text.rstrip("\n"))
+    text = composed(code, text)
     colour = common.want_colour(sys.stdout)
-    common.out(for_terminal(text, colour=colour), nl=False, color=colour)
+    shown = for_terminal(text, colour=colour)
+    if sys.stdout.isatty():
+        click.echo_via_pager(shown, color=colour)
+    else:
+        common.out(shown, nl=False, color=colour)
+
+
+def composed(code: str, page_text: str) -> str:
+    """The page as shown: what to do first, what the check adds, the words it uses."""
+    return with_words(with_check_doc(code, answer_first(page_text.rstrip("\n"))))
 
 
 def for_terminal(markdown: str, *, colour: bool = False) -> str:
@@ -63,13 +72,77 @@ def for_terminal(markdown: str, *, colour: bool = False) -> str:
     return render(markdown, width=shutil.get_terminal_size().columns, colour=colour)
 
 
+_SECTION = re.compile(r"^\*\*[A-Z][^*\n]*\.\*\*")
+
+
+def answer_first(text: str) -> str:
+    """The page with its "How to fix" section (up to the next bold heading) right after the
+    opening answer, before the severity and what it means: what to do comes first."""
+    paragraphs = text.split("\n\n")
+    start = next((i for i, p in enumerate(paragraphs) if p.startswith("**How to fix.**")), None)
+    if start is None or start < 2:
+        return text
+    end = next(
+        (i for i in range(start + 1, len(paragraphs)) if _SECTION.match(paragraphs[i])),
+        len(paragraphs),
+    )
+    moved = paragraphs[start:end]
+    rest = paragraphs[:start] + paragraphs[end:]
+    return "\n\n".join(rest[:2] + moved + rest[2:])
+
+
+def _words(paragraph: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9_.+-]+", paragraph.lower()) if len(w) > 3}
+
+
 def with_check_doc(code: str, text: str) -> str:
     """The page, with what the check itself looks at (its docstring) after the page's own text:
-    the page opens with the answer, the check's docstring is a detail."""
+    only its paragraphs that the page does not already say (most of whose longer words are not
+    in one of the page's paragraphs), so that nothing is read twice."""
     check = next((c for c in REGISTRY if c.code == code), None)
     doc = inspect.cleandoc(check.__doc__ or "") if check is not None else ""
-    if not doc:
+    said = [_words(p) for p in text.split("\n\n")]
+    new = []
+    for paragraph in doc.split("\n\n"):
+        words = _words(paragraph)
+        if words and not any(len(words & page) >= 0.6 * len(words) for page in said):
+            new.append(paragraph)
+    if not new:
         return text
     # a docstring is plain text: its stars are globs (*.json, prefix*), not emphasis
-    doc = doc.replace("*", "\\*")
-    return f"{text}\n\n**What vkdoctor checks.** {doc}"
+    new = [p.replace("*", "\\*") for p in new]
+    return "\n\n".join([text, f"**What vkdoctor checks.** {new[0]}", *new[1:]])
+
+
+#: the linker's words the pages use, each said once, at the end of a page that uses it
+WORDS = {
+    "soname": "the name a library is asked for by (DT_SONAME in its ELF header, such as "
+    "libLLVM-15.so.1); ld.so looks for a file of that name",
+    "DT_NEEDED": "the list of sonames a program or library needs, written into it when it was "
+    "linked",
+    "ld.so": "the dynamic loader, which finds and maps a program's libraries when it starts "
+    "and when it calls dlopen",
+    "dlopen": "loading a library while a program runs; the Vulkan loader opens each driver so",
+    "ld.so.cache": "the index of library directories that ldconfig writes and ld.so reads "
+    "(/etc/ld.so.cache)",
+    "ldconfig": "the command that rebuilds ld.so.cache from the directories in /etc/ld.so.conf",
+    "RUNPATH": "directories written into a library where ld.so looks for what it needs "
+    "(DT_RUNPATH; RPATH is the older kind, searched before LD_LIBRARY_PATH)",
+    "LD_LIBRARY_PATH": "directories ld.so searches before its cache and system directories",
+    "symbol version": "a label such as LLVM_15 on a library's functions; a program built "
+    "against a newer version label fails to load against a library without it",
+    "ELFCLASS": "32-bit (ELFCLASS32) or 64-bit (ELFCLASS64): a process loads libraries of its "
+    "own class only",
+}
+
+
+def with_words(text: str) -> str:
+    """The page with the linker words it uses explained in one list at its end."""
+    used = [
+        f"  - {word}: {meaning}."
+        for word, meaning in WORDS.items()
+        if re.search(rf"(?<![\w.-]){re.escape(word)}s?(?![A-Za-z_-])", text)
+    ]
+    if not used:
+        return text
+    return f"{text}\n\n**Words used here.**\n\n" + "\n".join(used)

@@ -49,7 +49,7 @@ def run_probe(
     json_file: str | None,
     fmt: str,
     strict: bool,
-    verbose: bool,
+    verbose: int,
     debug: bool,
 ) -> None:
     """Run the RMSNorm compute probe on one adapter and check its numbers.

@@ -13,20 +13,39 @@ from vkdoctor.model.context import Context
 from vkdoctor.model.files import read_text
 from vkdoctor.model.report_records import Distro, HostCpu, HostLoader, HostMemory, HostReport
 
+#: an os-release file is a few hundred bytes; one larger than this is not read
+OS_RELEASE_MAX = 64 * 1024
+
 
 def os_release(ctx: Context) -> dict[str, str]:
-    """/etc/os-release (or /usr/lib/os-release) of the root, as key -> value."""
+    """/etc/os-release (or /usr/lib/os-release) of the root, as KEY -> value, parsed by `distro`
+    (shell quoting and escapes undone: NAME="Foo \\"Rolling\\" Linux" is Foo "Rolling" Linux).
+    Only a regular file of at most OS_RELEASE_MAX bytes is read."""
+    import stat
+
     for candidate in ("/etc/os-release", "/usr/lib/os-release"):
+        path = ctx.resolve(candidate)
         try:
-            text = read_text(ctx.resolve(candidate))
+            st = Path(path).stat()
         except OSError:
             continue
-        out = {}
-        for line in text.splitlines():
-            key, sep, value = line.partition("=")
-            if sep and key.strip() and not key.startswith("#"):
-                out[key.strip()] = value.strip().strip("\"'")
-        return out
+        if not stat.S_ISREG(st.st_mode) or st.st_size > OS_RELEASE_MAX:
+            continue
+        import distro
+
+        # only os_release_info() is asked: distro reads no other file and runs no command
+        found = distro.LinuxDistribution(
+            include_lsb=False,
+            os_release_file=str(path),
+            distro_release_file=os.devnull,
+            include_uname=False,
+            include_oslevel=False,
+        )
+        try:
+            info = found.os_release_info()
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        return {str(k).upper(): str(v) for k, v in info.items()}
     return {}
 
 
@@ -37,16 +56,12 @@ def distro_ids(ctx: Context) -> list[str]:
 
 
 def distro_family(ctx: Context) -> str | None:
-    """ "debian", "arch" or "fedora" (the families vkdoctor names commands for), or None."""
-    ids = distro_ids(ctx)
-    for family, members in (
-        ("debian", ("debian", "ubuntu")),
-        ("arch", ("arch",)),
-        ("fedora", ("fedora", "rhel", "centos")),
-    ):
-        if any(i in members for i in ids):
-            return family
-    return None
+    """ "debian", "arch" or "fedora" (the families vkdoctor names commands for), or None: by
+    the one table of distributions, vkdoctor.packages.commands.DISTROS."""
+    from vkdoctor.packages.commands import NATIVE, family_of
+
+    manager = family_of(distro_ids(ctx))
+    return next((family for family, m in NATIVE.items() if m == manager), None)
 
 
 def _distro(ctx: Context) -> Distro:

@@ -32,7 +32,10 @@ _COLOUR = {
 class Style:
     colour: bool = False
     unicode: bool = True
+    #: -v: every check, one line each
     verbose: bool = False
+    #: -vv: every finding's message and evidence too
+    evidence: bool = False
     #: wrap messages and fixes at this many columns (a terminal's width); None: one line each,
     #: as logs and tools want them
     width: int | None = None

@@ -99,7 +99,7 @@ def _finding(
     if f.message and not serious and one_line:
         return [_head(f, f"{f.title}: {f.said(sudo=sudo)}", style), *_evidence(f, style)]
     lines = [_head(f, f.title, style)]
-    if f.message and (style.verbose or serious):
+    if f.message and (style.evidence or serious):
         lines.append(
             _indent(_without_fix(f.said(sudo=sudo), f.fix(sudo=sudo)), "      ", style.width)
         )
@@ -122,7 +122,7 @@ def _index(order: Sequence[Finding], f: Finding) -> int:
 
 
 def _evidence(f: Finding, style: Style) -> list[str]:
-    if not (style.verbose and f.evidence):
+    if not (style.evidence and f.evidence):
         return []
     return ["      evidence:", *evidence_lines(dict(f.evidence), "        ")]
 
@@ -193,10 +193,25 @@ def _check(
                 f"  {style.paint(mark, Severity.INFO)} {c.code} {c.title}: skipped ({c.skip_reason})"
             ]
         return [f"  {mark} {c.code} {c.title}: skipped ({c.skip_reason})"]
+    serious = any(f.severity.rank >= Severity.WARN.rank for f in c.findings)
+    if c.findings and not serious and not style.evidence:
+        return [_check_line(c, style)]
     out: list[str] = []
     for f in c.findings:
         out.extend(_finding(f, style, owners, order, sudo, recap=True))
     return out
+
+
+def _check_line(c: CheckResult, style: Style) -> str:
+    """-v: a check with nothing to attend to, on one line: its worst finding's mark, its code
+    and its findings' titles (their messages and evidence are -vv's)."""
+    worst = max(c.findings, key=lambda f: f.severity.rank)
+    titles = [f.title for f in c.findings]
+    said = "; ".join(titles[:3]) + (f"; and {len(titles) - 3} more" if len(titles) > 3 else "")
+    only = c.findings[0]
+    if len(c.findings) == 1 and only.message and "\n" not in only.message[:111]:
+        said = f"{only.title}: {only.message}" if len(only.message) <= 110 else said
+    return _head(worst, said, style)
 
 
 def _found_nothing(c: CheckResult) -> bool:

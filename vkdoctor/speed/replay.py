@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 #: bumped when what is kept changes shape
 FORMAT = 1
 #: the options a replayed run may have: none that writes a file or changes what is checked,
-#: and not -v (its evidence holds times and bytes that differ in every run)
+#: and not -v or -vv (-vv's evidence holds times and bytes that differ in every run)
 OPTIONS = frozenset({"--no-probe", "--strict"})
 #: the checks that read what changes with no file changing, run again by every replay; a run in
 #: which another check read such a thing is not kept
