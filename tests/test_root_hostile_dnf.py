@@ -1,0 +1,94 @@
+"""A Fedora tree's dnf files are data, read within bounds and inside the tree: a `.repo` that is
+a link to /dev/zero (or a FIFO) once made `check --root` read without end (memory) and copy
+without end (disk); a link with an absolute target was followed on this machine, not in the
+tree; and a repomd.xml could name a primary file outside its repository's folder. Each is done
+for real on a real rpm tree with real dnf metadata, and dnf still checks the fix."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO, clean_env
+from test_packages_dnfsim import fedora, llvm23
+
+CHECKED = (
+    "Fix: sudo dnf distro-sync. Checked with dnf --assumeno: it installs llvm-libs "
+    "23.1.0-1.fc43, mesa-dri-drivers 26.2.3-1.fc43 and removes nothing."
+)
+
+
+def _bounded() -> None:
+    # what an endless read or copy would exhaust, held low so it fails fast instead
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 20, 256 << 20))
+
+
+def _skew_message(root: Path) -> subprocess.CompletedProcess[str]:
+    code = (
+        "from pathlib import Path\nfrom test_packages_dnfsim import skew\n"
+        f"print(skew(Path({str(root)!r})).message)\n"
+    )
+    env = clean_env()
+    env["PYTHONPATH"] = f"{REPO}:{REPO / 'tests'}"
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+        preexec_fn=_bounded,
+    )
+
+
+def test_repo_files_that_are_devices_or_fifos_are_left_out_and_the_fix_still_checked(
+    tmp_path: Path,
+) -> None:
+    root = fedora(tmp_path, *llvm23(tmp_path))
+    repos = root / "etc/yum.repos.d"
+    (repos / "zero.repo").symlink_to("/dev/zero")
+    os.mkfifo(repos / "fifo.repo")
+    (root / "etc/dnf/vars").mkdir(parents=True)
+    (root / "etc/dnf/vars/releasever").symlink_to("/dev/urandom")
+    proc = _skew_message(root)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().endswith(CHECKED), proc.stdout
+
+
+def test_a_repo_file_linked_with_an_absolute_target_is_read_inside_the_tree(
+    tmp_path: Path,
+) -> None:
+    """The image keeps its .repo elsewhere and links it by an absolute path, as an image does:
+    that path means the tree's file, not this machine's (which does not exist here)."""
+    root = fedora(tmp_path, *llvm23(tmp_path))
+    kept = root / "usr/share/fedora-repos"
+    kept.mkdir(parents=True)
+    (root / "etc/yum.repos.d/fedora.repo").rename(kept / "fedora.repo")
+    (root / "etc/yum.repos.d/fedora.repo").symlink_to("/usr/share/fedora-repos/fedora.repo")
+    assert not Path("/usr/share/fedora-repos/fedora.repo").exists()
+    proc = _skew_message(root)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().endswith(CHECKED), proc.stdout
+
+
+def test_a_primary_file_named_outside_its_repository_folder_is_not_read(tmp_path: Path) -> None:
+    from vkdoctor.context import Context
+    from vkdoctor.packages.dnfrepos import caches
+
+    root = fedora(tmp_path, *llvm23(tmp_path))
+    [cache] = caches(Context(root=root, env={"PATH": "/usr/bin:/bin"}))
+    repomd = root / cache.repomd.lstrip("/")
+    outside = tmp_path / "outside-primary.xml"
+    outside.write_text("<metadata></metadata>\n")
+    depth = len(repomd.parent.parent.relative_to(tmp_path).parts)
+    escape = "../" * depth + outside.name
+    text = repomd.read_text()
+    start = text.index('<data type="primary">')
+    href = text.index('href="', start) + len('href="')
+    repomd.write_text(text[:href] + escape + text[text.index('"', href) :])
+    assert (repomd.parent.parent / escape).resolve() == outside
+    assert caches(Context(root=root, env={"PATH": "/usr/bin:/bin"})) == []
