@@ -10,6 +10,7 @@ its configuration and runs them, even for `apt-get -s`.
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -278,3 +279,80 @@ def test_a_dnf_tree_whose_configuration_names_plugins_runs_none_of_them(tmp_path
     for program, line in started:
         assert not program.startswith(str(root)), line
     assert "Checked with dnf --assumeno: it installs llvm-libs 23.1.0-1.fc43" in proc.stdout
+
+
+def test_a_source_whose_scheme_walks_out_of_apts_methods_is_not_handed_to_apt(
+    debian_root: Path, tmp_path: Path
+) -> None:
+    """apt starts the download method named by a source's URI scheme, `..` and all, and
+    apt-get -s starts the methods of what it would fetch: a scheme that walks to a program in
+    the tree ran it as root. The tree's sources are then not used and the fix is unverified."""
+    import json
+
+    broke = debroot.chroot(debian_root, "dpkg", "--force-depends", "-r", "libllvm15")
+    assert broke.returncode == 0, broke.stderr
+    marker = tmp_path / "marker"
+    method = debian_root / "evil-method"
+    method.write_text(f"#!/bin/sh\necho method >> {marker}\n")
+    method.chmod(0o755)
+    walk = "../" * 12 + str(method).lstrip("/")
+    sources = debian_root / "etc/apt/sources.list"
+    sources.write_text(sources.read_text().replace("http://", f"{walk}://"))
+    # the attack, for real: apt-get -s with the tree's sources as they are runs the method
+    conf = tmp_path / "apt.conf"
+    conf.write_text(
+        f'Dir "{debian_root}/";\nDir::Etc::main "/dev/null";\nDir::Etc::parts "{tmp_path}/";\n'
+        f'Dir::Cache "{tmp_path}/";\nDir::Cache::pkgcache "";\nDebug::NoLocking "1";\n'
+    )
+    (tmp_path / "archives/partial").mkdir(parents=True)
+    subprocess.run(
+        ["apt-get", "-s", "-q", "--fix-broken", "install"],
+        env={"PATH": "/usr/bin:/bin", "APT_CONFIG": str(conf)},
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert marker.read_text() == "method\n"
+    marker.unlink()
+
+    trace = tmp_path / "trace"
+    proc = _traced_check(debian_root, trace)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert not marker.exists()
+    for program, line in _started(trace):
+        assert not program.startswith(str(debian_root)), line
+        assert "/apt/methods/" not in program, line
+    doc = json.loads(proc.stdout)
+    [skew] = [f for f in doc["findings"] if f["code"] == "VKP002" and f["severity"] == "fail"]
+    assert "The fix is unverified: the tree's sources are not used: " in skew["message"]
+    assert "which is no download method apt ships" in skew["message"], skew["message"]
+    # and no other check takes the missing sources for "no repository carries it"
+    assert not [f for f in doc["findings"] if f["code"] == "VKP004" and f["severity"] != "ok"]
+
+
+def test_every_uri_of_both_sources_formats_is_judged(tmp_path: Path) -> None:
+    from vkdoctor.packages.aptroot import unsafe_source
+
+    parts = tmp_path / "etc/apt/sources.list.d"
+    parts.mkdir(parents=True)
+    (tmp_path / "etc/apt/sources.list").write_text(
+        "# deb evil://x bookworm main\n"
+        "deb [arch=amd64,i386 signed-by=/k.gpg] http://deb.debian.org/debian bookworm main\n"
+        "deb-src mirror+file:/etc/apt/mirrors.txt bookworm main\n"
+    )
+    (parts / "debian.sources").write_text(
+        "Types: deb\nURIs: https://deb.debian.org/debian\n  tor+http://x.onion/debian\n"
+        "Suites: bookworm\nSigned-By:\n -----BEGIN PGP PUBLIC KEY BLOCK-----\n a:b\n"
+    )
+    (parts / "notes.txt").write_text("deb ../../bin/sh://x bookworm main\n")
+    assert unsafe_source(tmp_path) is None
+    rsh = tmp_path / "rsh"
+    shutil.copytree(tmp_path / "etc", rsh / "etc")
+    more = "Types: deb\nURIs: http://a/\n rsh://host/debian\n"
+    (rsh / "etc/apt/sources.list.d/more.sources").write_text(more)
+    assert "names 'rsh'" in (unsafe_source(rsh) or "")
+    walk = tmp_path / "walk"
+    shutil.copytree(tmp_path / "etc", walk / "etc")
+    one_line = "deb [ trusted=yes ] ../../../bin/sh://x bookworm main\n"
+    (walk / "etc/apt/sources.list.d/a.list").write_text(one_line)
+    assert "names '../../../bin/sh'" in (unsafe_source(walk) or "")

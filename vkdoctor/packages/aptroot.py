@@ -8,6 +8,11 @@ at empty places of its own and pins the programs to the host's. From the tree ap
 data: the dpkg status, its architectures (var/lib/dpkg/arch and the dpkg package's own, passed
 as APT::Architecture(s), so apt never asks a dpkg), its sources, preferences and package lists.
 apt's binary caches go to the private directory too (the tree is never written).
+
+A source's URI scheme is the name of the download method apt starts (Dir::Bin::methods joined
+with the scheme, `..` and all), and apt-get -s starts the methods of the packages it would
+fetch: a tree whose sources name a scheme other than apt's own gets no sources at all, and
+its fixes are not simulated (`unsafe_source` says why).
 """
 
 from __future__ import annotations
@@ -27,6 +32,11 @@ _DIRS: dict[str, str] = {}
 _OWNER = [0]
 #: a Debian architecture name (dpkg's arch.c: lower-case letters, digits and '-')
 _ARCH = re.compile(r"^[a-z0-9][a-z0-9-]{0,31}$")
+#: the download methods apt ships (/usr/lib/apt/methods), by the URI schemes that name them
+_SCHEME = re.compile(r"^(?:(?:mirror|tor)\+)?(?:https?|ftp|file|copy|cdrom|mirror)$")
+_SOURCE_FILES = 256
+#: root -> why its sources are not handed to apt ("" when they are), for this run
+_UNSAFE: dict[str, str] = {}
 
 
 def cleanup() -> None:
@@ -66,6 +76,71 @@ def architectures(root: Path) -> tuple[str, list[str]]:
     return native, foreign
 
 
+def _source_files(root: Path) -> list[Path] | None:
+    """The tree's sources files as apt would read them; None when there are too many."""
+    etc = root / "etc/apt"
+    found = [etc / "sources.list"]
+    try:
+        for n, entry in enumerate(sorted((etc / "sources.list.d").iterdir())):
+            if n >= _SOURCE_FILES:
+                return None
+            if entry.name.endswith((".list", ".sources")):
+                found.append(entry)
+    except OSError:
+        pass
+    return found
+
+
+def _uris(text: str, deb822: bool) -> list[str]:
+    """The URIs of a sources file: the URIs fields of deb822 stanzas (continuation lines too),
+    or the word after the type and its [options] of a one-line entry."""
+    out: list[str] = []
+    in_uris = False
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0]
+        if deb822:
+            key, sep, value = line.partition(":")
+            if line[:1] in (" ", "\t") and in_uris:
+                out += line.split()
+            elif sep and not line[:1].isspace():
+                in_uris = key.strip().lower() == "uris"
+                out += value.split() if in_uris else []
+            continue
+        words = line.split()[1:]
+        if words and words[0].startswith("["):
+            while words and not words[0].endswith("]"):
+                words = words[1:]
+            words = words[1:]
+        out += words[:1]
+    return out
+
+
+def unsafe_source(root: Path) -> str | None:
+    """Why the tree's sources cannot be handed to apt (a URI whose scheme is no method apt
+    ships names a program for apt to start), or None."""
+    if str(root) not in _UNSAFE:
+        _UNSAFE[str(root)] = _judge_sources(root) or ""
+    return _UNSAFE[str(root)] or None
+
+
+def _judge_sources(root: Path) -> str | None:
+    files = _source_files(root)
+    if files is None:
+        return f"its /etc/apt/sources.list.d holds more than {_SOURCE_FILES} files"
+    for path in files:
+        try:
+            text = read_text(path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            return f"{path} cannot be read ({exc.strerror})"
+        for uri in _uris(text, path.name.endswith(".sources")):
+            scheme = uri.partition(":")[0]
+            if not _SCHEME.match(scheme):
+                return f"{path} names {scheme!r}, which is no download method apt ships"
+    return None
+
+
 def configuration(root: Path, private: Path) -> str:
     """The whole apt configuration for a look at `root`: its data, nothing it configures."""
     (private / "parts").mkdir(exist_ok=True)
@@ -88,6 +163,12 @@ def configuration(root: Path, private: Path) -> str:
         'APT::Solver "internal";',
         'Debug::NoLocking "1";',
     ]
+    if unsafe_source(root):
+        (private / "sources.list").write_text("", encoding="utf-8")
+        lines += [
+            f'Dir::Etc::sourcelist "{private}/sources.list";',
+            f'Dir::Etc::sourceparts "{private}/parts/";',
+        ]
     if native:
         archs = " ".join(f'"{a}";' for a in [native, *foreign])
         lines += [f'APT::Architecture "{native}";', f"APT::Architectures {{ {archs} }};"]

@@ -15,7 +15,7 @@ from typing import Any
 from vkdoctor import factcache
 from vkdoctor.context import Context
 from vkdoctor.files import LARGE, read_bytes, read_text
-from vkdoctor.packages.aptroot import apt_env
+from vkdoctor.packages.aptroot import apt_env, unsafe_source
 from vkdoctor.packages.deps import unmet
 from vkdoctor.packages.listgrep import ListSearch
 from vkdoctor.packages.model import Consistency, Family, Package, Relation
@@ -436,6 +436,8 @@ class DpkgDB:
         lists = self._ctx.under("/var/lib/apt/lists")
         if not pkgs or not any(lists.glob("*_Packages")) or not which("apt-cache", self._ctx.env):
             return {}
+        if not self._sources_usable():
+            return {}
         run = self._apt_cache("policy", *names)
         if run.returncode != 0:
             return {}
@@ -463,8 +465,15 @@ class DpkgDB:
                 )
         return out
 
+    def _sources_usable(self) -> bool:
+        """Whether apt is given the tree's sources (always on the live machine; see aptroot)."""
+        return self._ctx.live or unsafe_source(self._ctx.root) is None
+
     def lists_date(self) -> float | None:
-        """When the package lists were last refreshed (apt update): the newest list's mtime."""
+        """When the package lists were last refreshed (apt update): the newest list's mtime;
+        None when there are none, or the tree's sources are not handed to apt."""
+        if not self._sources_usable():
+            return None
         lists = self._ctx.under("/var/lib/apt/lists")
         try:
             return max(

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from vkdoctor.context import Context
 from vkdoctor.files import LARGE, read_text
-from vkdoctor.packages.aptroot import apt_env, architectures
+from vkdoctor.packages.aptroot import apt_env, architectures, unsafe_source
 from vkdoctor.packages.proc import ToolRun, run_tool, which
 from vkdoctor.record import field, record, replace
 
@@ -194,6 +194,8 @@ def simulate(ctx: Context, fix: str, protect: Sequence[str]) -> Simulation:
     if not ctx.live and not architectures(ctx.root)[0]:
         why = "the tree's dpkg database names no architecture"
         return unsimulated(fix, why, tree=tree)
+    if not ctx.live and (unsafe := unsafe_source(ctx.root)):
+        return unsimulated(fix, f"the tree's sources are not used: {unsafe}", tree=tree)
     steps = _steps(fix)
     skipped: list[str] = []
     released: list[str] = []
