@@ -92,3 +92,41 @@ def test_a_primary_file_named_outside_its_repository_folder_is_not_read(tmp_path
     repomd.write_text(text[:href] + escape + text[text.index('"', href) :])
     assert (repomd.parent.parent / escape).resolve() == outside
     assert caches(Context(root=root, env={"PATH": "/usr/bin:/bin"})) == []
+
+
+def test_an_rpm_database_linked_by_an_absolute_path_is_the_trees_not_this_machines(
+    tmp_path: Path,
+) -> None:
+    """The tree's /usr/lib/sysimage/rpm is a link to the absolute path of its database. rpm
+    --root follows that link on this machine, where a database also lies at that path (put
+    there for the test, one package short): the tree's packages are read, not this machine's."""
+    import shutil
+
+    from vkdoctor.context import Context
+    from vkdoctor.packages.rpm import RpmDB, find_dbpath
+
+    root = fedora(tmp_path, cache=False)
+    kept = f"/tmp/vkd-rpmdb-{tmp_path.name}"
+    (root / kept.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(root / "var/lib/rpm", root / kept.lstrip("/"))
+    shutil.rmtree(root / "usr/lib/sysimage", ignore_errors=True)
+    (root / "usr/lib/sysimage").mkdir(parents=True)
+    (root / "usr/lib/sysimage/rpm").symlink_to(kept)
+    host = Path(kept)
+    shutil.copytree(root / kept.lstrip("/"), host)
+    try:
+        erased = subprocess.run(
+            ["rpm", "--dbpath", kept, "-e", "--justdb", "--nodeps", "llvm-libs"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert erased.returncode == 0, erased.stderr
+        ctx = Context(root=root, env={"PATH": "/usr/bin:/bin"})
+        dbpath = find_dbpath(ctx)
+        assert dbpath is not None
+        assert [p.name for p in RpmDB(ctx, dbpath).by_name("llvm-libs")] == ["llvm-libs"]
+        assert dbpath == kept
+    finally:
+        shutil.rmtree(host, ignore_errors=True)
