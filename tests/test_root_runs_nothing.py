@@ -10,7 +10,6 @@ its configuration and runs them, even for `apt-get -s`.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -330,29 +329,61 @@ def test_a_source_whose_scheme_walks_out_of_apts_methods_is_not_handed_to_apt(
     assert not [f for f in doc["findings"] if f["code"] == "VKP004" and f["severity"] != "ok"]
 
 
-def test_every_uri_of_both_sources_formats_is_judged(tmp_path: Path) -> None:
+def test_every_uri_apt_reads_from_the_sources_is_judged(tmp_path: Path) -> None:
+    """What apt reads, in both formats and all their spellings (options glued to the URI, a
+    `#` inside a deb822 field, a lower-case key), is judged, since apt itself lists it."""
     from vkdoctor.packages.aptroot import unsafe_source
 
-    parts = tmp_path / "etc/apt/sources.list.d"
-    parts.mkdir(parents=True)
-    (tmp_path / "etc/apt/sources.list").write_text(
-        "# deb evil://x bookworm main\n"
-        "deb [arch=amd64,i386 signed-by=/k.gpg] http://deb.debian.org/debian bookworm main\n"
-        "deb-src mirror+file:/etc/apt/mirrors.txt bookworm main\n"
+    walk = "../../../bin/sh"
+    good = (
+        "deb [arch=amd64 signed-by=/k.gpg] http://deb.debian.org/debian bookworm main\n"
+        "deb-src file:/srv/debian bookworm main\n"
     )
-    (parts / "debian.sources").write_text(
-        "Types: deb\nURIs: https://deb.debian.org/debian\n  tor+http://x.onion/debian\n"
-        "Suites: bookworm\nSigned-By:\n -----BEGIN PGP PUBLIC KEY BLOCK-----\n a:b\n"
-    )
-    (parts / "notes.txt").write_text("deb ../../bin/sh://x bookworm main\n")
-    assert unsafe_source(tmp_path) is None
-    rsh = tmp_path / "rsh"
-    shutil.copytree(tmp_path / "etc", rsh / "etc")
-    more = "Types: deb\nURIs: http://a/\n rsh://host/debian\n"
-    (rsh / "etc/apt/sources.list.d/more.sources").write_text(more)
-    assert "names 'rsh'" in (unsafe_source(rsh) or "")
-    walk = tmp_path / "walk"
-    shutil.copytree(tmp_path / "etc", walk / "etc")
-    one_line = "deb [ trusted=yes ] ../../../bin/sh://x bookworm main\n"
-    (walk / "etc/apt/sources.list.d/a.list").write_text(one_line)
-    assert "names '../../../bin/sh'" in (unsafe_source(walk) or "")
+    forms = {
+        "good": ("sources.list", good),
+        "glued": ("sources.list.d/a.list", f"deb [arch=amd64]{walk}://x bookworm main\n"),
+        "tab": ("sources.list.d/a.list", f"deb\t{walk}://x bookworm main\n"),
+        "hash": (
+            "sources.list.d/a.sources",
+            f"Types: deb\nURIs: http://x/ #c {walk}://x\nSuites: s\nComponents: main\n",
+        ),
+        "case": (
+            "sources.list.d/a.sources",
+            f"Types: deb\nuris: {walk}://x\nsuites: s\ncomponents: main\n",
+        ),
+        "rsh": (
+            "sources.list.d/a.sources",
+            "Types: deb\nURIs: http://a/\n rsh://h/\nSuites: s\nComponents: main\n",
+        ),
+        "mirror": ("sources.list.d/a.list", "deb mirror+file:/srv/mirrors.txt bookworm main\n"),
+    }
+    for name, (where, text) in forms.items():
+        root = tmp_path / name
+        (root / "etc/apt/sources.list.d").mkdir(parents=True)
+        (root / "var/lib/dpkg").mkdir(parents=True)
+        (root / "var/lib/dpkg/status").write_text("Package: dpkg\nArchitecture: amd64\n")
+        (root / "etc/apt/sources.list").write_text(good)
+        (root / "etc/apt" / where).write_text(text)
+        why = unsafe_source(root)
+        if name == "good":
+            assert why is None, why
+        elif name in ("glued", "hash"):  # apt cannot read it: not handed to apt either
+            assert why and why.startswith("apt cannot read them (E: Malformed entry"), why
+        else:
+            scheme = {"rsh": "rsh", "mirror": "mirror+file"}.get(name, walk)
+            assert why and f"names {scheme!r}" in why, (name, why)
+
+
+def test_a_tree_path_apt_cannot_quote_is_not_written_into_its_configuration(
+    tmp_path: Path,
+) -> None:
+    from vkdoctor.packages.aptroot import configuration, unsafe_source
+
+    root = tmp_path / 'img";\nDir::Bin::dpkg "/bin/sh'
+    (root / "var/lib/dpkg").mkdir(parents=True)
+    (root / "var/lib/dpkg/status").write_text("Package: dpkg\nArchitecture: amd64\n")
+    private = tmp_path / "private"
+    private.mkdir()
+    conf = configuration(root, private)
+    assert "/bin/sh" not in conf and str(root) not in conf
+    assert "quote or a control character" in (unsafe_source(root) or "")

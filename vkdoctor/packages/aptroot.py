@@ -26,6 +26,7 @@ from pathlib import Path
 
 from vkdoctor.context import Context
 from vkdoctor.files import LARGE, read_text
+from vkdoctor.packages.proc import run_tool, which
 
 #: root -> this process's private apt directory for it
 _DIRS: dict[str, str] = {}
@@ -33,8 +34,10 @@ _OWNER = [0]
 #: a Debian architecture name (dpkg's arch.c: lower-case letters, digits and '-')
 _ARCH = re.compile(r"^[a-z0-9][a-z0-9-]{0,31}$")
 #: the download methods apt ships (/usr/lib/apt/methods), by the URI schemes that name them
-_SCHEME = re.compile(r"^(?:(?:mirror|tor)\+)?(?:https?|ftp|file|copy|cdrom|mirror)$")
-_SOURCE_FILES = 256
+#: (not mirror+: a mirror list names further URIs, read by the method, not by this check)
+_SCHEME = re.compile(r"^(?:tor\+)?(?:https?|ftp|file|copy|cdrom)$")
+#: what a quoted value of apt's configuration cannot hold
+_UNQUOTABLE = re.compile(r'["\x00-\x1f\x7f]')
 #: root -> why its sources are not handed to apt ("" when they are), for this run
 _UNSAFE: dict[str, str] = {}
 
@@ -76,45 +79,6 @@ def architectures(root: Path) -> tuple[str, list[str]]:
     return native, foreign
 
 
-def _source_files(root: Path) -> list[Path] | None:
-    """The tree's sources files as apt would read them; None when there are too many."""
-    etc = root / "etc/apt"
-    found = [etc / "sources.list"]
-    try:
-        for n, entry in enumerate(sorted((etc / "sources.list.d").iterdir())):
-            if n >= _SOURCE_FILES:
-                return None
-            if entry.name.endswith((".list", ".sources")):
-                found.append(entry)
-    except OSError:
-        pass
-    return found
-
-
-def _uris(text: str, deb822: bool) -> list[str]:
-    """The URIs of a sources file: the URIs fields of deb822 stanzas (continuation lines too),
-    or the word after the type and its [options] of a one-line entry."""
-    out: list[str] = []
-    in_uris = False
-    for raw in text.splitlines():
-        line = raw.split("#", 1)[0]
-        if deb822:
-            key, sep, value = line.partition(":")
-            if line[:1] in (" ", "\t") and in_uris:
-                out += line.split()
-            elif sep and not line[:1].isspace():
-                in_uris = key.strip().lower() == "uris"
-                out += value.split() if in_uris else []
-            continue
-        words = line.split()[1:]
-        if words and words[0].startswith("["):
-            while words and not words[0].endswith("]"):
-                words = words[1:]
-            words = words[1:]
-        out += words[:1]
-    return out
-
-
 def unsafe_source(root: Path) -> str | None:
     """Why the tree's sources cannot be handed to apt (a URI whose scheme is no method apt
     ships names a program for apt to start), or None."""
@@ -124,27 +88,38 @@ def unsafe_source(root: Path) -> str | None:
 
 
 def _judge_sources(root: Path) -> str | None:
-    files = _source_files(root)
-    if files is None:
-        return f"its /etc/apt/sources.list.d holds more than {_SOURCE_FILES} files"
-    for path in files:
-        try:
-            text = read_text(path)
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            return f"{path} cannot be read ({exc.strerror})"
-        for uri in _uris(text, path.name.endswith(".sources")):
-            scheme = uri.partition(":")[0]
-            if not _SCHEME.match(scheme):
-                return f"{path} names {scheme!r}, which is no download method apt ships"
+    if _UNQUOTABLE.search(str(root)):
+        return (
+            "the tree's path holds a quote or a control character, which apt's configuration cannot"
+        )
+    import tempfile
+
+    env = {"PATH": "/usr/bin:/bin"}
+    if not which("apt-get", env):
+        return None
+    with tempfile.TemporaryDirectory(prefix="vkdoctor-apt-") as tmp:
+        conf = Path(tmp) / "apt.conf"
+        conf.write_text(configuration(root, Path(tmp), sources=True), encoding="utf-8")
+        # apt's own reading of the sources, both formats; it starts no method
+        argv = ["apt-get", "indextargets", "--no-release-info", "--format", "$(REPO_URI)"]
+        run = run_tool(argv, env={**env, "APT_CONFIG": str(conf)}, timeout=60.0)
+    if run.returncode != 0:
+        said = (run.stderr.strip().splitlines() or [run.problem or "no reason given"])[0]
+        return f"apt cannot read them ({said[:200]})"
+    for uri in dict.fromkeys(run.stdout.split()):
+        scheme = uri.partition(":")[0]
+        if not _SCHEME.match(scheme):
+            return f"a source names {scheme!r}, which is no download method apt ships"
     return None
 
 
-def configuration(root: Path, private: Path) -> str:
-    """The whole apt configuration for a look at `root`: its data, nothing it configures."""
+def configuration(root: Path, private: Path, *, sources: bool = False) -> str:
+    """The whole apt configuration for a look at `root`: its data, nothing it configures; its
+    sources only when told, or when `unsafe_source` finds nothing wrong with them."""
     (private / "parts").mkdir(exist_ok=True)
     (private / "empty.conf").write_text("", encoding="utf-8")
+    if _UNQUOTABLE.search(str(root)):
+        root = private / "no-tree"  # apt is shown nothing rather than a path it would misread
     native, foreign = architectures(root)
     lines = [
         f'Dir "{root}/";',
@@ -163,7 +138,7 @@ def configuration(root: Path, private: Path) -> str:
         'APT::Solver "internal";',
         'Debug::NoLocking "1";',
     ]
-    if unsafe_source(root):
+    if not sources and unsafe_source(root):
         (private / "sources.list").write_text("", encoding="utf-8")
         lines += [
             f'Dir::Etc::sourcelist "{private}/sources.list";',
