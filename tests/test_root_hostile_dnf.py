@@ -130,3 +130,37 @@ def test_an_rpm_database_linked_by_an_absolute_path_is_the_trees_not_this_machin
         assert dbpath == kept
     finally:
         shutil.rmtree(host, ignore_errors=True)
+
+
+def test_a_dpkg_database_linked_by_an_absolute_path_is_the_trees_not_this_machines(
+    tmp_path: Path,
+) -> None:
+    """The tree's /var/lib/dpkg is a link to an absolute path: that path means the tree's
+    folder. Followed on this machine, it read this machine's database (or none) as the tree's;
+    vkdoctor and apt now read the tree's."""
+    from vkdoctor.context import Context
+    from vkdoctor.packages.aptroot import architectures, configuration
+    from vkdoctor.packages.detect import inventory
+
+    here = Path("/var/lib/dpkg/status")
+    assert here.is_file()  # this machine's database, which must not be read
+    kept = tmp_path / "usr/share/dpkg-db"
+    kept.mkdir(parents=True)
+    (kept / "status").write_text(
+        "Package: dpkg\nStatus: install ok installed\nVersion: 1.21.22\nArchitecture: riscv64\n\n"
+        "Package: libvulkan1\nStatus: install ok installed\nVersion: 9.9-1\n"
+        "Architecture: riscv64\nMulti-Arch: same\n"
+    )
+    (kept / "arch").write_text("riscv64\nloong64\n")
+    (tmp_path / "var/lib").mkdir(parents=True)
+    (tmp_path / "var/lib/dpkg").symlink_to("/usr/share/dpkg-db")
+    ctx = Context(root=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    [db] = inventory(ctx).databases
+    assert [(p.name, p.version) for p in db.packages()] == [
+        ("dpkg", "1.21.22"),
+        ("libvulkan1", "9.9-1"),
+    ]
+    assert architectures(tmp_path) == ("riscv64", ["loong64"])
+    private = tmp_path / "private"
+    private.mkdir()
+    assert f'Dir::State::status "{kept / "status"}";' in configuration(tmp_path, private)

@@ -54,13 +54,19 @@ def cleanup() -> None:
     _DIRS.clear()
 
 
+def _inside(root: Path, path: str) -> Path:
+    """`path` of the tree with its links followed inside the tree (an absolute link followed on
+    this machine would lead to this machine's file, such as its dpkg database)."""
+    return Context(root=root).resolve(path)
+
+
 def architectures(root: Path) -> tuple[str, list[str]]:
     """The tree's native architecture (its dpkg package's, else its packages' most common) and
     its foreign ones (dpkg's `arch`
     file, which --add-architecture writes), as data; `("", [])` when the tree does not say."""
     native = ""
     try:
-        status = read_text(root / "var/lib/dpkg/status", LARGE)
+        status = read_text(_inside(root, "/var/lib/dpkg/status"), LARGE)
     except OSError:
         status = ""
     m = re.search(r"^Package: dpkg\n(?:[^\n]+\n)*?Architecture: (\S+)$", status, re.M)
@@ -72,7 +78,7 @@ def architectures(root: Path) -> tuple[str, list[str]]:
         counts.pop("all", None)
         native = next((a for a, _ in counts.most_common() if _ARCH.match(a)), "")
     try:
-        listed = read_text(root / "var/lib/dpkg/arch", 64 * 1024).split()
+        listed = read_text(_inside(root, "/var/lib/dpkg/arch"), 64 * 1024).split()
     except OSError:
         listed = []
     foreign = [a for a in dict.fromkeys(listed) if _ARCH.match(a) and a not in (native, "all")]
@@ -125,7 +131,7 @@ def configuration(root: Path, private: Path, *, sources: bool = False) -> str:
         f'Dir "{root}/";',
         f'Dir::Etc::main "{private}/empty.conf";',
         f'Dir::Etc::parts "{private}/parts/";',
-        f'Dir::State::status "{root}/var/lib/dpkg/status";',
+        f'Dir::State::status "{_inside(root, "/var/lib/dpkg/status")}";',
         f'Dir::Cache "{private}/";',
         'Dir::Cache::archives "archives/";',
         'Dir::Cache::pkgcache "";',

@@ -222,10 +222,14 @@ class DpkgDB:
         self._listing: list[tuple[str, str]] | None = None
         #: the store of earlier runs' answers, and this listing's key in it (vkdoctor.factcache)
         self._kept: tuple[factcache.Store, tuple[object, ...]] | None = None
+        self._admin_dir: Path | None = None
 
     @property
     def _admin(self) -> Path:
-        return self._ctx.under(self.db_path)
+        # a tree's links are followed inside the tree: an absolute one leads to this machine's
+        if self._admin_dir is None:
+            self._admin_dir = self._ctx.resolve(self.db_path)
+        return self._admin_dir
 
     def packages(self) -> tuple[Package, ...]:
         if self._packages is None:

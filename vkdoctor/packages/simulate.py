@@ -225,7 +225,7 @@ def simulate(ctx: Context, fix: str, protect: Sequence[str]) -> Simulation:
     tmp: str | None = None
     try:
         if released:
-            text = read_text(ctx.under("/var/lib/dpkg/status"), LARGE)
+            text = read_text(ctx.resolve("/var/lib/dpkg/status"), LARGE)
             fd, tmp = tempfile.mkstemp(prefix="vkdoctor-status-")
             with os.fdopen(fd, "w") as f:
                 f.write(_released(text, released))
