@@ -599,3 +599,84 @@ def test_a_package_another_user_drops_in_a_folder_they_can_write_is_not_unpacked
         ["exec", "--from-package", str(kept / deb.name), "--", "vulkaninfo", "--summary"], env=env
     )
     assert marker.exists(), (ran.stdout, ran.stderr)
+
+
+def test_a_folder_the_chosen_files_rpath_hands_down_to_a_dependency_is_refused(top: Path) -> None:
+    """DT_RPATH (unlike DT_RUNPATH) is inherited: libvkrtest.so.1's RPATH is searched for what
+    its dependency libvkrdep.so.2 needs (libvkrleaf.so.3), two levels down from the driver. Its
+    RPATH lists a root folder that has libvkrdep.so.2, then a missing build folder in a sticky
+    world-writable directory, then the root folder that has libvkrleaf.so.3: only the leaf's
+    lookup walks through the build folder. nobody creates it with a libvkrleaf.so.3 whose
+    constructor runs their code (vulkaninfo runs it, done for real below); the overlay refuses
+    the file, naming the file the user gave and the folder."""
+    from tests.elfbuild import build_lib
+
+    shared = top / "shared-tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    leaked, safe, safe2 = shared / "build" / "lib", top / "safe", top / "safe2"
+    leaf = build_lib(
+        safe2 / "libvkrleaf.so.3",
+        soname="libvkrleaf.so.3",
+        source="int vkr_leaf(void){return 3;}\n",
+    )
+    dep = build_lib(
+        safe / "libvkrdep.so.2",
+        soname="libvkrdep.so.2",
+        source="int vkr_leaf(void); int vkr_dep(void){return vkr_leaf()+2;}\n",
+        link=[leaf],
+    )
+    first = build_lib(
+        top / "search" / "libvkrtest.so.1",
+        soname="libvkrtest.so.1",
+        source="int vkr_dep(void); int vkr_test(void){return vkr_dep()+1;}\n",
+        link=[dep],
+        rpath=[str(safe), str(leaked), str(safe2)],
+    )
+    for src in (top / "search").glob("*.c"):
+        src.unlink()
+    drv = build_lib(
+        top / "drv" / "libvulkan_vkr.so",
+        source="int vkr_test(void); int vkr(void){return vkr_test();}\n",
+        link=[first, lab.LVP],
+    )
+    (top / "icd").mkdir()
+    env = {
+        "VK_DRIVER_FILES": str(lab.manifest(top / "icd" / "vkr.json", drv)),
+        "XDG_CACHE_HOME": str(top / "rootcache"),
+    }
+    (top / "rootcache").mkdir(mode=0o700)
+    code, doc, lines = _overlay(first.parent, env)
+    assert code == 1 and not (doc or {}).get("ld_library_path"), (code, doc, lines)
+    reason = next(ln for ln in lines if f"search {leaked}" in ln)
+    assert f"(from {first}'s RPATH) first: {shared / 'build'} does not exist, and anyone" in reason
+
+    marker = top / "ran-as-nobody"
+    evil_src = top / "evil.c"
+    evil_src.write_text(
+        "#include <stdio.h>\nint vkr_leaf(void){return 3;}\n"
+        f'__attribute__((constructor)) static void own(void){{FILE*f=fopen("{marker}","w");'
+        'if(f){fputs("pwned",f);fclose(f);}}\n'
+    )
+    built = top / "evil.so"
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-Wl,-soname,libvkrleaf.so.3", "-o", str(built), str(evil_src)],
+        check=True,
+    )
+    built.chmod(0o644)
+    planted = _sh_as(NOBODY, f"mkdir -p {leaked} && cp {built} {leaked}/libvkrleaf.so.3")
+    assert planted.returncode == 0, planted.stderr
+    subprocess.run(
+        ["vulkaninfo", "--summary"],
+        env={**env, "LD_LIBRARY_PATH": str(first.parent), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert marker.exists()
+    marker.unlink()
+    shutil.rmtree(shared / "build")
+
+    shared.chmod(0o755)
+    code, doc, _ = _overlay(first.parent, env)
+    assert code == 0 and doc is not None and doc["ld_library_path"], doc

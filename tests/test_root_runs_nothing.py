@@ -278,3 +278,112 @@ def test_a_dnf_tree_whose_configuration_names_plugins_runs_none_of_them(tmp_path
     for program, line in started:
         assert not program.startswith(str(root)), line
     assert "Checked with dnf --assumeno: it installs llvm-libs 23.1.0-1.fc43" in proc.stdout
+
+
+def test_a_source_whose_scheme_walks_out_of_apts_methods_is_not_handed_to_apt(
+    debian_root: Path, tmp_path: Path
+) -> None:
+    """apt starts the download method named by a source's URI scheme, `..` and all, and
+    apt-get -s starts the methods of what it would fetch: a scheme that walks to a program in
+    the tree ran it as root. The tree's sources are then not used and the fix is unverified."""
+    import json
+
+    broke = debroot.chroot(debian_root, "dpkg", "--force-depends", "-r", "libllvm15")
+    assert broke.returncode == 0, broke.stderr
+    marker = tmp_path / "marker"
+    method = debian_root / "evil-method"
+    method.write_text(f"#!/bin/sh\necho method >> {marker}\n")
+    method.chmod(0o755)
+    walk = "../" * 12 + str(method).lstrip("/")
+    sources = debian_root / "etc/apt/sources.list"
+    sources.write_text(sources.read_text().replace("http://", f"{walk}://"))
+    # the attack, for real: apt-get -s with the tree's sources as they are runs the method
+    conf = tmp_path / "apt.conf"
+    conf.write_text(
+        f'Dir "{debian_root}/";\nDir::Etc::main "/dev/null";\nDir::Etc::parts "{tmp_path}/";\n'
+        f'Dir::Cache "{tmp_path}/";\nDir::Cache::pkgcache "";\nDebug::NoLocking "1";\n'
+    )
+    (tmp_path / "archives/partial").mkdir(parents=True)
+    subprocess.run(
+        ["apt-get", "-s", "-q", "--fix-broken", "install"],
+        env={"PATH": "/usr/bin:/bin", "APT_CONFIG": str(conf)},
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert marker.read_text() == "method\n"
+    marker.unlink()
+
+    trace = tmp_path / "trace"
+    proc = _traced_check(debian_root, trace)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert not marker.exists()
+    for program, line in _started(trace):
+        assert not program.startswith(str(debian_root)), line
+        assert "/apt/methods/" not in program, line
+    doc = json.loads(proc.stdout)
+    [skew] = [f for f in doc["findings"] if f["code"] == "VKP002" and f["severity"] == "fail"]
+    assert "The fix is unverified: the tree's sources are not used: " in skew["message"]
+    assert "which is no download method apt ships" in skew["message"], skew["message"]
+    # and no other check takes the missing sources for "no repository carries it"
+    assert not [f for f in doc["findings"] if f["code"] == "VKP004" and f["severity"] != "ok"]
+
+
+def test_every_uri_apt_reads_from_the_sources_is_judged(tmp_path: Path) -> None:
+    """What apt reads, in both formats and all their spellings (options glued to the URI, a
+    `#` inside a deb822 field, a lower-case key), is judged, since apt itself lists it."""
+    from vkdoctor.packages.aptroot import unsafe_source
+
+    walk = "../../../bin/sh"
+    good = (
+        "deb [arch=amd64 signed-by=/k.gpg] http://deb.debian.org/debian bookworm main\n"
+        "deb-src file:/srv/debian bookworm main\n"
+    )
+    forms = {
+        "good": ("sources.list", good),
+        "glued": ("sources.list.d/a.list", f"deb [arch=amd64]{walk}://x bookworm main\n"),
+        "tab": ("sources.list.d/a.list", f"deb\t{walk}://x bookworm main\n"),
+        "hash": (
+            "sources.list.d/a.sources",
+            f"Types: deb\nURIs: http://x/ #c {walk}://x\nSuites: s\nComponents: main\n",
+        ),
+        "case": (
+            "sources.list.d/a.sources",
+            f"Types: deb\nuris: {walk}://x\nsuites: s\ncomponents: main\n",
+        ),
+        "rsh": (
+            "sources.list.d/a.sources",
+            "Types: deb\nURIs: http://a/\n rsh://h/\nSuites: s\nComponents: main\n",
+        ),
+        "mirror": ("sources.list.d/a.list", "deb mirror+file:/srv/mirrors.txt bookworm main\n"),
+    }
+    for name, (where, text) in forms.items():
+        root = tmp_path / name
+        (root / "etc/apt/sources.list.d").mkdir(parents=True)
+        (root / "var/lib/dpkg").mkdir(parents=True)
+        (root / "var/lib/dpkg/status").write_text("Package: dpkg\nArchitecture: amd64\n")
+        (root / "etc/apt/sources.list").write_text(good)
+        (root / "etc/apt" / where).write_text(text)
+        why = unsafe_source(root)
+        if name == "good":
+            assert why is None, why
+        elif name in ("glued", "hash"):  # apt cannot read it: not handed to apt either
+            assert why and why.startswith("apt cannot read them (E: Malformed entry"), why
+        else:
+            scheme = {"rsh": "rsh", "mirror": "mirror+file"}.get(name, walk)
+            assert why and f"names {scheme!r}" in why, (name, why)
+
+
+def test_a_tree_path_apt_cannot_quote_is_not_written_into_its_configuration(
+    tmp_path: Path,
+) -> None:
+    from vkdoctor.packages.aptroot import configuration, unsafe_source
+
+    root = tmp_path / 'img";\nDir::Bin::dpkg "/bin/sh'
+    (root / "var/lib/dpkg").mkdir(parents=True)
+    (root / "var/lib/dpkg/status").write_text("Package: dpkg\nArchitecture: amd64\n")
+    private = tmp_path / "private"
+    private.mkdir()
+    conf = configuration(root, private)
+    assert "/bin/sh" not in conf and str(root) not in conf
+    assert "quote or a control character" in (unsafe_source(root) or "")

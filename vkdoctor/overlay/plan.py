@@ -533,7 +533,7 @@ def _untrusted_search(
             continue
         why = trust.untrusted(where, searched=True)
         if why:
-            owner = f"{whose}'s {how.upper()}" if whose else how
+            owner = f"{_as_chosen(plan, whose)}'s {how.upper()}" if whose else how
             return f"search {where} (from {owner}) first: {why}"
     return None
 

@@ -8,6 +8,11 @@ at empty places of its own and pins the programs to the host's. From the tree ap
 data: the dpkg status, its architectures (var/lib/dpkg/arch and the dpkg package's own, passed
 as APT::Architecture(s), so apt never asks a dpkg), its sources, preferences and package lists.
 apt's binary caches go to the private directory too (the tree is never written).
+
+A source's URI scheme is the name of the download method apt starts (Dir::Bin::methods joined
+with the scheme, `..` and all), and apt-get -s starts the methods of the packages it would
+fetch: a tree whose sources name a scheme other than apt's own gets no sources at all, and
+its fixes are not simulated (`unsafe_source` says why).
 """
 
 from __future__ import annotations
@@ -21,12 +26,20 @@ from pathlib import Path
 
 from vkdoctor.model.context import Context
 from vkdoctor.model.files import LARGE, read_text
+from vkdoctor.packages.proc import run_tool, which
 
 #: root -> this process's private apt directory for it
 _DIRS: dict[str, str] = {}
 _OWNER = [0]
 #: a Debian architecture name (dpkg's arch.c: lower-case letters, digits and '-')
 _ARCH = re.compile(r"^[a-z0-9][a-z0-9-]{0,31}$")
+#: the download methods apt ships (/usr/lib/apt/methods), by the URI schemes that name them
+#: (not mirror+: a mirror list names further URIs, read by the method, not by this check)
+_SCHEME = re.compile(r"^(?:tor\+)?(?:https?|ftp|file|copy|cdrom)$")
+#: what a quoted value of apt's configuration cannot hold
+_UNQUOTABLE = re.compile(r'["\x00-\x1f\x7f]')
+#: root -> why its sources are not handed to apt ("" when they are), for this run
+_UNSAFE: dict[str, str] = {}
 
 
 def cleanup() -> None:
@@ -41,13 +54,19 @@ def cleanup() -> None:
     _DIRS.clear()
 
 
+def _inside(root: Path, path: str) -> Path:
+    """`path` of the tree with its links followed inside the tree (an absolute link followed on
+    this machine would lead to this machine's file, such as its dpkg database)."""
+    return Context(root=root).resolve(path)
+
+
 def architectures(root: Path) -> tuple[str, list[str]]:
     """The tree's native architecture (its dpkg package's, else its packages' most common) and
     its foreign ones (dpkg's `arch`
     file, which --add-architecture writes), as data; `("", [])` when the tree does not say."""
     native = ""
     try:
-        status = read_text(root / "var/lib/dpkg/status", LARGE)
+        status = read_text(_inside(root, "/var/lib/dpkg/status"), LARGE)
     except OSError:
         status = ""
     m = re.search(r"^Package: dpkg\n(?:[^\n]+\n)*?Architecture: (\S+)$", status, re.M)
@@ -59,23 +78,60 @@ def architectures(root: Path) -> tuple[str, list[str]]:
         counts.pop("all", None)
         native = next((a for a, _ in counts.most_common() if _ARCH.match(a)), "")
     try:
-        listed = read_text(root / "var/lib/dpkg/arch", 64 * 1024).split()
+        listed = read_text(_inside(root, "/var/lib/dpkg/arch"), 64 * 1024).split()
     except OSError:
         listed = []
     foreign = [a for a in dict.fromkeys(listed) if _ARCH.match(a) and a not in (native, "all")]
     return native, foreign
 
 
-def configuration(root: Path, private: Path) -> str:
-    """The whole apt configuration for a look at `root`: its data, nothing it configures."""
+def unsafe_source(root: Path) -> str | None:
+    """Why the tree's sources cannot be handed to apt (a URI whose scheme is no method apt
+    ships names a program for apt to start), or None."""
+    if str(root) not in _UNSAFE:
+        _UNSAFE[str(root)] = _judge_sources(root) or ""
+    return _UNSAFE[str(root)] or None
+
+
+def _judge_sources(root: Path) -> str | None:
+    if _UNQUOTABLE.search(str(root)):
+        return (
+            "the tree's path holds a quote or a control character, which apt's configuration cannot"
+        )
+    import tempfile
+
+    env = {"PATH": "/usr/bin:/bin"}
+    if not which("apt-get", env):
+        return None
+    with tempfile.TemporaryDirectory(prefix="vkdoctor-apt-") as tmp:
+        conf = Path(tmp) / "apt.conf"
+        conf.write_text(configuration(root, Path(tmp), sources=True), encoding="utf-8")
+        # apt's own reading of the sources, both formats; it starts no method
+        argv = ["apt-get", "indextargets", "--no-release-info", "--format", "$(REPO_URI)"]
+        run = run_tool(argv, env={**env, "APT_CONFIG": str(conf)}, timeout=60.0)
+    if run.returncode != 0:
+        said = (run.stderr.strip().splitlines() or [run.problem or "no reason given"])[0]
+        return f"apt cannot read them ({said[:200]})"
+    for uri in dict.fromkeys(run.stdout.split()):
+        scheme = uri.partition(":")[0]
+        if not _SCHEME.match(scheme):
+            return f"a source names {scheme!r}, which is no download method apt ships"
+    return None
+
+
+def configuration(root: Path, private: Path, *, sources: bool = False) -> str:
+    """The whole apt configuration for a look at `root`: its data, nothing it configures; its
+    sources only when told, or when `unsafe_source` finds nothing wrong with them."""
     (private / "parts").mkdir(exist_ok=True)
     (private / "empty.conf").write_text("", encoding="utf-8")
+    if _UNQUOTABLE.search(str(root)):
+        root = private / "no-tree"  # apt is shown nothing rather than a path it would misread
     native, foreign = architectures(root)
     lines = [
         f'Dir "{root}/";',
         f'Dir::Etc::main "{private}/empty.conf";',
         f'Dir::Etc::parts "{private}/parts/";',
-        f'Dir::State::status "{root}/var/lib/dpkg/status";',
+        f'Dir::State::status "{_inside(root, "/var/lib/dpkg/status")}";',
         f'Dir::Cache "{private}/";',
         'Dir::Cache::archives "archives/";',
         'Dir::Cache::pkgcache "";',
@@ -88,6 +144,12 @@ def configuration(root: Path, private: Path) -> str:
         'APT::Solver "internal";',
         'Debug::NoLocking "1";',
     ]
+    if not sources and unsafe_source(root):
+        (private / "sources.list").write_text("", encoding="utf-8")
+        lines += [
+            f'Dir::Etc::sourcelist "{private}/sources.list";',
+            f'Dir::Etc::sourceparts "{private}/parts/";',
+        ]
     if native:
         archs = " ".join(f'"{a}";' for a in [native, *foreign])
         lines += [f'APT::Architecture "{native}";', f"APT::Architectures {{ {archs} }};"]

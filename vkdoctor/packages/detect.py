@@ -22,7 +22,7 @@ def inventory(ctx: Context) -> Inventory:
     dbs: list[PackageDB] = []
     absent: dict[str, str] = {}
 
-    if ctx.under(f"{ADMINDIR}/status").exists():
+    if ctx.resolve(f"{ADMINDIR}/status").exists():
         dbs.append(DpkgDB(ctx))
     else:
         absent["dpkg"] = f"no {ADMINDIR}/status"

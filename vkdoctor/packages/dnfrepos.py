@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO
 
 from vkdoctor.model.context import Context
+from vkdoctor.model.files import SMALL, read_bytes, read_text
 from vkdoctor.model.record import record
 from vkdoctor.packages.proc import which
 from vkdoctor.packages.versions import rpm_compare
@@ -47,7 +48,7 @@ class RepoCache:
 
 def enabled_repos(ctx: Context) -> set[str] | None:
     """The ids of the repositories enabled in /etc/yum.repos.d; None when there is no .repo file."""
-    folder = ctx.under("/etc/yum.repos.d")
+    folder = ctx.resolve("/etc/yum.repos.d")
     try:
         files = sorted(folder.glob("*.repo"))
     except OSError:
@@ -58,7 +59,7 @@ def enabled_repos(ctx: Context) -> set[str] | None:
     for path in files:
         parser = configparser.ConfigParser(interpolation=None, strict=False)
         try:
-            parser.read_string(path.read_text(encoding="utf-8", errors="replace"))
+            parser.read_string(read_text(ctx.resolve(f"/etc/yum.repos.d/{path.name}")))
         except (OSError, configparser.Error):
             continue
         for section in parser.sections():
@@ -73,7 +74,7 @@ def caches(ctx: Context) -> list[RepoCache]:
     enabled = enabled_repos(ctx)
     newest: dict[str, RepoCache] = {}
     for base in CACHE_DIRS:
-        folder = ctx.under(base)
+        folder = ctx.resolve(base)
         try:
             entries = sorted(folder.iterdir())
         except OSError:
@@ -82,22 +83,25 @@ def caches(ctx: Context) -> list[RepoCache]:
             m = _CACHE_NAME.match(entry.name)
             if not m or (enabled is not None and m.group("repo") not in enabled):
                 continue
-            repomd = entry / "repodata" / "repomd.xml"
+            repomd = ctx.resolve(f"{base}/{entry.name}/repodata/repomd.xml")
             try:
-                data = repomd.read_bytes()[: 1 << 20]
+                data = read_bytes(repomd, SMALL)
                 refreshed = repomd.stat().st_mtime
             except OSError:
                 continue
             href = _PRIMARY.search(data)
             if href is None:
                 continue
-            primary = entry / href.group(1).decode("utf-8", "replace")
+            where = href.group(1).decode("utf-8", "replace")
+            if where.startswith("/") or ".." in where.split("/"):
+                continue  # repomd.xml names a file outside its repository's folder
+            primary = ctx.resolve(f"{base}/{entry.name}/{where}")
             if not primary.is_file():
                 continue
             cache = RepoCache(
                 repo=m.group("repo"),
                 repomd=f"{base}/{entry.name}/repodata/repomd.xml",
-                primary=f"{base}/{entry.name}/{href.group(1).decode('utf-8', 'replace')}",
+                primary=f"{base}/{entry.name}/{where}",
                 refreshed=refreshed,
             )
             known = newest.get(cache.repo)
@@ -173,7 +177,7 @@ def offered(
     zstd = which("zstd", ctx.env)
     for cache in found:
         try:
-            with _opened(ctx.under(cache.primary), zstd) as stream:
+            with _opened(ctx.resolve(cache.primary), zstd) as stream:
                 if stream is None:
                     continue
                 for name, arch, evr in _packages(stream, wanted):

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vkdoctor.model.context import Context
-from vkdoctor.model.files import read_text
+from vkdoctor.model.files import SMALL, read_bytes, read_text
 from vkdoctor.packages.dnfrepos import CACHE_DIRS, caches
 from vkdoctor.packages.proc import ToolRun, run_tool, which
 from vkdoctor.packages.rpm import RpmDB
@@ -29,6 +29,8 @@ LOADER_PACKAGES = ("vulkan-loader",)
 TOOL = "dnf --assumeno"
 _ACTIONS = {"distro-sync", "reinstall", "install", "upgrade", "downgrade", "update"}
 _SECTION = re.compile(r"^(Installing|Upgrading|Downgrading|Reinstalling|Removing)\b[^:]*:$")
+#: the files of a folder of the tree copied at most
+_FOLDER_FILES = 256
 _REPLACING = re.compile(r"^\s+replacing\s+(\S+)\s+(\S+)")
 _ROW = re.compile(r"^ (\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+")
 
@@ -72,22 +74,38 @@ def _releasever(ctx: Context) -> str | None:
     return m.group(1) if m else None
 
 
+def _copy_folder(ctx: Context, folder: str, private: Path) -> None:
+    """The regular files of the tree's `folder` into the private installroot, each read within
+    the read bound with its links followed inside the tree (never on this machine): a device, a
+    FIFO or a file too large is left out, so a link to /dev/zero cannot fill the disk."""
+    out = private / folder.lstrip("/")
+    try:
+        names = sorted(e.name for e in ctx.resolve(folder).iterdir())
+    except OSError:
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    for name in names[:_FOLDER_FILES]:
+        try:
+            data = read_bytes(ctx.resolve(f"{folder}/{name}"), SMALL)
+        except OSError:
+            continue
+        (out / name).write_bytes(data)
+
+
 def _installroot(ctx: Context, db: RpmDB, private: Path) -> None:
     """The private installroot: the tree's rpm database, repositories and cache, linked."""
     dbdir = private / db.db_path.lstrip("/")
     dbdir.parent.mkdir(parents=True)
-    dbdir.symlink_to(ctx.under(db.db_path))
+    dbdir.symlink_to(ctx.resolve(db.db_path))
     for folder in ("/etc/yum.repos.d", "/etc/dnf/vars"):
-        src = ctx.under(folder)
-        if src.is_dir():
-            shutil.copytree(src, private / folder.lstrip("/"), symlinks=False)
+        _copy_folder(ctx, folder, private)
     for cache in caches(ctx):
         base = next(b for b in CACHE_DIRS if cache.repomd.startswith(b + "/"))
         entry = cache.repomd[len(base) + 1 :].split("/", 1)[0]
         link = private / "var/cache/dnf" / entry
         link.parent.mkdir(parents=True, exist_ok=True)
         if not link.exists():
-            link.symlink_to(ctx.under(f"{base}/{entry}"))
+            link.symlink_to(ctx.resolve(f"{base}/{entry}"))
     home = private / "home"
     home.mkdir()
     (home / ".rpmmacros").write_text(f"%_dbpath {db.db_path}\n")

@@ -14,7 +14,7 @@ from typing import Any
 
 from vkdoctor.model.context import Context
 from vkdoctor.model.files import LARGE, read_bytes, read_text
-from vkdoctor.packages.aptroot import apt_env
+from vkdoctor.packages.aptroot import apt_env, unsafe_source
 from vkdoctor.packages.deps import unmet
 from vkdoctor.packages.listgrep import ListSearch
 from vkdoctor.packages.model import Consistency, Family, Package, Relation
@@ -222,10 +222,14 @@ class DpkgDB:
         self._listing: list[tuple[str, str]] | None = None
         #: the store of earlier runs' answers, and this listing's key in it (vkdoctor.speed.factcache)
         self._kept: tuple[factcache.Store, tuple[object, ...]] | None = None
+        self._admin_dir: Path | None = None
 
     @property
     def _admin(self) -> Path:
-        return self._ctx.under(self.db_path)
+        # a tree's links are followed inside the tree: an absolute one leads to this machine's
+        if self._admin_dir is None:
+            self._admin_dir = self._ctx.resolve(self.db_path)
+        return self._admin_dir
 
     def packages(self) -> tuple[Package, ...]:
         if self._packages is None:
@@ -436,6 +440,8 @@ class DpkgDB:
         lists = self._ctx.under("/var/lib/apt/lists")
         if not pkgs or not any(lists.glob("*_Packages")) or not which("apt-cache", self._ctx.env):
             return {}
+        if not self._sources_usable():
+            return {}
         run = self._apt_cache("policy", *names)
         if run.returncode != 0:
             return {}
@@ -463,8 +469,15 @@ class DpkgDB:
                 )
         return out
 
+    def _sources_usable(self) -> bool:
+        """Whether apt is given the tree's sources (always on the live machine; see aptroot)."""
+        return self._ctx.live or unsafe_source(self._ctx.root) is None
+
     def lists_date(self) -> float | None:
-        """When the package lists were last refreshed (apt update): the newest list's mtime."""
+        """When the package lists were last refreshed (apt update): the newest list's mtime;
+        None when there are none, or the tree's sources are not handed to apt."""
+        if not self._sources_usable():
+            return None
         lists = self._ctx.under("/var/lib/apt/lists")
         try:
             return max(

@@ -34,9 +34,11 @@ _NOT_OWNED = re.compile(r"^file (.+) is not owned by any package$")
 
 
 def find_dbpath(ctx: Context) -> str | None:
+    """Where the rpm database is, with a tree's links followed inside the tree: rpm --root
+    follows them on this machine, where an absolute link leads to this machine's database."""
     for d in DBPATHS:
-        if any(ctx.under(f"{d}/{f}").is_file() for f in DBFILES):
-            return d
+        if any(ctx.resolve(f"{d}/{f}").is_file() for f in DBFILES):
+            return d if ctx.live else resolve_in_root(ctx, d)
     return None
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from vkdoctor.model.context import Context
 from vkdoctor.model.files import LARGE, read_text
 from vkdoctor.model.record import field, record, replace
-from vkdoctor.packages.aptroot import apt_env, architectures
+from vkdoctor.packages.aptroot import apt_env, architectures, unsafe_source
 from vkdoctor.packages.proc import ToolRun, run_tool, which
 
 #: the Vulkan loader's package: a fix that removes it leaves nothing to load a driver
@@ -194,6 +194,8 @@ def simulate(ctx: Context, fix: str, protect: Sequence[str]) -> Simulation:
     if not ctx.live and not architectures(ctx.root)[0]:
         why = "the tree's dpkg database names no architecture"
         return unsimulated(fix, why, tree=tree)
+    if not ctx.live and (unsafe := unsafe_source(ctx.root)):
+        return unsimulated(fix, f"the tree's sources are not used: {unsafe}", tree=tree)
     steps = _steps(fix)
     skipped: list[str] = []
     released: list[str] = []
@@ -223,7 +225,7 @@ def simulate(ctx: Context, fix: str, protect: Sequence[str]) -> Simulation:
     tmp: str | None = None
     try:
         if released:
-            text = read_text(ctx.under("/var/lib/dpkg/status"), LARGE)
+            text = read_text(ctx.resolve("/var/lib/dpkg/status"), LARGE)
             fd, tmp = tempfile.mkstemp(prefix="vkdoctor-status-")
             with os.fdopen(fd, "w") as f:
                 f.write(_released(text, released))
