@@ -29,6 +29,9 @@ REMEDY = "pacman -Syu mesa llvm-libs"
 
 ANNOTATION = re.compile(r"^::(error|warning) title=([^:,]*)::(.*)$")
 
+#: the JUnit suite of the probe family (vkdoctor.FAMILY)
+PROBE_SUITE = "vkdoctor." + "probe"
+
 
 def unescape(value: str) -> str:
     for code, char in (("%0D", "\r"), ("%0A", "\n"), ("%3A", ":"), ("%2C", ","), ("%25", "%")):
@@ -179,7 +182,8 @@ def test_junit_has_a_case_per_check_with_failure_skip_and_error(monkeypatch, tmp
     assert result.exit_code == 1
     doc = junitparser.JUnitXml.fromfile(str(xml))
     suites = {s.name: s for s in doc}
-    assert set(suites) == {"vkdoctor.machine.host", "vkdoctor.drivers", "vkdoctor.environment"}
+    # a suite per check family, named vkdoctor.FAMILY
+    assert set(suites) == {f"vkdoctor.{family}" for family in ("host", "drivers", "environment")}
     assert (doc.tests, doc.failures, doc.errors, doc.skipped) == (5, 1, 1, 1)
     cases = {c.name: c for s in doc for c in s}
     assert set(cases) == {
@@ -290,7 +294,7 @@ def test_junit_has_a_case_per_probe_case_and_survives_control_characters(tmp_pat
     path = tmp_path / "probe.xml"
     path.write_text(junit.render(report), encoding="utf-8")
     doc = junitparser.JUnitXml.fromfile(str(path))
-    (probe_suite,) = [s for s in doc if s.name == "vkdoctor.children.probe"]
+    (probe_suite,) = [s for s in doc if s.name == PROBE_SUITE]
     cases = {c.name: c for c in probe_suite}
     assert set(cases) == {
         "probe on llvmpipe (LLVM 23.1.0, 256 bits) (vulkan)",
@@ -458,7 +462,7 @@ def test_a_probe_that_stops_early_keeps_its_cases_as_skipped(tmp_path: Path):
     )
     assert proc.returncode == 1, proc.stderr
     doc = junitparser.JUnitXml.fromfile(str(tmp_path / "p.xml"))
-    (probe_suite,) = [s for s in doc if s.name == "vkdoctor.children.probe"]
+    (probe_suite,) = [s for s in doc if s.name == PROBE_SUITE]
     cases = {c.name: c for c in probe_suite}
     assert "ladder add-one" in cases and "rmsnorm rows=300 d=4096" in cases
     assert len(cases) == 3 + 8
@@ -524,7 +528,7 @@ def test_a_probe_killed_before_it_reported_still_lists_its_plan_in_junit(tmp_pat
     proc = run_vkdoctor(["run-probe", "--cpu", "--timeout", "0.3", "--junit", str(xml)])
     assert proc.returncode == 1, proc.stderr
     suites = {s.name: s for s in junitparser.JUnitXml.fromfile(str(xml))}
-    probe = suites["vkdoctor.children.probe"]
+    probe = suites[PROBE_SUITE]
     names = [c.name for c in probe]
     assert "ladder add-one" in names and "rmsnorm rows=512 d=4096" in names
     assert probe.skipped == probe.tests == len(names) >= 11
