@@ -1,0 +1,77 @@
+"""A layer is a suspect like a driver: a real layer built with gcc that drops vkCmdDispatch,
+installed where users put implicit layers, makes the probe compute wrong numbers; vkdoctor
+re-runs the probe without the layers, names the guilty one with the disable it just proved, and
+the printed fix makes the next check green."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import run_json
+
+DATA = Path(__file__).parent / "data"
+LVP_MANIFEST = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"
+NAME = "VK_LAYER_TEST_drop_dispatch"
+
+
+@pytest.fixture(scope="module")
+def drop_layer(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The layer in XDG_DATA_HOME/vulkan/implicit_layer.d, checked with vulkaninfo first."""
+    root = tmp_path_factory.mktemp("droplayer")
+    lib = root / "libdrop_dispatch.so"
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-DDROP_DISPATCH", "-o", str(lib), str(DATA / "drop_layer.c")],
+        check=True,
+    )
+    folder = root / "share" / "vulkan" / "implicit_layer.d"
+    folder.mkdir(parents=True)
+    layer = {
+        "name": NAME,
+        "type": "GLOBAL",
+        "library_path": str(lib),
+        "api_version": "1.3.0",
+        "implementation_version": "1",
+        "description": "drops vkCmdDispatch",
+        "disable_environment": {"DISABLE_DROP_DISPATCH": "1"},
+    }
+    manifest = folder / "drop.json"
+    manifest.write_text(json.dumps({"file_format_version": "1.1.0", "layer": layer}))
+    env = {"XDG_DATA_HOME": str(root / "share"), "VK_DRIVER_FILES": LVP_MANIFEST}
+    seen = subprocess.run(
+        ["vulkaninfo", "--summary"],
+        check=False,
+        env={"PATH": "/usr/bin:/bin", **env, "VK_LOADER_DEBUG": "layer"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert seen.returncode == 0 and str(manifest) in seen.stdout + seen.stderr
+    return {**env, "manifest": str(manifest)}
+
+
+def test_a_layer_that_drops_dispatches_is_named_and_its_disable_makes_it_green(drop_layer):
+    env = {k: v for k, v in drop_layer.items() if k != "manifest"}
+    proc, doc = run_json(["check", "--cpu", "--select", "VKR001"], env=env, timeout=300)
+    assert proc.returncode == 1
+    cause, consequence = [f for f in doc["findings"] if f["code"] == "VKR001"]
+    assert cause["severity"] == "fail"
+    assert NAME in cause["title"] and "passed without it" in cause["title"]
+    assert drop_layer["manifest"] in cause["message"]
+    assert cause["fix"]["commands"] == ["export DISABLE_DROP_DISPATCH=1"]
+    localised = cause["evidence"]["localised"]
+    assert localised["culprit"]["name"] == NAME
+    assert [t["status"] for t in localised["tried"]][-1] == "pass"
+    assert len(localised["tried"]) <= len(localised["suspects"])
+    assert consequence["severity"] == "info" and "consequence" in consequence["title"]
+    # the printed disable, run: the next check is green
+    proc, doc = run_json(
+        ["check", "--cpu", "--select", "VKR001"],
+        env={**env, "DISABLE_DROP_DISPATCH": "1"},
+        timeout=300,
+    )
+    assert proc.returncode == 0
+    (vkr,) = [f for f in doc["findings"] if f["code"] == "VKR001"]
+    assert vkr["severity"] == "ok" and "localised" not in vkr["evidence"]
