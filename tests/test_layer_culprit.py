@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import run_json
 
+from vkdoctor import probe_report
+
 DATA = Path(__file__).parent / "data"
 LVP_MANIFEST = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"
 NAME = "VK_LAYER_TEST_drop_dispatch"
@@ -75,3 +77,10 @@ def test_a_layer_that_drops_dispatches_is_named_and_its_disable_makes_it_green(d
     assert proc.returncode == 0
     (vkr,) = [f for f in doc["findings"] if f["code"] == "VKR001"]
     assert vkr["severity"] == "ok" and "localised" not in vkr["evidence"]
+
+
+@pytest.mark.parametrize("reason", sorted(probe_report._REMEDY))
+def test_no_fix_under_check_tells_the_user_to_run_check(reason):
+    """Under `vkdoctor check` the fix never sends the user to the command they just ran."""
+    made = probe_report.remedy({"status": "crash", "reason": reason}, in_check=True)
+    assert made is None or "`vkdoctor check" not in made.shown()
