@@ -84,3 +84,17 @@ def test_no_fix_under_check_tells_the_user_to_run_check(reason):
     """Under `vkdoctor check` the fix never sends the user to the command they just ran."""
     made = probe_report.remedy({"status": "crash", "reason": reason}, in_check=True)
     assert made is None or "`vkdoctor check" not in made.shown()
+
+
+def test_a_failure_no_layer_explains_says_what_was_tried():
+    """The probe hangs past a --timeout far below lavapipe's few seconds: turning the layers off
+    does not help, and the failure says so before it suggests anything else."""
+    env = {"VK_DRIVER_FILES": LVP_MANIFEST}
+    proc, doc = run_json(["check", "--cpu", "--select", "VKR001", "--timeout", "0.5"], env=env)
+    assert proc.returncode == 1
+    (vkr,) = [f for f in doc["findings"] if f["code"] == "VKR001"]
+    assert vkr["severity"] == "fail" and vkr["evidence"]["status"] == "timeout"
+    localised = vkr["evidence"]["localised"]
+    assert localised["culprit"] is None
+    assert [t["status"] for t in localised["tried"]] == ["timeout"]
+    assert "VK_LAYER_MESA_device_select turned off the probe still failed" in vkr["message"]

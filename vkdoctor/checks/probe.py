@@ -193,15 +193,16 @@ def _runs(localised: dict[str, Any]) -> str:
 
 def _tried(localised: dict[str, Any], result: dict[str, Any]) -> str:
     """What was tried to localise a failure that no single layer explains."""
-    names = ", ".join(x["name"] for x in localised["suspects"])
+    suspects = [x["name"] for x in localised["suspects"]]
+    names = f"layer{'s' if len(suspects) > 1 else ''} {', '.join(suspects)}"
     first = localised["tried"][0]
     if first["status"] == "pass":
         said = (
-            f"With the layers {names} all turned off the probe passed, but with no single one "
+            f"With the {names} all turned off the probe passed, but with no single one "
             "off: they fail together"
         )
     else:
-        said = f"With the layers {names} turned off the probe still failed ({first['status']})"
+        said = f"With the {names} turned off the probe still failed ({first['status']})"
     passed = [f"{c.get('rows')}x{c.get('d')}" for c in result.get("cases") or [] if c.get("ok")]
     if passed:
         said += f"; the smaller cases passed ({', '.join(passed)})"
