@@ -16,28 +16,31 @@ from vkdoctor import probe_report
 
 DATA = Path(__file__).parent / "data"
 LVP_MANIFEST = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"
-NAME = "VK_LAYER_TEST_drop_dispatch"
 
 
-@pytest.fixture(scope="module")
-def drop_layer(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """The layer in XDG_DATA_HOME/vulkan/implicit_layer.d, checked with vulkaninfo first."""
+@pytest.fixture(scope="module", params=["DROP_DISPATCH", "DROP_SUBMITS"])
+def drop_layer(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, str]:
+    """The layer (vkCmdDispatch a no-op, or submits without their command buffers) in
+    XDG_DATA_HOME/vulkan/implicit_layer.d, checked with vulkaninfo first."""
+    flag = request.param
     root = tmp_path_factory.mktemp("droplayer")
     lib = root / "libdrop_dispatch.so"
     subprocess.run(
-        ["gcc", "-shared", "-fPIC", "-DDROP_DISPATCH", "-o", str(lib), str(DATA / "drop_layer.c")],
+        ["gcc", "-shared", "-fPIC", f"-D{flag}", "-o", str(lib), str(DATA / "drop_layer.c")],
         check=True,
     )
     folder = root / "share" / "vulkan" / "implicit_layer.d"
     folder.mkdir(parents=True)
     layer = {
-        "name": NAME,
+        "name": f"VK_LAYER_TEST_{flag.lower()}",
         "type": "GLOBAL",
         "library_path": str(lib),
         "api_version": "1.3.0",
         "implementation_version": "1",
-        "description": "drops vkCmdDispatch",
-        "disable_environment": {"DISABLE_DROP_DISPATCH": "1"},
+        "description": "drops compute work",
+        "disable_environment": {f"DISABLE_{flag}": "1"},
     }
     manifest = folder / "drop.json"
     manifest.write_text(json.dumps({"file_format_version": "1.1.0", "layer": layer}))
@@ -51,27 +54,28 @@ def drop_layer(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         timeout=120,
     )
     assert seen.returncode == 0 and str(manifest) in seen.stdout + seen.stderr
-    return {**env, "manifest": str(manifest)}
+    return {**env, "manifest": str(manifest), "name": layer["name"], "off": f"DISABLE_{flag}"}
 
 
 def test_a_layer_that_drops_dispatches_is_named_and_its_disable_makes_it_green(drop_layer):
-    env = {k: v for k, v in drop_layer.items() if k != "manifest"}
+    env = {k: v for k, v in drop_layer.items() if k.isupper()}
+    name = drop_layer["name"]
     proc, doc = run_json(["check", "--cpu", "--select", "VKR001"], env=env, timeout=300)
     assert proc.returncode == 1
     cause, consequence = [f for f in doc["findings"] if f["code"] == "VKR001"]
     assert cause["severity"] == "fail"
-    assert NAME in cause["title"] and "passed without it" in cause["title"]
+    assert name in cause["title"] and "passed without it" in cause["title"]
     assert drop_layer["manifest"] in cause["message"]
-    assert cause["fix"]["commands"] == ["export DISABLE_DROP_DISPATCH=1"]
+    assert cause["fix"]["commands"] == [f"export {drop_layer['off']}=1"]
     localised = cause["evidence"]["localised"]
-    assert localised["culprit"]["name"] == NAME
+    assert localised["culprit"]["name"] == name
     assert [t["status"] for t in localised["tried"]][-1] == "pass"
     assert len(localised["tried"]) <= len(localised["suspects"])
     assert consequence["severity"] == "info" and "consequence" in consequence["title"]
     # the printed disable, run: the next check is green
     proc, doc = run_json(
         ["check", "--cpu", "--select", "VKR001"],
-        env={**env, "DISABLE_DROP_DISPATCH": "1"},
+        env={**env, drop_layer["off"]: "1"},
         timeout=300,
     )
     assert proc.returncode == 0

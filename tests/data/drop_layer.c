@@ -1,6 +1,7 @@
 /* A real implicit layer that passes everything through except what it breaks, for the probe's
  * localisation tests. Built with -DDROP_DISPATCH: vkCmdDispatch does nothing (every compute
- * result stays as it was). No Vulkan headers: the loader's layer interface, declared here. */
+ * result stays as it was); with -DDROP_SUBMITS: vkQueueSubmit submits its batches without their
+ * command buffers (semaphores and fences still signal, nothing runs). No Vulkan headers: the loader's layer interface, declared here. */
 #include <stddef.h>
 #include <string.h>
 
@@ -23,6 +24,7 @@ struct layer_create_info { int sType; const void *pNext; int function; void *lin
 static PFN_gipa next_gipa;
 static PFN_gdpa next_gdpa;
 static void *the_instance;
+static void *the_device;
 
 static struct layer_create_info *chain(const void *info, int type) {
     const struct header *h = ((const struct header *)info)->pNext;
@@ -51,15 +53,40 @@ static int create_device(void *gpu, const void *info, const void *alloc, void **
     PFN_gipa gipa = link->next_gipa;
     c->link = link->pNext;
     PFN_createDevice next = (PFN_createDevice)gipa(the_instance, "vkCreateDevice");
-    return next(gpu, info, alloc, device);
+    int r = next(gpu, info, alloc, device);
+    if (r == 0) the_device = *device;
+    return r;
 }
 
-static void no_dispatch(void *cmd, unsigned x, unsigned y, unsigned z) {
+__attribute__((unused)) static void no_dispatch(void *cmd, unsigned x, unsigned y, unsigned z) {
     (void)cmd; (void)x; (void)y; (void)z;
+}
+
+struct submit_info {
+    int sType; const void *pNext;
+    unsigned waitSemaphoreCount; const void *pWaitSemaphores; const void *pWaitDstStageMask;
+    unsigned commandBufferCount; const void *pCommandBuffers;
+    unsigned signalSemaphoreCount; const void *pSignalSemaphores;
+};
+typedef int (*PFN_queueSubmit)(void *queue, unsigned count, const struct submit_info *s, void *fence);
+
+__attribute__((unused)) static int submit_nothing(void *queue, unsigned count, const struct submit_info *submits, void *fence) {
+    struct submit_info emptied[64];
+    if (count > 64) count = 64;
+    for (unsigned i = 0; i < count; i++) {
+        emptied[i] = submits[i];
+        emptied[i].commandBufferCount = 0;
+        emptied[i].pCommandBuffers = NULL;
+    }
+    PFN_queueSubmit next = (PFN_queueSubmit)next_gdpa(the_device, "vkQueueSubmit");
+    return next(queue, count, emptied, fence);
 }
 
 EXPORT PFN_void vkGetDeviceProcAddr(void *device, const char *name) {
     if (!strcmp(name, "vkGetDeviceProcAddr")) return (PFN_void)vkGetDeviceProcAddr;
+#ifdef DROP_SUBMITS
+    if (!strcmp(name, "vkQueueSubmit")) return (PFN_void)submit_nothing;
+#endif
 #ifdef DROP_DISPATCH
     if (!strcmp(name, "vkCmdDispatch")) return (PFN_void)no_dispatch;
 #endif
@@ -71,6 +98,9 @@ EXPORT PFN_void vkGetInstanceProcAddr(void *instance, const char *name) {
     if (!strcmp(name, "vkCreateInstance")) return (PFN_void)create_instance;
     if (!strcmp(name, "vkCreateDevice")) return (PFN_void)create_device;
     if (!strcmp(name, "vkGetDeviceProcAddr")) return (PFN_void)vkGetDeviceProcAddr;
+#ifdef DROP_SUBMITS
+    if (!strcmp(name, "vkQueueSubmit")) return (PFN_void)submit_nothing;
+#endif
 #ifdef DROP_DISPATCH
     if (!strcmp(name, "vkCmdDispatch")) return (PFN_void)no_dispatch;
 #endif
