@@ -70,6 +70,7 @@ def test_a_layer_that_drops_dispatches_is_named_and_its_disable_makes_it_green(d
     localised = cause["evidence"]["localised"]
     assert localised["culprit"]["name"] == name
     assert [t["status"] for t in localised["tried"]][-1] == "pass"
+    assert all(t["status"] != "pass" for t in localised["tried"][:-1])
     assert len(localised["tried"]) <= len(localised["suspects"])
     assert consequence["severity"] == "info" and "consequence" in consequence["title"]
     # the printed disable, run: the next check is green
@@ -101,4 +102,29 @@ def test_a_failure_no_layer_explains_says_what_was_tried():
     localised = vkr["evidence"]["localised"]
     assert localised["culprit"] is None
     assert [t["status"] for t in localised["tried"]] == ["timeout"]
-    assert "VK_LAYER_MESA_device_select turned off the probe still failed" in vkr["message"]
+    assert "turned off in turn, the probe still failed" in vkr["message"]
+    assert "without VK_LAYER_MESA_device_select: timeout" in vkr["message"]
+
+
+def test_an_explicit_layer_that_vk_instance_layers_enables_is_a_suspect_too(drop_layer, tmp_path):
+    """The same layer as an explicit layer, turned on by VK_INSTANCE_LAYERS: found, and its fix
+    (leave it out of VK_INSTANCE_LAYERS) makes the next check green."""
+    folder = tmp_path / "vulkan" / "explicit_layer.d"
+    folder.mkdir(parents=True)
+    manifest = json.loads(Path(drop_layer["manifest"]).read_text())
+    del manifest["layer"]["disable_environment"]
+    (folder / "drop.json").write_text(json.dumps(manifest))
+    env = {
+        "XDG_DATA_HOME": str(tmp_path),
+        "VK_DRIVER_FILES": LVP_MANIFEST,
+        "VK_INSTANCE_LAYERS": drop_layer["name"],
+    }
+    proc, doc = run_json(["check", "--cpu", "--select", "VKR001"], env=env, timeout=300)
+    assert proc.returncode == 1
+    cause, _ = (f for f in doc["findings"] if f["code"] == "VKR001")
+    assert cause["evidence"]["localised"]["culprit"]["name"] == drop_layer["name"]
+    assert cause["title"].startswith(f"The explicit layer {drop_layer['name']} breaks compute")
+    assert f"remove {drop_layer['name']} from VK_INSTANCE_LAYERS" in cause["remedy"]
+    del env["VK_INSTANCE_LAYERS"]
+    proc, doc = run_json(["check", "--cpu", "--select", "VKR001"], env=env, timeout=300)
+    assert proc.returncode == 0

@@ -38,8 +38,8 @@ class ComputeProbe(Check):
     (add one, workgroup reduction, small matmul) and runs RMSNorm cases whose maximum relative
     error must be at most 1e-5. Wrong numbers, a crash, a hang, or no suitable adapter fail.
 
-    A failed probe is re-run with the layers the loader puts into every application turned off
-    (all, then each alone: at most one extra run per layer); a layer whose removal makes it pass
+    A failed probe is re-run with each layer the loader puts into every application turned off
+    in turn (at most one extra run per layer); a layer whose removal makes it pass
     is named as the cause, with the disable just proven, and the probe's failure is its
     consequence.
     """
@@ -193,20 +193,15 @@ def _runs(localised: dict[str, Any]) -> str:
 
 def _tried(localised: dict[str, Any], result: dict[str, Any]) -> str:
     """What was tried to localise a failure that no single layer explains."""
-    suspects = [x["name"] for x in localised["suspects"]]
-    names = f"layer{'s' if len(suspects) > 1 else ''} {', '.join(suspects)}"
-    first = localised["tried"][0]
-    if first["status"] == "pass":
-        said = (
-            f"With the {names} all turned off the probe passed, but with no single one "
-            "off: they fail together"
-        )
-    else:
-        said = f"With the {names} turned off the probe still failed ({first['status']})"
+    tried = "; ".join(
+        f"without {', '.join(t['off'])}: {t['status']} ({t['seconds']:.1f} s)"
+        for t in localised["tried"]
+    )
+    said = f"Re-run with each layer turned off in turn, the probe still failed ({tried})"
     passed = [f"{c.get('rows')}x{c.get('d')}" for c in result.get("cases") or [] if c.get("ok")]
     if passed:
         said += f"; the smaller cases passed ({', '.join(passed)})"
-    return said + f". {_runs(localised)}"
+    return said + "."
 
 
 def _crashing_layers(ctx: Context) -> dict[str, str]:

@@ -49,10 +49,9 @@ _LAYER_CAN_CAUSE = ("fail", "crash", "timeout")
 def _localised(
     ctx: Context, env: Mapping[str, str], request: ProbeRequest, result: dict[str, Any]
 ) -> dict[str, Any]:
-    """A failed probe re-run with the layers the loader puts into it turned off: all at once,
-    then (when that passes and there are several) each alone but the last: at most one extra
-    run per layer. `localised` says what was tried, in seconds, and the layer whose removal
-    alone made the probe pass (`culprit`), if one did."""
+    """A failed probe re-run with each layer the loader puts into it turned off alone, until
+    one passes: at most one extra run per layer. `localised` says what was tried, in seconds,
+    and the layer whose removal made the probe pass (`culprit`), if one did."""
     if result.get("status") not in _LAYER_CAN_CAUSE:
         return result
     suspects = _suspect_layers(ctx, env)
@@ -70,14 +69,7 @@ def _localised(
         tried.append({"off": [x["name"] for x in layers], "status": status, "seconds": seconds})
         return status == "pass"
 
-    culprit = None
-    if attempt(suspects):
-        # each alone but the last: its alone-run would be one more than one per suspect
-        culprit = (
-            suspects[0]
-            if len(suspects) == 1
-            else next((x for x in suspects[:-1] if attempt([x])), None)
-        )
+    culprit = next((x for x in suspects if attempt([x])), None)
     return {**result, "localised": {"suspects": suspects, "tried": tried, "culprit": culprit}}
 
 
