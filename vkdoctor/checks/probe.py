@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from vkdoctor import facts
 from vkdoctor.checks.base import Check
@@ -38,6 +39,11 @@ class ComputeProbe(Check):
     --adapter TEXT: by name; default: wgpu's high-performance choice on Vulkan), climbs a ladder
     (add one, workgroup reduction, small matmul) and runs RMSNorm cases whose maximum relative
     error must be at most 1e-5. Wrong numbers, a crash, a hang, or no suitable adapter fail.
+
+    A failed probe is re-run with each layer the loader puts into every application turned off
+    in turn (at most one extra run per layer); a layer whose removal makes it pass
+    is named as the cause, with the disable just proven, and the probe's failure is its
+    consequence.
     """
 
     code = probe_report.CODE
@@ -51,6 +57,16 @@ class ComputeProbe(Check):
         lookup = probe_report.symbol_lookup_error(result)
         if lookup is not None and finding.severity is Severity.FAIL:
             finding = _shadow_named(ctx, finding, lookup)
+        localised = result.get("localised")
+        if localised and finding.severity is Severity.FAIL:
+            if localised.get("culprit"):
+                yield from _layer_is_the_cause(ctx, finding, localised)
+                return
+            finding = replace(
+                finding,
+                message=f"{finding.message}. {_tried(localised, result)}",
+                evidence={**finding.evidence, "localised": localised},
+            )
         off: dict[str, list[str]] = result.get("disabled") or {}
         if off:
             names = ", ".join(n for ns in off.values() for n in ns)
@@ -121,6 +137,73 @@ class ComputeProbe(Check):
                     title=f"{finding.title}, as {foreseen} predicted",
                 )
         yield finding
+
+
+def _layer_is_the_cause(
+    ctx: Context, probe: Finding, localised: dict[str, Any]
+) -> Iterator[Finding]:
+    """The layer whose removal alone turned the probe's failure into a pass: the cause, first,
+    with the disable just proven to work; the probe's failure after it, as its consequence."""
+    from vkdoctor.packages.owner import owner
+
+    layer = localised["culprit"]
+    name, manifest = layer["name"], layer["manifest"]
+    package = owner(ctx, manifest)
+    from_ = f"package {package}" if package else "no package (a file put there by hand)"
+    if package is None:
+        from_ = "no package database to say which package"
+    kind = "explicit" if layer["explicit"] else "implicit"
+    commands = tuple(layer["disable"])
+    turned_off = "; ".join(commands) or layer["disable_text"]
+    yield replace(
+        probe,
+        title=f"The {kind} layer {name} breaks compute: {probe.title.lower()} with it, "
+        "passed without it",
+        message=(
+            f"{name} ({manifest}, from {from_}; {layer['activation']}) is loaded into every "
+            f"Vulkan application. With it the probe failed; re-run with it turned off "
+            f"({turned_off}) the probe passed. {_runs(localised)}"
+        ),
+        remedy=Remedy(
+            commands=commands,
+            text=(", or " if commands else layer["disable_text"] + ", or ")
+            + f"remove {manifest}"
+            + (f" (from {package})" if package else "")
+            + ": every Vulkan application loads it.",
+        ),
+        evidence={**probe.evidence, "localised": localised, "package": package},
+    )
+    yield replace(
+        probe,
+        severity=Severity.INFO,
+        title=f"{probe.title}: the consequence of the layer {name}",
+        remedy=None,
+    )
+
+
+def _runs(localised: dict[str, Any]) -> str:
+    """The re-runs, one clause each: which layers were off, the status, the seconds."""
+    return (
+        "Re-runs: "
+        + "; ".join(
+            f"without {', '.join(t['off'])}: {t['status']} ({t['seconds']:.1f} s)"
+            for t in localised["tried"]
+        )
+        + "."
+    )
+
+
+def _tried(localised: dict[str, Any], result: dict[str, Any]) -> str:
+    """What was tried to localise a failure that no single layer explains."""
+    tried = "; ".join(
+        f"without {', '.join(t['off'])}: {t['status']} ({t['seconds']:.1f} s)"
+        for t in localised["tried"]
+    )
+    said = f"Re-run with each layer turned off in turn, the probe still failed ({tried})"
+    passed = [f"{c.get('rows')}x{c.get('d')}" for c in result.get("cases") or [] if c.get("ok")]
+    if passed:
+        said += f"; the smaller cases passed ({', '.join(passed)})"
+    return said + "."
 
 
 def _crashing_layers(ctx: Context) -> dict[str, str]:

@@ -70,6 +70,20 @@ _REMEDY: dict[str, str] = {
     "spawn-failed": "Check that the Python interpreter running vkdoctor can be executed.",
 }
 
+#: the same fixes under `vkdoctor check`, whose findings are above them: never "run vkdoctor check"
+_REMEDY_IN_CHECK: dict[str, str] = {
+    "signal": (
+        "The driver (or wgpu-native) crashed the process: the library findings and the load test "
+        "(VKL, VKT) say what they saw; isolate the driver with "
+        "VK_DRIVER_FILES=/path/to/one_icd.json."
+    ),
+    "device-error": (
+        "The adapter's driver would not create a device (the message says why; the load test, "
+        "VKT001, creates a device on each driver alone): update or reinstall that driver, or "
+        "probe another adapter (`--adapter NAME`, `--cpu`)."
+    ),
+}
+
 
 def _no_adapter_remedy(probe: Mapping[str, Any], in_check: bool) -> str:
     env = probe.get("env") or {}
@@ -97,6 +111,9 @@ def _no_adapter_remedy(probe: Mapping[str, Any], in_check: bool) -> str:
 def remedy(probe: Mapping[str, Any], *, in_check: bool = False) -> Remedy | None:
     """The fix for a failed probe; None where vkdoctor knows none."""
     made = _remedy(probe, in_check)
+    reason = str(probe.get("reason") or probe.get("status"))
+    if in_check and reason in _REMEDY_IN_CHECK and made == _REMEDY.get(reason):
+        made = _REMEDY_IN_CHECK[reason]
     return Remedy(text=made) if isinstance(made, str) else made
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +28,7 @@ def probe_result(ctx: Context) -> dict[str, Any]:
     )
     off = _wrecks(ctx)
     if not off:
-        return run_probe(ctx.env, request)
+        return _localised(ctx, ctx.env, request, run_probe(ctx.env, request))
     env = dict(ctx.env)
     for var, names in off.items():
         if var == FORCING:
@@ -37,7 +39,83 @@ def probe_result(ctx: Context) -> dict[str, Any]:
     # the report's variables are the user's: the filters added here are in `disabled`, and a
     # fix must not tell the user to unset what vkdoctor set
     shown = {k: ctx.env[k] for k in result.get("env") or {} if k in ctx.env}
-    return {**result, "env": shown, "disabled": off}
+    return _localised(ctx, env, request, {**result, "env": shown, "disabled": off})
+
+
+#: probe statuses a layer can cause: wrong numbers, a crash, a hang
+_LAYER_CAN_CAUSE = ("fail", "crash", "timeout")
+
+
+def _localised(
+    ctx: Context, env: Mapping[str, str], request: ProbeRequest, result: dict[str, Any]
+) -> dict[str, Any]:
+    """A failed probe re-run with each layer the loader puts into it turned off alone, until
+    one passes: at most one extra run per layer. `localised` says what was tried, in seconds,
+    and the layer whose removal made the probe pass (`culprit`), if one did."""
+    if result.get("status") not in _LAYER_CAN_CAUSE:
+        return result
+    suspects = _suspect_layers(ctx, env)
+    if not suspects:
+        return result
+    tried: list[dict[str, Any]] = []
+
+    def attempt(layers: list[dict[str, Any]]) -> bool:
+        changed = dict(env)
+        for layer in layers:
+            changed = _without(changed, layer)
+        began = time.monotonic()
+        status = str(run_probe(changed, request).get("status"))
+        seconds = round(time.monotonic() - began, 2)
+        tried.append({"off": [x["name"] for x in layers], "status": status, "seconds": seconds})
+        return status == "pass"
+
+    culprit = next((x for x in suspects if attempt([x])), None)
+    return {**result, "localised": {"suspects": suspects, "tried": tried, "culprit": culprit}}
+
+
+def _suspect_layers(ctx: Context, env: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Each layer the loader will put into the probe (active implicit layers, explicit ones
+    the environment enables), with its manifest, where it came from and how to turn it off."""
+    from vkdoctor.loader import explicit_layers, layer_scan
+
+    found = []
+    for layer in (*layer_scan(ctx).active, *explicit_layers(ctx).active):
+        if not layer.name or (layer.disable_env and layer.disable_env in env):
+            continue
+        found.append(
+            {
+                "name": layer.name,
+                "manifest": layer.manifest,
+                "origin": layer.origin,
+                "activation": layer.activation,
+                "library": layer.library_found or layer.library,
+                "explicit": layer.explicit,
+                "disable": list(layer.fix.commands),
+                "disable_text": layer.fix.text,
+            }
+        )
+    return found
+
+
+def _without(env: dict[str, str], layer: Mapping[str, Any]) -> dict[str, str]:
+    """`env` with `layer` turned off the way its remedy says (an implicit layer's
+    disable_environment, VK_INSTANCE_LAYERS without it, VK_LOADER_LAYERS_DISABLE)."""
+    env = dict(env)
+    name = str(layer["name"])
+    for command in layer["disable"]:
+        if command.startswith("export "):
+            var, _, value = command.removeprefix("export ").partition("=")
+            env[var] = (
+                ",".join(v for v in (env.get(var, ""), value) if v)
+                if var.startswith("VK_LOADER_LAYERS_DISABLE")
+                else value
+            )
+        elif command.startswith("unset "):
+            env.pop(command.removeprefix("unset "), None)
+    if str(layer["activation"]).startswith("enabled by VK_INSTANCE_LAYERS"):
+        kept = [n for n in env.get("VK_INSTANCE_LAYERS", "").split(":") if n and n != name]
+        env["VK_INSTANCE_LAYERS"] = ":".join(kept)
+    return env
 
 
 def _wrecks(ctx: Context) -> dict[str, list[str]]:
