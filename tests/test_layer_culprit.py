@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import run_json
 
-from vkdoctor import probe_report
+from vkdoctor.children import probe_report
 
 DATA = Path(__file__).parent / "data"
 LVP_MANIFEST = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"
