@@ -64,7 +64,7 @@ class GpuDevice(Check):
     family = "load"
     title = "A GPU device is available"
     live_only = True
-    requires = frozenset({"VKI002"})
+    requires = frozenset({"VKI002", "VKI004"})
     #: under --gpu, the probe's "no GPU adapter" is this finding's consequence
     explains = ("VKR001",)
 

@@ -92,6 +92,11 @@ class BrokenImplicitLayer(Check):
     code = "VKI002"
     family = "layers"
     title = "Broken implicit layers"
+    #: a manifest that fails every vkCreateInstance leaves the probe no adapter: its consequence
+    explains = ("VKR001",)
+
+    def explained(self, symptom: Finding, cause: Finding) -> bool:
+        return cause.evidence.get("every_instance_fails") is True
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         scan = facts.layer_scan(ctx)
@@ -105,6 +110,7 @@ class BrokenImplicitLayer(Check):
                         remedy=Remedy(
                             text=f"fix or remove {f.manifest} (VK_LOADER_LAYERS_DISABLE does not help)"
                         ),
+                        every_instance_fails=True,
                         **ev,
                     )
                 else:
@@ -119,6 +125,7 @@ class BrokenImplicitLayer(Check):
                     f"Implicit layer manifest {f.manifest} stops every Vulkan application",
                     f"{f.manifest}: {f.reason}.",
                     remedy=Remedy(text=f"remove {f.manifest}"),
+                    every_instance_fails=True,
                     **ev,
                 )
         for layer in scan.active:
@@ -172,6 +179,7 @@ class ImplicitLayerManifest(Check):
                     manifest=f.manifest,
                     origin=f.origin,
                     outcome=f.outcome,
+                    every_instance_fails=True,
                 )
             for layer in f.layers:
                 if layer.invalid is not None:
@@ -199,6 +207,10 @@ class ExplicitLayersFromEnvironment(Check):
     code = "VKI004"
     family = "layers"
     title = "Explicit layers turned on by the environment"
+    explains = ("VKR001",)
+
+    def explained(self, symptom: Finding, cause: Finding) -> bool:
+        return cause.evidence.get("every_instance_fails") is True
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         scan = facts.explicit_layers(ctx)
@@ -215,15 +227,23 @@ class ExplicitLayersFromEnvironment(Check):
     def _manifests_that_stop_the_loader(self, scan: LayerScan) -> Iterable[Finding]:
         for f in scan.files:
             # the loader reads every explicit manifest at vkCreateInstance, chosen or not
-            if f.outcome in (L.FILE_FIFO, L.FILE_CRASH):
+            aborts = f.outcome == L.FILE_JSON_ERROR and scan.loader.json_error_aborts
+            if f.outcome in (L.FILE_FIFO, L.FILE_CRASH) or aborts:
+                what = "is not valid JSON: every Vulkan application fails"
                 yield self.fail(
-                    f"Explicit layer manifest {f.manifest} stops every Vulkan application",
+                    f"Explicit layer manifest {f.manifest} "
+                    + (what if aborts else "stops every Vulkan application"),
                     f"{f.manifest}: {f.reason}. The loader reads every explicit layer manifest "
-                    "in vkCreateInstance, whether a program asks for the layer or not.",
-                    remedy=Remedy(text=f"remove {f.manifest}"),
+                    "in vkCreateInstance, whether a program asks for the layer or not, so no "
+                    "driver is at fault and none gets an instance while the file is there.",
+                    remedy=Remedy(
+                        text=f"{'fix or remove' if aborts else 'remove'} {f.manifest} "
+                        "(VK_LOADER_LAYERS_DISABLE does not help: the file is parsed first)"
+                    ),
                     manifest=f.manifest,
                     origin=f.origin,
                     outcome=f.outcome,
+                    every_instance_fails=True,
                 )
 
     def _names_no_manifest_provides(

@@ -122,7 +122,7 @@ class DriversLoad(Check):
         return symptom.evidence.get("status") == "no-adapter"
 
     #: a layer manifest that makes every vkCreateInstance fail: no driver's instance says more
-    requires = frozenset({"VKI002"})
+    requires = frozenset({"VKI002", "VKI004"})
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         run = facts.load_test(ctx)
@@ -163,7 +163,7 @@ class DeviceAvailable(Check):
     #: no loader, no driver manifest, a manifest that stops the loader, NVIDIA without GLVND's
     #: libEGL, a layer manifest that fails every instance: each is the one cause that VKT002
     #: would only repeat
-    requires = frozenset({"VKH002", "VKD001", "VKD003", "VKC004", "VKI002"})
+    requires = frozenset({"VKH002", "VKD001", "VKD003", "VKC004", "VKI002", "VKI004"})
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         run = facts.load_test(ctx)

@@ -118,6 +118,21 @@ def _without(env: dict[str, str], layer: Mapping[str, Any]) -> dict[str, str]:
     return env
 
 
+def stopped_by_a_layer_manifest(ctx: Context) -> str | None:
+    """The layer manifest (implicit, or explicit: the loader reads them all) that makes this
+    loader fail every vkCreateInstance before it asks any driver, or None."""
+    from vkdoctor.loader import explicit_layers, layer_scan
+    from vkdoctor.loader import layers as L
+
+    for scan in (layer_scan(ctx), explicit_layers(ctx)):
+        for f in scan.files:
+            if f.outcome in (L.FILE_FIFO, L.FILE_CRASH) or (
+                f.outcome == L.FILE_JSON_ERROR and scan.loader.json_error_aborts
+            ):
+                return f.manifest
+    return None
+
+
 def _wrecks(ctx: Context) -> dict[str, list[str]]:
     """The loader filter variable and names of each target the load test saw break every
     application (crash, hang, abort every vkCreateInstance or hide every device), when this
@@ -129,6 +144,8 @@ def _wrecks(ctx: Context) -> dict[str, list[str]]:
         run = ctx.fact(load_test)
     except Exception:  # the VKT checks report a broken load test
         return {}
+    if stopped_by_a_layer_manifest(ctx):
+        return {}  # every instance fails in the loader itself: no target is the one to blame
     version = _version_tuple(run.loader_version)
     if version is None or version < FILTERS_SINCE:
         return {}

@@ -432,16 +432,16 @@ def implicit_layer_scan(ctx: Context) -> LayerScan:
 
 def explicit_layer_scan(ctx: Context) -> LayerScan:
     """Fact: the explicit layer manifests and which layers the environment turns on in every
-    instance (VK_INSTANCE_LAYERS, VK_LOADER_LAYERS_ENABLE). Read only when a variable asks for
-    one: otherwise explicit layers are the applications' business."""
+    instance (VK_INSTANCE_LAYERS, VK_LOADER_LAYERS_ENABLE). The loader reads every explicit
+    manifest in vkCreateInstance, chosen or not: one that stops it (a FIFO, a parser crash, or
+    on loaders older than 1.3.268 a JSON syntax error) stops every application, so the files
+    are read even when no variable asks for a layer."""
     loader = ctx.fact(loader_version)
     plan = explicit_layer_plan(ctx)
     enable = parse_filter("VK_LOADER_LAYERS_ENABLE", secure_getenv(ctx, "VK_LOADER_LAYERS_ENABLE"))
     disable = parse_layer_disable(
         "VK_LOADER_LAYERS_DISABLE", secure_getenv(ctx, "VK_LOADER_LAYERS_DISABLE")
     )
-    files: tuple[LayerFile, ...] = ()
-    if instance_layers(ctx) or enable.active:
-        found, _problems = scan(ctx, plan)
-        files = tuple(_file(ctx, mf, loader, enable, disable, explicit=True) for mf in found)
+    found, _problems = scan(ctx, plan)
+    files = tuple(_file(ctx, mf, loader, enable, disable, explicit=True) for mf in found)
     return LayerScan(plan=plan, files=files, loader=loader, enable=enable, disable=disable)
