@@ -162,3 +162,16 @@ def test_every_renderer_shows_a_hostile_report_as_data() -> None:
         assert re.match(r"::(error|warning|notice|group|endgroup|stop-commands)\b|::vkdoctor-", line)
         assert "\n" not in line and "##[" not in line
     assert not set(log) & set(ACTING)
+
+
+def test_unicode_spaces_before_a_command_do_not_hide_it() -> None:
+    """GitHub's runner trims every Unicode space (.NET TrimStart) before it looks for `::`."""
+    for space in ("\u00a0", "\u1680", "\u2000", "\u2007", "\u200a", "\u202f", "\u205f", "\u3000"):
+        log = no_commands(visible(f"x\n{space}::error::pwned\n{space} \t::add-mask::s", prose=True))
+        assert [ln for ln in log.split("\n") if ln.strip().startswith("::")] == [], repr(log)
+
+
+def test_no_link_is_made_of_a_url_in_the_data() -> None:
+    for value in ("see https://evil.example/x", "www.evil.example", "ftp://a/b"):
+        for md in (markdown_text(value), markdown_code(value)):
+            assert "://" not in md and "www." not in md, md

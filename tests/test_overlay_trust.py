@@ -680,3 +680,31 @@ def test_a_folder_the_chosen_files_rpath_hands_down_to_a_dependency_is_refused(t
     shared.chmod(0o755)
     code, doc, _ = _overlay(first.parent, env)
     assert code == 0 and doc is not None and doc["ld_library_path"], doc
+
+
+def test_a_link_in_a_safe_runpath_folder_that_leads_where_another_user_can_create_is_refused(
+    top: Path,
+) -> None:
+    """libvkrtest.so.1's DT_RUNPATH begins with a root-owned 0755 folder, which holds a dangling
+    link named libvkrdep.so.2 into a folder nobody has made yet in a sticky world-writable
+    directory; ld.so skips the link today and finds the dependency in the next folder. Whoever
+    creates that folder first gets their library loaded: the overlay refuses the file and says
+    where the link leads; with the link gone it is accepted."""
+    shared = top / "shared-tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    safe, later = top / "safe", top / "later"
+    search, dep, env = _runpath_scenario(top, f"{safe}:{later}")
+    safe.mkdir()
+    (safe / dep.name).symlink_to(shared / "evil" / dep.name)
+    later.mkdir()
+    shutil.copy(dep, later / dep.name)
+    code, doc, lines = _overlay(search, env)
+    assert code == 1 and not (doc or {}).get("ld_library_path"), (code, doc, lines)
+    reason = next(ln for ln in lines if f"search {safe / dep.name}" in ln)
+    assert f"{shared / 'evil'} does not exist, and anyone can create it in {shared}" in reason
+    assert f"where the symbolic link {safe / dep.name} leads" in reason
+
+    (safe / dep.name).unlink()
+    code, doc, _ = _overlay(search, env)
+    assert code == 0 and doc is not None and doc["ld_library_path"], doc

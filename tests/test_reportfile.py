@@ -201,3 +201,22 @@ def test_diff_is_linear_in_rows(rows: int) -> None:
 
     ratio = cpu(rows) / cpu(rows // 8)
     assert ratio < 20, f"{ratio:.1f}x the time for 8x the rows"
+
+
+def test_a_hostile_file_name_in_an_error_is_shown_as_data(tmp_path: Path) -> None:
+    """The file name is the user's input: an OSC 52 sequence and a workflow command in it reach
+    neither the terminal nor the CI log, in vkdoctor's own errors and in click's usage errors."""
+    name = "bad\x1b]52;c;aGk=\x07\n::error::x"
+    bad = tmp_path / f"{name}.json"
+    bad.write_text('{"a":1')
+    proc = run_vkdoctor(["diff", str(bad), str(H200)])
+    assert proc.returncode == 2
+    assert "\x1b" not in proc.stderr and "\x07" not in proc.stderr
+    assert not [ln for ln in proc.stderr.splitlines() if ln.lstrip().startswith("::")]
+    assert "bad\\x1b]52;c;aGk=\\x07" in proc.stderr
+    folder = tmp_path / name
+    folder.mkdir()
+    proc = run_vkdoctor(["check", "--no-probe", "--json", str(folder)])
+    assert proc.returncode == 2, proc.stderr
+    assert "\x1b" not in proc.stderr and "\x07" not in proc.stderr, proc.stderr
+    assert not [ln for ln in proc.stderr.splitlines() if ln.lstrip().startswith("::")]

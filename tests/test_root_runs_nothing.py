@@ -387,3 +387,39 @@ def test_a_tree_path_apt_cannot_quote_is_not_written_into_its_configuration(
     conf = configuration(root, private)
     assert "/bin/sh" not in conf and str(root) not in conf
     assert "quote or a control character" in (unsafe_source(root) or "")
+
+
+def test_a_tool_in_a_path_folder_another_user_can_write_is_not_run(tmp_path: Path) -> None:
+    """vkdoctor runs dpkg, apt-get and grep as whoever runs it, often root. A folder on PATH
+    that another user owns (nobody, here) holds their own `dpkg`, `apt-get` and `grep`: none of
+    them runs; the system's do, and the check still reads the package database."""
+    import os
+
+    from tests.nobody import NOBODY, world_readable_dir
+
+    with world_readable_dir() as top:
+        theirs = top / "bin"
+        theirs.mkdir()
+        marker = top / "ran"
+        for tool in ("dpkg", "apt-get", "apt-cache", "grep", "dpkg-query"):
+            script = theirs / tool
+            script.write_text(f"#!/bin/sh\necho {tool} >> {marker}\nexit 1\n")
+            script.chmod(0o755)
+            os.chown(script, NOBODY, NOBODY)
+        os.chown(theirs, NOBODY, NOBODY)
+        env = clean_env({"PATH": f"{theirs}:/usr/bin:/bin"})
+        env["PYTHONPATH"] = str(REPO)
+        proc = subprocess.run(
+            _python(["check", "--no-probe", "--select", "VKP", "--json", "-"]),
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+            check=False,
+        )
+        assert not marker.exists(), marker.read_text()
+    import json
+
+    doc = json.loads(proc.stdout)
+    assert any(f["code"].startswith("VKP") for f in doc["findings"]), proc.stderr[-2000:]
+    assert "is not installed" not in proc.stdout

@@ -93,6 +93,22 @@ _VALUE_HINTS = {
 }
 
 
+def _err(text: str) -> None:
+    from vkdoctor.render.escape import no_commands, visible
+
+    click.echo(no_commands(visible(text, prose=True)), err=True)
+
+
+def _show(exc: click.ClickException) -> None:
+    """click's usage error as click words it, with the paths and values it quotes shown as
+    data (a file name can carry an escape sequence or a CI runner's command)."""
+    import io
+
+    buffer = io.StringIO()
+    exc.show(file=buffer)
+    _err(buffer.getvalue().rstrip("\n"))
+
+
 def main() -> None:
     try:
         # not standalone: click would turn Ctrl-C into "Aborted!" and exit 1, a failed check
@@ -108,7 +124,7 @@ def main() -> None:
             exc = click.BadOptionUsage(
                 exc.option_name, f"{exc.message.rstrip('.')}: {hint}.", ctx=exc.ctx
             )
-        exc.show()
+        _show(exc)
         sys.exit(exc.exit_code)
     except Exception as exc:  # a bug of ours: say so, exit 3, keep the traceback for --debug
         if isinstance(exc, OSError) and _from_click_echo(exc):
@@ -124,7 +140,7 @@ def main() -> None:
                 # the environment's, not ours: no Vulkan program gets further than this
                 click.echo(f"vkdoctor: out of memory: {limited}", err=True)
                 sys.exit(1)
-        click.echo(f"vkdoctor: internal error: {type(exc).__name__}: {exc}", err=True)
+        _err(f"vkdoctor: internal error: {type(exc).__name__}: {exc}")
         if "--debug" in sys.argv:
             import traceback
 

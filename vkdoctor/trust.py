@@ -196,3 +196,14 @@ def _last(path: str, st: os.stat_result, me: int, via: str | None, container: bo
     if who:
         return f"writable by {who} (mode {stat.S_IMODE(st.st_mode):04o}){_through(via)}"
     return None
+
+
+def trusted_search_path(value: str) -> str:
+    """A PATH with only the folders whose programs nobody but root and the user can change:
+    absolute, and trusted (a tool found in a folder another user can write is theirs to
+    replace, and vkdoctor often runs as root)."""
+    kept: list[str] = []
+    for folder in value.split(":"):
+        if folder.startswith("/") and folder not in kept and untrusted(folder) is None:
+            kept.append(folder)
+    return ":".join(kept)

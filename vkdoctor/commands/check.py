@@ -198,6 +198,6 @@ def _export_overlay(report: Report, github_file: str, code: int) -> int:
     try:
         click.echo(githubenv.export_overlay(report.overlay, github_file), err=True)
     except githubenv.GithubEnvError as exc:
-        click.echo(f"vkdoctor: {exc}", err=True)
+        common.err(f"vkdoctor: {exc}")
         code = max(code, 2)
     return code

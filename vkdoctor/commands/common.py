@@ -341,6 +341,13 @@ def terminal_width(default: int | None = None) -> int | None:
     return default
 
 
+def err(text: str) -> None:
+    """A line for stderr, never wrapped, with what it quotes from outside shown as data."""
+    from vkdoctor.render.escape import no_commands, visible
+
+    click.echo(no_commands(visible(text, prose=True)), err=True)
+
+
 def say(text: str) -> None:
     """A line for people on stderr, wrapped to COLUMNS or to the terminal stderr is (stdout
     may be a pipe to eval: what goes there is never wrapped)."""
@@ -412,7 +419,7 @@ def stdout_lost(exc: OSError) -> None:
     of vkdoctor's. The rest goes to /dev/null, and the reason is said and recorded."""
     _stdout_to_devnull()
     STDOUT_FAILED.append(exc.strerror or str(exc))
-    click.echo(f"vkdoctor: cannot write to standard output: {exc.strerror or exc}", err=True)
+    err(f"vkdoctor: cannot write to standard output: {exc.strerror or exc}")
 
 
 #: the reasons standard output refused writes in this run (empty: it did not)
@@ -546,7 +553,7 @@ def _append_step_summary(report: Report, *, strict: bool) -> None:
         # the step before may have left its last line open: the heading starts a line
         _write_special(path, ("\n" if _ends_open(path) else "") + text, append=True)
     except OutputRefused as exc:
-        click.echo(f"vkdoctor: cannot append the job summary to {path}: {exc}", err=True)
+        err(f"vkdoctor: cannot append the job summary to {path}: {exc}")
 
 
 def _ends_open(path: str) -> bool:
@@ -647,7 +654,7 @@ def write_outputs(files: Sequence[tuple[str, Callable[[], str]]]) -> bool:
         try:
             write_file(path, render())
         except click.ClickException as exc:
-            click.echo(f"vkdoctor: {exc.message}", err=True)
+            err(f"vkdoctor: {exc.message}")
             written = False
     return written
 

@@ -19,7 +19,7 @@ def read_reports(paths: tuple[str, ...]) -> list[tuple[str, dict[str, object]]]:
         try:
             out.append((path, load(path)))
         except ReportError as exc:
-            click.echo(f"vkdoctor: {exc}", err=True)
+            common.err(f"vkdoctor: {exc}")
             sys.exit(common.EXIT_OUTPUT)
     return out
 

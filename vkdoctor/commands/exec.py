@@ -42,7 +42,7 @@ def exec_command(
 
     def say(text: str) -> None:
         if not quiet:
-            click.echo(f"vkdoctor exec: {text}", err=True)
+            common.err(f"vkdoctor exec: {text}")
 
     ctx = common.host_context(search_path=search_path, timeout=timeout)
     env = dict(os.environ)
@@ -68,8 +68,8 @@ def exec_command(
         os.execvpe(cmd[0], list(cmd), env)
     except FileNotFoundError:
         why = "No such file or directory" if "/" in cmd[0] else "command not found"
-        click.echo(f"vkdoctor exec: {cmd[0]}: {why}", err=True)
+        common.err(f"vkdoctor exec: {cmd[0]}: {why}")
         sys.exit(127)
     except OSError as exc:
-        click.echo(f"vkdoctor exec: cannot run {cmd[0]}: {exc.strerror or exc}", err=True)
+        common.err(f"vkdoctor exec: cannot run {cmd[0]}: {exc.strerror or exc}")
         sys.exit(126)

@@ -154,9 +154,10 @@ class Resolution:
     inputs: SearchInputs
     #: paths of the objects already in the process before the dlopen (its global scope)
     process: tuple[str, ...] = ()
-    #: every directory an object's DT_RPATH/DT_RUNPATH or LD_LIBRARY_PATH made ld.so look in
-    #: without finding the name there (existing or not): what is put there later is loaded
-    searched: tuple[Tried, ...] = ()
+    #: (name, where) for every directory an object's DT_RPATH/DT_RUNPATH or LD_LIBRARY_PATH made
+    #: ld.so look in for the name without finding it there (existing or not): what is put
+    #: there later, or where a link there comes to lead, is loaded
+    searched: tuple[tuple[str, Tried], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -415,12 +416,12 @@ def _resolve_in(
 _PRIVATE_SEARCHES = (How.RPATH, How.RUNPATH, How.LD_LIBRARY_PATH)
 
 
-def _searched(lookups: Sequence[Lookup]) -> tuple[Tried, ...]:
-    out: dict[tuple[str, str | None], Tried] = {}
+def _searched(lookups: Sequence[Lookup]) -> tuple[tuple[str, Tried], ...]:
+    out: dict[tuple[str, str, str | None], tuple[str, Tried]] = {}
     for lk in lookups:
         for t in lk.tried:
             if t.how in _PRIVATE_SEARCHES and t.outcome != "found":
-                out.setdefault((t.where, t.origin_of), t)
+                out.setdefault((lk.name, t.where, t.origin_of), (lk.name, t))
     return tuple(out.values())
 
 

@@ -387,7 +387,8 @@ def extract_libraries(
 ) -> Extracted:
     """Copy the members named like `sonames` (and what they link to) into the private store.
     `env_path`: the PATH the decompressors (zstd, bsdtar, rpm) are found and run with."""
-    env_path = "/usr/bin:/bin" if env_path is None else env_path
+    # a decompressor found in a folder another user can write would run as whoever runs this
+    env_path = trust.trusted_search_path("/usr/bin:/bin" if env_path is None else env_path)
     _refuse_untrusted(package)
     kind = package_format(package)
     if kind == "rpm":

@@ -37,8 +37,8 @@ class Chain:
     edges: tuple[Edge, ...]
     #: the root itself could not be read or found
     error: str | None = None
-    #: the folders an RPATH, RUNPATH or LD_LIBRARY_PATH made ld.so look in before it found a
-    #: name elsewhere (or nowhere): (folder, how, whose RPATH/RUNPATH)
+    #: the places an RPATH, RUNPATH or LD_LIBRARY_PATH made ld.so look in before it found a
+    #: name elsewhere (or nowhere): (folder/name, how, whose RPATH/RUNPATH)
     searched: tuple[tuple[str, str, str | None], ...] = ()
 
     def missing(self) -> list[Edge]:
@@ -116,5 +116,7 @@ def from_resolution(target: str, res: Resolution) -> Chain:
                 machine=machine,
             )
         )
-    searched = tuple((t.where, t.how.value, t.origin_of) for t in res.searched)
+    searched = tuple(
+        (f"{t.where.rstrip('/')}/{name}", t.how.value, t.origin_of) for name, t in res.searched
+    )
     return Chain(root=target, edges=tuple(edges), searched=searched)

@@ -529,8 +529,9 @@ def _untrusted_search(
     from vkdoctor import trust
 
     for where, how, whose in searched:
-        if where in before or where == str(plan.directory):
+        if where in before or posixpath.dirname(where) == str(plan.directory):
             continue
+        # the entry as ld.so opens it: its folder, and where a link there leads (existing or not)
         why = trust.untrusted(where, searched=True)
         if why:
             owner = f"{_as_chosen(plan, whose)}'s {how.upper()}" if whose else how

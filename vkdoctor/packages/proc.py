@@ -53,13 +53,21 @@ def which(tool: str, env: Mapping[str, str]) -> str | None:
     if "/" in tool:
         return tool if _runnable(tool) else None
     seen: set[str] = set()
-    for directory in (env.get("PATH") or DEFAULT_PATH).split(os.pathsep):
+    for directory in tool_path(env).split(os.pathsep):
         if directory not in seen:
             seen.add(directory)
             joined = directory if not directory or directory.endswith("/") else directory + "/"
             if _runnable(joined + tool):
                 return joined + tool
     return None
+
+
+def tool_path(env: Mapping[str, str]) -> str:
+    """The PATH tools are looked up in and run with: the environment's, less every folder that
+    another user could put a program of the same name into (vkdoctor.trust)."""
+    from vkdoctor.trust import trusted_search_path
+
+    return trusted_search_path(env.get("PATH") or DEFAULT_PATH)
 
 
 def _runnable(path: str) -> bool:
@@ -104,7 +112,7 @@ class RunningTool:
                 argv=self.argv, returncode=None, problem=f"{argv[0]} is not installed"
             )
             return
-        child_env = {"LC_ALL": "C", "LANG": "C", "PATH": env.get("PATH") or DEFAULT_PATH}
+        child_env = {"LC_ALL": "C", "LANG": "C", "PATH": tool_path(env)}
         if "APT_CONFIG" in env:
             # which apt configuration: for a --root tree, the tree's (vkdoctor.packages.aptroot)
             child_env["APT_CONFIG"] = env["APT_CONFIG"]

@@ -41,7 +41,8 @@ _IN_NAME = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]|[^\x00-\x7f]")
 #: format characters (bidi overrides and isolates, zero-width), line and paragraph separators,
 #: lone surrogates (bytes that were not UTF-8), private use and unassigned code points
 _UNSEEN = frozenset(("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"))
-_COMMAND_LINE = re.compile(r"^([ \t]*):(?=:)", re.M)
+#: what GitHub's runner trims before it looks for `::` (.NET's TrimStart: every Unicode space)
+_COMMAND_LINE = re.compile(r"^([^\S\n]*):(?=:)", re.M)
 _LEGACY_COMMAND = "##["
 
 
@@ -125,15 +126,20 @@ _MARKDOWN = re.compile(r"([\\`*_\[\]#|~!])")
 _LIST_START = re.compile(r"^([-+]|\d+[.)])(?=\s|$)")
 
 
+def _no_links(text: str) -> str:
+    """GitHub's Markdown makes a link of a bare URL or www. name, in code too: not from data."""
+    return text.replace("://", ":&#47;&#47;").replace("www.", "www&#46;")
+
+
 def markdown_text(value: object) -> str:
     """Text from a report as literal Markdown on one line of a table or a paragraph."""
     text = html.escape(visible("" if value is None else str(value), prose=True), quote=False)
-    text = _LIST_START.sub(r"\\\1", _MARKDOWN.sub(r"\\\1", text))
+    text = _no_links(_LIST_START.sub(r"\\\1", _MARKDOWN.sub(r"\\\1", text)))
     return text.replace("\n", "<br>").replace("<br><br>", "<br>")
 
 
 def markdown_code(value: object) -> str:
     """Text as inline code that no character in it (a backtick, a `|`, `<`) can break, and
     that a log it is printed to reads no command in."""
-    text = html.escape(visible("" if value is None else str(value)))
+    text = _no_links(html.escape(visible("" if value is None else str(value))))
     return f"<code>{text.replace('|', '&#124;').replace('[', '&#91;')}</code>"
