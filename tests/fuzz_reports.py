@@ -1,4 +1,4 @@
-"""Fuzz targets for reading reports back: `vkdoctor.reportfile.load` (what `diff` and `summary`
+"""Fuzz targets for reading reports back: `vkdoctor.model.reportfile.load` (what `diff` and `summary`
 read), `compare` with the diff renderers, and `summarize` with the summary renderers. Seeds are
 the real reports in tests/data. A report that is not one may only raise ReportError; for diff
 and summary, an input that is not a report shakes the real one instead (hostile strings, extreme
