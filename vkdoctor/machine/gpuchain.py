@@ -98,7 +98,7 @@ class GpuMachine:
 @cache
 def tables() -> dict[str, Any]:
     """vkdoctor/data/gpu_ids.json: PCI ID to chip, family and Vulkan driver, with its sources."""
-    path = Path(__file__).parent / "data" / "gpu_ids.json"
+    path = Path(__file__).parent.parent / "data" / "gpu_ids.json"
     doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return doc
 
