@@ -128,3 +128,24 @@ def test_an_explicit_layer_that_vk_instance_layers_enables_is_a_suspect_too(drop
     del env["VK_INSTANCE_LAYERS"]
     proc, doc = run_json(["check", "--cpu", "--select", "VKR001"], env=env, timeout=300)
     assert proc.returncode == 0
+
+
+def test_diff_offers_the_layer_one_machine_loads_as_the_reason(drop_layer, tmp_path):
+    """Two real reports, one taken with the dropping layer in XDG_DATA_HOME and one without:
+    `diff` names the layer (loaded on B only, with its disable) among the causes, in text and in
+    the JSON `causes`."""
+    from conftest import run_vkdoctor
+
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    env_b = {k: v for k, v in drop_layer.items() if k in ("XDG_DATA_HOME", "VK_DRIVER_FILES")}
+    env_a = {"VK_DRIVER_FILES": env_b["VK_DRIVER_FILES"]}
+    run_vkdoctor(["check", "--cpu", "--json", str(a)], env=env_a)
+    run_vkdoctor(["check", "--cpu", "--json", str(b)], env=env_b)
+    proc = run_vkdoctor(["diff", str(a), str(b), "--format", "json"])
+    assert proc.returncode == 1, proc.stderr
+    causes = json.loads(proc.stdout)["causes"]
+    name = drop_layer["name"]
+    assert any(c.startswith(f"implicit layer {name} is loaded on B only") for c in causes), causes
+    assert any(f"off with {drop_layer['off']}=1" in c for c in causes), causes
+    text = run_vkdoctor(["diff", str(a), str(b)], env={"COLUMNS": "80"}).stdout
+    assert f"implicit layer {name}" in text

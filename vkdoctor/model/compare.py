@@ -434,6 +434,36 @@ def _host_line(doc: Mapping[str, Any]) -> str | None:
     return _s(_get(doc, "host", "distro", "name"))
 
 
+def _layers(doc: Mapping[str, Any]) -> dict[str, str]:
+    """The implicit layers every program of that machine loads: name -> library (and the
+    variable that turns it off)."""
+    out: dict[str, str] = {}
+    for layer in _get(doc, "driver_search", "implicit_layers") or ():
+        if isinstance(layer, Mapping) and layer.get("name"):
+            text = str(layer.get("library") or "no library")
+            if layer.get("disable_env"):
+                text += f"; off with {layer.get('disable_env')}=1"
+            out[str(layer["name"])] = text
+    return out
+
+
+def compare_layers(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[Change, ...]:
+    """The active implicit layers that differ, and the variables that put explicit layers into
+    every program or take layers out (VK_INSTANCE_LAYERS, VK_LOADER_LAYERS_*)."""
+    la, lb = _layers(a), _layers(b)
+    rows = [(f"implicit layer {n}", la.get(n), lb.get(n)) for n in sorted({*la, *lb})]
+    env_a, env_b = _get(a, "host", "environment"), _get(b, "host", "environment")
+    for name in _LAYER_SELECTION:
+        va = env_a.get(name) if isinstance(env_a, Mapping) else None
+        vb = env_b.get(name) if isinstance(env_b, Mapping) else None
+        rows.append((name, _s(va), _s(vb)))
+    return _changes(rows)
+
+
+#: the variables that put layers into every program, or take them out
+_LAYER_SELECTION = ("VK_INSTANCE_LAYERS", "VK_LOADER_LAYERS_ENABLE", "VK_LOADER_LAYERS_DISABLE")
+
+
 def compare_rest(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[Change, ...]:
     def cpu(doc: Mapping[str, Any]) -> str | None:
         model, count = _get(doc, "host", "cpu", "model"), _get(doc, "host", "cpu", "count")
@@ -506,6 +536,17 @@ def _causes(
                 f"{name} differs (A {c.a if c.a is not None else 'unset'}, B "
                 f"{c.b if c.b is not None else 'unset'}): it chooses the drivers the loader lists"
             )
+    for c in compare_layers(a, b):
+        mine, theirs = (c.b, c.a) if bad == "B" else (c.a, c.b)
+        if c.what.startswith("implicit layer") and mine is not None and theirs is None:
+            out.append(
+                f"{c.what} is loaded on {bad} only ({mine}): every Vulkan program there loads it"
+            )
+        elif not c.what.startswith("implicit layer"):
+            out.append(
+                f"{c.what} differs (A {c.a if c.a is not None else 'unset'}, B "
+                f"{c.b if c.b is not None else 'unset'}): it chooses the layers every program loads"
+            )
     for f in findings:
         items = f.b if bad == "B" else f.a
         other = {(s, t) for s, t, _ in (f.a if bad == "B" else f.b)}
@@ -554,7 +595,7 @@ def compare(a: Mapping[str, Any], b: Mapping[str, Any]) -> Comparison:
         reworded=reworded,
         probe=probe,
         packages=compare_packages(a, b),
-        rest=compare_rest(a, b),
+        rest=(*compare_layers(a, b), *compare_rest(a, b)),
     )
 
 

@@ -54,6 +54,11 @@ def _name(value: object) -> str:
     return type(value).__name__
 
 
+def _same(a: object, b: object) -> bool:
+    """JSON equality: true and 1 are not the same value."""
+    return a == b and isinstance(a, bool) == isinstance(b, bool)
+
+
 def _field(where: str, key: object) -> str:
     return f"{where}.{key}" if where else str(key)
 
@@ -108,9 +113,9 @@ def _here(value: object, node: dict[str, Any], where: str) -> str | None:
     if "type" in node and not _type_ok(value, node["type"]):
         want = node["type"] if isinstance(node["type"], str) else " or ".join(node["type"])
         return f"{where} is {_name(value)}, not {want}"
-    if "const" in node and value != node["const"]:
+    if "const" in node and not _same(value, node["const"]):
         return f"{where} is {json.dumps(value)[:40]}, not {json.dumps(node['const'])}"
-    if "enum" in node and value not in node["enum"]:
+    if "enum" in node and not any(_same(value, v) for v in node["enum"]):
         return f"{where} is {json.dumps(value)[:40]}, not one of {', '.join(map(str, node['enum']))}"
     if isinstance(value, (int, float)) and "minimum" in node and value < node["minimum"]:
         return f"{where} is {value}, below {node['minimum']}"
