@@ -115,6 +115,25 @@ def test_missing_firmware_is_the_cause_when_amdgpu_does_not_bind(tmp_path: Path)
     assert "did not take the GPU" in _chain(doc)[0]["title"]
 
 
+def test_nouveau_without_gsp_firmware_fails_the_gate(tmp_path: Path) -> None:
+    proc, doc = _root_run(tmp_path, "prime_nouveau", "--gpu")
+    intel, nvidia = sorted(_chain(doc), key=lambda f: f["evidence"]["gpu"]["address"])
+    assert proc.returncode == 1 and nvidia["severity"] == "fail"
+    assert intel["severity"] == "ok" and intel["evidence"]["broken_link"] is None
+    assert nvidia["evidence"]["gpu"]["chip"] == "ga106"
+    assert nvidia["evidence"]["broken_link"] == "firmware"
+    assert "/lib/firmware/nvidia/ga106/gsp/gsp-*.bin" in nvidia["title"]
+    assert "apt-get install linux-firmware" in nvidia["remedy"]  # Ubuntu's, not Debian's
+    # the kernel's file, compressed as distributions ship it, repairs the link
+    gsp = tmp_path / "prime_nouveau/lib/firmware/nvidia/ga106/gsp"
+    gsp.mkdir()
+    (gsp / "gsp-535.113.01.bin.zst").write_bytes(b"")
+    gate, doc = run_json(
+        ["check", "--root", str(tmp_path / "prime_nouveau"), "--select", "VKG001", "--gpu"]
+    )
+    assert gate.returncode == 0 and all(f["severity"] == "ok" for f in _chain(doc)), doc
+
+
 def test_no_dev_dri_in_a_container(tmp_path: Path) -> None:
     _, doc = _root_run(tmp_path, "polaris_no_dri")
     (f,) = _chain(doc)

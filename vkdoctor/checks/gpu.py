@@ -280,20 +280,49 @@ def _unbound(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break:
     )
 
 
-def _no_firmware(ctx: Context, gpu: Gpu, name: str) -> Break:
+#: the package that ships a GPU's firmware: (vendor, distribution family) -> package
+FIRMWARE_PACKAGES = {
+    (AMD, "debian"): "firmware-amd-graphics",
+    (NVIDIA, "debian"): "firmware-misc-nonfree",
+}
+INSTALL = {"debian": "apt-get install", "fedora": "dnf install", "arch": "pacman -S"}
+
+
+def _firmware_remedy(ctx: Context, gpu: Gpu) -> Remedy:
+    """The distribution's firmware package for this GPU (Ubuntu's is linux-firmware)."""
     family = facts.distro_family(ctx)
-    package = "firmware-amd-graphics" if family == "debian" else "linux-firmware"
-    install = {"debian": "apt-get install", "fedora": "dnf install", "arch": "pacman -S"}
+    debian = FIRMWARE_PACKAGES[(AMD if gpu.vendor == AMD else NVIDIA, "debian")]
+    if family is None:
+        return Remedy(
+            text="This root has no /etc/os-release, so vkdoctor cannot tell its distribution. "
+            f"Install its firmware package: on Debian {debian} (from the non-free-firmware "
+            "component), on Ubuntu, Fedora and Arch linux-firmware; then reboot."
+        )
+    ubuntu = "ubuntu" in facts.distro_ids(ctx)
+    package = debian if family == "debian" and not ubuntu else "linux-firmware"
+    return Remedy(
+        commands=(f"{INSTALL[family]} {package}",),
+        needs_root=True,
+        text="(from the non-free-firmware component), then reboot"
+        if package == debian
+        else "then reboot",
+    )
+
+
+def _no_firmware(ctx: Context, gpu: Gpu, name: str) -> Break:
+    pattern = gpu.firmware.get("pattern")
+    why = (
+        f"nouveau drives {gpu.address}, but NVK needs the GSP firmware of this {gpu.chip} chip, "
+        f"and there is no {pattern}: nouveau runs without GSP and NVK has no device."
+        if gpu.driver == "nouveau"
+        else f"{name} is loaded but cannot start the GPU without its firmware, and there is no "
+        f"{pattern}."
+    )
     return Break(
         link="firmware",
-        title=f"Firmware missing: {gpu.firmware.get('pattern')}",
-        why=f"{name} is loaded but cannot start the GPU without its firmware, and there is no "
-        f"{gpu.firmware.get('pattern')}.",
-        remedy=Remedy(
-            commands=(f"{install.get(family or '', 'install')} {package}",),
-            needs_root=True,
-            text="(on Debian from the non-free-firmware component), then reboot",
-        ),
+        title=f"Firmware missing: {pattern}",
+        why=why,
+        remedy=_firmware_remedy(ctx, gpu),
     )
 
 
@@ -308,6 +337,8 @@ def _kernel(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break | None:
             "this generation; Mesa's RADV opens only amdgpu devices.",
             remedy=Remedy(text=f"Set the kernel parameters {_kernel_params(gpu)}: {GRUB_STEP}."),
         )
+    if gpu.driver == "nouveau" and gpu.firmware and not gpu.firmware.get("present"):
+        return _no_firmware(ctx, gpu, "nouveau")
     if gpu.driver in ("vfio-pci", "pci-stub"):
         return Break(
             link="kernel driver",

@@ -33,6 +33,26 @@ MANY = 256
 #: at most this many entries of one folder are looked at
 LISTED = 65536
 SHORT = 64 << 10
+#: NVIDIA PCI device ID ranges -> the chip whose GSP firmware nouveau loads from
+#: /lib/firmware/nvidia/<chip>/gsp/ (Turing and newer; NVIDIA numbers each chip's IDs in one block)
+NVIDIA_GSP_CHIPS = (
+    (0x1E00, 0x1E7F, "tu102"),
+    (0x1E80, 0x1EFF, "tu104"),
+    (0x1F00, 0x1F7F, "tu106"),
+    (0x1F80, 0x1FFF, "tu117"),
+    (0x2080, 0x20FF, "ga100"),
+    (0x2180, 0x21FF, "tu116"),
+    (0x2200, 0x223F, "ga102"),
+    (0x2400, 0x247F, "ga103"),
+    (0x2480, 0x24FF, "ga104"),
+    (0x2500, 0x257F, "ga106"),
+    (0x2580, 0x25FF, "ga107"),
+    (0x2680, 0x26FF, "ad102"),
+    (0x2700, 0x277F, "ad103"),
+    (0x2780, 0x27FF, "ad104"),
+    (0x2800, 0x287F, "ad106"),
+    (0x2880, 0x28FF, "ad107"),
+)
 #: POSIX ACL xattr tags (linux/posix_acl_xattr.h)
 _ACL_USER_OBJ, _ACL_USER, _ACL_GROUP_OBJ, _ACL_GROUP, _ACL_MASK, _ACL_OTHER = (
     0x01,
@@ -98,7 +118,7 @@ class GpuMachine:
 @cache
 def tables() -> dict[str, Any]:
     """vkdoctor/data/gpu_ids.json: PCI ID to chip, family and Vulkan driver, with its sources."""
-    path = Path(__file__).parent / "data" / "gpu_ids.json"
+    path = Path(__file__).parent.parent / "data" / "gpu_ids.json"
     doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return doc
 
@@ -138,13 +158,22 @@ def _identify(vendor: str, device: str) -> dict[str, Any]:
         return {"chip": platform, "claimed_by": tuple(claimed), **t["intel_platforms"][platform]}
     if vendor == NVIDIA:
         return {
-            "chip": None,
+            "chip": nvidia_chip(dev),
             "family": None,
             "vulkan": None,
             "conformant": None,
             "claimed_by": ("nvidia", "nouveau"),
         }
     return {"chip": None, "family": None, "vulkan": None, "conformant": None, "claimed_by": ()}
+
+
+def nvidia_chip(device: str) -> str | None:
+    """The Turing-or-newer chip of an NVIDIA PCI device ID, as nouveau names its firmware folder."""
+    try:
+        number = int(device, 16)
+    except ValueError:
+        return None
+    return next((chip for lo, hi, chip in NVIDIA_GSP_CHIPS if lo <= number <= hi), None)
 
 
 def _names(ctx: Context, path: str) -> dict[int, str]:
@@ -297,10 +326,14 @@ def _listed(ctx: Context, folder: str, prefix: str) -> list[str]:
 
 def _firmware(ctx: Context, vendor: str, chip: str | None, wanted: str | None) -> dict[str, Any]:
     """The firmware the driver loads: amdgpu/<chip>_*.bin for a chip amdgpu knows by name;
-    NVIDIA's GSP firmware nvidia/<version>/gsp_*.bin for the loaded nvidia module."""
+    NVIDIA's GSP firmware nvidia/<version>/gsp_*.bin for the loaded nvidia module; nouveau's
+    nvidia/<chip>/gsp/gsp-*.bin for a Turing-or-newer chip."""
     if vendor == AMD and chip is not None and wanted == "amdgpu":
         present = _listed(ctx, "/lib/firmware/amdgpu", f"{chip}_")
         return {"pattern": f"/lib/firmware/amdgpu/{chip}_*.bin", "present": present}
+    if vendor == NVIDIA and chip is not None and wanted == "nouveau":
+        folder = f"/lib/firmware/nvidia/{chip}/gsp"
+        return {"pattern": f"{folder}/gsp-*.bin", "present": _listed(ctx, folder, "gsp-")}
     version = _read(ctx.under("/sys/module/nvidia/version")) if vendor == NVIDIA else None
     if version:
         folder = f"/lib/firmware/nvidia/{version}"
@@ -339,6 +372,8 @@ def _gpu(ctx: Context, entry: Path, uid: int, gids: set[int]) -> Gpu | None:
         if ctx.under(f"/sys/module/{m}").is_dir()
     )
     wanted = "amdgpu" if ident.get("vulkan") == "RADV" else None
+    if vendor == NVIDIA and (driver == "nouveau" or (driver is None and "nvidia" not in modules)):
+        wanted = "nouveau"
     return Gpu(
         address=entry.name,
         vendor=vendor,
