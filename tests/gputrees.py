@@ -17,6 +17,9 @@ The machines they copy (the layouts of these classes of machine, as public issue
 - `polaris_no_firmware`: the same card with amdgpu loaded, no driver bound and no
   /lib/firmware/amdgpu/polaris10_*.bin.
 - `polaris_no_dri`: the RX 580 bound to amdgpu, seen from a container started without /dev/dri.
+- `rdna3_no_firmware`: an RX 7900 XTX (Navi 31, 1002:744c, found by IP discovery) behind its
+  switch, amdgpu loaded, nothing bound, on a merged /usr (/lib -> usr/lib) whose
+  /usr/lib/firmware/amdgpu holds only another chip's navi10_sos.bin.zst.
 - `prime_nouveau`: an Ubuntu 24.04 PRIME laptop: Alder Lake-P graphics (8086:46a6) on i915 and an
   RTX 3060 Laptop GPU (GA106, 10de:2560) behind root port 00:01.0 on nouveau, with nouveau's
   nvidia/ga106 firmware folders but no gsp/ (so NVK has no device).
@@ -247,6 +250,25 @@ def nvidia_container(root: Path) -> None:
     icd(root, "nvidia_icd.json", "libGLX_nvidia.so.0")
 
 
+def rdna3_no_firmware(root: Path) -> None:
+    (root / "usr/lib/firmware/amdgpu").mkdir(parents=True)
+    (root / "lib").symlink_to("usr/lib")
+    etc(root)
+    cmdline(root, CMDLINE)
+    pci_gpu(
+        root,
+        parent="0000:00:01.1/0000:01:00.0/0000:02:00.0",
+        address="0000:03:00.0",
+        vendor="0x1002",
+        device="0x744c",
+        subsystem=("0x1da2", "0xe471"),
+        driver=None,
+    )
+    module(root, "amdgpu", si_support="0", cik_support="0")
+    _w(root / "usr/lib/firmware/amdgpu/navi10_sos.bin.zst", "")
+    icd(root, "radeon_icd.x86_64.json", "libvulkan_radeon.so")
+
+
 def prime_nouveau(root: Path) -> None:
     etc(root, debian=False)
     _w(root / "etc/os-release", 'ID=ubuntu\nID_LIKE=debian\nVERSION_ID="24.04"\n')
@@ -281,5 +303,6 @@ MACHINES = {
     "polaris_no_firmware": polaris_no_firmware,
     "polaris_no_dri": polaris_no_dri,
     "nvidia_container": nvidia_container,
+    "rdna3_no_firmware": rdna3_no_firmware,
     "prime_nouveau": prime_nouveau,
 }

@@ -107,11 +107,33 @@ def test_missing_firmware_is_the_cause_when_amdgpu_does_not_bind(tmp_path: Path)
     assert f["evidence"]["broken_link"] == "firmware"
     assert "/lib/firmware/amdgpu/polaris10_*.bin" in f["title"]
     assert "firmware-amd-graphics" in f["remedy"]
+    # one stray file named after the chip is not its firmware
+    stray = tmp_path / "polaris_no_firmware/lib/firmware/amdgpu/polaris10_\x1b[2Jnotes.bin"
+    stray.write_text("")
+    _, doc = run_json(
+        ["check", "--root", str(tmp_path / "polaris_no_firmware"), "--select", "VKG001"]
+    )
+    assert _chain(doc)[0]["evidence"]["broken_link"] == "firmware"
     # with the firmware there, the same unbound card is amdgpu's own failure to read in its log
     (tmp_path / "polaris_no_firmware/lib/firmware/amdgpu/polaris10_mc.bin").write_text("")
     _, doc = run_json(
         ["check", "--root", str(tmp_path / "polaris_no_firmware"), "--select", "VKG001"]
     )
+    assert "did not take the GPU" in _chain(doc)[0]["title"]
+
+
+def test_an_ip_discovery_chip_needs_its_psp_and_gc_firmware(tmp_path: Path) -> None:
+    proc, doc = _root_run(tmp_path, "rdna3_no_firmware", "--gpu")
+    (f,) = _chain(doc)
+    assert proc.returncode == 1 and f["evidence"]["broken_link"] == "firmware"
+    assert "psp_13_0_0_sos.bin" in f["title"] and "gc_11_0_0_pfp.bin" in f["title"]
+    assert "apt-get install firmware-amd-graphics" in f["remedy"]
+    folder = tmp_path / "rdna3_no_firmware/usr/lib/firmware/amdgpu"
+    (folder / "psp_13_0_0_sos.bin.zst").write_text("")
+    _, doc = run_json(["check", "--root", str(folder.parents[3]), "--select", "VKG001"])
+    assert _chain(doc)[0]["evidence"]["broken_link"] == "firmware"  # gc_11_0_0_pfp still missing
+    (folder / "gc_11_0_0_pfp.bin.xz").write_text("")
+    _, doc = run_json(["check", "--root", str(folder.parents[3]), "--select", "VKG001"])
     assert "did not take the GPU" in _chain(doc)[0]["title"]
 
 

@@ -257,7 +257,7 @@ def _unbound(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break:
             remedy=Remedy(text=f"Set the kernel parameters {_kernel_params(gpu)}: {GRUB_STEP}."),
         )
     fw = gpu.firmware
-    if fw and not fw.get("present") and any(w in gpu.modules_loaded for w in wanted):
+    if fw and not fw.get("complete") and any(w in gpu.modules_loaded for w in wanted):
         return _no_firmware(ctx, gpu, name)
     loaded = [w for w in wanted if w in gpu.modules_loaded]
     if loaded:
@@ -315,8 +315,8 @@ def _no_firmware(ctx: Context, gpu: Gpu, name: str) -> Break:
         f"nouveau drives {gpu.address}, but NVK needs the GSP firmware of this {gpu.chip} chip, "
         f"and there is no {pattern}: nouveau runs without GSP and NVK has no device."
         if gpu.driver == "nouveau"
-        else f"{name} is loaded but cannot start the GPU without its firmware, and there is no "
-        f"{pattern}."
+        else f"{name} is loaded but cannot start the GPU without the firmware it loads first "
+        f"({pattern}), and it is not all there."
     )
     return Break(
         link="firmware",
@@ -337,7 +337,7 @@ def _kernel(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break | None:
             "this generation; Mesa's RADV opens only amdgpu devices.",
             remedy=Remedy(text=f"Set the kernel parameters {_kernel_params(gpu)}: {GRUB_STEP}."),
         )
-    if gpu.driver == "nouveau" and gpu.firmware and not gpu.firmware.get("present"):
+    if gpu.driver == "nouveau" and gpu.firmware and not gpu.firmware.get("complete"):
         return _no_firmware(ctx, gpu, "nouveau")
     if gpu.driver in ("vfio-pci", "pci-stub"):
         return Break(

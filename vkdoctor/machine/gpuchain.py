@@ -53,6 +53,19 @@ NVIDIA_GSP_CHIPS = (
     (0x2800, 0x287F, "ad106"),
     (0x2880, 0x28FF, "ad107"),
 )
+#: AMD chips amdgpu finds by IP discovery (RDNA 3 and newer): PCI device ID range -> the chip and
+#: the IP versions that name its firmware (amdgpu's psp_v13_0.c, gfx_v11_0.c, psp_v14_0.c)
+AMD_DISCOVERY_CHIPS = (
+    (0x7440, 0x745F, "navi31", "psp_13_0_0", "gc_11_0_0"),
+    (0x7460, 0x747F, "navi32", "psp_13_0_10", "gc_11_0_3"),
+    (0x7480, 0x749F, "navi33", "psp_13_0_7", "gc_11_0_2"),
+    (0x7550, 0x755F, "navi48", "psp_14_0_3", "gc_12_0_1"),
+    (0x7590, 0x759F, "navi44", "psp_14_0_2", "gc_12_0_0"),
+)
+#: the parts of a chip's firmware amdgpu loads first, by name after `<chip>_`: a chip with none
+#: of these present does not start, whatever else matches `<chip>_*`
+FIRST_PARTS = ("sos", "smc", "mc", "rlc", "pfp", "me", "mec")
+FIRMWARE_SUFFIXES = (".bin", ".bin.zst", ".bin.xz")
 #: POSIX ACL xattr tags (linux/posix_acl_xattr.h)
 _ACL_USER_OBJ, _ACL_USER, _ACL_GROUP_OBJ, _ACL_GROUP, _ACL_MASK, _ACL_OTHER = (
     0x01,
@@ -324,22 +337,65 @@ def _listed(ctx: Context, folder: str, prefix: str) -> list[str]:
         return []
 
 
-def _firmware(ctx: Context, vendor: str, chip: str | None, wanted: str | None) -> dict[str, Any]:
-    """The firmware the driver loads: amdgpu/<chip>_*.bin for a chip amdgpu knows by name;
-    NVIDIA's GSP firmware nvidia/<version>/gsp_*.bin for the loaded nvidia module; nouveau's
-    nvidia/<chip>/gsp/gsp-*.bin for a Turing-or-newer chip."""
-    if vendor == AMD and chip is not None and wanted == "amdgpu":
+def _stem(name: str) -> str | None:
+    """The firmware file's name without .bin, .bin.zst or .bin.xz; None for another file."""
+    suffix = next((x for x in FIRMWARE_SUFFIXES if name.endswith(x)), None)
+    return name.removesuffix(suffix) if suffix else None
+
+
+def _amd_firmware(ctx: Context, chip: str | None, device: str) -> dict[str, Any]:
+    """amdgpu/<chip>_*.bin for a chip amdgpu knows by name, complete when one of the parts it
+    loads first is there; for a chip found by IP discovery, its PSP sos and GC pfp files."""
+    if chip is not None:
         present = _listed(ctx, "/lib/firmware/amdgpu", f"{chip}_")
-        return {"pattern": f"/lib/firmware/amdgpu/{chip}_*.bin", "present": present}
+        first = [n for n in present if (_stem(n) or "").removeprefix(f"{chip}_") in FIRST_PARTS]
+        return {
+            "pattern": f"/lib/firmware/amdgpu/{chip}_*.bin",
+            "present": present,
+            "complete": bool(first),
+        }
+    try:
+        number = int(device.removeprefix("0x"), 16)
+    except ValueError:
+        return {}
+    found = next((c for c in AMD_DISCOVERY_CHIPS if c[0] <= number <= c[1]), None)
+    if found is None:
+        return {}
+    needed = (f"{found[3]}_sos", f"{found[4]}_pfp")
+    present = [
+        n
+        for prefix in (found[3], found[4])
+        for n in _listed(ctx, "/lib/firmware/amdgpu", f"{prefix}_")
+    ]
+    stems = {_stem(n) for n in present}
+    return {
+        "pattern": " and ".join(f"/lib/firmware/amdgpu/{n}.bin" for n in needed),
+        "present": present,
+        "complete": all(n in stems for n in needed),
+        "ip_chip": found[2],
+    }
+
+
+def _firmware(
+    ctx: Context, vendor: str, device: str, chip: str | None, wanted: str | None
+) -> dict[str, Any]:
+    """The firmware the driver loads: amdgpu's for an AMD chip; NVIDIA's GSP firmware
+    nvidia/<version>/gsp_*.bin for the loaded nvidia module; nouveau's
+    nvidia/<chip>/gsp/gsp-*.bin for a Turing-or-newer chip."""
+    if vendor == AMD and wanted == "amdgpu":
+        return _amd_firmware(ctx, chip, device)
     if vendor == NVIDIA and chip is not None and wanted == "nouveau":
         folder = f"/lib/firmware/nvidia/{chip}/gsp"
-        return {"pattern": f"{folder}/gsp-*.bin", "present": _listed(ctx, folder, "gsp-")}
+        present = _listed(ctx, folder, "gsp-")
+        return {"pattern": f"{folder}/gsp-*.bin", "present": present, "complete": bool(present)}
     version = _read(ctx.under("/sys/module/nvidia/version")) if vendor == NVIDIA else None
     if version:
         folder = f"/lib/firmware/nvidia/{version}"
+        present = _listed(ctx, folder, "gsp_")
         return {
             "pattern": f"{folder}/gsp_*.bin",
-            "present": _listed(ctx, folder, "gsp_"),
+            "present": present,
+            "complete": bool(present),
             "module_version": version,
         }
     return {}
@@ -391,7 +447,7 @@ def _gpu(ctx: Context, entry: Path, uid: int, gids: set[int]) -> Gpu | None:
         modules_loaded=modules,
         nodes=nodes,
         sysfs_nodes=tuple(drm),
-        firmware=_firmware(ctx, vendor, ident["chip"], wanted),
+        firmware=_firmware(ctx, vendor, device, ident["chip"], wanted),
     )
 
 
