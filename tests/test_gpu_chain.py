@@ -156,6 +156,30 @@ def test_nouveau_without_gsp_firmware_fails_the_gate(tmp_path: Path) -> None:
     assert gate.returncode == 0 and all(f["severity"] == "ok" for f in _chain(doc)), doc
 
 
+def test_an_unknown_vendor_still_has_its_node_judged(tmp_path: Path) -> None:
+    root = _tree(tmp_path, "polaris_no_dri")
+    (root / "sys/devices/pci0000:00/0000:00:03.1/0000:0a:00.0/vendor").write_text("0x1ed5\n")
+    _, doc = run_json(["check", "--root", str(root), "--select", "VKG001", "--gpu"])
+    (f,) = _chain(doc)
+    assert f["severity"] == "fail" and f["evidence"]["broken_link"] == "device node"
+
+
+def test_unreadable_sysfs_files_are_named_and_not_a_pass(tmp_path: Path) -> None:
+    root = _tree(tmp_path, "polaris_container")
+    gpu = root / "sys/devices/pci0000:00/0000:00:03.1/0000:0a:00.0"
+    (gpu / "vendor").unlink()
+    os.mkfifo(gpu / "vendor")
+    (gpu / "class").write_text("0x030000\n" * 10000)  # over the 64 KiB a sysfs file holds
+    proc, doc = run_json(["check", "--root", str(root), "--select", "VKG001", "--gpu"])
+    (f,) = _chain(doc)  # still found: its driver is amdgpu
+    assert proc.returncode == 1 and f["severity"] == "fail", f
+    assert f["evidence"]["broken_link"] == "sysfs"
+    assert "class (over 64 KiB), vendor (not a regular file)" in f["title"]
+    assert f["evidence"]["gpu"]["vendor_name"] == "unknown vendor"
+    _, doc = run_json(["check", "--root", str(root), "--select", "VKG001"])
+    assert _chain(doc)[0]["severity"] == "warn"
+
+
 def test_no_dev_dri_in_a_container(tmp_path: Path) -> None:
     _, doc = _root_run(tmp_path, "polaris_no_dri")
     (f,) = _chain(doc)

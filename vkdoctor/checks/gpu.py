@@ -515,7 +515,8 @@ def _chain_text(ctx: Context, gpu: Gpu, vulkan: str | None, devices: list[str]) 
     key = tables()["amd_chips"].get(gpu.chip or "", {}).get("amdgpu_parameter")
     node = gpu.nodes[-1] if gpu.nodes else None
     parts = [
-        f"PCI {gpu.address} {gpu.vendor.removeprefix('0x')}:{gpu.device.removeprefix('0x')} "
+        f"PCI {gpu.address} {gpu.vendor.removeprefix('0x') or '?'}:"
+        f"{gpu.device.removeprefix('0x') or '?'} "
         f"{gpu.vendor_name} {gpu.family or 'GPU'}" + (f" ({gpu.chip})" if gpu.chip else ""),
         f"kernel {gpu.driver or 'none'}"
         + "".join(f" {m}.{key}={p[key]}" for m, p in gpu.parameters.items() if key and key in p),
@@ -531,6 +532,23 @@ def _chain_text(ctx: Context, gpu: Gpu, vulkan: str | None, devices: list[str]) 
         else ("no Vulkan device seen" if ctx.live else "device not tested (--root)"),
     ]
     return " -> ".join(parts)
+
+
+def _unread_break(gpu: Gpu) -> Break | None:
+    """The device's own sysfs files could not be read: what it is, and so its chain, is unknown."""
+    if not gpu.unreadable:
+        return None
+    return Break(
+        link="sysfs",
+        title=f"Cannot read {', '.join(gpu.unreadable)} of the GPU at {gpu.address}",
+        why=f"The kernel keeps {gpu.address}'s vendor, device and class as short text files in "
+        f"{PCI_DEVICES}/{gpu.address}; without them vkdoctor cannot tell which GPU this is or "
+        "which drivers serve it, so its chain is not proven.",
+        remedy=Remedy(
+            text="Check the GPU on the machine itself, or copy its sysfs files into the snapshot "
+            "as regular files (cp -L)."
+        ),
+    )
 
 
 def _first_break(
@@ -591,8 +609,12 @@ class GpuChainCheck(Check):
         vulkan = _vulkan_for(gpu)
         found = _found(ctx, gpu)
         known = gpu.vendor in (AMD, INTEL, NVIDIA) or bool(found)
-        cause = _first_break(ctx, m, gpu, vulkan, found) if known else None
+        # a GPU vkdoctor cannot name still has a node to judge
+        cause = _first_break(ctx, m, gpu, vulkan, found) if known else _node_break(ctx, m, gpu)
+        cause = cause or _unread_break(gpu)
         chain = _chain_text(ctx, gpu, vulkan, [d.describe() for _, d in found])
+        if gpu.unreadable:
+            chain += f". Not read: {', '.join(gpu.unreadable)} in {PCI_DEVICES}/{gpu.address}"
         evidence: dict[str, Any] = {
             "gpu": to_json(gpu),
             "vulkan_driver": vulkan,

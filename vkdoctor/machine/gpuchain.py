@@ -8,6 +8,7 @@ modprobe configuration, /lib/firmware, /etc/group. Reads are bounded; values are
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -26,6 +27,8 @@ PCI_DEVICES = "/sys/bus/pci/devices"
 AMD, INTEL, NVIDIA, MICROSOFT = "0x1002", "0x8086", "0x10de", "0x1414"
 VENDOR_NAMES = {AMD: "AMD", INTEL: "Intel", NVIDIA: "NVIDIA", MICROSOFT: "Microsoft"}
 MODPROBE_DIRS = ("/etc/modprobe.d", "/lib/modprobe.d", "/usr/lib/modprobe.d", "/run/modprobe.d")
+#: the kernel drivers of GPUs
+GPU_DRIVERS = ("radeon", "amdgpu", "i915", "xe", "nouveau", "nvidia")
 #: module parameters that decide which driver takes a chip
 PARAMETERS = ("si_support", "cik_support", "modeset")
 #: at most this many PCI devices, DRM nodes, modprobe files are read
@@ -114,6 +117,8 @@ class Gpu:
     nodes: tuple[Node, ...]
     sysfs_nodes: tuple[str, ...]
     firmware: dict[str, Any]
+    #: the device's sysfs files that could not be read, each with why
+    unreadable: tuple[str, ...] = ()
 
 
 @record(frozen=True, kw_only=True)
@@ -140,6 +145,22 @@ def _read(path: Path) -> str | None:
     try:
         return files.read_text(path, limit=SHORT).strip()
     except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _sysfs(entry: Path, name: str, unreadable: list[str]) -> str | None:
+    """The text of the device's sysfs file `name`; where it cannot be read, None, and the file
+    and why are added to `unreadable`."""
+    try:
+        return files.read_text(entry / name, limit=SHORT).strip()
+    except OSError as exc:
+        why = {
+            errno.ENOENT: "missing",
+            errno.ESPIPE: "not a regular file",
+            errno.EFBIG: f"over {SHORT >> 10} KiB",
+            errno.EISDIR: "a directory",
+        }.get(exc.errno or 0, exc.strerror or "cannot be read")
+        unreadable.append(f"{name} ({why})")
         return None
 
 
@@ -402,16 +423,21 @@ def _firmware(
 
 
 def _gpu(ctx: Context, entry: Path, uid: int, gids: set[int]) -> Gpu | None:
-    pci_class = _read(entry / "class") or ""
-    if not pci_class.startswith("0x03"):
+    unreadable: list[str] = []
+    pci_class = _sysfs(entry, "class", unreadable)
+    driver = _link_name(entry / "driver")
+    if pci_class is None:
+        # no class to go by: a device a GPU driver drives, or with DRM nodes, is a GPU
+        if driver not in GPU_DRIVERS and not (entry / "drm").is_dir():
+            return None
+    elif not pci_class.startswith("0x03"):
         return None
-    vendor = (_read(entry / "vendor") or "").lower()
-    device = (_read(entry / "device") or "").lower()
+    vendor = (_sysfs(entry, "vendor", unreadable) or "").lower()
+    device = (_sysfs(entry, "device", unreadable) or "").lower()
     subsystem = (
         f"{_read(entry / 'subsystem_vendor') or '?'}:{_read(entry / 'subsystem_device') or '?'}"
     )
     ident = _identify(vendor, device)
-    driver = _link_name(entry / "driver")
     try:
         drm = sorted(p.name for p in islice((entry / "drm").iterdir(), LISTED))[:MANY]
     except OSError:
@@ -422,11 +448,7 @@ def _gpu(ctx: Context, entry: Path, uid: int, gids: set[int]) -> Gpu | None:
     else:
         paths = [f"/dev/dri/{n}" for n in drm if n.startswith("renderD")]
     nodes = tuple(node(ctx, p, uid, gids) for p in paths)
-    modules = tuple(
-        m
-        for m in ("radeon", "amdgpu", "i915", "xe", "nouveau", "nvidia")
-        if ctx.under(f"/sys/module/{m}").is_dir()
-    )
+    modules = tuple(m for m in GPU_DRIVERS if ctx.under(f"/sys/module/{m}").is_dir())
     wanted = "amdgpu" if ident.get("vulkan") == "RADV" else None
     if vendor == NVIDIA and (driver == "nouveau" or (driver is None and "nvidia" not in modules)):
         wanted = "nouveau"
@@ -435,8 +457,8 @@ def _gpu(ctx: Context, entry: Path, uid: int, gids: set[int]) -> Gpu | None:
         vendor=vendor,
         device=device,
         subsystem=subsystem,
-        pci_class=pci_class,
-        vendor_name=VENDOR_NAMES.get(vendor, vendor),
+        pci_class=pci_class or "",
+        vendor_name=VENDOR_NAMES.get(vendor, vendor or "unknown vendor"),
         chip=ident["chip"],
         family=ident["family"],
         vulkan=ident["vulkan"],
@@ -448,6 +470,7 @@ def _gpu(ctx: Context, entry: Path, uid: int, gids: set[int]) -> Gpu | None:
         nodes=nodes,
         sysfs_nodes=tuple(drm),
         firmware=_firmware(ctx, vendor, device, ident["chip"], wanted),
+        unreadable=tuple(unreadable),
     )
 
 
