@@ -334,6 +334,13 @@ def test_what_keeps_the_kernel_driver_off_the_gpu(tmp_path: Path) -> None:
     (root / "etc/modprobe.d/gpu.conf").write_text("# no amdgpu here\nblacklist amdgpu\n")
     f = _edit_and_check(root)
     assert "amdgpu is blacklisted (/etc/modprobe.d/gpu.conf:2)" in f["title"]
+    assert "/etc/modprobe.d/gpu.conf:2" in f["remedy"] and "update-initramfs -u" in f["remedy"]
+    # on the kernel command line it is the boot loader's configuration that changes
+    gputrees.cmdline(root, gputrees.CMDLINE + " modprobe.blacklist=amdgpu")
+    f = _edit_and_check(root)
+    assert "blacklisted (/proc/cmdline (modprobe.blacklist=amdgpu))" in f["title"]
+    assert "GRUB_CMDLINE_LINUX_DEFAULT" in f["remedy"] and "update-grub" in f["remedy"]
+    assert "/boot/loader/entries" in f["remedy"] and "from /proc/cmdline" not in f["remedy"]
     gputrees.cmdline(root, gputrees.CMDLINE + " nomodeset")
     f = _edit_and_check(root)
     assert "nomodeset" in f["title"] and f["evidence"]["broken_link"] == "kernel driver"

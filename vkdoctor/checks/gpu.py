@@ -222,6 +222,25 @@ def _kernel_params(gpu: Gpu) -> str:
     return f"radeon.{param}=0 amdgpu.{param}=1"
 
 
+def _unblacklist(module: str, where: str) -> Remedy:
+    """Where the blacklist lives is where it is removed: the boot loader's configuration for the
+    kernel command line (/proc/cmdline is only what the boot loader passed), else the file."""
+    if where.startswith("/proc/cmdline"):
+        word = where.removeprefix("/proc/cmdline (").removesuffix(")")
+        return Remedy(
+            text=f"Remove {word} from the kernel command line in the boot loader's "
+            "configuration: for GRUB, from GRUB_CMDLINE_LINUX_DEFAULT (and GRUB_CMDLINE_LINUX) "
+            "in /etc/default/grub, then run update-grub (grub2-mkconfig -o /boot/grub2/grub.cfg "
+            "on Fedora); for systemd-boot, from the options line of /boot/loader/entries/*.conf "
+            "(or /etc/kernel/cmdline, then reinstall the kernel); then reboot."
+        )
+    return Remedy(
+        text=f"Delete the blacklist of {module} at {where}, then rebuild the initramfs "
+        "(update-initramfs -u on Debian and Ubuntu, dracut -f on Fedora, mkinitcpio -P on Arch) "
+        "and reboot."
+    )
+
+
 def _unbound(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break:
     """Why no kernel driver took the GPU, the first reason that holds."""
     wanted = _kernel_wanted(gpu)
@@ -241,10 +260,7 @@ def _unbound(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break:
                 link="kernel driver",
                 title=f"No kernel driver: {module} is blacklisted ({where})",
                 why=f"{module} serves this GPU, and {where} blacklists it.",
-                remedy=Remedy(
-                    text=f"Remove the blacklist of {module} from {where.split(':')[0]}, then run "
-                    "update-initramfs -u (dracut -f on Fedora) and reboot."
-                ),
+                remedy=_unblacklist(module, where),
             )
     params = gpu.parameters.get("amdgpu", {})
     key = (tables()["amd_chips"].get(gpu.chip or "", {}) or {}).get("amdgpu_parameter")
