@@ -107,6 +107,9 @@ def test_missing_firmware_is_the_cause_when_amdgpu_does_not_bind(tmp_path: Path)
     assert f["evidence"]["broken_link"] == "firmware"
     assert "/lib/firmware/amdgpu/polaris10_*.bin" in f["title"]
     assert "firmware-amd-graphics" in f["remedy"]
+    (tmp_path / "polaris_no_firmware/etc/os-release").write_text("ID=fedora\nVERSION_ID=41\n")
+    f = _edit_and_check(tmp_path / "polaris_no_firmware")
+    assert "dnf install amd-gpu-firmware" in f["remedy"]
     # one stray file named after the chip is not its firmware
     stray = tmp_path / "polaris_no_firmware/lib/firmware/amdgpu/polaris10_\x1b[2Jnotes.bin"
     stray.write_text("")
@@ -178,6 +181,19 @@ def test_unreadable_sysfs_files_are_named_and_not_a_pass(tmp_path: Path) -> None
     assert f["evidence"]["gpu"]["vendor_name"] == "unknown vendor"
     _, doc = run_json(["check", "--root", str(root), "--select", "VKG001"])
     assert _chain(doc)[0]["severity"] == "warn"
+
+
+def test_the_vulkan_driver_is_named_by_its_package(tmp_path: Path) -> None:
+    root = _tree(tmp_path, "polaris_container")
+    (root / "usr/share/vulkan/icd.d/radeon_icd.x86_64.json").unlink()
+    (root / "etc/os-release").write_text("ID=arch\n")
+    f = _edit_and_check(root)
+    assert f["evidence"]["broken_link"] == "Vulkan driver"
+    assert "pacman -S vulkan-radeon" in f["remedy"] and "swrast" not in f["remedy"]
+    (root / "etc/os-release").unlink()
+    f = _edit_and_check(root)
+    assert "no /etc/os-release" in f["remedy"] and "on Arch vulkan-radeon" in f["remedy"]
+    assert "mesa-vulkan-drivers" in f["remedy"]
 
 
 def test_no_dev_dri_in_a_container(tmp_path: Path) -> None:

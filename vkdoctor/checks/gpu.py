@@ -300,6 +300,7 @@ def _unbound(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break:
 FIRMWARE_PACKAGES = {
     (AMD, "debian"): "firmware-amd-graphics",
     (NVIDIA, "debian"): "firmware-misc-nonfree",
+    (AMD, "fedora"): "amd-gpu-firmware",
 }
 INSTALL = {"debian": "apt-get install", "fedora": "dnf install", "arch": "pacman -S"}
 
@@ -307,15 +308,20 @@ INSTALL = {"debian": "apt-get install", "fedora": "dnf install", "arch": "pacman
 def _firmware_remedy(ctx: Context, gpu: Gpu) -> Remedy:
     """The distribution's firmware package for this GPU (Ubuntu's is linux-firmware)."""
     family = facts.distro_family(ctx)
-    debian = FIRMWARE_PACKAGES[(AMD if gpu.vendor == AMD else NVIDIA, "debian")]
+    vendor = AMD if gpu.vendor == AMD else NVIDIA
+    debian = FIRMWARE_PACKAGES[(vendor, "debian")]
     if family is None:
+        fedora = FIRMWARE_PACKAGES.get((vendor, "fedora"), "linux-firmware")
         return Remedy(
-            text="This root has no /etc/os-release, so vkdoctor cannot tell its distribution. "
-            f"Install its firmware package: on Debian {debian} (from the non-free-firmware "
-            "component), on Ubuntu, Fedora and Arch linux-firmware; then reboot."
+            text="This root has no /etc/os-release vkdoctor knows, so it cannot tell the "
+            f"distribution. Install its firmware package: on Debian {debian} (from the "
+            f"non-free-firmware component), on Ubuntu and Arch linux-firmware, on Fedora "
+            f"{fedora}; then reboot."
         )
     ubuntu = "ubuntu" in facts.distro_ids(ctx)
-    package = debian if family == "debian" and not ubuntu else "linux-firmware"
+    package = (
+        "linux-firmware" if ubuntu else FIRMWARE_PACKAGES.get((vendor, family), "linux-firmware")
+    )
     return Remedy(
         commands=(f"{INSTALL[family]} {package}",),
         needs_root=True,
@@ -443,6 +449,34 @@ def _manifests_for(ctx: Context, vulkan: str) -> list[str]:
     ]
 
 
+#: Arch packages each of Mesa's Vulkan drivers alone (vulkan-swrast is lavapipe, the CPU's);
+#: Debian, Ubuntu and Fedora ship them together in mesa-vulkan-drivers
+ARCH_VULKAN = {
+    "RADV": "vulkan-radeon",
+    "ANV": "vulkan-intel",
+    "hasvk": "vulkan-intel",
+    "NVK": "vulkan-nouveau",
+}
+
+
+def _install_vulkan(ctx: Context, vulkan: str) -> Remedy:
+    """The package of Mesa's Vulkan driver `vulkan` in this root's distribution."""
+    from vkdoctor.packages import commands
+
+    arch = ARCH_VULKAN.get(vulkan, "its vulkan-* package")
+    manager = commands.NATIVE.get(facts.distro_family(ctx) or "")
+    if manager is None:
+        return Remedy(
+            text="This root has no /etc/os-release vkdoctor knows, so it cannot tell the "
+            f"distribution. Install {vulkan}'s package: on Debian, Ubuntu and Fedora "
+            f"mesa-vulkan-drivers, on Arch {arch}."
+        )
+    package = arch if manager == "pacman" else "mesa-vulkan-drivers"
+    return Remedy(
+        commands=(commands.TABLE[manager].install.format(names=package),), needs_root=True
+    )
+
+
 def _vulkan_break(ctx: Context, gpu: Gpu, vulkan: str | None) -> Break | None:
     if vulkan is None:
         if gpu.family is None:
@@ -459,10 +493,8 @@ def _vulkan_break(ctx: Context, gpu: Gpu, vulkan: str | None) -> Break | None:
         )
     if _manifests_for(ctx, vulkan):
         return None
-    from vkdoctor.checks.drivers import install_drivers
-
     fix = (
-        install_drivers(ctx)
+        _install_vulkan(ctx, vulkan)
         if vulkan not in ("NVIDIA", "dzn")
         else Remedy(
             text="Install NVIDIA's driver with its Vulkan part (libnvidia-gl / nvidia-utils)."
