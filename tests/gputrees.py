@@ -20,6 +20,8 @@ The machines they copy (the layouts of these classes of machine, as public issue
 - `rdna3_no_firmware`: an RX 7900 XTX (Navi 31, 1002:744c, found by IP discovery) behind its
   switch, amdgpu loaded, nothing bound, on a merged /usr (/lib -> usr/lib) whose
   /usr/lib/firmware/amdgpu holds only another chip's navi10_sos.bin.zst.
+- `arc_on_6_1`: an Arc A770 (DG2, 8086:56a0) behind its card's PCIe switch on Debian 12's Linux
+  6.1, i915 loaded with an empty force_probe and not bound to it.
 - `prime_nouveau`: an Ubuntu 24.04 PRIME laptop: Alder Lake-P graphics (8086:46a6) on i915 and an
   RTX 3060 Laptop GPU (GA106, 10de:2560) behind root port 00:01.0 on nouveau, with nouveau's
   nvidia/ga106 firmware folders but no gsp/ (so NVK has no device).
@@ -269,6 +271,23 @@ def rdna3_no_firmware(root: Path) -> None:
     icd(root, "radeon_icd.x86_64.json", "libvulkan_radeon.so")
 
 
+def arc_on_6_1(root: Path) -> None:
+    etc(root)
+    cmdline(root, "BOOT_IMAGE=/boot/vmlinuz-6.1.0-18-amd64 root=UUID=6b1f ro quiet")
+    _w(root / "proc/sys/kernel/osrelease", "6.1.0-18-amd64\n")
+    pci_gpu(
+        root,
+        parent="0000:00:01.1/0000:01:00.0/0000:02:01.0",
+        address="0000:03:00.0",
+        vendor="0x8086",
+        device="0x56a0",
+        subsystem=("0x8086", "0x1020"),
+        driver=None,
+    )
+    module(root, "i915", force_probe="", modeset="-1")
+    icd(root, "intel_icd.x86_64.json", "libvulkan_intel.so")
+
+
 def prime_nouveau(root: Path) -> None:
     etc(root, debian=False)
     _w(root / "etc/os-release", 'ID=ubuntu\nID_LIKE=debian\nVERSION_ID="24.04"\n')
@@ -304,5 +323,6 @@ MACHINES = {
     "polaris_no_dri": polaris_no_dri,
     "nvidia_container": nvidia_container,
     "rdna3_no_firmware": rdna3_no_firmware,
+    "arc_on_6_1": arc_on_6_1,
     "prime_nouveau": prime_nouveau,
 }

@@ -146,6 +146,9 @@ def test_nouveau_without_gsp_firmware_fails_the_gate(tmp_path: Path) -> None:
     assert proc.returncode == 1 and nvidia["severity"] == "fail"
     assert intel["severity"] == "ok" and intel["evidence"]["broken_link"] is None
     assert nvidia["evidence"]["gpu"]["chip"] == "ga106"
+    # each module's parameters go with the GPUs it drives
+    assert set(intel["evidence"]["gpu"]["parameters"]) == {"i915"}
+    assert set(nvidia["evidence"]["gpu"]["parameters"]) == {"nouveau"}
     assert nvidia["evidence"]["broken_link"] == "firmware"
     assert "/lib/firmware/nvidia/ga106/gsp/gsp-*.bin" in nvidia["title"]
     assert "apt-get install linux-firmware" in nvidia["remedy"]  # Ubuntu's, not Debian's
@@ -194,6 +197,19 @@ def test_the_vulkan_driver_is_named_by_its_package(tmp_path: Path) -> None:
     f = _edit_and_check(root)
     assert "no /etc/os-release" in f["remedy"] and "on Arch vulkan-radeon" in f["remedy"]
     assert "mesa-vulkan-drivers" in f["remedy"]
+
+
+def test_arc_on_linux_6_1_needs_force_probe(tmp_path: Path) -> None:
+    proc, doc = _root_run(tmp_path, "arc_on_6_1", "--gpu")
+    (f,) = _chain(doc)
+    assert proc.returncode == 1 and f["evidence"]["broken_link"] == "kernel driver"
+    assert "i915.force_probe=56a0" in f["remedy"] and "6.2" in f["remedy"]
+    root = tmp_path / "arc_on_6_1"
+    (root / "sys/module/i915/parameters/force_probe").write_text("56a0\n")
+    assert "did not take the GPU" in _edit_and_check(root)["title"]
+    (root / "sys/module/i915/parameters/force_probe").write_text("\n")
+    (root / "proc/sys/kernel/osrelease").write_text("6.8.0-49-generic\n")
+    assert "did not take the GPU" in _edit_and_check(root)["title"]
 
 
 def test_no_dev_dri_in_a_container(tmp_path: Path) -> None:

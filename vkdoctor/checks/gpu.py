@@ -241,6 +241,30 @@ def _unblacklist(module: str, where: str) -> Remedy:
     )
 
 
+def _kernel_before(release: str, version: tuple[int, int]) -> bool:
+    """Whether the kernel release ("6.1.0-18-amd64") is older than `version`; False when unknown."""
+    parts = release.split("-", 1)[0].split(".")
+    try:
+        return (int(parts[0]), int(parts[1])) < version
+    except (IndexError, ValueError):
+        return False
+
+
+def _force_probe(m: GpuMachine, gpu: Gpu) -> Break:
+    """Linux before 6.2 lists DG2 (Arc) in i915 only behind force_probe."""
+    device = gpu.device.removeprefix("0x")
+    return Break(
+        link="kernel driver",
+        title=f"No kernel driver: i915 on Linux {m.release} takes {gpu.family} only when forced",
+        why=f"Linux before 6.2 supports {gpu.family} ({gpu.vendor}:{gpu.device}) in i915 only "
+        "behind force_probe, so i915 is loaded and leaves the GPU alone.",
+        remedy=Remedy(
+            text=f"Set the kernel parameter i915.force_probe={device}: {GRUB_STEP}; or install "
+            "a kernel 6.2 or newer (on Debian 12 from bookworm-backports)."
+        ),
+    )
+
+
 def _unbound(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break:
     """Why no kernel driver took the GPU, the first reason that holds."""
     wanted = _kernel_wanted(gpu)
@@ -276,6 +300,15 @@ def _unbound(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break:
     if fw and not fw.get("complete") and any(w in gpu.modules_loaded for w in wanted):
         return _no_firmware(ctx, gpu, name)
     loaded = [w for w in wanted if w in gpu.modules_loaded]
+    forced = gpu.parameters.get("i915", {}).get("force_probe", "")
+    if (
+        gpu.chip == "dg2"
+        and "i915" in loaded
+        and _kernel_before(m.release, (6, 2))
+        and gpu.device.removeprefix("0x") not in forced.split(",")
+        and forced != "*"
+    ):
+        return _force_probe(m, gpu)
     if loaded:
         return Break(
             link="kernel driver",

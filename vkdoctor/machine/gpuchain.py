@@ -30,7 +30,7 @@ MODPROBE_DIRS = ("/etc/modprobe.d", "/lib/modprobe.d", "/usr/lib/modprobe.d", "/
 #: the kernel drivers of GPUs
 GPU_DRIVERS = ("radeon", "amdgpu", "i915", "xe", "nouveau", "nvidia")
 #: module parameters that decide which driver takes a chip
-PARAMETERS = ("si_support", "cik_support", "modeset")
+PARAMETERS = ("si_support", "cik_support", "modeset", "force_probe")
 #: at most this many PCI devices, DRM nodes, modprobe files are read
 MANY = 256
 #: at most this many entries of one folder are looked at
@@ -127,6 +127,8 @@ class GpuMachine:
 
     gpus: tuple[Gpu, ...]
     cmdline: str
+    #: the running kernel's release (/proc/sys/kernel/osrelease)
+    release: str
     nomodeset: bool
     blacklisted: dict[str, str]
     dev_dri: bool
@@ -465,7 +467,10 @@ def _gpu(ctx: Context, entry: Path, uid: int, gids: set[int]) -> Gpu | None:
         conformant=ident["conformant"],
         claimed_by=tuple(ident["claimed_by"]),
         driver=driver,
-        parameters=_parameters(ctx, modules),
+        # a module's parameters belong to the GPUs it may drive
+        parameters=_parameters(
+            ctx, tuple(m for m in modules if m in ident["claimed_by"] or m == driver)
+        ),
         modules_loaded=modules,
         nodes=nodes,
         sysfs_nodes=tuple(drm),
@@ -525,6 +530,7 @@ def machine(ctx: Context) -> GpuMachine:
     return GpuMachine(
         gpus=gpus,
         cmdline=cmdline,
+        release=_read(ctx.under("/proc/sys/kernel/osrelease")) or "",
         nomodeset="nomodeset" in cmdline.split(),
         blacklisted=blacklisted(ctx, cmdline),
         dev_dri=ctx.under("/dev/dri").is_dir(),
