@@ -17,6 +17,14 @@ The machines they copy (the layouts of these classes of machine, as public issue
 - `polaris_no_firmware`: the same card with amdgpu loaded, no driver bound and no
   /lib/firmware/amdgpu/polaris10_*.bin.
 - `polaris_no_dri`: the RX 580 bound to amdgpu, seen from a container started without /dev/dri.
+- `rdna3_no_firmware`: an RX 7900 XTX (Navi 31, 1002:744c, found by IP discovery) behind its
+  switch, amdgpu loaded, nothing bound, on a merged /usr (/lib -> usr/lib) whose
+  /usr/lib/firmware/amdgpu holds only another chip's navi10_sos.bin.zst.
+- `arc_on_6_1`: an Arc A770 (DG2, 8086:56a0) behind its card's PCIe switch on Debian 12's Linux
+  6.1, i915 loaded with an empty force_probe and not bound to it.
+- `prime_nouveau`: an Ubuntu 24.04 PRIME laptop: Alder Lake-P graphics (8086:46a6) on i915 and an
+  RTX 3060 Laptop GPU (GA106, 10de:2560) behind root port 00:01.0 on nouveau, with nouveau's
+  nvidia/ga106 firmware folders but no gsp/ (so NVK has no device).
 """
 
 from __future__ import annotations
@@ -244,6 +252,68 @@ def nvidia_container(root: Path) -> None:
     icd(root, "nvidia_icd.json", "libGLX_nvidia.so.0")
 
 
+def rdna3_no_firmware(root: Path) -> None:
+    (root / "usr/lib/firmware/amdgpu").mkdir(parents=True)
+    (root / "lib").symlink_to("usr/lib")
+    etc(root)
+    cmdline(root, CMDLINE)
+    pci_gpu(
+        root,
+        parent="0000:00:01.1/0000:01:00.0/0000:02:00.0",
+        address="0000:03:00.0",
+        vendor="0x1002",
+        device="0x744c",
+        subsystem=("0x1da2", "0xe471"),
+        driver=None,
+    )
+    module(root, "amdgpu", si_support="0", cik_support="0")
+    _w(root / "usr/lib/firmware/amdgpu/navi10_sos.bin.zst", "")
+    icd(root, "radeon_icd.x86_64.json", "libvulkan_radeon.so")
+
+
+def arc_on_6_1(root: Path) -> None:
+    etc(root)
+    cmdline(root, "BOOT_IMAGE=/boot/vmlinuz-6.1.0-18-amd64 root=UUID=6b1f ro quiet")
+    _w(root / "proc/sys/kernel/osrelease", "6.1.0-18-amd64\n")
+    pci_gpu(
+        root,
+        parent="0000:00:01.1/0000:01:00.0/0000:02:01.0",
+        address="0000:03:00.0",
+        vendor="0x8086",
+        device="0x56a0",
+        subsystem=("0x8086", "0x1020"),
+        driver=None,
+    )
+    module(root, "i915", force_probe="", modeset="-1")
+    icd(root, "intel_icd.x86_64.json", "libvulkan_intel.so")
+
+
+def prime_nouveau(root: Path) -> None:
+    etc(root, debian=False)
+    _w(root / "etc/os-release", 'ID=ubuntu\nID_LIKE=debian\nVERSION_ID="24.04"\n')
+    cmdline(root, "BOOT_IMAGE=/boot/vmlinuz-6.8.0-49-generic root=UUID=2f7d ro quiet splash")
+    for address, parent, vendor, device, driver, minor in (
+        ("0000:00:02.0", "", "0x8086", "0x46a6", "i915", 0),
+        ("0000:01:00.0", "0000:00:01.0", "0x10de", "0x2560", "nouveau", 1),
+    ):
+        pci_gpu(
+            root,
+            parent=parent,
+            address=address,
+            vendor=vendor,
+            device=device,
+            subsystem=("0x1043", "0x1a13"),
+            driver=driver,
+            minor=minor,
+        )
+        module(root, driver, modeset="-1")
+        dev_dri(root, minor)
+    for folder in ("acr", "gr", "nvdec", "sec2"):
+        _w(root / "lib/firmware/nvidia/ga106" / folder / "ucode_unload.bin", "")
+    icd(root, "intel_icd.x86_64.json", "libvulkan_intel.so")
+    icd(root, "nouveau_icd.x86_64.json", "libvulkan_nouveau.so")
+
+
 MACHINES = {
     "si_on_radeon": si_on_radeon,
     "haswell": haswell,
@@ -252,4 +322,7 @@ MACHINES = {
     "polaris_no_firmware": polaris_no_firmware,
     "polaris_no_dri": polaris_no_dri,
     "nvidia_container": nvidia_container,
+    "rdna3_no_firmware": rdna3_no_firmware,
+    "arc_on_6_1": arc_on_6_1,
+    "prime_nouveau": prime_nouveau,
 }

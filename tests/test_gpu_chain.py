@@ -107,12 +107,109 @@ def test_missing_firmware_is_the_cause_when_amdgpu_does_not_bind(tmp_path: Path)
     assert f["evidence"]["broken_link"] == "firmware"
     assert "/lib/firmware/amdgpu/polaris10_*.bin" in f["title"]
     assert "firmware-amd-graphics" in f["remedy"]
+    (tmp_path / "polaris_no_firmware/etc/os-release").write_text("ID=fedora\nVERSION_ID=41\n")
+    f = _edit_and_check(tmp_path / "polaris_no_firmware")
+    assert "dnf install amd-gpu-firmware" in f["remedy"]
+    # one stray file named after the chip is not its firmware
+    stray = tmp_path / "polaris_no_firmware/lib/firmware/amdgpu/polaris10_\x1b[2Jnotes.bin"
+    stray.write_text("")
+    _, doc = run_json(
+        ["check", "--root", str(tmp_path / "polaris_no_firmware"), "--select", "VKG001"]
+    )
+    assert _chain(doc)[0]["evidence"]["broken_link"] == "firmware"
     # with the firmware there, the same unbound card is amdgpu's own failure to read in its log
     (tmp_path / "polaris_no_firmware/lib/firmware/amdgpu/polaris10_mc.bin").write_text("")
     _, doc = run_json(
         ["check", "--root", str(tmp_path / "polaris_no_firmware"), "--select", "VKG001"]
     )
     assert "did not take the GPU" in _chain(doc)[0]["title"]
+
+
+def test_an_ip_discovery_chip_needs_its_psp_and_gc_firmware(tmp_path: Path) -> None:
+    proc, doc = _root_run(tmp_path, "rdna3_no_firmware", "--gpu")
+    (f,) = _chain(doc)
+    assert proc.returncode == 1 and f["evidence"]["broken_link"] == "firmware"
+    assert "psp_13_0_0_sos.bin" in f["title"] and "gc_11_0_0_pfp.bin" in f["title"]
+    assert "apt-get install firmware-amd-graphics" in f["remedy"]
+    folder = tmp_path / "rdna3_no_firmware/usr/lib/firmware/amdgpu"
+    (folder / "psp_13_0_0_sos.bin.zst").write_text("")
+    _, doc = run_json(["check", "--root", str(folder.parents[3]), "--select", "VKG001"])
+    assert _chain(doc)[0]["evidence"]["broken_link"] == "firmware"  # gc_11_0_0_pfp still missing
+    (folder / "gc_11_0_0_pfp.bin.xz").write_text("")
+    _, doc = run_json(["check", "--root", str(folder.parents[3]), "--select", "VKG001"])
+    assert "did not take the GPU" in _chain(doc)[0]["title"]
+
+
+def test_nouveau_without_gsp_firmware_fails_the_gate(tmp_path: Path) -> None:
+    proc, doc = _root_run(tmp_path, "prime_nouveau", "--gpu")
+    intel, nvidia = sorted(_chain(doc), key=lambda f: f["evidence"]["gpu"]["address"])
+    assert proc.returncode == 1 and nvidia["severity"] == "fail"
+    assert intel["severity"] == "ok" and intel["evidence"]["broken_link"] is None
+    assert nvidia["evidence"]["gpu"]["chip"] == "ga106"
+    # each module's parameters go with the GPUs it drives
+    assert set(intel["evidence"]["gpu"]["parameters"]) == {"i915"}
+    assert set(nvidia["evidence"]["gpu"]["parameters"]) == {"nouveau"}
+    assert nvidia["evidence"]["broken_link"] == "firmware"
+    assert "/lib/firmware/nvidia/ga106/gsp/gsp-*.bin" in nvidia["title"]
+    assert "apt-get install linux-firmware" in nvidia["remedy"]  # Ubuntu's, not Debian's
+    # the kernel's file, compressed as distributions ship it, repairs the link
+    gsp = tmp_path / "prime_nouveau/lib/firmware/nvidia/ga106/gsp"
+    gsp.mkdir()
+    (gsp / "gsp-535.113.01.bin.zst").write_bytes(b"")
+    gate, doc = run_json(
+        ["check", "--root", str(tmp_path / "prime_nouveau"), "--select", "VKG001", "--gpu"]
+    )
+    assert gate.returncode == 0 and all(f["severity"] == "ok" for f in _chain(doc)), doc
+
+
+def test_an_unknown_vendor_still_has_its_node_judged(tmp_path: Path) -> None:
+    root = _tree(tmp_path, "polaris_no_dri")
+    (root / "sys/devices/pci0000:00/0000:00:03.1/0000:0a:00.0/vendor").write_text("0x1ed5\n")
+    _, doc = run_json(["check", "--root", str(root), "--select", "VKG001", "--gpu"])
+    (f,) = _chain(doc)
+    assert f["severity"] == "fail" and f["evidence"]["broken_link"] == "device node"
+
+
+def test_unreadable_sysfs_files_are_named_and_not_a_pass(tmp_path: Path) -> None:
+    root = _tree(tmp_path, "polaris_container")
+    gpu = root / "sys/devices/pci0000:00/0000:00:03.1/0000:0a:00.0"
+    (gpu / "vendor").unlink()
+    os.mkfifo(gpu / "vendor")
+    (gpu / "class").write_text("0x030000\n" * 10000)  # over the 64 KiB a sysfs file holds
+    proc, doc = run_json(["check", "--root", str(root), "--select", "VKG001", "--gpu"])
+    (f,) = _chain(doc)  # still found: its driver is amdgpu
+    assert proc.returncode == 1 and f["severity"] == "fail", f
+    assert f["evidence"]["broken_link"] == "sysfs"
+    assert "class (over 64 KiB), vendor (not a regular file)" in f["title"]
+    assert f["evidence"]["gpu"]["vendor_name"] == "unknown vendor"
+    _, doc = run_json(["check", "--root", str(root), "--select", "VKG001"])
+    assert _chain(doc)[0]["severity"] == "warn"
+
+
+def test_the_vulkan_driver_is_named_by_its_package(tmp_path: Path) -> None:
+    root = _tree(tmp_path, "polaris_container")
+    (root / "usr/share/vulkan/icd.d/radeon_icd.x86_64.json").unlink()
+    (root / "etc/os-release").write_text("ID=arch\n")
+    f = _edit_and_check(root)
+    assert f["evidence"]["broken_link"] == "Vulkan driver"
+    assert "pacman -S vulkan-radeon" in f["remedy"] and "swrast" not in f["remedy"]
+    (root / "etc/os-release").unlink()
+    f = _edit_and_check(root)
+    assert "no /etc/os-release" in f["remedy"] and "on Arch vulkan-radeon" in f["remedy"]
+    assert "mesa-vulkan-drivers" in f["remedy"]
+
+
+def test_arc_on_linux_6_1_needs_force_probe(tmp_path: Path) -> None:
+    proc, doc = _root_run(tmp_path, "arc_on_6_1", "--gpu")
+    (f,) = _chain(doc)
+    assert proc.returncode == 1 and f["evidence"]["broken_link"] == "kernel driver"
+    assert "i915.force_probe=56a0" in f["remedy"] and "6.2" in f["remedy"]
+    root = tmp_path / "arc_on_6_1"
+    (root / "sys/module/i915/parameters/force_probe").write_text("56a0\n")
+    assert "did not take the GPU" in _edit_and_check(root)["title"]
+    (root / "sys/module/i915/parameters/force_probe").write_text("\n")
+    (root / "proc/sys/kernel/osrelease").write_text("6.8.0-49-generic\n")
+    assert "did not take the GPU" in _edit_and_check(root)["title"]
 
 
 def test_no_dev_dri_in_a_container(tmp_path: Path) -> None:
@@ -269,6 +366,13 @@ def test_what_keeps_the_kernel_driver_off_the_gpu(tmp_path: Path) -> None:
     (root / "etc/modprobe.d/gpu.conf").write_text("# no amdgpu here\nblacklist amdgpu\n")
     f = _edit_and_check(root)
     assert "amdgpu is blacklisted (/etc/modprobe.d/gpu.conf:2)" in f["title"]
+    assert "/etc/modprobe.d/gpu.conf:2" in f["remedy"] and "update-initramfs -u" in f["remedy"]
+    # on the kernel command line it is the boot loader's configuration that changes
+    gputrees.cmdline(root, gputrees.CMDLINE + " modprobe.blacklist=amdgpu")
+    f = _edit_and_check(root)
+    assert "blacklisted (/proc/cmdline (modprobe.blacklist=amdgpu))" in f["title"]
+    assert "GRUB_CMDLINE_LINUX_DEFAULT" in f["remedy"] and "update-grub" in f["remedy"]
+    assert "/boot/loader/entries" in f["remedy"] and "from /proc/cmdline" not in f["remedy"]
     gputrees.cmdline(root, gputrees.CMDLINE + " nomodeset")
     f = _edit_and_check(root)
     assert "nomodeset" in f["title"] and f["evidence"]["broken_link"] == "kernel driver"

@@ -222,6 +222,49 @@ def _kernel_params(gpu: Gpu) -> str:
     return f"radeon.{param}=0 amdgpu.{param}=1"
 
 
+def _unblacklist(module: str, where: str) -> Remedy:
+    """Where the blacklist lives is where it is removed: the boot loader's configuration for the
+    kernel command line (/proc/cmdline is only what the boot loader passed), else the file."""
+    if where.startswith("/proc/cmdline"):
+        word = where.removeprefix("/proc/cmdline (").removesuffix(")")
+        return Remedy(
+            text=f"Remove {word} from the kernel command line in the boot loader's "
+            "configuration: for GRUB, from GRUB_CMDLINE_LINUX_DEFAULT (and GRUB_CMDLINE_LINUX) "
+            "in /etc/default/grub, then run update-grub (grub2-mkconfig -o /boot/grub2/grub.cfg "
+            "on Fedora); for systemd-boot, from the options line of /boot/loader/entries/*.conf "
+            "(or /etc/kernel/cmdline, then reinstall the kernel); then reboot."
+        )
+    return Remedy(
+        text=f"Delete the blacklist of {module} at {where}, then rebuild the initramfs "
+        "(update-initramfs -u on Debian and Ubuntu, dracut -f on Fedora, mkinitcpio -P on Arch) "
+        "and reboot."
+    )
+
+
+def _kernel_before(release: str, version: tuple[int, int]) -> bool:
+    """Whether the kernel release ("6.1.0-18-amd64") is older than `version`; False when unknown."""
+    parts = release.split("-", 1)[0].split(".")
+    try:
+        return (int(parts[0]), int(parts[1])) < version
+    except (IndexError, ValueError):
+        return False
+
+
+def _force_probe(m: GpuMachine, gpu: Gpu) -> Break:
+    """Linux before 6.2 lists DG2 (Arc) in i915 only behind force_probe."""
+    device = gpu.device.removeprefix("0x")
+    return Break(
+        link="kernel driver",
+        title=f"No kernel driver: i915 on Linux {m.release} takes {gpu.family} only when forced",
+        why=f"Linux before 6.2 supports {gpu.family} ({gpu.vendor}:{gpu.device}) in i915 only "
+        "behind force_probe, so i915 is loaded and leaves the GPU alone.",
+        remedy=Remedy(
+            text=f"Set the kernel parameter i915.force_probe={device}: {GRUB_STEP}; or install "
+            "a kernel 6.2 or newer (on Debian 12 from bookworm-backports)."
+        ),
+    )
+
+
 def _unbound(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break:
     """Why no kernel driver took the GPU, the first reason that holds."""
     wanted = _kernel_wanted(gpu)
@@ -241,10 +284,7 @@ def _unbound(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break:
                 link="kernel driver",
                 title=f"No kernel driver: {module} is blacklisted ({where})",
                 why=f"{module} serves this GPU, and {where} blacklists it.",
-                remedy=Remedy(
-                    text=f"Remove the blacklist of {module} from {where.split(':')[0]}, then run "
-                    "update-initramfs -u (dracut -f on Fedora) and reboot."
-                ),
+                remedy=_unblacklist(module, where),
             )
     params = gpu.parameters.get("amdgpu", {})
     key = (tables()["amd_chips"].get(gpu.chip or "", {}) or {}).get("amdgpu_parameter")
@@ -257,9 +297,18 @@ def _unbound(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break:
             remedy=Remedy(text=f"Set the kernel parameters {_kernel_params(gpu)}: {GRUB_STEP}."),
         )
     fw = gpu.firmware
-    if fw and not fw.get("present") and any(w in gpu.modules_loaded for w in wanted):
+    if fw and not fw.get("complete") and any(w in gpu.modules_loaded for w in wanted):
         return _no_firmware(ctx, gpu, name)
     loaded = [w for w in wanted if w in gpu.modules_loaded]
+    forced = gpu.parameters.get("i915", {}).get("force_probe", "")
+    if (
+        gpu.chip == "dg2"
+        and "i915" in loaded
+        and _kernel_before(m.release, (6, 2))
+        and gpu.device.removeprefix("0x") not in forced.split(",")
+        and forced != "*"
+    ):
+        return _force_probe(m, gpu)
     if loaded:
         return Break(
             link="kernel driver",
@@ -280,20 +329,55 @@ def _unbound(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break:
     )
 
 
-def _no_firmware(ctx: Context, gpu: Gpu, name: str) -> Break:
+#: the package that ships a GPU's firmware: (vendor, distribution family) -> package
+FIRMWARE_PACKAGES = {
+    (AMD, "debian"): "firmware-amd-graphics",
+    (NVIDIA, "debian"): "firmware-misc-nonfree",
+    (AMD, "fedora"): "amd-gpu-firmware",
+}
+INSTALL = {"debian": "apt-get install", "fedora": "dnf install", "arch": "pacman -S"}
+
+
+def _firmware_remedy(ctx: Context, gpu: Gpu) -> Remedy:
+    """The distribution's firmware package for this GPU (Ubuntu's is linux-firmware)."""
     family = facts.distro_family(ctx)
-    package = "firmware-amd-graphics" if family == "debian" else "linux-firmware"
-    install = {"debian": "apt-get install", "fedora": "dnf install", "arch": "pacman -S"}
+    vendor = AMD if gpu.vendor == AMD else NVIDIA
+    debian = FIRMWARE_PACKAGES[(vendor, "debian")]
+    if family is None:
+        fedora = FIRMWARE_PACKAGES.get((vendor, "fedora"), "linux-firmware")
+        return Remedy(
+            text="This root has no /etc/os-release vkdoctor knows, so it cannot tell the "
+            f"distribution. Install its firmware package: on Debian {debian} (from the "
+            f"non-free-firmware component), on Ubuntu and Arch linux-firmware, on Fedora "
+            f"{fedora}; then reboot."
+        )
+    ubuntu = "ubuntu" in facts.distro_ids(ctx)
+    package = (
+        "linux-firmware" if ubuntu else FIRMWARE_PACKAGES.get((vendor, family), "linux-firmware")
+    )
+    return Remedy(
+        commands=(f"{INSTALL[family]} {package}",),
+        needs_root=True,
+        text="(from the non-free-firmware component), then reboot"
+        if package == debian
+        else "then reboot",
+    )
+
+
+def _no_firmware(ctx: Context, gpu: Gpu, name: str) -> Break:
+    pattern = gpu.firmware.get("pattern")
+    why = (
+        f"nouveau drives {gpu.address}, but NVK needs the GSP firmware of this {gpu.chip} chip, "
+        f"and there is no {pattern}: nouveau runs without GSP and NVK has no device."
+        if gpu.driver == "nouveau"
+        else f"{name} is loaded but cannot start the GPU without the firmware it loads first "
+        f"({pattern}), and it is not all there."
+    )
     return Break(
         link="firmware",
-        title=f"Firmware missing: {gpu.firmware.get('pattern')}",
-        why=f"{name} is loaded but cannot start the GPU without its firmware, and there is no "
-        f"{gpu.firmware.get('pattern')}.",
-        remedy=Remedy(
-            commands=(f"{install.get(family or '', 'install')} {package}",),
-            needs_root=True,
-            text="(on Debian from the non-free-firmware component), then reboot",
-        ),
+        title=f"Firmware missing: {pattern}",
+        why=why,
+        remedy=_firmware_remedy(ctx, gpu),
     )
 
 
@@ -308,6 +392,8 @@ def _kernel(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break | None:
             "this generation; Mesa's RADV opens only amdgpu devices.",
             remedy=Remedy(text=f"Set the kernel parameters {_kernel_params(gpu)}: {GRUB_STEP}."),
         )
+    if gpu.driver == "nouveau" and gpu.firmware and not gpu.firmware.get("complete"):
+        return _no_firmware(ctx, gpu, "nouveau")
     if gpu.driver in ("vfio-pci", "pci-stub"):
         return Break(
             link="kernel driver",
@@ -396,6 +482,34 @@ def _manifests_for(ctx: Context, vulkan: str) -> list[str]:
     ]
 
 
+#: Arch packages each of Mesa's Vulkan drivers alone (vulkan-swrast is lavapipe, the CPU's);
+#: Debian, Ubuntu and Fedora ship them together in mesa-vulkan-drivers
+ARCH_VULKAN = {
+    "RADV": "vulkan-radeon",
+    "ANV": "vulkan-intel",
+    "hasvk": "vulkan-intel",
+    "NVK": "vulkan-nouveau",
+}
+
+
+def _install_vulkan(ctx: Context, vulkan: str) -> Remedy:
+    """The package of Mesa's Vulkan driver `vulkan` in this root's distribution."""
+    from vkdoctor.packages import commands
+
+    arch = ARCH_VULKAN.get(vulkan, "its vulkan-* package")
+    manager = commands.NATIVE.get(facts.distro_family(ctx) or "")
+    if manager is None:
+        return Remedy(
+            text="This root has no /etc/os-release vkdoctor knows, so it cannot tell the "
+            f"distribution. Install {vulkan}'s package: on Debian, Ubuntu and Fedora "
+            f"mesa-vulkan-drivers, on Arch {arch}."
+        )
+    package = arch if manager == "pacman" else "mesa-vulkan-drivers"
+    return Remedy(
+        commands=(commands.TABLE[manager].install.format(names=package),), needs_root=True
+    )
+
+
 def _vulkan_break(ctx: Context, gpu: Gpu, vulkan: str | None) -> Break | None:
     if vulkan is None:
         if gpu.family is None:
@@ -412,10 +526,8 @@ def _vulkan_break(ctx: Context, gpu: Gpu, vulkan: str | None) -> Break | None:
         )
     if _manifests_for(ctx, vulkan):
         return None
-    from vkdoctor.checks.drivers import install_drivers
-
     fix = (
-        install_drivers(ctx)
+        _install_vulkan(ctx, vulkan)
         if vulkan not in ("NVIDIA", "dzn")
         else Remedy(
             text="Install NVIDIA's driver with its Vulkan part (libnvidia-gl / nvidia-utils)."
@@ -484,7 +596,8 @@ def _chain_text(ctx: Context, gpu: Gpu, vulkan: str | None, devices: list[str]) 
     key = tables()["amd_chips"].get(gpu.chip or "", {}).get("amdgpu_parameter")
     node = gpu.nodes[-1] if gpu.nodes else None
     parts = [
-        f"PCI {gpu.address} {gpu.vendor.removeprefix('0x')}:{gpu.device.removeprefix('0x')} "
+        f"PCI {gpu.address} {gpu.vendor.removeprefix('0x') or '?'}:"
+        f"{gpu.device.removeprefix('0x') or '?'} "
         f"{gpu.vendor_name} {gpu.family or 'GPU'}" + (f" ({gpu.chip})" if gpu.chip else ""),
         f"kernel {gpu.driver or 'none'}"
         + "".join(f" {m}.{key}={p[key]}" for m, p in gpu.parameters.items() if key and key in p),
@@ -500,6 +613,23 @@ def _chain_text(ctx: Context, gpu: Gpu, vulkan: str | None, devices: list[str]) 
         else ("no Vulkan device seen" if ctx.live else "device not tested (--root)"),
     ]
     return " -> ".join(parts)
+
+
+def _unread_break(gpu: Gpu) -> Break | None:
+    """The device's own sysfs files could not be read: what it is, and so its chain, is unknown."""
+    if not gpu.unreadable:
+        return None
+    return Break(
+        link="sysfs",
+        title=f"Cannot read {', '.join(gpu.unreadable)} of the GPU at {gpu.address}",
+        why=f"The kernel keeps {gpu.address}'s vendor, device and class as short text files in "
+        f"{PCI_DEVICES}/{gpu.address}; without them vkdoctor cannot tell which GPU this is or "
+        "which drivers serve it, so its chain is not proven.",
+        remedy=Remedy(
+            text="Check the GPU on the machine itself, or copy its sysfs files into the snapshot "
+            "as regular files (cp -L)."
+        ),
+    )
 
 
 def _first_break(
@@ -560,8 +690,12 @@ class GpuChainCheck(Check):
         vulkan = _vulkan_for(gpu)
         found = _found(ctx, gpu)
         known = gpu.vendor in (AMD, INTEL, NVIDIA) or bool(found)
-        cause = _first_break(ctx, m, gpu, vulkan, found) if known else None
+        # a GPU vkdoctor cannot name still has a node to judge
+        cause = _first_break(ctx, m, gpu, vulkan, found) if known else _node_break(ctx, m, gpu)
+        cause = cause or _unread_break(gpu)
         chain = _chain_text(ctx, gpu, vulkan, [d.describe() for _, d in found])
+        if gpu.unreadable:
+            chain += f". Not read: {', '.join(gpu.unreadable)} in {PCI_DEVICES}/{gpu.address}"
         evidence: dict[str, Any] = {
             "gpu": to_json(gpu),
             "vulkan_driver": vulkan,

@@ -8,6 +8,7 @@ modprobe configuration, /lib/firmware, /etc/group. Reads are bounded; values are
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -26,13 +27,48 @@ PCI_DEVICES = "/sys/bus/pci/devices"
 AMD, INTEL, NVIDIA, MICROSOFT = "0x1002", "0x8086", "0x10de", "0x1414"
 VENDOR_NAMES = {AMD: "AMD", INTEL: "Intel", NVIDIA: "NVIDIA", MICROSOFT: "Microsoft"}
 MODPROBE_DIRS = ("/etc/modprobe.d", "/lib/modprobe.d", "/usr/lib/modprobe.d", "/run/modprobe.d")
+#: the kernel drivers of GPUs
+GPU_DRIVERS = ("radeon", "amdgpu", "i915", "xe", "nouveau", "nvidia")
 #: module parameters that decide which driver takes a chip
-PARAMETERS = ("si_support", "cik_support", "modeset")
+PARAMETERS = ("si_support", "cik_support", "modeset", "force_probe")
 #: at most this many PCI devices, DRM nodes, modprobe files are read
 MANY = 256
 #: at most this many entries of one folder are looked at
 LISTED = 65536
 SHORT = 64 << 10
+#: NVIDIA PCI device ID ranges -> the chip whose GSP firmware nouveau loads from
+#: /lib/firmware/nvidia/<chip>/gsp/ (Turing and newer; NVIDIA numbers each chip's IDs in one block)
+NVIDIA_GSP_CHIPS = (
+    (0x1E00, 0x1E7F, "tu102"),
+    (0x1E80, 0x1EFF, "tu104"),
+    (0x1F00, 0x1F7F, "tu106"),
+    (0x1F80, 0x1FFF, "tu117"),
+    (0x2080, 0x20FF, "ga100"),
+    (0x2180, 0x21FF, "tu116"),
+    (0x2200, 0x223F, "ga102"),
+    (0x2400, 0x247F, "ga103"),
+    (0x2480, 0x24FF, "ga104"),
+    (0x2500, 0x257F, "ga106"),
+    (0x2580, 0x25FF, "ga107"),
+    (0x2680, 0x26FF, "ad102"),
+    (0x2700, 0x277F, "ad103"),
+    (0x2780, 0x27FF, "ad104"),
+    (0x2800, 0x287F, "ad106"),
+    (0x2880, 0x28FF, "ad107"),
+)
+#: AMD chips amdgpu finds by IP discovery (RDNA 3 and newer): PCI device ID range -> the chip and
+#: the IP versions that name its firmware (amdgpu's psp_v13_0.c, gfx_v11_0.c, psp_v14_0.c)
+AMD_DISCOVERY_CHIPS = (
+    (0x7440, 0x745F, "navi31", "psp_13_0_0", "gc_11_0_0"),
+    (0x7460, 0x747F, "navi32", "psp_13_0_10", "gc_11_0_3"),
+    (0x7480, 0x749F, "navi33", "psp_13_0_7", "gc_11_0_2"),
+    (0x7550, 0x755F, "navi48", "psp_14_0_3", "gc_12_0_1"),
+    (0x7590, 0x759F, "navi44", "psp_14_0_2", "gc_12_0_0"),
+)
+#: the parts of a chip's firmware amdgpu loads first, by name after `<chip>_`: a chip with none
+#: of these present does not start, whatever else matches `<chip>_*`
+FIRST_PARTS = ("sos", "smc", "mc", "rlc", "pfp", "me", "mec")
+FIRMWARE_SUFFIXES = (".bin", ".bin.zst", ".bin.xz")
 #: POSIX ACL xattr tags (linux/posix_acl_xattr.h)
 _ACL_USER_OBJ, _ACL_USER, _ACL_GROUP_OBJ, _ACL_GROUP, _ACL_MASK, _ACL_OTHER = (
     0x01,
@@ -81,6 +117,8 @@ class Gpu:
     nodes: tuple[Node, ...]
     sysfs_nodes: tuple[str, ...]
     firmware: dict[str, Any]
+    #: the device's sysfs files that could not be read, each with why
+    unreadable: tuple[str, ...] = ()
 
 
 @record(frozen=True, kw_only=True)
@@ -89,6 +127,8 @@ class GpuMachine:
 
     gpus: tuple[Gpu, ...]
     cmdline: str
+    #: the running kernel's release (/proc/sys/kernel/osrelease)
+    release: str
     nomodeset: bool
     blacklisted: dict[str, str]
     dev_dri: bool
@@ -107,6 +147,22 @@ def _read(path: Path) -> str | None:
     try:
         return files.read_text(path, limit=SHORT).strip()
     except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _sysfs(entry: Path, name: str, unreadable: list[str]) -> str | None:
+    """The text of the device's sysfs file `name`; where it cannot be read, None, and the file
+    and why are added to `unreadable`."""
+    try:
+        return files.read_text(entry / name, limit=SHORT).strip()
+    except OSError as exc:
+        why = {
+            errno.ENOENT: "missing",
+            errno.ESPIPE: "not a regular file",
+            errno.EFBIG: f"over {SHORT >> 10} KiB",
+            errno.EISDIR: "a directory",
+        }.get(exc.errno or 0, exc.strerror or "cannot be read")
+        unreadable.append(f"{name} ({why})")
         return None
 
 
@@ -138,13 +194,22 @@ def _identify(vendor: str, device: str) -> dict[str, Any]:
         return {"chip": platform, "claimed_by": tuple(claimed), **t["intel_platforms"][platform]}
     if vendor == NVIDIA:
         return {
-            "chip": None,
+            "chip": nvidia_chip(dev),
             "family": None,
             "vulkan": None,
             "conformant": None,
             "claimed_by": ("nvidia", "nouveau"),
         }
     return {"chip": None, "family": None, "vulkan": None, "conformant": None, "claimed_by": ()}
+
+
+def nvidia_chip(device: str) -> str | None:
+    """The Turing-or-newer chip of an NVIDIA PCI device ID, as nouveau names its firmware folder."""
+    try:
+        number = int(device, 16)
+    except ValueError:
+        return None
+    return next((chip for lo, hi, chip in NVIDIA_GSP_CHIPS if lo <= number <= hi), None)
 
 
 def _names(ctx: Context, path: str) -> dict[int, str]:
@@ -295,34 +360,86 @@ def _listed(ctx: Context, folder: str, prefix: str) -> list[str]:
         return []
 
 
-def _firmware(ctx: Context, vendor: str, chip: str | None, wanted: str | None) -> dict[str, Any]:
-    """The firmware the driver loads: amdgpu/<chip>_*.bin for a chip amdgpu knows by name;
-    NVIDIA's GSP firmware nvidia/<version>/gsp_*.bin for the loaded nvidia module."""
-    if vendor == AMD and chip is not None and wanted == "amdgpu":
+def _stem(name: str) -> str | None:
+    """The firmware file's name without .bin, .bin.zst or .bin.xz; None for another file."""
+    suffix = next((x for x in FIRMWARE_SUFFIXES if name.endswith(x)), None)
+    return name.removesuffix(suffix) if suffix else None
+
+
+def _amd_firmware(ctx: Context, chip: str | None, device: str) -> dict[str, Any]:
+    """amdgpu/<chip>_*.bin for a chip amdgpu knows by name, complete when one of the parts it
+    loads first is there; for a chip found by IP discovery, its PSP sos and GC pfp files."""
+    if chip is not None:
         present = _listed(ctx, "/lib/firmware/amdgpu", f"{chip}_")
-        return {"pattern": f"/lib/firmware/amdgpu/{chip}_*.bin", "present": present}
+        first = [n for n in present if (_stem(n) or "").removeprefix(f"{chip}_") in FIRST_PARTS]
+        return {
+            "pattern": f"/lib/firmware/amdgpu/{chip}_*.bin",
+            "present": present,
+            "complete": bool(first),
+        }
+    try:
+        number = int(device.removeprefix("0x"), 16)
+    except ValueError:
+        return {}
+    found = next((c for c in AMD_DISCOVERY_CHIPS if c[0] <= number <= c[1]), None)
+    if found is None:
+        return {}
+    needed = (f"{found[3]}_sos", f"{found[4]}_pfp")
+    present = [
+        n
+        for prefix in (found[3], found[4])
+        for n in _listed(ctx, "/lib/firmware/amdgpu", f"{prefix}_")
+    ]
+    stems = {_stem(n) for n in present}
+    return {
+        "pattern": " and ".join(f"/lib/firmware/amdgpu/{n}.bin" for n in needed),
+        "present": present,
+        "complete": all(n in stems for n in needed),
+        "ip_chip": found[2],
+    }
+
+
+def _firmware(
+    ctx: Context, vendor: str, device: str, chip: str | None, wanted: str | None
+) -> dict[str, Any]:
+    """The firmware the driver loads: amdgpu's for an AMD chip; NVIDIA's GSP firmware
+    nvidia/<version>/gsp_*.bin for the loaded nvidia module; nouveau's
+    nvidia/<chip>/gsp/gsp-*.bin for a Turing-or-newer chip."""
+    if vendor == AMD and wanted == "amdgpu":
+        return _amd_firmware(ctx, chip, device)
+    if vendor == NVIDIA and chip is not None and wanted == "nouveau":
+        folder = f"/lib/firmware/nvidia/{chip}/gsp"
+        present = _listed(ctx, folder, "gsp-")
+        return {"pattern": f"{folder}/gsp-*.bin", "present": present, "complete": bool(present)}
     version = _read(ctx.under("/sys/module/nvidia/version")) if vendor == NVIDIA else None
     if version:
         folder = f"/lib/firmware/nvidia/{version}"
+        present = _listed(ctx, folder, "gsp_")
         return {
             "pattern": f"{folder}/gsp_*.bin",
-            "present": _listed(ctx, folder, "gsp_"),
+            "present": present,
+            "complete": bool(present),
             "module_version": version,
         }
     return {}
 
 
 def _gpu(ctx: Context, entry: Path, uid: int, gids: set[int]) -> Gpu | None:
-    pci_class = _read(entry / "class") or ""
-    if not pci_class.startswith("0x03"):
+    unreadable: list[str] = []
+    pci_class = _sysfs(entry, "class", unreadable)
+    driver = _link_name(entry / "driver")
+    if pci_class is None:
+        # no class to go by: a device a GPU driver drives, or with DRM nodes, is a GPU
+        if driver not in GPU_DRIVERS and not (entry / "drm").is_dir():
+            return None
+    elif not pci_class.startswith("0x03"):
         return None
-    vendor = (_read(entry / "vendor") or "").lower()
-    device = (_read(entry / "device") or "").lower()
+    vendor = (_sysfs(entry, "vendor", unreadable) or "").lower()
+    device = (_sysfs(entry, "device", unreadable) or "").lower()
     subsystem = (
         f"{_read(entry / 'subsystem_vendor') or '?'}:{_read(entry / 'subsystem_device') or '?'}"
     )
     ident = _identify(vendor, device)
-    driver = _link_name(entry / "driver")
     try:
         drm = sorted(p.name for p in islice((entry / "drm").iterdir(), LISTED))[:MANY]
     except OSError:
@@ -333,30 +450,32 @@ def _gpu(ctx: Context, entry: Path, uid: int, gids: set[int]) -> Gpu | None:
     else:
         paths = [f"/dev/dri/{n}" for n in drm if n.startswith("renderD")]
     nodes = tuple(node(ctx, p, uid, gids) for p in paths)
-    modules = tuple(
-        m
-        for m in ("radeon", "amdgpu", "i915", "xe", "nouveau", "nvidia")
-        if ctx.under(f"/sys/module/{m}").is_dir()
-    )
+    modules = tuple(m for m in GPU_DRIVERS if ctx.under(f"/sys/module/{m}").is_dir())
     wanted = "amdgpu" if ident.get("vulkan") == "RADV" else None
+    if vendor == NVIDIA and (driver == "nouveau" or (driver is None and "nvidia" not in modules)):
+        wanted = "nouveau"
     return Gpu(
         address=entry.name,
         vendor=vendor,
         device=device,
         subsystem=subsystem,
-        pci_class=pci_class,
-        vendor_name=VENDOR_NAMES.get(vendor, vendor),
+        pci_class=pci_class or "",
+        vendor_name=VENDOR_NAMES.get(vendor, vendor or "unknown vendor"),
         chip=ident["chip"],
         family=ident["family"],
         vulkan=ident["vulkan"],
         conformant=ident["conformant"],
         claimed_by=tuple(ident["claimed_by"]),
         driver=driver,
-        parameters=_parameters(ctx, modules),
+        # a module's parameters belong to the GPUs it may drive
+        parameters=_parameters(
+            ctx, tuple(m for m in modules if m in ident["claimed_by"] or m == driver)
+        ),
         modules_loaded=modules,
         nodes=nodes,
         sysfs_nodes=tuple(drm),
-        firmware=_firmware(ctx, vendor, ident["chip"], wanted),
+        firmware=_firmware(ctx, vendor, device, ident["chip"], wanted),
+        unreadable=tuple(unreadable),
     )
 
 
@@ -411,6 +530,7 @@ def machine(ctx: Context) -> GpuMachine:
     return GpuMachine(
         gpus=gpus,
         cmdline=cmdline,
+        release=_read(ctx.under("/proc/sys/kernel/osrelease")) or "",
         nomodeset="nomodeset" in cmdline.split(),
         blacklisted=blacklisted(ctx, cmdline),
         dev_dri=ctx.under("/dev/dri").is_dir(),
