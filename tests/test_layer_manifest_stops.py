@@ -50,3 +50,26 @@ def test_a_broken_layer_manifest_is_the_one_cause(tmp_path: Path, kind: str, cod
     manifest.unlink()
     proc, doc = run_json(["check", "--cpu"], env=env)
     assert proc.returncode == 0, [(f["code"], f["title"]) for f in doc["findings"]]
+
+
+@pytest.mark.parametrize("case", ["truncated loader", "no driver"])
+def test_the_probe_after_a_broken_loader_or_no_driver_is_a_consequence(
+    tmp_path: Path, case: str
+) -> None:
+    """A libvulkan.so.1 cut short on LD_LIBRARY_PATH (VKH002), or a VK_DRIVER_FILES that names
+    nothing (VKD001): one failure, the cause; the probe's crash or missing adapter is counted
+    as its consequence, not as a second failure with a fix of its own."""
+    if case == "truncated loader":
+        folder = tmp_path / "lib"
+        folder.mkdir()
+        whole = Path("/usr/lib/x86_64-linux-gnu/libvulkan.so.1").read_bytes()
+        (folder / "libvulkan.so.1").write_bytes(whole[:20000])
+        env, code = {"LD_LIBRARY_PATH": str(folder)}, "VKH002"
+    else:
+        env, code = {"VK_DRIVER_FILES": str(tmp_path / "none.json")}, "VKD001"
+    proc, doc = run_json(["check", "--cpu"], env=env)
+    assert proc.returncode == 1
+    failed = [f["code"] for f in doc["findings"] if f["severity"] == "fail"]
+    assert failed == [code], failed
+    (probe,) = [f for f in doc["findings"] if f["code"] == "VKR001"]
+    assert probe["severity"] == "info" and probe["evidence"]["explained_by"] == code

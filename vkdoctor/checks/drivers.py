@@ -157,9 +157,12 @@ class DriversFound(Check):
     title = "Vulkan drivers the loader will try"
     # with no driver left because XDG_DATA_DIRS or XDG_CONFIG_DIRS hides the system's
     # directories, VKD002's warning about that variable is the same cause and fix
-    explains = ("VKD002",)
+    # ... and with no driver at all, the probe's missing adapter is this failure's consequence
+    explains = ("VKD002", "VKR001")
 
     def explained(self, symptom: Finding, cause: Finding) -> bool:
+        if symptom.code == "VKR001":
+            return symptom.evidence.get("status") == "no-adapter"
         return symptom.evidence.get("directory") in cause.evidence.get("hidden", ())
 
     def run(self, ctx: Context) -> Iterable[Finding]:

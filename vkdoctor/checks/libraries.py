@@ -1105,10 +1105,13 @@ class VulkanLoaderLibrary(Check):
     code = "VKH002"
     family = "host"
     title = "Vulkan loader library"
-    # a loader cut short kills the load test's child before it reports a step
-    explains = ("VKT001", "VKT003")
+    # a loader cut short kills the load test's child before it reports a step; and without a
+    # loader that works, no Vulkan program (the probe neither) gets to any driver
+    explains = ("VKT001", "VKT003", "VKR001")
 
     def explained(self, symptom: Finding, cause: Finding) -> bool:
+        if symptom.code == "VKR001":
+            return True
         broken = cause.evidence.get("broken_copy") or {}
         return broken.get("effect") == "sigbus" and symptom.evidence.get("dlopen") == "not-run"
 
