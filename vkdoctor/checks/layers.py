@@ -201,7 +201,9 @@ class ExplicitLayersFromEnvironment(Check):
     (VK_ADD_LAYER_PATH is searched first). A name no manifest provides is ignored; a layer that
     is found is loaded into every program, so its library is resolved (VKL001-VKL003) and
     loaded for real (VKT003) like an implicit layer's. A crashing capture layer left in a shell
-    profile takes every Vulkan program down with it.
+    profile takes every Vulkan program down with it. The loader reads every explicit manifest in
+    vkCreateInstance, chosen or not: one that crashes or hangs its parser, or (before loader
+    1.3.268) one that is not valid JSON, fails every Vulkan program.
     """
 
     code = "VKI004"
