@@ -326,3 +326,46 @@ MACHINES = {
     "arc_on_6_1": arc_on_6_1,
     "prime_nouveau": prime_nouveau,
 }
+
+
+def arc_on_xe_old_mesa(root: Path) -> None:
+    """An Arc A770 (8086:56a0) that xe drives on Ubuntu 22.04's 6.8 HWE kernel, with Mesa
+    23.0.4 from the archive (a ANV built without Xe KMD support), as a user forces xe:
+    i915.force_probe=!56a0 xe.force_probe=56a0."""
+    etc(root)
+    cmdline(
+        root,
+        "BOOT_IMAGE=/boot/vmlinuz-6.8.0-49-generic root=UUID=6b1f ro quiet "
+        "i915.force_probe=!56a0 xe.force_probe=56a0",
+    )
+    _w(root / "proc/sys/kernel/osrelease", "6.8.0-49-generic\n")
+    _w(root / "etc/os-release", 'NAME="Ubuntu"\nVERSION_ID="22.04"\nID=ubuntu\nID_LIKE=debian\n')
+    pci_gpu(
+        root,
+        parent="0000:00:01.1/0000:01:00.0/0000:02:01.0",
+        address="0000:03:00.0",
+        vendor="0x8086",
+        device="0x56a0",
+        subsystem=("0x8086", "0x1020"),
+        driver="xe",
+    )
+    module(root, "xe", force_probe="56a0")
+    dev_dri(root)
+    lib = "/usr/lib/x86_64-linux-gnu/libvulkan_intel.so"
+    icd(root, "intel_icd.x86_64.json", lib)
+    (root / lib.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+    (root / lib.lstrip("/")).write_bytes(Path("/usr/lib/x86_64-linux-gnu/libc.so.6").read_bytes())
+    version = "23.0.4-0ubuntu1~22.04.1"
+    _w(
+        root / "var/lib/dpkg/status",
+        "Package: dpkg\nStatus: install ok installed\nArchitecture: amd64\nVersion: 1.21.1\n\n"
+        "Package: mesa-vulkan-drivers\nStatus: install ok installed\nArchitecture: amd64\n"
+        f"Multi-Arch: same\nSource: mesa\nVersion: {version}\n",
+    )
+    _w(
+        root / "var/lib/dpkg/info/mesa-vulkan-drivers:amd64.list",
+        f"/usr/share/vulkan/icd.d/intel_icd.x86_64.json\n{lib}\n",
+    )
+
+
+MACHINES["arc_on_xe_old_mesa"] = arc_on_xe_old_mesa

@@ -436,3 +436,14 @@ def test_a_gpu_the_tables_do_not_know_is_no_pass(tmp_path: Path) -> None:
     (root / "sys/devices/pci0000:00/0000:00:02.0/driver").unlink()  # and no driver bound
     f = _edit_and_check(root)
     assert f["severity"] == "info" and f["evidence"]["broken_link"] is None
+
+
+def test_an_arc_on_xe_under_a_mesa_too_old_for_it(tmp_path: Path) -> None:
+    """xe drives the card, ANV is installed, but from a Mesa (23.0.4) whose ANV opens no xe
+    device: that is the broken link, with the upgrade or the way back to i915."""
+    _, doc = _root_run(tmp_path, "arc_on_xe_old_mesa", "--gpu")
+    (f,) = _chain(doc)
+    assert f["severity"] == "fail" and f["evidence"]["broken_link"] == "Vulkan driver", f
+    assert "mesa-vulkan-drivers:amd64 23.0.4-0ubuntu1~22.04.1" in f["title"]
+    assert "xe kernel driver" in f["title"]
+    assert "Upgrade Mesa to 24.1" in f["remedy"] and "i915.force_probe=56a0" in f["remedy"]

@@ -543,6 +543,49 @@ def _vulkan_break(ctx: Context, gpu: Gpu, vulkan: str | None) -> Break | None:
     )
 
 
+#: the first Mesa whose ANV opens GPUs on the xe kernel driver as built by distributions: Xe KMD
+#: support became a default of the build in Mesa 24.1 (mesa!20418, merged March 2024, with
+#: Linux 6.8's xe); before it only a build with -Dintel-xe-kmd=enabled had it
+ANV_XE_SINCE = (24, 1)
+
+
+def _xe_break(ctx: Context, gpu: Gpu, vulkan: str | None) -> Break | None:
+    """An Intel GPU on the xe kernel driver under a Mesa whose ANV does not open xe devices."""
+    if gpu.driver != "xe" or vulkan != "ANV":
+        return None
+    from vkdoctor.packages.owner import owner
+
+    libraries = [
+        d.library_path
+        for d in facts.driver_scan(ctx).drivers
+        if d.library_path and Path(d.library_path).name.startswith("libvulkan_intel.")
+    ]
+    label = owner(ctx, libraries[0]) if libraries else None
+    version = _upstream(label.rsplit(" ", 1)[-1]) if label else None
+    if version is None or version >= ANV_XE_SINCE:
+        return None
+    device = gpu.device.removeprefix("0x")
+    return Break(
+        link="Vulkan driver",
+        title=f"ANV from {label} does not drive GPUs on the xe kernel driver",
+        why=f"{gpu.address} is bound to xe; ANV opens xe devices from Mesa "
+        f"{'.'.join(map(str, ANV_XE_SINCE))} on (built with Xe support by default); an older "
+        "one lists no Vulkan device for it unless it was built with -Dintel-xe-kmd=enabled.",
+        remedy=Remedy(
+            text=f"Upgrade Mesa to {'.'.join(map(str, ANV_XE_SINCE))} or newer, or let i915 take "
+            f"the GPU: kernel parameters i915.force_probe={device} xe.force_probe=!{device}."
+        ),
+    )
+
+
+def _upstream(version: str) -> tuple[int, int] | None:
+    """(major, minor) of a package version: 1:23.0.4-0ubuntu1 -> (23, 0)."""
+    import re
+
+    m = re.match(r"(?:\d+:)?(\d+)\.(\d+)", version)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
 def _found(ctx: Context, gpu: Gpu) -> list[tuple[TargetOutcome, Any]]:
     """(driver, device) pairs of the load test that are this GPU, by PCI vendor and device ID."""
     if not ctx.live:
@@ -636,7 +679,13 @@ def _first_break(
     ctx: Context, m: GpuMachine, gpu: Gpu, vulkan: str | None, found: list[tuple[Any, Any]]
 ) -> Break | None:
     """The first link of the chain that does not hold, from the kernel driver up."""
-    cause = _kernel(ctx, m, gpu) or _node_break(ctx, m, gpu) or _vulkan_break(ctx, gpu, vulkan)
+    cause = (
+        _kernel(ctx, m, gpu)
+        or _node_break(ctx, m, gpu)
+        or _vulkan_break(ctx, gpu, vulkan)
+        # a Mesa built with Xe KMD support before it was the default does list the device
+        or (None if found else _xe_break(ctx, gpu, vulkan))
+    )
     if cause is not None or vulkan is None:
         return cause
     name = found[0][1].name if found else gpu.family or "this GPU"
