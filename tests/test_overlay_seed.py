@@ -600,3 +600,39 @@ def test_no_adapter_after_a_missing_library_is_one_failure(seed: Seed, tmp_path:
     assert not [
         f for f in doc["findings"] if f["code"][:3] in ("VKT", "VKR") and f["severity"] == "fail"
     ]
+
+
+def test_a_full_disk_leaves_github_env_as_the_earlier_steps_left_it(tmp_path: Path) -> None:
+    """On a real 64 KiB tmpfs with room for part of the entry only: nothing is appended (a
+    heredoc left open makes the runner reject the whole file, the earlier step's PREV too),
+    and the failure is said."""
+    from vkdoctor.model.githubenv import GithubEnvError, export_overlay
+    from vkdoctor.model.report_records import OverlayReport
+
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], check=True)
+    try:
+        env_file = mnt / "github_env"
+        earlier = "PREV=" + "x" * 4050 + "\n"
+        env_file.write_text(earlier)
+        filler = mnt / "fill"
+        fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.write(fd, b"\0" * 512):
+                pass
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+        os.truncate(filler, filler.stat().st_size - 4096)  # one page left: a part fits
+        room = os.statvfs(mnt).f_bavail * os.statvfs(mnt).f_frsize
+        assert 0 < room <= 4096
+        value = "/o/" + "v" * 6000  # more than what is left, less than a page more
+        overlay = OverlayReport(dir="/o", ld_library_path=value, libraries=(), applied=True, exec="")
+        with pytest.raises(GithubEnvError, match="No space left on device"):
+            export_overlay(overlay, str(env_file))
+        assert env_file.read_text() == earlier
+        assert parse_env_file(env_file.read_text()) == {"PREV": "x" * 4050}
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)

@@ -41,6 +41,17 @@ def entry(name: str, value: str) -> str:
     return f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
 
 
+def _append_whole(fd: int, data: bytes, size: int) -> None:
+    """Append all of `data` or nothing: a part of an entry (a heredoc never closed) makes the
+    runner reject the whole file, the earlier steps' variables with it."""
+    try:
+        if os.write(fd, data) != len(data):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    except OSError:
+        os.ftruncate(fd, size)
+        raise
+
+
 def export_overlay(overlay: OverlayReport | None, path: str) -> str:
     """Append the overlay's LD_LIBRARY_PATH to `path`; what was done, for stderr."""
     if overlay is None:
@@ -66,8 +77,7 @@ def export_overlay(overlay: OverlayReport | None, path: str) -> str:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             line = b"\n" + line
-        if os.write(fd, line) != len(line):
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        _append_whole(fd, line, size)
     except OSError as exc:
         raise GithubEnvError(f"--github-env: cannot write {path}: {exc.strerror}") from exc
     finally:
