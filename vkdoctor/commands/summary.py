@@ -38,17 +38,19 @@ def summary(files: tuple[str, ...], fmt: str, json_file: str | None) -> None:
     Exit 0 when all machines pass, 1 when any failed or any input could not be read, 2 when
     no report at all could be read.
     """
-    from vkdoctor.model.compare import summarize
+    from vkdoctor.model.compare import fleet as fleet_of
+    from vkdoctor.model.compare import machine
     from vkdoctor.model.reportfile import reports_in
     from vkdoctor.render import compare as render
 
-    read, unreadable = reports_in(files)
+    # each report becomes its row as it is read: thousands of reports take the memory of rows
+    read, unreadable = reports_in(files, lambda path, doc: machine("", path, doc))
     for path, why in unreadable:
         common.say(f"vkdoctor summary: {path}: {why}")
     if not read:
         common.say("vkdoctor summary: no report could be read")
         sys.exit(common.EXIT_OUTPUT)
-    fleet = summarize(read, unreadable)
+    fleet = fleet_of(read, unreadable)
     if json_file == "-" or fmt == "json":
         common.out(render.summary_json(fleet), nl=False)
     elif fmt == "github":

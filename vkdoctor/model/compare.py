@@ -8,7 +8,7 @@ import posixpath
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from vkdoctor.model.record import field, record
+from vkdoctor.model.record import field, record, replace
 
 #: report status -> verdict (what `check` exits with)
 VERDICTS = {"ok": "pass", "warn": "pass", "fail": "fail", "error": "error"}
@@ -695,10 +695,14 @@ def summarize(
 ) -> Fleet:
     """The reports (path, report) of many machines: one row each, and the failures grouped;
     the inputs that could not be read (path, why) are carried along to be named."""
-    names = labels([path for path, _ in named])
-    machines = tuple(
-        machine(label, path, doc) for label, (path, doc) in zip(names, named, strict=True)
-    )
+    return fleet([machine("", path, doc) for path, doc in named], unreadable)
+
+
+def fleet(rows: Sequence[Machine], unreadable: Sequence[tuple[str, str]] = ()) -> Fleet:
+    """The machines' rows (made with `machine` as each report was read, labels left empty),
+    labelled by their paths, and their failures grouped by code."""
+    names = labels([m.path for m in rows])
+    machines = tuple(replace(m, label=label) for label, m in zip(names, rows, strict=True))
     groups: dict[tuple[str, str], list[str]] = {}
     for m in machines:
         for key in m.failing:

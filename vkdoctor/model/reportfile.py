@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from vkdoctor.model import SCHEMA_VERSION
+
+T = TypeVar("T")
 
 #: a report is at most a few hundred kB (a few MB with every evidence); many times that is
 #: not one
@@ -114,11 +117,13 @@ MAX_REPORTS = 10_000
 
 
 def reports_in(
-    paths: tuple[str, ...],
-) -> tuple[list[tuple[str, dict[str, Any]]], list[tuple[str, str]]]:
-    """Every report the paths hold (a folder stands for every *.json below it), and every input
-    that could not be read with why: (path, report) and (path, reason), in the order found."""
-    read: list[tuple[str, dict[str, Any]]] = []
+    paths: tuple[str, ...], keep: Callable[[str, dict[str, Any]], T]
+) -> tuple[list[T], list[tuple[str, str]]]:
+    """What `keep` makes of every report the paths hold (a folder stands for every *.json below
+    it), each report dropped once kept, so that memory grows with what is kept, not with the
+    reports; and every input that could not be read with why, (path, reason), in the order
+    found."""
+    read: list[T] = []
     unreadable: list[tuple[str, str]] = []
     for path in paths:
         found, problems = _json_files(path)
@@ -128,7 +133,7 @@ def reports_in(
                 unreadable.append((f, f"not read: more than {MAX_REPORTS:,} inputs in one summary"))
                 break
             try:
-                read.append((f, load(f)))
+                read.append(keep(f, load(f)))
             except ReportError as exc:
                 unreadable.append((f, str(exc).removeprefix(f"{f}: ")))
     return read, unreadable
