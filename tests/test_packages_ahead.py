@@ -23,7 +23,7 @@ from vkdoctor.speed import dpkgahead as ahead
 
 
 def _steady(doc: object, cache: Path) -> str:
-    """The report without times, sizes (free space and memory change between two runs), its
+    """The report without times, sizes (free space, inodes and memory change between runs), its
     cache folder, and whether `dpkg --audit`'s run was read from the cache (it was, when the
     process reading ahead ran it)."""
 
@@ -32,7 +32,7 @@ def _steady(doc: object, cache: Path) -> str:
             return {
                 k: strip(v)
                 for k, v in value.items()
-                if k not in ("seconds", "kept") and not k.endswith(("bytes", "free"))
+                if k not in ("seconds", "kept") and not k.endswith(("bytes", "free", "inodes"))
             }
         if isinstance(value, list):
             return [strip(v) for v in value]

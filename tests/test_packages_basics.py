@@ -392,12 +392,14 @@ def test_a_driver_package_of_another_distributions_manager_is_removed_not_upgrad
 
 
 def test_which_finds_what_shutil_which_finds(tmp_path: Path) -> None:
-    """vkdoctor.packages.proc.which without shutil: shutil.which is the oracle, over PATHs of
-    real, empty, relative, trailing-slash and missing entries, files that cannot run, folders."""
+    """vkdoctor.packages.proc.which without shutil: shutil.which over the PATH's trusted
+    folders is the oracle, over PATHs of real, empty, relative, trailing-slash and missing
+    entries, files that cannot run, folders."""
     import random
     import shutil
 
     from vkdoctor.packages.proc import DEFAULT_PATH, which
+    from vkdoctor.trust import trusted_search_path
 
     (tmp_path / "bin").mkdir()
     tool = tmp_path / "bin" / "tool"
@@ -415,7 +417,8 @@ def test_which_finds_what_shutil_which_finds(tmp_path: Path) -> None:
             path = os.pathsep.join(rng.choice(entries) for _ in range(rng.randrange(0, 5)))
             name = rng.choice([*tools, "dir"])
             os.chdir(rng.choice(["/", str(tmp_path)]))
-            want = shutil.which(name, path=path or DEFAULT_PATH)
+            # vkdoctor looks only in absolute folders nobody else can write (vkdoctor.trust)
+            want = shutil.which(name, path=trusted_search_path(path or DEFAULT_PATH))
             assert which(name, {"PATH": path}) == want, (name, path)
     finally:
         os.chdir(here)

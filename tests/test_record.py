@@ -5,12 +5,14 @@ one (a missing, unknown or repeated argument, too many positional ones)."""
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import itertools
 from typing import Any
 
 import pytest
 
-from vkdoctor.model import record as records
+# the module, not the decorator of the same name that vkdoctor.model takes from it
+records = importlib.import_module("vkdoctor.model.record")
 
 _SENTINEL = object()
 
