@@ -31,6 +31,15 @@ def os_release(ctx: Context) -> dict[str, str]:
             continue
         if not stat.S_ISREG(st.st_mode) or st.st_size > OS_RELEASE_MAX:
             continue
+        # distro (with logging) costs ~10 ms to import: a run keeps what it read, by the file's
+        # identity, for the next run on an unchanged machine
+        from vkdoctor.speed import factcache
+
+        store = factcache.store(ctx.options.cache_dir, "os-release", sources=(__file__,))
+        key = (str(path), factcache.identity(path))
+        kept = store.get(key) if store is not None else None
+        if kept is not None:
+            return dict(kept)
         import distro
 
         # only os_release_info() is asked: distro reads no other file and runs no command
@@ -45,7 +54,10 @@ def os_release(ctx: Context) -> dict[str, str]:
             info = found.os_release_info()
         except (OSError, UnicodeDecodeError, ValueError):
             continue
-        return {str(k).upper(): str(v) for k, v in info.items()}
+        parsed = {str(k).upper(): str(v) for k, v in info.items()}
+        if store is not None:
+            store.put(key, parsed)
+        return parsed
     return {}
 
 
