@@ -658,6 +658,35 @@ def _chain_text(ctx: Context, gpu: Gpu, vulkan: str | None, devices: list[str]) 
     return " -> ".join(parts)
 
 
+def _probe_view(ctx: Context, gpu: Gpu, found: list[tuple[Any, Any]]) -> str | None:
+    """What the compute probe's wgpu made of this GPU's Vulkan device: the adapter it listed
+    (and whether the probe ran on it), hid (and why), or did not list; None when no probe
+    runs in this check or no Vulkan device is this GPU's."""
+    if not found or not ctx.live or not ctx.options.probe:
+        return None
+    if not facts.all_selected(ctx, "VKR001"):
+        return None
+    probe = facts.probe_result(ctx)
+    ids = (_hex(gpu.vendor), _hex(gpu.device))
+    used = (probe.get("adapter") or {}).get("name")
+    for a in probe.get("adapters") or []:
+        if a.get("backend") == "Vulkan" and (a.get("vendor_id"), a.get("device_id")) == ids:
+            ran = " (the probe ran on it)" if a.get("name") == used else ""
+            return f"wgpu adapter {a.get('name')}{ran}"
+    names = {d.name for _, d in found}
+    for h in probe.get("hidden_adapters") or []:
+        if h.get("name") in names:
+            return f"hidden by wgpu ({h.get('reason')})"
+    return "not listed by wgpu" if probe.get("adapters") else None
+
+
+def _hex(text: str) -> int | None:
+    try:
+        return int(text, 16)
+    except ValueError:
+        return None
+
+
 def _unread_break(gpu: Gpu) -> Break | None:
     """The device's own sysfs files could not be read: what it is, and so its chain, is unknown."""
     if not gpu.unreadable:
@@ -701,8 +730,9 @@ class GpuChainCheck(Check):
     it (radeon/amdgpu si_support, cik_support); the firmware amdgpu loads for it; its render node,
     its mode, owner, group and ACL, and whether this user may open it; the Vulkan driver that
     serves the generation (RADV, ANV, hasvk, NVIDIA, NVK, dzn), whether its manifest is installed,
-    whether the load test found the device; and whether the driver is conformant for it, since
-    wgpu hides adapters that are not. The first link that does not hold is the cause, with the
+    whether the load test found the device, and what the compute probe's wgpu made of it (the
+    adapter it listed and ran on, or hid and why); and whether the driver is conformant for it,
+    since wgpu hides adapters that are not. The first link that does not hold is the cause, with the
     fix for that link: a failure under `--gpu`, a warning without. Reads sysfs, /dev, /proc and
     /etc through the root, so `--root` checks a snapshot of another machine.
     """
@@ -743,6 +773,9 @@ class GpuChainCheck(Check):
         cause = _first_break(ctx, m, gpu, vulkan, found) if known else _node_break(ctx, m, gpu)
         cause = cause or _unread_break(gpu)
         chain = _chain_text(ctx, gpu, vulkan, [d.describe() for _, d in found])
+        seen_by_wgpu = _probe_view(ctx, gpu, found)
+        if seen_by_wgpu:
+            chain += f" -> {seen_by_wgpu}"
         if gpu.unreadable:
             chain += f". Not read: {', '.join(gpu.unreadable)} in {PCI_DEVICES}/{gpu.address}"
         evidence: dict[str, Any] = {
