@@ -8,7 +8,7 @@ py=${GPU_PYTHON_VERSION:-3.12}
 mkdir -p .whl .gl
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version "$py" --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-    -d .whl wgpu==0.32.0 cffi pycparser rendercanvas
+    -d .whl wgpu==0.32.0 cffi pycparser rendercanvas distro
 o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/vkdoctor-amd64-lists'
 mkdir -p /tmp/vkdoctor-amd64-lists/partial
 apt-get $o update -qq
