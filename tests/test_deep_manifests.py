@@ -109,7 +109,10 @@ def test_deep_driver_manifest_matches_the_loader(
     [
         ("object", 600, "lists llvmpipe", None),
         ("array", 100_000, "crashes", "fail"),
-        ("object", 3000, "hangs", "fail"),
+        # the loader stalls on this one: seen still running after 10 s on a loaded machine, and
+        # crashing (SIGSEGV) within them on a quiet one (a fresh-clone CI run): both stop every
+        # Vulkan application, which is what vkdoctor must say
+        ("object", 3000, "hangs or crashes", "fail"),
     ],
 )
 def test_deep_layer_manifest_matches_the_loader(
@@ -117,7 +120,7 @@ def test_deep_layer_manifest_matches_the_loader(
 ) -> None:
     d = layer(tmp_path, nested(kind, depth))
     env = {"VK_ADD_LAYER_PATH": str(d), "VK_DRIVER_FILES": LVP_MANIFEST}
-    assert real_loader(env, timeout=10) == loader
+    assert real_loader(env, timeout=10) in loader.split(" or ")
     env["VK_INSTANCE_LAYERS"] = "VK_LAYER_deep"
     proc, doc = run_json(["check", "--no-probe", "--select", "VKI004"], env=env, timeout=120)
     assert "Traceback" not in proc.stderr and proc.returncode in (0, 1), proc.stderr[-3000:]
