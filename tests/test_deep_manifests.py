@@ -85,7 +85,9 @@ def vkdoctor_drivers(manifest: Path) -> tuple[str, dict]:
         ("array", 3000, "api_version", "lists llvmpipe", "loads"),
         ("object", 600, "api_version", "lists llvmpipe", "loads"),
         ("array", 100_000, "api_version", "crashes", "loader-crash"),
-        ("object", 3000, "api_version", "hangs", "loader-crash"),
+        # stalls: still running after 10 s on a loaded machine, a SIGSEGV at about 10 s on a
+        # quiet one (below)
+        ("object", 3000, "api_version", "hangs or crashes", "loader-crash"),
         # a field the loader never reads is only parsed: it survives 150000 levels
         ("array", 20_000, "x", "lists llvmpipe", "loads"),
         ("object", 200_000, "x", "crashes", "loader-crash"),
@@ -95,12 +97,12 @@ def test_deep_driver_manifest_matches_the_loader(
     tmp_path: Path, kind: str, depth: int, field: str, loader: str, outcome: str
 ) -> None:
     manifest = driver(tmp_path, nested(kind, depth), field)
-    assert real_loader({"VK_DRIVER_FILES": str(manifest)}, timeout=10) == loader
+    assert real_loader({"VK_DRIVER_FILES": str(manifest)}, timeout=10) in loader.split(" or ")
     got, row = vkdoctor_drivers(manifest)
     assert got == outcome, row
     if outcome == "loader-crash":
         assert row["verdict"] == "fail"
-        word = "stalls" if loader == "hangs" else "crash"
+        word = "stalls" if "hangs" in loader else "crash"
         assert word in row["reason"], row["reason"]
 
 
@@ -143,7 +145,11 @@ def test_deep_values_print_as_the_loader_prints_them(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("kind", "depth", "loader"),
-    [("object", 600, "lists llvmpipe"), ("array", 100_000, "crashes"), ("object", 3000, "hangs")],
+    [
+        ("object", 600, "lists llvmpipe"),
+        ("array", 100_000, "crashes"),
+        ("object", 3000, "hangs or crashes"),
+    ],
 )
 def test_deep_implicit_layer_manifest_matches_the_loader(
     tmp_path: Path, kind: str, depth: int, loader: str
@@ -157,7 +163,7 @@ def test_deep_implicit_layer_manifest_matches_the_loader(
         f'"api_version": {nested(kind, depth)}}}}}'
     )
     env = {"HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data")}
-    assert real_loader({**env, "VK_DRIVER_FILES": LVP_MANIFEST}, timeout=10) == loader
+    assert real_loader({**env, "VK_DRIVER_FILES": LVP_MANIFEST}, timeout=10) in loader.split(" or ")
     proc, doc = run_json(["check", "--no-probe", "--select", "VKI"], env=env, timeout=120)
     assert "Traceback" not in proc.stderr and proc.returncode in (0, 1), proc.stderr[-3000:]
     stops = [f for f in doc["findings"] if "stops every Vulkan application" in f["title"]]
@@ -166,5 +172,5 @@ def test_deep_implicit_layer_manifest_matches_the_loader(
     else:
         assert proc.returncode == 1
         assert len(stops) == 1 and stops[0]["severity"] == "fail", doc["findings"]
-        word = "stalls" if loader == "hangs" else "crashes"
+        word = "stalls" if "hangs" in loader else "crashes"
         assert word in stops[0]["message"], stops[0]["message"]

@@ -132,14 +132,20 @@ def main() -> None:
 
             common.stdout_lost(exc)
             sys.exit(common.EXIT_OUTPUT)
-        if isinstance(exc, MemoryError):
-            from vkdoctor.model.limits import out_of_memory
+        # Under a tight address-space limit CPython fails in more ways than MemoryError (a
+        # compile() of generated code cut short raises ValueError "field 'target' is required
+        # for AnnAssign"): any failure under such a limit is the limit's, and says so.
+        from vkdoctor.model.limits import out_of_memory
 
-            limited = out_of_memory()
-            if limited:
-                # the environment's, not ours: no Vulkan program gets further than this
-                click.echo(f"vkdoctor: out of memory: {limited}", err=True)
-                sys.exit(1)
+        limited = out_of_memory()
+        if limited:
+            # the environment's, not ours: no Vulkan program gets further than this
+            click.echo(f"vkdoctor: out of memory: {limited}", err=True)
+            if "--debug" in sys.argv:
+                import traceback
+
+                traceback.print_exc()
+            sys.exit(1)
         _err(f"vkdoctor: internal error: {type(exc).__name__}: {exc}")
         if "--debug" in sys.argv:
             import traceback

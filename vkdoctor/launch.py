@@ -164,9 +164,10 @@ def main() -> None:
     except KeyboardInterrupt:  # Ctrl-C before the command line interface, which says the same
         os.write(2, b"vkdoctor: interrupted\n")
         code = 130
-    except (MemoryError, SystemError):
+    except Exception:
         # before the command line interface could handle it: its import ran out of memory
-        # (CPython then says SystemError "error return without exception set")
+        # (CPython then says MemoryError, SystemError "error return without exception set", or
+        # ValueError from a compile() cut short); re-raised when no limit is tight
         code = _out_of_memory()
     else:
         code = 0
@@ -252,7 +253,7 @@ def _out_of_memory() -> int:
         from vkdoctor.model.limits import out_of_memory
 
         limited = out_of_memory()
-    except (MemoryError, SystemError, ImportError):  # too little even to read the limits
+    except Exception:  # too little even to read the limits (any error: see vkdoctor.cli.main)
         limited = (
             "a resource limit leaves it too little memory even to read the limits "
             "(`ulimit -a` shows them; `ulimit -S -v unlimited` lifts the address-space "

@@ -317,8 +317,9 @@ PRINT_CRASH_DEPTH = 85_000
 #: objects, per vulkaninfo run (which scans the manifests more than once): 1,000 levels 2 s,
 #: 1,200 levels 15 s, 1,500 levels 8 s, 2,000 levels 40 s, 3,000 levels over 30 s; an
 #: explicit layer's api_version 1.5 s at 600 levels, 21 s at 1,000, 37 s at 1,200 (the times
-#: spread with the machine's load). Past this much copying (about 1,150 levels of objects)
-#: the loader is said to hang.
+#: spread with the machine's load; 3,000 levels of an implicit layer's api_version: a SIGSEGV
+#: after 10 s on a quiet machine, still running at 10 s on a loaded one). Past this much
+#: copying (about 1,150 levels of objects) the loader is said to hang.
 PRINT_HANG_WORK = 1_000_000_000
 
 
@@ -391,8 +392,8 @@ def print_value(node: Node, depth: int = 0) -> bytes:
     if work > PRINT_HANG_WORK:
         raise LoaderHang(
             f"a value nested {nest} levels deep makes the loader's cJSON_Print copy about "
-            f"{work >> 20} MiB (measured: 1,200 levels of objects take 15 s, 2,000 levels 40 s, "
-            "3,000 levels more than 30 s)"
+            f"{work >> 20} MiB (measured: 1,200 levels of objects take 15 s, 2,000 levels 40 s; "
+            "3,000 levels run 10 s and more, and end in a crash (SIGSEGV) on some machines)"
         )
     out = bytearray()
     stack: list[tuple[Node, int, int]] = [(node, depth, -1)]

@@ -174,7 +174,7 @@ def out_of_memory() -> str | None:
                     f"drivers need ({lim.shown(lim.spec.minimum)}); raise it: "
                     f"{lim.remedy(root=can_raise_hard())}."
                 )
-    except (ImportError, MemoryError):  # too little even to read the limits
+    except Exception:  # too little even to read the limits (CPython fails in many ways then)
         return (
             "a resource limit leaves it too little memory even to read the limits "
             "(`ulimit -a` shows them; `ulimit -S -v unlimited` lifts the address-space "
