@@ -57,9 +57,7 @@ SUBGROUP = """acc = subgroupAdd(acc);
         total = total + partial[s];
     }"""
 
-SG_ARGS = (
-    "@builtin(subgroup_invocation_id) sg_lid: u32, @builtin(subgroup_size) sg_size: u32,"
-)
+SG_ARGS = "@builtin(subgroup_invocation_id) sg_lid: u32, @builtin(subgroup_size) sg_size: u32,"
 
 
 @dataclass(frozen=True)
@@ -93,8 +91,18 @@ def variants(d4: int) -> list[Variant]:
         Variant("sg reread wg256 tpr256 vpt4", "rows", 256, 256, 4, reread=True),
         Variant("sg exact wg512 tpr256 vpt4", "rows", 512, 256, 4, exact=True),
     ]
-    for wg, tpr in ((256, 256), (512, 256), (1024, 256), (128, 128), (256, 128), (512, 128),
-                    (64, 64), (256, 64), (128, 32), (256, 32)):
+    for wg, tpr in (
+        (256, 256),
+        (512, 256),
+        (1024, 256),
+        (128, 128),
+        (256, 128),
+        (512, 128),
+        (64, 64),
+        (256, 64),
+        (128, 32),
+        (256, 32),
+    ):
         vpt = -(-d4 // tpr)
         if vpt > 32 or tpr > max(d4, 32):
             continue
@@ -102,8 +110,17 @@ def variants(d4: int) -> list[Variant]:
             exacts = (False, True) if tpr * vpt == d4 and (wg, tpr) in EXACT else (False,)
             for exact in exacts:
                 name = f"unrolled{' exact' if exact else ''}{' reread' if reread else ''}"
-                out.append(Variant(f"{name} wg{wg} tpr{tpr} vpt{vpt}", "unrolled", wg, tpr, vpt,
-                                   reread=reread, exact=exact))
+                out.append(
+                    Variant(
+                        f"{name} wg{wg} tpr{tpr} vpt{vpt}",
+                        "unrolled",
+                        wg,
+                        tpr,
+                        vpt,
+                        reread=reread,
+                        exact=exact,
+                    )
+                )
     for groups in (1056, 4224):
         out.append(Variant(f"pipelined wg256 tpr256 vpt4 g{groups}", "pipelined", groups=groups))
     out.append(Variant("two-pass (sum of squares, then scale)", "twopass"))
@@ -220,7 +237,11 @@ def copies(device: Any, timer: bench.Timer, b: dict[str, Any], total: int, opts:
     )
     kernel = encoder(timer, [(cp, bind(device, cp, b["x"], b["dst"], params), (wgs, 1, 1))])
     for name, enc, on_device in (
-        ("copy_buffer_to_buffer", bench.copy_encoder(timer, b["x"], b["dst"], total), timer.encoders),
+        (
+            "copy_buffer_to_buffer",
+            bench.copy_encoder(timer, b["x"], b["dst"], total),
+            timer.encoders,
+        ),
         ("copy kernel", kernel, timer.passes),
     ):
         device.queue.write_buffer(b["dst"], 0, b["nan"])
@@ -252,10 +273,16 @@ def run_size(device: Any, timer: bench.Timer, rows: int, d: int, args: argparse.
     opts = {"repeat": args.repeat, "warm_s": args.warm}
     cp = copies(device, timer, b, total, opts)
     ceiling = max(gbps for gbps, ok in cp.values() if ok)
-    print(f"\n{rows}x{d}: " + ", ".join(f"{n} {g:,.0f} GB/s{'' if ok else ' WRONG'}"
-                                       for n, (g, ok) in cp.items()), flush=True)
-    print(f"  {'variant':<40} {'B/inv':>5} {'rows/wg':>7} {'GB/s':>7} {'% copy':>6} "
-          f"{'max rel err':>11}", flush=True)
+    print(
+        f"\n{rows}x{d}: "
+        + ", ".join(f"{n} {g:,.0f} GB/s{'' if ok else ' WRONG'}" for n, (g, ok) in cp.items()),
+        flush=True,
+    )
+    print(
+        f"  {'variant':<40} {'B/inv':>5} {'rows/wg':>7} {'GB/s':>7} {'% copy':>6} "
+        f"{'max rel err':>11}",
+        flush=True,
+    )
     best = None
     for v in variants(d // 4):
         if args.only and not any(o in v.name for o in args.only.split(",")):
@@ -272,14 +299,19 @@ def run_size(device: Any, timer: bench.Timer, rows: int, d: int, args: argparse.
         gbps = (2 * total + w.nbytes) / t["s"] / 1e9
         mark = "ok" if err["ok"] else "WRONG"
         e = err["max_rel_err"]
-        print(f"  {v.name:<40} {v.in_flight():>5} {v.wg // v.tpr:>7} {gbps:>7,.0f} "
-              f"{100 * gbps / ceiling:>5.1f}% {e if e is None else format(e, '.1e'):>11} {mark}",
-              flush=True)
+        print(
+            f"  {v.name:<40} {v.in_flight():>5} {v.wg // v.tpr:>7} {gbps:>7,.0f} "
+            f"{100 * gbps / ceiling:>5.1f}% {e if e is None else format(e, '.1e'):>11} {mark}",
+            flush=True,
+        )
         if err["ok"] and (best is None or gbps > best[1]):
             best = (v.name, gbps)
     if best:
-        print(f"  best: {best[0]} {best[1]:,.0f} GB/s, {100 * best[1] / ceiling:.1f}% of "
-              f"the faster copy ({ceiling:,.0f} GB/s)", flush=True)
+        print(
+            f"  best: {best[0]} {best[1]:,.0f} GB/s, {100 * best[1] / ceiling:.1f}% of "
+            f"the faster copy ({ceiling:,.0f} GB/s)",
+            flush=True,
+        )
     for buf in b.values():
         if hasattr(buf, "destroy"):
             buf.destroy()
@@ -296,18 +328,26 @@ def main() -> int:
     args = ap.parse_args()
     want = "CPU" if args.cpu else "DiscreteGPU"
     adapters = [
-        a for a in wgpu.gpu.enumerate_adapters_sync()
-        if a.info["backend_type"] == "Vulkan" and a.info["adapter_type"] in (want, "IntegratedGPU" if not args.cpu else want)
+        a
+        for a in wgpu.gpu.enumerate_adapters_sync()
+        if a.info["backend_type"] == "Vulkan"
+        and a.info["adapter_type"] in (want, "IntegratedGPU" if not args.cpu else want)
     ]
     if not adapters:
         print(f"no Vulkan {want} adapter", file=sys.stderr)
         return 1
     adapter = adapters[0]
-    feats = [f for f in ("timestamp-query", "timestamp-query-inside-encoders", "subgroup")
-             if f in adapter.features]
+    feats = [
+        f
+        for f in ("timestamp-query", "timestamp-query-inside-encoders", "subgroup")
+        if f in adapter.features
+    ]
     device = adapter.request_device_sync(required_features=feats)
-    print(f"{adapter.summary}; features {', '.join(feats)}; median of {args.repeat} after "
-          f"{args.warm} s warm-up; GB/s count x read and y written once (w once)", flush=True)
+    print(
+        f"{adapter.summary}; features {', '.join(feats)}; median of {args.repeat} after "
+        f"{args.warm} s warm-up; GB/s count x read and y written once (w once)",
+        flush=True,
+    )
     timer = bench.Timer(wgpu, device, set(feats), args.repeat)
     for rows, d in bench.parse_sizes(args.sizes):
         run_size(device, timer, rows, d, args)

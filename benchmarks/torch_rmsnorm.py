@@ -43,8 +43,10 @@ def main() -> None:
     args = ap.parse_args()
     dev = torch.device("cuda")
     print(f"torch {torch.__version__} on {torch.cuda.get_device_name(dev)}")
-    print(f"  {'rows x d':>12} {'rms_norm GB/s':>14} {'clone GB/s':>11} {'% of clone':>10} "
-          f"{'max rel err':>11}")
+    print(
+        f"  {'rows x d':>12} {'rms_norm GB/s':>14} {'clone GB/s':>11} {'% of clone':>10} "
+        f"{'max rel err':>11}"
+    )
     for item in args.sizes.split(","):
         rows, d = (int(v) for v in item.lower().split("x"))
         g = torch.Generator(device=dev).manual_seed(1)

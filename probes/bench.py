@@ -375,8 +375,10 @@ def bench_size(
         "d": d,
         "chunks": len(chunks),
         "workgroup_size": shapes[best].wg,
-        "shapes": {v: {"workgroup": sh.wg, "per_row": sh.tpr, "vec4_each": sh.vpt}
-                   for v, sh in shapes.items()},
+        "shapes": {
+            v: {"workgroup": sh.wg, "per_row": sh.tpr, "vec4_each": sh.vpt}
+            for v, sh in shapes.items()
+        },
         "kernel": best,
         "kernels": kernels,
         "rmsnorm": rms,
@@ -472,9 +474,9 @@ def run(args: argparse.Namespace, doc: dict[str, Any]) -> None:
     variants = ["workgroup-tree"]
     if "subgroup" in wanted:
         # a CPU adapter's figures are no measure of a GPU: two kernels show it works
-        variants += ["subgroup", "unrolled-2rows"] if chosen["type"] == "CPU" else [
-            "subgroup", *UNROLLED
-        ]
+        variants += (
+            ["subgroup", "unrolled-2rows"] if chosen["type"] == "CPU" else ["subgroup", *UNROLLED]
+        )
     doc["kernels"] = variants
     rng = np.random.default_rng(doc["seed"])
     timer = Timer(wgpu, device, set(wanted), args.repeat)

@@ -97,9 +97,10 @@ def test_every_gpu_kernel_is_right_on_lavapipe_at_awkward_sizes():
         assert set(r["kernels"]) == set(variants)
         assert all(0 < k["max_rel_err"] <= 1e-5 for k in r["kernels"].values())
         # two rows per workgroup: the second row of the last workgroup is past the end at 37
-        assert r["shapes"]["unrolled-2rows"]["workgroup"] == 2 * r["shapes"]["unrolled-2rows"][
-            "per_row"
-        ]
+        assert (
+            r["shapes"]["unrolled-2rows"]["workgroup"]
+            == 2 * r["shapes"]["unrolled-2rows"]["per_row"]
+        )
 
 
 def test_bench_without_vulkan_is_no_adapter():

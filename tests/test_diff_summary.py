@@ -224,7 +224,10 @@ def test_diff_h200_against_a_broken_machine_as_json(reports):
         ('{"a": 1}', "JSON, but not a vkdoctor report (no schema_version)"),
         ("[1, 2]", "JSON, but not a vkdoctor report"),
         ('{"schema_version": 2, "status": "ok"}', "a report of schema version 2"),
-        ('{"schema_version": 1, "status": "ok"}', "not a vkdoctor report as its schema says: the report has no "),
+        (
+            '{"schema_version": 1, "status": "ok"}',
+            "not a vkdoctor report as its schema says: the report has no ",
+        ),
         ("\udcff".encode("utf-8", "surrogateescape").decode("latin-1"), "not JSON"),
     ],
 )

@@ -159,7 +159,9 @@ def test_every_renderer_shows_a_hostile_report_as_data() -> None:
     ).group(1)  # type: ignore[union-attr]
     # what is a command: only vkdoctor's own annotations and the fold around the report
     for line in _commands_in(log):
-        assert re.match(r"::(error|warning|notice|group|endgroup|stop-commands)\b|::vkdoctor-", line)
+        assert re.match(
+            r"::(error|warning|notice|group|endgroup|stop-commands)\b|::vkdoctor-", line
+        )
         assert "\n" not in line and "##[" not in line
     assert not set(log) & set(ACTING)
 

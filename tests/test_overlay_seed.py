@@ -530,7 +530,7 @@ EARLIER_STEPS = {
     "no final newline": ("PREV=done", {"PREV": "done"}),
     "CRLF": ("A=1\r\nB=2\r\n", {"A": "1", "B": "2"}),
     "CRLF, no final newline": ("A=1\r\nB=2", {"A": "1", "B": "2"}),
-    "heredoc": ("JSON<<EOF\n{\n  \"a\": 1\n}\nEOF\n", {"JSON": '{\n  "a": 1\n}'}),
+    "heredoc": ('JSON<<EOF\n{\n  "a": 1\n}\nEOF\n', {"JSON": '{\n  "a": 1\n}'}),
     "heredoc, no final newline": ("M<<END\nx=y\nEND", {"M": "x=y"}),
     "blank lines": ("\n\nA=1\n\n", {"A": "1"}),
 }
@@ -629,7 +629,9 @@ def test_a_full_disk_leaves_github_env_as_the_earlier_steps_left_it(tmp_path: Pa
         room = os.statvfs(mnt).f_bavail * os.statvfs(mnt).f_frsize
         assert 0 < room <= 4096
         value = "/o/" + "v" * 6000  # more than what is left, less than a page more
-        overlay = OverlayReport(dir="/o", ld_library_path=value, libraries=(), applied=True, exec="")
+        overlay = OverlayReport(
+            dir="/o", ld_library_path=value, libraries=(), applied=True, exec=""
+        )
         with pytest.raises(GithubEnvError, match="No space left on device"):
             export_overlay(overlay, str(env_file))
         assert env_file.read_text() == earlier

@@ -378,9 +378,7 @@ def text_style(verbose: int) -> Style:
     )
 
 
-def out(
-    text: str, *, nl: bool = True, color: bool | None = None, commands: bool = False
-) -> None:
+def out(text: str, *, nl: bool = True, color: bool | None = None, commands: bool = False) -> None:
     """Write to standard output. A reader that stops reading (`vkdoctor explain | head`) ends
     the output, not the command: the rest goes to /dev/null and the exit status stays the
     command's own (a check's verdict is not turned into a failure by `| head`). Nothing in it
@@ -564,7 +562,9 @@ def _ends_open(path: str) -> bool:
         return False
     try:
         st = os.fstat(fd)
-        return stat.S_ISREG(st.st_mode) and st.st_size > 0 and os.pread(fd, 1, st.st_size - 1) != b"\n"
+        return (
+            stat.S_ISREG(st.st_mode) and st.st_size > 0 and os.pread(fd, 1, st.st_size - 1) != b"\n"
+        )
     except OSError:
         return False
     finally:

@@ -116,7 +116,9 @@ def _here(value: object, node: dict[str, Any], where: str) -> str | None:
     if "const" in node and not _same(value, node["const"]):
         return f"{where} is {json.dumps(value)[:40]}, not {json.dumps(node['const'])}"
     if "enum" in node and not any(_same(value, v) for v in node["enum"]):
-        return f"{where} is {json.dumps(value)[:40]}, not one of {', '.join(map(str, node['enum']))}"
+        return (
+            f"{where} is {json.dumps(value)[:40]}, not one of {', '.join(map(str, node['enum']))}"
+        )
     if isinstance(value, (int, float)) and "minimum" in node and value < node["minimum"]:
         return f"{where} is {value}, below {node['minimum']}"
     if isinstance(value, str) and len(value) < node.get("minLength", 0):
