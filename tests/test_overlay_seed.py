@@ -574,6 +574,46 @@ def test_github_env_is_read_by_the_runner_after_any_earlier_step(
     assert "llvmpipe" not in bare.stdout
 
 
+#: what an earlier command of the same step may leave that makes the runner fail the step
+REJECTED_BY_THE_RUNNER = {
+    "heredoc never closed": ("PREV=1\nJSON<<EOF\n{}\n", "line 2: `JSON<<EOF` opens a value"),
+    "closed by an indented line only": ("M<<END\nx\n END\n", "line 1: `M<<END`"),
+    "neither form": ("A=1\nechoed by mistake\n", "line 2: `echoed by mistake` is neither"),
+    "no name": ("=1\n", "line 1: `=1` has no name"),
+}
+
+
+@pytest.mark.parametrize("shape", [*EARLIER_STEPS, *REJECTED_BY_THE_RUNNER])
+def test_what_the_runner_rejects_is_what_vkdoctor_says_it_rejects(shape: str) -> None:
+    from tests.github_runner import RunnerError
+    from vkdoctor.model.githubenv import rejected
+
+    text = {**EARLIER_STEPS, **REJECTED_BY_THE_RUNNER}[shape][0]
+    try:
+        parse_env_file(text)
+        runner_rejects = False
+    except RunnerError:
+        runner_rejects = True
+    assert (rejected(text) is not None) == runner_rejects
+
+
+@pytest.mark.parametrize("shape", REJECTED_BY_THE_RUNNER)
+def test_a_github_env_the_runner_will_reject_is_named_and_left_alone(
+    seed: Seed, tmp_path: Path, shape: str
+) -> None:
+    """Appending would change nothing (the runner sets none of the file's variables): the
+    line that breaks it is named, nothing is written, and the exit is 2."""
+    earlier, said = REJECTED_BY_THE_RUNNER[shape]
+    github_env = tmp_path / "github_env"
+    github_env.write_text(earlier)
+    env = seed.env(tmp_path / "cache", GITHUB_ENV=str(github_env))
+    args = ["check", "--no-probe", "--search-path", str(seed.llvm_dir), "--github-env"]
+    proc = run_vkdoctor(args, env=env)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert said in proc.stderr and "the runner will fail the step" in proc.stderr
+    assert github_env.read_text() == earlier
+
+
 def test_github_env_needs_the_variable_and_a_plain_file(seed: Seed, tmp_path: Path) -> None:
     proc = run_vkdoctor(["check", "--no-probe", "--github-env"], env=seed.env(tmp_path / "c"))
     assert proc.returncode == 2 and "GITHUB_ENV is not set" in proc.stderr

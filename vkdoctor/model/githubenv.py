@@ -5,7 +5,10 @@ steps that follow, so the gate runs under the overlay the preflight proved.
 Written as GitHub documents it for any value: `NAME<<DELIMITER`, the value, the delimiter alone
 on a line, with a delimiter drawn at random that the value does not hold. Earlier steps write to
 the same file, and one may have left it without a final newline: a line break is written first
-then, or the entry would be glued to their last line (`PREV=doneLD_LIBRARY_PATH=...`) and lost."""
+then, or the entry would be glued to their last line (`PREV=doneLD_LIBRARY_PATH=...`) and lost.
+What they left is read first as the runner reads it (actions/runner, FileCommandManager.cs): a
+heredoc never closed, or a line that is neither `NAME=value` nor `NAME<<DELIMITER`, makes the
+runner fail the step and set nothing, so nothing is written then and the line is named."""
 
 from __future__ import annotations
 
@@ -39,6 +42,47 @@ def entry(name: str, value: str) -> str:
     while delimiter in value:
         delimiter = "vkdoctor_" + secrets.token_hex(16)
     return f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
+
+
+#: what is read of the file for that (GitHub's own limit on the file is far less)
+MAX_READ = 16 << 20
+
+
+def rejected(text: str) -> str | None:
+    """Why the runner would reject an environment file holding `text` (the line and what is
+    wrong with it), or None: lines split at "\n", a "\r" before it dropped, empty ones skipped."""
+    lines = [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
+    if lines and lines[-1] == "":
+        lines.pop()
+    number = 0
+    while number < len(lines):
+        line = lines[number]
+        number += 1
+        if not line:
+            continue
+        eq, here = line.find("="), line.find("<<")
+        if eq >= 0 and (here < 0 or eq < here):
+            name = line[:eq]
+        elif here >= 0:
+            name, delimiter = line[:here], line[here + 2 :]
+            start = number
+            while number < len(lines) and lines[number] != delimiter:
+                number += 1
+            if number == len(lines):
+                return f"line {start}: `{line[:80]}` opens a value that no `{delimiter[:40]}` line closes"
+            number += 1
+        else:
+            return f"line {number}: `{line[:80]}` is neither NAME=value nor NAME<<DELIMITER"
+        if not name:
+            return f"line {number}: `{line[:80]}` has no name"
+    return None
+
+
+def _earlier_steps(fd: int, size: int) -> str | None:
+    """Why the runner would reject what is in the file already (None when it reads it)."""
+    if size > MAX_READ:
+        return None
+    return rejected(os.pread(fd, size, 0).decode("utf-8", "surrogateescape"))
 
 
 def _append_whole(fd: int, data: bytes, size: int) -> None:
@@ -75,6 +119,13 @@ def export_overlay(overlay: OverlayReport | None, path: str) -> str:
             raise GithubEnvError(f"--github-env: {path} is not a regular file; not written")
         line = entry("LD_LIBRARY_PATH", value).encode("utf-8", "surrogateescape")
         size = os.fstat(fd).st_size
+        wrong = _earlier_steps(fd, size)
+        if wrong:
+            raise GithubEnvError(
+                f"--github-env: {path} already holds what the runner rejects ({wrong}): an "
+                "earlier command of this step wrote it, and the runner will fail the step and "
+                "set none of the file's variables, the overlay neither; not written"
+            )
         if size and os.pread(fd, 1, size - 1) != b"\n":
             line = b"\n" + line
         _append_whole(fd, line, size)
