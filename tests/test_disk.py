@@ -261,3 +261,43 @@ def test_a_filesystem_with_bytes_but_no_inodes_left_fails(tmp_path: Path):
         assert verdict()["severity"] == "ok"
     finally:
         subprocess.run(["umount", str(small)], check=False)
+
+
+def test_a_filesystem_short_of_bytes_and_inodes_names_both(tmp_path: Path):
+    """A real 4 MiB tmpfs with 64 inodes, filled with files until neither is left: one VKS001
+    finding names both shortages, with the bytes' fix and where the files are."""
+    import os
+    import subprocess
+
+    small = tmp_path / "full"
+    small.mkdir()
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4M,nr_inodes=64", "tmpfs", str(small)], check=True
+    )
+    try:
+        made = 0
+        with pytest.raises(OSError, match="No space left on device"):
+            while True:
+                (small / f"f{made}").write_bytes(b"x" * (60 << 10))
+                made += 1
+        st = os.statvfs(small)
+        assert st.f_favail < 10 and st.f_bavail * st.f_frsize < (1 << 20)
+        _, doc = run_json(["check", "--no-probe", "--select", "VKS001"], env={"TMPDIR": str(small)})
+        (f,) = [f for f in doc["findings"] if f["evidence"].get("mount") == str(small)]
+        assert f["severity"] == "fail", f
+        assert f["title"].startswith(f"{small}: only ") and "inodes free" in f["title"], f
+        assert "B free, " in f["title"], f["title"]
+        assert f"short of inodes too: {st.f_favail} free of {st.f_files}" in f["message"]
+        # 4 MiB in all: no cleanup reaches the 1 GiB threshold, and the fix says so
+        assert "export TMPDIR=DIR" in f["remedy"] and "clear old files" not in f["remedy"]
+        # with the threshold at its size, the fix is a cleanup: of bytes and of files
+        _, doc = run_json(
+            ["check", "--no-probe", "--select", "VKS001", "--disk-fail", "1M", "--disk-warn", "2M"],
+            env={"TMPDIR": str(small)},
+        )
+        (f,) = [f for f in doc["findings"] if f["evidence"].get("mount") == str(small)]
+        assert f["severity"] == "fail" and "clear old files in" in f["remedy"], f
+        assert f"du -xh --max-depth=2 {small}" in f["remedy"]
+        assert f"du --inodes -x --max-depth=2 {small}" in f["remedy"]
+    finally:
+        subprocess.run(["umount", str(small)], check=False)

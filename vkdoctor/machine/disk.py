@@ -14,7 +14,7 @@ from pathlib import Path, PurePosixPath
 from vkdoctor.model import Remedy, Severity, files
 from vkdoctor.model.context import Context
 from vkdoctor.model.mountinfo import parse as parse_mountinfo
-from vkdoctor.model.record import record
+from vkdoctor.model.record import record, replace
 from vkdoctor.model.units import format_size
 
 
@@ -219,9 +219,24 @@ def verdict(fs: Filesystem, *, warn_bytes: int, fail_bytes: int) -> SpaceVerdict
     whichever is worse, with the numbers."""
     by_bytes = _bytes_verdict(fs, warn_bytes=warn_bytes, fail_bytes=fail_bytes)
     by_inodes = _inodes_verdict(fs)
-    if by_inodes is not None and by_inodes.severity.rank > by_bytes.severity.rank:
+    if by_inodes is None:
+        return by_bytes
+    if by_bytes.severity is Severity.OK or by_bytes.remedy is None:
         return by_inodes
-    return by_bytes
+    # short of both: one verdict naming both, the worse one's severity
+    u = fs.usage
+    pct = 100.0 * (u.inodes_total - u.inodes_free) / u.inodes_total
+    threshold = fail_bytes if by_bytes.severity is Severity.FAIL else warn_bytes
+    where = f"; see where the files are: du --inodes -x --max-depth=2 {fs.mount} | sort -n | tail"
+    if u.used + u.free < threshold:  # a larger filesystem is the fix, for both
+        where = ""
+    return SpaceVerdict(
+        severity=max(by_bytes.severity, by_inodes.severity, key=lambda s: s.rank),
+        title=f"{by_bytes.title}, {u.inodes_free} inodes free",
+        message=f"{by_bytes.message} It is short of inodes too: {u.inodes_free} free of "
+        f"{u.inodes_total} ({pct:.0f}% used), and every new file needs one.",
+        remedy=replace(by_bytes.remedy, text=by_bytes.remedy.text + where),
+    )
 
 
 def _inodes_verdict(fs: Filesystem) -> SpaceVerdict | None:
