@@ -284,3 +284,32 @@ def test_a_half_installed_driver_is_reinstalled_by_the_fix(debian_root: Path):
     again = _check(debian_root, "VKP006")
     assert [f["severity"] for f in again["findings"] if f["code"] == "VKP006"] == ["ok"]
     _lavapipe_back(debian_root)
+
+
+def test_a_fifo_among_the_package_files_does_not_stall_dpkg_verify(debian_root: Path):
+    """A hostile tree: the package whose manifest is gone lists a library that is a FIFO. dpkg
+    --verify would block on it until the timeout; it is not run, and the finding says why."""
+    import os
+    import time
+
+    lvp = debian_root / "usr/lib/x86_64-linux-gnu/libvulkan_lvp.so"
+    saved = lvp.with_name("lvp.saved")
+    manifest = debian_root / LVP_ICD.lstrip("/")
+    kept = manifest.read_bytes()
+    lvp.rename(saved)
+    os.mkfifo(lvp)
+    manifest.unlink()
+    try:
+        started = time.monotonic()
+        doc = _check(debian_root, "VKP010")
+        assert time.monotonic() - started < 30
+        [gone] = [f for f in doc["findings"] if f["code"] == "VKP010"]
+        assert gone["evidence"]["missing"] == [LVP_ICD]
+        assert (
+            "dpkg --verify could not run: /usr/lib/x86_64-linux-gnu/libvulkan_lvp.so "
+            "is not a regular file, and dpkg would block reading it" in gone["message"]
+        )
+    finally:
+        lvp.unlink()
+        saved.rename(lvp)
+        manifest.write_bytes(kept)

@@ -21,6 +21,7 @@ from vkdoctor.packages.dpkg import DpkgDB
 from vkdoctor.packages.facts import MissingVersion, StackFacts
 from vkdoctor.packages.model import Relation
 from vkdoctor.packages.pacman import PacmanDB
+from vkdoctor.packages.proc import ToolRun
 from vkdoctor.packages.remedy import done, line, run, said
 from vkdoctor.packages.simulate import LOADER_PACKAGES
 from vkdoctor.packages.skew import (
@@ -673,6 +674,10 @@ class RepositoryView(PackageCheck):
                 yield _finding(self, view, ctx)
 
 
+def _why(run: ToolRun | None) -> str:
+    return f": {run.problem}" if run is not None and run.problem else ""
+
+
 class MissingManifest(PackageCheck):
     """A Vulkan driver manifest that an installed package put in /usr/share/vulkan/icd.d (or
     /etc/vulkan/icd.d) is gone, while dpkg still lists the package as installed.
@@ -700,7 +705,7 @@ class MissingManifest(PackageCheck):
                 by = (
                     " (dpkg --verify lists it as missing)"
                     if all(confirmed)
-                    else " (dpkg --verify could not run)"
+                    else f" (dpkg --verify could not run{_why(gone.verify)})"
                     if None in confirmed
                     else ""
                 )

@@ -9,6 +9,7 @@ missing is confirmed with dpkg's own `dpkg --verify`.
 from __future__ import annotations
 
 import os
+import stat
 
 from vkdoctor.model.context import Context
 from vkdoctor.model.files import LARGE, read_bytes
@@ -48,10 +49,47 @@ def _listed(db: DpkgDB, pkg: Package) -> list[str]:
     return []
 
 
-def _verify(ctx: Context, pkg: Package) -> ToolRun | None:
+#: what dpkg --verify may hash in all before it is not run (it reads every byte)
+HASH_BUDGET = 4 << 30
+
+
+def _unhashable(ctx: Context, db: DpkgDB, pkg: Package) -> str | None:
+    """Why dpkg --verify would not finish in time on this package's files (None: it will):
+    it opens and hashes each file its md5sums list, following links (an absolute one in a tree
+    leads into this machine), so a FIFO or device there blocks it, and a huge file stalls it."""
+    info = db._admin / "info"
+    for stem in (f"{pkg.name}:{pkg.arch}", pkg.name):
+        try:
+            text = read_bytes(info / f"{stem}.md5sums", LARGE).decode("utf-8", "surrogateescape")
+        except OSError:
+            continue
+        total = 0
+        for line in text.splitlines():
+            path = "/" + line.partition("  ")[2].lstrip("/")
+            try:
+                st = ctx.under(path).stat()
+            except OSError:
+                continue  # missing: dpkg says so without opening anything
+            if not stat.S_ISREG(st.st_mode):
+                return f"{path} is not a regular file, and dpkg would block reading it"
+            total += st.st_size
+            if total > HASH_BUDGET:
+                return f"its files hold more than {HASH_BUDGET >> 30} GiB for dpkg to hash"
+        return None
+    return None
+
+
+def _verify(ctx: Context, db: DpkgDB, pkg: Package) -> ToolRun | None:
     if not which("dpkg", ctx.env):
         return None
     argv = ["dpkg"] if ctx.live else ["dpkg", f"--root={ctx.root}"]
+    unhashable = _unhashable(ctx, db, pkg)
+    if unhashable:
+        return ToolRun(
+            argv=(*argv, "--verify", pkg.display_name),
+            returncode=None,
+            problem=unhashable,
+        )
     return run_tool(
         [*argv, "--verify", pkg.display_name],
         env=ctx.env,
@@ -66,7 +104,7 @@ def missing_manifests(ctx: Context, db: DpkgDB) -> list[Missing]:
             continue
         gone = tuple(p for p in _listed(db, pkg) if not os.path.lexists(ctx.under(p)))
         if gone:
-            out.append(Missing(package=pkg, paths=gone, verify=_verify(ctx, pkg)))
+            out.append(Missing(package=pkg, paths=gone, verify=_verify(ctx, db, pkg)))
     return out
 
 
