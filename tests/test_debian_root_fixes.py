@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import debroot
+import pytest
 from conftest import run_json
 
 LVP_ICD = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"
@@ -286,9 +287,11 @@ def test_a_half_installed_driver_is_reinstalled_by_the_fix(debian_root: Path):
     _lavapipe_back(debian_root)
 
 
-def test_a_fifo_among_the_package_files_does_not_stall_dpkg_verify(debian_root: Path):
-    """A hostile tree: the package whose manifest is gone lists a library that is a FIFO. dpkg
-    --verify would block on it until the timeout; it is not run, and the finding says why."""
+@pytest.mark.parametrize("trap", ["fifo", "link to /proc/kmsg"])
+def test_a_file_dpkg_would_block_on_does_not_stall_dpkg_verify(debian_root: Path, trap: str):
+    """A hostile tree: the package whose manifest is gone lists a library that is a FIFO, or an
+    absolute link that dpkg follows out of the tree to /proc/kmsg. dpkg --verify would block on
+    it until the timeout; it is not run, and the finding says why."""
     import os
     import time
 
@@ -297,7 +300,10 @@ def test_a_fifo_among_the_package_files_does_not_stall_dpkg_verify(debian_root: 
     manifest = debian_root / LVP_ICD.lstrip("/")
     kept = manifest.read_bytes()
     lvp.rename(saved)
-    os.mkfifo(lvp)
+    if trap == "fifo":
+        os.mkfifo(lvp)
+    else:
+        lvp.symlink_to("/proc/kmsg")
     manifest.unlink()
     try:
         started = time.monotonic()
@@ -305,9 +311,10 @@ def test_a_fifo_among_the_package_files_does_not_stall_dpkg_verify(debian_root: 
         assert time.monotonic() - started < 30
         [gone] = [f for f in doc["findings"] if f["code"] == "VKP010"]
         assert gone["evidence"]["missing"] == [LVP_ICD]
+        said = "is not a regular file" if trap == "fifo" else "leads to /proc/kmsg"
         assert (
-            "dpkg --verify could not run: /usr/lib/x86_64-linux-gnu/libvulkan_lvp.so "
-            "is not a regular file, and dpkg would block reading it" in gone["message"]
+            f"dpkg --verify could not run: /usr/lib/x86_64-linux-gnu/libvulkan_lvp.so {said}, "
+            "and dpkg would block reading it" in gone["message"]
         )
     finally:
         lvp.unlink()

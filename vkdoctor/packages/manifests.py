@@ -72,6 +72,10 @@ def _unhashable(ctx: Context, db: DpkgDB, pkg: Package) -> str | None:
                 continue  # missing: dpkg says so without opening anything
             if not stat.S_ISREG(st.st_mode):
                 return f"{path} is not a regular file, and dpkg would block reading it"
+            real = os.path.realpath(ctx.under(path))
+            if real.startswith(("/proc/", "/sys/", "/dev/")):
+                # "regular" files of the kernel's that never end or block (/proc/kmsg)
+                return f"{path} leads to {real}, and dpkg would block reading it"
             total += st.st_size
             if total > HASH_BUDGET:
                 return f"its files hold more than {HASH_BUDGET >> 30} GiB for dpkg to hash"
