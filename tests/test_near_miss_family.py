@@ -258,6 +258,11 @@ def test_a_name_that_differs_only_after_the_hyphen_is_another_build(tmp_path: Pa
         f"{system}: another build, named '15' after libLLVM- where 'mybuild' is wanted"
         in (f["message"])
     ), f["message"]
+    # no package carries a build's own name: no search for one, the driver's rebuild or copy
+    assert "Only other builds of this library are installed" in f["message"]
+    assert "apt-file" not in f["remedy"], f["remedy"]
+    assert f["remedy"].startswith(f"Rebuild {drv} against the installed library"), f["remedy"]
+    assert "vkdoctor exec --search-path DIR -- CMD" in f["remedy"]
     (entry,) = [n for n in f["evidence"]["near_misses"] if n["path"] == system]
     assert entry["differs"] == "named '15' after libLLVM- where 'mybuild' is wanted"
     # libxcb-shm is there, in a directory searched, and is no build of libxcb-dri3

@@ -558,7 +558,37 @@ def _missing_remedy(ctx: Context, name: str, m: Miss) -> tuple[str, Remedy]:
                 + "."
             ),
         )
+    if any(n.kind == "other-build" for n in m.near):
+        return _other_builds_only(ctx, name, m, prefix, whole)
     return prefix, _provider_hint(ctx, name)
+
+
+def _other_builds_only(
+    ctx: Context, name: str, m: Miss, prefix: str, whole: str | None
+) -> tuple[str, Remedy]:
+    """The name wanted is a build's own (libLLVM-mybuild.so.1) and only other builds of the
+    library are here: no distribution package carries that name, so searching for one is no
+    fix; the consumer's own package, a rebuild, or the build's copy is."""
+    consumer = m.needed_by or m.name
+    why = (
+        f"Only other builds of this library are installed; {name} is the name of one "
+        "particular build, which distribution packages do not carry."
+    )
+    fix = fix_file(
+        ctx,
+        consumer,
+        "{reinstall} to get {package}'s own build back (it was linked against the "
+        "distribution's library)",
+        f"Rebuild {consumer} against the installed library, or use the distribution's driver "
+        "package",
+    ).text
+    copy = (
+        f"; meanwhile `vkdoctor exec --search-path DIR -- CMD` with the {name} of the build "
+        "the driver came from (VKO001)"
+        if whole is None
+        else ""
+    )
+    return f"{prefix} {why}".strip(), Remedy(text=fix + copy + ".")
 
 
 def _provider_hint(ctx: Context, name: str) -> Remedy:
