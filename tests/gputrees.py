@@ -25,6 +25,12 @@ The machines they copy (the layouts of these classes of machine, as public issue
 - `prime_nouveau`: an Ubuntu 24.04 PRIME laptop: Alder Lake-P graphics (8086:46a6) on i915 and an
   RTX 3060 Laptop GPU (GA106, 10de:2560) behind root port 00:01.0 on nouveau, with nouveau's
   nvidia/ga106 firmware folders but no gsp/ (so NVK has no device).
+- `blackwell_nouveau`: an Ubuntu 25.10 desktop (Linux 6.17) with an RTX 5090 (GB202, 10de:2b85)
+  behind root port 00:01.0 on nouveau, Mesa's NVK manifest, and no nvidia/gb202/gsp/ (laid out
+  as `prime_nouveau`'s discrete GPU is, on a desktop).
+- `navi33_laptop`: a laptop's RX 7600M XT (Navi 33, 1002:73f0, found by IP discovery) behind its
+  switch, amdgpu loaded and nothing bound, whose /lib/firmware/amdgpu has the GC 11.0.2 and
+  SDMA 6.0.2 files but not PSP 13.0.7's psp_13_0_7_sos.bin.
 """
 
 from __future__ import annotations
@@ -314,6 +320,44 @@ def prime_nouveau(root: Path) -> None:
     icd(root, "nouveau_icd.x86_64.json", "libvulkan_nouveau.so")
 
 
+def blackwell_nouveau(root: Path) -> None:
+    etc(root, debian=False)
+    _w(root / "etc/os-release", 'ID=ubuntu\nID_LIKE=debian\nVERSION_ID="25.10"\n')
+    cmdline(root, "BOOT_IMAGE=/boot/vmlinuz-6.17.0-5-generic root=UUID=9a3e ro quiet splash")
+    _w(root / "proc/sys/kernel/osrelease", "6.17.0-5-generic\n")
+    pci_gpu(
+        root,
+        parent="0000:00:01.0",
+        address="0000:01:00.0",
+        vendor="0x10de",
+        device="0x2b85",
+        subsystem=("0x10de", "0x2057"),
+        driver="nouveau",
+    )
+    module(root, "nouveau", modeset="-1")
+    dev_dri(root)
+    (root / "lib/firmware/nvidia").mkdir(parents=True)
+    icd(root, "nouveau_icd.x86_64.json", "libvulkan_nouveau.so")
+
+
+def navi33_laptop(root: Path) -> None:
+    etc(root)
+    cmdline(root, CMDLINE)
+    pci_gpu(
+        root,
+        parent="0000:00:01.1/0000:01:00.0/0000:02:00.0",
+        address="0000:03:00.0",
+        vendor="0x1002",
+        device="0x73f0",
+        subsystem=("0x1043", "0x1c43"),
+        driver=None,
+    )
+    module(root, "amdgpu", si_support="0", cik_support="0")
+    for name in ("gc_11_0_2_pfp", "gc_11_0_2_me", "gc_11_0_2_mec", "gc_11_0_2_rlc", "sdma_6_0_2"):
+        _w(root / f"lib/firmware/amdgpu/{name}.bin", "")
+    icd(root, "radeon_icd.x86_64.json", "libvulkan_radeon.so")
+
+
 MACHINES = {
     "si_on_radeon": si_on_radeon,
     "haswell": haswell,
@@ -325,6 +369,8 @@ MACHINES = {
     "rdna3_no_firmware": rdna3_no_firmware,
     "arc_on_6_1": arc_on_6_1,
     "prime_nouveau": prime_nouveau,
+    "blackwell_nouveau": blackwell_nouveau,
+    "navi33_laptop": navi33_laptop,
 }
 
 

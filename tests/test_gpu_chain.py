@@ -137,7 +137,45 @@ def test_an_ip_discovery_chip_needs_its_psp_and_gc_firmware(tmp_path: Path) -> N
     assert _chain(doc)[0]["evidence"]["broken_link"] == "firmware"  # gc_11_0_0_pfp still missing
     (folder / "gc_11_0_0_pfp.bin.xz").write_text("")
     _, doc = run_json(["check", "--root", str(folder.parents[3]), "--select", "VKG001"])
+    (f,) = _chain(doc)
+    assert f["evidence"]["broken_link"] == "firmware"  # and GC's me, mec, SDMA's
+    assert f["title"].endswith("gc_11_0_0_me.bin, gc_11_0_0_mec.bin, sdma_6_0_0.bin"), f
+    for name in ("gc_11_0_0_me.bin", "gc_11_0_0_mec.bin", "sdma_6_0_0.bin"):
+        (folder / name).write_text("")
+    _, doc = run_json(["check", "--root", str(folder.parents[3]), "--select", "VKG001"])
     assert "did not take the GPU" in _chain(doc)[0]["title"]
+
+
+def test_an_rdna3_laptop_chip_the_old_ranges_missed_needs_its_psp_firmware(
+    tmp_path: Path,
+) -> None:
+    """Navi 33 as 1002:73f0 (RX 7600M XT) lies outside 0x7480-0x749f, the range vkdoctor once
+    wrote by hand: pci.ids names its chip, the kernel's table its IP versions, and the file
+    missing is PSP 13.0.7's, whatever else is there."""
+    proc, doc = _root_run(tmp_path, "navi33_laptop", "--gpu")
+    (f,) = _chain(doc)
+    assert proc.returncode == 1 and f["evidence"]["broken_link"] == "firmware", f
+    assert f["title"] == "Firmware missing: /lib/firmware/amdgpu/psp_13_0_7_sos.bin"
+    gpu = f["evidence"]["gpu"]
+    assert gpu["chip"] == "navi33" and gpu["family"] == "RDNA 3 (GFX11)"
+    assert gpu["firmware"]["variants"] == [{"gc": "11_0_2", "sdma": "6_0_2", "psp": "13_0_7"}]
+    assert "IP discovery" in f["message"] and "PSP" in f["message"]
+    (tmp_path / "navi33_laptop/lib/firmware/amdgpu/psp_13_0_7_sos.bin.zst").write_text("")
+    f = _edit_and_check(tmp_path / "navi33_laptop")
+    assert "did not take the GPU" in f["title"]
+
+
+def test_an_amd_id_newer_than_pci_ids_is_unknown_not_guessed(tmp_path: Path) -> None:
+    root = _tree(tmp_path, "navi33_laptop")
+    (
+        root / "sys/devices/pci0000:00/0000:00:01.1/0000:01:00.0/0000:02:00.0/0000:03:00.0/device"
+    ).write_text("0x7a00\n")
+    f = _edit_and_check(root)
+    gpu = f["evidence"]["gpu"]
+    assert gpu["chip"] is None and "7a00 is not in pci.ids 2026.10.24" in gpu["firmware"]["unknown"]
+    # no firmware is claimed missing: the kernel log is where amdgpu says why it did not bind
+    assert f["evidence"]["broken_link"] == "kernel driver" and "did not take" in f["title"]
+    assert "firmware not checked (1002:7a00 is not in pci.ids 2026.10.24" in f["message"]
 
 
 def test_nouveau_without_gsp_firmware_fails_the_gate(tmp_path: Path) -> None:
@@ -160,6 +198,45 @@ def test_nouveau_without_gsp_firmware_fails_the_gate(tmp_path: Path) -> None:
         ["check", "--root", str(tmp_path / "prime_nouveau"), "--select", "VKG001", "--gpu"]
     )
     assert gate.returncode == 0 and all(f["severity"] == "ok" for f in _chain(doc)), doc
+
+
+def test_blackwell_and_hopper_on_nouveau_need_their_gsp_firmware(tmp_path: Path) -> None:
+    """GB202 (RTX 5090) and GH100 (H200) lie outside the ranges vkdoctor once wrote by hand, so
+    their missing GSP firmware went unseen; pci.ids names the chip, nouveau's source the files."""
+    proc, doc = _root_run(tmp_path, "blackwell_nouveau", "--gpu")
+    (f,) = _chain(doc)
+    assert proc.returncode == 1 and f["evidence"]["broken_link"] == "firmware", f
+    assert f["title"] == "Firmware missing: /lib/firmware/nvidia/gb202/gsp/gsp-*.bin"
+    assert f["evidence"]["gpu"]["firmware"]["versions"] == ["570.144"]
+    root = tmp_path / "blackwell_nouveau"
+    gsp = root / "lib/firmware/nvidia/gb202/gsp"
+    gsp.mkdir(parents=True)
+    (gsp / "gsp-535.113.01.bin").write_text("")  # a version nouveau never asks a GB202 for
+    assert _edit_and_check(root)["evidence"]["broken_link"] == "firmware"
+    (gsp / "gsp-570.144.bin.zst").write_text("")
+    f = _edit_and_check(root)
+    assert f["evidence"]["broken_link"] is None and f["severity"] == "ok", f
+    device = root / "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/device"
+    device.write_text("0x2335\n")  # H200
+    f = _edit_and_check(root)
+    assert f["title"] == "Firmware missing: /lib/firmware/nvidia/gh100/gsp/gsp-*.bin"
+
+
+def test_an_nvidia_id_newer_than_pci_ids_on_nouveau_is_unknown_not_a_pass(
+    tmp_path: Path,
+) -> None:
+    root = _tree(tmp_path, "blackwell_nouveau")
+    device = root / "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/device"
+    device.write_text("0x3f00\n")
+    f = _edit_and_check(root, "--gpu")
+    assert f["severity"] == "fail" and f["evidence"]["gpu"]["chip"] is None
+    assert f["title"] == "Cannot tell the GSP firmware nouveau needs for 0x10de:0x3f00"
+    assert "10de:3f00 is not in pci.ids 2026.10.24" in f["message"]
+    assert "journalctl -k -b" in f["remedy"]
+    # a pre-Turing chip pci.ids lists (GP104) runs on nouveau without GSP: nothing to judge
+    device.write_text("0x1b80\n")
+    f = _edit_and_check(root)
+    assert f["evidence"]["gpu"]["firmware"] == {} and f["evidence"]["broken_link"] is None
 
 
 def test_an_unknown_vendor_still_has_its_node_judged(tmp_path: Path) -> None:
@@ -353,8 +430,8 @@ def test_live_gate_counts_the_radeon_binding_once(tmp_path: Path) -> None:
     assert gpu["evidence"]["hardware"] == ["/dev/dri/renderD128"]
 
 
-def _edit_and_check(root: Path) -> dict:
-    _, doc = run_json(["check", "--root", str(root), "--select", "VKG001"])
+def _edit_and_check(root: Path, *extra: str) -> dict:
+    _, doc = run_json(["check", "--root", str(root), "--select", "VKG001", *extra])
     (f,) = _chain(doc)
     return f
 

@@ -297,7 +297,7 @@ def _unbound(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break:
             remedy=Remedy(text=f"Set the kernel parameters {_kernel_params(gpu)}: {GRUB_STEP}."),
         )
     fw = gpu.firmware
-    if fw and not fw.get("complete") and any(w in gpu.modules_loaded for w in wanted):
+    if fw.get("complete") is False and any(w in gpu.modules_loaded for w in wanted):
         return _no_firmware(ctx, gpu, name)
     loaded = [w for w in wanted if w in gpu.modules_loaded]
     forced = gpu.parameters.get("i915", {}).get("force_probe", "")
@@ -372,12 +372,34 @@ def _no_firmware(ctx: Context, gpu: Gpu, name: str) -> Break:
         if gpu.driver == "nouveau"
         else f"{name} is loaded but cannot start the GPU without the firmware it loads first "
         f"({pattern}), and it is not all there."
+        + (
+            f" amdgpu finds this {gpu.chip} chip by IP discovery and names these files after its "
+            "GC, SDMA and PSP IP versions (the kernel's tables); it requests each as required."
+            if gpu.firmware.get("ip_chip")
+            else ""
+        )
     )
     return Break(
         link="firmware",
         title=f"Firmware missing: {pattern}",
         why=why,
         remedy=_firmware_remedy(ctx, gpu),
+    )
+
+
+def _firmware_unknown(gpu: Gpu) -> Break:
+    """nouveau drives a GPU the chip tables cannot place and NVK found no device for it."""
+    return Break(
+        link="firmware",
+        title=f"Cannot tell the GSP firmware nouveau needs for {gpu.vendor}:{gpu.device}",
+        why=f"{gpu.firmware['unknown']}. NVK needs nouveau to run this GPU on its GSP firmware, "
+        "and no Vulkan device was found for it.",
+        remedy=Remedy(
+            commands=("journalctl -k -b | grep -i -e nouveau -e firmware",),
+            needs_root=True,
+            text="(the kernel log names the firmware nouveau could not load); install a newer "
+            "linux-firmware, or NVIDIA's driver, and run a vkdoctor whose tables know the GPU.",
+        ),
     )
 
 
@@ -392,7 +414,7 @@ def _kernel(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break | None:
             "this generation; Mesa's RADV opens only amdgpu devices.",
             remedy=Remedy(text=f"Set the kernel parameters {_kernel_params(gpu)}: {GRUB_STEP}."),
         )
-    if gpu.driver == "nouveau" and gpu.firmware and not gpu.firmware.get("complete"):
+    if gpu.driver == "nouveau" and gpu.firmware.get("complete") is False:
         return _no_firmware(ctx, gpu, "nouveau")
     if gpu.driver in ("vfio-pci", "pci-stub"):
         return Break(
@@ -651,6 +673,10 @@ def _chain_text(ctx: Context, gpu: Gpu, vulkan: str | None, devices: list[str]) 
         if node and node.exists
         else "no device node",
         f"Vulkan {vulkan or 'none'}" + ("" if gpu.conformant is not False else " (not conformant)"),
+    ]
+    if "unknown" in gpu.firmware:
+        parts.insert(2, f"firmware not checked ({gpu.firmware['unknown']})")
+    parts += [
         f"device {', '.join(devices)}"
         if devices
         else ("no Vulkan device seen" if ctx.live else "device not tested (--root)"),
@@ -708,8 +734,10 @@ def _first_break(
     ctx: Context, m: GpuMachine, gpu: Gpu, vulkan: str | None, found: list[tuple[Any, Any]]
 ) -> Break | None:
     """The first link of the chain that does not hold, from the kernel driver up."""
+    unknown = gpu.driver == "nouveau" and "unknown" in gpu.firmware and not found
     cause = (
         _kernel(ctx, m, gpu)
+        or (_firmware_unknown(gpu) if unknown else None)
         or _node_break(ctx, m, gpu)
         or _vulkan_break(ctx, gpu, vulkan)
         # a Mesa built with Xe KMD support before it was the default does list the device
