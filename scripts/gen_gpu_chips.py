@@ -22,8 +22,8 @@ with gpgv against debian-archive-keyring, the Packages index against InRelease's
                                         and SHA256, no index needed); with --check, exit 1 when
                                         the output differs from the committed file
 
-Downloads are cached under --cache (default ~/.cache/vkdoctor-tests/gpu-chips). Needs curl-free
-Python, dpkg-deb, tar, xz and gpgv (Debian: dpkg, tar, xz-utils, gpgv, debian-archive-keyring).
+Downloads are cached under --cache (default ~/.cache/vkdoctor-tests/gpu-chips). Needs
+Python 3, dpkg-deb and tar, and for the newest sources gpgv and debian-archive-keyring.
 """
 
 from __future__ import annotations
@@ -59,12 +59,15 @@ ASIC_TABLES = (
 GSP_FAMILIES = ("tu", "ga", "ad", "gh", "gb")
 #: pci.ids names an NVIDIA device after its chip: "GA107GLM [...]", "GB203M / GN22 [...]"
 NVIDIA_CHIP = re.compile(r"([A-Z]{2}\d{2}[0-9B])(?:M|GL|GLM|S)?\b")
-#: the IP blocks whose firmware every IP-discovery chip requests with AMDGPU_UCODE_REQUIRED on its
-#: way up, and the file each request names after the version prefix. GC: gfx_v11_0.c and
-#: gfx_v12_0.c request %s_pfp, %s_me, %s_mec; SDMA: amdgpu_sdma.c requests %s.bin; PSP:
-#: amdgpu_psp.c requests %s_sos.bin (discrete chips) or, where psp_v13_0.c/psp_v14_0.c load a
-#: TOC instead (APUs), %s_toc.bin. The generator checks each name is one the kernel declares.
-REQUIRED = {"gc": ("_pfp", "_me", "_mec"), "sdma": ("",), "psp": ("_sos|_toc",)}
+#: the requests every IP-discovery chip makes with AMDGPU_UCODE_REQUIRED on its way up, by IP
+#: block: (the kernel file, the name it requests after the version prefix). The generator finds
+#: each request in the file, and which of sos/toc each PSP version loads in the psp_v*_0*.c
+#: init_microcode switches.
+REQUESTS = {
+    "gc": (("gfx_v{major}_0.c", "_pfp"), ("gfx_v{major}_0.c", "_me"), ("gfx_v{major}_0.c", "_mec")),
+    "sdma": (("amdgpu_sdma.c", ""),),
+    "psp": (("amdgpu_psp.c", "_{psp}"),),
+}
 #: GFX IP major -> the family AMD's graphics architecture names (Mesa src/amd/common/amd_family.h)
 GFX_FAMILY = {11: "RDNA 3 (GFX11)", 12: "RDNA 4 (GFX12)"}
 
@@ -317,7 +320,10 @@ def _models(name: str) -> set[str]:
 
 
 def amd_chips(
-    names: dict[str, str], rows: list[dict[str, Any]], fw: dict[str, list[str]]
+    names: dict[str, str],
+    rows: list[dict[str, Any]],
+    fw: dict[str, list[str]],
+    loads: dict[str, str],
 ) -> dict[str, Any]:
     """AMD device ID -> chip for the chips of the kernel's tables with GC 11 and newer, and each
     chip's variants with the firmware it needs first."""
@@ -357,7 +363,7 @@ def amd_chips(
         )
         chip["products"].append(row["product"])
         for v in row["variants"]:
-            variant = {**v, "required": _required(v, fw)}
+            variant = {**v, "required": _required(v, fw, loads)}
             if variant not in chip["variants"]:
                 chip["variants"].append(variant)
     ids = {d: c for c, e in chips.items() for d in by_key[e.pop("match")]}
@@ -368,17 +374,48 @@ def amd_chips(
     }
 
 
-def _required(variant: dict[str, str], fw: dict[str, list[str]]) -> list[str]:
-    """The files of REQUIRED a variant's IP versions name, each one the kernel declares."""
+def psp_loads(tree: Path) -> dict[str, str]:
+    """MP0 (PSP) version -> "sos" or "toc": what the psp_v1x_0*.c init_microcode switches
+    load for it (discrete chips boot their PSP from a SOS image, APUs from a TOC)."""
+    out: dict[str, str] = {}
+    for source in sorted((tree / AMD_DRIVER / "amdgpu").glob("psp_v1*_0*.c")):
+        body = re.search(r"static int psp_v\w+_init_microcode\(.*?\n}\n", source.read_text(), re.S)
+        for group in re.split(r"\bbreak;", body[0] if body else ""):
+            kinds = set(re.findall(r"psp_init_(sos|toc)_microcode", group))
+            if len(kinds) == 1:
+                kind = kinds.pop()
+                for v in re.findall(r"IP_VERSION\((\d+), (\d+), (\d+)\)", group):
+                    out["_".join(v)] = kind
+    return out
+
+
+def check_requests(tree: Path, majors: set[int]) -> None:
+    """Each request REQUESTS names is in the kernel source, made with AMDGPU_UCODE_REQUIRED."""
+    for requests in REQUESTS.values():
+        for file, suffix in requests:
+            for major in majors if "{major}" in file else {0}:
+                for kind in ("sos", "toc") if "{psp}" in suffix else ("",):
+                    name = suffix.format(psp=kind)
+                    path = tree / AMD_DRIVER / "amdgpu" / file.format(major=major)
+                    pattern = r"AMDGPU_UCODE_REQUIRED,\s*\"amdgpu/%s" + re.escape(name) + r'\.bin"'
+                    if not re.search(pattern, path.read_text()):
+                        raise SystemExit(f"{path.name}: no required request of %s{name}.bin")
+
+
+def _required(
+    variant: dict[str, str], fw: dict[str, list[str]], loads: dict[str, str]
+) -> list[str]:
+    """The files REQUESTS name for a variant's IP versions, each one the kernel declares."""
     out = []
-    for block, suffixes in REQUIRED.items():
+    for block, requests in REQUESTS.items():
         prefix = f"{block}_{variant[block]}"
-        declared = {n.removesuffix(".bin") for n in fw.get(prefix, [])}
-        for choice in suffixes:
-            names = [prefix + s for s in choice.split("|") if prefix + s in declared]
-            if not names:
-                raise SystemExit(f"the kernel declares no {prefix}{choice}.bin: {sorted(declared)}")
-            out.append(names[0] + ".bin")
+        for _, suffix in requests:
+            if "{psp}" in suffix and variant["psp"] not in loads:
+                raise SystemExit(f"no psp_v*_0*.c init_microcode loads PSP {variant['psp']}")
+            name = prefix + suffix.format(psp=loads.get(variant["psp"], "")) + ".bin"
+            if name not in fw.get(prefix, []):
+                raise SystemExit(f"the kernel declares no amdgpu/{name}: {fw.get(prefix)}")
+            out.append(name)
     return out
 
 
@@ -389,7 +426,9 @@ def generate(
     tree = kernel_files(linux_deb, cache)
     gsp = nouveau_gsp(tree)
     fw = amd_firmware(tree)
-    amd = amd_chips(names["1002"], asic_rows(tree), fw)
+    rows = asic_rows(tree)
+    check_requests(tree, {int(v["gc"].split("_")[0]) for r in rows for v in r["variants"]})
+    amd = amd_chips(names["1002"], rows, fw, psp_loads(tree))
     used = {
         f"{b}_{v[b]}"
         for c in amd["chips"].values()
@@ -413,11 +452,12 @@ def generate(
                 ],
             },
         },
-        "amd_required_rule": "Each IP block below is requested with AMDGPU_UCODE_REQUIRED while "
-        "amdgpu brings the chip up: GC %s_pfp, %s_me, %s_mec (gfx_v11_0.c, gfx_v12_0.c), SDMA "
-        "%s.bin (amdgpu_sdma.c), PSP %s_sos.bin on discrete chips or %s_toc.bin where the PSP "
-        "loads a TOC (amdgpu_psp.c). The rest (rlc, imu, mes, smu, vcn, dcn, and the _kicker "
-        "variants some boards load instead) is chosen by the board at run time.",
+        "amd_required_rule": "A variant's required files are those amdgpu requests with "
+        "AMDGPU_UCODE_REQUIRED whatever the board: GC <gc>_pfp, _me, _mec (gfx_v11_0.c, "
+        "gfx_v12_0.c), SDMA <sdma>.bin (amdgpu_sdma.c), PSP <psp>_sos.bin or <psp>_toc.bin as "
+        "the psp_v*_0*.c init_microcode switch loads for that version (amdgpu_psp.c). Not "
+        "judged: the files the kernel picks by board or feature (rlc and its _1/_kicker "
+        "variants, a kicker board's _sos_kicker, imu, mes, ta, smu, vcn, dmcub).",
         "nvidia": {"chips": nvidia_ids(names["10de"], gsp), "nouveau_gsp": gsp},
         "amd": {**amd, "firmware": {k: fw[k] for k in sorted(used)}},
         "listed": {"0x1002": sorted(names["1002"]), "0x10de": sorted(names["10de"])},

@@ -208,6 +208,10 @@ def test_blackwell_and_hopper_on_nouveau_need_their_gsp_firmware(tmp_path: Path)
     assert proc.returncode == 1 and f["evidence"]["broken_link"] == "firmware", f
     assert f["title"] == "Firmware missing: /lib/firmware/nvidia/gb202/gsp/gsp-*.bin"
     assert f["evidence"]["gpu"]["firmware"]["versions"] == ["570.144"]
+    assert "apt-get install linux-firmware" in f["remedy"]  # Ubuntu's
+    (tmp_path / "blackwell_nouveau/etc/os-release").write_text('ID=debian\nVERSION_ID="13"\n')
+    f = _edit_and_check(tmp_path / "blackwell_nouveau")
+    assert "apt-get install firmware-nvidia-graphics" in f["remedy"]  # Debian's GSP firmware
     root = tmp_path / "blackwell_nouveau"
     gsp = root / "lib/firmware/nvidia/gb202/gsp"
     gsp.mkdir(parents=True)

@@ -329,10 +329,12 @@ def _unbound(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break:
     )
 
 
-#: the package that ships a GPU's firmware: (vendor, distribution family) -> package
+#: the package that ships a GPU's firmware: (vendor, distribution family) -> package. Debian's
+#: NVIDIA GSP firmware (nvidia/<chip>/gsp/) is in firmware-nvidia-graphics: trixie and newer,
+#: and bookworm-backports (bookworm's own firmware-misc-nonfree 20230210 predates it)
 FIRMWARE_PACKAGES = {
     (AMD, "debian"): "firmware-amd-graphics",
-    (NVIDIA, "debian"): "firmware-misc-nonfree",
+    (NVIDIA, "debian"): "firmware-nvidia-graphics",
     (AMD, "fedora"): "amd-gpu-firmware",
 }
 INSTALL = {"debian": "apt-get install", "fedora": "dnf install", "arch": "pacman -S"}
@@ -355,12 +357,13 @@ def _firmware_remedy(ctx: Context, gpu: Gpu) -> Remedy:
     package = (
         "linux-firmware" if ubuntu else FIRMWARE_PACKAGES.get((vendor, family), "linux-firmware")
     )
+    where = "the non-free-firmware component"
+    if vendor == NVIDIA:
+        where += "; on Debian 12 add -t bookworm-backports"
     return Remedy(
         commands=(f"{INSTALL[family]} {package}",),
         needs_root=True,
-        text="(from the non-free-firmware component), then reboot"
-        if package == debian
-        else "then reboot",
+        text=f"(from {where}), then reboot" if package == debian else "then reboot",
     )
 
 
