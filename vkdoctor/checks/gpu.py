@@ -20,6 +20,7 @@ from vkdoctor.machine.gpuchain import (
     Gpu,
     GpuMachine,
     Node,
+    linux,
     tables,
 )
 from vkdoctor.machine.host import container_kind
@@ -363,7 +364,7 @@ def _firmware_remedy(ctx: Context, gpu: Gpu) -> Remedy:
     return Remedy(
         commands=(f"{INSTALL[family]} {package}",),
         needs_root=True,
-        text=f"(from {where}), then reboot" if package == debian else "then reboot",
+        text=f"(from {where}), then reboot" if package == debian else ", then reboot",
     )
 
 
@@ -371,13 +372,15 @@ def _no_firmware(ctx: Context, gpu: Gpu, name: str) -> Break:
     pattern = gpu.firmware.get("pattern")
     why = (
         f"nouveau drives {gpu.address}, but NVK needs the GSP firmware of this {gpu.chip} chip, "
-        f"and there is no {pattern}: nouveau runs without GSP and NVK has no device."
+        f"and there is no {pattern} (nouveau of {linux()} requests "
+        + " or ".join(f"gsp-{v}.bin" for v in gpu.firmware.get("versions", ()))
+        + "): nouveau runs without GSP and NVK has no device."
         if gpu.driver == "nouveau"
         else f"{name} is loaded but cannot start the GPU without the firmware it loads first "
         f"({pattern}), and it is not all there."
         + (
-            f" amdgpu finds this {gpu.chip} chip by IP discovery and names these files after its "
-            "GC, SDMA and PSP IP versions (the kernel's tables); it requests each as required."
+            f" amdgpu finds this {gpu.chip} chip by IP discovery, names its firmware after the "
+            "chip's GC, SDMA and PSP IP versions, and does not start without these files."
             if gpu.firmware.get("ip_chip")
             else ""
         )
@@ -678,7 +681,7 @@ def _chain_text(ctx: Context, gpu: Gpu, vulkan: str | None, devices: list[str]) 
         f"Vulkan {vulkan or 'none'}" + ("" if gpu.conformant is not False else " (not conformant)"),
     ]
     if "unknown" in gpu.firmware:
-        parts.insert(2, f"firmware not checked ({gpu.firmware['unknown']})")
+        parts.insert(2, "firmware not checked")
     parts += [
         f"device {', '.join(devices)}"
         if devices
@@ -809,6 +812,8 @@ class GpuChainCheck(Check):
             chain += f" -> {seen_by_wgpu}"
         if gpu.unreadable:
             chain += f". Not read: {', '.join(gpu.unreadable)} in {PCI_DEVICES}/{gpu.address}"
+        if "unknown" in gpu.firmware and not (cause and cause.link == "firmware"):
+            chain += f". Firmware not checked: {gpu.firmware['unknown']}"
         evidence: dict[str, Any] = {
             "gpu": to_json(gpu),
             "vulkan_driver": vulkan,

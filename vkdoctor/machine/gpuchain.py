@@ -116,6 +116,12 @@ def chips() -> dict[str, Any]:
     return doc
 
 
+def linux() -> str:
+    """The kernel whose source the chip tables read, as "Linux 7.2"."""
+    package: str = chips()["sources"]["linux"]["package"]
+    return "Linux " + package.removeprefix("linux-source-")
+
+
 def _pci_ids() -> str:
     """The pci.ids database the chip tables were made from, as "pci.ids 2026.10.24"."""
     return f"pci.ids {chips()['sources']['pci.ids']['database']}"
@@ -383,9 +389,9 @@ def _amd_firmware(ctx: Context, chip: str | None, device: str) -> dict[str, Any]
     if chip is None:
         dev = device.lower().removeprefix("0x")
         why = _unlisted(AMD, dev) or (
-            f"1002:{dev} is found by IP discovery and the kernel's tables of IP versions "
-            f"(as of {chips()['sources']['linux']['package']}) do not name it with an ID "
-            f"{_pci_ids()} lists, so the firmware files it needs are unknown"
+            f"1002:{dev} is found by IP discovery, and the IP versions {linux()} documents "
+            f"(GC 11 and newer) are not those of a chip {_pci_ids()} gives this ID, so the "
+            "firmware files it needs are unknown"
         )
         return {"unknown": why}
     return _discovery_firmware(ctx, chip)
@@ -422,14 +428,13 @@ def _nouveau_firmware(ctx: Context, device: str, chip: str | None) -> dict[str, 
         return {"unknown": why} if why else {}
     gsp = chips()["nvidia"]["nouveau_gsp"].get(chip)
     if gsp is None:
-        linux = chips()["sources"]["linux"]["package"]
         return {
-            "unknown": f"nouveau (as of {linux}) requests no GSP firmware for {chip}, so the "
+            "unknown": f"nouveau of {linux()} requests no GSP firmware for {chip}, so the "
             "firmware it needs is unknown"
         }
     folder = f"/lib/firmware/nvidia/{chip}/gsp"
-    wanted = {f"gsp-{v}" for v in gsp["versions"]}
-    present = [n for n in _listed(ctx, folder, "gsp-") if _stem(n) in wanted]
+    # any version counts: a kernel newer than the tables' may request one they do not name
+    present = [n for n in _listed(ctx, folder, "gsp-") if _stem(n)]
     return {
         "pattern": f"{folder}/gsp-*.bin",
         "present": present,
