@@ -760,8 +760,10 @@ class GpuChainCheck(Check):
 
     For every PCI display or 3D controller (and for WSL2's /dev/dxg): the PCI IDs and the family
     vkdoctor's tables (vkdoctor/data/gpu_ids.json, from the Linux kernel's ID lists and Mesa's
-    support rules) give it; the kernel driver bound to it and the module parameters that decide
-    it (radeon/amdgpu si_support, cik_support); the firmware amdgpu loads for it; its render node,
+    support rules; gpu_chips.json, generated from pci.ids and the kernel source, for NVIDIA
+    Turing-and-newer and AMD RDNA 3+ chips) give it; the kernel driver bound to it and the module parameters that decide
+    it (radeon/amdgpu si_support, cik_support); the firmware amdgpu or nouveau loads for it
+    (unknown for a GPU newer than the tables, and said so); its render node,
     its mode, owner, group and ACL, and whether this user may open it; the Vulkan driver that
     serves the generation (RADV, ANV, hasvk, NVIDIA, NVK, dzn), whether its manifest is installed,
     whether the load test found the device, and what the compute probe's wgpu made of it (the
