@@ -39,6 +39,7 @@ import re
 import subprocess
 import sys
 import tarfile
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -87,7 +88,14 @@ def fetch_deb(pool_path: str, sha256: str, cache: Path) -> Path:
     dest = cache / Path(pool_path).name
     if dest.is_file() and _sha256(dest.read_bytes()) == sha256:
         return dest
-    data = _get(f"{MIRROR}/{pool_path}")
+    try:
+        data = _get(f"{MIRROR}/{pool_path}")
+    except urllib.error.HTTPError as exc:
+        raise SystemExit(
+            f"{MIRROR}/{pool_path}: {exc.code} {exc.reason}. Debian drops a package's old "
+            "version from the pool once a newer one replaces it: run scripts/gen_gpu_chips.py "
+            "(without --pinned) to take the newest and commit vkdoctor/data/gpu_chips.json"
+        ) from None
     if _sha256(data) != sha256:
         raise SystemExit(f"{pool_path}: SHA256 {_sha256(data)} is not the expected {sha256}")
     cache.mkdir(parents=True, exist_ok=True)
