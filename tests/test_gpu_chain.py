@@ -346,6 +346,7 @@ cp -a "$tree/dev/." "$stage"/
 mount --bind "$tree/sys" /sys
 mount --bind "$stage" /dev
 mount --bind "$tree/proc/cmdline" /proc/cmdline
+if [ -d "$tree/lib/firmware" ]; then mount --bind "$tree/lib/firmware" /lib/firmware; fi
 exec "$@"
 """
 
@@ -391,6 +392,18 @@ def test_live_si_card_on_radeon_in_a_mount_namespace(tmp_path: Path) -> None:
     assert f["evidence"]["gpu"]["address"] == "0000:01:00.0"
     assert f["evidence"]["gpu"]["nodes"][0]["path"] == "/dev/dri/renderD128"
     assert "radeon.si_support=0 amdgpu.si_support=1" in f["remedy"]
+
+
+def test_live_blackwell_on_nouveau_without_its_gsp_firmware(tmp_path: Path) -> None:
+    """Live, where the load test runs too: NVK finds no device for the RTX 5090 (this machine
+    has none), and the cause named is the GSP firmware missing from /lib/firmware."""
+    argv = [sys.executable, "-m", "vkdoctor", "check", "--no-probe", "--select", "VKG001"]
+    proc = _live(tmp_path, "blackwell_nouveau", [*argv, "--gpu", "--json", "-"])
+    assert proc.returncode == 1, proc.stderr
+    (f,) = _chain(json.loads(proc.stdout))
+    assert f["title"] == "Firmware missing: /lib/firmware/nvidia/gb202/gsp/gsp-*.bin", f
+    assert f["evidence"]["gpu"]["chip"] == "gb202" and f["evidence"]["vulkan_devices"] == []
+    assert "no Vulkan device seen" in f["message"]
 
 
 def test_live_the_kernel_refuses_nobody_the_render_node_of_a_container(tmp_path: Path) -> None:
