@@ -167,9 +167,9 @@ def test_an_rdna3_laptop_chip_the_old_ranges_missed_needs_its_psp_firmware(
 
 def test_an_amd_id_newer_than_pci_ids_is_unknown_not_guessed(tmp_path: Path) -> None:
     root = _tree(tmp_path, "navi33_laptop")
-    (
-        root / "sys/devices/pci0000:00/0000:00:01.1/0000:01:00.0/0000:02:00.0/0000:03:00.0/device"
-    ).write_text("0x7a00\n")
+    device = root / "sys/devices/pci0000:00/0000:00:01.1/0000:01:00.0/0000:02:00.0/0000:03:00.0"
+    device = device / "device"
+    device.write_text("0x7a00\n")
     f = _edit_and_check(root)
     gpu = f["evidence"]["gpu"]
     assert gpu["chip"] is None and "7a00 is not in pci.ids 2026.10.24" in gpu["firmware"]["unknown"]
@@ -177,6 +177,11 @@ def test_an_amd_id_newer_than_pci_ids_is_unknown_not_guessed(tmp_path: Path) -> 
     assert f["evidence"]["broken_link"] == "kernel driver" and "did not take" in f["title"]
     assert "-> firmware not checked ->" in f["message"]
     assert "Firmware not checked: 1002:7a00 is not in pci.ids 2026.10.24" in f["message"]
+    # Raphael (RDNA 2, GC 10.3.6): pci.ids lists it, the tables have no GC 11+ versions for it
+    device.write_text("0x164e\n")
+    f = _edit_and_check(root)
+    assert f["evidence"]["gpu"]["chip"] is None and f["evidence"]["gpu"]["conformant"] is None
+    assert "Firmware not checked: 1002:164e is found by IP discovery" in f["message"]
 
 
 def test_nouveau_without_gsp_firmware_fails_the_gate(tmp_path: Path) -> None:

@@ -195,7 +195,7 @@ def _identify(vendor: str, device: str) -> dict[str, Any]:
         # amdgpu takes every newer AMD display controller by its PCI class (IP discovery)
         return {
             "chip": None,
-            "family": "found by IP discovery, not in vkdoctor's chip tables",
+            "family": "GPU (by IP discovery)",
             "vulkan": "RADV",
             "conformant": None,
             "claimed_by": ("amdgpu",),
