@@ -178,7 +178,7 @@ def pci_ids_text(deb: Path) -> str:
 
 def kernel_files(deb: Path, cache: Path) -> Path:
     """The few kernel files read, extracted once out of linux-source's tarball into `cache`."""
-    dest = cache / (deb.name + ".files")
+    dest = cache / (deb.name + ".read")
     if (dest / "done").is_file():
         return dest
     tar = subprocess.run(["dpkg-deb", "--fsys-tarfile", str(deb)], capture_output=True, check=True)
@@ -193,7 +193,9 @@ def kernel_files(deb: Path, cache: Path) -> Path:
     with tarfile.open(fileobj=io.BytesIO(xz.stdout), mode="r|xz") as t:
         for m in t:
             rel = m.name.removeprefix(f"{top}/")
-            if m.isfile() and rel.startswith(wanted) and rel.endswith((".c", ".h", ".csv")):
+            # amdgpu's .h files are mostly register headers (hundreds of MB): only .c is read
+            kept = rel.endswith((".c", ".csv")) or rel == NOUVEAU_GSP + "priv.h"
+            if m.isfile() and rel.startswith(wanted) and kept:
                 f = t.extractfile(m)
                 if f is not None:
                     (dest / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -258,7 +260,7 @@ def amd_firmware(tree: Path) -> dict[str, list[str]]:
     """IP version prefix ("gc_11_0_0") -> the amdgpu/ files the kernel declares for it."""
     defines: dict[str, str] = {}
     declared: set[str] = set()
-    sources = sorted((tree / AMD_DRIVER).rglob("*.[ch]"))
+    sources = sorted((tree / AMD_DRIVER).rglob("*.c"))
     for source in sources:
         text = source.read_text(errors="replace")
         defines.update(re.findall(r'#define\s+(FIRMWARE_\w+)\s+"amdgpu/([^"]+)"', text))
