@@ -6,10 +6,14 @@ with the piece and without it, in the same rounds as `vulkaninfo --summary`:
 
     zygote     the load test's child forked at launch, handed last run's request ahead
     dpkgahead  the dpkg database read ahead in a forked child (deleted: see docs/performance.md)
-    factcache  facts of earlier runs kept on disk; measured with the replay off in both runs,
-               since the replay keeps its runs in the fact cache and cannot work without it
+    factcache  facts of earlier runs kept on disk
     offload    the package checks forked onto another core
     replay     the last run's report printed again when nothing it read changed
+
+The replay needs the fact cache (its store) and the zygote (a run whose load test starts a new
+program is never kept): without either, no warm run is replayed. So those two, and the offload
+(which a replayed run never reaches), are measured with the replay off in both runs, which is
+what each does itself; the replay is measured against everything on.
 
 Cold: a fresh, empty XDG_CACHE_HOME per run (a CI container). Warm: one cache directory per
 configuration, filled by three runs before the rounds. Every round runs every configuration,
@@ -72,6 +76,7 @@ PIECES = {
         ("vkdoctor/speed/zygote.py",),
         r"\bzygote\b|ForkedChild|hand_ahead|take_ahead|ahead_pending",
         (("vkdoctor/launch.py", "_hand_ahead"), ("vkdoctor/children/loadtest.py", "_adopt_ahead")),
+        base=("replay",),
     ),
     "dpkgahead": Piece(
         ("vkdoctor/speed/dpkgahead.py",),
@@ -100,6 +105,7 @@ PIECES = {
         ("vkdoctor/speed/offload.py",),
         r"\boffload\b|\bFork\b|before_fork|^\s*fork = ",
         (("vkdoctor/runner.py", "Forked"), ("vkdoctor/runner.py", "start_forks")),
+        base=("replay",),
     ),
     "replay": Piece(
         ("vkdoctor/speed/replay.py", "vkdoctor/model/inputs.py", "vkdoctor/facts/kept.py"),

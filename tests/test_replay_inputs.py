@@ -234,3 +234,36 @@ def test_a_library_replaced_by_rename_with_the_same_size_and_times(tmp_path: Pat
     again = _check(env)
     full = _check(_as_full_run(env))
     _same_as_a_full_run(kept, again, full)
+
+
+def test_kept_facts_that_no_longer_hold_never_reach_the_report(tmp_path: Path) -> None:
+    """A replay takes the kept run's load targets when every look is unchanged; if something
+    no look sees changed them (here: the kept entry says the copy of lavapipe is elsewhere),
+    the load test run on them differs and the run is a full one, which must not take that load
+    test, nor the targets it ran on, from the attempt."""
+    from vkdoctor.model import inputs
+    from vkdoctor.speed import factcache, replay
+
+    env = _env(tmp_path)
+    _private_lavapipe(tmp_path, tmp_path / "data")
+    kept = _kept(lambda: _check(env))
+    store = factcache.store(
+        tmp_path / "cache" / "vkdoctor",
+        "replay",
+        sources=(replay.__file__, inputs.__file__, factcache.__file__),
+        keep=8,
+    )
+    assert store is not None
+    entries = store._load()
+    assert len(entries) == 1
+    key, entry = next(iter(entries.items()))
+    moved = [t for t in entry["kept_facts"]["targets"] if t["name"] == "my_lvp.json"]
+    assert len(moved) == 1
+    moved[0]["dlopen_name"] = str(tmp_path / "elsewhere" / "libvulkan_lvp.so")
+    store.put(key, entry)
+    store.save()
+    again = _check(env)
+    full = _check(_as_full_run(env))
+    assert (full[0], full[1]) == (kept[0], kept[1])  # the machine is as it was kept
+    assert not again[2]
+    assert (again[0], again[1]) == (full[0], full[1]), again[1]
