@@ -5,7 +5,6 @@ the command layer alone, the report is the same either way), and `check --no-pro
 with the piece and without it, in the same rounds as `vulkaninfo --summary`:
 
     zygote     the load test's child forked at launch, handed last run's request ahead
-    dpkgahead  the dpkg database read ahead in a forked child (deleted: see docs/performance.md)
     factcache  facts of earlier runs kept on disk
     offload    the package checks forked onto another core
     replay     the last run's report printed again when nothing it read changed
@@ -20,10 +19,12 @@ configuration, filled by three runs before the rounds. Every round runs every co
 cold and warm, and vulkaninfo, in a shuffled order, `--gap` seconds apart; medians are
 reported, in ms and as a ratio to vulkaninfo's median of the same run. A piece's saving is the
 median, over the rounds, of its run without it minus its base configuration's run of the same
-round (everything on; for factcache, everything but the replay), with a 90% bootstrap interval;
-its share is that over the base's median. The CPU time of each run (its children's included)
-is kept too: on a loaded machine it moves less than the wall time. A piece that saves
-less than a tenth of a run cold and warm does not pay its way.
+round (everything on, or everything but the replay, above), with a 90% bootstrap interval;
+its share is that over the base's median. A piece the replay needs is also measured against
+everything on ("with_replay": what deleting it would cost, the replay's saving included). The
+CPU time of each run (its children's included) is kept too: on a loaded machine it moves less
+than the wall time. A piece that saves less than a tenth of a run cold and warm, either way,
+does not pay its way.
 
 The lines a piece costs: its modules, the lines elsewhere in vkdoctor/ that name it, and the
 functions elsewhere that exist only for it (PIECES). Before the rounds, every configuration
@@ -53,6 +54,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from check_vs_vulkaninfo import REPO, adopt_orphans, timed
 
@@ -69,6 +71,8 @@ class Piece:
     hooks: tuple[tuple[str, str], ...] = ()
     #: the configuration it is measured against (the pieces already off in both runs)
     base: tuple[str, ...] = ()
+    #: the pieces that cannot work without this one: it is also measured against everything on
+    needed_by: tuple[str, ...] = ()
 
 
 PIECES = {
@@ -77,11 +81,7 @@ PIECES = {
         r"\bzygote\b|ForkedChild|hand_ahead|take_ahead|ahead_pending",
         (("vkdoctor/launch.py", "_hand_ahead"), ("vkdoctor/children/loadtest.py", "_adopt_ahead")),
         base=("replay",),
-    ),
-    "dpkgahead": Piece(
-        ("vkdoctor/speed/dpkgahead.py",),
-        r"\bdpkgahead\b",
-        (("vkdoctor/launch.py", "_read_packages_ahead"),),
+        needed_by=("replay",),
     ),
     "factcache": Piece(
         ("vkdoctor/speed/factcache.py",),
@@ -100,6 +100,7 @@ PIECES = {
             ("vkdoctor/elf/symbols.py", "_identities"),
         ),
         base=("replay",),
+        needed_by=("replay",),
     ),
     "offload": Piece(
         ("vkdoctor/speed/offload.py",),
@@ -184,6 +185,8 @@ def configurations(pieces: list[str]) -> dict[str, tuple[str, ...]]:
         if base:
             configs["-" + ",".join(base)] = base
         configs["-" + ",".join((*base, name))] = (*base, name)
+        if PIECES[name].needed_by:
+            configs["-" + name] = (name,)
     return configs
 
 
@@ -210,7 +213,8 @@ def agree(
             seen[f"{name} {kind}"] = (proc.returncode, _steady(proc.stdout))
     distinct = {v for v in seen.values()}
     return {
-        "same": len(distinct) == 1,
+        # a report at all (its last line is the verdict), and the same one everywhere
+        "same": len(distinct) == 1 and all("vkdoctor: " in out for _, out in distinct),
         "exit_codes": {k: v[0] for k, v in seen.items()},
         "reports": sorted({v[1] for v in seen.values()}),
     }
@@ -219,9 +223,12 @@ def agree(
 def measure(args: argparse.Namespace) -> dict[str, object]:
     vulkaninfo = shutil.which("vulkaninfo")
     if vulkaninfo is None:
-        sys.exit("vulkaninfo not found (Debian/Ubuntu: apt install vulkan-tools)")
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("LD_", "VK_", "VKDOCTOR_"))}
-    base.update(PYTHONPATH=str(REPO), LC_ALL="C", COLUMNS="80")
+        print("vulkaninfo not found (Debian/Ubuntu: apt install vulkan-tools)", file=sys.stderr)
+        sys.exit(2)
+    # the machine as it is (LD_LIBRARY_PATH may be how its driver is found), this checkout first
+    base = {k: v for k, v in os.environ.items() if not k.startswith("VKDOCTOR_")}
+    path = [str(REPO), *(p for p in base.get("PYTHONPATH", "").split(os.pathsep) if p)]
+    base.update(PYTHONPATH=os.pathsep.join(path), LC_ALL="C", COLUMNS="80")
     subprocess.run(
         [sys.executable, "-m", "compileall", "-q", str(REPO / "vkdoctor")],
         stdout=subprocess.DEVNULL,
@@ -241,7 +248,12 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
         agreement = agree(doctor, base, configs, caches)
         if not agreement["same"]:
             print(json.dumps(agreement, indent=1), file=sys.stderr)
-            sys.exit("the configurations' reports differ: a piece changes what vkdoctor says")
+            print(
+                "the configurations' reports differ, or one printed no report: a piece changes "
+                "what vkdoctor says, or vkdoctor cannot run here",
+                file=sys.stderr,
+            )
+            sys.exit(2)
         for name, off in configs.items():
             for _ in range(3):
                 timed(doctor, _env(base, off, f"{caches}/warm-{name}"))
@@ -266,30 +278,14 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
     for name in args.pieces:
         piece = PIECES[name]
         on = "all" if not piece.base else "-" + ",".join(piece.base)
-        off = "-" + ",".join((*piece.base, name))
-        row: dict[str, object] = {"base": on, "without": off, "lines": lines_of(piece)}
-        pays = False
-        for kind in ("cold", "warm"):
-            # each round's difference: the load of that moment weighs on both runs alike
-            diffs = [
-                a - b for a, b in zip(wall[f"{off} {kind}"], wall[f"{on} {kind}"], strict=True)
-            ]
-            saved = statistics.median(diffs)
-            share = saved / median[f"{on} {kind}"]
-            pays = pays or share >= 0.1
-            low, high = interval(diffs)
-            cpu_saved = statistics.median(cpu[f"{off} {kind}"]) - statistics.median(
-                cpu[f"{on} {kind}"]
-            )
-            row[kind] = {
-                "saved_ms": round(saved * 1000, 1),
-                "cpu_saved_ms": round(cpu_saved * 1000, 1),
-                "saved_ms_90pct_interval": [round(low * 1000, 1), round(high * 1000, 1)],
-                "share_of_run": round(share, 3),
-                "with_ms": round(median[f"{on} {kind}"] * 1000, 1),
-                "without_ms": round(median[f"{off} {kind}"] * 1000, 1),
-            }
-        row["pays"] = pays
+        row = saving(wall, cpu, on, "-" + ",".join((*piece.base, name)))
+        row["lines"] = lines_of(piece)
+        if piece.needed_by:  # and with what cannot work without it
+            row["with_" + ",".join(piece.needed_by)] = saving(wall, cpu, "all", "-" + name)
+        row["pays"] = any(
+            r["cold"]["share_of_run"] >= 0.1 or r["warm"]["share_of_run"] >= 0.1
+            for r in (row, *(v for k, v in row.items() if k.startswith("with_")))
+        )
         pieces[name] = row
     return {
         "machine": {
@@ -311,6 +307,29 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
         "reports_agree": agreement,
         "pieces": pieces,
     }
+
+
+def saving(
+    wall: dict[str, list[float]], cpu: dict[str, list[float]], on: str, off: str
+) -> dict[str, Any]:
+    """What configuration `off` takes longer than `on`, cold and warm."""
+    row: dict[str, Any] = {"base": on, "without": off}
+    for kind in ("cold", "warm"):
+        with_, without = wall[f"{on} {kind}"], wall[f"{off} {kind}"]
+        # each round's difference: the load of that moment weighs on both runs alike
+        diffs = [a - b for a, b in zip(without, with_, strict=True)]
+        saved = statistics.median(diffs)
+        low, high = interval(diffs)
+        cpu_saved = statistics.median(cpu[f"{off} {kind}"]) - statistics.median(cpu[f"{on} {kind}"])
+        row[kind] = {
+            "saved_ms": round(saved * 1000, 1),
+            "saved_ms_90pct_interval": [round(low * 1000, 1), round(high * 1000, 1)],
+            "share_of_run": round(saved / statistics.median(with_), 3),
+            "cpu_saved_ms": round(cpu_saved * 1000, 1),
+            "with_ms": round(statistics.median(with_) * 1000, 1),
+            "without_ms": round(statistics.median(without) * 1000, 1),
+        }
+    return row
 
 
 def _commit() -> str | None:
@@ -346,16 +365,19 @@ def table(result: dict[str, object]) -> str:
     pieces = result["pieces"]
     assert isinstance(pieces, dict)
     for name, row in pieces.items():
-        cells = []
-        for kind in ("cold", "warm"):
-            c = row[kind]
-            low, high = c["saved_ms_90pct_interval"]
-            cells.append(
-                f"{c['saved_ms']:5.0f} ms {c['share_of_run']:6.1%} ({low:.0f}..{high:.0f}; "
-                f"CPU {c['cpu_saved_ms']:.0f})"
-            )
-        verdict = "pays" if row["pays"] else "saves under a tenth of a run"
-        out.append(f"{name:10} {row['lines']['total']:5}  {cells[0]:33}  {cells[1]:33}  {verdict}")
+        rows = [(name, row), *((f"  {k}", v) for k, v in row.items() if k.startswith("with_"))]
+        for label, r in rows:
+            cells = []
+            for kind in ("cold", "warm"):
+                c = r[kind]
+                low, high = c["saved_ms_90pct_interval"]
+                cells.append(
+                    f"{c['saved_ms']:5.0f} ms {c['share_of_run']:6.1%} ({low:.0f}..{high:.0f}; "
+                    f"CPU {c['cpu_saved_ms']:.0f})"
+                )
+            lines = f"{row['lines']['total']:5}" if label == name else "     "
+            verdict = "" if label != name else "pays" if row["pays"] else "under a tenth of a run"
+            out.append(f"{label:10} {lines}  {cells[0]:33}  {cells[1]:33}  {verdict}")
     return "\n".join(out)
 
 
