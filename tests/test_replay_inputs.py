@@ -6,13 +6,18 @@ from the kept report, so a replay that missed it would fail the test."""
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
+import pty
 import re
 import resource
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -214,25 +219,100 @@ def test_a_new_file_in_a_folder_that_did_not_exist(tmp_path: Path) -> None:
     _same_as_a_full_run(kept, again, full)
 
 
+#: a driver that is lavapipe under another name (the loader finds lavapipe's entry points through
+#: its handle), with a function that calls another; DEFINED defines that one, and the other
+#: build leaves it to a library that has none. Bound lazily, both load: only the static check of
+#: undefined symbols (VKL006) tells them apart, not the load test a replay runs again
+SHIM = """
+UNDEFINED_OR_DEFINED
+void vkdoctor_never_called(void) { vkdoctor_fn_used_later(); }
+"""
+
+
+def _two_builds(folder: Path) -> tuple[Path, Path]:
+    """The good and the bad build of the shim driver, made the same size."""
+    folder.mkdir(parents=True, exist_ok=True)
+    builds = []
+    for name, head in (
+        ("good", "void vkdoctor_fn_used_later(void) {}"),
+        ("bad", "extern void vkdoctor_fn_used_later(void);"),
+    ):
+        source = folder / f"{name}.c"
+        source.write_text(SHIM.replace("UNDEFINED_OR_DEFINED", head))
+        library = folder / f"{name}.so"
+        subprocess.run(
+            ["gcc", "-shared", "-fPIC", "-o", str(library), str(source),
+             "-Wl,--no-as-needed", str(LVP_LIBRARY)],
+            check=True, timeout=60,
+        )  # fmt: skip
+        builds.append(library)
+    size = max(b.stat().st_size for b in builds)
+    for b in builds:  # bytes past an ELF file's last section change nothing ld.so reads
+        with b.open("ab") as f:
+            f.write(b"\0" * (size - b.stat().st_size))
+    return builds[0], builds[1]
+
+
+def _shim_manifest(data: Path, library: Path) -> None:
+    icd = data / "vulkan" / "icd.d" / "shim_icd.json"
+    icd.parent.mkdir(parents=True)
+    icd.write_text(
+        '{"file_format_version": "1.0.0", "ICD": {"library_path": '
+        f'"{library}", "api_version": "1.3.0"}}}}'
+    )
+
+
+def _same_times(source: Path, target: Path) -> None:
+    st = source.stat()
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
 def test_a_library_replaced_by_rename_with_the_same_size_and_times(tmp_path: Path) -> None:
-    """The driver's library is replaced as `mv new libvulkan_lvp.so` does (a rename over it),
-    by a file of the same size and modification time whose ELF header is broken."""
+    """The driver's library is replaced as `mv new libvulkan_shim.so` does (a rename over it),
+    by another build of the same size and modification time."""
+    good, bad = _two_builds(tmp_path / "builds")
+    library = tmp_path / "lib" / "libvulkan_shim.so"
+    library.parent.mkdir()
+    shutil.copy2(good, library)
+    _shim_manifest(tmp_path / "data", library)
     env = _env(tmp_path)
-    _private_lavapipe(tmp_path, tmp_path / "data")
-    library = tmp_path / "lib" / "libvulkan_lvp.so"
     kept = _kept(lambda: _check(env))
-    assert "my_lvp.json" in kept[1]
+    assert "shim_icd.json" in kept[1] and "VKL006" not in kept[1]
+    new = library.with_name(".libvulkan_shim.so.new")
+    shutil.copy2(bad, new)  # its mode too: only the inode and ctime tell the two apart
+    _same_times(library, new)
     before = library.stat()
-    new = library.with_name(".libvulkan_lvp.so.new")
-    data = bytearray(library.read_bytes())
-    data[:4] = b"\0\0\0\0"  # not an ELF file any more
-    new.write_bytes(bytes(data))
-    os.utime(new, ns=(before.st_atime_ns, before.st_mtime_ns))
     os.rename(new, library)
     after = library.stat()
     assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
     again = _check(env)
     full = _check(_as_full_run(env))
+    assert "VKL006" in full[1]
+    _same_as_a_full_run(kept, again, full)
+
+
+def test_a_library_link_retargeted_by_rename(tmp_path: Path) -> None:
+    """The manifest names a symbolic link (libvulkan_shim.so -> real/1.so); an update puts a
+    new link beside it and renames it over the old one (`ln -s real/2.so new && mv -T new
+    libvulkan_shim.so`), to another build of the same size and modification time."""
+    good, bad = _two_builds(tmp_path / "builds")
+    real = tmp_path / "lib" / "real"
+    real.mkdir(parents=True)
+    shutil.copy2(good, real / "1.so")
+    link = tmp_path / "lib" / "libvulkan_shim.so"
+    link.symlink_to("real/1.so")
+    _shim_manifest(tmp_path / "data", link)
+    env = _env(tmp_path)
+    kept = _kept(lambda: _check(env))
+    assert "shim_icd.json" in kept[1] and "VKL006" not in kept[1]
+    shutil.copy2(bad, real / "2.so")
+    _same_times(real / "1.so", real / "2.so")
+    new = link.with_name("new")
+    new.symlink_to("real/2.so")
+    os.rename(new, link)
+    again = _check(env)
+    full = _check(_as_full_run(env))
+    assert "VKL006" in full[1]
     _same_as_a_full_run(kept, again, full)
 
 
@@ -267,3 +347,62 @@ def test_kept_facts_that_no_longer_hold_never_reach_the_report(tmp_path: Path) -
     assert (full[0], full[1]) == (kept[0], kept[1])  # the machine is as it was kept
     assert not again[2]
     assert (again[0], again[1]) == (full[0], full[1]), again[1]
+
+
+def test_another_working_directory(tmp_path: Path) -> None:
+    """VK_ADD_DRIVER_FILES names a manifest by a relative path: from another working directory,
+    where that path leads nowhere, a full run says so."""
+    here, there = tmp_path / "here", tmp_path / "there"
+    there.mkdir()
+    icd = _private_lavapipe(tmp_path, here)  # here/vulkan/icd.d/my_lvp.json
+    env = _env(tmp_path, VK_ADD_DRIVER_FILES=str(icd.relative_to(here)))
+    kept = _kept(lambda: _check(env, cwd=here))
+    assert "my_lvp.json" in kept[1]
+    again = _check(env, cwd=there)
+    full = _check(_as_full_run(env), cwd=there)
+    _same_as_a_full_run(kept, again, full)
+
+
+def _check_on_a_terminal(env: dict[str, str], columns: int) -> Run:
+    """`check --no-probe` with its standard output on a terminal `columns` wide, as `_check`
+    says it (the report as the terminal got it, colours and line ends included)."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen(
+            [sys.executable, "-X", "importtime", "-c", ENTRY, "check", "--no-probe"],
+            stdout=slave,
+            stderr=errors,
+            env=env,
+            cwd=REPO,
+        )
+        os.close(slave)
+        out = b""
+        try:
+            while True:
+                try:
+                    chunk = os.read(master, 1 << 16)
+                except OSError as exc:  # EIO: the terminal's other side is closed
+                    assert exc.errno == errno.EIO
+                    break
+                if not chunk:
+                    break
+                out += chunk
+        finally:
+            os.close(master)
+            proc.wait(timeout=300)
+        errors.seek(0)
+        err = errors.read().decode()
+    report = re.sub(r"\d+\.\d [KMGT]iB free", "N GiB free", out.decode())
+    return proc.returncode, report, "| vkdoctor.cli" not in err
+
+
+def test_a_narrower_terminal(tmp_path: Path) -> None:
+    """The report goes to a terminal (no COLUMNS): kept at 100 columns, then asked for at 60,
+    where a full run wraps its lines elsewhere."""
+    env = _env(tmp_path)
+    del env["COLUMNS"]
+    kept = _kept(lambda: _check_on_a_terminal(env, 100))
+    again = _check_on_a_terminal(env, 60)
+    full = _check_on_a_terminal(_as_full_run(env), 60)
+    _same_as_a_full_run(kept, again, full)
