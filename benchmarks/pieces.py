@@ -355,29 +355,29 @@ def table(result: dict[str, object]) -> str:
     assert isinstance(median, dict)
     out.append(
         f"{result['rounds']} rounds on {machine['cores']} cores, load average "
-        f"{min(loads):.2f}-{max(loads):.2f}; vulkaninfo median {median['vulkaninfo']} ms"
+        f"{min(loads):.2f}-{max(loads):.2f}; medians:"
     )
     ratio = result["ratio_to_vulkaninfo"]
     assert isinstance(ratio, dict)
     for name, ms in median.items():
-        out.append(f"  {name:28} {ms:8.1f} ms  {ratio[name]:5.2f} x vulkaninfo")
-    out.append("piece      lines  cold saved (90% interval; CPU)    warm saved (90% interval; CPU)")
+        out.append(f"  {name:24} {ms:8.1f} ms  {ratio[name]:5.2f} x vulkaninfo")
+    out.append("saved: median of the rounds' differences, % of the run, 90% interval")
+    out.append(f"{'piece':12}{'lines':>5}  {'cold saved':23} {'warm saved':23} verdict")
     pieces = result["pieces"]
     assert isinstance(pieces, dict)
     for name, row in pieces.items():
-        rows = [(name, row), *((f"  {k}", v) for k, v in row.items() if k.startswith("with_"))]
+        rows = [(name, row), *((f" {k}", v) for k, v in row.items() if k.startswith("with_"))]
         for label, r in rows:
             cells = []
             for kind in ("cold", "warm"):
                 c = r[kind]
                 low, high = c["saved_ms_90pct_interval"]
                 cells.append(
-                    f"{c['saved_ms']:5.0f} ms {c['share_of_run']:6.1%} ({low:.0f}..{high:.0f}; "
-                    f"CPU {c['cpu_saved_ms']:.0f})"
+                    f"{c['saved_ms']:4.0f} ms {c['share_of_run']:5.0%} {low:.0f}..{high:.0f}"
                 )
-            lines = f"{row['lines']['total']:5}" if label == name else "     "
-            verdict = "" if label != name else "pays" if row["pays"] else "under a tenth of a run"
-            out.append(f"{label:10} {lines}  {cells[0]:33}  {cells[1]:33}  {verdict}")
+            lines = f"{row['lines']['total']:5}" if label == name else ""
+            verdict = "" if label != name else "pays" if row["pays"] else "under a tenth"
+            out.append(f"{label:12}{lines:>5}  {cells[0]:23} {cells[1]:23} {verdict}".rstrip())
     return "\n".join(out)
 
 
