@@ -62,7 +62,7 @@ def timed(
 
 def adopt_orphans() -> None:
     """Become the reaper of every process the commands leave behind (PR_SET_CHILD_SUBREAPER):
-    a child that its parent never waits for (vkdoctor's load-test child, its dpkg reader) is
+    a child that its parent never waits for (vkdoctor's load-test child) is
     reaped here, and its CPU time counts in RUSAGE_CHILDREN with the command's own."""
     import ctypes
 

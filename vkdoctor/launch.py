@@ -22,6 +22,13 @@ if TYPE_CHECKING:
 #: libz.so.1 on LD_LIBRARY_PATH would kill it with SIGBUS before it says a word
 _LDSO_VARIABLES = (b"LD_LIBRARY_PATH", b"LD_PRELOAD")
 _SAVED = b"VKDOCTOR_SAVED_LDSO"
+#: the speed pieces (vkdoctor.speed) to leave out of this run, comma-separated: how
+#: benchmarks/pieces.py measures what each saves; the report is the same either way
+SPEED_OFF = "VKDOCTOR_SPEED_OFF"
+
+
+def _off(piece: str) -> bool:
+    return piece in os.environ.get(SPEED_OFF, "").split(",")
 
 
 def _without_ldso_variables() -> bool:
@@ -51,7 +58,7 @@ def _without_ldso_variables() -> bool:
         child[_SAVED + b"_" + name] = child.pop(name)
     argv = _restart(child, present)
     child[_SAVED] = b",".join(present)
-    if _loads_drivers(sys.argv[1:]):
+    if _loads_drivers(sys.argv[1:]) and not _off("zygote"):
         # the load test's child is forked here, where ld.so's variables are the user's, and
         # waits for the process started again (it knows it by VKDOCTOR_ZYGOTE)
         from vkdoctor.speed import zygote
@@ -123,13 +130,14 @@ def main() -> None:
             stream.reconfigure(errors="surrogateescape")
     _occupy_closed_descriptors()
     terminate.install()
+    _switch_off_inside()
     early: Any = None
     replayable = None
     replayed = False
     try:
         # inside the try: a SIGTERM while a child is started early unwinds like any other
         loads_drivers = _loads_drivers(sys.argv[1:])
-        if loads_drivers:
+        if loads_drivers and not _off("zygote"):
             from vkdoctor.speed import zygote
 
             if not restored:
@@ -151,7 +159,6 @@ def main() -> None:
                 replayed = True
                 raise SystemExit(0)
             if sys.argv[1] == "check" and tried == "untouched":
-                _read_packages_ahead()
                 from vkdoctor.children import loadtest
 
                 early = loadtest
@@ -184,10 +191,23 @@ def main() -> None:
     exit_now(code)
 
 
+def _switch_off_inside() -> None:
+    """SPEED_OFF's pieces that act below the command layer: the fact cache keeps nothing, the
+    package checks are not forked."""
+    if _off("factcache"):
+        from vkdoctor.speed import factcache
+
+        factcache.OFF = True
+    if _off("offload"):
+        from vkdoctor.speed import offload
+
+        offload.OFF = True
+
+
 def _start_recording() -> Path | None:
     """For a `check` that a later run may replay (vkdoctor.speed.replay): note from now on what it
     reads; its cache directory, or None."""
-    if len(sys.argv) < 3 or sys.argv[1] != "check":
+    if len(sys.argv) < 3 or sys.argv[1] != "check" or _off("replay"):
         return None
     from vkdoctor.speed import replay
 
@@ -269,24 +289,6 @@ def _plain(args: list[str]) -> bool:
     """No option that changes which checks run (the load test adopts a child handed its
     request ahead only if the request is the same, so this only saves a wasted start)."""
     return not any(a.partition("=")[0] in ("--select", "--ignore") for a in args)
-
-
-def _read_packages_ahead() -> None:
-    """A `check` with nothing kept yet reads the dpkg database on another core meanwhile
-    (vkdoctor.speed.dpkgahead); once something is kept, the run finds it there."""
-    from vkdoctor.cachedir import nothing_kept
-    from vkdoctor.checkargs import plain_timeout
-
-    timeout = plain_timeout(sys.argv[2:])
-    if timeout is None or not nothing_kept(os.environ):
-        return
-    try:
-        cwd = os.getcwd()
-    except OSError:  # the working directory is gone: the command says so
-        return
-    from vkdoctor.speed import dpkgahead
-
-    dpkgahead.start(os.environ, cwd, timeout)
 
 
 def _hand_ahead() -> None:

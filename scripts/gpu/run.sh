@@ -64,6 +64,9 @@ ldconfig
     done
     python3 benchmarks/check_vs_vulkaninfo.py -n 9 > "$out/bench-cache.txt" 2>&1
     echo "bench-cache: exit $?" | tee -a "$out/summary.txt"
+    # what each speed piece saves here (docs/performance.md, "Each piece pays its way")
+    python3 benchmarks/pieces.py -n 9 --json "$out/pieces.json" > "$out/pieces.txt" 2>&1
+    echo "pieces: exit $?" | tee -a "$out/summary.txt"
 )
 cat "$out/summary.txt"
 # the device tool brings back at most 8 files: one archive holds them all

@@ -172,6 +172,8 @@ def _write(file: str, data: bytes) -> None:
 #: one Store object per file in this process, so that Contexts copied for an overlay or a
 #: second environment add to the same store instead of overwriting each other's
 _open: dict[str, Store] = {}
+#: no store at all (vkdoctor.launch.SPEED_OFF, to measure what the stores save)
+OFF = False
 
 
 def store(
@@ -179,7 +181,7 @@ def store(
 ) -> Store | None:
     """The store of `kind` under `cache_dir` (vkdoctor's cache directory), None without one;
     `keep` bounds its entries (the used ones first)."""
-    if cache_dir is None:
+    if cache_dir is None or OFF:
         return None
     file = os.path.join(cache_dir, "facts", f"{kind}.marshal")
     hit = _open.get(file)

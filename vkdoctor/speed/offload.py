@@ -28,6 +28,8 @@ from vkdoctor.speed.forks import fork_piped
 
 #: the exit status of a fork that could not send its results
 _FAILED = 70
+#: no fork: the checks run here (vkdoctor.launch.SPEED_OFF, to measure what forking saves)
+OFF = False
 
 
 def encode(result: CheckResult) -> tuple[Any, ...]:
@@ -82,7 +84,7 @@ class Fork:
         self._work = work
         self._pid = 0
         self._fd = -1
-        if threading.active_count() > 1:
+        if OFF or threading.active_count() > 1:
             return  # a fork copies one thread: a lock another one holds would stay held
         forked = fork_piped(lambda ends: self._child(ends[0]), False)
         if forked is not None:

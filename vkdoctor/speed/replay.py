@@ -282,15 +282,20 @@ def save(code: int | str | None) -> None:
 
 
 #: what `attempt` did: printed the last report; started the load test, whose result the full
-#: run takes (its facts are offered, vkdoctor.model.context); or nothing at all
+#: run takes (its facts are offered, vkdoctor.model.context); or nothing the full run takes
 REPLAYED, STARTED, UNTOUCHED = "replayed", "started", "untouched"
+#: what `_same_again` found: all the same; a live check's result changed (the kept facts hold:
+#: the files they come from are unchanged); the load test's result changed
+SAME, LIVE_CHANGED, LOAD_CHANGED = "same", "live changed", "load changed"
 
 
 def attempt(cache_dir: Path) -> str:
     """Print the last run's report when this run would give the same one (the module's
     docstring says how that is known): REPLAYED. Otherwise nothing was printed and the command
-    runs in full: STARTED when the load test was started here (the full run takes it with this
-    attempt's facts), UNTOUCHED when nothing was."""
+    runs in full: STARTED when the load test was started here and the full run takes it with
+    this attempt's facts, UNTOUCHED when it takes nothing. A load test that found something
+    else than the kept run's ran on the kept load targets: whatever changed may have changed
+    them too, unseen by any look, so neither it nor they pass to the full run."""
     store = _store(cache_dir)
     entry = store.get(situation(os.environ)) if store is not None else None
     if entry is None or not _unchanged(entry):
@@ -305,11 +310,15 @@ def attempt(cache_dir: Path) -> str:
         cwd=Path(entry["cwd"]),
         options=_options(entry["options"]),
     )
+    found = LOAD_CHANGED  # an error: nothing is offered
     try:
-        same = _same_again(ctx, entry)
+        found = _same_again(ctx, entry)
     finally:
-        offer_facts(ctx)  # for the full run: the load test started here, the live checks' facts
-    if not same:
+        if found != LOAD_CHANGED:
+            offer_facts(ctx)  # for the full run: the load test started here, the live facts
+    if found == LOAD_CHANGED:
+        return UNTOUCHED
+    if found != SAME:
         return STARTED
     try:
         data = entry["stdout"].encode(sys.stdout.encoding, sys.stdout.errors or "strict")
@@ -332,8 +341,9 @@ def _unchanged(entry: Mapping[str, Any]) -> bool:
         return False
 
 
-def _same_again(ctx: Context, entry: Mapping[str, Any]) -> bool:
-    """Whether the volatile checks and the load test find what they found last time."""
+def _same_again(ctx: Context, entry: Mapping[str, Any]) -> str:
+    """Whether the volatile checks and the load test find what they found last time: SAME,
+    LIVE_CHANGED or LOAD_CHANGED."""
     from vkdoctor import facts
     from vkdoctor.facts.kept import give
     from vkdoctor.facts.selection import selected_codes
@@ -348,10 +358,10 @@ def _same_again(ctx: Context, entry: Mapping[str, Any]) -> bool:
     for code in entry["live"]:
         results[code] = run_one(ctx, _live_check(code), results, debug=False)
         if _shown(_encoded(results[code])) != _shown(kept[code]):
-            return False
-    if entry["load_test"] is None:
-        return False
-    return bool(normal_load_test(facts.load_test(ctx)) == entry["load_test"])
+            return LIVE_CHANGED
+    if entry["load_test"] is None or normal_load_test(facts.load_test(ctx)) != entry["load_test"]:
+        return LOAD_CHANGED
+    return SAME
 
 
 def _live_check(code: str) -> type[Check]:
