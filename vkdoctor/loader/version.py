@@ -13,6 +13,8 @@ _VERSIONED = re.compile(r"^libvulkan\.so\.(\d+)\.(\d+)\.(\d+)$")
 
 #: first loader that skips a manifest with a JSON syntax error instead of failing vkCreateInstance
 JSON_ERROR_SKIPS_FROM = (1, 3, 268)
+#: first loader that reads VK_IMPLICIT_LAYER_PATH and VK_ADD_IMPLICIT_LAYER_PATH
+IMPLICIT_LAYER_PATH_FROM = (1, 3, 296)
 
 
 @record(frozen=True, kw_only=True)
@@ -35,6 +37,15 @@ class LoaderVersion:
         An unknown version is assumed old: the worse case is the one to warn about.
         """
         return self.version is None or self.version < JSON_ERROR_SKIPS_FROM
+
+    @property
+    def reads_implicit_layer_path(self) -> bool:
+        """VK_IMPLICIT_LAYER_PATH replaces the implicit layer search and
+        VK_ADD_IMPLICIT_LAYER_PATH comes before it (loaders 1.3.296 and later).
+
+        An unknown version is assumed to read them: a layer they bring is then a suspect.
+        """
+        return self.version is None or self.version >= IMPLICIT_LAYER_PATH_FROM
 
 
 def find_loader(ctx: Context) -> str | None:
