@@ -80,3 +80,19 @@ def trixie_loader() -> TrixieLoader:
     assert [f.name for f in found] == ["libvulkan.so." + ".".join(map(str, VERSION))], found
     assert (tree / "libc" / LIBDIR / "ld-linux-x86-64.so.2").is_file()
     return TrixieLoader(glibc=tree / "libc" / LIBDIR, loader_dir=tree / "vulkan" / LIBDIR)
+
+
+def run(
+    loader: TrixieLoader | None,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    timeout: float = 300,
+) -> subprocess.CompletedProcess[str]:
+    """`argv` with `env` under trixie's loader, or under the system's 1.3.239 when `loader` is
+    None: the same command, the same variables, only the loader differs."""
+    if loader is not None:
+        argv, env = loader.command(argv), loader.env(env)
+    return subprocess.run(
+        list(argv), env=dict(env), capture_output=True, text=True, timeout=timeout, check=False
+    )
