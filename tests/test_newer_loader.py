@@ -267,3 +267,33 @@ def test_a_layer_from_the_newer_variable_that_breaks_the_probe_is_named(trixie, 
     assert cause["fix"]["commands"] == ["export DISABLE_DROP=1"]
     proc, doc = check(trixie, ["--cpu", "--select", "VKR001"], {**env, "DISABLE_DROP": "1"})
     assert proc.returncode == 0
+
+
+@pytest.mark.parametrize("version", LOADERS)
+@pytest.mark.parametrize("innermost", ["[]", "[1]"])
+@pytest.mark.parametrize("levels", [1000, 1001])
+def test_nesting_past_the_newer_loaders_limit_is_invalid_json(
+    trixie, built, tmp_path, version, innermost, levels
+):
+    """An implicit layer manifest whose unread extra field nests the file `levels` deep (an
+    empty innermost array is a level too): 1.3.239 reads it and inserts the layer; 1.4.309's
+    cJSON refuses more than 1000 levels, calls the file invalid JSON and skips the layer."""
+    loader = _loader(version, trixie)
+    data = tmp_path / "data"
+    manifest = write_layer(data / "vulkan/implicit_layer.d", "deep", built["pass"])
+    arrays = levels - 2  # the top object and the layer object are two levels
+    nested = "[" * (arrays - 1) + innermost + "]" * (arrays - 1)
+    text = manifest.read_text()
+    manifest.write_text(text[:-2] + f', "extra": {nested}}}}}')
+    env = {**base_env(tmp_path), "XDG_DATA_HOME": str(data)}
+    real = trixieloader.run(
+        loader, [str(built["vkprobe"])], {**env, "VK_LOADER_DEBUG": "layer,error"}, timeout=60
+    )
+    assert "vkCreateInstance -> 0" in real.stdout, real.stdout + real.stderr
+    refused = version == "1.4.309" and levels > 1000
+    assert ("VK_LAYER_TEST_deep" not in debuglog.parse(real.stderr).layers.inserted) is refused
+    assert (f"Invalid JSON file {manifest}" in real.stderr) is refused, real.stderr
+    scan = implicit_layer_scan(predicted(loader, env, tmp_path))
+    assert ("VK_LAYER_TEST_deep" not in {x.name for x in scan.active}) is refused
+    (deep,) = [f for f in scan.files if f.manifest.endswith("deep.json")]
+    assert (deep.outcome == "json-error") is refused, deep

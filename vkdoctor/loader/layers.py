@@ -331,7 +331,9 @@ def _file(
             **base, outcome=FILE_TOO_LARGE, reason=f"{got.detail}; vkdoctor refuses to parse it"
         )
     try:
-        root = cjson.parse(got.data, max_depth=MAX_DEPTH)
+        root = cjson.parse_for(
+            got.data, nesting_limit=loader.json_nesting_limit, crash_depth=MAX_DEPTH
+        )
     except cjson.TooDeep as exc:
         return LayerFile(
             **base,
