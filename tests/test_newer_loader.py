@@ -297,3 +297,38 @@ def test_nesting_past_the_newer_loaders_limit_is_invalid_json(
     assert ("VK_LAYER_TEST_deep" not in {x.name for x in scan.active}) is refused
     (deep,) = [f for f in scan.files if f.manifest.endswith("deep.json")]
     assert (deep.outcome == "json-error") is refused, deep
+
+
+@pytest.mark.parametrize("version", LOADERS)
+def test_of_two_implicit_layers_with_one_name_the_loader_version_picks(
+    trixie, built, tmp_path, version
+):
+    """Two manifests for VK_LAYER_TEST_dup, one in XDG_CONFIG_HOME (found first) and one in
+    XDG_DATA_HOME, each with its own copy of the library: 1.3.239 inserts the one found last,
+    1.4.309 (from 1.3.247) the one found first; vkdoctor's active layer is the same copy."""
+    loader = _loader(version, trixie)
+    copies = {}
+    for where in ("first", "last"):
+        lib = tmp_path / f"lib{where}.so"
+        lib.write_bytes(built["pass"].read_bytes())
+        copies[where] = str(lib)
+    folders = {
+        "first": tmp_path / "cfg/vulkan/implicit_layer.d",
+        "last": tmp_path / "data/vulkan/implicit_layer.d",
+    }
+    for where, folder in folders.items():
+        manifest = write_layer(folder, "dup", Path(copies[where]))
+        manifest.write_text(manifest.read_text().replace("DISABLE_DUP", f"DISABLE_DUP_{where}"))
+    env = {
+        **base_env(tmp_path),
+        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "VK_LOADER_LAYERS_DISABLE": "VK_LAYER_MESA_device_select",
+    }
+    real = trixieloader.run(
+        loader, [str(built["vkprobe"])], {**env, "VK_LOADER_DEBUG": "layer"}, timeout=60
+    )
+    winner = copies["first" if version == "1.4.309" else "last"]
+    assert debuglog.parse(real.stderr).layers.inserted == {"VK_LAYER_TEST_dup": winner}, real.stderr
+    scan = implicit_layer_scan(predicted(loader, env, tmp_path))
+    assert {x.name: x.library for x in scan.active} == {"VK_LAYER_TEST_dup": winner}

@@ -16,6 +16,8 @@ JSON_ERROR_SKIPS_FROM = (1, 3, 268)
 #: first loader whose bundled cJSON refuses text nested deeper than NESTING_LIMIT levels
 NESTING_LIMIT_FROM = (1, 4, 303)
 NESTING_LIMIT = 1000
+#: first loader that keeps the first of two implicit layers with one name (older: the last)
+FIRST_DUPLICATE_WINS_FROM = (1, 3, 247)
 #: first loader that reads VK_IMPLICIT_LAYER_PATH and VK_ADD_IMPLICIT_LAYER_PATH
 IMPLICIT_LAYER_PATH_FROM = (1, 3, 296)
 
@@ -49,6 +51,13 @@ class LoaderVersion:
         if self.version is not None and self.version >= NESTING_LIMIT_FROM:
             return NESTING_LIMIT
         return None
+
+    @property
+    def first_duplicate_wins(self) -> bool:
+        """Of two implicit layers with one name the loader inserts the one found first
+        (loaders 1.3.247 and later: loader_add_implicit_layer skips a name already in the list;
+        older ones keep the last). Unknown: the current rule."""
+        return self.version is None or self.version >= FIRST_DUPLICATE_WINS_FROM
 
     @property
     def reads_implicit_layer_path(self) -> bool:
