@@ -48,7 +48,9 @@ def _summary(layer: Layer, winner: Layer | None = None) -> str:
 class ImplicitLayers(Check):
     """The implicit layers on this system and whether each is active.
 
-    An implicit layer is loaded into every Vulkan application without being asked for. It is on
+    An implicit layer is loaded into every Vulkan application without being asked for. Loaders
+    1.3.296 and later also find them through VK_IMPLICIT_LAYER_PATH (which replaces the standard
+    folders) and VK_ADD_IMPLICIT_LAYER_PATH (searched first); older ones ignore both. It is on
     unless its manifest's enable_environment variable is required and not set to the exact value,
     or VK_LOADER_LAYERS_DISABLE matches it (and VK_LOADER_LAYERS_ENABLE does not). Its
     disable_environment variable turns it off when defined with any value, even empty. On Debian 12,
