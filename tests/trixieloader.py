@@ -15,6 +15,7 @@ ld.so emulation finds it.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -70,12 +71,15 @@ def trixie_loader() -> TrixieLoader:
     key = hashlib.sha256(f"{vulkan.name}\0{libc.name}".encode()).hexdigest()[:16]
     tree = debroot.CACHE / f"trixie-loader-{key}"
     if not tree.is_dir():
-        partial = tree.with_name(tree.name + ".partial")
+        partial = tree.with_name(f"{tree.name}.partial-{os.getpid()}")
         shutil.rmtree(partial, ignore_errors=True)
         for deb, part in ((vulkan, "vulkan"), (libc, "libc")):
             (partial / part).mkdir(parents=True)
             subprocess.run(["dpkg-deb", "-x", str(deb), str(partial / part)], check=True)
-        partial.rename(tree)
+        try:
+            partial.rename(tree)
+        except OSError:  # another session unpacked it first
+            shutil.rmtree(partial, ignore_errors=True)
     found = sorted((tree / "vulkan" / LIBDIR).glob("libvulkan.so.1.*"))
     assert [f.name for f in found] == ["libvulkan.so." + ".".join(map(str, VERSION))], found
     assert (tree / "libc" / LIBDIR / "ld-linux-x86-64.so.2").is_file()
