@@ -264,7 +264,7 @@ def test_a_layer_from_the_newer_variable_that_breaks_the_probe_is_named(trixie, 
     cause = next(f for f in doc["findings"] if f["code"] == "VKR001" and f["severity"] == "fail")
     assert cause["evidence"]["localised"]["culprit"]["name"] == "VK_LAYER_TEST_drop"
     assert cause["evidence"]["localised"]["culprit"]["origin"] == "VK_ADD_IMPLICIT_LAYER_PATH"
-    assert str(manifest) in cause["message"]
+    assert f"{manifest}, found through VK_ADD_IMPLICIT_LAYER_PATH" in cause["message"]
     assert cause["fix"]["commands"] == ["export DISABLE_DROP=1"]
     proc, doc = check(trixie, ["--cpu", "--select", "VKR001"], {**env, "DISABLE_DROP": "1"})
     assert proc.returncode == 0
