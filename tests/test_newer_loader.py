@@ -168,11 +168,15 @@ def test_the_implicit_layer_search_follows_the_loader(
 
 
 @pytest.mark.parametrize("version", LOADERS)
-def test_an_explicit_manifest_with_a_json_error_by_loader_version(trixie, built, tmp_path, version):
-    """An explicit layer manifest nothing enables, with a JSON syntax error: 1.3.239 fails every
-    vkCreateInstance (vkdoctor fails, naming the file), 1.4.309 skips it (vkdoctor is green)."""
+@pytest.mark.parametrize(("kind", "code"), [("explicit", "VKI004"), ("implicit", "VKI002")])
+def test_a_layer_manifest_with_a_json_error_by_loader_version(
+    trixie, built, tmp_path, version, kind, code
+):
+    """A layer manifest with a JSON syntax error (an explicit one nothing enables, or an
+    implicit one): 1.3.239 fails every vkCreateInstance (vkdoctor fails, naming the file),
+    1.4.309 skips it (vkdoctor passes; an implicit one is a warning, its layer being lost)."""
     loader = _loader(version, trixie)
-    folder = tmp_path / "data" / "vulkan" / "explicit_layer.d"
+    folder = tmp_path / "data" / "vulkan" / f"{kind}_layer.d"
     folder.mkdir(parents=True)
     broken = folder / "broken.json"
     broken.write_text('{"file_format_version": "1.0.0", "layer": {"name": "VK_LAYER_broken", ')
@@ -180,15 +184,19 @@ def test_an_explicit_manifest_with_a_json_error_by_loader_version(trixie, built,
     real = trixieloader.run(loader, [str(built["vkprobe"])], env, timeout=60)
     aborts = version == "1.3.239"
     assert ("vkCreateInstance -> -1" if aborts else "vkCreateInstance -> 0") in real.stdout
-    scan = explicit_layer_scan(predicted(loader, env, tmp_path))
+    scan = (explicit_layer_scan if kind == "explicit" else implicit_layer_scan)(
+        predicted(loader, env, tmp_path)
+    )
     assert scan.loader.json_error_aborts is aborts
     proc, doc = check(loader, ["--cpu"], env)
     failed = [f for f in doc["findings"] if f["severity"] == "fail"]
     if aborts:
-        assert proc.returncode == 1 and [f["code"] for f in failed] == ["VKI004"]
+        assert proc.returncode == 1 and [f["code"] for f in failed] == [code]
         assert str(broken) in failed[0]["title"]
     else:
         assert proc.returncode == 0 and not failed, [(f["code"], f["title"]) for f in failed]
+        said = [f for f in doc["findings"] if f["code"] == code and str(broken) in f["title"]]
+        assert [f["severity"] for f in said] == (["warn"] if kind == "implicit" else [])
 
 
 def check(
