@@ -37,6 +37,8 @@ def _summary(layer: Layer, winner: Layer | None = None) -> str:
     state = "ACTIVE" if layer.active else "off"
     lib = layer.library_found or layer.library or "meta-layer: " + ", ".join(layer.component_layers)
     off = f"; turn off with {layer.disable_env}=<anything>" if layer.disable_env else ""
+    if layer.origin in ("VK_IMPLICIT_LAYER_PATH", "VK_ADD_IMPLICIT_LAYER_PATH"):
+        off += f"; found through {layer.origin}"
     if layer.active and winner is not None and winner is not layer:
         # two manifests, one name: the loader keeps the one it finds later
         state = f"not used: {winner.manifest} has the same name and wins"
@@ -46,7 +48,9 @@ def _summary(layer: Layer, winner: Layer | None = None) -> str:
 class ImplicitLayers(Check):
     """The implicit layers on this system and whether each is active.
 
-    An implicit layer is loaded into every Vulkan application without being asked for. It is on
+    An implicit layer is loaded into every Vulkan application without being asked for. Loaders
+    1.3.296 and later also find them through VK_IMPLICIT_LAYER_PATH (which replaces the standard
+    folders) and VK_ADD_IMPLICIT_LAYER_PATH (searched first); older ones ignore both. It is on
     unless its manifest's enable_environment variable is required and not set to the exact value,
     or VK_LOADER_LAYERS_DISABLE matches it (and VK_LOADER_LAYERS_ENABLE does not). Its
     disable_environment variable turns it off when defined with any value, even empty. On Debian 12,
@@ -63,13 +67,15 @@ class ImplicitLayers(Check):
         active = scan.active
         evidence = {
             "search_path": [{"path": e.path, "origin": e.origin} for e in scan.plan.entries],
+            "ignored_variables": dict(scan.plan.ignored),
             "layers": [_ev(x) for x in scan.layers],
         }
+        ignored = "".join(f"\n{var} is set but {why}." for var, why in scan.plan.ignored)
         if not valid:
-            yield self.info("No implicit layers", "", **evidence)
+            yield self.info("No implicit layers", ignored.strip(), **evidence)
             return
         winners = {x.name: x for x in active}
-        lines = "\n".join(_summary(x, winners.get(x.name)) for x in valid)
+        lines = "\n".join(_summary(x, winners.get(x.name)) for x in valid) + ignored
         yield self.info(
             f"{len(active)} of {len(valid)} implicit layer{'s' if len(valid) != 1 else ''} active: "
             + (", ".join(x.name or "?" for x in active) or "none"),

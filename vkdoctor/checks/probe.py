@@ -153,6 +153,9 @@ def _layer_is_the_cause(
     if package is None:
         from_ = "no package database to say which package"
     kind = "explicit" if layer["explicit"] else "implicit"
+    origin = str(layer.get("origin") or "")
+    # a search variable, not a standard folder
+    manifest_at = f"{manifest}, found through {origin}" if origin.startswith("VK_") else manifest
     commands = tuple(layer["disable"])
     turned_off = "; ".join(commands) or layer["disable_text"]
     yield replace(
@@ -160,7 +163,7 @@ def _layer_is_the_cause(
         title=f"The {kind} layer {name} breaks compute: {probe.title.lower()} with it, "
         "passed without it",
         message=(
-            f"{name} ({manifest}, from {from_}; {layer['activation']}) is loaded into every "
+            f"{name} ({manifest_at}, from {from_}; {layer['activation']}) is loaded into every "
             f"Vulkan application. With it the probe failed; re-run with it turned off "
             f"({turned_off}) the probe passed. {_runs(localised)}"
         ),

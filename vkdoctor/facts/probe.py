@@ -33,6 +33,8 @@ def probe_result(ctx: Context) -> dict[str, Any]:
     for var, names in off.items():
         if var == FORCING:
             env.pop(var, None)  # DISABLE cannot turn off what it forces on
+        elif not var.startswith("VK_LOADER_"):
+            env[var] = "1"  # a layer's own disable_environment: defined at all is enough
         else:
             env[var] = ",".join(n for n in (ctx.env.get(var, ""), *names) if n)
     result = run_probe(env, request)

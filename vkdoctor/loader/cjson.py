@@ -55,6 +55,28 @@ class TooDeep(Exception):
         self.depth = depth
 
 
+class NestingLimit(ParseError):
+    """Nested deeper than the newer loaders' cJSON accepts (CJSON_NESTING_LIMIT): to them the
+    manifest is not valid JSON."""
+
+    def __init__(self, limit: int) -> None:
+        Exception.__init__(self, f"nested deeper than {limit} levels, the limit of its JSON parser")
+        self.offset = -1
+        self.reason = "too deep"
+
+
+def parse_for(data: bytes, *, nesting_limit: int | None, crash_depth: int) -> Node:
+    """`parse` as a loader does: one with a nesting limit refuses deeper text as invalid JSON
+    (NestingLimit); one without parses until its recursion crashes (TooDeep past
+    `crash_depth`)."""
+    if nesting_limit is None:
+        return parse(data, max_depth=crash_depth)
+    try:
+        return parse(data, max_depth=nesting_limit)
+    except TooDeep:
+        raise NestingLimit(nesting_limit) from None
+
+
 class TooMany(Exception):
     """More values than we agree to hold in memory (a real manifest has a few dozen)."""
 
@@ -207,11 +229,11 @@ def parse(data: bytes, *, max_depth: int = 1000, max_nodes: int = 200_000) -> No
             target.type = ARRAY if c == 0x5B else OBJECT
             close = 0x5D if c == 0x5B else 0x7D
             i = _skip(s, i + 1)
+            if len(stack) >= max_depth:  # an empty container is one more level too
+                raise TooDeep(max_depth)
             if i < n and s[i] == close:
                 i += 1
             else:
-                if len(stack) >= max_depth:
-                    raise TooDeep(max_depth)
                 stack.append(target)
                 count += 1
                 if count > max_nodes:

@@ -102,6 +102,14 @@ _CURRENT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+#: the first starts the layer block (1.3.239 says the same for implicit and explicit layers)
+_LAYER_SEARCH = (
+    "Searching for layer manifest files",
+    "Searching for implicit layer manifest files",
+    "Searching for explicit layer manifest files",
+)
+
+
 def parse(stderr: str) -> LoaderLog:
     drivers = DriverBlock()
     layers = LayerBlock()
@@ -122,7 +130,7 @@ def parse(stderr: str) -> LoaderLog:
             drivers.seen = True
             state = "dhead"
             continue
-        if stripped == "Searching for layer manifest files":
+        if stripped in _LAYER_SEARCH:
             if layers.seen:
                 if state.startswith("l"):
                     state = ""
@@ -212,6 +220,8 @@ def _layer_line(block: LayerBlock, msg: str, *, in_layer_scan: bool) -> None:
     if m:
         block.failed.append(m.group(1))
         return
-    m = re.search(r"Failed to parse JSON file (.+?), this is usually", msg)
+    m = re.search(r"Failed to parse JSON file (.+?), this is usually", msg) or re.search(
+        r"Invalid JSON file (.+?)\.?\s*$", msg
+    )
     if m and in_layer_scan:
         block.json_errors.append(m.group(1))

@@ -201,7 +201,7 @@ def _analyse(
     except UnicodeDecodeError as exc:
         evidence["not_utf8_at"] = exc.start
     try:
-        root = cjson.parse(data, max_depth=MAX_DEPTH)
+        root = cjson.parse_for(data, nesting_limit=loader.json_nesting_limit, crash_depth=MAX_DEPTH)
     except cjson.TooDeep as exc:
         return out(
             CRASH,

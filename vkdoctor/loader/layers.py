@@ -136,14 +136,16 @@ class LayerScan:
 
     @property
     def active(self) -> tuple[Layer, ...]:
-        """Active layers in the order the loader inserts them; for a duplicate name the last wins."""
+        """Active layers in the order the loader inserts them; for a duplicate name the copy
+        found last wins, or, for implicit layers on loaders 1.3.247 and later, the first."""
+        first_wins = self.loader.first_duplicate_wins and not any(x.explicit for x in self.layers)
         seen: set[str] = set()
         picked: list[Layer] = []
-        for layer in reversed(self.layers):
+        for layer in self.layers if first_wins else reversed(self.layers):
             if layer.active and layer.invalid is None and layer.name not in seen:
                 seen.add(layer.name or "")
                 picked.append(layer)
-        return tuple(reversed(picked))
+        return tuple(picked if first_wins else reversed(picked))
 
 
 def _text(b: bytes) -> str:
@@ -331,7 +333,9 @@ def _file(
             **base, outcome=FILE_TOO_LARGE, reason=f"{got.detail}; vkdoctor refuses to parse it"
         )
     try:
-        root = cjson.parse(got.data, max_depth=MAX_DEPTH)
+        root = cjson.parse_for(
+            got.data, nesting_limit=loader.json_nesting_limit, crash_depth=MAX_DEPTH
+        )
     except cjson.TooDeep as exc:
         return LayerFile(
             **base,

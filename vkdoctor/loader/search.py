@@ -36,6 +36,10 @@ SECURE_VARIABLES = (
     "VK_LOADER_DRIVERS_DISABLE",
     "VK_LOADER_LAYERS_ENABLE",
     "VK_LOADER_LAYERS_DISABLE",
+    "VK_LAYER_PATH",
+    "VK_ADD_LAYER_PATH",
+    "VK_IMPLICIT_LAYER_PATH",
+    "VK_ADD_IMPLICIT_LAYER_PATH",
 )
 
 
@@ -175,30 +179,59 @@ def _standard_entries(ctx: Context, suffix: str) -> list[SearchEntry]:
 
 
 def implicit_layer_plan(ctx: Context) -> SearchPlan:
-    """Implicit layers: the standard list only; no variable overrides it in loader 1.3.239."""
-    return SearchPlan(entries=_dedup(_standard_entries(ctx, IMPLICIT_LAYERS)))
+    """Implicit layers: on loaders 1.3.296 and later VK_IMPLICIT_LAYER_PATH replaces the
+    standard list and VK_ADD_IMPLICIT_LAYER_PATH comes first; older loaders read neither."""
+    from vkdoctor.loader.version import IMPLICIT_LAYER_PATH_FROM, loader_version
+
+    loader = ctx.fact(loader_version)
+    if loader.reads_implicit_layer_path:
+        return _layer_plan(
+            ctx, IMPLICIT_LAYERS, "VK_IMPLICIT_LAYER_PATH", "VK_ADD_IMPLICIT_LAYER_PATH"
+        )
+    since = ".".join(map(str, IMPLICIT_LAYER_PATH_FROM))
+    ignored = tuple(
+        (var, f"ignored: loader {loader.text} does not read it (loaders {since} and later do)")
+        for var in ("VK_IMPLICIT_LAYER_PATH", "VK_ADD_IMPLICIT_LAYER_PATH")
+        if secure_getenv(ctx, var) is not None
+    )
+    return SearchPlan(entries=_dedup(_standard_entries(ctx, IMPLICIT_LAYERS)), ignored=ignored)
 
 
 def explicit_layer_plan(ctx: Context) -> SearchPlan:
     """Explicit layers: VK_LAYER_PATH replaces the standard list, VK_ADD_LAYER_PATH comes first."""
-    override = secure_getenv(ctx, "VK_LAYER_PATH")
+    return _layer_plan(ctx, EXPLICIT_LAYERS, "VK_LAYER_PATH", "VK_ADD_LAYER_PATH")
+
+
+def _layer_plan(ctx: Context, suffix: str, override_var: str, add_var: str) -> SearchPlan:
+    """The loader's layer search: `override_var` (its elements as they are) replaces the
+    standard list, else `add_var`'s elements come before it; read with secure_getenv."""
+    ignored: list[tuple[str, str]] = []
+    if ctx.elevated:
+        for var in (override_var, add_var):
+            if ctx.getenv(var) is not None:
+                ignored.append((var, "ignored: the process runs elevated (setuid/setgid)"))
+    override = secure_getenv(ctx, override_var)
     if override is not None:
+        if secure_getenv(ctx, add_var) is not None:
+            ignored.append((add_var, f"ignored: {override_var} replaces the search"))
         entries = [
-            SearchEntry(path=e, origin="VK_LAYER_PATH", is_file=_is_json(e))
+            SearchEntry(path=e, origin=override_var, is_file=_is_json(e))
             for e in _elements(override)
         ]
         return SearchPlan(
-            entries=_dedup(entries), override="VK_LAYER_PATH", override_value=override
+            entries=_dedup(entries),
+            override=override_var,
+            override_value=override,
+            ignored=tuple(ignored),
         )
     entries = []
-    additional = secure_getenv(ctx, "VK_ADD_LAYER_PATH")
+    additional = secure_getenv(ctx, add_var)
     if additional is not None:
         entries += [
-            SearchEntry(path=e, origin="VK_ADD_LAYER_PATH", is_file=_is_json(e))
-            for e in _elements(additional)
+            SearchEntry(path=e, origin=add_var, is_file=_is_json(e)) for e in _elements(additional)
         ]
-    entries += _standard_entries(ctx, EXPLICIT_LAYERS)
-    return SearchPlan(entries=_dedup(entries))
+    entries += _standard_entries(ctx, suffix)
+    return SearchPlan(entries=_dedup(entries), ignored=tuple(ignored))
 
 
 @record(frozen=True, kw_only=True)

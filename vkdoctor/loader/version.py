@@ -13,6 +13,13 @@ _VERSIONED = re.compile(r"^libvulkan\.so\.(\d+)\.(\d+)\.(\d+)$")
 
 #: first loader that skips a manifest with a JSON syntax error instead of failing vkCreateInstance
 JSON_ERROR_SKIPS_FROM = (1, 3, 268)
+#: first loader whose bundled cJSON refuses text nested deeper than NESTING_LIMIT levels
+NESTING_LIMIT_FROM = (1, 4, 303)
+NESTING_LIMIT = 1000
+#: first loader that keeps the first of two implicit layers with one name (older: the last)
+FIRST_DUPLICATE_WINS_FROM = (1, 3, 247)
+#: first loader that reads VK_IMPLICIT_LAYER_PATH and VK_ADD_IMPLICIT_LAYER_PATH
+IMPLICIT_LAYER_PATH_FROM = (1, 3, 296)
 
 
 @record(frozen=True, kw_only=True)
@@ -35,6 +42,31 @@ class LoaderVersion:
         An unknown version is assumed old: the worse case is the one to warn about.
         """
         return self.version is None or self.version < JSON_ERROR_SKIPS_FROM
+
+    @property
+    def json_nesting_limit(self) -> int | None:
+        """How deep a manifest may nest before the loader calls it invalid JSON (loaders
+        1.4.303 and later, measured on 1.4.309: 1000 levels parse, 1001 do not); None for the
+        older recursive parser, which crashes far deeper instead (assumed when unknown)."""
+        if self.version is not None and self.version >= NESTING_LIMIT_FROM:
+            return NESTING_LIMIT
+        return None
+
+    @property
+    def first_duplicate_wins(self) -> bool:
+        """Of two implicit layers with one name the loader inserts the one found first
+        (loaders 1.3.247 and later: loader_add_implicit_layer skips a name already in the list;
+        older ones keep the last). Unknown: the current rule."""
+        return self.version is None or self.version >= FIRST_DUPLICATE_WINS_FROM
+
+    @property
+    def reads_implicit_layer_path(self) -> bool:
+        """VK_IMPLICIT_LAYER_PATH replaces the implicit layer search and
+        VK_ADD_IMPLICIT_LAYER_PATH comes before it (loaders 1.3.296 and later).
+
+        An unknown version is assumed to read them: a layer they bring is then a suspect.
+        """
+        return self.version is None or self.version >= IMPLICIT_LAYER_PATH_FROM
 
 
 def find_loader(ctx: Context) -> str | None:

@@ -269,6 +269,10 @@ def disabled_setting(off: Mapping[str, Sequence[str]]) -> tuple[str, tuple[str, 
         if var == FORCING:
             said.append(f"{var} unset")
             shell.append(f"unset {var}")
+        elif not var.startswith("VK_LOADER_"):
+            # a layer's own disable_environment: defined at all turns the layer off
+            said.append(f"{var}=1")
+            shell.append(f"export {var}=1")
         else:
             said.append(f"{var}={','.join(names)}")
             shell.append(f"export {var}={','.join(names)}")
