@@ -29,8 +29,8 @@ LVP_MANIFEST = Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")
 LVP = SYSLIB / "libvulkan_lvp.so"
 LLVM = "libLLVM-15.so.1"
 
-#: what differs between two runs of one tree: timings, free disk space (other processes write
-#: there), the GitHub stop-commands token, and what the speed machinery did (a dpkg run's
+#: what differs between two runs of one tree: timings, free disk space and inodes (other
+#: processes write there), the GitHub stop-commands token, and what the speed machinery did (a dpkg run's
 #: answer taken from the fact cache, how the load test's child was started)
 _TIMINGS = [
     (re.compile(r',\n\s*"kept": true'), ""),
@@ -41,7 +41,7 @@ _TIMINGS = [
         ),
         r"\1T",
     ),
-    (re.compile(r'("(?:available|used|free)_bytes": )[0-9]+'), r"\1N"),
+    (re.compile(r'("(?:available|used|free)_(?:bytes|inodes)": )[0-9]+'), r"\1N"),
     (re.compile(r"[0-9.]+ GiB free( of [0-9.]+ GiB \([0-9]+% used\))?"), "N GiB free"),
     (re.compile(r"vkdoctor-[0-9a-f]{32}"), "vkdoctor-TOKEN"),
     (re.compile(r'(time=")[0-9.e+-]+(")'), r"\1T\2"),

@@ -80,8 +80,8 @@ def _forge(store: Path, old: factcache.Identity, new: factcache.Identity) -> Non
     stamp, entries = marshal.loads(store.read_bytes())
     forged = {}
     for key, value in entries.items():
-        root, wanted, scope, ids = key
-        forged[(root, wanted, scope, tuple(new if i == old else i for i in ids))] = value
+        question, ids = key
+        forged[(question, tuple(new if i == old else i for i in ids))] = value
     store.write_bytes(marshal.dumps((stamp, forged)))
 
 
@@ -244,7 +244,13 @@ def test_dpkg_audit_is_answered_again_only_for_the_same_database(tmp_path: Path)
 def _cache_ctx(root: Path, cache: Path) -> Any:
     from vkdoctor.model.context import Context, Options
 
-    return Context(root=root, env={}, cwd=root, options=Options(cache_dir=cache))
+    return Context(
+        root=root,
+        env={},
+        cwd=root,
+        options=Options(cache_dir=cache),
+        store=factcache.FactCache(cache),
+    )
 
 
 def test_a_rebuilt_ld_so_cache_is_read_again_by_a_warm_run(
@@ -327,7 +333,18 @@ def _spoil(store: Path, value: object) -> None:
     store.write_bytes(marshal.dumps((stamp, dict.fromkeys(entries, value))))
 
 
-@pytest.mark.parametrize("value", ["garbage", (1, 2, 3, 4, 5), {"a": 1}, 0])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "garbage",
+        (1, 2, 3, 4, 5),
+        {"a": 1},
+        0,
+        [],
+        ["vkdoctor.elf.reader:ElfInfo", ("path",), "/lib/x"],  # a record of other fields
+        ["os:system", ("command",), "true"],  # not a record
+    ],
+)
 def test_a_store_of_another_shape_is_computed_again(tmp_path: Path, value: object) -> None:
     cache = tmp_path / "cache"
     env = {"XDG_CACHE_HOME": str(cache)}

@@ -8,7 +8,6 @@ from vkdoctor.packages.model import Inventory, PackageDB, PackageDBError
 from vkdoctor.packages.pacman import PacmanDB, dbpath_from_conf
 from vkdoctor.packages.proc import which
 from vkdoctor.packages.rpm import DBPATHS, RpmDB, find_dbpath
-from vkdoctor.speed import dpkgahead
 
 
 def inventory(ctx: Context) -> Inventory:
@@ -18,7 +17,7 @@ def inventory(ctx: Context) -> Inventory:
     rpm tool, which is not an rpm-managed system.
     """
     if ctx.live:
-        dpkgahead.wait(ctx.options.timeout)  # what it keeps, the databases below find kept
+        ctx.store.settle(ctx.options.timeout)  # what is read ahead, the databases below find kept
     dbs: list[PackageDB] = []
     absent: dict[str, str] = {}
 

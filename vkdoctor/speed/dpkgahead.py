@@ -87,6 +87,7 @@ def _work(env: Mapping[str, str], cwd: str, timeout: float, parent: int) -> None
             cwd=Path(cwd),
             machine=os.uname().machine or "x86_64",
             options=Options(timeout=timeout, cache_dir=cache_home(env)),
+            store=factcache.FactCache(cache_home(env)),
         )
         if ctx.under(f"{ADMINDIR}/status").exists():  # as vkdoctor.packages.detect finds it
             DpkgDB(ctx).warm()

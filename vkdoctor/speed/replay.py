@@ -20,7 +20,7 @@ import importlib
 import os
 import resource
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from vkdoctor.checks.base import Check
     from vkdoctor.model import CheckResult
     from vkdoctor.model.context import Context, Options
+
+    #: how the runner runs one check (vkdoctor.runner.run_one)
+    RunOne = Callable[..., CheckResult]
 
 #: bumped when what is kept changes shape
 FORMAT = 1
@@ -121,7 +124,7 @@ def _store(cache_dir: Path) -> factcache.Store | None:
     )
 
 
-def start_recording(cache_dir: Path) -> None:
+def start_recording(cache_dir: Path) -> inputs.Recorder:
     """Note what this run reads (not its own stores, nor the Mesa cache the drivers it loads
     write, nor the load test's folders, wherever tempfile puts them). The rest of the cache
     directory is the machine's like any other folder: the overlays built there (overlays/,
@@ -134,6 +137,7 @@ def start_recording(cache_dir: Path) -> None:
     rec = inputs.start(ignored=(*own, *folders))
     rec.notes["situation"] = situation(os.environ)
     rec.notes["cache_dir"] = cache_dir
+    return rec
 
 
 def note_output(text: str) -> None:
@@ -286,7 +290,7 @@ def save(code: int | str | None) -> None:
 REPLAYED, STARTED, UNTOUCHED = "replayed", "started", "untouched"
 
 
-def attempt(cache_dir: Path) -> str:
+def attempt(cache_dir: Path, run_one: RunOne) -> str:
     """Print the last run's report when this run would give the same one (the module's
     docstring says how that is known): REPLAYED. Otherwise nothing was printed and the command
     runs in full: STARTED when the load test was started here (the full run takes it with this
@@ -304,9 +308,10 @@ def attempt(cache_dir: Path) -> str:
         machine=entry["machine"],
         cwd=Path(entry["cwd"]),
         options=_options(entry["options"]),
+        store=factcache.FactCache(cache_dir),
     )
     try:
-        same = _same_again(ctx, entry)
+        same = _same_again(ctx, entry, run_one)
     finally:
         offer_facts(ctx)  # for the full run: the load test started here, the live checks' facts
     if not same:
@@ -332,12 +337,12 @@ def _unchanged(entry: Mapping[str, Any]) -> bool:
         return False
 
 
-def _same_again(ctx: Context, entry: Mapping[str, Any]) -> bool:
-    """Whether the volatile checks and the load test find what they found last time."""
+def _same_again(ctx: Context, entry: Mapping[str, Any], run_one: RunOne) -> bool:
+    """Whether the volatile checks and the load test find what they found last time (each
+    run as the runner runs a check: `run_one`, vkdoctor.runner's)."""
     from vkdoctor import facts
     from vkdoctor.facts.kept import give
     from vkdoctor.facts.selection import selected_codes
-    from vkdoctor.runner import run_one
     from vkdoctor.speed.offload import decode
 
     give(ctx, entry["kept_facts"])  # the same files read: the same scan, the same loader
