@@ -268,24 +268,29 @@ def _encode(value: Any, memo: dict[int, Any]) -> Any:
     if kind in _PLAIN:
         return value
     if kind is tuple:
-        return tuple([_encode(v, memo) for v in value])
+        return tuple([v if type(v) in _PLAIN else _encode(v, memo) for v in value])
     if kind is dict:
         return {_encode(k, memo): _encode(v, memo) for k, v in value.items()}
     hit = memo.get(id(value))
     if hit is not None:
         return hit
-    spec = getattr(kind, "__record_spec__", None)
-    if spec is None:
-        raise ValueError(f"a {kind.__name__} is not kept")
     tag = _TAGS.get(kind)
     if tag is None:
+        spec = getattr(kind, "__record_spec__", None)
+        if spec is None:
+            raise ValueError(f"a {kind.__name__} is not kept")
         tag = _TAGS[kind] = (f"{kind.__module__}:{kind.__qualname__}", tuple(spec.names))
     fields = value.__dict__
-    hit = memo[id(value)] = [*tag, *(_encode(fields[n], memo) for n in tag[1])]
+    hit = memo[id(value)] = [*tag]
+    for name in tag[1]:
+        v = fields[name]
+        hit.append(v if type(v) in _PLAIN else _encode(v, memo))
     return hit
 
 
 _NESTED = frozenset({tuple, list, dict})
+#: the record classes a store has named, found (`_record_class`) and checked once
+_CLASSES: dict[str, Any] = {}
 
 
 def _decode(value: Any, memo: dict[int, Any]) -> Any:
@@ -295,19 +300,26 @@ def _decode(value: Any, memo: dict[int, Any]) -> Any:
     if kind is tuple:
         if not any(type(v) in _NESTED for v in value):
             return value
-        return tuple([_decode(v, memo) for v in value])
+        return tuple([_decode(v, memo) if type(v) in _NESTED else v for v in value])
     if kind is dict:
         return {_decode(k, memo): _decode(v, memo) for k, v in value.items()}
     if kind is not list:
         return value
     hit = memo.get(id(value))
     if hit is None:
-        cls = _record_class(value[0])
         names = value[1]
-        if cls is None or tuple(cls.__record_spec__.names) != names or len(value) != len(names) + 2:
+        cls = _CLASSES.get(value[0])
+        if cls is None:
+            cls = _record_class(value[0])
+            if cls is None or tuple(cls.__record_spec__.names) != names:
+                raise ValueError("not a record of this vkdoctor")
+            _CLASSES[value[0]] = cls
+        if names != _TAGS.setdefault(cls, (value[0], names))[1] or len(value) != len(names) + 2:
             raise ValueError("not a record of this vkdoctor")
         hit = cls.__new__(cls)
-        hit.__dict__.update(zip(names, [_decode(v, memo) for v in value[2:]], strict=True))
+        fields = hit.__dict__
+        for name, v in zip(names, value[2:], strict=True):
+            fields[name] = _decode(v, memo) if type(v) in _NESTED else v
         memo[id(value)] = hit
     return hit
 
