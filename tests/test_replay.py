@@ -18,9 +18,8 @@ import pytest
 from conftest import REPO, clean_env
 from test_loadtest import LVP_MANIFEST
 
-from vkdoctor.model import inputs
 from vkdoctor.model.context import Context, watch_facts
-from vkdoctor.speed import factcache, replay
+from vkdoctor.speed import factcache, inputs, replay
 
 ENTRY = "from vkdoctor.launch import main; main()"
 LVP_LIBRARY = Path("/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so")

@@ -1,7 +1,7 @@
 """A `check --no-probe` again on a machine where nothing it read has changed.
 
 A run that passed records, besides its report, every look it took at the machine
-(vkdoctor.model.inputs) and the situation it ran in: its arguments, folder, environment (as a
+(vkdoctor.speed.inputs) and the situation it ran in: its arguments, folder, environment (as a
 digest), user and groups, limits, umask, namespaces, interpreter and terminal. The next run
 in the same situation looks again; when every look sees what it saw, that run still loads
 every driver for real (the load test, vkdoctor.children.loadtest) and runs again the checks that read
@@ -24,8 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vkdoctor.model import inputs
-from vkdoctor.speed import factcache
+from vkdoctor.speed import factcache, inputs
 
 if TYPE_CHECKING:
     from vkdoctor.checks.base import Check
