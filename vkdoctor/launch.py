@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any, NoReturn
 
+    from vkdoctor.model.factstore import FactStore
+
 #: the variables ld.so reads at start; this process loads its own extension modules (zlib,
 #: _ctypes, ...) and must not get them from the directories it is asked to diagnose: a truncated
 #: libz.so.1 on LD_LIBRARY_PATH would kill it with SIGBUS before it says a word
@@ -214,7 +216,7 @@ def _start_recording() -> Path | None:
     return cache_dir
 
 
-def _fact_store() -> Any:
+def _fact_store() -> FactStore:
     """The fact store of the cache directory (vkdoctor.speed.factcache), as the commands give
     their Context (vkdoctor.commands.common.host_context)."""
     from vkdoctor.cachedir import cache_home
