@@ -153,7 +153,6 @@ def main() -> None:
                 replayed = True
                 raise SystemExit(0)
             if sys.argv[1] == "check" and tried == "untouched":
-                _read_packages_ahead()
                 from vkdoctor.children import loadtest
 
                 early = loadtest
@@ -298,24 +297,6 @@ def _plain(args: list[str]) -> bool:
     """No option that changes which checks run (the load test adopts a child handed its
     request ahead only if the request is the same, so this only saves a wasted start)."""
     return not any(a.partition("=")[0] in ("--select", "--ignore") for a in args)
-
-
-def _read_packages_ahead() -> None:
-    """A `check` with nothing kept yet reads the dpkg database on another core meanwhile
-    (vkdoctor.speed.dpkgahead); once something is kept, the run finds it there."""
-    from vkdoctor.cachedir import nothing_kept
-    from vkdoctor.checkargs import plain_timeout
-
-    timeout = plain_timeout(sys.argv[2:])
-    if timeout is None or not nothing_kept(os.environ):
-        return
-    try:
-        cwd = os.getcwd()
-    except OSError:  # the working directory is gone: the command says so
-        return
-    from vkdoctor.speed import dpkgahead
-
-    dpkgahead.start(os.environ, cwd, timeout)
 
 
 def _hand_ahead() -> None:

@@ -42,10 +42,6 @@ class FactStore(Protocol):
         file it was when `get` was asked for `key` (it did not change while it was read).
         `value` is made of records, tuples, dicts, strings, bytes, numbers, booleans and None."""
 
-    def settle(self, timeout: float) -> None:
-        """Wait, at most `timeout` seconds, for what another process of this run is adding to
-        the store (a first run reads the package database on another core)."""
-
 
 class _NothingKept:
     """The store a Context has unless the command layer gives it another: every `get` misses."""
@@ -54,9 +50,6 @@ class _NothingKept:
         return None
 
     def put(self, kind: FactKind, files: Iterable[str | Path], key: Hashable, value: Any) -> None:
-        pass
-
-    def settle(self, timeout: float) -> None:
         pass
 
 

@@ -16,8 +16,6 @@ def inventory(ctx: Context) -> Inventory:
     A database counts only when its files are there: Debian ships an empty /var/lib/rpm with the
     rpm tool, which is not an rpm-managed system.
     """
-    if ctx.live:
-        ctx.store.settle(ctx.options.timeout)  # what is read ahead, the databases below find kept
     dbs: list[PackageDB] = []
     absent: dict[str, str] = {}
 

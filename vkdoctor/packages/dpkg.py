@@ -499,15 +499,6 @@ class DpkgDB:
         self._audit_asked = (key, files)
         return None
 
-    def warm(self) -> None:
-        """Compute and keep (`ctx.store`) what the database's files alone answer: the
-        packages, the unmet dependencies and `dpkg --audit`'s verdict (vkdoctor.speed.dpkgahead);
-        the tool runs while the status file is parsed."""
-        self.prefetch()
-        self.packages()
-        self._unmet_text()
-        self._audited()
-
     def _audited(self) -> ToolRun:
         """`dpkg --audit`'s run (started by `prefetch`), kept for a later run."""
         self.prefetch()

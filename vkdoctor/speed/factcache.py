@@ -237,12 +237,6 @@ class FactCache:
             return
         found.put((key, ids), encoded)
 
-    def settle(self, timeout: float) -> None:
-        # the package database read ahead on another core (vkdoctor.speed.dpkgahead), if it was
-        ahead = sys.modules.get("vkdoctor.speed.dpkgahead")
-        if ahead is not None:
-            ahead.wait(timeout)
-
 
 def _identities(files: Iterable[str | Path]) -> tuple[Identity, ...] | None:
     ids = []

@@ -1,7 +1,7 @@
 """The one fork-and-pipe block: a child forked with pipes to and from its parent.
 
-os only: the load test's child and the dpkg reader are forked from here before pathlib or
-typing is imported (vkdoctor.speed.zygote, vkdoctor.speed.dpkgahead).
+os only: the load test's child is forked from here before pathlib or typing is imported
+(vkdoctor.speed.zygote).
 """
 
 from __future__ import annotations
