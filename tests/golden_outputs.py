@@ -3,10 +3,12 @@
     python tests/golden_outputs.py FIXTURES OUT
 
 builds the fixtures under FIXTURES the first time (the same paths every run, so two trees see
-the same files), then writes into OUT, for each case, the text (COLUMNS=80), `--json -`,
-`--junit FILE` and `--format github` outputs of `check --no-probe` (plus `drivers` and
-`overlay --format json` where the overlay is the point) with their exit status. Only timings
-and what the speed machinery did are normalised. Compare two OUT directories with `diff -r`.
+the same files), then writes into OUT/cold and OUT/warm, for each case, the text (COLUMNS=80),
+`--json -`, `--junit FILE` and `--format github` outputs of `check --no-probe` (plus `drivers`
+and `overlay --format json` where the overlay is the point) with their exit status: OUT/cold
+with vkdoctor's cache emptied first (FIXTURES/cache), OUT/warm with what those runs kept, so
+that both the computed and the kept answers are compared. Only timings, free space and what
+the speed machinery did are normalised. Compare two OUT directories with `diff -r`.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ LVP_MANIFEST = Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")
 LVP = SYSLIB / "libvulkan_lvp.so"
 LLVM = "libLLVM-15.so.1"
 
-#: what differs between two runs of one tree: timings, free disk space (other processes write
-#: there), the GitHub stop-commands token, and what the speed machinery did (a dpkg run's
+#: what differs between two runs of one tree: timings, free disk space and inodes (other
+#: processes write there), the GitHub stop-commands token, and what the speed machinery did (a dpkg run's
 #: answer taken from the fact cache, how the load test's child was started)
 _TIMINGS = [
     (re.compile(r',\n\s*"kept": true'), ""),
@@ -41,7 +43,7 @@ _TIMINGS = [
         ),
         r"\1T",
     ),
-    (re.compile(r'("(?:available|used|free)_bytes": )[0-9]+'), r"\1N"),
+    (re.compile(r'("(?:available|used|free)_(?:bytes|inodes)": )[0-9]+'), r"\1N"),
     (re.compile(r"[0-9.]+ GiB free( of [0-9.]+ GiB \([0-9]+% used\))?"), "N GiB free"),
     (re.compile(r"vkdoctor-[0-9a-f]{32}"), "vkdoctor-TOKEN"),
     (re.compile(r'(time=")[0-9.e+-]+(")'), r"\1T\2"),
@@ -121,9 +123,23 @@ def _one(out: Path, cwd: Path, name: str, argv: Sequence[str], env: dict[str, st
 
 
 def record(fixtures: Path, out: Path) -> None:
+    cases = build(fixtures)
+    cache = fixtures / "cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    for phase in ("cold", "warm"):
+        _record(fixtures, out / phase, cases, {"XDG_CACHE_HOME": str(cache)})
+
+
+def _record(
+    fixtures: Path,
+    out: Path,
+    cases: dict[str, tuple[list[str], dict[str, str]]],
+    common: dict[str, str],
+) -> None:
     out.mkdir(parents=True, exist_ok=True)
     jobs = []
-    for case, (extra, env) in build(fixtures).items():
+    for case, (extra, own) in cases.items():
+        env = {**common, **own}
         check = ["check", "--no-probe", *extra]
         junit = out / f"{case}.junit.xml"
         jobs += [

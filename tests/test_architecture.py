@@ -165,7 +165,48 @@ def test_ldso_emulation_imports_nothing_of_vulkan() -> None:
         for m, targets in GRAPH.items()
         if m.startswith("vkdoctor.elf")
         for t in targets
-        if layer_of(t) not in ("ELF", "Fact cache", "Model")
+        if layer_of(t) not in ("ELF", "Model")
+    )
+    assert wrong == []
+
+
+#: the folders of the analysis: what they compute does not depend on how fast it is computed
+ANALYSIS = (
+    "checks",
+    "facts",
+    "elf",
+    "loader",
+    "packages",
+    "overlay",
+    "closures",
+    "machine",
+    "render",
+)
+
+
+def test_the_analysis_imports_none_of_the_speed_machinery() -> None:
+    """What outlives a run is asked of the Context's fact store (vkdoctor.model.factstore),
+    which the command layer installs: no analysis module imports vkdoctor.speed."""
+    wrong = sorted(
+        f"{m} imports {t}"
+        for m, targets in GRAPH.items()
+        if m.split(".")[1:2] and m.split(".")[1] in ANALYSIS
+        for t in targets
+        if t == "vkdoctor.speed" or t.startswith("vkdoctor.speed.")
+    )
+    assert wrong == []
+
+
+def test_only_the_face_and_the_runner_import_the_speed_machinery() -> None:
+    """The speed machinery is one room: the face and the runner open it (and, until the load
+    test is handed a spawn function, the load test the zygote)."""
+    wrong = sorted(
+        f"{m} ({layer_of(m)}) imports {t}"
+        for m, targets in GRAPH.items()
+        if layer_of(m) not in ("Face", "Runner", "Speed")
+        for t in targets
+        if layer_of(t) == "Speed"
+        and (m, t) != ("vkdoctor.children.loadtest", "vkdoctor.speed.zygote")
     )
     assert wrong == []
 
@@ -192,11 +233,12 @@ def test_no_module_imports_past_its_layer() -> None:
 
 
 def test_nothing_below_the_runner_imports_a_check() -> None:
-    """Only the face and the runner import vkdoctor.checks; the checks may share their base."""
+    """Only the face, the runner and its speed machinery (a replay runs the checks that read
+    what changes) import vkdoctor.checks; the checks may share their base."""
     wrong = sorted(
         f"{m} imports {t}"
         for m, targets in GRAPH.items()
-        if layer_of(m) not in ("Face", "Runner", "Checks")
+        if layer_of(m) not in ("Face", "Runner", "Speed", "Checks")
         for t in targets
         if t == "vkdoctor.checks" or t.startswith("vkdoctor.checks.")
     )

@@ -80,8 +80,8 @@ def _forge(store: Path, old: factcache.Identity, new: factcache.Identity) -> Non
     stamp, entries = marshal.loads(store.read_bytes())
     forged = {}
     for key, value in entries.items():
-        root, wanted, scope, ids = key
-        forged[(root, wanted, scope, tuple(new if i == old else i for i in ids))] = value
+        question, ids = key
+        forged[(question, tuple(new if i == old else i for i in ids))] = value
     store.write_bytes(marshal.dumps((stamp, forged)))
 
 
@@ -244,7 +244,13 @@ def test_dpkg_audit_is_answered_again_only_for_the_same_database(tmp_path: Path)
 def _cache_ctx(root: Path, cache: Path) -> Any:
     from vkdoctor.model.context import Context, Options
 
-    return Context(root=root, env={}, cwd=root, options=Options(cache_dir=cache))
+    return Context(
+        root=root,
+        env={},
+        cwd=root,
+        options=Options(cache_dir=cache),
+        store=factcache.FactCache(cache),
+    )
 
 
 def test_a_rebuilt_ld_so_cache_is_read_again_by_a_warm_run(
@@ -327,7 +333,18 @@ def _spoil(store: Path, value: object) -> None:
     store.write_bytes(marshal.dumps((stamp, dict.fromkeys(entries, value))))
 
 
-@pytest.mark.parametrize("value", ["garbage", (1, 2, 3, 4, 5), {"a": 1}, 0])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "garbage",
+        (1, 2, 3, 4, 5),
+        {"a": 1},
+        0,
+        [],
+        ["vkdoctor.elf.reader:ElfInfo", ("path",), "/lib/x"],  # a record of other fields
+        ["os:system", ("command",), "true"],  # not a record
+    ],
+)
 def test_a_store_of_another_shape_is_computed_again(tmp_path: Path, value: object) -> None:
     cache = tmp_path / "cache"
     env = {"XDG_CACHE_HOME": str(cache)}
@@ -354,3 +371,86 @@ def test_a_fifo_in_place_of_a_store_does_not_stop_the_run(tmp_path: Path) -> Non
         os.mkfifo(facts / f"{name}.marshal")
     proc, doc = run_json(["check", "--no-probe"], env=env, timeout=60)
     assert proc.returncode == 0 and doc["status"] == "ok"
+
+
+def test_a_context_keeps_nothing_unless_the_command_layer_gives_it_a_store(tmp_path: Path) -> None:
+    """The Context's own store keeps nothing: a cache directory alone does not make a store."""
+    from vkdoctor.elf.reader import read_elf
+    from vkdoctor.model.context import Context, Options
+    from vkdoctor.model.factstore import NOTHING_KEPT
+
+    cache = tmp_path / "cache"
+    ctx = Context(options=Options(cache_dir=cache))
+    assert ctx.store is NOTHING_KEPT
+    read_elf(ctx, str(SYSTEM_LIBZ))
+    factcache.save_all()
+    assert not (cache / "facts").exists()
+    given = _cache_ctx(Path("/"), cache)
+    read_elf(given, str(SYSTEM_LIBZ))
+    factcache.save_all()
+    factcache._open.clear()
+    assert (cache / "facts" / "elf.marshal").is_file()
+
+
+def test_an_answer_read_while_its_file_changed_is_not_kept(tmp_path: Path) -> None:
+    from vkdoctor.model.factstore import FactKind
+
+    kind = FactKind("test-kind", (__file__,))
+    f = tmp_path / "f"
+    f.write_text("one")
+    store = factcache.FactCache(tmp_path / "cache")
+    assert store.get(kind, (f,), "q") is None
+    f.write_text("two, longer")  # changed between the question and the answer
+    store.put(kind, (f,), "q", "from one")
+    assert store.get(kind, (f,), "q") is None
+    store.put(kind, (f,), "q", "from two")
+    assert store.get(kind, (f,), "q") == "from two"
+    assert store.get(kind, (f,), "another question") is None
+    assert store.get(kind, (f, tmp_path / "missing"), "q") is None
+    factcache._open.clear()
+
+
+def test_records_come_back_equal_and_shared_as_they_were_kept(tmp_path: Path) -> None:
+    """The one encoder: records (nested, shared, in tuples and dicts) as marshal carries them,
+    written to the store and read back by another process's worth of objects."""
+    from vkdoctor.model.factstore import FactKind
+    from vkdoctor.packages.model import Package, Relation
+
+    kind = FactKind("test-records", (__file__,))
+    libc = Relation(name="libc6", op=">=", version="2.36")
+    pkgs = tuple(
+        Package(
+            family="dpkg",
+            name=f"p{i}",
+            version="1.0",
+            arch="amd64",
+            source=f"p{i}",
+            source_version="1.0",
+            depends=((libc,), (Relation(name="a"), Relation(name="b"))),
+        )
+        for i in range(3)
+    )
+    value = {"packages": pkgs, "raw": (b"\x00", 1.5, None, True)}
+    f = tmp_path / "f"
+    f.write_text("x")
+    factcache.FactCache(tmp_path / "cache").put(kind, (f,), (), value)
+    factcache.save_all()
+    factcache._open.clear()
+    back = factcache.FactCache(tmp_path / "cache").get(kind, (f,))
+    assert back == value and back["packages"] is not pkgs
+    first, second = (p.depends[0][0] for p in back["packages"][:2])
+    assert first is second  # one Relation object, as it was kept
+    factcache._open.clear()
+
+
+def test_a_value_the_store_cannot_carry_is_not_kept(tmp_path: Path) -> None:
+    from vkdoctor.model.factstore import FactKind
+
+    kind = FactKind("test-refused", (__file__,))
+    f = tmp_path / "f"
+    f.write_text("x")
+    store = factcache.FactCache(tmp_path / "cache")
+    for value in ([1, 2], {1, 2}, Path("/x"), (object(),)):
+        store.put(kind, (f,), "q", value)
+        assert store.get(kind, (f,), "q") is None
+    factcache._open.clear()

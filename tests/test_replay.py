@@ -18,9 +18,8 @@ import pytest
 from conftest import REPO, clean_env
 from test_loadtest import LVP_MANIFEST
 
-from vkdoctor.model import inputs
-from vkdoctor.model.context import Context
-from vkdoctor.speed import factcache, replay
+from vkdoctor.model.context import Context, watch_facts
+from vkdoctor.speed import factcache, inputs, replay
 
 ENTRY = "from vkdoctor.launch import main; main()"
 LVP_LIBRARY = Path("/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so")
@@ -305,6 +304,7 @@ def test_a_volatile_read_makes_its_check_and_every_user_of_its_fact_live(tmp_pat
 
     ctx = Context()
     rec = inputs.start()
+    watch_facts(rec)  # as vkdoctor.launch installs it
     try:
         rec.entered("VKS001")
         ctx.fact(free)
@@ -317,6 +317,7 @@ def test_a_volatile_read_makes_its_check_and_every_user_of_its_fact_live(tmp_pat
         ctx.fact(stable)
         rec.left()
     finally:
+        watch_facts(None)
         inputs.stop()
     assert rec.unfit is None
     assert {c for c in rec.volatile if isinstance(c, str)} == {"VKS001", "VKX999"}

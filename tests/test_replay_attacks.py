@@ -17,7 +17,7 @@ from pathlib import Path
 from conftest import REPO
 from test_replay import ENTRY, _env
 
-from vkdoctor.model import inputs
+from vkdoctor.speed import inputs
 
 
 def _check_while(

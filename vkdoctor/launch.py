@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any, NoReturn
 
+    from vkdoctor.model.factstore import FactStore
+
 #: the variables ld.so reads at start; this process loads its own extension modules (zlib,
 #: _ctypes, ...) and must not get them from the directories it is asked to diagnose: a truncated
 #: libz.so.1 on LD_LIBRARY_PATH would kill it with SIGBUS before it says a word
@@ -162,7 +164,11 @@ def main() -> None:
                 from vkdoctor.children import loadtest
 
                 early = loadtest
-                loadtest.start_early(sys.argv[2:], os.environ)
+                loadtest.start_early(sys.argv[2:], os.environ, _fact_store())
+            if replayable is not None:
+                from vkdoctor.commands.common import OUTPUT_TAPS
+
+                OUTPUT_TAPS.append(sys.modules["vkdoctor.speed.replay"].note_output)
         from vkdoctor.cli import main as cli_main
 
         cli_main()
@@ -221,10 +227,26 @@ def _start_recording() -> Path | None:
             # a first run starts the package tools (dpkg --audit, grep over its lists), so it
             # is never kept: it is not recorded either
             return None
-        replay.start_recording(cache_dir)
+        recorder = replay.start_recording(cache_dir)
     except Exception:  # then this run is not kept, nothing more
         return None
+    from vkdoctor.model.context import watch_facts
+
+    watch_facts(recorder)  # which fact read what
     return cache_dir
+
+
+def _fact_store() -> FactStore:
+    """The fact store of the cache directory (vkdoctor.speed.factcache), as the commands give
+    their Context (vkdoctor.commands.common.host_context)."""
+    from vkdoctor.cachedir import cache_home
+    from vkdoctor.model.factstore import NOTHING_KEPT
+    from vkdoctor.speed.factcache import FactCache
+
+    try:
+        return FactCache(cache_home(os.environ))
+    except Exception:  # the command meets the same problem and reports it
+        return NOTHING_KEPT
 
 
 def _replay(cache_dir: Path) -> str:
@@ -233,9 +255,16 @@ def _replay(cache_dir: Path) -> str:
     from vkdoctor.speed import replay
 
     try:
-        return replay.attempt(cache_dir)
+        return replay.attempt(cache_dir, _run_one)
     except Exception:  # the full run finds and says what is wrong (and starts what it needs)
         return replay.STARTED
+
+
+def _run_one(*args: Any, **kwargs: Any) -> Any:
+    """vkdoctor.runner.run_one, imported only when a replay runs a check."""
+    from vkdoctor.runner import run_one
+
+    return run_one(*args, **kwargs)
 
 
 def _loads_drivers(args: list[str]) -> bool:

@@ -10,10 +10,10 @@ from typing import Any
 
 from vkdoctor.checks.base import Check
 from vkdoctor.facts.selection import selected_codes
-from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Severity, inputs
+from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Severity
 from vkdoctor.model.context import Context
 from vkdoctor.model.record import replace
-from vkdoctor.speed import factcache
+from vkdoctor.speed import factcache, inputs
 from vkdoctor.speed.offload import Fork
 
 INTERNAL_ERROR_CODE = "VKX000"
@@ -134,7 +134,7 @@ def _prefetch(ctx: Context, check: type[Check]) -> None:
 
 @contextlib.contextmanager
 def _reading_for(code: str) -> Iterator[None]:
-    """What is read from here on is read for the check `code` (vkdoctor.model.inputs)."""
+    """What is read from here on is read for the check `code` (vkdoctor.speed.inputs)."""
     rec = inputs.recorder()
     if rec is None:
         yield

@@ -280,6 +280,7 @@ def _installed_manifest(ctx: Context, exclude: set[str]) -> str | None:
         machine=ctx.machine,
         cwd=ctx.cwd,
         options=ctx.options,
+        store=ctx.store,
     )
     found = [
         d.manifest

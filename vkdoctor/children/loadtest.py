@@ -27,6 +27,7 @@ from vkdoctor.cachedir import load_test_env
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.model import Remedy, Severity
 from vkdoctor.model.context import Context, offer_facts
+from vkdoctor.model.factstore import NOTHING_KEPT, FactStore
 from vkdoctor.model.record import field, record, replace
 from vkdoctor.resources import probes_dir
 from vkdoctor.speed import zygote
@@ -772,11 +773,14 @@ def load_test_for(ctx: Context, targets: Sequence[LoadTarget]) -> LoadTest:
 _early: list[LoadTest] = []
 
 
-def start_early(argv: Sequence[str], env: Mapping[str, str]) -> None:
+def start_early(
+    argv: Sequence[str], env: Mapping[str, str], store: FactStore = NOTHING_KEPT
+) -> None:
     """Start the load test of `vkdoctor check ARGV` now, before the command line interface is
-    imported, when ARGV is plain (no --root, --select or --ignore; --timeout read here). The
-    command's own load test adopts it only if it is the same test: the same targets, the same
-    environment, working directory and time bounds (`_adopt`); else it is cancelled."""
+    imported, when ARGV is plain (no --root, --select or --ignore; --timeout read here), with
+    `store` as the fact store. The command's own load test adopts it only if it is the same
+    test: the same targets, the same environment, working directory and time bounds
+    (`_adopt`); else it is cancelled."""
     timeout = checkargs.plain_timeout(argv)
     if timeout is None:
         return
@@ -790,6 +794,7 @@ def start_early(argv: Sequence[str], env: Mapping[str, str]) -> None:
             cwd=Path.cwd(),
             machine=os.uname().machine or "x86_64",
             options=Options(timeout=timeout, cache_dir=cache_home(env)),
+            store=store,
         )
         targets = load_targets(ctx)
     except Exception:  # the command meets the same problem and reports it

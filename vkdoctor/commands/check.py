@@ -11,8 +11,8 @@ import click
 
 from vkdoctor.commands import common
 from vkdoctor.commands.overlay import from_package_option
-from vkdoctor.model import inputs
 from vkdoctor.runner import code_patterns, run_checks, select, start_forks, unknown_patterns
+from vkdoctor.speed import inputs
 
 if TYPE_CHECKING:
     from vkdoctor.checks.base import Check

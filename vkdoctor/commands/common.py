@@ -15,7 +15,7 @@ import click
 from vkdoctor import __version__
 from vkdoctor.cachedir import cache_home
 from vkdoctor.checkargs import MAX_TIMEOUT
-from vkdoctor.model import Report, exit_code, files, inputs
+from vkdoctor.model import Report, exit_code, files
 from vkdoctor.model.context import Context, Options, take_facts
 
 if TYPE_CHECKING:
@@ -70,6 +70,10 @@ def host_context(
             **options,
         ),
     )
+    if ctx.options.cache_dir is not None:
+        from vkdoctor.speed.factcache import FactCache
+
+        ctx.store = FactCache(ctx.options.cache_dir)
     if not ctx.live:
         from vkdoctor.elf.platform import tree_machine
 
@@ -378,6 +382,11 @@ def text_style(verbose: int) -> Style:
     )
 
 
+#: who is given what standard output receives, as it receives it (the face installs the
+#: recorder of a run that a later one may replay, vkdoctor.launch)
+OUTPUT_TAPS: list[Callable[[str], None]] = []
+
+
 def out(text: str, *, nl: bool = True, color: bool | None = None, commands: bool = False) -> None:
     """Write to standard output. A reader that stops reading (`vkdoctor explain | head`) ends
     the output, not the command: the rest goes to /dev/null and the exit status stays the
@@ -387,12 +396,11 @@ def out(text: str, *, nl: bool = True, color: bool | None = None, commands: bool
 
     if not commands:
         text = no_commands(text)
-    if inputs.recorder() is not None:
-        from vkdoctor.speed import replay
-
+    if OUTPUT_TAPS:
         # what click.echo writes: the text, its ANSI codes stripped unless colour is asked for
         keep = color if color is not None else sys.stdout.isatty()
-        replay.note_output((text if keep else click.unstyle(text)) + ("\n" if nl else ""))
+        for tap in OUTPUT_TAPS:
+            tap((text if keep else click.unstyle(text)) + ("\n" if nl else ""))
     try:
         try:
             click.echo(text, nl=nl, color=color)

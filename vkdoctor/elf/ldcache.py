@@ -7,7 +7,6 @@ a missing cache (then ld.so searches only its system directories) from a missing
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import glob
 import itertools
@@ -17,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from vkdoctor.model.context import Context
+from vkdoctor.model.factstore import FactKind
 from vkdoctor.model.files import read_bytes, read_text
 from vkdoctor.model.record import record
-from vkdoctor.speed import factcache
 
 NEW_MAGIC = b"glibc-ld.so.cache1.1"
 OLD_MAGIC = b"ld.so-1.7.0"
@@ -203,15 +202,9 @@ def load_cache(ctx: Context) -> LdCache | None:
     """The root's /etc/ld.so.cache, or None when there is none (ld.so then skips this step)."""
     path = "/etc/ld.so.cache"
     host = ctx.resolve(path)
-    ident = factcache.identity(host)
-    cache_dir = ctx.options.cache_dir
-    store = factcache.store(cache_dir, "ldcache", sources=(__file__,)) if cache_dir else None
-    if store is not None and ident is not None:
-        kept = store.get(ident)
-        if kept is not None:
-            # a value of another shape is not what this code wrote: read the file again
-            with contextlib.suppress(TypeError, ValueError, AttributeError):
-                return _from_data(kept, path)
+    kept = ctx.store.get(_KIND, (host,))
+    if isinstance(kept, LdCache):
+        return kept
     try:
         data = read_bytes(host, MAX_CACHE_BYTES)
     except FileNotFoundError:
@@ -219,30 +212,11 @@ def load_cache(ctx: Context) -> LdCache | None:
     except OSError as exc:
         return LdCache(path=path, entries=(), error=exc.strerror or str(exc))
     parsed = parse_cache(data, path)
-    # kept only when the file did not change while it was read
-    if store is not None and ident is not None and factcache.identity(host) == ident:
-        store.put(ident, _to_data(parsed))
+    ctx.store.put(_KIND, (host,), (), parsed)
     return parsed
 
 
-def _to_data(cache: LdCache) -> tuple[object, ...]:
-    """`cache` as marshal carries it (vkdoctor.speed.factcache)."""
-    entries = tuple((e.name, e.path, e.flags, e.hwcaps, e.hwcap) for e in cache.entries)
-    return (entries, cache.error, cache.cut)
-
-
-def _from_data(data: tuple[Any, ...], path: str) -> LdCache:
-    entries, error, cut = data
-    if not (error is None or isinstance(error, str)) or not all(isinstance(c, str) for c in cut):
-        raise TypeError("not a kept ld.so.cache")
-    kept = []
-    for n, p, f, h, c in entries:
-        if not (isinstance(n, str) and isinstance(p, str) and isinstance(f, int)):
-            raise TypeError("not a kept ld.so.cache entry")
-        if not (h is None or isinstance(h, str)) or not isinstance(c, int):
-            raise TypeError("not a kept ld.so.cache entry")
-        kept.append(CacheEntry(name=n, path=p, flags=f, hwcaps=h, hwcap=c))
-    return LdCache(path=path, entries=tuple(kept), error=error, cut=tuple(cut))
+_KIND = FactKind("ldcache", (__file__,))
 
 
 #: configuration files and glob matches one ld.so.conf tree may name (a real one: a dozen)

@@ -14,6 +14,7 @@ import re
 
 from vkdoctor.model import files
 from vkdoctor.model.context import Context
+from vkdoctor.model.factstore import FactKind
 from vkdoctor.model.record import record
 
 #: the program interpreter per `uname -m`
@@ -114,17 +115,11 @@ def _system_dirs(ctx: Context, interpreter: str, machine: str) -> tuple[tuple[st
 
 def _compiled_in_dirs(ctx: Context, interpreter: str) -> tuple[str, ...]:
     """The system directories compiled into ld.so (its SYSTEM_DIRS string), () when not found;
-    kept across runs by the interpreter file's identity (vkdoctor.speed.factcache)."""
-    from vkdoctor.speed import factcache
-
+    kept across runs (`ctx.store`) while the interpreter is the same file."""
     host = ctx.under(interpreter)
-    ident = factcache.identity(host)
-    cache_dir = ctx.options.cache_dir
-    store = factcache.store(cache_dir, "ldso-dirs", sources=(__file__,)) if cache_dir else None
-    if store is not None and ident is not None:
-        kept = store.get(ident)
-        if isinstance(kept, tuple) and all(isinstance(d, str) for d in kept):
-            return kept
+    kept = ctx.store.get(_KIND, (host,))
+    if isinstance(kept, tuple) and all(isinstance(d, str) for d in kept):
+        return kept
     try:
         with open(host, "rb") as f:
             # read(n) allocates n bytes first: the file's size, at most 8 MiB
@@ -133,9 +128,11 @@ def _compiled_in_dirs(ctx: Context, interpreter: str) -> tuple[str, ...]:
         return ()
     m = _first_run(data)
     dirs = tuple(s.decode().rstrip("/") or "/" for s in m.group().split(b"\x00") if s) if m else ()
-    if store is not None and ident is not None and factcache.identity(host) == ident:
-        store.put(ident, dirs)
+    ctx.store.put(_KIND, (host,), (), dirs)
     return dirs
+
+
+_KIND = FactKind("ldso-dirs", (__file__,))
 
 
 def _first_run(data: bytes) -> re.Match[bytes] | None:

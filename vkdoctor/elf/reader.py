@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from vkdoctor.model.context import Context
-from vkdoctor.model.record import record
-from vkdoctor.speed import factcache
+from vkdoctor.model.factstore import NOTHING_KEPT, FactKind, FactStore
+from vkdoctor.model.record import record, replace
 
 DF_BIND_NOW = 0x8
 DF_1_NOW = 0x1
@@ -167,17 +167,15 @@ def read_elf(ctx: Context, path: str) -> ElfResult:
     cache = ctx.fact(_cache)
     hit = cache.get(key)
     if hit is None:
-        hit = _parse(host, path, ctx.options.cache_dir)
+        hit = _parse(host, path, ctx.store)
         cache[key] = hit
     if hit.path != path:
-        from vkdoctor.model.record import replace
-
         hit = replace(hit, path=path)
     seen[path] = hit
     return hit
 
 
-def _parse(host: Path, path: str, cache_dir: Path | None = None) -> ElfResult:
+def _parse(host: Path, path: str, store: FactStore = NOTHING_KEPT) -> ElfResult:
     try:
         st = host.stat()
     except FileNotFoundError:
@@ -188,47 +186,17 @@ def _parse(host: Path, path: str, cache_dir: Path | None = None) -> ElfResult:
         return ElfError(path=path, kind="directory", message="is a directory")
     if not stat.S_ISREG(st.st_mode):
         return ElfError(path=path, kind="unreadable", message="not a regular file")
-    store = factcache.store(cache_dir, "elf", sources=(__file__,)) if cache_dir else None
-    ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    if store is not None:
-        kept = store.get(ident)
-        if kept is not None:
-            with contextlib.suppress(TypeError, ValueError):
-                return _from_data(kept, path)
+    # the file's content is kept, whatever name it was asked for by
+    kept = store.get(_KIND, (host,))
+    if isinstance(kept, ElfInfo):
+        return kept if kept.path == path else replace(kept, path=path)
     found = _read_file(host, path, st.st_size)
-    # kept only when the file did not change while it was read
-    if store is not None and isinstance(found, ElfInfo) and factcache.identity(host) == ident:
-        store.put(ident, _to_data(found))
+    if isinstance(found, ElfInfo):
+        store.put(_KIND, (host,), (), found)
     return found
 
 
-_VALUES = (
-    *("elf_class", "data", "machine", "osabi", "e_type", "soname", "needed", "rpath"),
-    *("runpath", "has_rpath", "has_runpath", "flags", "flags_1", "verdef", "has_verdef"),
-    *("warnings", "cut"),
-)
-
-
-def _to_data(info: ElfInfo) -> tuple[object, ...]:
-    """`info` as marshal carries it (vkdoctor.speed.factcache), the path left out: it is the
-    file's content that is kept, whatever name it was asked for by."""
-    return (
-        tuple(getattr(info, name) for name in _VALUES),
-        tuple((v.file, v.versions, v.weak) for v in info.verneed),
-    )
-
-
-def _from_data(data: tuple[object, ...], path: str) -> ElfInfo:
-    values, verneed = data
-    fields = dict(zip(_VALUES, values, strict=True))  # type: ignore[call-overload]
-    return ElfInfo(
-        path=path,
-        verneed=tuple(
-            VersionNeed(file=f, versions=tuple(v), weak=tuple(w))
-            for f, v, w in verneed  # type: ignore[attr-defined]
-        ),
-        **fields,
-    )
+_KIND = FactKind("elf", (__file__,))
 
 
 def _read_file(host: Path, path: str, size: int) -> ElfResult:

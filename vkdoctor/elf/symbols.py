@@ -5,15 +5,15 @@ The symbol tables are read as ld.so finds them, by vkdoctor.elf.dynsym.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
+from pathlib import Path
 
 from vkdoctor.elf import dynsym
 from vkdoctor.elf.dynsym import symbol_table, unresolved
 from vkdoctor.elf.reader import resolved
 from vkdoctor.model.context import Context
+from vkdoctor.model.factstore import FactKind
 from vkdoctor.model.record import record
-from vkdoctor.speed import factcache
 
 
 @record(frozen=True, kw_only=True)
@@ -47,17 +47,11 @@ def undefined_symbols(
     `scope` is every object ld.so searches for this dlopen: the process's global scope
     (executable, its libraries, LD_PRELOAD) and the dlopened closure.
     """
-    store = factcache.store(ctx.options.cache_dir, "undefined", sources=_SOURCES)
-    key = _key(ctx, new, scope) if store is not None else None
-    if store is not None and key is not None:
-        kept = store.get(key)
-        if kept is not None:
-            # a value of another shape is not what this code wrote: computed again
-            with contextlib.suppress(TypeError, ValueError):
-                return tuple(
-                    Undefined(path=str(p), name=str(n), versioned=v, bind_now=b, at_load=a)
-                    for p, n, v, b, a in kept
-                )
+    files = _files(ctx, new, scope)
+    key = (str(ctx.root), tuple(new), tuple(scope))
+    kept = ctx.store.get(_KIND, files, key) if files is not None else None
+    if isinstance(kept, tuple) and all(isinstance(u, Undefined) for u in kept):
+        return kept
     missing = unresolved(ctx, [p for p, _ in new], scope)
     found = tuple(
         Undefined(
@@ -66,33 +60,20 @@ def undefined_symbols(
         for p, b in new
         for n, v in missing.get(p, ())
     )
-    if store is not None and key is not None:
-        store.put(key, tuple((u.path, u.name, u.versioned, u.bind_now, u.at_load) for u in found))
+    if files is not None:
+        ctx.store.put(_KIND, files, key, found)
     return found
 
 
-_SOURCES = (__file__, dynsym.__file__)
+_KIND = FactKind("undefined", (__file__, dynsym.__file__))
 
 
-def _key(
+def _files(
     ctx: Context, new: Sequence[tuple[str, bool]], scope: Sequence[str]
-) -> tuple[object, ...] | None:
-    """What the answer depends on: the question and every file's identity; None when a file
-    cannot be examined (its table's error is then part of the answer: computed, not kept)."""
-    known = ctx.fact(_identities)
-    ids = []
-    for path in dict.fromkeys([*(p for p, _ in new), *scope]):
-        ident = known.get(path)
-        if ident is None:
-            try:
-                ident = known[path] = factcache.identity(resolved(ctx, path))
-            except OSError:
-                return None
-        if ident is None:
-            return None
-        ids.append(ident)
-    return (str(ctx.root), tuple(new), tuple(scope), tuple(ids))
-
-
-def _identities(ctx: Context) -> dict[str, factcache.Identity | None]:
-    return {}
+) -> tuple[Path, ...] | None:
+    """The files the answer depends on (every one the question names); None when one cannot
+    be found (its table's error is then part of the answer: computed, not kept)."""
+    try:
+        return tuple(resolved(ctx, p) for p in dict.fromkeys([*(p for p, _ in new), *scope]))
+    except OSError:
+        return None

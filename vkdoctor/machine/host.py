@@ -10,11 +10,14 @@ from pathlib import Path
 
 from vkdoctor import __version__
 from vkdoctor.model.context import Context
+from vkdoctor.model.factstore import FactKind
 from vkdoctor.model.files import read_text
 from vkdoctor.model.report_records import Distro, HostCpu, HostLoader, HostMemory, HostReport
 
 #: an os-release file is a few hundred bytes; one larger than this is not read
 OS_RELEASE_MAX = 64 * 1024
+#: what `os_release` parsed (`distro` costs ~10 ms to import), kept by the file's identity
+_OS_RELEASE = FactKind("os-release", (__file__,))
 
 
 def os_release(ctx: Context) -> dict[str, str]:
@@ -33,12 +36,8 @@ def os_release(ctx: Context) -> dict[str, str]:
             continue
         # distro (with logging) costs ~10 ms to import: a run keeps what it read, by the file's
         # identity, for the next run on an unchanged machine
-        from vkdoctor.speed import factcache
-
-        store = factcache.store(ctx.options.cache_dir, "os-release", sources=(__file__,))
-        key = (str(path), factcache.identity(path))
-        kept = store.get(key) if store is not None else None
-        if kept is not None:
+        kept = ctx.store.get(_OS_RELEASE, (path,), str(path))
+        if isinstance(kept, dict):
             return dict(kept)
         import distro
 
@@ -55,8 +54,7 @@ def os_release(ctx: Context) -> dict[str, str]:
         except (OSError, UnicodeDecodeError, ValueError):
             continue
         parsed = {str(k).upper(): str(v) for k, v in info.items()}
-        if store is not None:
-            store.put(key, parsed)
+        ctx.store.put(_OS_RELEASE, (path,), str(path), parsed)
         return parsed
     return {}
 

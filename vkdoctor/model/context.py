@@ -3,7 +3,9 @@
 Analysis code takes a `root` prefix and an `env` mapping and touches nothing else, so every rule is
 testable on a tree built in tmp_path, and `--root` can inspect an image or chroot without running it.
 Facts that several checks share (the driver scan, parsed ELF files, package queries) are computed
-once per run through `Context.fact`, never cached at module level.
+once per run through `Context.fact`, never cached at module level. What outlives the run is
+asked of `Context.store` (vkdoctor.model.factstore), which keeps nothing unless the command
+layer gives the Context a store that does.
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from vkdoctor.model import inputs
+from vkdoctor.model.factstore import NOTHING_KEPT, FactStore
 from vkdoctor.model.record import field, record
 
 T = TypeVar("T")
@@ -52,6 +54,25 @@ class Options:
 _SLASH = Path("/")
 
 
+class FactWatch(Protocol):
+    """Who is told which fact is being computed and which is asked for again (the recorder of
+    what a run reads, which the face installs with `watch_facts`)."""
+
+    def entered(self, fact: Callable[..., Any]) -> None: ...
+
+    def left(self) -> None: ...
+
+    def used(self, fact: Callable[..., Any]) -> None: ...
+
+
+_watch: list[FactWatch] = []
+
+
+def watch_facts(watch: FactWatch | None) -> None:
+    """Tell `watch` from now on about the facts every Context computes and gives (None: nobody)."""
+    _watch[:] = [] if watch is None else [watch]
+
+
 @record(kw_only=True)
 class Context:
     """Where and how to look. `root` is "/" for the live host."""
@@ -65,6 +86,8 @@ class Context:
     #: the working directory of the process we reason about (relative manifest paths)
     cwd: Path = Path("/")
     options: Options = field(default_factory=Options)
+    #: answers kept from one run to the next (the command layer installs one that keeps them)
+    store: FactStore = field(default=NOTHING_KEPT, repr=False)
     _facts: dict[Callable[..., Any], Any] = field(default_factory=dict, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
@@ -139,7 +162,7 @@ class Context:
         """The fact if it was computed already; None otherwise (nothing is computed)."""
         with self._lock:
             value = self._facts.get(compute)
-            rec = inputs.recorder()
+            rec = _watch[0] if _watch else None
             if value is not None and rec is not None:
                 rec.used(compute)
             return value
@@ -152,7 +175,7 @@ class Context:
     def fact(self, compute: Callable[[Context], T]) -> T:
         """`compute(self)`, evaluated once per Context. Exceptions are not cached."""
         with self._lock:
-            rec = inputs.recorder()
+            rec = _watch[0] if _watch else None
             if compute not in self._facts:
                 if rec is None:
                     self._facts[compute] = compute(self)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from vkdoctor.model.context import Context
+from vkdoctor.model.factstore import FactKind
 from vkdoctor.model.files import LARGE, read_bytes, read_text
 from vkdoctor.packages.aptroot import apt_env, unsafe_source
 from vkdoctor.packages.deps import unmet
@@ -21,9 +22,13 @@ from vkdoctor.packages.model import Consistency, Family, Package, Relation
 from vkdoctor.packages.paths import spellings
 from vkdoctor.packages.proc import RunningTool, ToolRun, run_tool, start_tool, which
 from vkdoctor.packages.versions import dpkg_compare
-from vkdoctor.speed import factcache
 
 ADMINDIR = "/var/lib/dpkg"
+#: what the status file alone answers (its packages, the unmet dependencies), `dpkg --audit`'s
+#: verdict and which list file names each path asked for, kept while the files are the same
+_STATUS = FactKind("dpkg-status", (__file__,), keep=8)
+_AUDIT = FactKind("dpkg-audit", (__file__,), keep=4)
+_OWNERS = FactKind("dpkg-owners", (__file__,), keep=4)
 #: Status "want flag status": the last word, for packages whose files are on disk
 ON_DISK = {
     "installed",
@@ -123,70 +128,6 @@ def _package(
     )
 
 
-def _encoded(pkgs: Sequence[Package]) -> tuple[object, ...]:
-    """Packages as marshal carries them (vkdoctor.speed.factcache)."""
-
-    def rels(rs: Sequence[Relation]) -> tuple[tuple[str, str | None, str | None], ...]:
-        return tuple((r.name, r.op, r.version) for r in rs)
-
-    return tuple(
-        (
-            p.name,
-            p.version,
-            p.arch,
-            p.source,
-            p.source_version,
-            tuple(rels(g) for g in p.depends),
-            rels(p.provides),
-            p.packager,
-            p.state,
-            p.multi_arch,
-            p.hold,
-        )
-        for p in pkgs
-    )
-
-
-def _decoded(data: Sequence[Any]) -> tuple[Package, ...]:
-    memo: dict[tuple[str, str | None, str | None], Relation] = {}
-
-    def rel(r: tuple[str, str | None, str | None]) -> Relation:
-        hit = memo.get(r)
-        if hit is None:
-            hit = memo[r] = Relation(name=r[0], op=r[1], version=r[2])
-        return hit
-
-    return tuple(
-        Package(
-            family="dpkg",
-            name=name,
-            version=version,
-            arch=arch,
-            source=source,
-            source_version=source_version,
-            depends=tuple(tuple(rel(r) for r in g) for g in depends),
-            provides=tuple(rel(r) for r in provides),
-            packager=packager,
-            state=state,
-            multi_arch=multi_arch,
-            hold=hold,
-        )
-        for (
-            name,
-            version,
-            arch,
-            source,
-            source_version,
-            depends,
-            provides,
-            packager,
-            state,
-            multi_arch,
-            hold,
-        ) in data
-    )
-
-
 def _key(spelling: str) -> bytes:
     return spelling.encode("utf-8", "surrogateescape")
 
@@ -217,11 +158,12 @@ class DpkgDB:
         self._packages: tuple[Package, ...] | None = None
         self._answers: dict[bytes, str | None] = {}
         self._audit: RunningTool | ToolRun | None = None
-        self._audit_store: tuple[factcache.Store, tuple[object, ...]] | None = None
+        #: the key and files `dpkg --audit`'s verdict was asked for in the fact store by
+        self._audit_asked: tuple[tuple[object, ...], tuple[str | Path, ...]] | None = None
         self._search: ListSearch | None = None
         self._listing: list[tuple[str, str]] | None = None
-        #: the store of earlier runs' answers, and this listing's key in it (vkdoctor.speed.factcache)
-        self._kept: tuple[factcache.Store, tuple[object, ...]] | None = None
+        #: the key and files of this listing's answers in the fact store (once asked for)
+        self._kept: tuple[tuple[object, ...], tuple[str, ...]] | None = None
         self._admin_dir: Path | None = None
 
     @property
@@ -233,49 +175,32 @@ class DpkgDB:
 
     def packages(self) -> tuple[Package, ...]:
         if self._packages is None:
-            kept = self._status_kept()
-            if kept is not None and "packages" in kept:
-                self._packages = _decoded(kept["packages"])
+            kept = self._status_kept("packages")
+            if isinstance(kept, tuple) and all(isinstance(p, Package) for p in kept):
+                self._packages = kept
             else:
                 text = read_text(self._admin / "status", LARGE)
                 memo: dict[str, Relation | None] = {}
                 pkgs = (_package(p, memo) for p in parse_status(text))
                 self._packages = tuple(p for p in pkgs if p is not None)
-                self._keep_status("packages", _encoded(self._packages))
+                self._keep_status("packages", self._packages)
         return self._packages
 
     def _unmet_text(self) -> tuple[str, ...]:
         """The unmet dependencies, as text (kept with the status file's other facts)."""
-        kept = self._status_kept()
-        if kept is not None and "unmet" in kept:
-            return tuple(kept["unmet"])
+        kept = self._status_kept("unmet")
+        if isinstance(kept, tuple) and all(isinstance(u, str) for u in kept):
+            return kept
         missing = tuple(str(u) for u in unmet(self))
         self._keep_status("unmet", missing)
         return missing
 
-    def _status_store(self) -> tuple[factcache.Store, tuple[object, ...]] | None:
-        store = factcache.store(
-            self._ctx.options.cache_dir, "dpkg-status", sources=(__file__,), keep=4
-        )
-        if store is None:
-            return None
-        ident = factcache.identity(self._admin / "status")
-        return None if ident is None else (store, (str(self._admin), ident))
-
-    def _status_kept(self) -> dict[str, Any] | None:
+    def _status_kept(self, name: str) -> Any:
         """What an earlier run computed from this very status file (its identity unchanged)."""
-        found = self._status_store()
-        if found is None:
-            return None
-        store, key = found
-        kept = store.get(key)
-        return kept if isinstance(kept, dict) else None
+        return self._ctx.store.get(_STATUS, (self._admin / "status",), (name, str(self._admin)))
 
     def _keep_status(self, name: str, value: object) -> None:
-        found = self._status_store()
-        if found is not None:
-            store, key = found
-            store.put(key, {**(self._status_kept() or {}), name: value})
+        self._ctx.store.put(_STATUS, (self._admin / "status",), (name, str(self._admin)), value)
 
     def leftovers(self) -> dict[str, str]:
         """Conffile path -> the package (name:arch) that left it: removed, not purged (state
@@ -329,20 +254,12 @@ class DpkgDB:
         each file of the same identity (a package installed, removed or upgraded changes them)."""
         if self._kept is not None:
             return
-        store = factcache.store(
-            self._ctx.options.cache_dir, "dpkg-owners", sources=(__file__,), keep=4
-        )
-        if store is None:
-            return
-        ids = []
-        for name, path in self._lists():
-            ident = factcache.identity(path)
-            if ident is None:
-                return
-            ids.append((name, ident))
-        key = (str(self._admin), tuple(ids))
-        self._kept = (store, key)
-        for line, stem in (store.get(key) or {}).items():
+        lists = self._lists()
+        key = (str(self._admin), tuple(name for name, _ in lists))
+        files = tuple(path for _, path in lists)
+        self._kept = (key, files)
+        kept = self._ctx.store.get(_OWNERS, files, key)
+        for line, stem in (kept if isinstance(kept, dict) else {}).items():
             self._answers.setdefault(line, stem)
 
     def prefetch_owners(self, paths: Iterable[str]) -> None:
@@ -385,8 +302,8 @@ class DpkgDB:
             name = found.get(line)
             self._answers.setdefault(line, name[: -len(".list")] if name else None)
         if self._kept is not None:
-            store, key = self._kept
-            store.put(key, dict(self._answers))
+            key, files = self._kept
+            self._ctx.store.put(_OWNERS, files, key, dict(self._answers))
 
     def _by_stem(self, stem: str) -> Package | None:
         name, _, arch = stem.partition(":")
@@ -558,37 +475,28 @@ class DpkgDB:
                 argv, env=self._ctx.env, timeout=min(self._ctx.options.timeout, 60.0)
             )
 
-    def _audit_key(self, argv: Sequence[str]) -> tuple[object, ...] | None:
-        """What `dpkg --audit` reads: the status file, the journal in updates/, which control
-        files info/ holds (the directory's identity changes with every file added or
-        removed), and dpkg itself."""
+    def _audit_question(
+        self, argv: Sequence[str]
+    ) -> tuple[tuple[object, ...], tuple[str | Path, ...]]:
+        """`dpkg --audit`'s key in the fact store and what it reads: the status file, the
+        journal in updates/, which control files info/ holds (the directory's identity changes
+        with every file added or removed), and dpkg itself."""
         dpkg = which("dpkg", self._ctx.env)
         updates = self._admin / "updates"
         try:
             journal = sorted(e.name for e in os.scandir(updates))
         except OSError:
             journal = []
-        parts = [
-            factcache.identity(p)
-            for p in (self._admin / "status", self._admin / "info", updates, dpkg or "")
-        ]
-        journal_ids = [factcache.identity(updates / n) for n in journal]
-        if None in parts or None in journal_ids:
-            return None
-        return (tuple(argv), tuple(parts), tuple(zip(journal, journal_ids, strict=True)))
+        files = (self._admin / "status", self._admin / "info", updates, dpkg or "")
+        return (tuple(argv), tuple(journal)), (*files, *(updates / n for n in journal))
 
     def _audit_kept(self, argv: Sequence[str]) -> ToolRun | None:
-        store = factcache.store(
-            self._ctx.options.cache_dir, "dpkg-audit", sources=(__file__,), keep=4
-        )
-        key = self._audit_key(argv) if store is not None else None
-        if store is None or key is None:
-            return None
-        kept = store.get(key)
+        key, files = self._audit_question(argv)
+        kept = self._ctx.store.get(_AUDIT, files, key)
         if isinstance(kept, tuple) and len(kept) == 3:
             rc, out, err = kept
             return ToolRun(argv=tuple(argv), returncode=rc, stdout=out, stderr=err, kept=True)
-        self._audit_store = (store, key)
+        self._audit_asked = (key, files)
         return None
 
     def _audited(self) -> ToolRun:
@@ -596,10 +504,9 @@ class DpkgDB:
         self.prefetch()
         assert self._audit is not None
         audit = self._audit.result()
-        if self._audit_store is not None and audit.returncode is not None and not audit.kept:
-            store, key = self._audit_store
-            if self._audit_key(audit.argv) == key:  # unchanged while it ran
-                store.put(key, (audit.returncode, audit.stdout, audit.stderr))
+        if self._audit_asked is not None and audit.returncode is not None and not audit.kept:
+            key, files = self._audit_asked  # kept when they did not change while it ran
+            self._ctx.store.put(_AUDIT, files, key, (audit.returncode, audit.stdout, audit.stderr))
         return audit
 
     def consistency(self) -> Consistency:

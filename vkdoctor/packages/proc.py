@@ -25,7 +25,7 @@ class ToolRun:
     #: why it did not produce a return code: "not found", "timeout after 30s", an OSError text
     problem: str | None = None
     #: the answer an earlier run got from the tool for inputs of the same identity
-    #: (vkdoctor.speed.factcache): the tool did not run this time
+    #: (the fact store, `Context.store`): the tool did not run this time
     kept: bool = False
 
     @property

@@ -15,6 +15,10 @@ is simply not used: the facts are then computed as if there were none.
 
 The code that computes a kind of fact is part of its key (`Store(sources=...)`: the modules'
 own identities), so a changed vkdoctor never reads answers an older one gave.
+
+`FactCache` is the Context's fact store (vkdoctor.model.factstore) that the command layer
+installs: the readers ask it by kind, and it turns their answers (records, tuples, dicts and
+plain values) into what marshal carries and back, in one place (`_encode`, `_decode`).
 """
 
 from __future__ import annotations
@@ -28,12 +32,14 @@ import sys
 # before pathlib or typing is imported (vkdoctor.speed.zygote)
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Hashable, Sequence
+    from collections.abc import Hashable, Iterable, Sequence
     from pathlib import Path
     from typing import Any
 
+    from vkdoctor.model.factstore import FactKind
+
 #: bumped when what a store holds changes shape
-FORMAT = 1
+FORMAT = 2
 #: a store larger than this is not read (a real one holds a few hundred KB)
 MAX_BYTES = 32 * 1024 * 1024
 #: entries kept per store: those used by the last run first, then the most recent others
@@ -194,3 +200,130 @@ def save_all() -> None:
     """Write every store this process changed (once its checks are done)."""
     for s in _open.values():
         s.save()
+
+
+class FactCache:
+    """The fact store (vkdoctor.model.factstore.FactStore) of the cache directory `cache_dir`:
+    an answer is kept under its key and the identities of the files it depends on."""
+
+    def __init__(self, cache_dir: str | Path) -> None:
+        self.cache_dir = cache_dir
+        #: (kind, key) -> the files' identities when it was last asked for (None: not all there)
+        self._asked: dict[tuple[str, Hashable], tuple[Identity, ...] | None] = {}
+
+    def _store(self, kind: FactKind) -> Store | None:
+        return store(self.cache_dir, kind.name, sources=kind.sources, keep=kind.keep)
+
+    def get(self, kind: FactKind, files: Iterable[str | Path], key: Hashable = ()) -> Any:
+        ids = _identities(files)
+        self._asked[kind.name, key] = ids
+        found = self._store(kind) if ids is not None else None
+        kept = found.get((key, ids)) if found is not None else None
+        if kept is None:
+            return None
+        try:
+            return _decode(kept, {})
+        except (TypeError, ValueError, AttributeError, IndexError):  # not what this code wrote
+            return None
+
+    def put(self, kind: FactKind, files: Iterable[str | Path], key: Hashable, value: Any) -> None:
+        ids = _identities(files)
+        if ids is None or self._asked.get((kind.name, key), ids) != ids:
+            return  # a file is gone, or changed since it was asked for: read while it changed
+        found = self._store(kind)
+        if found is None:
+            return
+        try:
+            encoded = _encode(value, {})
+        except ValueError:  # a value the store cannot carry: a bug of the caller's, not fatal
+            return
+        found.put((key, ids), encoded)
+
+
+def _identities(files: Iterable[str | Path]) -> tuple[Identity, ...] | None:
+    ids = []
+    for f in files:
+        ident = identity(f)
+        if ident is None:
+            return None
+        ids.append(ident)
+    return tuple(ids)
+
+
+#: what marshal carries as it is
+_PLAIN = frozenset({str, bytes, int, float, bool, type(None)})
+#: a record's class, as a store names it, and its fields (one object each, which marshal
+#: writes once per store and refers to after)
+_TAGS: dict[type, tuple[str, tuple[str, ...]]] = {}
+
+
+def _encode(value: Any, memo: dict[int, Any]) -> Any:
+    """`value` as marshal carries it: a record becomes a list [its class, its field names, its
+    values...] (the one list a store holds), the same record object the same list."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is tuple:
+        return tuple([v if type(v) in _PLAIN else _encode(v, memo) for v in value])
+    if kind is dict:
+        return {_encode(k, memo): _encode(v, memo) for k, v in value.items()}
+    hit = memo.get(id(value))
+    if hit is not None:
+        return hit
+    tag = _TAGS.get(kind)
+    if tag is None:
+        spec = getattr(kind, "__record_spec__", None)
+        if spec is None:
+            raise ValueError(f"a {kind.__name__} is not kept")
+        tag = _TAGS[kind] = (f"{kind.__module__}:{kind.__qualname__}", tuple(spec.names))
+    fields = value.__dict__
+    hit = memo[id(value)] = [*tag]
+    for name in tag[1]:
+        v = fields[name]
+        hit.append(v if type(v) in _PLAIN else _encode(v, memo))
+    return hit
+
+
+_NESTED = frozenset({tuple, list, dict})
+#: the record classes a store has named, found (`_record_class`) and checked once
+_CLASSES: dict[str, Any] = {}
+
+
+def _decode(value: Any, memo: dict[int, Any]) -> Any:
+    """What `_encode` turned into `value`; a record only of a class already imported whose
+    fields are still those it had."""
+    kind = type(value)
+    if kind is tuple:
+        if not any(type(v) in _NESTED for v in value):
+            return value
+        return tuple([_decode(v, memo) if type(v) in _NESTED else v for v in value])
+    if kind is dict:
+        return {_decode(k, memo): _decode(v, memo) for k, v in value.items()}
+    if kind is not list:
+        return value
+    hit = memo.get(id(value))
+    if hit is None:
+        names = value[1]
+        cls = _CLASSES.get(value[0])
+        if cls is None:
+            cls = _record_class(value[0])
+            if cls is None or tuple(cls.__record_spec__.names) != names:
+                raise ValueError("not a record of this vkdoctor")
+            _CLASSES[value[0]] = cls
+        if names != _TAGS.setdefault(cls, (value[0], names))[1] or len(value) != len(names) + 2:
+            raise ValueError("not a record of this vkdoctor")
+        hit = cls.__new__(cls)
+        fields = hit.__dict__
+        for name, v in zip(names, value[2:], strict=True):
+            fields[name] = _decode(v, memo) if type(v) in _NESTED else v
+        memo[id(value)] = hit
+    return hit
+
+
+def _record_class(name: Any) -> Any:
+    """The record class `name` ("module:qualname") names, when its module is imported."""
+    module, _, qualname = str(name).partition(":")
+    found: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return found if isinstance(found, type) and hasattr(found, "__record_spec__") else None

@@ -23,7 +23,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Severity, inputs
+from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Severity
+from vkdoctor.speed import inputs
 from vkdoctor.speed.forks import fork_piped
 
 #: the exit status of a fork that could not send its results

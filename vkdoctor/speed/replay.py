@@ -1,7 +1,7 @@
 """A `check --no-probe` again on a machine where nothing it read has changed.
 
 A run that passed records, besides its report, every look it took at the machine
-(vkdoctor.model.inputs) and the situation it ran in: its arguments, folder, environment (as a
+(vkdoctor.speed.inputs) and the situation it ran in: its arguments, folder, environment (as a
 digest), user and groups, limits, umask, namespaces, interpreter and terminal. The next run
 in the same situation looks again; when every look sees what it saw, that run still loads
 every driver for real (the load test, vkdoctor.children.loadtest) and runs again the checks that read
@@ -20,17 +20,19 @@ import importlib
 import os
 import resource
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vkdoctor.model import inputs
-from vkdoctor.speed import factcache
+from vkdoctor.speed import factcache, inputs
 
 if TYPE_CHECKING:
     from vkdoctor.checks.base import Check
     from vkdoctor.model import CheckResult
     from vkdoctor.model.context import Context, Options
+
+    #: how the runner runs one check (vkdoctor.runner.run_one)
+    RunOne = Callable[..., CheckResult]
 
 #: bumped when what is kept changes shape
 FORMAT = 1
@@ -121,7 +123,7 @@ def _store(cache_dir: Path) -> factcache.Store | None:
     )
 
 
-def start_recording(cache_dir: Path) -> None:
+def start_recording(cache_dir: Path) -> inputs.Recorder:
     """Note what this run reads (not its own stores, nor the Mesa cache the drivers it loads
     write, nor the load test's folders, wherever tempfile puts them). The rest of the cache
     directory is the machine's like any other folder: the overlays built there (overlays/,
@@ -134,6 +136,7 @@ def start_recording(cache_dir: Path) -> None:
     rec = inputs.start(ignored=(*own, *folders))
     rec.notes["situation"] = situation(os.environ)
     rec.notes["cache_dir"] = cache_dir
+    return rec
 
 
 def note_output(text: str) -> None:
@@ -289,7 +292,7 @@ REPLAYED, STARTED, UNTOUCHED = "replayed", "started", "untouched"
 SAME, LIVE_CHANGED, LOAD_CHANGED = "same", "live changed", "load changed"
 
 
-def attempt(cache_dir: Path) -> str:
+def attempt(cache_dir: Path, run_one: RunOne) -> str:
     """Print the last run's report when this run would give the same one (the module's
     docstring says how that is known): REPLAYED. Otherwise nothing was printed and the command
     runs in full: STARTED when the load test was started here and the full run takes it with
@@ -309,10 +312,11 @@ def attempt(cache_dir: Path) -> str:
         machine=entry["machine"],
         cwd=Path(entry["cwd"]),
         options=_options(entry["options"]),
+        store=factcache.FactCache(cache_dir),
     )
     found = LOAD_CHANGED  # an error: nothing is offered
     try:
-        found = _same_again(ctx, entry)
+        found = _same_again(ctx, entry, run_one)
     finally:
         if found != LOAD_CHANGED:
             offer_facts(ctx)  # for the full run: the load test started here, the live facts
@@ -341,13 +345,13 @@ def _unchanged(entry: Mapping[str, Any]) -> bool:
         return False
 
 
-def _same_again(ctx: Context, entry: Mapping[str, Any]) -> str:
+def _same_again(ctx: Context, entry: Mapping[str, Any], run_one: RunOne) -> str:
     """Whether the volatile checks and the load test find what they found last time: SAME,
-    LIVE_CHANGED or LOAD_CHANGED."""
+    LIVE_CHANGED or LOAD_CHANGED (each run as the runner runs a check: `run_one`,
+    vkdoctor.runner's)."""
     from vkdoctor import facts
     from vkdoctor.facts.kept import give
     from vkdoctor.facts.selection import selected_codes
-    from vkdoctor.runner import run_one
     from vkdoctor.speed.offload import decode
 
     give(ctx, entry["kept_facts"])  # the same files read: the same scan, the same loader
