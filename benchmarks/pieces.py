@@ -84,21 +84,11 @@ PIECES = {
         needed_by=("replay",),
     ),
     "factcache": Piece(
-        ("vkdoctor/speed/factcache.py",),
-        r"\bfactcache\b",
-        (
-            ("vkdoctor/elf/ldcache.py", "_to_data"),
-            ("vkdoctor/elf/ldcache.py", "_from_data"),
-            ("vkdoctor/elf/reader.py", "_to_data"),
-            ("vkdoctor/elf/reader.py", "_from_data"),
-            ("vkdoctor/packages/dpkg.py", "_encoded"),
-            ("vkdoctor/packages/dpkg.py", "_decoded"),
-            ("vkdoctor/packages/dpkg.py", "_status_store"),
-            ("vkdoctor/packages/dpkg.py", "_status_kept"),
-            ("vkdoctor/packages/dpkg.py", "_keep_status"),
-            ("vkdoctor/packages/dpkg.py", "_audit_kept"),
-            ("vkdoctor/elf/symbols.py", "_identities"),
-        ),
+        # the store's interface on the Context, and the one encoder behind it; the readers'
+        # part is each line that asks the store
+        ("vkdoctor/speed/factcache.py", "vkdoctor/model/factstore.py"),
+        r"\bfactcache\b|\bFactKind\b|\.store\.(get|put)\b",
+        (),
         base=("replay",),
         needed_by=("replay",),
     ),
@@ -109,7 +99,7 @@ PIECES = {
         base=("replay",),
     ),
     "replay": Piece(
-        ("vkdoctor/speed/replay.py", "vkdoctor/model/inputs.py", "vkdoctor/facts/kept.py"),
+        ("vkdoctor/speed/replay.py", "vkdoctor/speed/inputs.py", "vkdoctor/facts/kept.py"),
         r"\breplay\b|\binputs\.|import inputs|\brecorder\(",
         (
             ("vkdoctor/launch.py", "_start_recording"),

@@ -321,8 +321,7 @@ def test_kept_facts_that_no_longer_hold_never_reach_the_report(tmp_path: Path) -
     no look sees changed them (here: the kept entry says the copy of lavapipe is elsewhere),
     the load test run on them differs and the run is a full one, which must not take that load
     test, nor the targets it ran on, from the attempt."""
-    from vkdoctor.model import inputs
-    from vkdoctor.speed import factcache, replay
+    from vkdoctor.speed import factcache, inputs, replay
 
     env = _env(tmp_path)
     _private_lavapipe(tmp_path, tmp_path / "data")
