@@ -133,6 +133,9 @@ def test_json_the_cause_first_the_probe_its_consequence(broken: Broken) -> None:
     after = findings[at + 1 : findings.index(probe) + 1]
     assert all(f["evidence"].get("explained_by") == broken.cause for f in after), after
     assert not any(f["evidence"].get("explained_by") == broken.cause for f in findings[:at])
+    if broken.cause != "VKR001":
+        # no driver is blamed, and no layer is re-run where the loader cannot reach one
+        assert "(VKT001)" not in probe["message"] and "localised" not in probe["evidence"]
     # no fix sends the user to the command they just ran
     assert not any("vkdoctor check`" in (f["remedy"] or "") for f in findings)
     assert not any("run vkdoctor check" in (f["remedy"] or "") for f in findings)

@@ -298,6 +298,14 @@ def _no_adapter(ctx: Context) -> tuple[str, Remedy] | None:
                 "can see no Vulkan adapter."
             ),
         )
+    manifest = facts.stopped_by_a_layer_manifest(ctx)
+    if manifest is not None:
+        # the loader fails every vkCreateInstance on this file before it asks any driver
+        return (
+            f". The Vulkan loader fails every vkCreateInstance on the layer manifest {manifest} "
+            "before it asks any driver (VKI002, VKI004)",
+            Remedy(text=f"Fix or remove {manifest} first (VKI002, VKI004 say why)."),
+        )
     try:
         outcomes = facts.load_test(ctx).outcomes
     except Exception:  # the VKT checks report a broken load test

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from vkdoctor.children.probe import ProbeRequest, run_probe
+from vkdoctor.elf.resolve import loader_lookup
 from vkdoctor.model.context import Context
 from vkdoctor.model.probe_records import FORCING
 
@@ -55,8 +56,8 @@ def _localised(
     that no layer explains are also tried on another Vulkan adapter, where there is one (one
     more run), and the cases that passed and failed are kept: the evidence a driver is blamed
     on."""
-    if result.get("status") not in _LAYER_CAN_CAUSE:
-        return result
+    if result.get("status") not in _LAYER_CAN_CAUSE or loader_lookup(ctx).found is None:
+        return result  # no loader that works (VKH002): no layer is reached to blame
     suspects = _suspect_layers(ctx, env)
     if not suspects and result.get("status") != "fail":
         return result
