@@ -16,22 +16,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_vkdoctor, validate_report, vulkaninfo
+from conftest import clean_env, run_vkdoctor, validate_report, vulkaninfo
 
 DATA = Path(__file__).parent / "data"
 LVP_MANIFEST = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"
 LOADER = "/lib/x86_64-linux-gnu/libvulkan.so.1"
 
 
-def _layer(root: Path, flag: str) -> dict[str, str]:
-    """The gcc-built layer of tests/data/drop_layer.c with `flag`, as an implicit layer in
-    XDG_DATA_HOME (where a user's own layers go): its environment, manifest, name and disable."""
+def _layer(root: Path, flag: str, *, home: bool = False) -> dict[str, str]:
+    """The gcc-built layer of tests/data/drop_layer.c with `flag`, as an implicit layer where a
+    user's own layers go (XDG_DATA_HOME, or ~/.local/share with `home`): its environment,
+    manifest, name and disable."""
     lib = root / f"lib{flag.lower()}.so"
     subprocess.run(
         ["gcc", "-shared", "-fPIC", f"-D{flag}", "-o", str(lib), str(DATA / "drop_layer.c")],
         check=True,
     )
-    folder = root / "share" / "vulkan" / "implicit_layer.d"
+    share = root / ".local" / "share" if home else root / "share"
+    folder = share / "vulkan" / "implicit_layer.d"
     folder.mkdir(parents=True)
     name = f"VK_LAYER_TEST_{flag.lower()}"
     layer = {
@@ -46,7 +48,7 @@ def _layer(root: Path, flag: str) -> dict[str, str]:
     manifest = folder / f"{flag.lower()}.json"
     manifest.write_text(json.dumps({"file_format_version": "1.1.0", "layer": layer}))
     return {
-        "XDG_DATA_HOME": str(root / "share"),
+        **({"HOME": str(root)} if home else {"XDG_DATA_HOME": str(share)}),
         "manifest": str(manifest),
         "name": name,
         "off": f"DISABLE_{flag}",
@@ -215,17 +217,17 @@ def test_summary_shows_what_each_cause_causes(broken: Broken) -> None:
 def test_a_layer_that_corrupts_only_large_copies_is_named_and_its_disable_proven(
     tmp_path: Path,
 ) -> None:
-    """Checked first with vulkaninfo and a plain wgpu script (small copies right, large ones
-    wrong), then judged: the layer is THE cause, with its manifest and the disable the re-run
+    """In ~/.local/share/vulkan/implicit_layer.d. Checked first with vulkaninfo and a plain wgpu
+    script (small copies right, large ones wrong), then judged: the layer is THE cause, with its manifest and the disable the re-run
     proved; that disable, run, makes the next check green."""
-    layer = _layer(tmp_path, "CORRUPT_LARGE_COPIES")
-    env = {"XDG_DATA_HOME": layer["XDG_DATA_HOME"], "VK_DRIVER_FILES": LVP_MANIFEST}
+    layer = _layer(tmp_path, "CORRUPT_LARGE_COPIES", home=True)
+    env = {"HOME": layer["HOME"], "VK_DRIVER_FILES": LVP_MANIFEST}
     seen = vulkaninfo({**env, "VK_LOADER_DEBUG": "layer"})
     assert seen.returncode == 0 and layer["manifest"].encode() in seen.stdout + seen.stderr
     script = DATA / "copy_sizes.py"
     copies = subprocess.run(
         [sys.executable, str(script)],
-        env={**_plain_env(), **env},
+        env=clean_env(env),
         capture_output=True,
         text=True,
         check=False,
@@ -244,12 +246,6 @@ def test_a_layer_that_corrupts_only_large_copies_is_named_and_its_disable_proven
     assert cases["4x8"] and not cases["512x4096"]
     green = run_vkdoctor(["check", "--cpu", "--select", "VKR001"], env={**env, layer["off"]: "1"})
     assert green.returncode == 0, green.stdout
-
-
-def _plain_env() -> dict[str, str]:
-    import os
-
-    return {k: v for k, v in os.environ.items() if not k.startswith("VK_")}
 
 
 def test_a_layer_that_crashes_in_vkcreateinstance_is_the_cause_its_disable_proven(

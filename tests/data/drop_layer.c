@@ -2,7 +2,7 @@
  * localisation tests. Built with -DDROP_DISPATCH: vkCmdDispatch does nothing (every compute
  * result stays as it was); with -DDROP_SUBMITS: vkQueueSubmit submits its batches without their
  * command buffers (semaphores and fences still signal, nothing runs); with -DCORRUPT_LARGE_COPIES:
- * a vkCmdCopyBuffer region over 1 MiB loses its last 4 bytes (small copies are left alone); with
+ * a vkCmdCopyBuffer region over 1 MiB gets 0xdeadbeef for its last 4 bytes (small copies are left alone); with
  * -DCRASH_CREATE_INSTANCE: vkCreateInstance dies of SIGSEGV. No Vulkan headers: the loader's layer interface, declared here. */
 #include <stddef.h>
 #include <string.h>
@@ -89,6 +89,7 @@ __attribute__((unused)) static int submit_nothing(void *queue, unsigned count, c
 
 struct buffer_copy { unsigned long long src, dst, size; };
 typedef void (*PFN_copyBuffer)(void *cmd, void *src, void *dst, unsigned count, const struct buffer_copy *r);
+typedef void (*PFN_fillBuffer)(void *cmd, void *dst, unsigned long long offset, unsigned long long size, unsigned data);
 
 __attribute__((unused)) static void copy_short(void *cmd, void *src, void *dst, unsigned count, const struct buffer_copy *regions) {
     struct buffer_copy shortened[64];
@@ -98,7 +99,12 @@ __attribute__((unused)) static void copy_short(void *cmd, void *src, void *dst, 
         if (shortened[i].size > (1u << 20)) shortened[i].size -= 4;
     }
     PFN_copyBuffer next = (PFN_copyBuffer)next_gdpa(the_device, "vkCmdCopyBuffer");
+    PFN_fillBuffer fill = (PFN_fillBuffer)next_gdpa(the_device, "vkCmdFillBuffer");
     next(cmd, src, dst, count, shortened);
+    /* the 4 bytes left out get a value no copy gives, whatever the memory held before */
+    for (unsigned i = 0; i < count; i++)
+        if (shortened[i].size != regions[i].size)
+            fill(cmd, dst, shortened[i].dst + shortened[i].size, 4, 0xdeadbeefu);
 }
 
 EXPORT PFN_void vkGetDeviceProcAddr(void *device, const char *name) {

@@ -38,7 +38,9 @@ EXPORT int vk_icdNegotiateLoaderICDInterfaceVersion(unsigned *version) {
 
 struct buffer_copy { unsigned long long src, dst, size; };
 typedef void (*PFN_copyBuffer)(void *cmd, void *src, void *dst, unsigned count, const struct buffer_copy *r);
+typedef void (*PFN_fillBuffer)(void *cmd, void *dst, unsigned long long offset, unsigned long long size, unsigned data);
 static PFN_copyBuffer lvp_copy;
+static PFN_fillBuffer lvp_fill;
 
 static void copy_short(void *cmd, void *src, void *dst, unsigned count, const struct buffer_copy *regions) {
     struct buffer_copy shortened[64];
@@ -48,6 +50,10 @@ static void copy_short(void *cmd, void *src, void *dst, unsigned count, const st
         if (shortened[i].size > (1u << 20)) shortened[i].size -= 4;
     }
     lvp_copy(cmd, src, dst, count, shortened);
+    /* the 4 bytes left out get a value no copy gives, whatever the memory held before */
+    for (unsigned i = 0; i < count; i++)
+        if (shortened[i].size != regions[i].size)
+            lvp_fill(cmd, dst, shortened[i].dst + shortened[i].size, 4, 0xdeadbeefu);
 }
 
 static void named(unsigned char *properties) {
@@ -62,6 +68,7 @@ static PFN_void device_proc(void *device, const char *name) {
     if (!strcmp(name, "vkGetDeviceProcAddr")) return (PFN_void)device_proc;
     if (!strcmp(name, "vkCmdCopyBuffer")) {
         lvp_copy = (PFN_copyBuffer)lvp_gdpa(device, name);
+        lvp_fill = (PFN_fillBuffer)lvp_gdpa(device, "vkCmdFillBuffer");
         return (PFN_void)copy_short;
     }
     return lvp_gdpa(device, name);
