@@ -1,6 +1,6 @@
 """One cause, one failure, everywhere: on real broken machines (no driver at all, a truncated
-libvulkan.so.1 copy on LD_LIBRARY_PATH, an explicit layer manifest that is not JSON, an implicit
-layer that corrupts large copies) the probe's failure is reported as the cause's consequence,
+libvulkan.so.1 copy on LD_LIBRARY_PATH, an explicit or implicit layer manifest that is not JSON,
+an implicit layer that corrupts large copies) the probe's failure is reported as the cause's consequence,
 not as a failure of its own, and the cause comes first, in text, JSON, JUnit, GitHub
 annotations, the step summary and `vkdoctor summary`; no fix sends the user to the command
 they just ran."""
@@ -66,11 +66,23 @@ def _truncated_loader(root: Path) -> tuple[dict[str, str], str]:
     return {"LD_LIBRARY_PATH": str(folder)}, "VKH002"
 
 
-def _broken_explicit_manifest(root: Path) -> tuple[dict[str, str], str]:
-    folder = root / "vulkan" / "explicit_layer.d"
+def _broken_manifest(root: Path, kind: str) -> dict[str, str]:
+    """A layer manifest that is not JSON in XDG_DATA_HOME/vulkan/KIND_layer.d: loader 1.3.239
+    fails every vkCreateInstance on it (vulkaninfo too)."""
+    folder = root / "vulkan" / f"{kind}_layer.d"
     folder.mkdir(parents=True)
     (folder / "broken.json").write_text('{"file_format_version": "1.1.0", "layer": {"name": ,}}')
-    return {"XDG_DATA_HOME": str(root)}, "VKI004"
+    env = {"XDG_DATA_HOME": str(root)}
+    assert vulkaninfo(env).returncode == 1
+    return env
+
+
+def _broken_explicit_manifest(root: Path) -> tuple[dict[str, str], str]:
+    return _broken_manifest(root, "explicit"), "VKI004"
+
+
+def _broken_implicit_manifest(root: Path) -> tuple[dict[str, str], str]:
+    return _broken_manifest(root, "implicit"), "VKI002"
 
 
 def _guilty_layer(root: Path) -> tuple[dict[str, str], str]:
@@ -82,6 +94,7 @@ MACHINES = {
     "no-driver": _no_driver,
     "truncated-loader": _truncated_loader,
     "broken-explicit-layer-manifest": _broken_explicit_manifest,
+    "broken-implicit-layer-manifest": _broken_implicit_manifest,
     "guilty-layer": _guilty_layer,
 }
 
