@@ -688,11 +688,12 @@ def machine(label: str, path: str, doc: Mapping[str, Any]) -> Machine:
     causes = {code for code, _ in failing}
     consequences = tuple(
         dict.fromkeys(
-            (str(_get(f, "evidence", "explained_by")), str(f.get("code")))
+            (by, str(f.get("code")))
             for f in doc.get("findings") or ()
             if isinstance(f, Mapping)
             and _RANK.get(str(f.get("severity")), 0) < 2
-            and _get(f, "evidence", "explained_by") in causes
+            and isinstance(by := _get(f, "evidence", "explained_by"), str)
+            and by in causes
         )
     )
     return Machine(
