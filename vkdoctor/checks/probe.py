@@ -43,7 +43,9 @@ class ComputeProbe(Check):
     A failed probe is re-run with each layer the loader puts into every application turned off
     in turn (at most one extra run per layer); a layer whose removal makes it pass
     is named as the cause, with the disable just proven, and the probe's failure is its
-    consequence.
+    consequence. Wrong numbers that no layer explains are also tried on another Vulkan adapter,
+    where there is one; the failure names what was tried (the layers off, the other adapter,
+    the smaller cases that passed) before it names the driver.
     """
 
     code = probe_report.CODE
