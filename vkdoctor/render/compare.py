@@ -6,6 +6,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable, Iterable, Sequence
 
+from vkdoctor.model import PROBE_CODE
 from vkdoctor.model.compare import Change, Comparison, FindingDiff, Fleet, Group, Machine
 from vkdoctor.model.record import asdict
 from vkdoctor.render.escape import json_text, visible, visible_report
@@ -170,10 +171,13 @@ def _failing(m: Machine, mark: Callable[[str], str] = str) -> str:
     failures of their own): `VKH002 (causes VKT001 VKR001)`."""
     out = []
     for code in m.codes:
-        follows = m.consequences_of(code)
-        out.append(
-            mark(code) + (f" (causes {' '.join(mark(c) for c in follows)})" if follows else "")
-        )
+        # the culprit layer the probe found is VKR001's failure, the probe's own its consequence
+        follows = [
+            "the probe's failure" if c == code == PROBE_CODE else mark(c)
+            for c in m.consequences_of(code)
+        ]
+
+        out.append(mark(code) + (f" (causes {' '.join(follows)})" if follows else ""))
     return " ".join(out)
 
 
