@@ -2,8 +2,9 @@
  * localisation tests. Built with -DDROP_DISPATCH: vkCmdDispatch does nothing (every compute
  * result stays as it was); with -DDROP_SUBMITS: vkQueueSubmit submits its batches without their
  * command buffers (semaphores and fences still signal, nothing runs); with -DCORRUPT_LARGE_COPIES:
- * a vkCmdCopyBuffer region over 1 MiB gets 0xdeadbeef for its last 4 bytes (small copies are left alone); with
- * -DCRASH_CREATE_INSTANCE: vkCreateInstance dies of SIGSEGV. No Vulkan headers: the loader's layer interface, declared here. */
+ * a vkCmdCopyBuffer region over 1 MiB gets 0xdeadbeef for its first 4 bytes (small copies are
+ * left alone); with -DCRASH_CREATE_INSTANCE: vkCreateInstance dies of SIGSEGV. No Vulkan headers:
+ * the loader's layer interface, declared here. */
 #include <stddef.h>
 #include <string.h>
 
@@ -96,7 +97,11 @@ __attribute__((unused)) static void copy_short(void *cmd, void *src, void *dst, 
     if (count > 64) count = 64;
     for (unsigned i = 0; i < count; i++) {
         shortened[i] = regions[i];
-        if (shortened[i].size > (1u << 20)) shortened[i].size -= 4;
+        if (shortened[i].size > (1u << 20)) {
+            shortened[i].src += 4;
+            shortened[i].dst += 4;
+            shortened[i].size -= 4;
+        }
     }
     PFN_copyBuffer next = (PFN_copyBuffer)next_gdpa(the_device, "vkCmdCopyBuffer");
     PFN_fillBuffer fill = (PFN_fillBuffer)next_gdpa(the_device, "vkCmdFillBuffer");
@@ -104,7 +109,7 @@ __attribute__((unused)) static void copy_short(void *cmd, void *src, void *dst, 
     /* the 4 bytes left out get a value no copy gives, whatever the memory held before */
     for (unsigned i = 0; i < count; i++)
         if (shortened[i].size != regions[i].size)
-            fill(cmd, dst, shortened[i].dst + shortened[i].size, 4, 0xdeadbeefu);
+            fill(cmd, dst, regions[i].dst, 4, 0xdeadbeefu);
 }
 
 EXPORT PFN_void vkGetDeviceProcAddr(void *device, const char *name) {

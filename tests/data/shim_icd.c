@@ -1,8 +1,8 @@
 /* A real Vulkan driver for the probe's tests that computes wrong numbers on large buffers: it is
  * lavapipe (dlopened from LVP, the library's path), passed through, except that a vkCmdCopyBuffer
- * region over 1 MiB loses its last 4 bytes (small copies are left alone), and its device is named
- * NAME (so that wgpu can tell it from lavapipe's own). No Vulkan headers: the loader's driver
- * interface, declared here. */
+ * region over 1 MiB gets 0xdeadbeef for its first 4 bytes (small copies are left alone), and its
+ * device is named NAME (so that wgpu can tell it from lavapipe's own). No Vulkan headers: the
+ * loader's driver interface, declared here. */
 #include <dlfcn.h>
 #include <stddef.h>
 #include <string.h>
@@ -47,13 +47,17 @@ static void copy_short(void *cmd, void *src, void *dst, unsigned count, const st
     if (count > 64) count = 64;
     for (unsigned i = 0; i < count; i++) {
         shortened[i] = regions[i];
-        if (shortened[i].size > (1u << 20)) shortened[i].size -= 4;
+        if (shortened[i].size > (1u << 20)) {
+            shortened[i].src += 4;
+            shortened[i].dst += 4;
+            shortened[i].size -= 4;
+        }
     }
     lvp_copy(cmd, src, dst, count, shortened);
     /* the 4 bytes left out get a value no copy gives, whatever the memory held before */
     for (unsigned i = 0; i < count; i++)
         if (shortened[i].size != regions[i].size)
-            lvp_fill(cmd, dst, shortened[i].dst + shortened[i].size, 4, 0xdeadbeefu);
+            lvp_fill(cmd, dst, regions[i].dst, 4, 0xdeadbeefu);
 }
 
 static void named(unsigned char *properties) {
