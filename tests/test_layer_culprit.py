@@ -85,10 +85,13 @@ def test_a_layer_that_drops_dispatches_is_named_and_its_disable_makes_it_green(d
 
 
 @pytest.mark.parametrize("reason", sorted(probe_report._REMEDY))
-def test_no_fix_under_check_tells_the_user_to_run_check(reason):
+@pytest.mark.parametrize("requested", [{}, {"cpu": True}, {"gpu": True}, {"adapter": "x"}])
+def test_no_fix_under_check_tells_the_user_to_run_check(reason, requested):
     """Under `vkdoctor check` the fix never sends the user to the command they just ran."""
-    made = probe_report.remedy({"status": "crash", "reason": reason}, in_check=True)
-    assert made is None or "`vkdoctor check" not in made.shown()
+    for status in ("crash", "no-adapter", "fail"):
+        probe = {"status": status, "reason": reason, "requested": requested}
+        made = probe_report.remedy(probe, in_check=True)
+        assert made is None or "`vkdoctor check`" not in made.shown(), made
 
 
 def test_a_failure_no_layer_explains_says_what_was_tried():

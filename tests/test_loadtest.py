@@ -670,7 +670,8 @@ def test_the_probe_runs_past_a_crashing_driver_and_says_so(fakes):
     assert vkr["severity"] == "info", vkr
     assert vkr["title"] == "Compute probe passed once gipa_abort_icd.json was turned off"
     assert "VK_LOADER_DRIVERS_DISABLE=gipa_abort_icd.json" in vkr["message"]
-    assert vkr["remedy"].startswith("export VK_LOADER_DRIVERS_DISABLE=gipa_abort_icd.json")
+    # the consequence of VKT001, whose fix (that filter) is given there, once
+    assert vkr["remedy"] == "See VKT001." and vkr["evidence"]["explained_by"] == "VKT001"
     assert doc["probe"]["status"] == "pass"
     assert doc["probe"]["disabled"] == {"VK_LOADER_DRIVERS_DISABLE": ["gipa_abort_icd.json"]}
     # the filter is vkdoctor's, not the user's: the probe's variables are the user's own

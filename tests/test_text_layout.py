@@ -148,7 +148,8 @@ def test_a_failing_verbose_check_ends_with_each_failure_and_its_fix(
     seed: Lab, tmp_path: Path
 ) -> None:
     """-v lists every check, area by area, and the probe: a thousand lines. It ends, as the
-    short report does, with the failures and their fixes right above the verdict."""
+    short report does, with the failures and their fixes right above the verdict, the deepest
+    cause first, each with its consequences under it."""
     env = seed.env(tmp_path / "cache", COLUMNS="80")
     proc, doc = _run(["check", "--cpu", "-v"], tmp_path, **env)
     text = proc.stdout
@@ -159,9 +160,12 @@ def test_a_failing_verbose_check_ends_with_each_failure_and_its_fix(
     assert body.index("\nProbe\n") < body.index(recap)
     failed = [f for f in doc["findings"] if f["severity"] in ("fail", "error")]
     heads = re.findall(r"^  ✗ (VK[A-Z][0-9]{3}) ", recap, re.M)
-    assert heads == [f["code"] for f in failed][::-1]
+    assert heads == [f["code"] for f in failed]
     (vkl,) = [f for f in failed if f["code"] == "VKL002"]
-    assert " ".join(recap[recap.index("fix: ") :].split()) == f"fix: {vkl['remedy']}"
+    (vkr,) = [f for f in doc["findings"] if f["code"] == "VKR001"]
+    assert " ".join(recap[recap.index("fix: ") :].split()) == (
+        f"fix: {vkl['remedy']} consequences: VKR001 {vkr['title']}"
+    )
 
 
 def test_a_healthy_check_in_a_real_terminal_uses_its_width() -> None:
@@ -187,10 +191,11 @@ def test_the_first_failing_run_ends_with_the_cause_and_how_to_find_the_library(
     # the verdict names each failure with its one-line cause
     (vkl,) = failed
     assert _verdict(text) == (
-        f"vkdoctor: FAIL: VKL002 {vkl['title']}; probe no-adapter; 2 warning(s)"
+        f"vkdoctor: FAIL: VKL002 {vkl['title']}; probe no-adapter (VKL002's consequence); "
+        "2 warning(s)"
     )
     assert vkl["title"] == "libLLVM.so.23.1 missing (needed by libvulkan_lvp.so)"
-    # failures come last, the deepest cause (VKL002) right above the verdict, with its fix
+    # failures come last, the deepest cause (VKL002) first, with its fix and its consequence
     body = text[: text.rindex("\nvkdoctor: ")]
     # the first heading says where the reasons are
     assert body.index("\nWarnings (vkdoctor explain CODE: why, and other ways to fix)\n") < (
@@ -199,7 +204,7 @@ def test_the_first_failing_run_ends_with_the_cause_and_how_to_find_the_library(
     last = body[body.rindex("\n  ✗ ") :]
     assert last.startswith(f"\n  ✗ VKL002 {vkl['title']}")
     fix = " ".join(last[last.index("fix: ") :].split())
-    assert fix == f"fix: {vkl['remedy']}"
+    assert fix == f"fix: {vkl['remedy']} consequences: VKR001 {vkr['title']}"
     # where it looked, and how to search: the command and one sentence
     assert "Looked in: ld.so.cache; system directories" in vkl["message"]
     assert vkl["remedy"].startswith(

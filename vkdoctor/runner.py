@@ -10,7 +10,7 @@ from typing import Any
 
 from vkdoctor.checks.base import Check
 from vkdoctor.facts.selection import selected_codes
-from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Severity
+from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Severity, consequence
 from vkdoctor.model.context import Context
 from vkdoctor.model.record import replace
 from vkdoctor.speed import factcache, inputs
@@ -112,17 +112,7 @@ def _explained(check: Check, causes: CheckResult, symptoms: CheckResult) -> Chec
             (c for c in failing if f.severity.rank > Severity.INFO.rank and check.explained(f, c)),
             None,
         )
-        findings.append(
-            f
-            if cause is None
-            else replace(
-                f,
-                severity=Severity.INFO,
-                title=f"{f.title}: {cause.code} gives the cause",
-                remedy=Remedy(text=f"See {cause.code}: {cause.title}."),
-                evidence={**f.evidence, "explained_by": cause.code},
-            )
-        )
+        findings.append(f if cause is None else consequence(f, cause))
     return replace(symptoms, findings=tuple(findings))
 
 

@@ -1,7 +1,10 @@
 /* A real implicit layer that passes everything through except what it breaks, for the probe's
  * localisation tests. Built with -DDROP_DISPATCH: vkCmdDispatch does nothing (every compute
  * result stays as it was); with -DDROP_SUBMITS: vkQueueSubmit submits its batches without their
- * command buffers (semaphores and fences still signal, nothing runs). No Vulkan headers: the loader's layer interface, declared here. */
+ * command buffers (semaphores and fences still signal, nothing runs); with -DCORRUPT_LARGE_COPIES:
+ * a vkCmdCopyBuffer region over 1 MiB gets 0xdeadbeef for its first 4 bytes (small copies are
+ * left alone); with -DCRASH_CREATE_INSTANCE: vkCreateInstance dies of SIGSEGV. No Vulkan headers:
+ * the loader's layer interface, declared here. */
 #include <stddef.h>
 #include <string.h>
 
@@ -36,6 +39,9 @@ static struct layer_create_info *chain(const void *info, int type) {
 }
 
 static int create_instance(const void *info, const void *alloc, void **instance) {
+#ifdef CRASH_CREATE_INSTANCE
+    *(volatile int *)NULL = 0;
+#endif
     struct layer_create_info *c = chain(info, LOADER_INSTANCE_CREATE_INFO);
     struct instance_link *link = c->link;
     next_gipa = link->next_gipa;
@@ -82,6 +88,30 @@ __attribute__((unused)) static int submit_nothing(void *queue, unsigned count, c
     return next(queue, count, emptied, fence);
 }
 
+struct buffer_copy { unsigned long long src, dst, size; };
+typedef void (*PFN_copyBuffer)(void *cmd, void *src, void *dst, unsigned count, const struct buffer_copy *r);
+typedef void (*PFN_fillBuffer)(void *cmd, void *dst, unsigned long long offset, unsigned long long size, unsigned data);
+
+__attribute__((unused)) static void copy_short(void *cmd, void *src, void *dst, unsigned count, const struct buffer_copy *regions) {
+    struct buffer_copy shortened[64];
+    if (count > 64) count = 64;
+    for (unsigned i = 0; i < count; i++) {
+        shortened[i] = regions[i];
+        if (shortened[i].size > (1u << 20)) {
+            shortened[i].src += 4;
+            shortened[i].dst += 4;
+            shortened[i].size -= 4;
+        }
+    }
+    PFN_copyBuffer next = (PFN_copyBuffer)next_gdpa(the_device, "vkCmdCopyBuffer");
+    PFN_fillBuffer fill = (PFN_fillBuffer)next_gdpa(the_device, "vkCmdFillBuffer");
+    next(cmd, src, dst, count, shortened);
+    /* the 4 bytes left out get a value no copy gives, whatever the memory held before */
+    for (unsigned i = 0; i < count; i++)
+        if (shortened[i].size != regions[i].size)
+            fill(cmd, dst, regions[i].dst, 4, 0xdeadbeefu);
+}
+
 EXPORT PFN_void vkGetDeviceProcAddr(void *device, const char *name) {
     if (!strcmp(name, "vkGetDeviceProcAddr")) return (PFN_void)vkGetDeviceProcAddr;
 #ifdef DROP_SUBMITS
@@ -89,6 +119,9 @@ EXPORT PFN_void vkGetDeviceProcAddr(void *device, const char *name) {
 #endif
 #ifdef DROP_DISPATCH
     if (!strcmp(name, "vkCmdDispatch")) return (PFN_void)no_dispatch;
+#endif
+#ifdef CORRUPT_LARGE_COPIES
+    if (!strcmp(name, "vkCmdCopyBuffer")) return (PFN_void)copy_short;
 #endif
     return next_gdpa(device, name);
 }
@@ -103,6 +136,9 @@ EXPORT PFN_void vkGetInstanceProcAddr(void *instance, const char *name) {
 #endif
 #ifdef DROP_DISPATCH
     if (!strcmp(name, "vkCmdDispatch")) return (PFN_void)no_dispatch;
+#endif
+#ifdef CORRUPT_LARGE_COPIES
+    if (!strcmp(name, "vkCmdCopyBuffer")) return (PFN_void)copy_short;
 #endif
     return next_gipa(instance, name);
 }

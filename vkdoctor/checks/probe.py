@@ -9,7 +9,7 @@ from vkdoctor import facts
 from vkdoctor.checks.base import Check
 from vkdoctor.children import probe_report
 from vkdoctor.elf import shadow
-from vkdoctor.model import Finding, Remedy, Severity
+from vkdoctor.model import Finding, Remedy, Severity, consequence
 from vkdoctor.model.context import Context
 from vkdoctor.model.probe_records import disabled_setting
 from vkdoctor.model.record import replace
@@ -43,7 +43,9 @@ class ComputeProbe(Check):
     A failed probe is re-run with each layer the loader puts into every application turned off
     in turn (at most one extra run per layer); a layer whose removal makes it pass
     is named as the cause, with the disable just proven, and the probe's failure is its
-    consequence.
+    consequence. Wrong numbers that no layer explains are also tried on another Vulkan adapter,
+    where there is one; the failure names what was tried (the layers off, the other adapter,
+    the smaller cases that passed) before it names the driver.
     """
 
     code = probe_report.CODE
@@ -64,7 +66,7 @@ class ComputeProbe(Check):
                 return
             finding = replace(
                 finding,
-                message=f"{finding.message}. {_tried(localised, result)}",
+                message=f"{finding.message}. {_tried(localised, result, _manifest_of(ctx, result))}",
                 evidence={**finding.evidence, "localised": localised},
             )
         off: dict[str, list[str]] = result.get("disabled") or {}
@@ -90,16 +92,11 @@ class ComputeProbe(Check):
                     remedy=Remedy(commands=commands, text=f", or remove what installs {names}."),
                 )
             elif finding.severity is Severity.OK:
-                # the failure is the load test's, with this very remedy: counted once
-                finding = replace(
-                    finding,
-                    severity=Severity.INFO,
+                # the failure is the load test's, with this very remedy: counted once, there
+                finding = consequence(
+                    replace(finding, message=f"{finding.message}. {note}"),
+                    "VKT001" if "VK_LOADER_DRIVERS_DISABLE" in off else "VKT003",
                     title=f"Compute probe passed once {names} was turned off",
-                    message=f"{finding.message}. {note}",
-                    remedy=Remedy(
-                        commands=commands,
-                        text=f", or remove what installs {names} (VKT001, VKT003).",
-                    ),
                 )
             else:
                 finding = replace(finding, message=f"{finding.message}. {note}")
@@ -131,11 +128,8 @@ class ComputeProbe(Check):
             if foreseen:
                 # no loader (VKH002), or every driver fails to load as the library findings
                 # said, with the fix: no adapter is their consequence, not a second cause
-                finding = replace(
-                    finding,
-                    severity=Severity.INFO,
-                    title=f"{finding.title}, as {foreseen} predicted",
-                )
+                said, code = foreseen
+                finding = consequence(finding, code, title=f"{finding.title}, as {said} predicted")
         yield finding
 
 
@@ -158,7 +152,7 @@ def _layer_is_the_cause(
     manifest_at = f"{manifest}, found through {origin}" if origin.startswith("VK_") else manifest
     commands = tuple(layer["disable"])
     turned_off = "; ".join(commands) or layer["disable_text"]
-    yield replace(
+    cause = replace(
         probe,
         title=f"The {kind} layer {name} breaks compute: {probe.title.lower()} with it, "
         "passed without it",
@@ -176,12 +170,8 @@ def _layer_is_the_cause(
         ),
         evidence={**probe.evidence, "localised": localised, "package": package},
     )
-    yield replace(
-        probe,
-        severity=Severity.INFO,
-        title=f"{probe.title}: the consequence of the layer {name}",
-        remedy=None,
-    )
+    yield cause
+    yield consequence(probe, cause, title=f"{probe.title}: the consequence of the layer {name}")
 
 
 def _runs(localised: dict[str, Any]) -> str:
@@ -196,17 +186,62 @@ def _runs(localised: dict[str, Any]) -> str:
     )
 
 
-def _tried(localised: dict[str, Any], result: dict[str, Any]) -> str:
-    """What was tried to localise a failure that no single layer explains."""
-    tried = "; ".join(
-        f"without {', '.join(t['off'])}: {t['status']} ({t['seconds']:.1f} s)"
-        for t in localised["tried"]
-    )
-    said = f"Re-run with each layer turned off in turn, the probe still failed ({tried})"
-    passed = [f"{c.get('rows')}x{c.get('d')}" for c in result.get("cases") or [] if c.get("ok")]
-    if passed:
-        said += f"; the smaller cases passed ({', '.join(passed)})"
-    return said + "."
+def _tried(localised: dict[str, Any], result: dict[str, Any], manifest: str | None) -> str:
+    """What was tried to localise a failure that no single layer explains and, for wrong
+    numbers, what that leaves: the driver only when the rest is ruled out."""
+    said = []
+    if localised["tried"]:
+        runs = "; ".join(
+            f"without {', '.join(t['off'])}: {t['status']} ({t['seconds']:.1f} s)"
+            for t in localised["tried"]
+        )
+        said.append(f"Re-run with each layer turned off in turn, the probe still failed ({runs})")
+    elif "other_adapter" in localised:
+        said.append("No layer is loaded into it")
+    if "other_adapter" not in localised:
+        return "; ".join(said) + "."  # a crash or a hang: the layers are all that was tried
+    other = localised["other_adapter"]
+    if other is None:
+        said.append("there is no other Vulkan adapter to compare with")
+    else:
+        gave = "passed" if other["status"] == "pass" else f"gave {other['status']}"
+        said.append(
+            f"on the other Vulkan adapter, {other['name']}, the probe {gave} "
+            f"({other['seconds']:.1f} s)"
+        )
+    passed, failed = localised["cases_passed"], localised["cases_failed"]
+    if passed and failed:
+        said.append(f"the smaller cases passed ({', '.join(passed)}), {', '.join(failed)} failed")
+    adapter = (result.get("adapter") or {}).get("name") or "this adapter"
+    driver = (result.get("adapter") or {}).get("driver")
+    left = f"the driver of {adapter}" + (f" ({driver})" if driver else "")
+    if manifest:
+        left += f", {manifest},"
+    if other is not None and other["status"] != "pass":
+        verdict = (
+            f"the same probe fails on both adapters: wgpu-native or the probe is as much a "
+            f"suspect as {left}"
+        )
+    else:
+        verdict = f"with the layers ruled out, {left} is what is left"
+    said[0] = said[0][:1].upper() + said[0][1:]
+    return "; ".join(said) + f". So {verdict}."
+
+
+def _manifest_of(ctx: Context, result: dict[str, Any]) -> str | None:
+    """The manifest of the one driver whose device the load test saw under the probe's adapter's
+    name, or None."""
+    name = (result.get("adapter") or {}).get("name")
+    try:
+        outcomes = facts.load_test(ctx).outcomes
+    except Exception:  # the VKT checks report a broken load test
+        return None
+    found = {
+        o.target.manifest
+        for o in outcomes
+        if o.target.kind == "driver" and any(d.name == name for d in o.devices)
+    }
+    return found.pop() if len(found) == 1 else None
 
 
 def _crashing_layers(ctx: Context) -> dict[str, str]:
@@ -224,14 +259,14 @@ def _crashing_layers(ctx: Context) -> dict[str, str]:
     }
 
 
-def _foreseen(ctx: Context) -> str | None:
-    """Which findings foresaw "no adapter", with the cause and its fix: VKH002 when there is no
-    Vulkan loader, the library findings when no driver gives a device and each failed to load as
-    they predicted."""
+def _foreseen(ctx: Context) -> tuple[str, str] | None:
+    """Which findings foresaw "no adapter", with the cause and its fix, and the code of the first:
+    VKH002 when there is no Vulkan loader, the library findings when no driver gives a device
+    and each failed to load as they predicted."""
     from vkdoctor.elf.resolve import loader_lookup
 
     if loader_lookup(ctx).found is None:
-        return "VKH002" if facts.all_selected(ctx, "VKH002") else None
+        return ("VKH002", "VKH002") if facts.all_selected(ctx, "VKH002") else None
     try:
         drivers = [o for o in facts.load_test(ctx).outcomes if o.target.kind == "driver"]
     except Exception:  # the VKT checks report a broken load test
@@ -239,7 +274,8 @@ def _foreseen(ctx: Context) -> str | None:
     if not drivers or any(o.devices for o in drivers) or ctx.options.gpu:
         return None
     if all(o.dlopen == "failed" for o in drivers) and facts.predicted(ctx, drivers):
-        return "the library findings"
+        ahead = facts.predictions(ctx)
+        return "the library findings", min(code for o in drivers for code in ahead[o.target].by)
     return None
 
 
@@ -266,6 +302,14 @@ def _no_adapter(ctx: Context) -> tuple[str, Remedy] | None:
                 text="Fix what VKD001 reports first: the loader loads no driver at all, so wgpu "
                 "can see no Vulkan adapter."
             ),
+        )
+    manifest = facts.stopped_by_a_layer_manifest(ctx)
+    if manifest is not None:
+        # the loader fails every vkCreateInstance on this file before it asks any driver
+        return (
+            f". The Vulkan loader fails every vkCreateInstance on the layer manifest {manifest} "
+            "before it asks any driver (VKI002, VKI004)",
+            Remedy(text=f"Fix or remove {manifest} first (VKI002, VKI004 say why)."),
         )
     try:
         outcomes = facts.load_test(ctx).outcomes

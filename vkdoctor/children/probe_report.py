@@ -326,8 +326,12 @@ def _hidden_by(env: Mapping[str, Any]) -> str:
 
 def _install(probe: Mapping[str, Any], in_check: bool) -> str:
     requested = probe.get("requested") or {}
+    install = _INSTALL_CPU
+    if in_check:
+        # the driver findings above (VKD) already say what those variables hide
+        install = install.replace("(`vkdoctor check`)", "(the driver findings, VKD, say so)")
     if requested.get("cpu"):
-        return _INSTALL_CPU
+        return install
     if requested.get("gpu"):
         # lavapipe does not count here: installing it is no fix
         return (
@@ -339,7 +343,7 @@ def _install(probe: Mapping[str, Any], in_check: bool) -> str:
     if requested.get("adapter"):
         return "Pick one of the adapters listed in the probe section with --adapter, or install its driver."
     return (
-        "Install the Vulkan driver for your GPU, or " + _INSTALL_CPU[0].lower() + _INSTALL_CPU[1:]
+        "Install the Vulkan driver for your GPU, or " + install[0].lower() + install[1:]
     )
 
 

@@ -210,6 +210,14 @@ def probe_result(ctx: Context) -> dict[str, Any]:
     return ctx.fact(compute)
 
 
+def stopped_by_a_layer_manifest(ctx: Context) -> str | None:
+    """The layer manifest that makes this loader fail every vkCreateInstance before it asks any
+    driver, or None."""
+    from vkdoctor.facts.probe import stopped_by_a_layer_manifest as compute
+
+    return ctx.fact(compute)
+
+
 def overlay_outcome(ctx: Context) -> Outcome:
     """The overlay planned (and built, when asked) in the user's environment."""
     from vkdoctor.facts.overlay import overlay_outcome as compute

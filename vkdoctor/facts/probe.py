@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from vkdoctor.children.probe import ProbeRequest, run_probe
+from vkdoctor.elf.resolve import loader_lookup
 from vkdoctor.model.context import Context
 from vkdoctor.model.probe_records import FORCING
 
@@ -53,11 +54,14 @@ def _localised(
 ) -> dict[str, Any]:
     """A failed probe re-run with each layer the loader puts into it turned off alone, until
     one passes: at most one extra run per layer. `localised` says what was tried, in seconds,
-    and the layer whose removal made the probe pass (`culprit`), if one did."""
-    if result.get("status") not in _LAYER_CAN_CAUSE:
-        return result
+    and the layer whose removal made the probe pass (`culprit`), if one did. Wrong numbers
+    that no layer explains are also tried on another Vulkan adapter, where there is one (one
+    more run), and the cases that passed and failed are kept: the evidence a driver is blamed
+    on."""
+    if result.get("status") not in _LAYER_CAN_CAUSE or loader_lookup(ctx).found is None:
+        return result  # no loader that works (VKH002): no layer is reached to blame
     suspects = _suspect_layers(ctx, env)
-    if not suspects:
+    if not suspects and result.get("status") != "fail":
         return result
     tried: list[dict[str, Any]] = []
 
@@ -72,7 +76,45 @@ def _localised(
         return status == "pass"
 
     culprit = next((x for x in suspects if attempt([x])), None)
-    return {**result, "localised": {"suspects": suspects, "tried": tried, "culprit": culprit}}
+    localised: dict[str, Any] = {"suspects": suspects, "tried": tried, "culprit": culprit}
+    if culprit is None and result.get("status") == "fail":
+        cases = [c for c in result.get("cases") or () if isinstance(c, Mapping)]
+        localised["cases_passed"] = [f"{c.get('rows')}x{c.get('d')}" for c in cases if c.get("ok")]
+        localised["cases_failed"] = [
+            f"{c.get('rows')}x{c.get('d')}" for c in cases if not c.get("ok")
+        ]
+        localised["other_adapter"] = _on_another_adapter(env, request, result)
+    return {**result, "localised": localised}
+
+
+def _on_another_adapter(
+    env: Mapping[str, str], request: ProbeRequest, result: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The probe run again on another Vulkan adapter (one wgpu can pick by a name the failing
+    one does not share): its name, status and seconds; None when there is none."""
+    used = (result.get("adapter") or {}).get("name")
+    names = [
+        a.get("name")
+        for a in result.get("adapters") or ()
+        if isinstance(a, Mapping) and a.get("backend") == "Vulkan" and not a.get("used")
+    ]
+    other = next(
+        (
+            n
+            for n in names
+            if isinstance(n, str)
+            and n
+            and used not in (None, n)
+            and n not in str(used)
+            and str(used) not in n
+        ),
+        None,
+    )
+    if other is None:
+        return None
+    began = time.monotonic()
+    status = run_probe(env, request._replace(adapter=other, cpu=False, gpu=False)).get("status")
+    return {"name": other, "status": str(status), "seconds": round(time.monotonic() - began, 2)}
 
 
 def _suspect_layers(ctx: Context, env: Mapping[str, str]) -> list[dict[str, Any]]:

@@ -17,6 +17,8 @@ from vkdoctor.model.report_records import (
 )
 
 SCHEMA_VERSION = 1
+#: the compute probe's check, whose failure a renderer also shows from the probe's own details
+PROBE_CODE = "VKR001"
 
 
 class Severity(enum.StrEnum):
@@ -117,6 +119,45 @@ class Finding:
         """The remedy as one line (see `Remedy.shown`)."""
         return self.remedy.shown(sudo=sudo) if self.remedy else None
 
+    @property
+    def explained_by(self) -> str | None:
+        """The code of the failure this finding is the consequence of (`consequence`), or None."""
+        code = self.evidence.get("explained_by")
+        return code if isinstance(code, str) and self.severity.rank < Severity.WARN.rank else None
+
+
+def consequence(symptom: Finding, cause: Finding | str, *, title: str | None = None) -> Finding:
+    """`symptom` as the consequence of the failure `cause` (a finding, or its code): information,
+    not a second failure, that names the cause (`explained_by`, which every renderer shows right
+    after the cause) and sends the user to its fix. The one way a finding becomes another's
+    consequence."""
+    code = cause if isinstance(cause, str) else cause.code
+    see = f"See {code}." if isinstance(cause, str) else f"See {code}: {cause.title}."
+    return Finding(
+        code=symptom.code,
+        severity=Severity.INFO,
+        title=title or f"{symptom.title}: {code} gives the cause",
+        message=symptom.message,
+        remedy=Remedy(text=see),
+        evidence={**symptom.evidence, "explained_by": code},
+    )
+
+
+def causes_first(findings: tuple[Finding, ...]) -> tuple[Finding, ...]:
+    """`findings` with each consequence moved right after the last failure of the code that
+    explains it, whatever order the checks ran in: the cause always comes first."""
+    failing = {f.code for f in findings if f.severity.rank >= Severity.FAIL.rank}
+    moved = [f for f in findings if f.explained_by in failing]
+    last = {f.code: i for i, f in enumerate(findings) if f.severity.rank >= Severity.FAIL.rank}
+    out: list[Finding] = []
+    for i, f in enumerate(findings):
+        if any(f is m for m in moved):
+            continue
+        out.append(f)
+        if last.get(f.code) == i:
+            out += [m for m in moved if m.explained_by == f.code]
+    return tuple(out)
+
 
 @record(frozen=True, kw_only=True)
 class CheckResult:
@@ -173,7 +214,30 @@ class Report:
 
     @property
     def findings(self) -> tuple[Finding, ...]:
-        return tuple(f for c in self.checks for f in c.findings)
+        """Every check's findings in the checks' order, each consequence right after its cause."""
+        return causes_first(tuple(f for c in self.checks for f in c.findings))
+
+    def consequences(self, cause: Finding) -> tuple[Finding, ...]:
+        """The findings that `cause`, a failure, explains (none unless it is the last failure of
+        its code, which its consequences follow)."""
+        found = self.findings
+        at = next((i for i, f in enumerate(found) if f is cause), None)
+        if at is None or cause.severity.rank < Severity.FAIL.rank:
+            return ()
+        after = []
+        for f in found[at + 1 :]:
+            if f.explained_by != cause.code:
+                break
+            after.append(f)
+        return tuple(after)
+
+    @property
+    def probe_explained_by(self) -> str | None:
+        """The code of the failure the probe's own failure is the consequence of, or None."""
+        return next(
+            (f.explained_by for f in self.findings if f.code == PROBE_CODE and f.explained_by),
+            None,
+        )
 
     def status(self, *, strict: bool = False) -> ReportStatus:
         """fail beats error: a real failure is reported as such even if one of our checks broke."""

@@ -612,10 +612,16 @@ class Machine:
     status: str
     #: the fail and error findings: (code, title)
     failing: tuple[tuple[str, str], ...] = ()
+    #: the findings that a failure explains, not failures of their own: (cause's code, code)
+    consequences: tuple[tuple[str, str], ...] = ()
 
     @property
     def codes(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(code for code, _ in self.failing))
+
+    def consequences_of(self, cause: str) -> tuple[str, ...]:
+        """The codes of the findings that the failure `cause` explains here."""
+        return tuple(code for by, code in self.consequences if by == cause)
 
 
 @record(frozen=True, kw_only=True)
@@ -679,6 +685,17 @@ def machine(label: str, path: str, doc: Mapping[str, Any]) -> Machine:
             if isinstance(f, Mapping) and _RANK.get(str(f.get("severity")), 0) >= 3
         )
     )
+    causes = {code for code, _ in failing}
+    consequences = tuple(
+        dict.fromkeys(
+            (by, str(f.get("code")))
+            for f in doc.get("findings") or ()
+            if isinstance(f, Mapping)
+            and _RANK.get(str(f.get("severity")), 0) < 2
+            and isinstance(by := _get(f, "evidence", "explained_by"), str)
+            and by in causes
+        )
+    )
     return Machine(
         label=label,
         path=path,
@@ -687,6 +704,7 @@ def machine(label: str, path: str, doc: Mapping[str, Any]) -> Machine:
         verdict=verdict(doc),
         status=str(doc.get("status")),
         failing=failing,
+        consequences=consequences,
     )
 
 

@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
-from vkdoctor.model.compare import Change, Comparison, FindingDiff, Fleet
+from vkdoctor.model import PROBE_CODE
+from vkdoctor.model.compare import Change, Comparison, FindingDiff, Fleet, Group, Machine
 from vkdoctor.model.record import asdict
 from vkdoctor.render.escape import json_text, visible, visible_report
 
@@ -165,11 +166,34 @@ def _columns(rows: Sequence[Sequence[str]], width: int) -> list[str]:
     return out
 
 
+def _failing(m: Machine, mark: Callable[[str], str] = str) -> str:
+    """A machine's failing codes, each with the codes it causes there (its consequences, not
+    failures of their own): `VKH002 (causes VKT001 VKR001)`."""
+    out = []
+    for code in m.codes:
+        # the culprit layer the probe found is VKR001's failure, the probe's own its consequence
+        follows = [
+            "the probe's failure" if c == code == PROBE_CODE else mark(c)
+            for c in m.consequences_of(code)
+        ]
+
+        out.append(mark(code) + (f" (causes {' '.join(follows)})" if follows else ""))
+    return " ".join(out)
+
+
+def _caused(fleet: Fleet, g: Group) -> str:
+    """What the failure of group `g` causes on its machines, as a clause ("" when nothing)."""
+    by_label = {m.label: m for m in fleet.machines}
+    follows = dict.fromkeys(c for m in g.machines for c in by_label[m].consequences_of(g.code))
+    return f"; its consequences there: {', '.join(follows)}" if follows else ""
+
+
 def _groups_text(fleet: Fleet, width: int) -> list[str]:
     total = len(fleet.machines)
     out = []
     for g in fleet.groups:
-        out += _wrap(f"{g.code} {g.title}: {len(g.machines)} of {total} machines", width, "  ")
+        head = f"{g.code} {g.title}: {len(g.machines)} of {total} machines{_caused(fleet, g)}"
+        out += _wrap(head, width, "  ")
         out += _wrap("(" + ", ".join(g.machines) + ")", width, "      ", "       ")
     return out
 
@@ -180,7 +204,7 @@ def summary_text(fleet: Fleet, *, width: int = 80) -> str:
     out = [f"vkdoctor summary: {total} machine{'s' if total != 1 else ''}, {fleet.failed} failed"]
     out.append("")
     rows = [("machine", "host", "adapter", "verdict", "failing")]
-    rows += [(m.label, m.host, m.adapter, m.verdict, " ".join(m.codes)) for m in fleet.machines]
+    rows += [(m.label, m.host, m.adapter, m.verdict, _failing(m)) for m in fleet.machines]
     out += _columns(rows, width)
     if fleet.groups:
         out += ["", "Failures by code:"]
@@ -235,7 +259,7 @@ def summary_github(fleet: Fleet) -> str:
             _cell(m.host),
             _cell(m.adapter),
             _MARK.get(m.verdict, _cell(m.verdict)),
-            " ".join(_code(c) for c in m.codes),
+            _failing(m, _code),
         )
         for m in fleet.machines
     )
@@ -245,7 +269,7 @@ def summary_github(fleet: Fleet) -> str:
         for g in fleet.groups:
             out.append(
                 f"- {_code(g.code)} {_cell(g.title)}: **{len(g.machines)} of {total}** machines "
-                f"({', '.join(_cell(m) for m in g.machines)})"
+                f"({', '.join(_cell(m) for m in g.machines)}){_cell(_caused(fleet, g))}"
             )
     if fleet.unreadable:
         out += ["", f"### Not read ({len(fleet.unreadable)})", ""]
@@ -267,7 +291,10 @@ def summary_json(fleet: Fleet) -> str:
                 "adapter": m.adapter,
                 "verdict": m.verdict,
                 "status": m.status,
-                "failing": [{"code": code, "title": title} for code, title in m.failing],
+                "failing": [
+                    {"code": code, "title": title, "consequences": list(m.consequences_of(code))}
+                    for code, title in m.failing
+                ],
             }
             for m in fleet.machines
         ],

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from vkdoctor.model import CheckResult, Finding, Report, ReportStatus, Severity
+from vkdoctor.model import Finding, Report, ReportStatus, Severity
 from vkdoctor.model.report_records import DriverRow, OverlayReport, ProbeResult
 from vkdoctor.render import PROBE_FAMILY_PREFIX
 from vkdoctor.render import text as text_render
@@ -50,10 +50,13 @@ def _level(severity: Severity, *, strict: bool) -> str | None:
     return None
 
 
-def _body(f: Finding, sudo: bool) -> str:
-    parts = [f.said(sudo=sudo)] if f.message else []
+def _body(f: Finding, report: Report) -> str:
+    parts = [f.said(sudo=report.sudo)] if f.message else []
     if f.remedy:
-        parts.append(f"Fix: {f.fix(sudo=sudo)}")
+        parts.append(f"Fix: {f.fix(sudo=report.sudo)}")
+    follows = text_render.consequence_line(report, f)
+    if follows:
+        parts.append(f"Consequences (not failures of their own): {follows}")
     parts.append(f"(vkdoctor explain {f.code})")
     return "\n".join(parts)
 
@@ -80,14 +83,15 @@ def probe_failure(probe: ProbeResult) -> str | None:
 
 def annotation_lines(report: Report, *, strict: bool = False) -> list[str]:
     report = visible_report(report)
-    """One `::error` / `::warning` per failing or warning finding, and one for a failed probe
-    unless a probe finding (VKR...) already says it."""
+    """One `::error` / `::warning` per failing or warning finding, the cause first, its
+    consequences named in it; one for a failed probe unless a probe finding (VKR...) already
+    says it or another failure explains it."""
     out = []
-    probe_said = False
+    probe_said = report.probe_explained_by is not None
     for f in report.findings:
         level = _level(f.severity, strict=strict)
         if level:
-            out.append(command(level, _body(f, report.sudo), title=f"{f.code}: {f.title}"))
+            out.append(command(level, _body(f, report), title=f"{f.code}: {f.title}"))
             probe_said |= level == "error" and f.code.startswith(PROBE_FAMILY_PREFIX)
     if report.probe is not None and not probe_said:
         failure = probe_failure(report.probe)
@@ -135,8 +139,30 @@ def _table(head: Iterable[str], rows: Iterable[Iterable[str]]) -> list[str]:
     return out
 
 
-def _attention(checks: Iterable[CheckResult]) -> list[Finding]:
-    return [f for c in checks for f in c.findings if f.severity.rank >= Severity.WARN.rank]
+def _attention(report: Report) -> list[Finding]:
+    """The warnings and failures, each failure followed by the consequences it explains."""
+    out: list[Finding] = []
+    for f in report.findings:
+        if f.severity.rank >= Severity.WARN.rank:
+            out += [f, *report.consequences(f)]
+    return out
+
+
+def _row(f: Finding, report: Report, *, strict: bool) -> tuple[str, str, str, str]:
+    if f.severity.rank < Severity.WARN.rank:
+        return (
+            "↳",
+            _code(f.code),
+            f"{_cell(f.title)}<br>the consequence of {_code(str(f.explained_by))}, not a failure "
+            "of its own",
+            _cell(f.fix(sudo=report.sudo) or ""),
+        )
+    return (
+        "❌" if f.severity.rank >= Severity.FAIL.rank or strict else "⚠️",
+        _code(f.code),
+        f"**{_cell(f.title)}**" + (f"<br>{_cell(f.said(sudo=report.sudo))}" if f.message else ""),
+        _cell(f.fix(sudo=report.sudo) or ""),
+    )
 
 
 def summary(report: Report, *, strict: bool = False) -> str:
@@ -150,7 +176,7 @@ def summary(report: Report, *, strict: bool = False) -> str:
     if report.drivers:
         lines += _drivers_section(report.drivers)
     if report.probe is not None:
-        lines += _probe_section(report.probe)
+        lines += _probe_section(report.probe, report.probe_explained_by)
     if report.overlay:
         lines += _overlay_section(report.overlay)
     return "\n".join(lines) + "\n"
@@ -159,21 +185,12 @@ def summary(report: Report, *, strict: bool = False) -> str:
 def _findings_section(report: Report, *, strict: bool) -> list[str]:
     """The findings that need attention, as a table, and the checks skipped."""
     lines: list[str] = []
-    needing = _attention(report.checks)
+    needing = _attention(report)
     if needing:
         lines += ["### Findings", ""]
         lines += _table(
             ("", "code", "finding", "fix"),
-            (
-                (
-                    "❌" if f.severity.rank >= Severity.FAIL.rank or strict else "⚠️",
-                    _code(f.code),
-                    f"**{_cell(f.title)}**"
-                    + (f"<br>{_cell(f.said(sudo=report.sudo))}" if f.message else ""),
-                    _cell(f.fix(sudo=report.sudo) or ""),
-                )
-                for f in needing
-            ),
+            (_row(f, report, strict=strict) for f in needing),
         )
         lines += ["", "Run `vkdoctor explain CODE` for what a code means and how to fix it.", ""]
     skipped = [c for c in report.checks if c.status.value == "skipped"]
@@ -204,13 +221,16 @@ def _drivers_section(drivers: Iterable[DriverRow]) -> list[str]:
     return lines
 
 
-def _probe_section(probe: ProbeResult) -> list[str]:
-    """The probe's status and adapter, why it failed, its ladder and its cases."""
+def _probe_section(probe: ProbeResult, cause: str | None = None) -> list[str]:
+    """The probe's status and adapter, why it failed (`cause`: the code of the failure it is
+    the consequence of), its ladder and its cases."""
     adapter = probe.details.adapter
     name = adapter.name if adapter else None
     head = f"### Probe: {_cell(probe.status)}"
     if name:
         head += f" on {_cell(name)} ({_cell(probe.backend)})"
+    if cause and probe.status != "pass":
+        head += f", the consequence of {_code(cause)}"
     lines = [head, ""]
     failure = probe_failure(probe)
     if failure:

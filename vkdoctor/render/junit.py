@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Report, Severity
-from vkdoctor.model.record import field, record
+from vkdoctor.model.record import field, record, replace
 from vkdoctor.render import PROBE_FAMILY_PREFIX, escape_bytes, hex_escape
+from vkdoctor.render import text as text_render
 from vkdoctor.render.escape import visible_report, xml_no_commands
 
 if TYPE_CHECKING:
@@ -41,7 +42,8 @@ class _Case:
 
 
 def _finding_text(f: Finding, sudo: bool) -> str:
-    lines = [f"{f.code} [{f.severity.value}] {f.title}"]
+    said = f"consequence of {f.explained_by}" if f.explained_by else f.severity.value
+    lines = [f"{f.code} [{said}] {f.title}"]
     if f.message:
         lines.append(f.said(sudo=sudo))
     if f.remedy:
@@ -49,7 +51,15 @@ def _finding_text(f: Finding, sudo: bool) -> str:
     return "\n".join(lines)
 
 
-def _check_case(c: CheckResult, *, strict: bool, sudo: bool) -> _Case:
+def _failure_text(f: Finding, report: Report) -> str:
+    """A failure, with the findings it explains named as its consequences."""
+    follows = text_render.consequence_line(report, f)
+    text = _finding_text(f, report.sudo)
+    return f"{text}\nConsequences (not failures of their own): {follows}" if follows else text
+
+
+def _check_case(c: CheckResult, report: Report, *, strict: bool) -> _Case:
+    sudo = report.sudo
     case = _Case(classname=f"vkdoctor.{c.family}", name=f"{c.code} {c.title}", seconds=c.seconds)
     if c.status is CheckStatus.SKIPPED:
         case.outcome = ("skipped", c.skip_reason or "skipped", "", "")
@@ -59,7 +69,7 @@ def _check_case(c: CheckResult, *, strict: bool, sudo: bool) -> _Case:
     failing = [f for f in c.findings if threshold <= f.severity.rank < Severity.ERROR.rank]
     if failing:
         first = failing[0]
-        body = "\n\n".join(_finding_text(f, sudo) for f in failing)
+        body = "\n\n".join(_failure_text(f, report) for f in failing)
         body += f"\n\nvkdoctor explain {first.code}"
         case.outcome = ("failure", f"{first.code}: {first.title}", first.severity.value, body)
     elif errors or c.status is CheckStatus.ERROR:
@@ -145,13 +155,16 @@ def _rmsnorm_case(item: ProbeCase, tolerance: float | None) -> _Case:
     return case
 
 
-def _probe_cases(probe: ProbeResult, *, overall_case: bool) -> list[_Case]:
+def _probe_cases(probe: ProbeResult, *, overall_case: bool, cause: str | None) -> list[_Case]:
     """The ladder's rungs and the RMSNorm cases; `overall_case` adds one for the probe's status,
-    for reports where no probe check (VKR...) is a test case already."""
+    for reports where no probe check (VKR...) is a test case already. `cause`: the code of the
+    failure the probe's is the consequence of, which its failed cases are, not failures."""
     details = probe.details
     overall = _overall_case(probe)
     cases = [overall, *map(_rung_case, details.ladder)]
     cases += [_rmsnorm_case(item, details.tolerance) for item in details.cases]
+    if cause is not None:
+        cases = [_as_consequence(case, cause) for case in cases]
     # What the run did not get to, as skipped cases: a probe that stops early keeps the same
     # test cases in a CI's history, skipped instead of gone.
     ran = {c.name for c in cases}
@@ -159,6 +172,8 @@ def _probe_cases(probe: ProbeResult, *, overall_case: bool) -> list[_Case]:
     why = f"not run: the probe ended with {probe.status}" + (
         f" ({reason})" if reason and reason != probe.status else ""
     )
+    if cause is not None:
+        why += f", the consequence of {cause}"
     plan = details.plan
     planned = [f"ladder {rung}" for rung in (plan.ladder if plan else ())]
     planned += [f"rmsnorm rows={rows} d={d}" for rows, d in (plan.cases if plan else ())]
@@ -172,6 +187,16 @@ def _probe_cases(probe: ProbeResult, *, overall_case: bool) -> list[_Case]:
     # The overall case carries the time the cases do not account for (start-up, adapter).
     overall.seconds = max(0.0, overall.seconds - sum(c.seconds for c in cases[1:]))
     return cases if overall_case else cases[1:]
+
+
+def _as_consequence(case: _Case, cause: str) -> _Case:
+    """A failed case of a probe whose failure `cause` explains: skipped, as its consequence
+    (JUnit has no other outcome that is not a failure of its own), with what it found."""
+    if case.outcome is None or case.outcome[0] != "failure":
+        return case
+    _, message, _, body = case.outcome
+    said = f"the consequence of {cause} (see its failure): {message}"
+    return replace(case, outcome=("skipped", said, "", ""), output=[*case.output, body])
 
 
 def _suite(parent: ET.Element, name: str, cases: Sequence[_Case]) -> None:
@@ -213,10 +238,12 @@ def render(report: Report, *, strict: bool = False) -> str:
     report = visible_report(report)
     families: dict[str, list[_Case]] = {}
     for c in report.checks:
-        families.setdefault(c.family, []).append(_check_case(c, strict=strict, sudo=report.sudo))
+        families.setdefault(c.family, []).append(_check_case(c, report, strict=strict))
     if report.probe is not None:
         has_check = any(c.code.startswith(PROBE_FAMILY_PREFIX) for c in report.checks)
-        cases = _probe_cases(report.probe, overall_case=not has_check)
+        cases = _probe_cases(
+            report.probe, overall_case=not has_check, cause=report.probe_explained_by
+        )
         if cases:
             families.setdefault("probe", []).extend(cases)
     root = ET.Element("testsuites", name=f"vkdoctor {report.command}")

@@ -101,7 +101,8 @@ def _capabilities(probe: ProbeDetails) -> list[str]:
     return out
 
 
-def probe_lines(result: ProbeResult, style: Style) -> list[str]:
+def probe_lines(result: ProbeResult, style: Style, cause: str | None = None) -> list[str]:
+    """`cause`: the code of the failure the probe's own is the consequence of."""
     status = result.status
     probe = result.details
     sev = Severity.OK if status == "pass" else Severity.FAIL
@@ -111,6 +112,8 @@ def probe_lines(result: ProbeResult, style: Style) -> list[str]:
         head += f" on {adapter.name} ({result.backend}, {adapter.type})"
     if result.seconds is not None:
         head += f" in {result.seconds:.2f} s"
+    if cause is not None and status != "pass":
+        head += f", the consequence of {cause}"
     # the summary is VKR001's line, right above this section
     lines = [head]
     if probe.disabled:

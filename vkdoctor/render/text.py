@@ -6,7 +6,6 @@ import re
 from collections.abc import Mapping, Sequence
 
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Report, ReportStatus, Severity
-from vkdoctor.model.report_records import ProbeResult
 from vkdoctor.render import hex_escape
 from vkdoctor.render.escape import visible_report
 from vkdoctor.render.style import Style
@@ -34,7 +33,8 @@ def _indent(text: str, prefix: str, width: int | None = None) -> str:
             line,
             width=width,
             initial_indent=prefix,
-            subsequent_indent=prefix + ("  " if line.startswith(("- ", "fix: ")) else ""),
+            subsequent_indent=prefix
+            + ("  " if line.startswith(("- ", "fix: ", "consequences: ")) else ""),
             break_long_words=False,
             break_on_hyphens=False,
         )
@@ -224,10 +224,31 @@ def _found_nothing(c: CheckResult) -> bool:
     )
 
 
-def _probe(probe: ProbeResult, style: Style) -> list[str]:
+def _probe(report: Report, style: Style) -> list[str]:
     from vkdoctor.render.probe_text import probe_lines
 
-    return probe_lines(probe, style)
+    if report.probe is None:
+        return []
+    return probe_lines(report.probe, style, report.probe_explained_by)
+
+
+def _consequences(report: Report, cause: Finding, style: Style) -> list[str]:
+    """The findings `cause` explains, on one line under it, marked as its consequences."""
+    said = consequence_line(report, cause)
+    return [_indent(f"consequences: {said}", "      ", style.width)] if said else []
+
+
+def consequence_line(report: Report, cause: Finding) -> str:
+    """The consequences of `cause` in one line ("" when none): `CODE title; CODE (3 findings)`."""
+    groups: dict[str, list[Finding]] = {}
+    for f in report.consequences(cause):
+        groups.setdefault(f.code, []).append(f)
+    return "; ".join(
+        f"{code} {fs[0].title.removesuffix(f': {cause.code} gives the cause')}"
+        if len(fs) == 1
+        else f"{code} ({len(fs)} findings)"
+        for code, fs in groups.items()
+    )
 
 
 def render(report: Report, *, style: Style, strict: bool = False) -> str:
@@ -361,11 +382,11 @@ def brief(report: Report, style: Style) -> list[str]:
         report.probe.status != "pass" or report.command == "run-probe"
     ):
         # run-probe asked for the probe: its details are the point
-        lines += ["", "Probe", *_probe(report.probe, style)]
+        lines += ["", "Probe", *_probe(report, style)]
     warnings = [f for f in report.findings if f.severity is Severity.WARN]
-    # the first failure is the deepest cause (drivers, libraries, then the load and the probe
-    # they break): printed last, it ends the run with its fix
-    failures = [f for f in report.findings if f.severity.rank >= Severity.FAIL.rank][::-1]
+    # the deepest cause first (drivers, libraries, then the load and the probe they break),
+    # each with the consequences it explains under it
+    failures = [f for f in report.findings if f.severity.rank >= Severity.FAIL.rank]
     order = [*warnings, *failures]
     owners = fix_owners(order)
     hint = " (vkdoctor explain CODE: why, and other ways to fix)"
@@ -375,6 +396,7 @@ def brief(report: Report, style: Style) -> list[str]:
             hint = ""
             for f in chosen:
                 lines.extend(_finding(f, style, owners, order, report.sudo))
+                lines.extend(_consequences(report, f, style))
     return lines
 
 
@@ -444,15 +466,14 @@ def sections(report: Report, style: Style) -> list[str]:
             f"  export LD_LIBRARY_PATH={report.overlay.ld_library_path}",
         ]
     if report.probe is not None:
-        lines += ["", "Probe", *_probe(report.probe, style)]
+        lines += ["", "Probe", *_probe(report, style)]
     return lines + _recap(report, style)
 
 
 def _recap(report: Report, style: Style) -> list[str]:
     """-v's last lines before the verdict: each failure's title and its fix (printed here, not
-    in its area), the deepest cause last as the short report ends, so that a long listing
-    does not end on the probe."""
-    failures = [f for f in report.findings if f.severity.rank >= Severity.FAIL.rank][::-1]
+    in its area), the deepest cause first as in the short report, each with its consequences."""
+    failures = [f for f in report.findings if f.severity.rank >= Severity.FAIL.rank]
     if not failures:
         return []
     owners = fix_owners(failures)
@@ -465,6 +486,7 @@ def _recap(report: Report, style: Style) -> list[str]:
             lines.append(_indent(f"fix: see {owner.code} {side}", "      ", style.width))
         elif f.remedy:
             lines.append(_indent(f"fix: {f.fix(sudo=report.sudo)}", "      ", style.width))
+        lines.extend(_consequences(report, f, style))
     return lines
 
 
@@ -484,7 +506,10 @@ def verdict(report: Report, *, style: Style, strict: bool = False) -> str:
     probe_failed = any(f.code == "VKR001" and f.severity is Severity.FAIL for f in report.findings)
     if report.probe is not None and report.probe.status != "pass" and not probe_failed:
         # (VKR001's failure already counts the probe among the failed)
-        parts.append(f"probe {report.probe.status}")
+        cause = report.probe_explained_by
+        parts.append(
+            f"probe {report.probe.status}" + (f" ({cause}'s consequence)" if cause else "")
+        )
     if counts[Severity.ERROR]:
         parts.append(f"{counts[Severity.ERROR]} internal error(s)")
     if counts[Severity.WARN]:
