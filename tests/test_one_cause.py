@@ -168,6 +168,10 @@ def test_text_the_cause_first_with_its_consequences_under_it(broken: Broken) -> 
         section = text[text.index("\nProbe\n") :]
         probe_head = " ".join(section[: section.index("adapters seen")].split())
         assert probe_head.endswith(f"the consequence of {broken.cause}"), probe_head
+        # the crash's own stderr is no news beside its cause: counted, shown with -v
+        assert "      | " not in section[: section.index("\nFailures")], section
+        if "last lines of stderr" in section:
+            assert re.search(r"last lines of stderr: \d+ \(-v shows them\)", section), section
     verdict = " ".join(text[text.rindex("\nvkdoctor: ") :].split())
     assert verdict.startswith(f"vkdoctor: FAIL: {broken.cause} ")
     if broken.cause != "VKR001":

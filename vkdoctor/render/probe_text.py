@@ -130,6 +130,10 @@ def probe_lines(result: ProbeResult, style: Style, cause: str | None = None) -> 
             lines.append(f"    stage reached: {probe.stage}")
         tail = probe.stderr_tail
         if tail and not all(line in (result.summary or "") for line in tail):
-            lines.append("    last lines of stderr:")
-            lines += [f"      | {line}" for line in tail]
+            if cause is not None and not style.verbose:
+                # the cause's failure says why; the crash's own words only with -v
+                lines.append(f"    last lines of stderr: {len(tail)} (-v shows them)")
+            else:
+                lines.append("    last lines of stderr:")
+                lines += [f"      | {line}" for line in tail]
     return lines
