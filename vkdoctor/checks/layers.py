@@ -38,8 +38,11 @@ def _summary(layer: Layer, winner: Layer | None = None) -> str:
     lib = layer.library_found or layer.library or "meta-layer: " + ", ".join(layer.component_layers)
     off = f"; turn off with {layer.disable_env}=<anything>" if layer.disable_env else ""
     if layer.active and winner is not None and winner is not layer:
-        # two manifests, one name: the loader keeps the one it finds later
-        state = f"not used: {winner.manifest} has the same name and wins"
+        # two manifests, one name: the loader keeps the last one whose library loads
+        if L.may_load(layer):
+            state = f"not used: {winner.manifest} has the same name and wins"
+        else:
+            state = f"not used: its library does not load, the loader uses {winner.manifest}"
     return f"{layer.name} [{state}] {layer.manifest} -> {lib} ({layer.activation}{off})"
 
 

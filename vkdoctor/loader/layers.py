@@ -9,6 +9,7 @@ disable_environment variable that is defined at all (even empty) turns the layer
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from vkdoctor.loader import cjson, fileio
@@ -17,6 +18,7 @@ from vkdoctor.loader.fields import (
     parse_version,
     process_bits,
     resolve_library,
+    variant_of,
     version_triple,
 )
 from vkdoctor.loader.filters import Filter, matches, parse_filter, parse_layer_disable
@@ -136,14 +138,36 @@ class LayerScan:
 
     @property
     def active(self) -> tuple[Layer, ...]:
-        """Active layers in the order the loader inserts them; for a duplicate name the last wins."""
-        seen: set[str] = set()
-        picked: list[Layer] = []
-        for layer in reversed(self.layers):
-            if layer.active and layer.invalid is None and layer.name not in seen:
-                seen.add(layer.name or "")
-                picked.append(layer)
-        return tuple(reversed(picked))
+        """Active layers in the order the loader inserts them (see `pick_duplicates`)."""
+        return pick_duplicates(x for x in self.layers if x.active and x.invalid is None)
+
+
+#: library states that dlopen refuses for sure; "unknown" (a bare name vkdoctor cannot place) may load
+_UNLOADABLE = frozenset(
+    {"missing", "not-elf", "wrong-class", "wrong-machine", "unreadable", "directory"}
+)
+
+
+def may_load(layer: Layer) -> bool:
+    """Whether dlopen can open the layer's library (a meta layer has none and is not dlopened)."""
+    return layer.library is None or layer.library_state not in _UNLOADABLE
+
+
+def pick_duplicates(layers: Iterable[Layer]) -> tuple[Layer, ...]:
+    """One copy per name, in list order, as loader 1.3.239's loader_create_instance_chain picks:
+    it walks the enabled copies from the last one and skips a name already inserted, and a copy
+    whose library does not open is skipped too, so the last copy that loads wins and an earlier
+    copy stands in for a later one whose library is missing. When no copy loads, the last one
+    stands for the name (its library fails to load)."""
+    listed = list(layers)
+    by_name: dict[str | None, list[Layer]] = {}
+    for layer in listed:
+        by_name.setdefault(layer.name, []).append(layer)
+    chosen = {
+        id(next((x for x in reversed(copies) if may_load(x)), copies[-1]))
+        for copies in by_name.values()
+    }
+    return tuple(x for x in listed if id(x) in chosen)
 
 
 def _text(b: bytes) -> str:
@@ -223,6 +247,13 @@ def _layer(
         return Layer(**base, invalid="required 'disable_environment' missing or empty")
     if pair is not None:
         base["disable_env"], base["disable_value"] = pair
+    variant = variant_of(parse_version(values["api_version"].encode("utf-8", "surrogateescape")))
+    if variant:
+        return Layer(
+            **base,
+            invalid=f"api_version {values['api_version']} has a non-zero variant ({variant}); "
+            "the loader skips the layer",
+        )
     ena = cjson.get(node, "enable_environment")
     pair = _env_pair(ena) if ena is not None else None
     if pair is not None:

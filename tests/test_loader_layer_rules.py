@@ -1,0 +1,179 @@
+"""Layer selection rules of loader 1.3.239, held against the real loader, one on-disk case a row.
+
+The rows port the cases of the Khronos loader's own tests (Vulkan-Loader v1.3.239,
+tests/loader_layer_tests.cpp: MetaLayers.*, OverrideMetaLayer.*, TestLayers.Override*) on meta
+layers and the override layer; v1.3.239 has no test of duplicate names or of a layer's
+api_version variant, so those rows follow loader/loader.c at that tag (named in each row). Each row writes real manifests
+into a temporary tree, with real layer libraries (tests/data/drop_layer.c built with gcc as a
+pass-through layer, one copy per layer) and a real driver (lavapipe), runs the system's
+libvulkan.so.1 through tests/data/vkprobe.c with VK_LOADER_DEBUG, and compares the layers the
+loader inserts into the instance with those vkdoctor says it inserts.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.loader_oracle import DATA, LVP_MANIFEST, RealLoader, context
+from vkdoctor.loader.layers import explicit_layer_scan, implicit_layer_scan, may_load
+
+#: where a manifest goes: the implicit directory searched first, the one searched later, the
+#: explicit directory
+FIRST = "cfg/vulkan/implicit_layer.d"
+LATER = "data/vulkan/implicit_layer.d"
+EXPLICIT = "data/vulkan/explicit_layer.d"
+MISSING = "/nonexistent/libVkLayer_missing.so"
+
+
+@dataclass(frozen=True)
+class Row:
+    #: the Khronos test the row ports
+    ported: str
+    #: (directory, file name, the manifest's layer object); "library_path": "LIB" means a real
+    #: pass-through layer library of its own
+    manifests: tuple[tuple[str, str, dict[str, Any]], ...]
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def layer(name: str, library: str = "LIB", implicit: bool = True, **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": name,
+        "type": "GLOBAL",
+        "api_version": "1.3.211",
+        "implementation_version": "1",
+        "description": "test layer",
+        **({"library_path": library} if library else {}),
+        **extra,
+    }
+    if implicit and "disable_environment" not in extra:
+        out["disable_environment"] = {f"DISABLE_{name.upper()}": "1"}
+    return out
+
+
+ROWS: dict[str, Row] = {
+    "duplicate-later-wins": Row(
+        "loader.c loader_create_instance_chain: the later copy of a name wins",
+        (
+            (FIRST, "dup.json", layer("VK_LAYER_T_dup")),
+            (LATER, "dup.json", layer("VK_LAYER_T_dup")),
+        ),
+    ),
+    "duplicate-later-missing-falls-back": Row(
+        "loader.c loader_create_instance_chain: a copy that does not open is skipped",
+        (
+            (FIRST, "dup.json", layer("VK_LAYER_T_dup")),
+            (LATER, "dup.json", layer("VK_LAYER_T_dup", MISSING)),
+        ),
+    ),
+    "duplicate-both-missing": Row(
+        "loader.c loader_create_instance_chain: no copy opens",
+        (
+            (FIRST, "dup.json", layer("VK_LAYER_T_dup", MISSING + "1")),
+            (LATER, "dup.json", layer("VK_LAYER_T_dup", MISSING)),
+        ),
+    ),
+    "duplicate-explicit-later-missing": Row(
+        "loader.c loader_create_instance_chain: explicit copies alike",
+        (
+            ("cfg/vulkan/explicit_layer.d", "dup.json", layer("VK_LAYER_T_edup", implicit=False)),
+            (EXPLICIT, "dup.json", layer("VK_LAYER_T_edup", MISSING, implicit=False)),
+        ),
+        {"VK_INSTANCE_LAYERS": "VK_LAYER_T_edup"},
+    ),
+    "variant-implicit": Row(
+        "loader.c loader_read_layer_json: non-zero variant skipped",
+        ((FIRST, "v.json", layer("VK_LAYER_T_variant", api_version="1.1.0.0")),),
+    ),
+    "variant-explicit": Row(
+        "loader.c loader_read_layer_json: non-zero variant skipped (explicit)",
+        ((EXPLICIT, "v.json", layer("VK_LAYER_T_variant", implicit=False, api_version="1.1.0.0")),),
+        {"VK_INSTANCE_LAYERS": "VK_LAYER_T_variant"},
+    ),
+    "variant-zero-four-parts": Row(
+        "loader.c loader_parse_version_string: a four-part version with variant 0",
+        ((FIRST, "v.json", layer("VK_LAYER_T_variant0", api_version="0.1.3.0")),),
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[RealLoader, Path]:
+    d = tmp_path_factory.mktemp("layerrules")
+    for src, out, args in (
+        ("vkprobe.c", d / "vkprobe", ["-O1", "-ldl"]),
+        ("drop_layer.c", d / "libpass.so", ["-shared", "-fPIC"]),
+    ):
+        subprocess.run(
+            ["gcc", "-o", str(out), str(DATA / src), *args],
+            check=True,
+            timeout=120,
+            capture_output=True,
+        )
+    return RealLoader(d / "vkprobe"), d / "libpass.so"
+
+
+def write_row(row: Row, top: Path, passthrough: Path) -> dict[str, str]:
+    """The row's files under `top`; returns the environment that finds only them (and lavapipe)."""
+    for where, name, given in row.manifests:
+        entry = dict(given)
+        if entry.get("library_path") == "LIB":
+            lib = top / "libs" / where.replace("/", "_") / f"lib{entry['name']}.so"
+            lib.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(passthrough, lib)
+            entry["library_path"] = str(lib)
+        path = top / where / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        version = "1.1.2" if "component_layers" in entry else "1.0.0"
+        path.write_text(json.dumps({"file_format_version": version, "layer": entry}))
+    icd = top / "share/vulkan/icd.d/lvp.json"
+    icd.parent.mkdir(parents=True, exist_ok=True)
+    icd.write_bytes(LVP_MANIFEST.read_bytes())
+    return {
+        "HOME": str(top / "home"),
+        "XDG_CONFIG_HOME": str(top / "cfg"),
+        "XDG_CONFIG_DIRS": str(top / "etcxdg"),
+        "XDG_DATA_HOME": str(top / "data"),
+        "XDG_DATA_DIRS": str(top / "share"),
+        **row.env,
+    }
+
+
+def vkdoctor_inserts(env: dict[str, str], cwd: Path) -> dict[str, str]:
+    """The layers vkdoctor says the loader inserts into every instance: name -> library."""
+    ctx = context(env, cwd)
+    active = (*implicit_layer_scan(ctx).active, *explicit_layer_scan(ctx).active)
+    return {
+        x.name: x.library
+        for x in active
+        if x.name and x.library and may_load(x) and x.library_state == "ok"
+    }
+
+
+@pytest.mark.parametrize("case", list(ROWS))
+def test_layer_rule_matches_the_real_loader(built, tmp_path, case):
+    oracle, passthrough = built
+    row = ROWS[case]
+    env = write_row(row, tmp_path, passthrough)
+    real = oracle.run(env, cwd=tmp_path)
+    assert real.create_result == 0, real.stdout + real.stderr
+    assert vkdoctor_inserts(env, tmp_path) == real.log.layers.inserted, (row.ported, real.stderr)
+
+
+def test_vki001_says_which_copy_the_loader_falls_back_to(built, tmp_path):
+    _, passthrough = built
+    env = write_row(ROWS["duplicate-later-missing-falls-back"], tmp_path, passthrough)
+    from vkdoctor.checks.layers import ImplicitLayers
+
+    (summary,) = ImplicitLayers().run(context(env, tmp_path))
+    later = next(line for line in summary.message.splitlines() if MISSING in line)
+    assert (
+        f"not used: its library does not load, the loader uses {tmp_path / FIRST}/dup.json" in later
+    )
+    assert summary.title == "1 of 2 implicit layers active: VK_LAYER_T_dup"
