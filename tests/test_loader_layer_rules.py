@@ -13,6 +13,7 @@ loader inserts into the instance with those vkdoctor says it inserts.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -22,7 +23,8 @@ from typing import Any
 import pytest
 
 from tests.loader_oracle import DATA, LVP_MANIFEST, RealLoader, context
-from vkdoctor.loader.layers import explicit_layer_scan, implicit_layer_scan, may_load
+from vkdoctor.loader.layerrecords import may_load
+from vkdoctor.loader.layers import explicit_layer_scan, implicit_layer_scan
 
 #: where a manifest goes: the implicit directory searched first, the one searched later, the
 #: explicit directory
@@ -55,6 +57,10 @@ def layer(name: str, library: str = "LIB", implicit: bool = True, **extra: Any) 
     if implicit and "disable_environment" not in extra:
         out["disable_environment"] = {f"DISABLE_{name.upper()}": "1"}
     return out
+
+
+def meta(name: str, *components: str, implicit: bool = True, **extra: Any) -> dict[str, Any]:
+    return layer(name, "", implicit, component_layers=list(components), **extra)
 
 
 ROWS: dict[str, Row] = {
@@ -99,6 +105,110 @@ ROWS: dict[str, Row] = {
     "variant-zero-four-parts": Row(
         "loader.c loader_parse_version_string: a four-part version with variant 0",
         ((FIRST, "v.json", layer("VK_LAYER_T_variant0", api_version="0.1.3.0")),),
+    ),
+    "meta-missing-components": Row(
+        "MetaLayers.InvalidComponentLayer",
+        (
+            (FIRST, "meta.json", meta("VK_LAYER_T_meta", "VK_LAYER_T_inv1", "VK_LAYER_T_inv2")),
+            (EXPLICIT, "regular.json", layer("VK_LAYER_T_regular", implicit=False)),
+        ),
+    ),
+    "meta-one-component-missing": Row(
+        "MetaLayers.InvalidComponentLayer (one of two components missing)",
+        (
+            (FIRST, "meta.json", meta("VK_LAYER_T_meta", "VK_LAYER_T_regular", "VK_LAYER_T_inv")),
+            (EXPLICIT, "regular.json", layer("VK_LAYER_T_regular", implicit=False)),
+        ),
+    ),
+    "meta-implicit-loads-explicit-components": Row(
+        "MetaLayers.InvalidComponentLayer, with every component present",
+        (
+            (FIRST, "meta.json", meta("VK_LAYER_T_meta", "VK_LAYER_T_a", "VK_LAYER_T_b")),
+            (EXPLICIT, "a.json", layer("VK_LAYER_T_a", implicit=False)),
+            (EXPLICIT, "b.json", layer("VK_LAYER_T_b", implicit=False)),
+        ),
+    ),
+    "meta-explicit-enabled-by-variable": Row(
+        "MetaLayers.ExplicitMetaLayer",
+        (
+            (EXPLICIT, "meta.json", meta("VK_LAYER_T_meta", "VK_LAYER_T_regular", implicit=False)),
+            (EXPLICIT, "regular.json", layer("VK_LAYER_T_regular", implicit=False)),
+        ),
+        {"VK_INSTANCE_LAYERS": "VK_LAYER_T_meta"},
+    ),
+    "meta-explicit-not-asked-for": Row(
+        "MetaLayers.ExplicitMetaLayer (layer not enabled)",
+        (
+            (EXPLICIT, "meta.json", meta("VK_LAYER_T_meta", "VK_LAYER_T_regular", implicit=False)),
+            (EXPLICIT, "regular.json", layer("VK_LAYER_T_regular", implicit=False)),
+        ),
+    ),
+    "meta-lists-itself": Row(
+        "MetaLayers.MetaLayerNameInComponentLayers",
+        (
+            (FIRST, "meta.json", meta("VK_LAYER_T_meta", "VK_LAYER_T_meta", "VK_LAYER_T_regular")),
+            (EXPLICIT, "regular.json", layer("VK_LAYER_T_regular", implicit=False)),
+        ),
+    ),
+    "meta-of-meta": Row(
+        "MetaLayers.MetaLayerWhichAddsMetaLayer",
+        (
+            (EXPLICIT, "regular.json", layer("VK_LAYER_T_regular", implicit=False)),
+            (EXPLICIT, "meta.json", meta("VK_LAYER_T_meta", "VK_LAYER_T_regular", implicit=False)),
+            (
+                EXPLICIT,
+                "metameta.json",
+                meta(
+                    "VK_LAYER_T_metameta", "VK_LAYER_T_meta", "VK_LAYER_T_regular", implicit=False
+                ),
+            ),
+        ),
+        {"VK_INSTANCE_LAYERS": "VK_LAYER_T_metameta"},
+    ),
+    "meta-of-invalid-meta": Row(
+        "MetaLayers.MetaLayerWhichAddsMetaLayer, the inner meta layer missing a component",
+        (
+            (EXPLICIT, "regular.json", layer("VK_LAYER_T_regular", implicit=False)),
+            (EXPLICIT, "meta.json", meta("VK_LAYER_T_meta", "VK_LAYER_T_gone", implicit=False)),
+            (
+                FIRST,
+                "metameta.json",
+                meta("VK_LAYER_T_metameta", "VK_LAYER_T_regular", "VK_LAYER_T_meta"),
+            ),
+        ),
+    ),
+    "meta-component-older-api": Row(
+        "OverrideMetaLayer.OlderComponentLayerInMetaLayer (a plain meta layer)",
+        (
+            (FIRST, "meta.json", meta("VK_LAYER_T_meta", "VK_LAYER_T_old", api_version="1.3.0")),
+            (EXPLICIT, "old.json", layer("VK_LAYER_T_old", implicit=False, api_version="1.1.0")),
+        ),
+    ),
+    "meta-turned-off-by-its-disable": Row(
+        "ImplicitLayers.OnlyDisableEnvVar, for a meta layer",
+        (
+            (FIRST, "meta.json", meta("VK_LAYER_T_meta", "VK_LAYER_T_regular")),
+            (EXPLICIT, "regular.json", layer("VK_LAYER_T_regular", implicit=False)),
+        ),
+        {"DISABLE_VK_LAYER_T_META": "1"},
+    ),
+    "meta-implicit-component-off-on-its-own": Row(
+        "loader_add_meta_layer: an implicit component needs its own enable",
+        (
+            (FIRST, "meta.json", meta("VK_LAYER_T_meta", "VK_LAYER_T_imp", "VK_LAYER_T_exp")),
+            (LATER, "imp.json", layer("VK_LAYER_T_imp")),
+            (EXPLICIT, "exp.json", layer("VK_LAYER_T_exp", implicit=False)),
+        ),
+        {"DISABLE_VK_LAYER_T_IMP": ""},
+    ),
+    "meta-component-disabled-by-filter": Row(
+        "TestLayers.EnvironLayerDisableExplicitLayer, for a meta layer's component",
+        (
+            (FIRST, "meta.json", meta("VK_LAYER_T_meta", "VK_LAYER_T_a", "VK_LAYER_T_b")),
+            (EXPLICIT, "a.json", layer("VK_LAYER_T_a", implicit=False)),
+            (EXPLICIT, "b.json", layer("VK_LAYER_T_b", implicit=False)),
+        ),
+        {"VK_LOADER_LAYERS_DISABLE": "*_b"},
     ),
 }
 
@@ -156,6 +266,23 @@ def vkdoctor_inserts(env: dict[str, str], cwd: Path) -> dict[str, str]:
     }
 
 
+#: verify_meta_layer_component_layers' message for a meta layer that stays in the list
+VALID_META = re.compile(r'Meta-layer "([^"]+)" all \d+ component layers appear to be valid')
+
+
+def vkdoctor_verified_metas(env: dict[str, str], cwd: Path) -> set[str]:
+    """The meta layers vkdoctor says pass the loader's component check."""
+    ctx = context(env, cwd)
+    every = (*implicit_layer_scan(ctx).layers, *explicit_layer_scan(ctx).layers)
+    return {
+        x.name
+        for x in every
+        if x.name
+        and x.component_layers
+        and (x.invalid is None or x.invalid.startswith("blacklisted"))
+    }
+
+
 @pytest.mark.parametrize("case", list(ROWS))
 def test_layer_rule_matches_the_real_loader(built, tmp_path, case):
     oracle, passthrough = built
@@ -164,6 +291,10 @@ def test_layer_rule_matches_the_real_loader(built, tmp_path, case):
     real = oracle.run(env, cwd=tmp_path)
     assert real.create_result == 0, real.stdout + real.stderr
     assert vkdoctor_inserts(env, tmp_path) == real.log.layers.inserted, (row.ported, real.stderr)
+    assert vkdoctor_verified_metas(env, tmp_path) == set(VALID_META.findall(real.stderr)), (
+        row.ported,
+        real.stderr,
+    )
 
 
 def test_vki001_says_which_copy_the_loader_falls_back_to(built, tmp_path):
@@ -177,3 +308,36 @@ def test_vki001_says_which_copy_the_loader_falls_back_to(built, tmp_path):
         f"not used: its library does not load, the loader uses {tmp_path / FIRST}/dup.json" in later
     )
     assert summary.title == "1 of 2 implicit layers active: VK_LAYER_T_dup"
+
+
+def test_meta_layers_in_the_report(built, tmp_path):
+    """VKI001 lists an added meta layer with the components it loads, and each component with
+    the meta layer it comes through and how to turn it off; VKI003 flags a dropped meta layer;
+    the components are load targets (their libraries get checked)."""
+    _, passthrough = built
+    from vkdoctor.checks.layers import ImplicitLayerManifest, ImplicitLayers
+    from vkdoctor.loader import load_targets
+
+    env = write_row(ROWS["meta-implicit-loads-explicit-components"], tmp_path / "ok", passthrough)
+    ctx = context(env, tmp_path)
+    (summary,) = ImplicitLayers().run(ctx)
+    assert summary.title == (
+        "1 of 1 implicit layer active: VK_LAYER_T_meta, VK_LAYER_T_a, VK_LAYER_T_b"
+    )
+    meta_manifest = tmp_path / "ok" / FIRST / "meta.json"
+    for name in ("VK_LAYER_T_a", "VK_LAYER_T_b"):
+        line = next(x for x in summary.message.splitlines() if x.startswith(name))
+        assert f"on through meta layer VK_LAYER_T_meta ({meta_manifest})" in line
+        assert "turn off: export DISABLE_VK_LAYER_T_META=1" in line
+    assert {t.name for t in load_targets(ctx) if t.kind == "layer"} == {
+        "VK_LAYER_T_a",
+        "VK_LAYER_T_b",
+    }
+
+    env = write_row(ROWS["meta-one-component-missing"], tmp_path / "bad", passthrough)
+    (dropped,) = ImplicitLayerManifest().run(context(env, tmp_path))
+    assert dropped.title.startswith("Implicit layer VK_LAYER_T_meta in ")
+    assert (
+        "meta layer dropped by the loader, with all its components: its component layer "
+        "VK_LAYER_T_inv is not found" in dropped.message
+    )

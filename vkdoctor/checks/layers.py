@@ -8,7 +8,7 @@ from vkdoctor import facts
 from vkdoctor.checks.base import Check
 from vkdoctor.loader import layers as L
 from vkdoctor.loader.filters import matches
-from vkdoctor.loader.layers import Layer, LayerScan
+from vkdoctor.loader.layerrecords import Layer, LayerScan, may_load
 from vkdoctor.model import Finding, Remedy
 from vkdoctor.model.context import Context
 from vkdoctor.model.record import replace
@@ -37,9 +37,11 @@ def _summary(layer: Layer, winner: Layer | None = None) -> str:
     state = "ACTIVE" if layer.active else "off"
     lib = layer.library_found or layer.library or "meta-layer: " + ", ".join(layer.component_layers)
     off = f"; turn off with {layer.disable_env}=<anything>" if layer.disable_env else ""
+    if layer.off is not None:
+        off = f"; turn off: {layer.off.shown()}"
     if layer.active and winner is not None and winner is not layer:
         # two manifests, one name: the loader keeps the last one whose library loads
-        if L.may_load(layer):
+        if may_load(layer):
             state = f"not used: {winner.manifest} has the same name and wins"
         else:
             state = f"not used: its library does not load, the loader uses {winner.manifest}"
@@ -72,11 +74,16 @@ class ImplicitLayers(Check):
             yield self.info("No implicit layers", "", **evidence)
             return
         winners = {x.name: x for x in active}
-        lines = "\n".join(_summary(x, winners.get(x.name)) for x in valid)
+        lines = [_summary(x, winners.get(x.name)) for x in valid]
+        # explicit layers that an implicit meta layer (or the override layer) brings in
+        brought = [x for x in facts.explicit_layers(ctx).active if x.off is not None]
+        lines += [_summary(x) for x in brought]
+        shown = [*scan.active_meta, *active, *brought]
         yield self.info(
-            f"{len(active)} of {len(valid)} implicit layer{'s' if len(valid) != 1 else ''} active: "
-            + (", ".join(x.name or "?" for x in active) or "none"),
-            lines,
+            f"{len(scan.active_meta) + len(active)} of {len(valid)} implicit "
+            f"layer{'s' if len(valid) != 1 else ''} active: "
+            + (", ".join(x.name or "?" for x in shown) or "none"),
+            "\n".join(lines),
             **evidence,
         )
 

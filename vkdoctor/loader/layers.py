@@ -9,7 +9,6 @@ disable_environment variable that is defined at all (even empty) turns the layer
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from vkdoctor.loader import cjson, fileio
@@ -23,10 +22,15 @@ from vkdoctor.loader.fields import (
 )
 from vkdoctor.loader.filters import Filter, matches, parse_filter, parse_layer_disable
 from vkdoctor.loader.icd import MAX_DEPTH
+from vkdoctor.loader.layerrecords import (
+    OVERRIDE_LAYER,
+    Layer,
+    LayerFile,
+    LayerScan,
+)
 from vkdoctor.loader.rootpath import host_path
 from vkdoctor.loader.search import (
     ManifestFile,
-    SearchPlan,
     explicit_layer_plan,
     implicit_layer_plan,
     scan,
@@ -34,9 +38,7 @@ from vkdoctor.loader.search import (
 )
 from vkdoctor.loader.stdlib import find_bare
 from vkdoctor.loader.version import LoaderVersion, loader_version
-from vkdoctor.model import Remedy
 from vkdoctor.model.context import Context
-from vkdoctor.model.record import field, record
 
 # Manifest-level outcomes (one per file)
 FILE_OK = "ok"
@@ -52,122 +54,6 @@ FILE_NOT_OBJECT = "not-an-object"
 FILE_NO_FILE_FORMAT = "no-file-format-version"
 FILE_NO_LAYER = "no-layer-object"
 FILE_MULTIPLE_LAYER = "multiple-layer-objects"
-
-
-@record(frozen=True, kw_only=True)
-class Layer:
-    """One layer entry of a manifest, and whether it ends up in every instance."""
-
-    manifest: str
-    origin: str
-    name: str | None
-    #: None when the entry is valid; otherwise why the loader drops it
-    invalid: str | None = None
-    type: str | None = None
-    library_path: str | None = None
-    #: "absolute", "relative" or "bare"
-    library_rule: str | None = None
-    #: what dlopen gets
-    library: str | None = None
-    #: for a bare name: where the standard directories hold it, if anywhere
-    library_found: str | None = None
-    #: "ok", "missing", "wrong-class", ... (inspect_library), or "unknown" for a bare name not found
-    library_state: str | None = None
-    component_layers: tuple[str, ...] = ()
-    library_arch: str | None = None
-    disable_env: str | None = None
-    disable_value: str | None = None
-    enable_env: str | None = None
-    enable_value: str | None = None
-    active: bool = False
-    #: why active or not, one line
-    activation: str = ""
-    #: an explicit layer (explicit_layer.d), in every instance only when a variable asks
-    explicit: bool = False
-
-    @property
-    def fix(self) -> Remedy:
-        """How to keep this layer out of every instance, by the loader's precedence: an
-        implicit layer's disable_environment wins over everything; for an explicit layer,
-        VK_LOADER_LAYERS_ENABLE wins over VK_LOADER_LAYERS_DISABLE."""
-        if self.disable_env and not self.explicit:
-            return Remedy(
-                commands=(f"export {self.disable_env}={self.disable_value or '1'}",),
-                text=f"(any value, even empty, turns {self.name} off)",
-            )
-        if self.activation.startswith("forced on by VK_LOADER_LAYERS_ENABLE"):
-            return Remedy(
-                commands=("unset VK_LOADER_LAYERS_ENABLE",),
-                text=f", or narrow it so that it no longer matches {self.name} "
-                "(VK_LOADER_LAYERS_DISABLE cannot turn off a layer it forces on)",
-            )
-        if self.activation.startswith("enabled by VK_INSTANCE_LAYERS"):
-            return Remedy(text=f"remove {self.name} from VK_INSTANCE_LAYERS")
-        return Remedy(commands=(f"export VK_LOADER_LAYERS_DISABLE={self.name}",))
-
-    @property
-    def remedy(self) -> str:
-        """`fix` as a sentence quotes it."""
-        return self.fix.shown()
-
-
-@record(frozen=True, kw_only=True)
-class LayerFile:
-    manifest: str
-    origin: str
-    outcome: str
-    reason: str
-    file_format_version: str | None = None
-    layers: tuple[Layer, ...] = ()
-    evidence: dict[str, Any] = field(default_factory=dict)
-
-
-@record(frozen=True, kw_only=True)
-class LayerScan:
-    plan: SearchPlan
-    files: tuple[LayerFile, ...]
-    loader: LoaderVersion
-    enable: Filter
-    disable: Filter
-    #: the manifest that makes vkCreateInstance fail (JSON error on old loaders), crash or hang
-    aborted_by: LayerFile | None = None
-
-    @property
-    def layers(self) -> tuple[Layer, ...]:
-        return tuple(layer for f in self.files for layer in f.layers)
-
-    @property
-    def active(self) -> tuple[Layer, ...]:
-        """Active layers in the order the loader inserts them (see `pick_duplicates`)."""
-        return pick_duplicates(x for x in self.layers if x.active and x.invalid is None)
-
-
-#: library states that dlopen refuses for sure; "unknown" (a bare name vkdoctor cannot place) may load
-_UNLOADABLE = frozenset(
-    {"missing", "not-elf", "wrong-class", "wrong-machine", "unreadable", "directory"}
-)
-
-
-def may_load(layer: Layer) -> bool:
-    """Whether dlopen can open the layer's library (a meta layer has none and is not dlopened)."""
-    return layer.library is None or layer.library_state not in _UNLOADABLE
-
-
-def pick_duplicates(layers: Iterable[Layer]) -> tuple[Layer, ...]:
-    """One copy per name, in list order, as loader 1.3.239's loader_create_instance_chain picks:
-    it walks the enabled copies from the last one and skips a name already inserted, and a copy
-    whose library does not open is skipped too, so the last copy that loads wins and an earlier
-    copy stands in for a later one whose library is missing. When no copy loads, the last one
-    stands for the name (its library fails to load)."""
-    listed = list(layers)
-    by_name: dict[str | None, list[Layer]] = {}
-    for layer in listed:
-        by_name.setdefault(layer.name, []).append(layer)
-    chosen = {
-        id(next((x for x in reversed(copies) if may_load(x)), copies[-1]))
-        for copies in by_name.values()
-    }
-    return tuple(x for x in listed if id(x) in chosen)
 
 
 def _text(b: bytes) -> str:
@@ -197,6 +83,11 @@ def _env_pair(node: cjson.Node) -> tuple[str, str] | None:
     return _text(first.key or b""), _text(first.string)
 
 
+def _names(node: cjson.Node) -> tuple[str, ...]:
+    """A JSON array of names as the loader copies each (cJSON_Print minus first and last)."""
+    return tuple(_item_text(c) or "" for c in node.children)
+
+
 _REQUIRED = ("name", "type", "api_version", "implementation_version", "description")
 
 
@@ -217,6 +108,7 @@ def _layer(
         values[key] = got
     name = values["name"]
     base["name"] = name
+    base["api_version"] = values["api_version"]
     base["type"] = values["type"]
     if values["type"] == "DEVICE":
         return Layer(**base, invalid="type DEVICE: device layers are no longer supported")
@@ -237,10 +129,13 @@ def _layer(
         else:
             base["library_state"] = inspect_library(ctx, library).state
     elif comps is not None:
-        names = tuple(_item_text(c) or "" for c in comps.children)
-        base["component_layers"] = names
+        base["component_layers"] = _names(comps)
     else:
         return Layer(**base, invalid="has neither library_path nor component_layers")
+    if name == OVERRIDE_LAYER:
+        for key in ("blacklisted_layers", "override_paths", "app_keys"):
+            names = cjson.get(node, key)
+            base[key] = _names(names) if names is not None else ()
     dis = cjson.get(node, "disable_environment")
     pair = _env_pair(dis) if dis is not None else None
     if pair is None and not explicit:
@@ -434,6 +329,25 @@ def _layers_of(
 
 def implicit_layer_scan(ctx: Context) -> LayerScan:
     """Fact: every implicit layer manifest, its layers and whether each is active."""
+    return ctx.fact(layer_selection)[0]
+
+
+def explicit_layer_scan(ctx: Context) -> LayerScan:
+    """Fact: the explicit layer manifests and which layers the environment turns on in every
+    instance (`explicit_layer_files`), after the loader's selection."""
+    return ctx.fact(layer_selection)[1]
+
+
+def layer_selection(ctx: Context) -> tuple[LayerScan, LayerScan]:
+    """Fact: the implicit and explicit scans after meta layers, the override layer and its
+    blacklist have had their effect (`vkdoctor.loader.selection`)."""
+    from vkdoctor.loader.selection import select
+
+    return select(ctx.fact(implicit_layer_files), ctx.fact(explicit_layer_files))
+
+
+def implicit_layer_files(ctx: Context) -> LayerScan:
+    """Every implicit layer manifest, its layers and whether each is enabled on its own."""
     loader = ctx.fact(loader_version)
     plan = implicit_layer_plan(ctx)
     files, _problems = scan(ctx, plan)
@@ -461,8 +375,8 @@ def implicit_layer_scan(ctx: Context) -> LayerScan:
     )
 
 
-def explicit_layer_scan(ctx: Context) -> LayerScan:
-    """Fact: the explicit layer manifests and which layers the environment turns on in every
+def explicit_layer_files(ctx: Context) -> LayerScan:
+    """The explicit layer manifests and which layers the environment turns on in every
     instance (VK_INSTANCE_LAYERS, VK_LOADER_LAYERS_ENABLE). The loader reads every explicit
     manifest in vkCreateInstance, chosen or not: one that stops it (a FIFO, a parser crash, or
     on loaders older than 1.3.268 a JSON syntax error) stops every application, so the files
