@@ -63,6 +63,21 @@ def meta(name: str, *components: str, implicit: bool = True, **extra: Any) -> di
     return layer(name, "", implicit, component_layers=list(components), **extra)
 
 
+def override(components: list[str] | None, **extra: Any) -> dict[str, Any]:
+    """The override layer as vkconfig writes it (file format 1.2.0, api_version 1.1.0)."""
+    entry = layer(
+        "VK_LAYER_LUNARG_override",
+        "",
+        api_version="1.1.0",
+        disable_environment={"DisableMeIfYouCan": "1"},
+        **extra,
+    )
+    if components is not None:
+        entry["component_layers"] = components
+    entry.setdefault("_ffv", "1.2.0")
+    return entry
+
+
 ROWS: dict[str, Row] = {
     "duplicate-later-wins": Row(
         "loader.c loader_create_instance_chain: the later copy of a name wins",
@@ -210,6 +225,125 @@ ROWS: dict[str, Row] = {
         ),
         {"VK_LOADER_LAYERS_DISABLE": "*_b"},
     ),
+    "override-blacklist": Row(
+        "OverrideMetaLayer.ApplicationEnabledLayerInBlacklist",
+        (
+            (EXPLICIT, "1.json", layer("VK_LAYER_T_1", implicit=False, api_version="1.1.0")),
+            (EXPLICIT, "2.json", layer("VK_LAYER_T_2", implicit=False, api_version="1.1.0")),
+            (
+                FIRST,
+                "override.json",
+                override(["VK_LAYER_T_1"], blacklisted_layers=["VK_LAYER_T_2"]),
+            ),
+        ),
+        {"VK_INSTANCE_LAYERS": "VK_LAYER_T_2"},
+    ),
+    "override-blacklists-an-implicit-layer": Row(
+        "OverrideMetaLayer.ApplicationEnabledLayerInBlacklist, for an implicit layer",
+        (
+            (LATER, "x.json", layer("VK_LAYER_T_x")),
+            (FIRST, "override.json", override([], blacklisted_layers=["VK_LAYER_T_x"])),
+        ),
+    ),
+    "override-blacklist-against-enable-filter": Row(
+        "TestLayers.OverrideBlacklistedLayerWithEnableFilter, with an empty component list",
+        (
+            (EXPLICIT, "1.json", layer("VK_LAYER_T_1", implicit=False, api_version="1.1.0")),
+            (FIRST, "override.json", override([], blacklisted_layers=["VK_LAYER_T_1"])),
+        ),
+        {"VK_LOADER_LAYERS_ENABLE": "VK_LAYER_T_1"},
+    ),
+    "override-without-components-is-no-layer": Row(
+        "TestLayers.OverrideBlacklistedLayerWithEnableFilter",
+        (
+            (EXPLICIT, "1.json", layer("VK_LAYER_T_1", implicit=False, api_version="1.1.0")),
+            (FIRST, "override.json", override(None, blacklisted_layers=["VK_LAYER_T_1"])),
+        ),
+        {"VK_LOADER_LAYERS_ENABLE": "VK_LAYER_T_1"},
+    ),
+    "override-forces-implicit-layers-on": Row(
+        "loader_implicit_layer_is_enabled: the override layer's components are forced on",
+        (
+            (LATER, "off.json", layer("VK_LAYER_T_off", enable_environment={"T_NEVER": "1"})),
+            (LATER, "dis.json", layer("VK_LAYER_T_dis")),
+            (FIRST, "override.json", override(["VK_LAYER_T_off", "VK_LAYER_T_dis"])),
+        ),
+        {"DISABLE_VK_LAYER_T_DIS": "1"},
+    ),
+    "override-turned-off": Row(
+        "OverrideMetaLayer: the override layer off by its disable_environment",
+        (
+            (LATER, "x.json", layer("VK_LAYER_T_x")),
+            (EXPLICIT, "1.json", layer("VK_LAYER_T_1", implicit=False, api_version="1.1.0")),
+            (
+                FIRST,
+                "override.json",
+                override(["VK_LAYER_T_1"], blacklisted_layers=["VK_LAYER_T_x"]),
+            ),
+        ),
+        {"DisableMeIfYouCan": "1"},
+    ),
+    "override-paths": Row(
+        "OverrideMetaLayer.BasicOverridePaths",
+        (
+            ("ovr", "r.json", layer("VK_LAYER_T_1", implicit=False, api_version="1.1.0")),
+            (FIRST, "override.json", override(["VK_LAYER_T_1"], override_paths=["TOP/ovr"])),
+        ),
+    ),
+    "override-paths-ignore-other-layers": Row(
+        "OverrideMetaLayer.BasicOverridePathsIgnoreOtherLayers",
+        (
+            (EXPLICIT, "r.json", layer("VK_LAYER_T_regular", implicit=False, api_version="1.0.0")),
+            ("ovr", "r.json", layer("VK_LAYER_T_1", implicit=False, api_version="1.1.0")),
+            (FIRST, "override.json", override(["VK_LAYER_T_1"], override_paths=["TOP/ovr"])),
+        ),
+        {"VK_INSTANCE_LAYERS": "VK_LAYER_T_regular", "VK_ADD_LAYER_PATH": "TOP/" + EXPLICIT},
+    ),
+    "override-paths-beat-vk-layer-path": Row(
+        "OverrideMetaLayer.OverridePathsInteractionWithVK_LAYER_PATH",
+        (
+            ("envpath", "e.json", layer("VK_LAYER_T_env", implicit=False, api_version="1.0.0")),
+            ("ovr", "r.json", layer("VK_LAYER_T_1", implicit=False, api_version="1.1.0")),
+            (FIRST, "override.json", override(["VK_LAYER_T_1"], override_paths=["TOP/ovr"])),
+        ),
+        {"VK_INSTANCE_LAYERS": "VK_LAYER_T_env", "VK_LAYER_PATH": "TOP/envpath"},
+    ),
+    "override-paths-older-implicit-component": Row(
+        "OverrideMetaLayer.OverridePathsEnableImplicitLayerInDefaultPaths",
+        (
+            (LATER, "i.json", layer("VK_LAYER_T_implicit", api_version="1.0.0")),
+            ("ovr", "r.json", layer("VK_LAYER_T_1", implicit=False, api_version="1.1.0")),
+            (
+                FIRST,
+                "override.json",
+                override(["VK_LAYER_T_1", "VK_LAYER_T_implicit"], override_paths=["TOP/ovr"]),
+            ),
+        ),
+    ),
+    "override-old-file-format": Row(
+        "OverrideMetaLayer.ManifestFileFormatVersionTooOld",
+        (
+            ("ovr", "r.json", layer("VK_LAYER_T_1", implicit=False, api_version="1.1.0")),
+            (
+                FIRST,
+                "override.json",
+                override(["VK_LAYER_T_1"], override_paths=["TOP/ovr"], _ffv="1.0.0"),
+            ),
+        ),
+    ),
+    "override-for-another-program": Row(
+        "OverrideMetaLayer.AppKeysDoesNotContainCurrentApplication",
+        (
+            (EXPLICIT, "1.json", layer("VK_LAYER_T_1", implicit=False, api_version="1.1.0")),
+            (
+                FIRST,
+                "override.json",
+                override(
+                    ["VK_LAYER_T_1"], app_keys=["/Hello", "Hi", "./../Uh-oh", "C:/Windows/Only"]
+                ),
+            ),
+        ),
+    ),
 }
 
 
@@ -240,8 +374,9 @@ def write_row(row: Row, top: Path, passthrough: Path) -> dict[str, str]:
             entry["library_path"] = str(lib)
         path = top / where / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        version = "1.1.2" if "component_layers" in entry else "1.0.0"
-        path.write_text(json.dumps({"file_format_version": version, "layer": entry}))
+        version = entry.pop("_ffv", "1.1.2" if "component_layers" in entry else "1.0.0")
+        text = json.dumps({"file_format_version": version, "layer": entry})
+        path.write_text(text.replace('"TOP/', f'"{top}/'))
     icd = top / "share/vulkan/icd.d/lvp.json"
     icd.parent.mkdir(parents=True, exist_ok=True)
     icd.write_bytes(LVP_MANIFEST.read_bytes())
@@ -251,7 +386,7 @@ def write_row(row: Row, top: Path, passthrough: Path) -> dict[str, str]:
         "XDG_CONFIG_DIRS": str(top / "etcxdg"),
         "XDG_DATA_HOME": str(top / "data"),
         "XDG_DATA_DIRS": str(top / "share"),
-        **row.env,
+        **{k: v.replace("TOP/", f"{top}/") for k, v in row.env.items()},
     }
 
 
@@ -274,13 +409,7 @@ def vkdoctor_verified_metas(env: dict[str, str], cwd: Path) -> set[str]:
     """The meta layers vkdoctor says pass the loader's component check."""
     ctx = context(env, cwd)
     every = (*implicit_layer_scan(ctx).layers, *explicit_layer_scan(ctx).layers)
-    return {
-        x.name
-        for x in every
-        if x.name
-        and x.component_layers
-        and (x.invalid is None or x.invalid.startswith("blacklisted"))
-    }
+    return {x.name for x in every if x.name and x.is_meta}
 
 
 @pytest.mark.parametrize("case", list(ROWS))

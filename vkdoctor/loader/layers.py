@@ -31,8 +31,10 @@ from vkdoctor.loader.layerrecords import (
 from vkdoctor.loader.rootpath import host_path
 from vkdoctor.loader.search import (
     ManifestFile,
+    SearchPlan,
     explicit_layer_plan,
     implicit_layer_plan,
+    override_layer_plan,
     scan,
     secure_getenv,
 )
@@ -382,7 +384,7 @@ def explicit_layer_files(ctx: Context) -> LayerScan:
     on loaders older than 1.3.268 a JSON syntax error) stops every application, so the files
     are read even when no variable asks for a layer."""
     loader = ctx.fact(loader_version)
-    plan = explicit_layer_plan(ctx)
+    plan = _explicit_plan(ctx)
     enable = parse_filter("VK_LOADER_LAYERS_ENABLE", secure_getenv(ctx, "VK_LOADER_LAYERS_ENABLE"))
     disable = parse_layer_disable(
         "VK_LOADER_LAYERS_DISABLE", secure_getenv(ctx, "VK_LOADER_LAYERS_DISABLE")
@@ -390,3 +392,14 @@ def explicit_layer_files(ctx: Context) -> LayerScan:
     found, _problems = scan(ctx, plan)
     files = tuple(_file(ctx, mf, loader, enable, disable, explicit=True) for mf in found)
     return LayerScan(plan=plan, files=files, loader=loader, enable=enable, disable=disable)
+
+
+def _explicit_plan(ctx: Context) -> SearchPlan:
+    """The explicit layer search list; an enabled override layer's override_paths replace it."""
+    from vkdoctor.loader.selection import global_override
+
+    implicit = ctx.fact(implicit_layer_files)
+    override = global_override(implicit.layers) if implicit.aborted_by is None else None
+    if override is not None and override.active and override.override_paths:
+        return override_layer_plan(override.override_paths, override.manifest)
+    return explicit_layer_plan(ctx)

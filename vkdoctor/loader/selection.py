@@ -22,6 +22,7 @@ Read from loader/loader.c at tag v1.3.239 and checked against the real loader
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from vkdoctor.loader.fields import parse_version, version_triple
@@ -89,6 +90,19 @@ def _available(layer: Layer, scan: LayerScan) -> bool:
 def _drop(state: _State, layer: Layer, why: str) -> None:
     state.changed[id(layer)] = replace(layer, invalid=why, active=False)
     state.listed = [x for x in state.listed if x is not layer]
+
+
+def global_override(layers: Iterable[Layer]) -> Layer | None:
+    """The override layer in force for every program: the first valid implicit
+    VK_LAYER_LUNARG_override without app_keys (remove_all_non_valid_override_layers)."""
+    return next(
+        (
+            x
+            for x in layers
+            if x.name == OVERRIDE_LAYER and x.invalid is None and not x.explicit and not x.app_keys
+        ),
+        None,
+    )
 
 
 def _choose_override(state: _State) -> None:
