@@ -331,6 +331,19 @@ ROWS: dict[str, Row] = {
             ),
         ),
     ),
+    "override-dropped-its-paths-still-apply": Row(
+        "loader_scan_for_layers: override_paths are read before the meta layers are checked",
+        (
+            (EXPLICIT, "r.json", layer("VK_LAYER_T_regular", implicit=False)),
+            ("ovr", "r.json", layer("VK_LAYER_T_1", implicit=False, api_version="1.1.0")),
+            (
+                FIRST,
+                "override.json",
+                override(["VK_LAYER_T_gone", "VK_LAYER_T_1"], override_paths=["TOP/ovr"]),
+            ),
+        ),
+        {"VK_INSTANCE_LAYERS": "VK_LAYER_T_regular:VK_LAYER_T_1"},
+    ),
     "override-for-another-program": Row(
         "OverrideMetaLayer.AppKeysDoesNotContainCurrentApplication",
         (
@@ -470,3 +483,36 @@ def test_meta_layers_in_the_report(built, tmp_path):
         "meta layer dropped by the loader, with all its components: its component layer "
         "VK_LAYER_T_inv is not found" in dropped.message
     )
+
+
+def test_vki005_names_what_the_override_layer_does_and_its_fix_works(built, tmp_path):
+    """VKI005 names the override manifest, each blacklisted layer that is not loaded and each
+    forced one; the export it prints, run against the real loader, brings the blacklisted layer
+    back (and VKI005 then says the override is not in force)."""
+    oracle, passthrough = built
+    from vkdoctor.checks.layers import ImplicitLayerManifest, OverrideLayer
+
+    env = write_row(ROWS["override-blacklist"], tmp_path, passthrough)
+    ctx = context(env, tmp_path)
+    (found,) = OverrideLayer().run(ctx)
+    override_manifest = f"{tmp_path / FIRST}/override.json"
+    assert found.severity == "warn"
+    assert found.title == (
+        f"vkconfig's override layer {override_manifest} changes the layers of every Vulkan "
+        "application"
+    )
+    lines = found.message.splitlines()
+    assert f"  forces on VK_LAYER_T_1: in every application ({tmp_path / EXPLICIT}/1.json)" in lines
+    assert f"  blacklists VK_LAYER_T_2: not loaded ({tmp_path / EXPLICIT}/2.json)" in lines
+    assert found.remedy is not None
+    (command,) = found.remedy.commands
+    assert command == "export DisableMeIfYouCan=1"
+    assert list(ImplicitLayerManifest().run(ctx)) == []  # the override's doing is VKI005's
+
+    variable, value = command.removeprefix("export ").split("=")
+    fixed = {**env, variable: value}
+    real = oracle.run(fixed, cwd=tmp_path)
+    assert "VK_LAYER_T_2" in real.log.layers.inserted, real.stderr
+    assert vkdoctor_inserts(fixed, tmp_path) == real.log.layers.inserted
+    (after,) = OverrideLayer().run(context(fixed, tmp_path))
+    assert after.severity == "info" and "is not in force" in after.title

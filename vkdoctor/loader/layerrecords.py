@@ -52,6 +52,8 @@ class Layer:
     app_keys: tuple[str, ...] = ()
     #: when a meta layer (or the override layer) is what puts this layer in, how to turn it off
     off: Remedy | None = None
+    #: the manifest of the override layer whose blacklisted_layers keeps this layer out
+    blacklisted_by: str | None = None
 
     @property
     def is_meta(self) -> bool:

@@ -186,6 +186,9 @@ def _remove_blacklisted(state: _State) -> None:
                 f"blacklisted by the override layer {OVERRIDE_LAYER} in {override.manifest} "
                 "(written by vkconfig): the loader does not load it",
             )
+            state.changed[id(layer)] = replace(
+                state.changed[id(layer)], blacklisted_by=override.manifest
+            )
 
 
 def _through(layer: Layer, meta: Layer) -> Layer:
