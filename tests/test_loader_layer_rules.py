@@ -463,9 +463,7 @@ def test_meta_layers_in_the_report(built, tmp_path):
     env = write_row(ROWS["meta-implicit-loads-explicit-components"], tmp_path / "ok", passthrough)
     ctx = context(env, tmp_path)
     (summary,) = ImplicitLayers().run(ctx)
-    assert summary.title == (
-        "1 of 1 implicit layer active: VK_LAYER_T_meta, VK_LAYER_T_a, VK_LAYER_T_b"
-    )
+    assert summary.title == ("1 of 1 implicit layer active: VK_LAYER_T_meta (meta layer)")
     meta_manifest = tmp_path / "ok" / FIRST / "meta.json"
     for name in ("VK_LAYER_T_a", "VK_LAYER_T_b"):
         line = next(x for x in summary.message.splitlines() if x.startswith(name))
@@ -516,3 +514,12 @@ def test_vki005_names_what_the_override_layer_does_and_its_fix_works(built, tmp_
     assert vkdoctor_inserts(fixed, tmp_path) == real.log.layers.inserted
     (after,) = OverrideLayer().run(context(fixed, tmp_path))
     assert after.severity == "info" and "is not in force" in after.title
+
+
+def test_a_meta_layer_says_which_components_it_loads(built, tmp_path):
+    _, passthrough = built
+    env = write_row(ROWS["meta-implicit-component-off-on-its-own"], tmp_path, passthrough)
+    (meta_layer,) = implicit_layer_scan(context(env, tmp_path)).active_meta
+    assert meta_layer.activation.endswith(
+        "; loads VK_LAYER_T_exp (VK_LAYER_T_imp: off by themselves or by VK_LOADER_LAYERS_DISABLE)"
+    )

@@ -78,11 +78,11 @@ class ImplicitLayers(Check):
         # explicit layers that an implicit meta layer (or the override layer) brings in
         brought = [x for x in facts.explicit_layers(ctx).active if x.off is not None]
         lines += [_summary(x) for x in brought]
-        shown = [*scan.active_meta, *active, *brought]
+        shown = [f"{m.name} (meta layer)" for m in scan.active_meta]
+        shown += [x.name or "?" for x in active]
         yield self.info(
-            f"{len(scan.active_meta) + len(active)} of {len(valid)} implicit "
-            f"layer{'s' if len(valid) != 1 else ''} active: "
-            + (", ".join(x.name or "?" for x in shown) or "none"),
+            f"{len(shown)} of {len(valid)} implicit layer{'s' if len(valid) != 1 else ''} "
+            "active: " + (", ".join(shown) or "none"),
             "\n".join(lines),
             **evidence,
         )

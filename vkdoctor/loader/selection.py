@@ -244,7 +244,7 @@ def _settle(state: _State) -> None:
             continue
         if id(layer) in state.metas_added:
             state.changed[id(layer)] = replace(
-                layer, activation=f"{layer.activation}; loads {', '.join(layer.component_layers)}"
+                layer, activation=f"{layer.activation}; {_loads(layer, state)}"
             )
         elif layer.active:
             missing = [n for n in layer.component_layers if _find(n, state.listed) is None]
@@ -255,6 +255,19 @@ def _settle(state: _State) -> None:
                 + ", ".join(missing)
                 + " is not available (the other components are still loaded)",
             )
+
+
+def _loads(meta: Layer, state: _State) -> str:
+    """Which components an added meta layer brings in, and which it lists but does not load."""
+    added = {x.name for x, _ in state.added} | {
+        x.name for x in state.listed if id(x) in state.metas_added
+    }
+    loads = [n for n in meta.component_layers if n in added]
+    idle = [n for n in meta.component_layers if n not in added]
+    text = f"loads {', '.join(loads)}" if loads else "loads none of its components"
+    if idle:
+        text += f" ({', '.join(idle)}: off by themselves or by VK_LOADER_LAYERS_DISABLE)"
+    return text
 
 
 def _rebuilt(scan: LayerScan, state: _State) -> LayerScan:
