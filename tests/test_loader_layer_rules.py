@@ -100,6 +100,24 @@ ROWS: dict[str, Row] = {
             (LATER, "dup.json", layer("VK_LAYER_T_dup", MISSING)),
         ),
     ),
+    "duplicate-later-without-entry-point": Row(
+        "loader.c loader_create_instance_chain: a copy without vkGetInstanceProcAddr is skipped",
+        (
+            (FIRST, "dup.json", layer("VK_LAYER_T_dup")),
+            (LATER, "dup.json", layer("VK_LAYER_T_dup", "NO_ENTRY_POINT")),
+        ),
+    ),
+    "no-entry-point": Row(
+        "loader.c loader_create_instance_chain: a library without an entry point is not inserted",
+        ((FIRST, "x.json", layer("VK_LAYER_T_x", "NO_ENTRY_POINT")),),
+    ),
+    "duplicate-later-not-elf": Row(
+        "loader.c loader_create_instance_chain: a copy dlopen refuses is skipped",
+        (
+            (FIRST, "dup.json", layer("VK_LAYER_T_dup")),
+            (LATER, "dup.json", layer("VK_LAYER_T_dup", "NOT_ELF")),
+        ),
+    ),
     "duplicate-explicit-later-missing": Row(
         "loader.c loader_create_instance_chain: explicit copies alike",
         (
@@ -363,12 +381,14 @@ ROWS: dict[str, Row] = {
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[RealLoader, Path]:
     d = tmp_path_factory.mktemp("layerrules")
+    (d / "nothing.c").write_text("int vkdoctor_layer_rules_nothing(void) { return 0; }\n")
     for src, out, args in (
         ("vkprobe.c", d / "vkprobe", ["-O1", "-ldl"]),
         ("drop_layer.c", d / "libpass.so", ["-shared", "-fPIC"]),
+        ("nothing.c", d / "libnothing.so", ["-shared", "-fPIC"]),
     ):
         subprocess.run(
-            ["gcc", "-o", str(out), str(DATA / src), *args],
+            ["gcc", "-o", str(out), str(d / src if src == "nothing.c" else DATA / src), *args],
             check=True,
             timeout=120,
             capture_output=True,
@@ -380,11 +400,20 @@ def write_row(row: Row, top: Path, passthrough: Path) -> dict[str, str]:
     """The row's files under `top`; returns the environment that finds only them (and lavapipe)."""
     for where, name, given in row.manifests:
         entry = dict(given)
-        if entry.get("library_path") == "LIB":
+        if entry.get("library_path") in ("LIB", "NO_ENTRY_POINT"):
             lib = top / "libs" / where.replace("/", "_") / f"lib{entry['name']}.so"
             lib.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(passthrough, lib)
+            if entry["library_path"] == "LIB":
+                shutil.copyfile(passthrough, lib)
+            else:
+                # a shared object that opens but exports no layer entry point
+                shutil.copyfile(passthrough.with_name("libnothing.so"), lib)
             entry["library_path"] = str(lib)
+        if entry.get("library_path") == "NOT_ELF":
+            text_file = top / "libs" / "libVkLayer_text.so"
+            text_file.parent.mkdir(parents=True, exist_ok=True)
+            text_file.write_text("not a shared object\n")
+            entry["library_path"] = str(text_file)
         path = top / where / name
         path.parent.mkdir(parents=True, exist_ok=True)
         version = entry.pop("_ffv", "1.1.2" if "component_layers" in entry else "1.0.0")
@@ -522,4 +551,17 @@ def test_a_meta_layer_says_which_components_it_loads(built, tmp_path):
     (meta_layer,) = implicit_layer_scan(context(env, tmp_path)).active_meta
     assert meta_layer.activation.endswith(
         "; loads VK_LAYER_T_exp (VK_LAYER_T_imp: off by themselves or by VK_LOADER_LAYERS_DISABLE)"
+    )
+
+
+def test_vki002_names_a_layer_library_without_an_entry_point(built, tmp_path):
+    _, passthrough = built
+    from vkdoctor.checks.layers import BrokenImplicitLayer
+
+    env = write_row(ROWS["no-entry-point"], tmp_path, passthrough)
+    (found,) = BrokenImplicitLayer().run(context(env, tmp_path))
+    assert found.title == (
+        f"Active implicit layer VK_LAYER_T_x: library {tmp_path}/libs/"
+        f"{FIRST.replace('/', '_')}/libVK_LAYER_T_x.so exports neither "
+        "vkNegotiateLoaderLayerInterfaceVersion nor vkGetInstanceProcAddr"
     )

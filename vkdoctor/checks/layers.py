@@ -147,6 +147,8 @@ class BrokenImplicitLayer(Check):
                 "missing": "does not exist",
                 "unknown": "is not in LD_LIBRARY_PATH or the standard library directories",
                 "wrong-class": "is for another architecture",
+                "no-entry-point": "exports neither vkNegotiateLoaderLayerInterfaceVersion nor "
+                "vkGetInstanceProcAddr",
             }.get(state or "", f"cannot be loaded ({state})")
             yield self.warn(
                 f"Active implicit layer {layer.name or repr('')}: library {where} {why}",

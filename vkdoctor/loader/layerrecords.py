@@ -32,7 +32,9 @@ class Layer:
     library: str | None = None
     #: for a bare name: where the standard directories hold it, if anywhere
     library_found: str | None = None
-    #: "ok", "missing", "wrong-class", ... (inspect_library), or "unknown" for a bare name not found
+    #: "ok", "missing", "wrong-class", ... (inspect_library), "no-entry-point" (exports neither
+    #: vkNegotiateLoaderLayerInterfaceVersion nor vkGetInstanceProcAddr), or "unknown" for a bare
+    #: name not found
     library_state: str | None = None
     component_layers: tuple[str, ...] = ()
     library_arch: str | None = None
@@ -131,7 +133,15 @@ class LayerScan:
 
 #: library states that dlopen refuses for sure; "unknown" (a bare name vkdoctor cannot place) may load
 _UNLOADABLE = frozenset(
-    {"missing", "not-elf", "wrong-class", "wrong-machine", "unreadable", "directory"}
+    {
+        "missing",
+        "not-elf",
+        "wrong-class",
+        "wrong-machine",
+        "unreadable",
+        "directory",
+        "no-entry-point",
+    }
 )
 
 

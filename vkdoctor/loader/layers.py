@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from vkdoctor.elf.dynsym import symbol_table
 from vkdoctor.loader import cjson, fileio
 from vkdoctor.loader.fields import (
     inspect_library,
@@ -127,9 +128,9 @@ def _layer(
         if rule == "bare":
             found = find_bare(ctx, library)
             base["library_found"] = found
-            base["library_state"] = inspect_library(ctx, found).state if found else "unknown"
+            base["library_state"] = _library_state(ctx, found, node) if found else "unknown"
         else:
-            base["library_state"] = inspect_library(ctx, library).state
+            base["library_state"] = _library_state(ctx, library, node)
     elif comps is not None:
         base["component_layers"] = _names(comps)
     else:
@@ -172,6 +173,22 @@ def _layer(
     else:
         active, why = _activation(ctx, base, enable, disable)
     return Layer(**base, active=active, activation=why)
+
+
+#: the names loader_create_instance_chain looks up in a layer library unless "functions" renames them
+_ENTRY_POINTS = ("vkNegotiateLoaderLayerInterfaceVersion", "vkGetInstanceProcAddr")
+
+
+def _library_state(ctx: Context, path: str, node: cjson.Node) -> str:
+    """inspect_library's state; "no-entry-point" for a library that opens but exports neither
+    entry point, which the loader skips like one that does not open."""
+    state = inspect_library(ctx, path).state
+    if state != "ok" or cjson.get(node, "functions") is not None:
+        return state
+    table = symbol_table(ctx, path)
+    if table.error is None and not any(table.defines(n) for n in _ENTRY_POINTS):
+        return "no-entry-point"
+    return state
 
 
 def instance_layers(ctx: Context) -> list[str]:
