@@ -565,3 +565,27 @@ def test_vki002_names_a_layer_library_without_an_entry_point(built, tmp_path):
         f"{FIRST.replace('/', '_')}/libVK_LAYER_T_x.so exports neither "
         "vkNegotiateLoaderLayerInterfaceVersion nor vkGetInstanceProcAddr"
     )
+
+
+def test_duplicate_rule_by_loader_version():
+    """1.3.239 (checked against the real loader above): the last copy that loads; 1.3.247 and
+    later keep the first implicit copy only (loader_add_implicit_layer skips a listed name)."""
+    from vkdoctor.loader.layerrecords import Layer, pick_duplicates
+
+    def copy(manifest: str, state: str) -> Layer:
+        return Layer(
+            manifest=manifest,
+            origin="test",
+            name="VK_LAYER_T_dup",
+            library_path="/x.so",
+            library="/x.so",
+            library_state=state,
+            active=True,
+        )
+
+    first, later = copy("first.json", "ok"), copy("later.json", "missing")
+    assert pick_duplicates([first, later]) == (first,)
+    assert pick_duplicates([first, later], first_wins=True) == (first,)
+    first, later = copy("first.json", "missing"), copy("later.json", "ok")
+    assert pick_duplicates([first, later]) == (later,)
+    assert pick_duplicates([first, later], first_wins=True) == (first,)

@@ -11,6 +11,9 @@ from vkdoctor.loader.version import LoaderVersion
 from vkdoctor.model import Remedy
 from vkdoctor.model.record import field, record
 
+#: first loader that keeps the first of two implicit layers with one name (older: the last)
+FIRST_DUPLICATE_WINS_FROM = (1, 3, 247)
+
 #: the meta layer vkconfig writes; its blacklisted_layers, override_paths and app_keys count
 OVERRIDE_LAYER = "VK_LAYER_LUNARG_override"
 
@@ -121,8 +124,13 @@ class LayerScan:
     @property
     def active(self) -> tuple[Layer, ...]:
         """Active layers in the order the loader inserts them (see `pick_duplicates`)."""
+        version = self.loader.version
+        first_wins = (version is None or version >= FIRST_DUPLICATE_WINS_FROM) and not any(
+            x.explicit for x in self.layers
+        )
         return pick_duplicates(
-            x for x in self.layers if x.active and x.invalid is None and not x.is_meta
+            (x for x in self.layers if x.active and x.invalid is None and not x.is_meta),
+            first_wins=first_wins,
         )
 
     @property
@@ -150,18 +158,24 @@ def may_load(layer: Layer) -> bool:
     return layer.library is None or layer.library_state not in _UNLOADABLE
 
 
-def pick_duplicates(layers: Iterable[Layer]) -> tuple[Layer, ...]:
-    """One copy per name, in list order, as loader 1.3.239's loader_create_instance_chain picks:
+def pick_duplicates(layers: Iterable[Layer], *, first_wins: bool = False) -> tuple[Layer, ...]:
+    """One copy per name, in list order. As loader 1.3.239's loader_create_instance_chain picks:
     it walks the enabled copies from the last one and skips a name already inserted, and a copy
     whose library does not open is skipped too, so the last copy that loads wins and an earlier
-    copy stands in for a later one whose library is missing. When no copy loads, the last one
-    stands for the name (its library fails to load)."""
+    copy stands in for a later one whose library is missing; when no copy loads, the last one
+    stands for the name (its library fails to load). With `first_wins` (implicit layers on
+    loaders 1.3.247 and later, whose loader_add_implicit_layer skips a name already listed) the
+    first copy is the only one, whether its library loads or not."""
     listed = list(layers)
     by_name: dict[str | None, list[Layer]] = {}
     for layer in listed:
         by_name.setdefault(layer.name, []).append(layer)
     chosen = {
-        id(next((x for x in reversed(copies) if may_load(x)), copies[-1]))
+        id(
+            copies[0]
+            if first_wins
+            else next((x for x in reversed(copies) if may_load(x)), copies[-1])
+        )
         for copies in by_name.values()
     }
     return tuple(x for x in listed if id(x) in chosen)
