@@ -18,7 +18,8 @@ from typing import Any
 from vkdoctor.loader import debuglog
 from vkdoctor.loader import icd as icd_mod
 from vkdoctor.loader.icd import DriverScan, driver_scan
-from vkdoctor.loader.layers import LayerScan, implicit_layer_scan
+from vkdoctor.loader.layerrecords import LayerScan
+from vkdoctor.loader.layers import implicit_layer_scan
 from vkdoctor.model.context import Context
 
 DATA = Path(__file__).resolve().parent / "data"

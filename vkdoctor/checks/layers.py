@@ -8,7 +8,7 @@ from vkdoctor import facts
 from vkdoctor.checks.base import Check
 from vkdoctor.loader import layers as L
 from vkdoctor.loader.filters import matches
-from vkdoctor.loader.layers import Layer, LayerScan
+from vkdoctor.loader.layerrecords import OVERRIDE_LAYER, Layer, LayerScan, may_load
 from vkdoctor.model import Finding, Remedy
 from vkdoctor.model.context import Context
 from vkdoctor.model.record import replace
@@ -37,11 +37,16 @@ def _summary(layer: Layer, winner: Layer | None = None) -> str:
     state = "ACTIVE" if layer.active else "off"
     lib = layer.library_found or layer.library or "meta-layer: " + ", ".join(layer.component_layers)
     off = f"; turn off with {layer.disable_env}=<anything>" if layer.disable_env else ""
+    if layer.off is not None:
+        off = f"; turn off: {layer.off.shown()}"
     if layer.origin in ("VK_IMPLICIT_LAYER_PATH", "VK_ADD_IMPLICIT_LAYER_PATH"):
         off += f"; found through {layer.origin}"
     if layer.active and winner is not None and winner is not layer:
-        # two manifests, one name: the loader keeps the one it finds later
-        state = f"not used: {winner.manifest} has the same name and wins"
+        # two manifests, one name: the loader keeps the last one whose library loads
+        if may_load(layer):
+            state = f"not used: {winner.manifest} has the same name and wins"
+        else:
+            state = f"not used: its library does not load, the loader uses {winner.manifest}"
     return f"{layer.name} [{state}] {layer.manifest} -> {lib} ({layer.activation}{off})"
 
 
@@ -75,11 +80,16 @@ class ImplicitLayers(Check):
             yield self.info("No implicit layers", ignored.strip(), **evidence)
             return
         winners = {x.name: x for x in active}
-        lines = "\n".join(_summary(x, winners.get(x.name)) for x in valid) + ignored
+        lines = [_summary(x, winners.get(x.name)) for x in valid]
+        # explicit layers that an implicit meta layer (or the override layer) brings in
+        brought = [x for x in facts.explicit_layers(ctx).active if x.off is not None]
+        lines += [_summary(x) for x in brought]
+        shown = [f"{m.name} (meta layer)" for m in scan.active_meta]
+        shown += [x.name or "?" for x in active]
         yield self.info(
-            f"{len(active)} of {len(valid)} implicit layer{'s' if len(valid) != 1 else ''} active: "
-            + (", ".join(x.name or "?" for x in active) or "none"),
-            lines,
+            f"{len(shown)} of {len(valid)} implicit layer{'s' if len(valid) != 1 else ''} "
+            "active: " + (", ".join(shown) or "none"),
+            "\n".join(lines) + ignored,
             **evidence,
         )
 
@@ -143,6 +153,8 @@ class BrokenImplicitLayer(Check):
                 "missing": "does not exist",
                 "unknown": "is not in LD_LIBRARY_PATH or the standard library directories",
                 "wrong-class": "is for another architecture",
+                "no-entry-point": "exports neither vkNegotiateLoaderLayerInterfaceVersion nor "
+                "vkGetInstanceProcAddr",
             }.get(state or "", f"cannot be loaded ({state})")
             yield self.warn(
                 f"Active implicit layer {layer.name or repr('')}: library {where} {why}",
@@ -188,7 +200,11 @@ class ImplicitLayerManifest(Check):
                     every_instance_fails=True,
                 )
             for layer in f.layers:
-                if layer.invalid is not None:
+                # the override layer's own doing is VKI005's to tell
+                by_override = layer.blacklisted_by is not None or (
+                    layer.name == OVERRIDE_LAYER and layer.app_keys
+                )
+                if layer.invalid is not None and not by_override:
                     yield self.warn(
                         f"Implicit layer {layer.name or '(unnamed)'} in {f.manifest} is dropped",
                         f"{f.manifest}: {layer.invalid}.",
@@ -371,9 +387,86 @@ def _why_no_manifest(
     )
 
 
+class OverrideLayer(Check):
+    """The override layer that vkconfig (the Vulkan Configurator) writes, and what it does.
+
+    vkconfig controls the layers of every Vulkan application by writing an implicit meta layer
+    named VK_LAYER_LUNARG_override (VkLayer_override.json, usually in
+    ~/.local/share/vulkan/implicit_layer.d). While that file is there and the layer is on, the
+    loader (1.3.239 here) loads its `component_layers` in every application, even layers that
+    are off on their own or whose disable variable is set; does not load any layer named in its
+    `blacklisted_layers`, whatever VK_INSTANCE_LAYERS or VK_LOADER_LAYERS_ENABLE ask; and, when
+    it has `override_paths`, looks for explicit layers only there (VK_LAYER_PATH,
+    VK_ADD_LAYER_PATH and the standard directories are ignored). An override layer with
+    `app_keys` applies only to the programs those paths name. A missing or older component drops
+    the whole override layer (and so its blacklist).
+    """
+
+    code = "VKI005"
+    family = "layers"
+    title = "Layers overridden by vkconfig"
+
+    def run(self, ctx: Context) -> Iterable[Finding]:
+        scan = facts.layer_scan(ctx)
+        explicit = facts.explicit_layers(ctx)
+        every = (*scan.layers, *explicit.layers)
+        for layer in scan.layers:
+            if layer.name != OVERRIDE_LAYER:
+                continue
+            if layer.invalid is not None or not layer.active:
+                yield self.info(
+                    f"vkconfig's override layer in {layer.manifest} is not in force",
+                    f"{layer.manifest}: {layer.invalid or layer.activation}.",
+                    **_ev(layer),
+                )
+                continue
+            lines = _override_effects(layer, every, (*scan.active, *explicit.active))
+            yield self.warn(
+                f"vkconfig's override layer {layer.manifest} changes the layers of every "
+                "Vulkan application",
+                "\n".join(lines),
+                remedy=Remedy(
+                    commands=(f"export {layer.disable_env}={layer.disable_value or '1'}",),
+                    text=f", or in vkconfig let the applications choose their layers, or "
+                    f"remove {layer.manifest}",
+                ),
+                **_ev(layer),
+                blacklisted=[x.manifest for x in every if x.blacklisted_by == layer.manifest],
+                override_paths=list(layer.override_paths),
+            )
+
+
+def _override_effects(
+    override: Layer, every: tuple[Layer, ...], active: tuple[Layer, ...]
+) -> list[str]:
+    """What the override layer in force does, a line each."""
+    lines = [f"{override.manifest} ({override.activation}):"]
+    loaded = {x.name: x for x in active}
+    for name in override.component_layers:
+        got = loaded.get(name)
+        state = f"in every application ({got.manifest})" if got else "not loaded here"
+        lines.append(f"  forces on {name}: {state}")
+    for name in override.blacklisted_layers:
+        hit = [x for x in every if x.name == name and x.blacklisted_by == override.manifest]
+        where = ", ".join(x.manifest for x in hit)
+        lines.append(
+            f"  blacklists {name}: not loaded ({where})"
+            if hit
+            else f"  blacklists {name} (not installed here)"
+        )
+    if override.override_paths:
+        lines.append(
+            "  explicit layers are looked for only in "
+            + ", ".join(override.override_paths)
+            + " (VK_LAYER_PATH, VK_ADD_LAYER_PATH and the standard directories are ignored)"
+        )
+    return lines
+
+
 CHECKS: tuple[type[Check], ...] = (
     ImplicitLayers,
     BrokenImplicitLayer,
     ImplicitLayerManifest,
     ExplicitLayersFromEnvironment,
+    OverrideLayer,
 )

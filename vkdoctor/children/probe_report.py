@@ -342,9 +342,7 @@ def _install(probe: Mapping[str, Any], in_check: bool) -> str:
         )
     if requested.get("adapter"):
         return "Pick one of the adapters listed in the probe section with --adapter, or install its driver."
-    return (
-        "Install the Vulkan driver for your GPU, or " + install[0].lower() + install[1:]
-    )
+    return "Install the Vulkan driver for your GPU, or " + install[0].lower() + install[1:]
 
 
 def finding(probe: Mapping[str, Any], *, in_check: bool = False) -> Finding:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from vkdoctor.elf.symbols import Undefined
     from vkdoctor.facts.overlay import Outcome
     from vkdoctor.loader.icd import DriverScan
-    from vkdoctor.loader.layers import LayerScan
+    from vkdoctor.loader.layerrecords import LayerScan
     from vkdoctor.loader.targets import LoadTarget
     from vkdoctor.loader.version import LoaderVersion
     from vkdoctor.machine.gpuchain import GpuMachine

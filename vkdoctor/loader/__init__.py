@@ -14,7 +14,7 @@ from vkdoctor.loader.targets import LoadTarget
 
 if TYPE_CHECKING:
     from vkdoctor.loader.icd import DriverScan
-    from vkdoctor.loader.layers import LayerScan
+    from vkdoctor.loader.layerrecords import LayerScan
     from vkdoctor.loader.version import LoaderVersion, loader_version
     from vkdoctor.model.context import Context
 

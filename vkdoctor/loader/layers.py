@@ -11,30 +11,37 @@ from __future__ import annotations
 
 from typing import Any
 
+from vkdoctor.elf.dynsym import symbol_table
 from vkdoctor.loader import cjson, fileio
 from vkdoctor.loader.fields import (
     inspect_library,
     parse_version,
     process_bits,
     resolve_library,
+    variant_of,
     version_triple,
 )
 from vkdoctor.loader.filters import Filter, matches, parse_filter, parse_layer_disable
 from vkdoctor.loader.icd import MAX_DEPTH
+from vkdoctor.loader.layerrecords import (
+    OVERRIDE_LAYER,
+    Layer,
+    LayerFile,
+    LayerScan,
+)
 from vkdoctor.loader.rootpath import host_path
 from vkdoctor.loader.search import (
     ManifestFile,
     SearchPlan,
     explicit_layer_plan,
     implicit_layer_plan,
+    override_layer_plan,
     scan,
     secure_getenv,
 )
 from vkdoctor.loader.stdlib import find_bare
 from vkdoctor.loader.version import LoaderVersion, loader_version
-from vkdoctor.model import Remedy
 from vkdoctor.model.context import Context
-from vkdoctor.model.record import field, record
 
 # Manifest-level outcomes (one per file)
 FILE_OK = "ok"
@@ -50,102 +57,6 @@ FILE_NOT_OBJECT = "not-an-object"
 FILE_NO_FILE_FORMAT = "no-file-format-version"
 FILE_NO_LAYER = "no-layer-object"
 FILE_MULTIPLE_LAYER = "multiple-layer-objects"
-
-
-@record(frozen=True, kw_only=True)
-class Layer:
-    """One layer entry of a manifest, and whether it ends up in every instance."""
-
-    manifest: str
-    origin: str
-    name: str | None
-    #: None when the entry is valid; otherwise why the loader drops it
-    invalid: str | None = None
-    type: str | None = None
-    library_path: str | None = None
-    #: "absolute", "relative" or "bare"
-    library_rule: str | None = None
-    #: what dlopen gets
-    library: str | None = None
-    #: for a bare name: where the standard directories hold it, if anywhere
-    library_found: str | None = None
-    #: "ok", "missing", "wrong-class", ... (inspect_library), or "unknown" for a bare name not found
-    library_state: str | None = None
-    component_layers: tuple[str, ...] = ()
-    library_arch: str | None = None
-    disable_env: str | None = None
-    disable_value: str | None = None
-    enable_env: str | None = None
-    enable_value: str | None = None
-    active: bool = False
-    #: why active or not, one line
-    activation: str = ""
-    #: an explicit layer (explicit_layer.d), in every instance only when a variable asks
-    explicit: bool = False
-
-    @property
-    def fix(self) -> Remedy:
-        """How to keep this layer out of every instance, by the loader's precedence: an
-        implicit layer's disable_environment wins over everything; for an explicit layer,
-        VK_LOADER_LAYERS_ENABLE wins over VK_LOADER_LAYERS_DISABLE."""
-        if self.disable_env and not self.explicit:
-            return Remedy(
-                commands=(f"export {self.disable_env}={self.disable_value or '1'}",),
-                text=f"(any value, even empty, turns {self.name} off)",
-            )
-        if self.activation.startswith("forced on by VK_LOADER_LAYERS_ENABLE"):
-            return Remedy(
-                commands=("unset VK_LOADER_LAYERS_ENABLE",),
-                text=f", or narrow it so that it no longer matches {self.name} "
-                "(VK_LOADER_LAYERS_DISABLE cannot turn off a layer it forces on)",
-            )
-        if self.activation.startswith("enabled by VK_INSTANCE_LAYERS"):
-            return Remedy(text=f"remove {self.name} from VK_INSTANCE_LAYERS")
-        return Remedy(commands=(f"export VK_LOADER_LAYERS_DISABLE={self.name}",))
-
-    @property
-    def remedy(self) -> str:
-        """`fix` as a sentence quotes it."""
-        return self.fix.shown()
-
-
-@record(frozen=True, kw_only=True)
-class LayerFile:
-    manifest: str
-    origin: str
-    outcome: str
-    reason: str
-    file_format_version: str | None = None
-    layers: tuple[Layer, ...] = ()
-    evidence: dict[str, Any] = field(default_factory=dict)
-
-
-@record(frozen=True, kw_only=True)
-class LayerScan:
-    plan: SearchPlan
-    files: tuple[LayerFile, ...]
-    loader: LoaderVersion
-    enable: Filter
-    disable: Filter
-    #: the manifest that makes vkCreateInstance fail (JSON error on old loaders), crash or hang
-    aborted_by: LayerFile | None = None
-
-    @property
-    def layers(self) -> tuple[Layer, ...]:
-        return tuple(layer for f in self.files for layer in f.layers)
-
-    @property
-    def active(self) -> tuple[Layer, ...]:
-        """Active layers in the order the loader inserts them; for a duplicate name the copy
-        found last wins, or, for implicit layers on loaders 1.3.247 and later, the first."""
-        first_wins = self.loader.first_duplicate_wins and not any(x.explicit for x in self.layers)
-        seen: set[str] = set()
-        picked: list[Layer] = []
-        for layer in self.layers if first_wins else reversed(self.layers):
-            if layer.active and layer.invalid is None and layer.name not in seen:
-                seen.add(layer.name or "")
-                picked.append(layer)
-        return tuple(picked if first_wins else reversed(picked))
 
 
 def _text(b: bytes) -> str:
@@ -175,6 +86,11 @@ def _env_pair(node: cjson.Node) -> tuple[str, str] | None:
     return _text(first.key or b""), _text(first.string)
 
 
+def _names(node: cjson.Node) -> tuple[str, ...]:
+    """A JSON array of names as the loader copies each (cJSON_Print minus first and last)."""
+    return tuple(_item_text(c) or "" for c in node.children)
+
+
 _REQUIRED = ("name", "type", "api_version", "implementation_version", "description")
 
 
@@ -195,6 +111,7 @@ def _layer(
         values[key] = got
     name = values["name"]
     base["name"] = name
+    base["api_version"] = values["api_version"]
     base["type"] = values["type"]
     if values["type"] == "DEVICE":
         return Layer(**base, invalid="type DEVICE: device layers are no longer supported")
@@ -211,20 +128,30 @@ def _layer(
         if rule == "bare":
             found = find_bare(ctx, library)
             base["library_found"] = found
-            base["library_state"] = inspect_library(ctx, found).state if found else "unknown"
+            base["library_state"] = _library_state(ctx, found, node) if found else "unknown"
         else:
-            base["library_state"] = inspect_library(ctx, library).state
+            base["library_state"] = _library_state(ctx, library, node)
     elif comps is not None:
-        names = tuple(_item_text(c) or "" for c in comps.children)
-        base["component_layers"] = names
+        base["component_layers"] = _names(comps)
     else:
         return Layer(**base, invalid="has neither library_path nor component_layers")
+    if name == OVERRIDE_LAYER:
+        for key in ("blacklisted_layers", "override_paths", "app_keys"):
+            names = cjson.get(node, key)
+            base[key] = _names(names) if names is not None else ()
     dis = cjson.get(node, "disable_environment")
     pair = _env_pair(dis) if dis is not None else None
     if pair is None and not explicit:
         return Layer(**base, invalid="required 'disable_environment' missing or empty")
     if pair is not None:
         base["disable_env"], base["disable_value"] = pair
+    variant = variant_of(parse_version(values["api_version"].encode("utf-8", "surrogateescape")))
+    if variant:
+        return Layer(
+            **base,
+            invalid=f"api_version {values['api_version']} has a non-zero variant ({variant}); "
+            "the loader skips the layer",
+        )
     ena = cjson.get(node, "enable_environment")
     pair = _env_pair(ena) if ena is not None else None
     if pair is not None:
@@ -246,6 +173,22 @@ def _layer(
     else:
         active, why = _activation(ctx, base, enable, disable)
     return Layer(**base, active=active, activation=why)
+
+
+#: the names loader_create_instance_chain looks up in a layer library unless "functions" renames them
+_ENTRY_POINTS = ("vkNegotiateLoaderLayerInterfaceVersion", "vkGetInstanceProcAddr")
+
+
+def _library_state(ctx: Context, path: str, node: cjson.Node) -> str:
+    """inspect_library's state; "no-entry-point" for a library that opens but exports neither
+    entry point, which the loader skips like one that does not open."""
+    state = inspect_library(ctx, path).state
+    if state != "ok" or cjson.get(node, "functions") is not None:
+        return state
+    table = symbol_table(ctx, path)
+    if table.error is None and not any(table.defines(n) for n in _ENTRY_POINTS):
+        return "no-entry-point"
+    return state
 
 
 def instance_layers(ctx: Context) -> list[str]:
@@ -407,6 +350,25 @@ def _layers_of(
 
 def implicit_layer_scan(ctx: Context) -> LayerScan:
     """Fact: every implicit layer manifest, its layers and whether each is active."""
+    return ctx.fact(layer_selection)[0]
+
+
+def explicit_layer_scan(ctx: Context) -> LayerScan:
+    """Fact: the explicit layer manifests and which layers the environment turns on in every
+    instance (`explicit_layer_files`), after the loader's selection."""
+    return ctx.fact(layer_selection)[1]
+
+
+def layer_selection(ctx: Context) -> tuple[LayerScan, LayerScan]:
+    """Fact: the implicit and explicit scans after meta layers, the override layer and its
+    blacklist have had their effect (`vkdoctor.loader.selection`)."""
+    from vkdoctor.loader.selection import select
+
+    return select(ctx.fact(implicit_layer_files), ctx.fact(explicit_layer_files))
+
+
+def implicit_layer_files(ctx: Context) -> LayerScan:
+    """Every implicit layer manifest, its layers and whether each is enabled on its own."""
     loader = ctx.fact(loader_version)
     plan = implicit_layer_plan(ctx)
     files, _problems = scan(ctx, plan)
@@ -434,14 +396,14 @@ def implicit_layer_scan(ctx: Context) -> LayerScan:
     )
 
 
-def explicit_layer_scan(ctx: Context) -> LayerScan:
-    """Fact: the explicit layer manifests and which layers the environment turns on in every
+def explicit_layer_files(ctx: Context) -> LayerScan:
+    """The explicit layer manifests and which layers the environment turns on in every
     instance (VK_INSTANCE_LAYERS, VK_LOADER_LAYERS_ENABLE). The loader reads every explicit
     manifest in vkCreateInstance, chosen or not: one that stops it (a FIFO, a parser crash, or
     on loaders older than 1.3.268 a JSON syntax error) stops every application, so the files
     are read even when no variable asks for a layer."""
     loader = ctx.fact(loader_version)
-    plan = explicit_layer_plan(ctx)
+    plan = _explicit_plan(ctx)
     enable = parse_filter("VK_LOADER_LAYERS_ENABLE", secure_getenv(ctx, "VK_LOADER_LAYERS_ENABLE"))
     disable = parse_layer_disable(
         "VK_LOADER_LAYERS_DISABLE", secure_getenv(ctx, "VK_LOADER_LAYERS_DISABLE")
@@ -449,3 +411,14 @@ def explicit_layer_scan(ctx: Context) -> LayerScan:
     found, _problems = scan(ctx, plan)
     files = tuple(_file(ctx, mf, loader, enable, disable, explicit=True) for mf in found)
     return LayerScan(plan=plan, files=files, loader=loader, enable=enable, disable=disable)
+
+
+def _explicit_plan(ctx: Context) -> SearchPlan:
+    """The explicit layer search list; an enabled override layer's override_paths replace it."""
+    from vkdoctor.loader.selection import global_override
+
+    implicit = ctx.fact(implicit_layer_files)
+    override = global_override(implicit.layers) if implicit.aborted_by is None else None
+    if override is not None and override.active and override.override_paths:
+        return override_layer_plan(override.override_paths, override.manifest)
+    return explicit_layer_plan(ctx)

@@ -234,6 +234,16 @@ def _layer_plan(ctx: Context, suffix: str, override_var: str, add_var: str) -> S
     return SearchPlan(entries=_dedup(entries), ignored=tuple(ignored))
 
 
+def override_layer_plan(paths: tuple[str, ...], manifest: str) -> SearchPlan:
+    """Explicit layers while the override layer that vkconfig writes has override_paths: loader
+    1.3.239 searches those alone, as it would VK_LAYER_PATH (which, like VK_ADD_LAYER_PATH and
+    the standard list, is then ignored)."""
+    value = ":".join(paths)
+    origin = f"override_paths of {manifest}"
+    entries = [SearchEntry(path=e, origin=origin, is_file=_is_json(e)) for e in _elements(value)]
+    return SearchPlan(entries=_dedup(entries), override="override_paths", override_value=value)
+
+
 @record(frozen=True, kw_only=True)
 class ManifestFile:
     """One file the loader lists under 'Found the following files', in its order."""
