@@ -6,9 +6,9 @@ with how it was looked at (and what a scandir entry's is_dir(), is_file() or sta
 through a symbolic link, below os.stat, as a stat of its own). `observe` gives what that look
 sees: a file's or folder's identity (type, inode, device, links, owner, size, mtime_ns,
 ctime_ns, rdev), the error it gives, a link's target, access's answer, or for the kernel's files
-under /proc and /sys (whose times say nothing) a digest of their content. A folder's identity
-changes when an entry is added, removed or renamed; a file's when it is written, replaced, touched, or its mode or owner change (ctime
-cannot be set back).
+and folders under /proc and /sys (whose times say nothing) a digest of their content or names.
+A folder's identity changes when an entry is added, removed or renamed; a file's when it is
+written, replaced, touched, or its mode or owner change (ctime cannot be set back).
 
 Some reads say what changes without any file changing: free space (statvfs), memory, this
 process's own /proc files, the time of day. They are *volatile*: the check that read them, directly or through a
@@ -22,6 +22,7 @@ import builtins
 import io
 import os
 import stat
+import sys
 import time
 from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
@@ -85,6 +86,16 @@ def _digest(path: str, open_fn: Callable[..., Any]) -> Any:
     return ("content", digest(data))
 
 
+def _names(path: str) -> Any:
+    """What a listing of a kernel folder sees: the names in it (its times say nothing: a GPU
+    that appears under /sys/bus/pci/devices changes no time of the folder)."""
+    try:
+        names = _original.get("listdir", os.listdir)(path)
+    except OSError as exc:
+        return ("error", exc.errno)
+    return ("names", digest("\0".join(sorted(names)).encode("utf-8", "surrogateescape")))
+
+
 def digest(data: bytes) -> str:
     """A SHA-256 of `data`, by CPython's own implementation when it has one: hashlib loads
     OpenSSL (~5 ms), and a replay is a run of some 150 ms."""
@@ -108,6 +119,8 @@ def observe(look: Look) -> Any:
             return ("access", _original.get("access", os.access)(path, int(how[6:])))
         if how == "read" and _kernel_file(path):
             return _digest(path, open_fn)
+        if how == "list" and _kernel_file(path):
+            return _names(path)
         st = lstat_fn(path) if how == "lstat" else stat_fn(path)
     except OSError as exc:
         return ("error", exc.errno)
@@ -354,6 +367,7 @@ def _writes(how: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
 
 def _wrap() -> None:
     _wrap_looks()
+    _wrap_imports()
     _wrap_volatile()
     _wrap_programs()
 
@@ -425,6 +439,30 @@ def _wrap_looks() -> None:
     os.scandir = scandir
 
 
+def _wrap_imports() -> None:
+    """Python's module search (an import, `importlib.util.find_spec`) looks through the C
+    library below os's functions: every folder it searched is a listing look (one that did
+    not exist too: made later, it is searched first), and what it found a look of its own."""
+    from importlib.machinery import PathFinder
+
+    original = PathFinder.find_spec.__func__  # type: ignore[attr-defined]
+
+    def find_spec(cls: Any, fullname: str, path: Any = None, target: Any = None) -> Any:
+        spec = original(cls, fullname, path, target)
+        if _recorder:
+            for entry in list(sys.path if path is None else path):
+                if isinstance(entry, (str, bytes)):
+                    _note("list", entry or ".")
+            if spec is not None and spec.has_location and isinstance(spec.origin, str):
+                _note("stat", spec.origin)
+            for folder in list(getattr(spec, "submodule_search_locations", None) or ()):
+                _note("list", folder)
+        return spec
+
+    find_spec.__wrapped__ = original  # type: ignore[attr-defined]
+    PathFinder.find_spec = classmethod(find_spec)  # type: ignore[assignment,method-assign]
+
+
 def _wrap_volatile() -> None:
     """What changes with no file changing (free space, the time, the CPUs) marks its reader."""
 
@@ -461,7 +499,6 @@ def _wrap_volatile() -> None:
 def _wrap_programs() -> None:
     """A program started makes the run one that cannot be replayed."""
     import _posixsubprocess
-    import sys
 
     def refusing(name: str, module: Any) -> None:
         original = getattr(module, name)
