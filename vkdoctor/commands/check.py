@@ -124,9 +124,11 @@ def check(
         # on another core for longer: every check runs (they ask whether VKP002, VKL002 and
         # VKL003 do), and in this Context (no overlay to run them under).
         from vkdoctor.checks import packages as package_checks
+        from vkdoctor.speed.schedule import SCHEDULE
 
-        forked = start_forks(ctx, package_checks.CHECKS, debug=debug)
+        forked = start_forks(ctx, package_checks.CHECKS, SCHEDULE, debug=debug)
     chosen = _chosen(selected, ignored)
+    from vkdoctor.speed.schedule import SCHEDULE
 
     if any(c.code == "VKO001" for c in chosen) and opted_in(ctx):
         # the user asked for the overlay: every check below runs under it
@@ -141,7 +143,7 @@ def check(
     static = [c for c in chosen if c.code[:3] != "VKR"]
     # with --root the probe is listed as not applicable (it needs the live machine)
     probes = [c for c in chosen if c.code[:3] == "VKR"] if not no_probe else []
-    results = run_checks(ctx, [*static, *probes], debug=debug, forked=forked)
+    results = run_checks(ctx, [*static, *probes], debug=debug, schedule=SCHEDULE, forked=forked)
     if inputs.recorder() is not None:  # this run may be replayed: what the checks ran in
         from vkdoctor.speed import replay
 
