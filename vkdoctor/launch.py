@@ -56,7 +56,7 @@ def _without_ldso_variables() -> bool:
         # waits for the process started again (it knows it by VKDOCTOR_ZYGOTE)
         from vkdoctor.speed import zygote
 
-        zygote.start()
+        zygote.start(os.environ)
         child.update((k.encode(), v.encode()) for k, v in zygote.passed_on().items())
     try:
         os.execve(sys.executable, argv, child)
@@ -130,32 +130,38 @@ def main() -> None:
         # inside the try: a SIGTERM while a child is started early unwinds like any other
         loads_drivers = _loads_drivers(sys.argv[1:])
         if loads_drivers:
+            from vkdoctor.checkargs import plain_timeout
             from vkdoctor.speed import zygote
 
             if not restored:
-                zygote.start()
+                zygote.start(os.environ)
             if sys.argv[1] == "check" and _plain(sys.argv[2:]):
                 try:
                     _hand_ahead()
                 except Exception:  # a head start, never a reason to fail
                     pass
         if len(sys.argv) > 1 and sys.argv[1] == "run-probe":
-            from vkdoctor.children import probe
+            from vkdoctor.checkargs import request_from_argv
 
-            early = probe
-            probe.start_early(sys.argv[2:], os.environ)
+            request = request_from_argv(sys.argv[2:])
+            if request is not None:
+                from vkdoctor.children import probe
+
+                early = probe
+                probe.start_early(request, os.environ)
         elif loads_drivers:
             replayable = _start_recording()
             tried = _replay(replayable) if replayable is not None else "untouched"
             if tried == "replayed":
                 replayed = True
                 raise SystemExit(0)
-            if sys.argv[1] == "check" and tried == "untouched":
-                _read_packages_ahead()
+            timeout = plain_timeout(sys.argv[2:]) if sys.argv[1] == "check" else None
+            if tried == "untouched" and timeout is not None:
+                _read_packages_ahead(timeout)
                 from vkdoctor.children import loadtest
 
                 early = loadtest
-                loadtest.start_early(sys.argv[2:], os.environ)
+                loadtest.start_early(timeout, os.environ, zygote.SPAWNER)
         from vkdoctor.cli import main as cli_main
 
         cli_main()
@@ -201,7 +207,7 @@ def _start_recording() -> Path | None:
             # a first run starts the package tools (dpkg --audit, grep over its lists), so it
             # is never kept: it is not recorded either
             return None
-        replay.start_recording(cache_dir)
+        replay.start_recording(cache_dir, sys.argv[1:], os.environ)
     except Exception:  # then this run is not kept, nothing more
         return None
     return cache_dir
@@ -210,10 +216,10 @@ def _start_recording() -> Path | None:
 def _replay(cache_dir: Path) -> str:
     """vkdoctor.speed.replay.attempt: whether the last run's report was printed again, or the load
     test started (then not again early: the command takes it), or neither."""
-    from vkdoctor.speed import replay
+    from vkdoctor.speed import replay, zygote
 
     try:
-        return replay.attempt(cache_dir)
+        return replay.attempt(cache_dir, sys.argv[1:], os.environ, zygote.SPAWNER)
     except Exception:  # the full run finds and says what is wrong (and starts what it needs)
         return replay.STARTED
 
@@ -271,14 +277,12 @@ def _plain(args: list[str]) -> bool:
     return not any(a.partition("=")[0] in ("--select", "--ignore") for a in args)
 
 
-def _read_packages_ahead() -> None:
+def _read_packages_ahead(timeout: float) -> None:
     """A `check` with nothing kept yet reads the dpkg database on another core meanwhile
     (vkdoctor.speed.dpkgahead); once something is kept, the run finds it there."""
     from vkdoctor.cachedir import nothing_kept
-    from vkdoctor.checkargs import plain_timeout
 
-    timeout = plain_timeout(sys.argv[2:])
-    if timeout is None or not nothing_kept(os.environ):
+    if not nothing_kept(os.environ):
         return
     try:
         cwd = os.getcwd()

@@ -147,7 +147,7 @@ def check(
     if inputs.recorder() is not None:  # this run may be replayed: what the checks ran in
         from vkdoctor.speed import replay
 
-        replay.note_checks(ctx)
+        replay.note_checks(ctx, os.environ)
     from vkdoctor.facts.report import build_report
 
     report = build_report(ctx, results, command="check")

@@ -12,10 +12,13 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from vkdoctor.model import inputs
 from vkdoctor.model.record import field, record
+
+if TYPE_CHECKING:
+    from vkdoctor.children import Spawner
 
 T = TypeVar("T")
 
@@ -65,6 +68,9 @@ class Context:
     #: the working directory of the process we reason about (relative manifest paths)
     cwd: Path = Path("/")
     options: Options = field(default_factory=Options)
+    #: how the load test gets its children besides starting a program (vkdoctor.children): the
+    #: face hands in the child forked at launch (vkdoctor.speed.zygote.SPAWNER)
+    spawner: Spawner | None = field(default=None, repr=False)
     _facts: dict[Callable[..., Any], Any] = field(default_factory=dict, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
