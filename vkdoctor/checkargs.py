@@ -15,6 +15,21 @@ if TYPE_CHECKING:
 MAX_TIMEOUT = 7 * 24 * 3600.0
 
 
+def loads_drivers(args: Sequence[str]) -> bool:
+    """Whether the command line is one whose run starts the load test: `check` or `drivers` on
+    the live machine (a guess from the raw words; the load test takes the child only if its
+    environment fits, vkdoctor.speed.zygote)."""
+    if not args or args[0] not in ("check", "drivers"):
+        return False
+    return not any(a == "--root" or a.startswith("--root=") or a in ("--help", "-h") for a in args)
+
+
+def plain_selection(args: Sequence[str]) -> bool:
+    """No option that changes which checks run (the load test adopts a child handed its
+    request ahead only if the request is the same, so this only saves a wasted start)."""
+    return not any(a.partition("=")[0] in ("--select", "--ignore") for a in args)
+
+
 def plain_timeout(argv: Sequence[str]) -> float | None:
     """The --timeout of `vkdoctor check ARGV` when ARGV is plain (no --root, --select,
     --ignore or --help), read before the command line interface is; None otherwise."""

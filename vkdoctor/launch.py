@@ -8,7 +8,7 @@ import io
 import os
 import sys
 
-from vkdoctor import terminate
+from vkdoctor import checkargs, terminate
 
 # nothing heavier at the top: the load test's child is forked first, and pathlib, typing and
 # contextlib cost 10-25 ms each on a slow machine before its drivers could start loading
@@ -51,7 +51,7 @@ def _without_ldso_variables() -> bool:
         child[_SAVED + b"_" + name] = child.pop(name)
     argv = _restart(child, present)
     child[_SAVED] = b",".join(present)
-    if _loads_drivers(sys.argv[1:]):
+    if checkargs.loads_drivers(sys.argv[1:]):
         # the load test's child is forked here, where ld.so's variables are the user's, and
         # waits for the process started again (it knows it by VKDOCTOR_ZYGOTE)
         from vkdoctor.speed import zygote
@@ -128,22 +128,19 @@ def main() -> None:
     replayed = False
     try:
         # inside the try: a SIGTERM while a child is started early unwinds like any other
-        loads_drivers = _loads_drivers(sys.argv[1:])
+        loads_drivers = checkargs.loads_drivers(sys.argv[1:])
         if loads_drivers:
-            from vkdoctor.checkargs import plain_timeout
             from vkdoctor.speed import zygote
 
             if not restored:
                 zygote.start(os.environ)
-            if sys.argv[1] == "check" and _plain(sys.argv[2:]):
+            if sys.argv[1] == "check" and checkargs.plain_selection(sys.argv[2:]):
                 try:
                     _hand_ahead()
                 except Exception:  # a head start, never a reason to fail
                     pass
         if len(sys.argv) > 1 and sys.argv[1] == "run-probe":
-            from vkdoctor.checkargs import request_from_argv
-
-            request = request_from_argv(sys.argv[2:])
+            request = checkargs.request_from_argv(sys.argv[2:])
             if request is not None:
                 from vkdoctor.children import probe
 
@@ -155,7 +152,7 @@ def main() -> None:
             if tried == "replayed":
                 replayed = True
                 raise SystemExit(0)
-            timeout = plain_timeout(sys.argv[2:]) if sys.argv[1] == "check" else None
+            timeout = checkargs.plain_timeout(sys.argv[2:]) if sys.argv[1] == "check" else None
             if tried == "untouched" and timeout is not None:
                 _read_packages_ahead(timeout)
                 from vkdoctor.children import loadtest
@@ -224,15 +221,6 @@ def _replay(cache_dir: Path) -> str:
         return replay.STARTED
 
 
-def _loads_drivers(args: list[str]) -> bool:
-    """Whether the command line is one whose run starts the load test: `check` or `drivers` on
-    the live machine (a guess from the raw words; the load test takes the child only if its
-    environment fits, vkdoctor.speed.zygote)."""
-    if not args or args[0] not in ("check", "drivers"):
-        return False
-    return not any(a == "--root" or a.startswith("--root=") or a in ("--help", "-h") for a in args)
-
-
 def _clean_up(early: Any) -> None:
     """What a run leaves to its end; out of memory, as much of it as can be done, in silence
     (the run has said what is wrong: a traceback of its cleanup would only hide it)."""
@@ -269,12 +257,6 @@ def _out_of_memory() -> int:
         raise  # noqa: PLE0704 - called only from an except block: the error being handled
     os.write(2, f"vkdoctor: out of memory: {limited}\n".encode())
     return 1
-
-
-def _plain(args: list[str]) -> bool:
-    """No option that changes which checks run (the load test adopts a child handed its
-    request ahead only if the request is the same, so this only saves a wasted start)."""
-    return not any(a.partition("=")[0] in ("--select", "--ignore") for a in args)
 
 
 def _read_packages_ahead(timeout: float) -> None:
