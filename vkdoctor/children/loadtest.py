@@ -332,12 +332,13 @@ class _Folder:
 def _log_folder(
     spawner: Spawner | None, env: Mapping[str, str]
 ) -> _Folder | tempfile.TemporaryDirectory[str]:
-    """A new folder of the user's alone for the child's output: the spawner's (vkdoctor.speed.
-    zygote makes it as tempfile would, without importing tempfile, with shutil and random
-    ~8 ms), else tempfile's (TMPDIR names no folder: tempfile tries others)."""
-    made = spawner.log_folder(env) if spawner is not None else None
-    if made is not None and spawner is not None:
-        return _Folder(made, spawner)
+    """A new folder of the user's alone for the child's output (in `env`'s TMPDIR): the
+    spawner's (the zygote's makes it as tempfile would, without importing tempfile, with shutil
+    and random ~8 ms), else tempfile's (also where TMPDIR names no folder: it tries others)."""
+    if spawner is not None:
+        made = spawner.log_folder(env)
+        if made is not None:
+            return _Folder(made, spawner)
     import tempfile
 
     return tempfile.TemporaryDirectory(prefix="vkdoctor-load-")
