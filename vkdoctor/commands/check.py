@@ -118,18 +118,18 @@ def check(
     early = prefetch(ctx) if select(load_checks.CHECKS, selected, ignored) else None
     from vkdoctor.facts.overlay import context_for_checks, opted_in
 
+    # which checks fork or start work ahead (this imports the package checks' module)
+    from vkdoctor.speed.schedule import SCHEDULE
+
     forked = {}
     if not selected and not ignored and not opted_in(ctx):
         # The package checks' fork next, before the other checks are imported, so that it runs
         # on another core for longer: every check runs (they ask whether VKP002, VKL002 and
         # VKL003 do), and in this Context (no overlay to run them under).
         from vkdoctor.checks import packages as package_checks
-        from vkdoctor.speed.schedule import SCHEDULE
 
         forked = start_forks(ctx, package_checks.CHECKS, SCHEDULE, debug=debug)
     chosen = _chosen(selected, ignored)
-    from vkdoctor.speed.schedule import SCHEDULE
-
     if any(c.code == "VKO001" for c in chosen) and opted_in(ctx):
         # the user asked for the overlay: every check below runs under it
         ctx = context_for_checks(ctx)
