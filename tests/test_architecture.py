@@ -198,15 +198,15 @@ def test_the_analysis_imports_none_of_the_speed_machinery() -> None:
 
 
 def test_only_the_face_and_the_runner_import_the_speed_machinery() -> None:
-    """The speed machinery is one room: the face and the runner open it (and, until the load
-    test is handed a spawn function, the load test the zygote)."""
+    """The speed machinery is one room: the face and the runner open it. The load test and the
+    probe are handed how to get a child (`ctx.spawner`, a children.Spawner: the zygote's from
+    the face)."""
     wrong = sorted(
         f"{m} ({layer_of(m)}) imports {t}"
         for m, targets in GRAPH.items()
         if layer_of(m) not in ("Face", "Runner", "Speed")
         for t in targets
         if layer_of(t) == "Speed"
-        and (m, t) != ("vkdoctor.children.loadtest", "vkdoctor.speed.zygote")
     )
     assert wrong == []
 
@@ -234,7 +234,7 @@ def test_no_module_imports_past_its_layer() -> None:
 
 def test_nothing_below_the_runner_imports_a_check() -> None:
     """Only the face, the runner and its speed machinery (a replay runs the checks that read
-    what changes) import vkdoctor.checks; the checks may share their base."""
+    what changes; the schedule names the package checks) import vkdoctor.checks; the checks may share their base."""
     wrong = sorted(
         f"{m} imports {t}"
         for m, targets in GRAPH.items()
@@ -594,3 +594,77 @@ def test_each_named_fact_is_the_memo_of_the_function_it_names(name: str) -> None
         memo_of_compute = _Recording()
         assert compute(Context(_facts=memo_of_compute)) is _Recording.SENTINEL
         assert memo_of_fn.asked == memo_of_compute.asked != []
+
+
+# Only the face reads the host's environment and command line: everything below it is handed
+# what it needs (the Context's env, parsed options, os.environ passed in where a child must
+# change it). What counts: os.environ, os.environb, os.getenv, os.getenvb, os.putenv,
+# os.unsetenv, sys.argv and sys.orig_argv, however os or sys was imported or named.
+
+_HOST_INPUTS = {
+    "os": {"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"},
+    "sys": {"argv", "orig_argv"},
+}
+
+
+def host_input_reads(path: Path) -> list[str]:
+    """Where the module at `path` reads the process's environment or command line itself."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    aliases: dict[str, str] = {}  # local name -> "os" or "sys"
+    wrong: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in _HOST_INPUTS:
+                    aliases[alias.asname or alias.name] = alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module in _HOST_INPUTS and not node.level:
+            for alias in node.names:
+                if alias.name in _HOST_INPUTS[node.module]:
+                    wrong.append(
+                        f"{path.name}:{node.lineno} from {node.module} import {alias.name}"
+                    )
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+            and node.attr in _HOST_INPUTS[aliases[node.value.id]]
+        ):
+            wrong.append(f"{path.name}:{node.lineno} {aliases[node.value.id]}.{node.attr}")
+    return sorted(wrong)
+
+
+def test_only_the_face_reads_the_environment_and_the_command_line() -> None:
+    wrong = [
+        f"{m}: {w}"
+        for m, p in MODULES.items()
+        if layer_of(m) != "Face"
+        for w in host_input_reads(p)
+    ]
+    assert wrong == []
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("import os\nx = os.environ.get('PATH')", "made_up.py:2 os.environ"),
+        ("import os as _os\nx = _os.getenv('HOME')", "made_up.py:2 os.getenv"),
+        ("import sys\nx = sys.argv[1:]", "made_up.py:2 sys.argv"),
+        ("def f():\n    import sys\n    return sys.orig_argv", "made_up.py:3 sys.orig_argv"),
+        ("from os import environ", "made_up.py:1 from os import environ"),
+        ("from sys import argv as a", "made_up.py:1 from sys import argv"),
+        ("import os\nos.environ.clear()", "made_up.py:2 os.environ"),
+    ],
+)
+def test_a_read_of_the_environment_below_the_face_is_caught(
+    tmp_path: Path, source: str, expected: str
+) -> None:
+    path = tmp_path / "made_up.py"
+    path.write_text(source + "\n")
+    assert expected in host_input_reads(path)
+
+
+def test_what_is_handed_the_environment_is_not_caught(tmp_path: Path) -> None:
+    path = tmp_path / "made_up.py"
+    path.write_text("import os, sys\ndef f(env, args):\n    return env.get('PATH'), args, os.sep\n")
+    assert host_input_reads(path) == []

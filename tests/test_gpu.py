@@ -11,7 +11,7 @@ from pathlib import Path
 
 from conftest import REPO, clean_env, run_json, run_vkdoctor, validate_report, vulkaninfo
 
-from vkdoctor.children.probe import request_from_argv
+from vkdoctor.checkargs import request_from_argv
 
 
 def _finding(doc: dict, code: str) -> dict:

@@ -419,7 +419,8 @@ def test_a_child_started_early_is_killed_when_the_command_line_is_rejected():
 
 
 def test_request_from_argv_only_understands_plain_command_lines(tmp_path):
-    from vkdoctor.children.probe import ProbeRequest, request_from_argv
+    from vkdoctor.checkargs import request_from_argv
+    from vkdoctor.children.probe import ProbeRequest
 
     assert request_from_argv(
         ["--cpu", "--seed=7", "--timeout", "5", "--json", "-", "--junit", "j.xml", "--redact"]

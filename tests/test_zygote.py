@@ -18,6 +18,7 @@ import pytest
 from conftest import REPO, clean_env, validate_report
 from test_loadtest import LVP_MANIFEST, fakes, marked_processes  # noqa: F401 - the fixture
 
+from vkdoctor import children
 from vkdoctor.children import loadtest
 from vkdoctor.resources import probes_dir
 from vkdoctor.speed import zygote
@@ -154,7 +155,7 @@ def test_a_child_nobody_takes_exits_with_vkdoctor() -> None:
 
 
 def test_a_request_whose_startup_variables_differ_is_not_handed_over() -> None:
-    zygote.start(probes_dir() / "loadtest.py")
+    zygote.start(os.environ, probes_dir() / "loadtest.py")
     (waiting,) = zygote._waiting
     child = psutil.Process(waiting.pid)
     other = {**os.environ, "LD_BIND_NOW": "1"}
@@ -273,8 +274,8 @@ def test_a_child_another_waiter_reaped_has_ended_and_its_status_is_not_invented(
     os.close(write_end)
     assert os.waitpid(pid, 0)[1] != 0  # the other waiter takes the status
     child = zygote.ForkedChild(pid, read_end)
-    assert child.poll() == zygote.STATUS_LOST
-    assert child.wait(timeout=1) == zygote.STATUS_LOST
+    assert child.poll() == children.STATUS_LOST
+    assert child.wait(timeout=1) == children.STATUS_LOST
     child.stdout.close()
     assert loadtest.ended_by(child.returncode) == "an unknown signal or exit"
     assert loadtest.ended_by(-11) == "SIGSEGV" and loadtest.ended_by(3) == "exit status 3"
@@ -285,15 +286,18 @@ def test_a_child_another_waiter_reaped_has_ended_and_its_status_is_not_invented(
 _IGNORED_SIGCHLD = """
 import os, signal, sys
 from pathlib import Path
+from vkdoctor import children
 from vkdoctor.children import loadtest
 from vkdoctor.speed import zygote
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.children.loadtest import run_load_test
 from vkdoctor.resources import probes_dir
 signal.signal(signal.SIGCHLD, signal.SIG_IGN)
-zygote.start(probes_dir() / "loadtest.py")
+zygote.start(os.environ, probes_dir() / "loadtest.py")
 target = LoadTarget(kind="driver", name="x", manifest=sys.argv[1], dlopen_name=sys.argv[2])
-run = run_load_test([target], env=dict(os.environ), cwd=Path.cwd(), total_timeout=30.0)
+run = run_load_test(
+    [target], env=dict(os.environ), cwd=Path.cwd(), total_timeout=30.0, spawner=zygote.SPAWNER
+)
 (outcome,) = run.outcomes
 print(run.first_child, outcome.dlopen, outcome.signal)
 """
@@ -330,3 +334,44 @@ def test_the_kept_request_holds_no_value_of_the_environment(tmp_path: Path) -> N
     # another value is another environment: its own request, not this one's
     other = _report([], {"GITHUB_TOKEN": secret + "x"}, launch=True, cache=cache)
     assert _first_child(other) == {"forked"}
+
+
+#: one load test without a spawner and one with the zygote's, in a process that forked a child
+_SPAWNED = """
+import json, os, sys
+from pathlib import Path
+from vkdoctor.speed import zygote
+from vkdoctor.loader.targets import LoadTarget
+from vkdoctor.children.loadtest import run_load_test
+from vkdoctor.resources import probes_dir
+zygote.start(os.environ, probes_dir() / "loadtest.py")
+doc = json.loads(Path(sys.argv[1]).read_text())
+target = LoadTarget(
+    kind="driver", name="lvp", manifest=sys.argv[1], dlopen_name=doc["ICD"]["library_path"]
+)
+env, cwd = dict(os.environ), Path.cwd()
+plain = run_load_test([target], env=env, cwd=cwd, total_timeout=30.0)
+waiting = len(zygote._waiting)
+forked = run_load_test([target], env=env, cwd=cwd, total_timeout=30.0, spawner=zygote.SPAWNER)
+(a,), (b,) = plain.outcomes, forked.outcomes
+print(plain.first_child, waiting, forked.first_child, len(zygote._waiting))
+print((a.dlopen, a.instance, a.devices) == (b.dlopen, b.instance, b.devices), a.instance)
+"""
+
+
+def test_the_load_test_forks_only_through_the_spawner_it_is_handed() -> None:
+    """Without a spawner every child is a new program, and the waiting child stays waiting;
+    with the zygote's, the waiting child runs the same request, with the same outcome."""
+    env = clean_env({})
+    env["PYTHONPATH"] = str(REPO)
+    proc = subprocess.run(
+        [sys.executable, "-c", _SPAWNED, LVP_MANIFEST],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=REPO,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["started 1 forked 0", "True ok"]

@@ -8,7 +8,7 @@ import io
 import os
 import sys
 
-from vkdoctor import terminate
+from vkdoctor import checkargs, terminate
 
 # nothing heavier at the top: the load test's child is forked first, and pathlib, typing and
 # contextlib cost 10-25 ms each on a slow machine before its drivers could start loading
@@ -60,12 +60,12 @@ def _without_ldso_variables() -> bool:
         child[_SAVED + b"_" + name] = child.pop(name)
     argv = _restart(child, present)
     child[_SAVED] = b",".join(present)
-    if _loads_drivers(sys.argv[1:]) and not _off("zygote"):
+    if checkargs.loads_drivers(sys.argv[1:]) and not _off("zygote"):
         # the load test's child is forked here, where ld.so's variables are the user's, and
         # waits for the process started again (it knows it by VKDOCTOR_ZYGOTE)
         from vkdoctor.speed import zygote
 
-        zygote.start()
+        zygote.start(os.environ)
         child.update((k.encode(), v.encode()) for k, v in zygote.passed_on().items())
     try:
         os.execve(sys.executable, argv, child)
@@ -138,33 +138,37 @@ def main() -> None:
     replayed = False
     try:
         # inside the try: a SIGTERM while a child is started early unwinds like any other
-        loads_drivers = _loads_drivers(sys.argv[1:])
+        loads_drivers = checkargs.loads_drivers(sys.argv[1:])
         if loads_drivers and not _off("zygote"):
             from vkdoctor.speed import zygote
 
             if not restored:
-                zygote.start()
-            if sys.argv[1] == "check" and _plain(sys.argv[2:]):
+                zygote.start(os.environ)
+            if sys.argv[1] == "check" and checkargs.plain_selection(sys.argv[2:]):
                 try:
                     _hand_ahead()
                 except Exception:  # a head start, never a reason to fail
                     pass
         if len(sys.argv) > 1 and sys.argv[1] == "run-probe":
-            from vkdoctor.children import probe
+            request = checkargs.request_from_argv(sys.argv[2:])
+            if request is not None:
+                from vkdoctor.children import probe
 
-            early = probe
-            probe.start_early(sys.argv[2:], os.environ)
+                early = probe
+                probe.start_early(request, os.environ)
         elif loads_drivers:
             replayable = _start_recording()
             tried = _replay(replayable) if replayable is not None else "untouched"
             if tried == "replayed":
                 replayed = True
                 raise SystemExit(0)
-            if sys.argv[1] == "check" and tried == "untouched":
+            timeout = checkargs.plain_timeout(sys.argv[2:]) if sys.argv[1] == "check" else None
+            if tried == "untouched" and timeout is not None:
                 from vkdoctor.children import loadtest
+                from vkdoctor.speed import zygote
 
                 early = loadtest
-                loadtest.start_early(sys.argv[2:], os.environ, _fact_store())
+                loadtest.start_early(timeout, os.environ, zygote.SPAWNER, _fact_store())
             if replayable is not None:
                 from vkdoctor.commands.common import OUTPUT_TAPS
 
@@ -227,7 +231,7 @@ def _start_recording() -> Path | None:
             # a first run starts the package tools (dpkg --audit, grep over its lists), so it
             # is never kept: it is not recorded either
             return None
-        recorder = replay.start_recording(cache_dir)
+        recorder = replay.start_recording(cache_dir, sys.argv[1:], os.environ)
     except Exception:  # then this run is not kept, nothing more
         return None
     from vkdoctor.model.context import watch_facts
@@ -252,10 +256,10 @@ def _fact_store() -> FactStore:
 def _replay(cache_dir: Path) -> str:
     """vkdoctor.speed.replay.attempt: whether the last run's report was printed again, or the load
     test started (then not again early: the command takes it), or neither."""
-    from vkdoctor.speed import replay
+    from vkdoctor.speed import replay, zygote
 
     try:
-        return replay.attempt(cache_dir, _run_one)
+        return replay.attempt(cache_dir, sys.argv[1:], os.environ, _run_one, zygote.SPAWNER)
     except Exception:  # the full run finds and says what is wrong (and starts what it needs)
         return replay.STARTED
 
@@ -265,15 +269,6 @@ def _run_one(*args: Any, **kwargs: Any) -> Any:
     from vkdoctor.runner import run_one
 
     return run_one(*args, **kwargs)
-
-
-def _loads_drivers(args: list[str]) -> bool:
-    """Whether the command line is one whose run starts the load test: `check` or `drivers` on
-    the live machine (a guess from the raw words; the load test takes the child only if its
-    environment fits, vkdoctor.speed.zygote)."""
-    if not args or args[0] not in ("check", "drivers"):
-        return False
-    return not any(a == "--root" or a.startswith("--root=") or a in ("--help", "-h") for a in args)
 
 
 def _clean_up(early: Any) -> None:
@@ -312,12 +307,6 @@ def _out_of_memory() -> int:
         raise  # noqa: PLE0704 - called only from an except block: the error being handled
     os.write(2, f"vkdoctor: out of memory: {limited}\n".encode())
     return 1
-
-
-def _plain(args: list[str]) -> bool:
-    """No option that changes which checks run (the load test adopts a child handed its
-    request ahead only if the request is the same, so this only saves a wasted start)."""
-    return not any(a.partition("=")[0] in ("--select", "--ignore") for a in args)
 
 
 def _hand_ahead() -> None:

@@ -14,9 +14,13 @@ from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Severity, 
 from vkdoctor.model.context import Context
 from vkdoctor.model.record import replace
 from vkdoctor.speed import factcache, inputs
-from vkdoctor.speed.offload import Fork
+from vkdoctor.speed.offload import Fork, Schedule
 
 INTERNAL_ERROR_CODE = "VKX000"
+
+
+#: every check here, in order, nothing ahead
+IN_ORDER = Schedule()
 
 
 def select(
@@ -49,12 +53,13 @@ def run_checks(
     checks: Sequence[type[Check]],
     *,
     debug: bool = False,
+    schedule: Schedule = IN_ORDER,
     forked: Mapping[str, Forked] | None = None,
 ) -> tuple[CheckResult, ...]:
     """Run `checks` in an order that honours `requires`; never raises for a check's bug.
-    `forked` are forks the caller started for some of them (`start_forks`), in ctx, before
-    the others were known: their checks must not ask which checks run (`all_selected`) of a
-    code outside `checks`."""
+    `schedule` says which of them start work ahead or run in a fork. `forked` are forks the
+    caller started for some of them (`start_forks`), in ctx, before the others were known:
+    their checks must not ask which checks run (`all_selected`) of a code outside `checks`."""
     known = {c.code for c in checks}
     selection: frozenset[str] | None = frozenset(known)
     ctx.set_fact(selected_codes, selection)
@@ -66,13 +71,13 @@ def run_checks(
     for unwanted in set(given.values()) - set(started.values()):
         unwanted.discard()  # started for checks this run does not run
     forks = {
-        **start_forks(ctx, [c for c in checks if c.code not in started], debug=debug),
+        **start_forks(ctx, [c for c in checks if c.code not in started], schedule, debug=debug),
         **started,
     }
     results: dict[str, CheckResult] = {}
     for c in checks:
         if not c.requires and (ctx.live or not c.live_only) and c.code not in forks:
-            _prefetch(ctx, c)
+            _prefetch(ctx, c, schedule)
     order.prepare()
     held: list[str] = []  # run in a fork: collected once nothing else is ready
     while order.is_active():
@@ -116,10 +121,13 @@ def _explained(check: Check, causes: CheckResult, symptoms: CheckResult) -> Chec
     return replace(symptoms, findings=tuple(findings))
 
 
-def _prefetch(ctx: Context, check: type[Check]) -> None:
+def _prefetch(ctx: Context, check: type[Check], schedule: Schedule) -> None:
+    start = schedule.prefetch.get(check.code)
+    if start is None:
+        return
     # the check's run meets the same problem and reports it
     with contextlib.suppress(Exception), _reading_for(check.code):
-        check().prefetch(ctx)
+        start(ctx)
 
 
 @contextlib.contextmanager
@@ -137,16 +145,19 @@ def _reading_for(code: str) -> Iterator[None]:
 
 
 class Forked:
-    """The checks of one `Check.fork` group: their results from the fork, or run here after all."""
+    """The checks of one fork group (`Schedule.fork`): their results from the fork, or run here
+    after all."""
 
-    def __init__(self, ctx: Context, checks: list[type[Check]], *, debug: bool) -> None:
-        self._ctx, self._checks, self._debug = ctx, checks, debug
+    def __init__(
+        self, ctx: Context, checks: list[type[Check]], schedule: Schedule, *, debug: bool
+    ) -> None:
+        self._ctx, self._checks, self._schedule, self._debug = ctx, checks, schedule, debug
         self._results: dict[str, CheckResult] | None = None
         self._fork = Fork(self._run)
 
     def _run(self) -> list[CheckResult]:
         for c in self._checks:
-            _prefetch(self._ctx, c)
+            _prefetch(self._ctx, c, self._schedule)
         results = [run_one(self._ctx, c, {}, debug=self._debug) for c in self._checks]
         factcache.save_all()  # in the fork: what its checks learnt
         return results
@@ -164,20 +175,23 @@ class Forked:
         return self._results[code]
 
 
-def start_forks(ctx: Context, checks: Sequence[type[Check]], *, debug: bool) -> dict[str, Forked]:
-    """Fork each `Check.fork` group of `checks` now, after the facts it shares
-    (`Check.before_fork`); by check code."""
+def start_forks(
+    ctx: Context, checks: Sequence[type[Check]], schedule: Schedule, *, debug: bool
+) -> dict[str, Forked]:
+    """Fork each group of `checks` that `schedule` forks, now, after the facts it shares
+    (`Schedule.before_fork`); by check code."""
     groups: dict[str, list[type[Check]]] = {}
     for c in checks:
-        if c.fork is not None and not c.requires and (ctx.live or not c.live_only):
-            groups.setdefault(c.fork, []).append(c)
+        group = schedule.fork.get(c.code)
+        if group is not None and not c.requires and (ctx.live or not c.live_only):
+            groups.setdefault(group, []).append(c)
     forks: dict[str, Forked] = {}
     for members in groups.values():
         for c in members:
-            for shared in c.before_fork:
+            for shared in schedule.before_fork.get(c.code, ()):
                 with contextlib.suppress(Exception), _reading_for(c.code):
                     ctx.fact(shared)  # a check that needs it meets the same problem
-        forked = Forked(ctx, members, debug=debug)
+        forked = Forked(ctx, members, schedule, debug=debug)
         forks.update({c.code: forked for c in members})
     return forks
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from vkdoctor.model import Finding, Remedy, Severity
@@ -22,12 +22,6 @@ class Check:
     title: ClassVar[str]
     requires: ClassVar[frozenset[str]] = frozenset()
     live_only: ClassVar[bool] = False
-    #: checks with the same name here run together in one forked copy of vkdoctor, on another
-    #: core (vkdoctor.speed.offload): pure analysis that needs no other check's result
-    fork: ClassVar[str | None] = None
-    #: for a forked check: the run-wide facts it shares with checks that run here, computed
-    #: before the fork so that the two processes do not both compute them
-    before_fork: ClassVar[tuple[Callable[[Context], object], ...]] = ()
     #: the codes of checks whose failures and warnings this one's failures can explain: one
     #: cause seen from two sides (a missing library, and the package skew behind it). The
     #: runner turns each one `explained` by one of ours into info that points here, so the
@@ -40,11 +34,6 @@ class Check:
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         raise NotImplementedError
-
-    def prefetch(self, ctx: Context) -> None:
-        """Start slow outside work (a tool, a child process) that `run` will wait for, so that it
-        overlaps the checks before this one. Called once before any check runs; must not raise
-        or report: `run` reports whatever went wrong."""
 
     # Helpers so that checks build findings with their own code, and one line each.
     def finding(

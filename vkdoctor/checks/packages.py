@@ -71,12 +71,9 @@ def _driver_packages(ctx: Context, inv: Inventory) -> list[str]:
 
 
 class PackageCheck(Check):
-    """A package check: pure analysis of the package databases, run in a fork (offload)."""
+    """A package check: pure analysis of the package databases."""
 
     family = "packages"
-    fork = "packages"
-    # the load targets' closures: the library checks here need them too
-    before_fork = (run_facts.target_resolutions,)
 
 
 class PackageDatabases(PackageCheck):
@@ -178,10 +175,6 @@ class ManagerConsistency(PackageCheck):
 
     code = "VKP006"
     title = "Package database consistency"
-
-    def prefetch(self, ctx: Context) -> None:
-        for db in run_facts.package_inventory(ctx).databases:
-            db.prefetch()
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         inv = run_facts.package_inventory(ctx)
@@ -503,12 +496,6 @@ class UnownedOrForeign(PackageCheck):
 
     code = "VKP004"
     title = "Driver files no package owns, or from a foreign origin"
-
-    def prefetch(self, ctx: Context) -> None:
-        facts = run_facts.package_stack(ctx)
-        for db in run_facts.package_inventory(ctx).databases:
-            if isinstance(db, DpkgDB):
-                db.prefetch_owners(f.path for f in facts.files)
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         return self.findings(ctx, run_facts.package_stack(ctx))

@@ -19,14 +19,14 @@ if TYPE_CHECKING:  # no Protocol class or subscripted alias to build at import t
     import subprocess
     from collections.abc import Iterable, Mapping, Sequence
     from pathlib import Path
-    from typing import IO, Protocol, TypeAlias
+    from typing import IO, Any, Protocol, TypeAlias
 
     #: what `stdin`, `stdout` and `stderr` may be: subprocess.PIPE, DEVNULL, a descriptor, a file
     Stream: TypeAlias = int | IO[bytes] | None
 
     class Reapable(Protocol):
-        """What killing and reaping need of a child: a subprocess.Popen, or the load test's
-        zygote.ForkedChild, which mimics one."""
+        """What killing and reaping need of a child: a subprocess.Popen, or a load-test child
+        a `Spawner` forked, which mimics one."""
 
         @property
         def pid(self) -> int: ...
@@ -35,6 +35,61 @@ if TYPE_CHECKING:  # no Protocol class or subscripted alias to build at import t
         def stdout(self) -> IO[bytes] | None: ...
 
         def wait(self, timeout: float | None = None) -> int: ...
+
+    class Running(Reapable, Protocol):
+        """A load-test child under way: a subprocess.Popen, or one `Spawner` forked."""
+
+        @property
+        def returncode(self) -> int | None: ...
+
+    class HandedAhead(Protocol):
+        """A child handed the load test's first request before the load test asked for it."""
+
+        @property
+        def started(self) -> float:
+            """time.monotonic() when it was handed the request."""
+
+        @property
+        def logdir(self) -> str:
+            """The folder of its logs, made by the spawner (`Spawner.remove_logs` removes it)."""
+
+        @property
+        def child(self) -> Running: ...
+
+    class Spawner(Protocol):
+        """How the load test gets its children besides starting a new program for each: the
+        face hands one in on the Context (vkdoctor.speed.zygote.SPAWNER, the child forked at
+        launch); none, and every child is a new program in a folder tempfile makes."""
+
+        def log_folder(self, env: Mapping[str, str]) -> str | None:
+            """A new folder of the user's alone for a child's logs; None: tempfile's."""
+
+        def remove_logs(self, logdir: str) -> None:
+            """Remove a folder `log_folder` or `adopt` made."""
+
+        def fork(
+            self, request: Mapping[str, Any], *, env: Mapping[str, str], cwd: Path
+        ) -> Running | None:
+            """A child already waiting, handed `request` in `env`; None: start the program."""
+
+        def adopt(
+            self, request: Mapping[str, Any], env: Mapping[str, str], cwd: Path
+        ) -> HandedAhead | None:
+            """The child handed exactly this first request ahead, if there is one."""
+
+        def remember(
+            self,
+            cache_dir: Path | None,
+            env: Mapping[str, str],
+            cwd: Path,
+            request: Mapping[str, Any],
+        ) -> None:
+            """Keep the first request of a load test in `env` for the next run to hand ahead."""
+
+
+#: the returncode of a child that another waiter reaped: it has ended, and how is lost (no
+#: exit status is above 255, and a signal's is negative)
+STATUS_LOST = 256
 
 
 #: subprocess.PIPE and subprocess.DEVNULL: subprocess itself (~10 ms to import) is imported

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from vkdoctor import checkargs, children, terminate
+from vkdoctor import children, terminate
 from vkdoctor.cachedir import load_test_env
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.model import Remedy, Severity
@@ -30,7 +30,6 @@ from vkdoctor.model.context import Context, offer_facts
 from vkdoctor.model.factstore import NOTHING_KEPT, FactStore
 from vkdoctor.model.record import field, record, replace
 from vkdoctor.resources import probes_dir
-from vkdoctor.speed import zygote
 
 #: a step longer than this is a hang; a real GPU driver creates its instance in well under a second
 STEP_TIMEOUT = 10.0
@@ -304,7 +303,7 @@ def signal_name(returncode: int) -> str | None:
 
 def ended_by(returncode: int | None) -> str:
     """What ended a child that died in mid-step: its signal or its exit status, when known."""
-    if returncode is None or returncode == zygote.STATUS_LOST:
+    if returncode is None or returncode == children.STATUS_LOST:
         # not reaped within the bound, or reaped by another waiter
         return "an unknown signal or exit"
     return signal_name(returncode) or f"exit status {returncode}"
@@ -320,23 +319,27 @@ def _tail(text: str) -> str:
 
 
 class _Folder:
-    """The folder of a child's output that vkdoctor made (for a request handed ahead,
-    zygote.hand_ahead, or `_log_folder`): removed as a TemporaryDirectory would be."""
+    """The folder of a child's output that the spawner made (for a request handed ahead, or
+    `_log_folder`): removed as a TemporaryDirectory would be."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, spawner: Spawner) -> None:
         self.name = name
+        self._spawner = spawner
 
     def cleanup(self) -> None:
-        zygote.remove_logs(self.name)
+        self._spawner.remove_logs(self.name)
 
 
-def _log_folder() -> _Folder | tempfile.TemporaryDirectory[str]:
-    """A new folder of the user's alone for the child's output, made as tempfile makes one in
-    the usual case (vkdoctor.speed.zygote: without importing tempfile, with shutil and random ~8 ms);
-    tempfile's own where that cannot be made (TMPDIR names no folder: tempfile tries others)."""
-    made = zygote.private_directory(os.environ)
-    if made is not None:
-        return _Folder(made)
+def _log_folder(
+    spawner: Spawner | None, env: Mapping[str, str]
+) -> _Folder | tempfile.TemporaryDirectory[str]:
+    """A new folder of the user's alone for the child's output (in `env`'s TMPDIR): the
+    spawner's (the zygote's makes it as tempfile would, without importing tempfile, with shutil
+    and random ~8 ms), else tempfile's (also where TMPDIR names no folder: it tries others)."""
+    if spawner is not None:
+        made = spawner.log_folder(env)
+        if made is not None:
+            return _Folder(made, spawner)
     import tempfile
 
     return tempfile.TemporaryDirectory(prefix="vkdoctor-load-")
@@ -346,9 +349,10 @@ if TYPE_CHECKING:  # subprocess and tempfile are imported only when a program is
     import subprocess
     import tempfile
 
-    #: the load-test child: a program started for it, or the child forked at launch
-    #: (vkdoctor.speed.zygote)
-    ChildProcess = subprocess.Popen[bytes] | zygote.ForkedChild
+    from vkdoctor.children import Running, Spawner
+
+    #: the load-test child: a program started for it, or one the spawner forked
+    ChildProcess = subprocess.Popen[bytes] | Running
 
 
 @record
@@ -410,15 +414,19 @@ def _read_log(logdir: Path, index: int, step: str) -> str:
 
 
 def _spawn(
-    request: Mapping[str, Any], *, env: Mapping[str, str], cwd: Path, logdir: Path
-) -> ChildProcess:
-    """The child for `request`, in `env` (the child's own environment, driver_env's)."""
+    request: Mapping[str, Any],
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+    logdir: Path,
+    spawner: Spawner | None,
+) -> tuple[ChildProcess, str]:
+    """The child for `request`, in `env` (the child's own environment, driver_env's), and how
+    it began: "forked" by the spawner, or "started" (a new program)."""
     child_env = dict(env)
-    waiting = zygote.take(child_env)
-    if waiting is not None:
-        forked = waiting.hand(request, env=child_env, cwd=cwd)
-        if forked is not None:
-            return forked
+    forked = spawner.fork(request, env=child_env, cwd=cwd) if spawner is not None else None
+    if forked is not None:
+        return forked, "forked"
     with open(logdir / "startup.log", "wb") as startup:
         proc = children.start(
             child_command(), env=child_env, stdin=children.PIPE, stderr=startup, cwd=cwd
@@ -429,7 +437,7 @@ def _spawn(
         proc.stdin.close()
     except BrokenPipeError:
         pass
-    return proc
+    return proc, "started"
 
 
 def _drive(
@@ -503,10 +511,13 @@ class LoadTest:
         total_timeout: float = 60.0,
         loader: str = "libvulkan.so.1",
         remember_in: Path | None = None,
+        spawner: Spawner | None = None,
     ) -> None:
         self.targets = tuple(targets)
-        #: the cache directory that keeps the first request for the next run (zygote.remember)
+        #: the cache directory that keeps the first request for the next run (Spawner.remember)
         self.remember_in = remember_in
+        #: who forks children besides a new program each (vkdoctor.children.Spawner)
+        self.spawner = spawner
         self.env = dict(env)
         self.cwd = cwd
         self.step_timeout = step_timeout
@@ -543,7 +554,7 @@ class LoadTest:
             self._started = time.monotonic()
             self._deadline = self._started + self.total_timeout
             with terminate.held():  # not between mkdtemp and the finalizer that removes it
-                self._tmp = _log_folder()
+                self._tmp = _log_folder(self.spawner, self.env)
                 # at exit (a SIGTERM unwinds as one) the child is killed before its directory
                 # is removed: a child still writing there makes the removal fail half-way.
                 # atexit runs this before the directory's own finalizer, registered earlier.
@@ -552,20 +563,20 @@ class LoadTest:
         return self
 
     def _adopt_ahead(self) -> bool:
-        """Take the child handed this test's first request as vkdoctor started
-        (vkdoctor.speed.zygote.hand_ahead), if that is the request this test would send now."""
-        if not zygote.ahead_pending():
+        """Take the child the spawner handed this test's first request as vkdoctor started, if
+        that is the request this test would send now."""
+        if self.spawner is None:
             return False
         first = self._next_request(Path("/"))
         if first is None:
             return False
-        ahead = zygote.take_ahead(first[1], load_test_env(self.env), self.cwd)
+        ahead = self.spawner.adopt(first[1], load_test_env(self.env), self.cwd)
         if ahead is None:
             return False
         self._started = ahead.started
         self._deadline = self._started + self.total_timeout
         with terminate.held():
-            self._tmp = _Folder(ahead.logdir)
+            self._tmp = _Folder(ahead.logdir, self.spawner)
             atexit.register(self.cancel)
         self._pending = first[0]
         self._child = _Child(proc=ahead.child, last_event=time.monotonic())
@@ -627,15 +638,18 @@ class LoadTest:
         self._pending, request = following
         child_env = load_test_env(self.env)
         try:
-            proc = _spawn(request, env=child_env, cwd=self.cwd, logdir=self._logdir)
+            proc, began = _spawn(
+                request, env=child_env, cwd=self.cwd, logdir=self._logdir, spawner=self.spawner
+            )
         except OSError as exc:
             self.spawn_error = f"cannot start the load test child ({child_command()[0]}): {exc}"
             self.stopped = self.spawn_error
             return
         self.children += 1
         if self.first_child is None:
-            self.first_child = "forked" if isinstance(proc, zygote.ForkedChild) else "started"
-            zygote.remember(self.remember_in, self.env, self.cwd, request)
+            self.first_child = began
+            if self.spawner is not None:
+                self.spawner.remember(self.remember_in, self.env, self.cwd, request)
         self._child = _Child(proc=proc, last_event=time.monotonic())
 
     def result(self) -> LoadTestRun:
@@ -716,6 +730,7 @@ def run_load_test(
     step_timeout: float = STEP_TIMEOUT,
     total_timeout: float = 60.0,
     loader: str = "libvulkan.so.1",
+    spawner: Spawner | None = None,
 ) -> LoadTestRun:
     """Load every target for real, in as few child processes as the targets allow."""
     return (
@@ -726,6 +741,7 @@ def run_load_test(
             step_timeout=step_timeout,
             total_timeout=total_timeout,
             loader=loader,
+            spawner=spawner,
         )
         .start()
         .result()
@@ -747,7 +763,7 @@ def _child_broke(logdir: Path, rc: int | None, how: str, step_timeout: float) ->
         )
     if how == "step":
         what = "stopped answering"
-    elif rc is None or rc == zygote.STATUS_LOST:
+    elif rc is None or rc == children.STATUS_LOST:
         what = "ended with an unknown status"
     else:
         what = f"ended with status {rc}"
@@ -765,6 +781,7 @@ def load_test_for(ctx: Context, targets: Sequence[LoadTarget]) -> LoadTest:
         step_timeout=min(STEP_TIMEOUT, ctx.options.timeout / 3),
         total_timeout=ctx.options.timeout,
         remember_in=ctx.options.cache_dir if ctx.live else None,
+        spawner=ctx.spawner,
     )
     return _adopt(test) or test.start()
 
@@ -774,16 +791,16 @@ _early: list[LoadTest] = []
 
 
 def start_early(
-    argv: Sequence[str], env: Mapping[str, str], store: FactStore = NOTHING_KEPT
+    timeout: float,
+    env: Mapping[str, str],
+    spawner: Spawner | None,
+    store: FactStore = NOTHING_KEPT,
 ) -> None:
-    """Start the load test of `vkdoctor check ARGV` now, before the command line interface is
-    imported, when ARGV is plain (no --root, --select or --ignore; --timeout read here), with
-    `store` as the fact store. The command's own load test adopts it only if it is the same
-    test: the same targets, the same environment, working directory and time bounds
-    (`_adopt`); else it is cancelled."""
-    timeout = checkargs.plain_timeout(argv)
-    if timeout is None:
-        return
+    """Start the load test of a plain `vkdoctor check` (no --root, --select or --ignore) with
+    this --timeout now, before the command line interface is imported (vkdoctor.launch reads
+    the words), with `store` as the fact store. The command's own load test adopts it only if
+    it is the same test: the same targets, the same environment, working directory and time
+    bounds (`_adopt`); else it is cancelled."""
     from vkdoctor.cachedir import cache_home
     from vkdoctor.loader import load_targets
     from vkdoctor.model.context import Options
@@ -795,6 +812,7 @@ def start_early(
             machine=os.uname().machine or "x86_64",
             options=Options(timeout=timeout, cache_dir=cache_home(env)),
             store=store,
+            spawner=spawner,
         )
         targets = load_targets(ctx)
     except Exception:  # the command meets the same problem and reports it

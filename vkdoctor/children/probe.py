@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from vkdoctor import checkargs, children
+from vkdoctor import children
 from vkdoctor.cachedir import driver_env
 from vkdoctor.resources import probes_dir
 
@@ -465,81 +465,17 @@ def relevant_env(env: Mapping[str, str]) -> dict[str, str]:
 
 # --- starting the child before the command line is parsed -------------------------------------
 # `vkdoctor run-probe` spends ~0.1 s importing click and vkdoctor before it could start the child.
-# vkdoctor.launch reads a plain command line here with the standard library only and starts the
-# child at once; the click command then adopts it if its validated request is the same, and
-# otherwise kills it. Anything this parser does not understand means: no head start.
-
-_VALUED = ("--adapter", "--backend", "--seed", "--shader-dir", "--timeout", "--python")
-_IGNORED_VALUED = ("--json", "--format", "--junit")
-_IGNORED_FLAGS = ("--strict", "-v", "-vv", "--verbose", "--debug", "--redact")
+# vkdoctor.launch reads a plain command line (vkdoctor.checkargs) and starts the child at once;
+# the click command then adopts it if its validated request is the same, and otherwise kills it.
 
 _early: list[tuple[RunningProbe, dict[str, str]]] = []
 
 
-def request_from_argv(argv: list[str]) -> ProbeRequest | None:
-    """The request `run-probe ARGV` will make, or None when ARGV is anything but plain."""
-    values: dict[str, str] = {}
-    flags = {"--cpu": False, "--gpu": False, "--capabilities": False}
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        name, eq, inline = arg.partition("=")
-        if arg in flags:
-            flags[arg] = True
-        elif arg in _IGNORED_FLAGS:
-            pass
-        elif name in _VALUED or name in _IGNORED_VALUED:
-            if eq:
-                value = inline
-            elif i + 1 < len(argv):
-                i += 1
-                value = argv[i]
-            else:
-                return None
-            if name in values:
-                return None
-            values[name] = value
-        else:
-            return None
-        i += 1
-    try:
-        timeout = float(values.get("--timeout", "60"))
-        seed = int(values["--seed"]) if "--seed" in values else None
-    except ValueError:
-        return None
-    backend = values.get("--backend", "vulkan")
-    shader_dir = values.get("--shader-dir")
-    python = values.get("--python", sys.executable)
-    if (
-        not 0.1 <= timeout <= checkargs.MAX_TIMEOUT  # nan too
-        or (seed is not None and seed < 0)
-        or backend not in ("vulkan", "opengl")
-        or flags["--cpu"] + flags["--gpu"] + ("--adapter" in values) > 1
-        or not values.get("--adapter", "x").strip()
-        or (shader_dir is not None and not _is_dir(shader_dir))
-        or not Path(python).is_file()
-    ):
-        return None
-    return ProbeRequest(
-        cpu=flags["--cpu"],
-        gpu=flags["--gpu"],
-        capabilities=flags["--capabilities"],
-        adapter=values.get("--adapter"),
-        backend=backend,
-        seed=seed,
-        shader_dir=Path(shader_dir).resolve() if shader_dir else None,
-        timeout=timeout,
-        python=python,
-    )
-
-
-def start_early(argv: list[str], env: Mapping[str, str]) -> None:
-    """Start the child for `run-probe ARGV` now, if ARGV is plain; `adopt` picks it up."""
-    request = request_from_argv(argv)
-    if request is not None:
-        running = start(env, request)
-        if running.process is not None:
-            _early.append((running, dict(env)))
+def start_early(request: ProbeRequest, env: Mapping[str, str]) -> None:
+    """Start the child for a plain `run-probe` now; `adopt` picks it up."""
+    running = start(env, request)
+    if running.process is not None:
+        _early.append((running, dict(env)))
 
 
 def adopt(request: ProbeRequest, env: Mapping[str, str]) -> RunningProbe | None:
@@ -550,15 +486,6 @@ def adopt(request: ProbeRequest, env: Mapping[str, str]) -> RunningProbe | None:
             return running
         _discard(running)
     return None
-
-
-def _is_dir(path: str) -> bool:
-    # the early start reads the raw command line: a path that cannot even be looked at is
-    # click's to refuse, as a usage error
-    try:
-        return Path(path).is_dir()
-    except (OSError, ValueError):
-        return False
 
 
 def discard_early() -> None:

@@ -118,6 +118,9 @@ def check(
     early = prefetch(ctx) if select(load_checks.CHECKS, selected, ignored) else None
     from vkdoctor.facts.overlay import context_for_checks, opted_in
 
+    # which checks fork or start work ahead (this imports the package checks' module)
+    from vkdoctor.speed.schedule import SCHEDULE
+
     forked = {}
     if not selected and not ignored and not opted_in(ctx):
         # The package checks' fork next, before the other checks are imported, so that it runs
@@ -125,9 +128,8 @@ def check(
         # VKL003 do), and in this Context (no overlay to run them under).
         from vkdoctor.checks import packages as package_checks
 
-        forked = start_forks(ctx, package_checks.CHECKS, debug=debug)
+        forked = start_forks(ctx, package_checks.CHECKS, SCHEDULE, debug=debug)
     chosen = _chosen(selected, ignored)
-
     if any(c.code == "VKO001" for c in chosen) and opted_in(ctx):
         # the user asked for the overlay: every check below runs under it
         ctx = context_for_checks(ctx)
@@ -141,11 +143,11 @@ def check(
     static = [c for c in chosen if c.code[:3] != "VKR"]
     # with --root the probe is listed as not applicable (it needs the live machine)
     probes = [c for c in chosen if c.code[:3] == "VKR"] if not no_probe else []
-    results = run_checks(ctx, [*static, *probes], debug=debug, forked=forked)
+    results = run_checks(ctx, [*static, *probes], debug=debug, schedule=SCHEDULE, forked=forked)
     if inputs.recorder() is not None:  # this run may be replayed: what the checks ran in
         from vkdoctor.speed import replay
 
-        replay.note_checks(ctx)
+        replay.note_checks(ctx, os.environ)
     from vkdoctor.facts.report import build_report
 
     report = build_report(ctx, results, command="check")

@@ -56,6 +56,10 @@ def host_context(
     timeout: float = 60.0,
     **options: Any,
 ) -> Context:
+    """The Context of a command on this host: its environment and options, and the load test's
+    children from the child forked at launch (vkdoctor.speed.zygote)."""
+    from vkdoctor.speed import zygote
+
     env = dict(os.environ)
     ctx = Context(
         root=Path(root).resolve() if root else Path("/"),
@@ -69,6 +73,7 @@ def host_context(
             cache_dir=cache_home(env),
             **options,
         ),
+        spawner=zygote.SPAWNER,
     )
     if ctx.options.cache_dir is not None:
         from vkdoctor.speed.factcache import FactCache

@@ -43,11 +43,12 @@ def drivers(root: str | None, json_file: str | None, fmt: str, strict: bool, deb
     from vkdoctor.model import exit_code
     from vkdoctor.render import json as json_render
     from vkdoctor.runner import run_checks
+    from vkdoctor.speed.schedule import SCHEDULE
 
     ctx = common.host_context(root=root, probe=False)
     # the manifests, and whether the libraries they name can load (ld.so's view, no load test)
     checks = [c for c in REGISTRY if c.family in ("drivers", "layers") or c.code in _LIBRARY_CHECKS]
-    results = run_checks(ctx, checks, debug=debug)
+    results = run_checks(ctx, checks, debug=debug, schedule=SCHEDULE)
     from vkdoctor.facts.report import build_report
 
     report = build_report(ctx, results, command="drivers")

@@ -60,8 +60,6 @@ def shows_sudo(ctx: Context) -> bool:
 
     if not ctx.live or os.geteuid() != 0:
         return True
-    # shutil.which's search: this environment's PATH, else this process's, else the default
-    path = ctx.env.get("PATH")
-    if path is None:
-        path = os.environ.get("PATH", os.defpath)
+    # shutil.which's search: the PATH of the environment the face handed in, else the default
+    path = ctx.env.get("PATH", os.defpath)
     return bool(path) and which("sudo", {"PATH": path}) is not None

@@ -14,10 +14,13 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from vkdoctor.model.factstore import NOTHING_KEPT, FactStore
 from vkdoctor.model.record import field, record
+
+if TYPE_CHECKING:
+    from vkdoctor.children import Spawner
 
 T = TypeVar("T")
 
@@ -88,6 +91,9 @@ class Context:
     options: Options = field(default_factory=Options)
     #: answers kept from one run to the next (the command layer installs one that keeps them)
     store: FactStore = field(default=NOTHING_KEPT, repr=False)
+    #: how the load test gets its children besides starting a program (vkdoctor.children): the
+    #: face hands in the child forked at launch (vkdoctor.speed.zygote.SPAWNER)
+    spawner: Spawner | None = field(default=None, repr=False)
     _facts: dict[Callable[..., Any], Any] = field(default_factory=dict, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 

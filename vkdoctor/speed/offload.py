@@ -20,12 +20,35 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from vkdoctor.model import CheckResult, CheckStatus, Finding, Remedy, Severity
+from vkdoctor.model.record import field, record
 from vkdoctor.speed import inputs
 from vkdoctor.speed.forks import fork_piped
+
+if TYPE_CHECKING:
+    from vkdoctor.model.context import Context
+
+
+@record(frozen=True, kw_only=True)
+class Schedule:
+    """How a run uses the machine's other core, by check code: the face hands the runner the one
+    vkdoctor.speed.schedule decides. The default runs every check here, in order, with nothing
+    started ahead; a schedule changes when a check runs, never what it finds."""
+
+    #: slow outside work (a tool, a child process) that the check's `run` will wait for, started
+    #: before any check runs so that it overlaps the checks before this one; must not raise or
+    #: report: `run` reports whatever went wrong
+    prefetch: Mapping[str, Callable[[Context], None]] = field(default_factory=dict)
+    #: the checks with the same group name here run together in one forked copy of vkdoctor, on
+    #: another core (vkdoctor.speed.offload): pure analysis that needs no other check's result
+    fork: Mapping[str, str] = field(default_factory=dict)
+    #: for a forked check: the run-wide facts it shares with checks that run here, computed
+    #: before the fork so that the two processes do not both compute them
+    before_fork: Mapping[str, tuple[Callable[[Context], object], ...]] = field(default_factory=dict)
+
 
 #: the exit status of a fork that could not send its results
 _FAILED = 70

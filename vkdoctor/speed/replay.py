@@ -28,6 +28,7 @@ from vkdoctor.speed import factcache, inputs
 
 if TYPE_CHECKING:
     from vkdoctor.checks.base import Check
+    from vkdoctor.children import Spawner
     from vkdoctor.model import CheckResult
     from vkdoctor.model.context import Context, Options
 
@@ -74,8 +75,9 @@ def eligible(args: Sequence[str]) -> bool:
     )
 
 
-def situation(env: Mapping[str, str]) -> str:
-    """A digest of everything besides files that a run's report depends on."""
+def situation(args: Sequence[str], env: Mapping[str, str]) -> str:
+    """A digest of everything besides files that a run's report depends on (`args`: the
+    command line's words after the program's name)."""
     old = os.umask(0o77)
     os.umask(old)
     limits = []
@@ -103,7 +105,7 @@ def situation(env: Mapping[str, str]) -> str:
         cwd = None
     parts = (
         FORMAT,
-        sys.argv[1:],
+        list(args),
         cwd,
         sorted(env.items()),
         (os.getuid(), os.geteuid(), os.getgid(), os.getegid(), sorted(os.getgroups())),
@@ -123,18 +125,21 @@ def _store(cache_dir: Path) -> factcache.Store | None:
     )
 
 
-def start_recording(cache_dir: Path) -> inputs.Recorder:
-    """Note what this run reads (not its own stores, nor the Mesa cache the drivers it loads
-    write, nor the load test's folders, wherever tempfile puts them). The rest of the cache
-    directory is the machine's like any other folder: the overlays built there (overlays/,
-    extracted/) are what LD_LIBRARY_PATH leads ld.so to when a user runs under one."""
-    tmp = {os.environ.get(k) for k in ("TMPDIR", "TEMP", "TMP")} | {"/tmp", "/var/tmp", "/usr/tmp"}
+def start_recording(
+    cache_dir: Path, args: Sequence[str], env: Mapping[str, str]
+) -> inputs.Recorder:
+    """Note what this run of `vkdoctor ARGS` in `env` reads (not its own stores, nor the Mesa
+    cache the drivers it loads write, nor the load test's folders, wherever tempfile puts
+    them). The rest of the cache directory is the machine's like any other folder: the
+    overlays built there (overlays/, extracted/) are what LD_LIBRARY_PATH leads ld.so to when a
+    user runs under one."""
+    tmp = {env.get(k) for k in ("TMPDIR", "TEMP", "TMP")} | {"/tmp", "/var/tmp", "/usr/tmp"}
     with contextlib.suppress(OSError):
         tmp.add(str(Path.cwd()))
     folders = tuple(f"{t.rstrip('/')}/vkdoctor-load-" for t in tmp if t)
     own = (f"{cache_dir}/facts/", f"{cache_dir}/mesa/")
     rec = inputs.start(ignored=(*own, *folders))
-    rec.notes["situation"] = situation(os.environ)
+    rec.notes["situation"] = situation(args, env)
     rec.notes["cache_dir"] = cache_dir
     return rec
 
@@ -146,14 +151,15 @@ def note_output(text: str) -> None:
         rec.notes.setdefault("stdout", []).append(text)
 
 
-def note_checks(ctx: Context) -> None:
-    """The context the checks ran in and the load test's result (the check command)."""
+def note_checks(ctx: Context, env: Mapping[str, str]) -> None:
+    """The context the checks ran in and the load test's result (the check command run in
+    `env`)."""
     rec = inputs.recorder()
     if rec is None:
         return
     from vkdoctor import facts
 
-    if not ctx.live or dict(ctx.env) != dict(os.environ):
+    if not ctx.live or dict(ctx.env) != dict(env):
         rec.refuse("the checks ran in another environment (an overlay)")
         return
     o = ctx.options
@@ -292,27 +298,35 @@ REPLAYED, STARTED, UNTOUCHED = "replayed", "started", "untouched"
 SAME, LIVE_CHANGED, LOAD_CHANGED = "same", "live changed", "load changed"
 
 
-def attempt(cache_dir: Path, run_one: RunOne) -> str:
-    """Print the last run's report when this run would give the same one (the module's
-    docstring says how that is known): REPLAYED. Otherwise nothing was printed and the command
+def attempt(
+    cache_dir: Path,
+    args: Sequence[str],
+    env: Mapping[str, str],
+    run_one: RunOne,
+    spawner: Spawner | None,
+) -> str:
+    """Print the last run's report when `vkdoctor ARGS` in `env` would give the same one (the
+    module's docstring says how that is known): REPLAYED. The load test gets its children
+    through `spawner`. Otherwise nothing was printed and the command
     runs in full: STARTED when the load test was started here and the full run takes it with
     this attempt's facts, UNTOUCHED when it takes nothing. A load test that found something
     else than the kept run's ran on the kept load targets: whatever changed may have changed
     them too, unseen by any look, so neither it nor they pass to the full run."""
     store = _store(cache_dir)
-    entry = store.get(situation(os.environ)) if store is not None else None
+    entry = store.get(situation(args, env)) if store is not None else None
     if entry is None or not _unchanged(entry):
         return UNTOUCHED
     from vkdoctor.model.context import Context, offer_facts
 
     ctx = Context(
         root=Path("/"),
-        env=dict(os.environ),
+        env=dict(env),
         elevated=entry["elevated"],
         machine=entry["machine"],
         cwd=Path(entry["cwd"]),
         options=_options(entry["options"]),
         store=factcache.FactCache(cache_dir),
+        spawner=spawner,
     )
     found = LOAD_CHANGED  # an error: nothing is offered
     try:

@@ -26,15 +26,12 @@ import os
 # 10-25 ms, and that is how much later the drivers start loading (vkdoctor.launch forks first).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, MutableMapping
     from pathlib import Path
     from typing import Any
 
 #: the request's size limit (a load test's request is a few KB)
 MAX_REQUEST = 16 * 1024 * 1024
-#: the returncode of a child that another waiter reaped: it has ended, and how is lost (no
-#: exit status is above 255, and a signal's is negative)
-STATUS_LOST = 256
 
 
 def startup_variables(env: Mapping[str, str]) -> dict[str, str]:
@@ -56,6 +53,8 @@ class ForkedChild:
                 pid, status = os.waitpid(self.pid, os.WNOHANG)
             except ChildProcessError:
                 # SIGCHLD ignored, or another waitpid: the child is gone, its status with it
+                from vkdoctor.children import STATUS_LOST
+
                 self.returncode = STATUS_LOST
                 return self.returncode
             if pid:
@@ -121,13 +120,15 @@ class Zygote:
 _waiting: list[Zygote] = []
 
 
-def start(script: Path | None = None) -> None:
+def start(environ: MutableMapping[str, str], script: Path | None = None) -> None:
     """Fork the child that will run `script`'s `run(request)` (the load test's,
     probes/loadtest.py, when None: found by the child), if this process is fit for it
     (no thread, ld.so's variables as the program started with them). vkdoctor.launch calls it
     also just before it starts itself again without ld.so's variables: the child has them, as
     the user's programs do, and the process started again takes it over (`passed_on`,
-    `take_over`)."""
+    `take_over`). `environ` is this process's environment (os.environ, handed in by the face):
+    the child's startup variables are read from it, and the child replaces it with its
+    request's."""
     import sys
 
     threading = sys.modules.get("threading")  # not imported: no thread was started through it
@@ -135,9 +136,9 @@ def start(script: Path | None = None) -> None:
         return
     from vkdoctor.speed.forks import fork_piped
 
-    startup = startup_variables(os.environ)
+    startup = startup_variables(environ)
     # the child reads requests on the first pipe and writes its output on the second
-    forked = fork_piped(lambda ends: _serve(script, ends[0], ends[1]), True, False)
+    forked = fork_piped(lambda ends: _serve(environ, script, ends[0], ends[1]), True, False)
     if forked is not None:
         pid, (request_w, output_r) = forked
         _waiting.append(Zygote(pid, request_w, output_r, startup))
@@ -375,13 +376,11 @@ def hand_ahead(
     _ahead.append(Ahead(_unplaced(request), child_env, cwd, logdir, child))
 
 
-def ahead_pending() -> bool:
-    return bool(_ahead)
-
-
 def take_ahead(request: Mapping[str, Any], env: Mapping[str, str], cwd: Path) -> Ahead | None:
     """The child handed a request ahead, if `request` (its directory and pid aside), `env` and
     `cwd` are what it was given; one that does not fit is stopped."""
+    if not _ahead:
+        return None
     plain = _plain(_unplaced(request))
     while _ahead:
         ahead = _ahead.pop()
@@ -391,7 +390,9 @@ def take_ahead(request: Mapping[str, Any], env: Mapping[str, str], cwd: Path) ->
     return None
 
 
-def _serve(script: Path | None, request_fd: int, output_fd: int) -> None:
+def _serve(
+    environ: MutableMapping[str, str], script: Path | None, request_fd: int, output_fd: int
+) -> None:
     status = 70
     try:
         os.setsid()
@@ -435,8 +436,8 @@ def _serve(script: Path | None, request_fd: int, output_fd: int) -> None:
         _close(output_fd)
         _close(request_fd)
         os.chdir(message["cwd"])
-        os.environ.clear()
-        os.environ.update(message["env"])
+        environ.clear()
+        environ.update(message["env"])
         status = module.run(request)
     except BaseException:
         import traceback
@@ -490,3 +491,32 @@ def _close(fd: int) -> None:
             os.close(fd)
         except OSError:
             pass
+
+
+class Spawner:
+    """The load test's children from here (vkdoctor.children.Spawner), which the face hands in on
+    the Context: the child waiting since launch, the one handed a request ahead, the request
+    kept for the next run, and a log folder made without importing tempfile."""
+
+    def log_folder(self, env: Mapping[str, str]) -> str | None:
+        return private_directory(env)
+
+    def remove_logs(self, logdir: str) -> None:
+        remove_logs(logdir)
+
+    def fork(
+        self, request: Mapping[str, Any], *, env: Mapping[str, str], cwd: Path
+    ) -> ForkedChild | None:
+        waiting = take(env)
+        return waiting.hand(request, env=env, cwd=cwd) if waiting is not None else None
+
+    def adopt(self, request: Mapping[str, Any], env: Mapping[str, str], cwd: Path) -> Ahead | None:
+        return take_ahead(request, env, cwd)
+
+    def remember(
+        self, cache_dir: Path | None, env: Mapping[str, str], cwd: Path, request: Mapping[str, Any]
+    ) -> None:
+        remember(cache_dir, env, cwd, request)
+
+
+SPAWNER = Spawner()
