@@ -1,7 +1,9 @@
 /* A real implicit layer that passes everything through except what it breaks, for the probe's
  * localisation tests. Built with -DDROP_DISPATCH: vkCmdDispatch does nothing (every compute
  * result stays as it was); with -DDROP_SUBMITS: vkQueueSubmit submits its batches without their
- * command buffers (semaphores and fences still signal, nothing runs). No Vulkan headers: the loader's layer interface, declared here. */
+ * command buffers (semaphores and fences still signal, nothing runs); with -DREFUSE_INSTANCE or
+ * -DREFUSE_DEVICE: vkCreateInstance or vkCreateDevice returns VK_ERROR_INITIALIZATION_FAILED
+ * without calling down (a layer that refuses, neither crashing nor hanging). No Vulkan headers: the loader's layer interface, declared here. */
 #include <stddef.h>
 #include <string.h>
 
@@ -36,6 +38,9 @@ static struct layer_create_info *chain(const void *info, int type) {
 }
 
 static int create_instance(const void *info, const void *alloc, void **instance) {
+#ifdef REFUSE_INSTANCE
+    return -3;
+#endif
     struct layer_create_info *c = chain(info, LOADER_INSTANCE_CREATE_INFO);
     struct instance_link *link = c->link;
     next_gipa = link->next_gipa;
@@ -47,6 +52,9 @@ static int create_instance(const void *info, const void *alloc, void **instance)
 }
 
 static int create_device(void *gpu, const void *info, const void *alloc, void **device) {
+#ifdef REFUSE_DEVICE
+    return -3;
+#endif
     struct layer_create_info *c = chain(info, LOADER_DEVICE_CREATE_INFO);
     struct device_link *link = c->link;
     next_gdpa = link->next_gdpa;

@@ -1,0 +1,109 @@
+"""A layer that neither crashes nor hangs but refuses: a real layer built with gcc whose
+vkCreateDevice (an implicit layer where users put them) or vkCreateInstance (an explicit layer a
+shell profile enables through VK_INSTANCE_LAYERS) returns VK_ERROR_INITIALIZATION_FAILED. The
+real loader is the oracle (vulkaninfo fails with the layer, works with its disable); vkdoctor
+names the layer as the one failure, the probe's failure is only its consequence, and the
+printed fix makes the next check green."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_json
+
+DATA = Path(__file__).parent / "data"
+LVP_MANIFEST = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"
+
+
+def _vulkaninfo(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["vulkaninfo", "--summary"],
+        check=False,
+        env={"PATH": "/usr/bin:/bin", **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture(scope="module", params=["REFUSE_DEVICE", "REFUSE_INSTANCE"])
+def refusing_layer(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, str]:
+    flag = request.param
+    root = tmp_path_factory.mktemp("refusinglayer")
+    lib = root / "librefuse.so"
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", f"-D{flag}", "-o", str(lib), str(DATA / "drop_layer.c")],
+        check=True,
+    )
+    name = f"VK_LAYER_TEST_{flag.lower()}"
+    layer = {
+        "name": name,
+        "type": "GLOBAL",
+        "library_path": str(lib),
+        "api_version": "1.3.0",
+        "implementation_version": "1",
+        "description": "refuses",
+    }
+    env = {"XDG_DATA_HOME": str(root / "share"), "VK_DRIVER_FILES": LVP_MANIFEST}
+    if flag == "REFUSE_DEVICE":
+        folder = root / "share" / "vulkan" / "implicit_layer.d"
+        layer["disable_environment"] = {f"DISABLE_{flag}": "1"}
+    else:
+        folder = root / "share" / "vulkan" / "explicit_layer.d"
+        env["VK_INSTANCE_LAYERS"] = name
+    folder.mkdir(parents=True)
+    (folder / "refuse.json").write_text(
+        json.dumps({"file_format_version": "1.1.0", "layer": layer})
+    )
+    assert _vulkaninfo(env).returncode != 0, "the real loader must fail with the layer in"
+    return {
+        **env,
+        "name": name,
+        "call": "vkCreateDevice" if "DEVICE" in flag else "vkCreateInstance",
+    }
+
+
+def _apply(cause: dict[str, Any], env: dict[str, str], name: str) -> dict[str, str]:
+    """The printed fix, followed: its commands run as a shell would run them (export/unset),
+    or, for a layer that VK_INSTANCE_LAYERS enables, its words (take the name out)."""
+    env = dict(env)
+    if cause["fix"] is None:
+        assert cause["remedy"] == f"remove {name} from VK_INSTANCE_LAYERS"
+        env["VK_INSTANCE_LAYERS"] = ":".join(
+            n for n in env["VK_INSTANCE_LAYERS"].split(":") if n != name
+        )
+        return env
+    for command in cause["fix"]["commands"]:
+        word, _, rest = str(command).partition(" ")
+        if word == "export":
+            var, _, value = shlex.split(rest)[0].partition("=")
+            env[var] = value
+        else:
+            assert word == "unset", command
+            env.pop(rest, None)
+    return env
+
+
+def test_a_refusing_layer_is_the_one_failure_and_its_fix_works(refusing_layer):
+    env = {k: v for k, v in refusing_layer.items() if k.isupper()}
+    proc, doc = run_json(["check", "--cpu"], env=env, timeout=300)
+    assert proc.returncode == 1
+    failures = [f for f in doc["findings"] if f["severity"] == "fail"]
+    assert [f["code"] for f in failures] == ["VKT003"], [f["title"] for f in failures]
+    (cause,) = failures
+    assert refusing_layer["name"] in cause["title"] and refusing_layer["call"] in cause["title"]
+    assert "implicit layer" not in cause["message"]
+    (probe,) = [f for f in doc["findings"] if f["code"] == "VKR001"]
+    assert probe["severity"] == "info" and "turned off" in probe["title"]
+    fixed = _apply(cause, env, refusing_layer["name"])
+    assert fixed != env
+    assert _vulkaninfo(fixed).returncode == 0
+    proc, doc = run_json(["check", "--cpu"], env=fixed, timeout=300)
+    assert proc.returncode == 0, [f["title"] for f in doc["findings"] if f["severity"] == "fail"]
