@@ -107,3 +107,37 @@ def test_a_refusing_layer_is_the_one_failure_and_its_fix_works(refusing_layer):
     assert _vulkaninfo(fixed).returncode == 0
     proc, doc = run_json(["check", "--cpu"], env=fixed, timeout=300)
     assert proc.returncode == 0, [f["title"] for f in doc["findings"] if f["severity"] == "fail"]
+
+
+def test_the_32_bit_half_of_a_multiarch_layer_is_no_warning(tmp_path):
+    """Steam's layout: a 32-bit and a 64-bit overlay, one disable variable for both. The 64-bit
+    loader skips the 32-bit library at INFO; a warning whose fix is that shared variable would
+    turn the working 64-bit layer off too."""
+    folder = tmp_path / "share" / "vulkan" / "implicit_layer.d"
+    folder.mkdir(parents=True)
+    off = {"DISABLE_VK_LAYER_TEST_overlay_1": "1"}
+    for bits, extra in (("32", ["-m32"]), ("64", [])):
+        lib = tmp_path / f"overlay{bits}.so"
+        source = str(DATA / "drop_layer.c")
+        subprocess.run(["gcc", *extra, "-shared", "-fPIC", "-o", str(lib), source], check=True)
+        layer = {
+            "name": f"VK_LAYER_TEST_overlay_{bits}",
+            "type": "GLOBAL",
+            "library_path": str(lib),
+            "api_version": "1.3.0",
+            "implementation_version": "1",
+            "description": "overlay",
+            "disable_environment": off,
+        }
+        manifest = {"file_format_version": "1.1.0", "layer": layer}
+        (folder / f"overlay_{bits}.json").write_text(json.dumps(manifest))
+    env = {"XDG_DATA_HOME": str(tmp_path / "share"), "VK_DRIVER_FILES": LVP_MANIFEST}
+    seen = _vulkaninfo({**env, "VK_LOADER_DEBUG": "all"})
+    assert seen.returncode == 0
+    assert 'layer "VK_LAYER_TEST_overlay_32" was wrong bit-type' in seen.stdout + seen.stderr
+    proc, doc = run_json(["check", "--cpu", "--select", "VKI,VKL,VKT003"], env=env)
+    assert proc.returncode == 0 and doc["status"] == "ok", [
+        f["title"] for f in doc["findings"] if f["severity"] in ("warn", "fail")
+    ]
+    (half,) = [f for f in doc["findings"] if f["code"] == "VKI002" and "overlay_32" in f["title"]]
+    assert half["severity"] == "info" and half["fix"] is None
