@@ -141,3 +141,39 @@ def test_the_32_bit_half_of_a_multiarch_layer_is_no_warning(tmp_path):
     ]
     (half,) = [f for f in doc["findings"] if f["code"] == "VKI002" and "overlay_32" in f["title"]]
     assert half["severity"] == "info" and half["fix"] is None
+
+
+def test_a_layer_that_crashes_at_exit_is_blamed_for_that_call(tmp_path):
+    """MangoHud-like: the work is done, then vkDestroyInstance crashes every program. The load
+    test names the call that was in flight (it said vkCreateDevice, the last one it announced),
+    and the layer's disable makes the next check green."""
+    lib = tmp_path / "libexitcrash.so"
+    source = str(DATA / "drop_layer.c")
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-DCRASH_DESTROY_INSTANCE", "-o", str(lib), source],
+        check=True,
+    )
+    folder = tmp_path / "share" / "vulkan" / "implicit_layer.d"
+    folder.mkdir(parents=True)
+    layer = {
+        "name": "VK_LAYER_TEST_exit_crash",
+        "type": "GLOBAL",
+        "library_path": str(lib),
+        "api_version": "1.3.0",
+        "implementation_version": "1",
+        "description": "crashes at exit",
+        "disable_environment": {"DISABLE_EXIT_CRASH": "1"},
+    }
+    (folder / "exit.json").write_text(json.dumps({"file_format_version": "1.1.0", "layer": layer}))
+    env = {"XDG_DATA_HOME": str(tmp_path / "share"), "VK_DRIVER_FILES": LVP_MANIFEST}
+    seen = _vulkaninfo(env)
+    assert seen.returncode == -11  # SIGSEGV (its buffered output dies with it)
+    proc, doc = run_json(["check", "--cpu", "--select", "VKT003"], env=env)
+    assert proc.returncode == 1
+    (cause,) = [f for f in doc["findings"] if f["severity"] == "fail"]
+    assert "VK_LAYER_TEST_exit_crash" in cause["title"]
+    assert "in vkDestroyInstance" in cause["message"], cause["message"]
+    fixed = _apply(cause, env, "VK_LAYER_TEST_exit_crash")
+    assert _vulkaninfo(fixed).returncode == 0
+    proc, doc = run_json(["check", "--cpu", "--select", "VKT003"], env=fixed)
+    assert proc.returncode == 0

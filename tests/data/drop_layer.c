@@ -3,7 +3,9 @@
  * result stays as it was); with -DDROP_SUBMITS: vkQueueSubmit submits its batches without their
  * command buffers (semaphores and fences still signal, nothing runs); with -DREFUSE_INSTANCE or
  * -DREFUSE_DEVICE: vkCreateInstance or vkCreateDevice returns VK_ERROR_INITIALIZATION_FAILED
- * without calling down (a layer that refuses, neither crashing nor hanging). No Vulkan headers: the loader's layer interface, declared here. */
+ * without calling down (a layer that refuses, neither crashing nor hanging); with
+ * -DCRASH_DESTROY_INSTANCE: vkDestroyInstance crashes after calling down (a crash at exit, when
+ * the work is done). No Vulkan headers: the loader's layer interface, declared here. */
 #include <stddef.h>
 #include <string.h>
 
@@ -101,8 +103,18 @@ EXPORT PFN_void vkGetDeviceProcAddr(void *device, const char *name) {
     return next_gdpa(device, name);
 }
 
+typedef void (*PFN_destroyInstance)(void *instance, const void *alloc);
+
+__attribute__((unused)) static void destroy_then_crash(void *instance, const void *alloc) {
+    ((PFN_destroyInstance)next_gipa(instance, "vkDestroyInstance"))(instance, alloc);
+    *(volatile int *)0 = 1;
+}
+
 EXPORT PFN_void vkGetInstanceProcAddr(void *instance, const char *name) {
     if (!strcmp(name, "vkGetInstanceProcAddr")) return (PFN_void)vkGetInstanceProcAddr;
+#ifdef CRASH_DESTROY_INSTANCE
+    if (!strcmp(name, "vkDestroyInstance")) return (PFN_void)destroy_then_crash;
+#endif
     if (!strcmp(name, "vkCreateInstance")) return (PFN_void)create_instance;
     if (!strcmp(name, "vkCreateDevice")) return (PFN_void)create_device;
     if (!strcmp(name, "vkGetDeviceProcAddr")) return (PFN_void)vkGetDeviceProcAddr;

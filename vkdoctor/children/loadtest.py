@@ -280,7 +280,12 @@ def _beside(event: Mapping[str, Any]) -> dict[str, Any]:
 
 
 #: the call the child said comes next ("begin" of these steps within its instance step)
-_CALLS = {"enumerate": "vkEnumeratePhysicalDevices", "device": "vkCreateDevice"}
+_CALLS = {
+    "enumerate": "vkEnumeratePhysicalDevices",
+    "device": "vkCreateDevice",
+    "destroy-device": "vkDestroyDevice",
+    "destroy": "vkDestroyInstance",
+}
 
 
 def blame(outcome: TargetOutcome, step: str, *, signal_name: str | None) -> TargetOutcome:
@@ -1114,7 +1119,7 @@ def _crashed_or_hung(asked: _Asked, step: str) -> Verdict:
     else:
         how = f"hung {where} and was killed after the step timeout"
         kind, title = "timeout", f"{asked.what} hangs {where}"
-    if outcome.crashed_in == "vkCreateDevice":
+    if outcome.crashed_in in ("vkCreateDevice", "vkDestroyDevice"):
         # before it an application chooses its adapter: one that picks another never gets here
         scope = (
             "Every Vulkan application that opens this driver's device does the same."
