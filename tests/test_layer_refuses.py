@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_json
+import trixieloader
+from conftest import REPO, clean_env, run_json, validate_report
 
 DATA = Path(__file__).parent / "data"
 LVP_MANIFEST = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"
@@ -177,3 +181,58 @@ def test_a_layer_that_crashes_at_exit_is_blamed_for_that_call(tmp_path):
     assert _vulkaninfo(fixed).returncode == 0
     proc, doc = run_json(["check", "--cpu", "--select", "VKT003"], env=fixed)
     assert proc.returncode == 0
+
+
+def test_under_trixies_loader_a_layer_added_by_the_newer_variable_that_refuses_a_device():
+    """Debian trixie's 1.4.309 reads VK_ADD_IMPLICIT_LAYER_PATH: a layer added there that
+    refuses vkCreateDevice fails every program under it (vulkaninfo, the oracle); vkdoctor,
+    run under that loader, names it as the one failure and its disable makes both pass."""
+    trixie = trixieloader.trixie_loader()
+    root = Path(tempfile.mkdtemp(prefix="refuse-trixie-"))
+    try:
+        lib = root / "librefuse.so"
+        source = str(DATA / "drop_layer.c")
+        subprocess.run(
+            ["gcc", "-shared", "-fPIC", "-DREFUSE_DEVICE", "-o", str(lib), source], check=True
+        )
+        layer = {
+            "name": "VK_LAYER_TEST_refuse_added",
+            "type": "GLOBAL",
+            "library_path": str(lib),
+            "api_version": "1.3.0",
+            "implementation_version": "1",
+            "description": "refuses",
+            "disable_environment": {"DISABLE_REFUSE_ADDED": "1"},
+        }
+        (root / "layers").mkdir()
+        manifest = {"file_format_version": "1.1.0", "layer": layer}
+        (root / "layers" / "refuse.json").write_text(json.dumps(manifest))
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(root),
+            "VK_DRIVER_FILES": LVP_MANIFEST,
+            "VK_ADD_IMPLICIT_LAYER_PATH": str(root / "layers"),
+        }
+        info = ["vulkaninfo", "--summary"]
+        assert trixieloader.run(trixie, info, env, timeout=60).returncode != 0
+        doc = _check_under(trixie, env, 1)
+        failed = [f for f in doc["findings"] if f["severity"] == "fail"]
+        assert [f["code"] for f in failed] == ["VKT003"], [f["title"] for f in failed]
+        assert "vkCreateDevice" in failed[0]["title"]
+        assert failed[0]["fix"]["commands"] == ["export DISABLE_REFUSE_ADDED=1"]
+        fixed = {**env, "DISABLE_REFUSE_ADDED": "1"}
+        assert trixieloader.run(trixie, info, fixed, timeout=60).returncode == 0
+        _check_under(trixie, fixed, 0)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _check_under(loader: trixieloader.TrixieLoader, env: dict[str, str], rc: int) -> Any:
+    """`vkdoctor check --cpu --json -` under `loader`, which must exit `rc`; its report."""
+    full = {**clean_env(env), "PYTHONPATH": str(REPO)}
+    argv = [sys.executable, "-m", "vkdoctor", "check", "--cpu", "--json", "-"]
+    proc = trixieloader.run(loader, argv, full)
+    doc = json.loads(proc.stdout)
+    validate_report(doc)
+    assert proc.returncode == rc, [f["title"] for f in doc["findings"] if f["severity"] == "fail"]
+    return doc
