@@ -43,7 +43,7 @@ def refusing_layer(
     root = tmp_path_factory.mktemp("refusinglayer")
     lib = root / "librefuse.so"
     subprocess.run(
-        ["gcc", "-shared", "-fPIC", f"-D{flag}", "-o", str(lib), str(DATA / "drop_layer.c")],
+        ["gcc", "-shared", "-fPIC", f"-D{flag}", "-o", str(lib), str(DATA / "refusing_layer.c")],
         check=True,
     )
     name = f"VK_LAYER_TEST_{flag.lower()}"
@@ -123,7 +123,7 @@ def test_the_32_bit_half_of_a_multiarch_layer_is_no_warning(tmp_path):
     off = {"DISABLE_VK_LAYER_TEST_overlay_1": "1"}
     for bits, extra in (("32", ["-m32"]), ("64", [])):
         lib = tmp_path / f"overlay{bits}.so"
-        source = str(DATA / "drop_layer.c")
+        source = str(DATA / "refusing_layer.c")
         subprocess.run(["gcc", *extra, "-shared", "-fPIC", "-o", str(lib), source], check=True)
         layer = {
             "name": f"VK_LAYER_TEST_overlay_{bits}",
@@ -153,7 +153,7 @@ def test_a_layer_that_crashes_at_exit_is_blamed_for_that_call(tmp_path):
     test names the call that was in flight (it said vkCreateDevice, the last one it announced),
     and the layer's disable makes the next check green."""
     lib = tmp_path / "libexitcrash.so"
-    source = str(DATA / "drop_layer.c")
+    source = str(DATA / "refusing_layer.c")
     subprocess.run(
         ["gcc", "-shared", "-fPIC", "-DCRASH_DESTROY_INSTANCE", "-o", str(lib), source],
         check=True,
@@ -192,7 +192,7 @@ def test_under_trixies_loader_a_layer_added_by_the_newer_variable_that_refuses_a
     root = Path(tempfile.mkdtemp(prefix="refuse-trixie-"))
     try:
         lib = root / "librefuse.so"
-        source = str(DATA / "drop_layer.c")
+        source = str(DATA / "refusing_layer.c")
         subprocess.run(
             ["gcc", "-shared", "-fPIC", "-DREFUSE_DEVICE", "-o", str(lib), source], check=True
         )

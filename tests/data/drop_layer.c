@@ -1,11 +1,7 @@
 /* A real implicit layer that passes everything through except what it breaks, for the probe's
  * localisation tests. Built with -DDROP_DISPATCH: vkCmdDispatch does nothing (every compute
  * result stays as it was); with -DDROP_SUBMITS: vkQueueSubmit submits its batches without their
- * command buffers (semaphores and fences still signal, nothing runs); with -DREFUSE_INSTANCE or
- * -DREFUSE_DEVICE: vkCreateInstance or vkCreateDevice returns VK_ERROR_INITIALIZATION_FAILED
- * without calling down (a layer that refuses, neither crashing nor hanging); with
- * -DCRASH_DESTROY_INSTANCE: vkDestroyInstance crashes after calling down (a crash at exit, when
- * the work is done). No Vulkan headers: the loader's layer interface, declared here. */
+ * command buffers (semaphores and fences still signal, nothing runs). No Vulkan headers: the loader's layer interface, declared here. */
 #include <stddef.h>
 #include <string.h>
 
@@ -40,9 +36,6 @@ static struct layer_create_info *chain(const void *info, int type) {
 }
 
 static int create_instance(const void *info, const void *alloc, void **instance) {
-#ifdef REFUSE_INSTANCE
-    return -3;
-#endif
     struct layer_create_info *c = chain(info, LOADER_INSTANCE_CREATE_INFO);
     struct instance_link *link = c->link;
     next_gipa = link->next_gipa;
@@ -54,9 +47,6 @@ static int create_instance(const void *info, const void *alloc, void **instance)
 }
 
 static int create_device(void *gpu, const void *info, const void *alloc, void **device) {
-#ifdef REFUSE_DEVICE
-    return -3;
-#endif
     struct layer_create_info *c = chain(info, LOADER_DEVICE_CREATE_INFO);
     struct device_link *link = c->link;
     next_gdpa = link->next_gdpa;
@@ -103,18 +93,8 @@ EXPORT PFN_void vkGetDeviceProcAddr(void *device, const char *name) {
     return next_gdpa(device, name);
 }
 
-typedef void (*PFN_destroyInstance)(void *instance, const void *alloc);
-
-__attribute__((unused)) static void destroy_then_crash(void *instance, const void *alloc) {
-    ((PFN_destroyInstance)next_gipa(instance, "vkDestroyInstance"))(instance, alloc);
-    *(volatile int *)0 = 1;
-}
-
 EXPORT PFN_void vkGetInstanceProcAddr(void *instance, const char *name) {
     if (!strcmp(name, "vkGetInstanceProcAddr")) return (PFN_void)vkGetInstanceProcAddr;
-#ifdef CRASH_DESTROY_INSTANCE
-    if (!strcmp(name, "vkDestroyInstance")) return (PFN_void)destroy_then_crash;
-#endif
     if (!strcmp(name, "vkCreateInstance")) return (PFN_void)create_instance;
     if (!strcmp(name, "vkCreateDevice")) return (PFN_void)create_device;
     if (!strcmp(name, "vkGetDeviceProcAddr")) return (PFN_void)vkGetDeviceProcAddr;
