@@ -265,7 +265,7 @@ class Loader:
                 self.version = out.value
                 self.version_known = True
 
-    def device_result(self, physical: int) -> int:
+    def device_result(self, physical: int, begin: Callable[[str], None] | None = None) -> int:
         """vkCreateDevice with one queue of family 0, then vkDestroyDevice: where a layer or a
         driver that survives vkCreateInstance can still crash every program."""
         priority = ctypes.c_float(1.0)
@@ -283,6 +283,8 @@ class Loader:
         device = ctypes.c_void_p()
         result = int(self.create_device(physical, ctypes.byref(info), None, ctypes.byref(device)))
         if result == VK_SUCCESS:
+            if begin is not None:
+                begin("destroy-device")
             self.destroy_device(device, None)
         return result
 
@@ -313,9 +315,11 @@ class Loader:
             if handles and device:
                 if begin is not None:
                     begin("device")
-                found["device_result"] = self.device_result(handles[0])  # type: ignore[index]
+                found["device_result"] = self.device_result(handles[0], begin)  # type: ignore[index]
             return {"result": result, **found}
         finally:
+            if begin is not None:
+                begin("destroy")
             self.destroy(instance, None)
 
     def _devices(self, instance: ctypes.c_void_p) -> dict[str, object]:

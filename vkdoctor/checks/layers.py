@@ -149,6 +149,17 @@ class BrokenImplicitLayer(Check):
                 continue
             state = layer.library_state
             where = layer.library_found or layer.library
+            if state == "wrong-class":
+                # the other half of a multiarch install (Steam ships both): 32-bit programs use
+                # it, and its disable_environment is often the 64-bit layer's too
+                yield self.info(
+                    f"Implicit layer {layer.name or repr('')} is for another architecture",
+                    f"{layer.manifest} names {where}, a library of another ELF class: this "
+                    "loader skips it (it logs this at INFO) and applications of that "
+                    "architecture load it. Expected on multiarch systems; nothing to fix.",
+                    **_ev(layer),
+                )
+                continue
             why = {
                 "missing": "does not exist",
                 "unknown": "is not in LD_LIBRARY_PATH or the standard library directories",

@@ -49,7 +49,7 @@ DRIVER_FILE_VARS = ("VK_DRIVER_FILES", "VK_ICD_FILENAMES", "VK_ADD_DRIVER_FILES"
 
 StepState = Literal["ok", "failed", "crash", "timeout", "skipped", "error", "not-run"]
 #: how one target, loaded beside the others, breaks every application (`wrecks_all`)
-Wreck = Literal["crash", "timeout", "instance", "enumerate"]
+Wreck = Literal["crash", "timeout", "instance", "enumerate", "device"]
 
 VK_RESULTS = {
     0: "VK_SUCCESS",
@@ -280,7 +280,12 @@ def _beside(event: Mapping[str, Any]) -> dict[str, Any]:
 
 
 #: the call the child said comes next ("begin" of these steps within its instance step)
-_CALLS = {"enumerate": "vkEnumeratePhysicalDevices", "device": "vkCreateDevice"}
+_CALLS = {
+    "enumerate": "vkEnumeratePhysicalDevices",
+    "device": "vkCreateDevice",
+    "destroy-device": "vkDestroyDevice",
+    "destroy": "vkDestroyInstance",
+}
 
 
 def blame(outcome: TargetOutcome, step: str, *, signal_name: str | None) -> TargetOutcome:
@@ -928,7 +933,12 @@ def wrecks_all(outcome: TargetOutcome, loader_version: str | None) -> Wreck | No
     loader version counts as an old one: a false red costs less than a false green."""
     if outcome.failed_step is not None:
         return "crash" if outcome.signal else "timeout"
-    if outcome.target.kind != "driver" or not outcome.suspect:
+    if outcome.target.kind == "layer":
+        # tried on the drivers that work alone: a refusal with the layer in is the layer's
+        if outcome.instance == "failed":
+            return "instance"
+        return "device" if outcome.devices and not opens_its_device(outcome) else None
+    if not outcome.suspect:
         return None
     beside = outcome.beside or {}
     if "result" in beside:
@@ -953,6 +963,7 @@ WRECK_WORDS: Mapping[Wreck, str] = {
     "timeout": "hangs it",
     "instance": "makes its vkCreateInstance fail",
     "enumerate": "hides every device from it",
+    "device": "makes its vkCreateDevice fail",
 }
 
 
@@ -1092,6 +1103,8 @@ def classify(
         return _child_bug(asked)
     if outcome.dlopen == "not-run" or outcome.instance in ("not-run", "skipped"):
         return _not_tried(asked)
+    if t.kind == "layer":
+        return _layer_instance(asked)
     wreck = wrecks_all(outcome, loader_version)
     if wreck in ("instance", "enumerate"):
         assert wreck is not None
@@ -1102,8 +1115,6 @@ def classify(
             remedy=_then(asked.disable(), _owner_tail(t, owner)),
             loader_version=loader_version,
         )
-    if t.kind == "layer":
-        return _layer_instance(asked)
     if outcome.instance == "failed":
         return _instance_failed(asked)
     return _devices(asked)
@@ -1131,7 +1142,7 @@ def _crashed_or_hung(asked: _Asked, step: str) -> Verdict:
     else:
         how = f"hung {where} and was killed after the step timeout"
         kind, title = "timeout", f"{asked.what} hangs {where}"
-    if outcome.crashed_in == "vkCreateDevice":
+    if outcome.crashed_in in ("vkCreateDevice", "vkDestroyDevice"):
         # before it an application chooses its adapter: one that picks another never gets here
         scope = (
             "Every Vulkan application that opens this driver's device does the same."
@@ -1258,6 +1269,19 @@ def _layer_instance(asked: _Asked) -> Verdict:
                 "layer off: " + asked.disable().shown()
             ),
         )
+    if outcome.instance == "ok" and outcome.devices and not opens_its_device(outcome):
+        first = outcome.devices[0].name
+        result = vk_result_name(outcome.device_result)
+        return Verdict(
+            severity=Severity.FAIL,
+            kind="layer-failed",
+            title=f"{what} makes vkCreateDevice fail",
+            message=f"With {t.name} active, vkCreateDevice on {first} returns {result}; the "
+            "driver creates that device without the layer. Every Vulkan application started "
+            'in this environment loads the layer, so every one fails there (wgpu: "Request '
+            'device failed").',
+            remedy=asked.disable(),
+        )
     if outcome.instance == "ok":
         return Verdict(
             severity=Severity.OK,
@@ -1271,7 +1295,8 @@ def _layer_instance(asked: _Asked) -> Verdict:
         title=f"{what} makes vkCreateInstance fail",
         message=f"With {t.name} active, vkCreateInstance returns "
         f"{vk_result_name(outcome.vk_result)} on drivers that work without it. Every Vulkan "
-        "application loads this implicit layer, so every one fails the same way.",
+        "application started in this environment loads the layer, so every one fails the same "
+        "way.",
         remedy=asked.disable(),
     )
 

@@ -674,7 +674,7 @@ def unowned_files(
                     "link, and remove leftovers of old manual installs."
                 ),
                 remedy=said(
-                    "Use the distribution's package for this driver instead of these files."
+                    "Use the distribution's package of this driver or layer instead of these files."
                 ),
                 evidence={"target": target, "unowned": paths},
             )
