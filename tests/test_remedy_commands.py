@@ -73,10 +73,13 @@ def test_a_layers_disable_variable_is_its_command(tmp_path: Path):
     args = ["check", "--no-probe", "--select", "VKI002"]
     _, doc = run_json(args, env=env)
     (broken,) = [f for f in findings(doc, "VKI002") if f["severity"] == "warn"]
-    # before, the command carried the spaces that set it apart from its note
-    assert broken["fix"] == {"commands": ["export DISABLE_TEST_GONE=1"], "needs_root": False}
+    # no package owns the manifest: removing it is the lasting fix, the disable the one for a
+    # shell (before, the command carried the spaces that set it apart from its note)
+    assert broken["fix"] == {"commands": [f"rm {layers / 'gone.json'}"], "needs_root": False}
     assert broken["remedy"] == (
-        "export DISABLE_TEST_GONE=1 (any value, even empty, turns VK_LAYER_TEST_gone off)"
+        f"rm {layers / 'gone.json'} (or, only where it is set: export DISABLE_TEST_GONE=1 "
+        "(any value, even empty, turns VK_LAYER_TEST_gone off))"
     )
+    assert "No package owns the manifest" in broken["message"]
     after = _after(broken["fix"]["commands"], env, args)
     assert [f["severity"] for f in findings(after, "VKI002")] == ["ok"], after["findings"]

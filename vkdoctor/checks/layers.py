@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 from collections.abc import Iterable
+from pathlib import Path
 
 from vkdoctor import facts
 from vkdoctor.checks.base import Check
@@ -167,13 +170,37 @@ class BrokenImplicitLayer(Check):
                 "no-entry-point": "exports neither vkNegotiateLoaderLayerInterfaceVersion nor "
                 "vkGetInstanceProcAddr",
             }.get(state or "", f"cannot be loaded ({state})")
+            left = _left_behind(ctx, layer) if state == "missing" else None
             yield self.warn(
                 f"Active implicit layer {layer.name or repr('')}: library {where} {why}",
                 f"{layer.manifest} puts {layer.name} into every application ({layer.activation}), "
-                f"but its library {where} {why}; the loader logs an error and goes on without it.",
-                remedy=layer.fix,
+                f"but its library {where} {why}; the loader logs an error and goes on without it."
+                + (f" {left[0]}" if left else ""),
+                remedy=left[1] if left else layer.fix,
                 **_ev(layer),
             )
+
+
+def _left_behind(ctx: Context, layer: Layer) -> tuple[str, Remedy] | None:
+    """A manifest no package owns whose library is gone: what an uninstalled program (an
+    overlay, a capture tool) leaves behind. Removing the manifest is the lasting fix; the
+    disable variable holds only where it is set. None when a package owns it, or none can say."""
+    from vkdoctor.packages.owner import owner
+
+    if owner(ctx, layer.manifest) != "":
+        return None
+    folder = Path(layer.manifest).parent
+    root = ctx.live and not os.access(folder, os.W_OK)
+    off = layer.fix.shown()
+    return (
+        "No package owns the manifest: the program that installed the layer is gone, and left "
+        "it behind.",
+        Remedy(
+            commands=(f"rm {shlex.quote(layer.manifest)}",),
+            needs_root=root,
+            text=f"(or, only where it is set: {off})",
+        ),
+    )
 
 
 class ImplicitLayerManifest(Check):
