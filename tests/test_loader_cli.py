@@ -468,7 +468,9 @@ def test_a_layer_that_crashes_in_vkcreatedevice_is_caught(tmp_path):
     # only what opens a device gets there: a program that lists the adapters does not
     assert "that loads this layer and opens a device does the same" in crash["message"]
     # the variable that forces it on is the fix (DISABLE would only hide it for one run)
-    assert crash["remedy"].startswith("remove VK_LAYER_INTEL_nullhw from VK_INSTANCE_LAYERS")
+    assert crash["remedy"].startswith(
+        "unset VK_INSTANCE_LAYERS (takes VK_LAYER_INTEL_nullhw out of VK_INSTANCE_LAYERS)"
+    )
 
 
 def test_an_enable_pattern_that_matches_no_layer_is_said(tmp_path):

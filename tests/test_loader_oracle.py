@@ -551,7 +551,14 @@ def test_explicit_layer_precedence_against_the_loader(oracle, tmp_path, variable
         if "VK_LOADER_LAYERS_ENABLE" in variables:
             assert layer.remedy.startswith("unset VK_LOADER_LAYERS_ENABLE")
         else:
-            assert layer.remedy == f"remove {layer.name} from VK_INSTANCE_LAYERS"
+            # the command keeps the variable's other layers, in order, and takes this one out
+            (command,) = layer.fix.commands
+            kept = [n for n in env["VK_INSTANCE_LAYERS"].split(":") if n and n != layer.name]
+            assert command == (
+                f"export VK_INSTANCE_LAYERS={':'.join(kept)}"
+                if kept
+                else "unset VK_INSTANCE_LAYERS"
+            )
 
 
 NOBODY = 65534

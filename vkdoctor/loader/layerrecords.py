@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable
 from typing import Any
 
@@ -83,8 +84,8 @@ class Layer:
                 text=f", or narrow it so that it no longer matches {self.name} "
                 "(VK_LOADER_LAYERS_DISABLE cannot turn off a layer it forces on)",
             )
-        if self.activation.startswith("enabled by VK_INSTANCE_LAYERS"):
-            return Remedy(text=f"remove {self.name} from VK_INSTANCE_LAYERS")
+        if self.activation.startswith("enabled by VK_INSTANCE_LAYERS="):
+            return without_instance_layer(self.activation.partition("=")[2], self.name or "")
         return Remedy(commands=(f"export VK_LOADER_LAYERS_DISABLE={self.name}",))
 
     @property
@@ -173,3 +174,15 @@ def pick_duplicates(layers: Iterable[Layer], *, first_wins: bool = False) -> tup
         for copies in by_name.values()
     }
     return tuple(x for x in listed if id(x) in chosen)
+
+
+def without_instance_layer(value: str, name: str) -> Remedy:
+    """The command that takes `name` out of VK_INSTANCE_LAYERS=`value` (its other layers kept,
+    in their order), with the words that say so."""
+    rest = [n for n in value.split(":") if n and n != name]
+    command = (
+        f"export VK_INSTANCE_LAYERS={shlex.quote(':'.join(rest))}"
+        if rest
+        else "unset VK_INSTANCE_LAYERS"
+    )
+    return Remedy(commands=(command,), text=f"(takes {name} out of VK_INSTANCE_LAYERS)")
