@@ -358,3 +358,13 @@ def test_an_area_whose_failure_another_check_explains_does_not_claim_it_is_fine(
         "",
         "vkdoctor: FAIL: VKP002 lavapipe needs libLLVM.so.23.1: package skew",
     ]
+
+
+def test_an_indented_line_keeps_its_indent_when_it_wraps() -> None:
+    from vkdoctor.render.text import _indent
+
+    text = "head line\n  forces on VK_LAYER_X: in every application (/a/very/long/path/x.json)"
+    out = _indent(text, "      ", 50).splitlines()
+    assert out[0] == "      head line"
+    assert out[1].startswith("        forces on") and len(out) >= 3
+    assert all(line.startswith("        ") for line in out[1:]), out

@@ -27,14 +27,16 @@ def _indent(text: str, prefix: str, width: int | None = None) -> str:
         return "\n".join(prefix + line if line else line for line in text.splitlines())
     import textwrap
 
-    # paths and commands are never split: a long one sticks out rather than breaks
+    # paths and commands are never split: a long one sticks out rather than breaks; a line
+    # indented in the text keeps its indent on the lines it wraps onto
     return "\n".join(
         textwrap.fill(
-            line,
+            line.lstrip(" "),
             width=width,
-            initial_indent=prefix,
+            initial_indent=prefix + _lead(line),
             subsequent_indent=prefix
-            + ("  " if line.startswith(("- ", "fix: ", "consequences: ")) else ""),
+            + _lead(line)
+            + ("  " if line.lstrip(" ").startswith(("- ", "fix: ", "consequences: ")) else ""),
             break_long_words=False,
             break_on_hyphens=False,
         )
@@ -42,6 +44,10 @@ def _indent(text: str, prefix: str, width: int | None = None) -> str:
         else line
         for line in text.splitlines()
     )
+
+
+def _lead(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" "))]
 
 
 def _head(f: Finding, text: str, style: Style) -> str:
