@@ -343,3 +343,89 @@ def test_of_two_implicit_layers_with_one_name_the_loader_version_picks(
     assert debuglog.parse(real.stderr).layers.inserted == {"VK_LAYER_TEST_dup": winner}, real.stderr
     scan = implicit_layer_scan(predicted(loader, env, tmp_path))
     assert {x.name: x.library for x in scan.active} == {"VK_LAYER_TEST_dup": winner}
+
+
+def _triple(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in version.split("."))
+
+
+def _odd_layer(**fields: Any) -> dict[str, Any]:
+    layer = {
+        "name": "VK_LAYER_TEST_odd",
+        "type": "GLOBAL",
+        "library_path": "/nonexistent/libodd.so",
+        "api_version": "1.3.0",
+        "implementation_version": "1",
+        "description": "odd",
+        "disable_environment": {"DISABLE_ODD": "1"},
+    }
+    return {**layer, **fields}
+
+
+#: (case, the "layer" value, implicit or explicit, the first loader that skips the layer instead
+#:  of crashing (None: no loader crashes), the warning that loader prints when it skips it)
+CRASH_OR_SKIP_CASES = [
+    ("an array layer", [1], "implicit", "1.3.302", 'didn\'t find required layer value "name"'),
+    ("an array layer, explicit", [1], "explicit", "1.3.302", None),
+    (
+        "a numeric disable value",
+        _odd_layer(disable_environment={"DISABLE_ODD": 1}),
+        "implicit",
+        "1.3.251",
+        "doesn't contain required child value in object disable_environment",
+    ),
+    (
+        "a numeric disable value, explicit (never read)",
+        _odd_layer(disable_environment={"DISABLE_ODD": 1}),
+        "explicit",
+        None,
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize("version", LOADERS)
+@pytest.mark.parametrize(
+    ("layer", "kind", "skips_from", "warning"),
+    [c[1:] for c in CRASH_OR_SKIP_CASES],
+    ids=[c[0] for c in CRASH_OR_SKIP_CASES],
+)
+def test_a_layer_manifest_that_crashes_older_loaders_is_skipped_by_newer_ones(
+    trixie, built, tmp_path, version, layer, kind, skips_from, warning
+):
+    """Layer fields of the wrong type that 1.3.239 crashes on (every Vulkan program dies) and
+    1.4.309 skips the layer for, with a warning; vkdoctor's prediction and `vkdoctor check`'s
+    verdict follow the loader that runs (a failure naming the manifest, or a pass)."""
+    loader = _loader(version, trixie)
+    folder = tmp_path / "data" / "vulkan" / f"{kind}_layer.d"
+    folder.mkdir(parents=True)
+    manifest = folder / "odd.json"
+    manifest.write_text(json.dumps({"file_format_version": "1.1.0", "layer": layer}))
+    env = {**base_env(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data")}
+    real = trixieloader.run(
+        loader, [str(built["vkprobe"])], {**env, "VK_LOADER_DEBUG": "warn,layer"}, timeout=60
+    )
+    crashes = skips_from is not None and _triple(version) < _triple(skips_from)
+    scan = (explicit_layer_scan if kind == "explicit" else implicit_layer_scan)(
+        predicted(loader, env, tmp_path)
+    )
+    (odd,) = [f for f in scan.files if f.manifest == str(manifest)]
+    if crashes:
+        assert real.returncode < 0, real.stdout + real.stderr  # killed by a signal
+        assert odd.outcome == "loader-crash", odd
+    else:
+        assert "vkCreateInstance -> 0" in real.stdout, real.stdout + real.stderr
+        assert "VK_LAYER_TEST_odd" not in debuglog.parse(real.stderr).layers.inserted
+        if warning is not None and kind == "implicit":
+            assert f"{warning}" in real.stderr, real.stderr
+        assert odd.outcome == "ok", odd
+        assert not [x for x in odd.layers if x.active]
+        if kind == "implicit":
+            assert [x.invalid is not None for x in odd.layers] == [True]
+    proc, doc = check(loader, ["--cpu", "--select", "VKI002,VKI004"], env)
+    failed = [f for f in doc["findings"] if f["severity"] == "fail"]
+    if crashes:
+        assert proc.returncode == 1 and failed, doc["findings"]
+        assert str(manifest) in failed[0]["title"] + failed[0]["message"]
+    else:
+        assert proc.returncode == 0 and not failed, [(f["code"], f["title"]) for f in failed]

@@ -74,16 +74,26 @@ def _item_text(node: cjson.Node | None) -> str | None:
     return _text(printed[1:-1]) if len(printed) >= 2 else ""
 
 
-def _env_pair(node: cjson.Node) -> tuple[str, str] | None:
-    """The first key/value of an enable/disable_environment object, as the loader copies it."""
+def _env_pair(node: cjson.Node, non_string: str | None = None) -> tuple[str, str] | None:
+    """The first key/value of an enable/disable_environment object, as the loader copies it.
+
+    A value that is not a string: `non_string` is the loader's message when it skips the
+    layer (LayerSkipped), None when it copies the value from NULL (LoaderCrash).
+    """
     if not node.children or node.children[0].key is None:
         return None
     first = node.children[0]
+    if first.type != cjson.STRING and non_string is not None:
+        raise LayerSkipped(non_string)
     if first.type != cjson.STRING:
         raise cjson.LoaderCrash(
             f"the value of {_text(first.key or b'')!r} is not a string; the loader copies from NULL"
         )
     return _text(first.key or b""), _text(first.string)
+
+
+class LayerSkipped(Exception):
+    """The loader skips this layer with a warning (the message)."""
 
 
 def _names(node: cjson.Node) -> tuple[str, ...]:
@@ -100,9 +110,17 @@ def _layer(
     node: cjson.Node,
     enable: Filter,
     disable: Filter,
+    loader: LoaderVersion,
     explicit: bool = False,
 ) -> Layer:
     base: dict[str, Any] = {"manifest": mf.path, "origin": mf.origin}
+    if node.type == cjson.ARRAY and node.children and not loader.array_lookup_crashes:
+        return Layer(
+            **base,
+            name=None,
+            invalid=f"'layer' is an array, not an object: loader {loader.text} finds no 'name' "
+            "in it and skips it",
+        )
     values: dict[str, str] = {}
     for key in _REQUIRED:
         got = _item_text(cjson.get(node, key))
@@ -140,7 +158,12 @@ def _layer(
             names = cjson.get(node, key)
             base[key] = _names(names) if names is not None else ()
     dis = cjson.get(node, "disable_environment")
-    pair = _env_pair(dis) if dis is not None else None
+    try:
+        pair = _env_pair(dis, _non_string_disable(loader, explicit)) if dis is not None else None
+    except LayerSkipped as exc:
+        if not explicit:
+            return Layer(**base, invalid=str(exc))
+        pair = None
     if pair is None and not explicit:
         return Layer(**base, invalid="required 'disable_environment' missing or empty")
     if pair is not None:
@@ -173,6 +196,14 @@ def _layer(
     else:
         active, why = _activation(ctx, base, enable, disable)
     return Layer(**base, active=active, activation=why)
+
+
+def _non_string_disable(loader: LoaderVersion, explicit: bool) -> str | None:
+    """What `loader` does with a disable_environment value that is not a string: the reason it
+    skips the layer, or None when it crashes on it. An explicit layer's is never read."""
+    if not explicit and not loader.non_string_disable_skips:
+        return None
+    return f"the disable_environment value is not a string: loader {loader.text} skips the layer"
 
 
 #: the names loader_create_instance_chain looks up in a layer library unless "functions" renames them
@@ -301,7 +332,7 @@ def _file(
             why = f"not valid JSON ({exc}); loader {loader.text} skips it"
         return LayerFile(**base, outcome=FILE_JSON_ERROR, reason=why)
     try:
-        return _layers_of(ctx, mf, root, base, enable, disable, explicit)
+        return _layers_of(ctx, mf, root, base, enable, disable, loader, explicit)
     except cjson.LoaderHang as exc:
         return LayerFile(
             **base, outcome=FILE_CRASH, reason=f"{exc}; vkCreateInstance stalls reading it"
@@ -317,6 +348,7 @@ def _layers_of(
     base: dict[str, Any],
     enable: Filter,
     disable: Filter,
+    loader: LoaderVersion,
     explicit: bool = False,
 ) -> LayerFile:
     if root.type != cjson.OBJECT:
@@ -344,7 +376,7 @@ def _layers_of(
                 outcome=FILE_MULTIPLE_LAYER,
                 reason="keys after 'layer' read as more 'layer' objects, refused for file version >= 1.0.1",
             )
-    layers = tuple(_layer(ctx, mf, n, enable, disable, explicit) for n in nodes)
+    layers = tuple(_layer(ctx, mf, n, enable, disable, loader, explicit) for n in nodes)
     return LayerFile(**base, outcome=FILE_OK, reason="read", layers=layers)
 
 

@@ -20,6 +20,12 @@ NESTING_LIMIT = 1000
 FIRST_DUPLICATE_WINS_FROM = (1, 3, 247)
 #: first loader that reads VK_IMPLICIT_LAYER_PATH and VK_ADD_IMPLICIT_LAYER_PATH
 IMPLICIT_LAYER_PATH_FROM = (1, 3, 296)
+#: first loader that skips an implicit layer whose disable_environment value is not a string
+#: (commit caf8afb4, "Refactor to not use fixed length strings"; older ones copy from NULL)
+NON_STRING_DISABLE_SKIPS_FROM = (1, 3, 251)
+#: first loader whose cJSON_GetObjectItem stops at a keyless (array) element instead of calling
+#: strcmp on its NULL key (commit 399eb3f3, "cjson: add NULL check prior to strcmp")
+ARRAY_LOOKUP_SAFE_FROM = (1, 3, 302)
 
 
 @record(frozen=True, kw_only=True)
@@ -67,6 +73,21 @@ class LoaderVersion:
         An unknown version is assumed to read them: a layer they bring is then a suspect.
         """
         return self.version is None or self.version >= IMPLICIT_LAYER_PATH_FROM
+
+    @property
+    def non_string_disable_skips(self) -> bool:
+        """An implicit layer whose disable_environment value is not a string is skipped with a
+        warning (loaders 1.3.251 and later); older ones copy the value from NULL and crash.
+
+        An unknown version is assumed old: the worse case is the one to warn about.
+        """
+        return self.version is not None and self.version >= NON_STRING_DISABLE_SKIPS_FROM
+
+    @property
+    def array_lookup_crashes(self) -> bool:
+        """Looking up a key in a non-empty JSON array (a "layer" that is an array) crashes the
+        loader (loaders before 1.3.302); newer ones find no such key. Unknown: the crash."""
+        return self.version is None or self.version < ARRAY_LOOKUP_SAFE_FROM
 
 
 def find_loader(ctx: Context) -> str | None:
