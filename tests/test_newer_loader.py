@@ -19,7 +19,8 @@ import trixieloader
 from conftest import REPO, clean_env, validate_report
 from trixieloader import TrixieLoader
 
-from vkdoctor.loader import debuglog
+from vkdoctor.loader import debuglog, icd
+from vkdoctor.loader.icd import driver_scan
 from vkdoctor.loader.layers import explicit_layer_scan, implicit_layer_scan
 from vkdoctor.model.context import Context
 
@@ -429,3 +430,34 @@ def test_a_layer_manifest_that_crashes_older_loaders_is_skipped_by_newer_ones(
         assert str(manifest) in failed[0]["title"] + failed[0]["message"]
     else:
         assert proc.returncode == 0 and not failed, [(f["code"], f["title"]) for f in failed]
+
+
+@pytest.mark.parametrize("version", LOADERS)
+def test_a_numeric_file_format_version_skips_the_driver_on_newer_loaders(
+    trixie, built, tmp_path, version
+):
+    """lavapipe's manifest with `"file_format_version": 1` as the only driver: 1.3.239 prints
+    the number and loads lavapipe; 1.4.309 (from 1.4.303) wants a string and skips the driver,
+    so vkCreateInstance finds none. vkdoctor's prediction and verdict follow the loader."""
+    loader = _loader(version, trixie)
+    real_manifest = json.loads(Path(LVP_MANIFEST).read_text())
+    manifest = tmp_path / "icd" / "lvp_number.json"
+    manifest.parent.mkdir()
+    manifest.write_text(json.dumps({**real_manifest, "file_format_version": 1}))
+    env = {**base_env(tmp_path), "VK_DRIVER_FILES": str(manifest)}
+    real = trixieloader.run(loader, [str(built["vkprobe"])], env, timeout=60)
+    skips = version == "1.4.309"
+    assert ("vkCreateInstance -> -9" if skips else "vkCreateInstance -> 0") in real.stdout, (
+        real.stdout + real.stderr
+    )
+    scan = driver_scan(predicted(loader, env, tmp_path))
+    assert [d.outcome for d in scan.drivers] == [icd.NO_FILE_FORMAT if skips else icd.LOADS], (
+        scan.drivers
+    )
+    proc, doc = check(loader, ["--cpu"], env)
+    failed = [f for f in doc["findings"] if f["severity"] == "fail"]
+    if skips:
+        assert proc.returncode == 1 and failed
+        assert any(str(manifest) in f["message"] for f in failed), failed
+    else:
+        assert proc.returncode == 0, [(f["code"], f["title"]) for f in failed]

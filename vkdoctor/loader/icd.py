@@ -227,7 +227,9 @@ def _analyse(
             why = f"{mf.path} is not valid JSON ({exc}); loader {loader.text} skips it"
         return out(JSON_ERROR, why, evidence=evidence)
     try:
-        return _fields(ctx, mf, root, base, evidence, select, disable, portability_enumeration)
+        return _fields(
+            ctx, mf, root, base, evidence, loader, select, disable, portability_enumeration
+        )
     except cjson.LoaderHang as exc:
         return out(
             CRASH,
@@ -248,6 +250,7 @@ def _fields(
     root: cjson.Node,
     base: dict[str, Any],
     evidence: dict[str, Any],
+    loader: LoaderVersion,
     select: Filter,
     disable: Filter,
     portability_enumeration: bool,
@@ -257,7 +260,7 @@ def _fields(
     info: dict[str, Any] = dict(base)
     info["evidence"] = evidence
     outcome, reason = (
-        _manifest_fields(mf, root, info, evidence)
+        _manifest_fields(mf, root, info, evidence, loader)
         or _skipped_by_process(ctx, mf, root, info, portability_enumeration)
         or _filtered(info, select, disable)
         or _library_state(ctx, mf, info, evidence)
@@ -266,13 +269,22 @@ def _fields(
 
 
 def _manifest_fields(
-    mf: ManifestFile, root: cjson.Node, info: dict[str, Any], evidence: dict[str, Any]
+    mf: ManifestFile,
+    root: cjson.Node,
+    info: dict[str, Any],
+    evidence: dict[str, Any],
+    loader: LoaderVersion,
 ) -> tuple[str, str] | None:
     """file_format_version, ICD.library_path and ICD.api_version into `info`; the outcome when
     one is missing or unusable."""
     item = cjson.get(root, "file_format_version")
     if item is None:
         return NO_FILE_FORMAT, f"{mf.path} has no 'file_format_version'; skipped"
+    if item.type != cjson.STRING and loader.file_format_version_must_be_string:
+        return (
+            NO_FILE_FORMAT,
+            f"{mf.path}: 'file_format_version' is not a string; loader {loader.text} skips it",
+        )
     ffv_printed = cjson.print_value(item)
     info["file_format_version"] = _text(item.string if item.type == cjson.STRING else ffv_printed)
     ffv = parse_version(ffv_printed)

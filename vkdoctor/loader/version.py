@@ -26,6 +26,9 @@ NON_STRING_DISABLE_SKIPS_FROM = (1, 3, 251)
 #: first loader whose cJSON_GetObjectItem stops at a keyless (array) element instead of calling
 #: strcmp on its NULL key (commit 399eb3f3, "cjson: add NULL check prior to strcmp")
 ARRAY_LOOKUP_SAFE_FROM = (1, 3, 302)
+#: first loader that skips a driver whose file_format_version is not a string
+#: (commit 14752967, "Refactor manifest parsing to use less allocations": cJSON_GetStringValue)
+STRING_FILE_FORMAT_FROM = (1, 4, 303)
 
 
 @record(frozen=True, kw_only=True)
@@ -88,6 +91,12 @@ class LoaderVersion:
         """Looking up a key in a non-empty JSON array (a "layer" that is an array) crashes the
         loader (loaders before 1.3.302); newer ones find no such key. Unknown: the crash."""
         return self.version is None or self.version < ARRAY_LOOKUP_SAFE_FROM
+
+    @property
+    def file_format_version_must_be_string(self) -> bool:
+        """A driver manifest whose file_format_version is not a string (a number) is skipped
+        (loaders 1.4.303 and later); older ones print it and read the driver. Unknown: old."""
+        return self.version is not None and self.version >= STRING_FILE_FORMAT_FROM
 
 
 def find_loader(ctx: Context) -> str | None:
