@@ -461,3 +461,46 @@ def test_a_numeric_file_format_version_skips_the_driver_on_newer_loaders(
         assert any(str(manifest) in f["message"] for f in failed), failed
     else:
         assert proc.returncode == 0, [(f["code"], f["title"]) for f in failed]
+
+
+#: (a non-string ICD.library_path, what 1.3.239 reads (None: it crashes), what 1.4.309 reads)
+LIBRARY_PATH_CASES = [
+    ("12345", "234", "12345"),
+    ("true", "ru", "true"),
+    ("5", None, "5"),
+]
+
+
+@pytest.mark.parametrize("version", LOADERS)
+@pytest.mark.parametrize(("value", "old", "new"), LIBRARY_PATH_CASES)
+def test_a_non_string_library_path_is_read_whole_by_newer_loaders(
+    trixie, built, tmp_path, version, value, old, new
+):
+    """A driver manifest whose library_path is a number or `true`: 1.3.239 prints it and drops
+    its first and last character (a one-digit number underflows: every Vulkan program crashes);
+    1.4.309 (from 1.3.251) uses the printed text whole. The library searched for, as the real
+    loader's log prints it, is the one vkdoctor predicts."""
+    loader = _loader(version, trixie)
+    manifest = tmp_path / "icd" / "odd.json"
+    manifest.parent.mkdir()
+    manifest.write_text(
+        '{"file_format_version": "1.0.0", "ICD": {"library_path": '
+        + value
+        + ', "api_version": "1.3.0"}}'
+    )
+    env = {**base_env(tmp_path), "VK_DRIVER_FILES": str(manifest)}
+    real = trixieloader.run(
+        loader, [str(built["vkprobe"])], {**env, "VK_LOADER_DEBUG": "driver"}, timeout=60
+    )
+    scan = driver_scan(predicted(loader, env, tmp_path))
+    (driver,) = scan.drivers
+    read = old if version == "1.3.239" else new
+    if read is None:
+        assert real.returncode < 0, real.stdout + real.stderr  # killed by a signal
+        assert driver.outcome == icd.CRASH, driver
+        return
+    assert "vkCreateInstance -> -9" in real.stdout, real.stdout + real.stderr
+    printed = debuglog.parse(real.stderr).drivers.library_paths
+    assert printed == {str(manifest): read}, real.stderr
+    assert driver.library_path == read, driver
+    assert driver.outcome == icd.LIBRARY_MISSING, driver

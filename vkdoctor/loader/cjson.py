@@ -444,13 +444,16 @@ def print_value(node: Node, depth: int = 0) -> bytes:
     return bytes(out[:MAX_PRINTED])
 
 
-def field_text(node: Node) -> bytes:
+def field_text(node: Node, *, stripped: bool = True) -> bytes:
     """What the loader makes of a field it reads with cJSON_Print and strips of its quotes.
 
     For a string that is its (escaped) text; for any other type, the printed form minus its first
-    and last character, which is what the loader really uses.
+    and last character, which is what the loader really uses. Not `stripped` (loaders whose
+    cJSON prints strings without quotes): the printed form whole.
     """
     printed = print_value(node)
+    if not stripped and node.type != STRING:
+        return printed
     if len(printed) < 2:
         raise LoaderCrash(
             f"the value {printed.decode(errors='replace')} prints as one character; "

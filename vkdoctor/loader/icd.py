@@ -298,7 +298,7 @@ def _manifest_fields(
         return NO_LIBRARY_PATH, f"{mf.path} has no 'ICD.library_path'; skipped"
     if lib.type != cjson.STRING:
         evidence["library_path_type"] = lib.type
-    library_path = _text(cjson.field_text(lib))
+    library_path = _text(cjson.field_text(lib, stripped=loader.strips_printed_fields))
     info["library_path"] = library_path
     if not library_path:
         return EMPTY_LIBRARY_PATH, f"{mf.path}: 'ICD.library_path' is empty; skipped"

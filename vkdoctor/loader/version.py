@@ -29,6 +29,10 @@ ARRAY_LOOKUP_SAFE_FROM = (1, 3, 302)
 #: first loader that skips a driver whose file_format_version is not a string
 #: (commit 14752967, "Refactor manifest parsing to use less allocations": cJSON_GetStringValue)
 STRING_FILE_FORMAT_FROM = (1, 4, 303)
+#: first loader whose cJSON prints a string without quotes, so that a field is used as printed
+#: instead of stripped of its first and last character (commit bca23b3f, "Make cJSON not add
+#: double quotes to strings")
+PRINTED_WHOLE_FROM = (1, 3, 251)
 
 
 @record(frozen=True, kw_only=True)
@@ -97,6 +101,13 @@ class LoaderVersion:
         """A driver manifest whose file_format_version is not a string (a number) is skipped
         (loaders 1.4.303 and later); older ones print it and read the driver. Unknown: old."""
         return self.version is not None and self.version >= STRING_FILE_FORMAT_FROM
+
+    @property
+    def strips_printed_fields(self) -> bool:
+        """The loader prints a field with cJSON_Print and drops its first and last character
+        (loaders before 1.3.251): `12345` is read as `234`, a one-digit value underflows. Newer
+        ones use the printed text whole. Unknown: the old rule, whose crash is the worse case."""
+        return self.version is None or self.version < PRINTED_WHOLE_FROM
 
 
 def find_loader(ctx: Context) -> str | None:
