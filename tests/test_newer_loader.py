@@ -504,3 +504,54 @@ def test_a_non_string_library_path_is_read_whole_by_newer_loaders(
     assert printed == {str(manifest): read}, real.stderr
     assert driver.library_path == read, driver
     assert driver.outcome == icd.LIBRARY_MISSING, driver
+
+
+def _lvp_text(icd_key: str = "ICD") -> str:
+    real = json.loads(Path(LVP_MANIFEST).read_text())
+    return json.dumps({"file_format_version": "1.0.0", icd_key: real["ICD"]})
+
+
+#: (case, the driver manifest's text, each loader's outcome, each loader's vkCreateInstance
+#:  result; None: the loader crashes)
+DRIVER_LOOKUP_CASES = [
+    ("a top-level array", "[1]", {"1.3.239": None, "1.4.309": icd.NO_FILE_FORMAT}),
+    (
+        "an ICD array",
+        '{"file_format_version": "1.0.0", "ICD": [1]}',
+        {"1.3.239": None, "1.4.309": icd.NO_LIBRARY_PATH},
+    ),
+    (
+        "an icd spelled in lower case",
+        _lvp_text("icd"),
+        {"1.3.239": icd.NO_ICD, "1.4.309": icd.LOADS},
+    ),
+]
+
+
+@pytest.mark.parametrize("version", LOADERS)
+@pytest.mark.parametrize(
+    ("text", "outcomes"),
+    [c[1:] for c in DRIVER_LOOKUP_CASES],
+    ids=[c[0] for c in DRIVER_LOOKUP_CASES],
+)
+def test_driver_manifest_keys_are_looked_up_as_the_loader_does(
+    trixie, built, tmp_path, version, text, outcomes
+):
+    """1.3.239 compares keys with strcmp (case matters) and crashes looking a key up in an
+    array; 1.4.309 (from 1.4.303, cJSON updated) ignores case and finds no key in an array,
+    skipping the driver. The real loader's result and vkdoctor's outcome for the manifest."""
+    loader = _loader(version, trixie)
+    manifest = tmp_path / "icd" / "odd.json"
+    manifest.parent.mkdir()
+    manifest.write_text(text)
+    env = {**base_env(tmp_path), "VK_DRIVER_FILES": str(manifest)}
+    real = trixieloader.run(loader, [str(built["vkprobe"])], env, timeout=60)
+    (driver,) = driver_scan(predicted(loader, env, tmp_path)).drivers
+    expected = outcomes[version]
+    if expected is None:
+        assert real.returncode < 0, real.stdout + real.stderr  # killed by a signal
+        assert driver.outcome == icd.CRASH, driver
+        return
+    created = "0" if expected == icd.LOADS else "-9"
+    assert f"vkCreateInstance -> {created}" in real.stdout, real.stdout + real.stderr
+    assert driver.outcome == expected, driver

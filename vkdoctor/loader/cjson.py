@@ -286,16 +286,27 @@ def _object_key(s: bytes, i: int) -> tuple[bytes, int]:
     return k, _skip(s, i + 1)
 
 
-def get(node: Node, key: str) -> Node | None:
-    """`cJSON_GetObjectItem`: first child whose key equals `key` exactly.
+#: How the loader's cJSON_GetObjectItem finds a key (LoaderVersion.json_lookup): `strcmp` on
+#: every key, crashing on a keyless (array) element; the same, stopping at and returning the
+#: first keyless element; or ignoring case, an array having no keys.
+STRCMP = "strcmp"
+STOP_AT_KEYLESS = "stop-at-keyless"
+ANY_CASE = "any-case"
 
-    On a non-empty array the loader compares against a NULL key and crashes.
-    """
+
+def get(node: Node, key: str, lookup: str = STRCMP) -> Node | None:
+    """`cJSON_GetObjectItem`: the first child whose key is `key`, as `lookup` compares."""
     want = key.encode()
     for child in node.children:
         if child.key is None:
-            raise LoaderCrash(f"looking up '{key}' in a JSON array dereferences NULL in the loader")
-        if child.key == want:
+            if lookup == STRCMP:
+                raise LoaderCrash(
+                    f"looking up '{key}' in a JSON array dereferences NULL in the loader"
+                )
+            if lookup == STOP_AT_KEYLESS:
+                return child
+            continue
+        if child.key == want or (lookup == ANY_CASE and child.key.lower() == want.lower()):
             return child
     return None
 

@@ -261,7 +261,7 @@ def _fields(
     info["evidence"] = evidence
     outcome, reason = (
         _manifest_fields(mf, root, info, evidence, loader)
-        or _skipped_by_process(ctx, mf, root, info, portability_enumeration)
+        or _skipped_by_process(ctx, mf, root, info, loader, portability_enumeration)
         or _filtered(info, select, disable)
         or _library_state(ctx, mf, info, evidence)
     )
@@ -277,7 +277,7 @@ def _manifest_fields(
 ) -> tuple[str, str] | None:
     """file_format_version, ICD.library_path and ICD.api_version into `info`; the outcome when
     one is missing or unusable."""
-    item = cjson.get(root, "file_format_version")
+    item = cjson.get(root, "file_format_version", loader.json_lookup)
     if item is None:
         return NO_FILE_FORMAT, f"{mf.path} has no 'file_format_version'; skipped"
     if item.type != cjson.STRING and loader.file_format_version_must_be_string:
@@ -290,10 +290,10 @@ def _manifest_fields(
     ffv = parse_version(ffv_printed)
     if (ffv & 0x1FFFFFFF) >= (1 << 22 | 0 << 12 | 2):
         evidence["unknown_file_format_version"] = version_text(ffv)
-    icd = cjson.get(root, "ICD")
+    icd = cjson.get(root, "ICD", loader.json_lookup)
     if icd is None:
         return NO_ICD, f"{mf.path} has no 'ICD' object; skipped"
-    lib = cjson.get(icd, "library_path")
+    lib = cjson.get(icd, "library_path", loader.json_lookup)
     if lib is None:
         return NO_LIBRARY_PATH, f"{mf.path} has no 'ICD.library_path'; skipped"
     if lib.type != cjson.STRING:
@@ -305,7 +305,7 @@ def _manifest_fields(
     library, rule = resolve_library(mf.path, library_path)
     info["library"] = library
     info["library_rule"] = rule
-    api = cjson.get(icd, "api_version")
+    api = cjson.get(icd, "api_version", loader.json_lookup)
     if api is None:
         return NO_API_VERSION, f"{mf.path} has no 'ICD.api_version'; skipped"
     api_v = parse_version(cjson.print_value(api))
@@ -324,12 +324,13 @@ def _skipped_by_process(
     mf: ManifestFile,
     root: cjson.Node,
     info: dict[str, Any],
+    loader: LoaderVersion,
     portability_enumeration: bool,
 ) -> tuple[str, str] | None:
     """A portability driver this process does not enumerate, or a library_arch it skips."""
-    icd = cjson.get(root, "ICD")
+    icd = cjson.get(root, "ICD", loader.json_lookup)
     assert icd is not None  # _manifest_fields checked it
-    port = cjson.get(icd, "is_portability_driver")
+    port = cjson.get(icd, "is_portability_driver", loader.json_lookup)
     info["is_portability_driver"] = port is not None and port.type == cjson.TRUE
     if info["is_portability_driver"] and not portability_enumeration:
         return (
@@ -337,7 +338,7 @@ def _skipped_by_process(
             f"{mf.path} is a portability driver: enumerated only by applications that enable "
             "VK_KHR_portability_enumeration and set the portability bit",
         )
-    arch = cjson.get(icd, "library_arch")
+    arch = cjson.get(icd, "library_arch", loader.json_lookup)
     if arch is None:
         return None
     arch_text = _text(cjson.print_value(arch))

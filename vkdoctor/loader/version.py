@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from vkdoctor.loader import cjson
 from vkdoctor.loader.stdlib import final_name
 from vkdoctor.model.context import Context
 from vkdoctor.model.record import record
@@ -33,6 +34,9 @@ STRING_FILE_FORMAT_FROM = (1, 4, 303)
 #: instead of stripped of its first and last character (commit bca23b3f, "Make cJSON not add
 #: double quotes to strings")
 PRINTED_WHOLE_FROM = (1, 3, 251)
+#: first loader whose cJSON_GetObjectItem ignores the case of keys and finds no key in an array
+#: (commit b5e14e35, "Update cJSON to latest version")
+ANY_CASE_LOOKUP_FROM = (1, 4, 303)
 
 
 @record(frozen=True, kw_only=True)
@@ -108,6 +112,15 @@ class LoaderVersion:
         (loaders before 1.3.251): `12345` is read as `234`, a one-digit value underflows. Newer
         ones use the printed text whole. Unknown: the old rule, whose crash is the worse case."""
         return self.version is None or self.version < PRINTED_WHOLE_FROM
+
+    @property
+    def json_lookup(self) -> str:
+        """How the loader finds a key in a driver manifest (`cjson.get`): from 1.4.303 without
+        regard to case (`"icd"` is read), an array having no keys; 1.3.302 to 1.4.302 stop at
+        an array's first element and use it; older ones crash on an array. Unknown: old."""
+        if self.version is not None and self.version >= ANY_CASE_LOOKUP_FROM:
+            return cjson.ANY_CASE
+        return cjson.STRCMP if self.array_lookup_crashes else cjson.STOP_AT_KEYLESS
 
 
 def find_loader(ctx: Context) -> str | None:
