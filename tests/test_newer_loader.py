@@ -555,3 +555,57 @@ def test_driver_manifest_keys_are_looked_up_as_the_loader_does(
     created = "0" if expected == icd.LOADS else "-9"
     assert f"vkCreateInstance -> {created}" in real.stdout, real.stdout + real.stderr
     assert driver.outcome == expected, driver
+
+
+#: (case, the layer's odd field, what 1.3.239 reads (the layer then fails to load), the warning
+#:  1.4.309 skips the layer with)
+LAYER_STRING_CASES = [
+    ("a one-digit name", {"name": 5}, "", 'didn\'t find required layer value "name"'),
+    (
+        "a numeric library_path",
+        {"library_path": 12345},
+        "VK_LAYER_TEST_odd",
+        "is missing both library_path and component_layers",
+    ),
+]
+
+
+@pytest.mark.parametrize("version", LOADERS)
+@pytest.mark.parametrize(
+    ("fields", "old_name", "warning"),
+    [c[1:] for c in LAYER_STRING_CASES],
+    ids=[c[0] for c in LAYER_STRING_CASES],
+)
+def test_layer_fields_that_are_not_strings_by_loader_version(
+    trixie, built, tmp_path, version, fields, old_name, warning
+):
+    """An implicit layer whose name or library_path is a number: 1.3.239 prints it and strips
+    its first and last character (a one-digit name becomes "", 12345 the library "234"), so it
+    tries to load the layer and fails (the instance is still created); 1.4.309 (from 1.4.303) wants strings and skips the
+    layer with a warning. vkdoctor's active layers are the real loader's."""
+    loader = _loader(version, trixie)
+    folder = tmp_path / "data" / "vulkan" / "implicit_layer.d"
+    folder.mkdir(parents=True)
+    manifest = folder / "odd.json"
+    manifest.write_text(json.dumps({"file_format_version": "1.1.0", "layer": _odd_layer(**fields)}))
+    env = {
+        **base_env(tmp_path),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "VK_LOADER_LAYERS_DISABLE": "VK_LAYER_MESA_device_select",
+    }
+    real = trixieloader.run(
+        loader, [str(built["vkprobe"])], {**env, "VK_LOADER_DEBUG": "warn,layer"}, timeout=60
+    )
+    log = debuglog.parse(real.stderr).layers
+    scan = implicit_layer_scan(predicted(loader, env, tmp_path))
+    (odd,) = [f for f in scan.files if f.manifest == str(manifest)]
+    assert "vkCreateInstance -> 0" in real.stdout, real.stdout + real.stderr
+    if version == "1.3.239":
+        assert log.failed == [old_name], real.stderr
+        assert [(x.name, x.library_state != "ok") for x in scan.active] == [(old_name, True)]
+        if "library_path" in fields:
+            assert [x.library_path for x in scan.active] == ["234"]
+        return
+    assert warning in real.stderr and not log.failed and not log.inserted, real.stderr
+    assert not scan.active
+    assert [x.invalid is not None and "not a string" in x.invalid for x in odd.layers] == [True]

@@ -63,13 +63,16 @@ def _text(b: bytes) -> str:
     return b.decode("utf-8", "surrogateescape")
 
 
-def _item_text(node: cjson.Node | None) -> str | None:
-    """GET_JSON_ITEM: cJSON_Print minus first and last character.
+def _item_text(node: cjson.Node | None, loader: LoaderVersion) -> str | None:
+    """GET_JSON_ITEM: cJSON_Print minus first and last character (loaders before 1.3.251),
+    the printed text whole on newer ones.
 
-    A one-character value (a digit) leaves the loader reading past the text; observed: empty.
+    A one-character value (a digit) leaves the old loader reading past the text; observed: empty.
     """
     if node is None:
         return None
+    if not loader.strips_printed_fields:
+        return _text(cjson.field_text(node, stripped=False))
     printed = cjson.print_value(node)
     return _text(printed[1:-1]) if len(printed) >= 2 else ""
 
@@ -96,9 +99,18 @@ class LayerSkipped(Exception):
     """The loader skips this layer with a warning (the message)."""
 
 
-def _names(node: cjson.Node) -> tuple[str, ...]:
-    """A JSON array of names as the loader copies each (cJSON_Print minus first and last)."""
-    return tuple(_item_text(c) or "" for c in node.children)
+def _names(node: cjson.Node, loader: LoaderVersion) -> tuple[str, ...]:
+    """A JSON array of names as the loader copies each (`_item_text`)."""
+    return tuple(_item_text(c, loader) or "" for c in node.children)
+
+
+def _not_a_string(key: str, node: cjson.Node | None, loader: LoaderVersion) -> str | None:
+    """Why `loader` skips the layer for field `key`, when it wants a string and `node` is not."""
+    if node is None or node.type == cjson.STRING or not loader.layer_fields_must_be_strings:
+        return None
+    return (
+        f"'{key}' is not a string, which loader {loader.text} reads as missing: it skips the layer"
+    )
 
 
 _REQUIRED = ("name", "type", "api_version", "implementation_version", "description")
@@ -123,7 +135,11 @@ def _layer(
         )
     values: dict[str, str] = {}
     for key in _REQUIRED:
-        got = _item_text(cjson.get(node, key))
+        item = cjson.get(node, key)
+        why = _not_a_string(key, item, loader)
+        if why is not None:
+            return Layer(**base, name=values.get("name"), invalid=why)
+        got = _item_text(item, loader)
         if got is None:
             return Layer(**base, name=values.get("name"), invalid=f"required field '{key}' missing")
         values[key] = got
@@ -139,8 +155,11 @@ def _layer(
     comps = cjson.get(node, "component_layers")
     if lib is not None and comps is not None:
         return Layer(**base, invalid="has both library_path and component_layers")
+    why = _not_a_string("library_path", lib, loader)
+    if why is not None:
+        return Layer(**base, invalid=why)
     if lib is not None:
-        raw = _item_text(lib) or ""
+        raw = _item_text(lib, loader) or ""
         library, rule = resolve_library(mf.path, raw)
         base.update(library_path=raw, library=library, library_rule=rule)
         if rule == "bare":
@@ -150,13 +169,13 @@ def _layer(
         else:
             base["library_state"] = _library_state(ctx, library, node)
     elif comps is not None:
-        base["component_layers"] = _names(comps)
+        base["component_layers"] = _names(comps, loader)
     else:
         return Layer(**base, invalid="has neither library_path nor component_layers")
     if name == OVERRIDE_LAYER:
         for key in ("blacklisted_layers", "override_paths", "app_keys"):
             names = cjson.get(node, key)
-            base[key] = _names(names) if names is not None else ()
+            base[key] = _names(names, loader) if names is not None else ()
     dis = cjson.get(node, "disable_environment")
     try:
         pair = _env_pair(dis, _non_string_disable(loader, explicit)) if dis is not None else None
@@ -181,7 +200,7 @@ def _layer(
         base["enable_env"], base["enable_value"] = pair
     arch = cjson.get(node, "library_arch")
     if arch is not None:
-        arch_text = _item_text(arch) or ""
+        arch_text = _item_text(arch, loader) or ""
         base["library_arch"] = arch_text
         bits = process_bits(ctx.machine)
         if (arch_text.startswith("32") and bits != 32) or (

@@ -37,6 +37,9 @@ PRINTED_WHOLE_FROM = (1, 3, 251)
 #: first loader whose cJSON_GetObjectItem ignores the case of keys and finds no key in an array
 #: (commit b5e14e35, "Update cJSON to latest version")
 ANY_CASE_LOOKUP_FROM = (1, 4, 303)
+#: first loader that skips a layer whose name, type, versions, description or library_path is
+#: not a string (commits 87123c81, "Simplify json string copy routine", and 14752967)
+LAYER_STRINGS_FROM = (1, 4, 303)
 
 
 @record(frozen=True, kw_only=True)
@@ -121,6 +124,13 @@ class LoaderVersion:
         if self.version is not None and self.version >= ANY_CASE_LOOKUP_FROM:
             return cjson.ANY_CASE
         return cjson.STRCMP if self.array_lookup_crashes else cjson.STOP_AT_KEYLESS
+
+    @property
+    def layer_fields_must_be_strings(self) -> bool:
+        """A layer whose name, type, api_version, implementation_version, description or
+        library_path is not a string is skipped (loaders 1.4.303 and later); older ones print
+        the value and read it. Unknown: old."""
+        return self.version is not None and self.version >= LAYER_STRINGS_FROM
 
 
 def find_loader(ctx: Context) -> str | None:
