@@ -609,3 +609,35 @@ def test_layer_fields_that_are_not_strings_by_loader_version(
     assert warning in real.stderr and not log.failed and not log.inserted, real.stderr
     assert not scan.active
     assert [x.invalid is not None and "not a string" in x.invalid for x in odd.layers] == [True]
+
+
+@pytest.mark.parametrize("version", LOADERS)
+def test_layer_manifest_keys_in_another_case_by_loader_version(trixie, built, tmp_path, version):
+    """An implicit layer manifest whose keys are spelled in another case ("Layer",
+    "Library_Path", "DISABLE_ENVIRONMENT"): 1.3.239 compares keys with strcmp and finds no
+    layer; 1.4.309 (from 1.4.303) ignores case and inserts the layer. vkdoctor's active layers
+    are the real loader's."""
+    loader = _loader(version, trixie)
+    folder = tmp_path / "data" / "vulkan" / "implicit_layer.d"
+    manifest = write_layer(folder, "case", built["pass"])
+    text = manifest.read_text()
+    for key in ('"layer"', '"library_path"', '"disable_environment"'):
+        assert key in text
+    manifest.write_text(
+        text.replace('"layer"', '"Layer"')
+        .replace('"library_path"', '"Library_Path"')
+        .replace('"disable_environment"', '"DISABLE_ENVIRONMENT"')
+    )
+    env = {
+        **base_env(tmp_path),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "VK_LOADER_LAYERS_DISABLE": "VK_LAYER_MESA_device_select",
+    }
+    real = trixieloader.run(
+        loader, [str(built["vkprobe"])], {**env, "VK_LOADER_DEBUG": "layer"}, timeout=60
+    )
+    assert "vkCreateInstance -> 0" in real.stdout, real.stdout + real.stderr
+    expected = {"VK_LAYER_TEST_case": str(built["pass"])} if version == "1.4.309" else {}
+    assert debuglog.parse(real.stderr).layers.inserted == expected, real.stderr
+    scan = implicit_layer_scan(predicted(loader, env, tmp_path))
+    assert {x.name: x.library for x in scan.active} == expected

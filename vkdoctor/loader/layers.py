@@ -135,7 +135,7 @@ def _layer(
         )
     values: dict[str, str] = {}
     for key in _REQUIRED:
-        item = cjson.get(node, key)
+        item = cjson.get(node, key, loader.json_lookup)
         why = _not_a_string(key, item, loader)
         if why is not None:
             return Layer(**base, name=values.get("name"), invalid=why)
@@ -151,8 +151,8 @@ def _layer(
         return Layer(**base, invalid="type DEVICE: device layers are no longer supported")
     if values["type"] not in ("INSTANCE", "GLOBAL"):
         return Layer(**base, invalid=f"type {values['type']!r} is not INSTANCE or GLOBAL")
-    lib = cjson.get(node, "library_path")
-    comps = cjson.get(node, "component_layers")
+    lib = cjson.get(node, "library_path", loader.json_lookup)
+    comps = cjson.get(node, "component_layers", loader.json_lookup)
     if lib is not None and comps is not None:
         return Layer(**base, invalid="has both library_path and component_layers")
     why = _not_a_string("library_path", lib, loader)
@@ -165,18 +165,18 @@ def _layer(
         if rule == "bare":
             found = find_bare(ctx, library)
             base["library_found"] = found
-            base["library_state"] = _library_state(ctx, found, node) if found else "unknown"
+            base["library_state"] = _library_state(ctx, found, node, loader) if found else "unknown"
         else:
-            base["library_state"] = _library_state(ctx, library, node)
+            base["library_state"] = _library_state(ctx, library, node, loader)
     elif comps is not None:
         base["component_layers"] = _names(comps, loader)
     else:
         return Layer(**base, invalid="has neither library_path nor component_layers")
     if name == OVERRIDE_LAYER:
         for key in ("blacklisted_layers", "override_paths", "app_keys"):
-            names = cjson.get(node, key)
+            names = cjson.get(node, key, loader.json_lookup)
             base[key] = _names(names, loader) if names is not None else ()
-    dis = cjson.get(node, "disable_environment")
+    dis = cjson.get(node, "disable_environment", loader.json_lookup)
     try:
         pair = _env_pair(dis, _non_string_disable(loader, explicit)) if dis is not None else None
     except LayerSkipped as exc:
@@ -194,11 +194,11 @@ def _layer(
             invalid=f"api_version {values['api_version']} has a non-zero variant ({variant}); "
             "the loader skips the layer",
         )
-    ena = cjson.get(node, "enable_environment")
+    ena = cjson.get(node, "enable_environment", loader.json_lookup)
     pair = _env_pair(ena) if ena is not None else None
     if pair is not None:
         base["enable_env"], base["enable_value"] = pair
-    arch = cjson.get(node, "library_arch")
+    arch = cjson.get(node, "library_arch", loader.json_lookup)
     if arch is not None:
         arch_text = _item_text(arch, loader) or ""
         base["library_arch"] = arch_text
@@ -229,11 +229,11 @@ def _non_string_disable(loader: LoaderVersion, explicit: bool) -> str | None:
 _ENTRY_POINTS = ("vkNegotiateLoaderLayerInterfaceVersion", "vkGetInstanceProcAddr")
 
 
-def _library_state(ctx: Context, path: str, node: cjson.Node) -> str:
+def _library_state(ctx: Context, path: str, node: cjson.Node, loader: LoaderVersion) -> str:
     """inspect_library's state; "no-entry-point" for a library that opens but exports neither
     entry point, which the loader skips like one that does not open."""
     state = inspect_library(ctx, path).state
-    if state != "ok" or cjson.get(node, "functions") is not None:
+    if state != "ok" or cjson.get(node, "functions", loader.json_lookup) is not None:
         return state
     table = symbol_table(ctx, path)
     if table.error is None and not any(table.defines(n) for n in _ENTRY_POINTS):
@@ -372,18 +372,18 @@ def _layers_of(
 ) -> LayerFile:
     if root.type != cjson.OBJECT:
         return LayerFile(**base, outcome=FILE_NOT_OBJECT, reason="top level is not a JSON object")
-    ffv = cjson.get(root, "file_format_version")
+    ffv = cjson.get(root, "file_format_version", loader.json_lookup)
     if ffv is None:
         return LayerFile(**base, outcome=FILE_NO_FILE_FORMAT, reason="no 'file_format_version'")
     printed = cjson.print_value(ffv)
     base["file_format_version"] = _text(ffv.string if ffv.type == cjson.STRING else printed)
     version = version_triple(parse_version(printed))
-    layers_node = cjson.get(root, "layers")
+    layers_node = cjson.get(root, "layers", loader.json_lookup)
     nodes: list[cjson.Node]
     if layers_node is not None:
         nodes = list(layers_node.children)
     else:
-        layer_node = cjson.get(root, "layer")
+        layer_node = cjson.get(root, "layer", loader.json_lookup)
         if layer_node is None:
             return LayerFile(**base, outcome=FILE_NO_LAYER, reason="no 'layer' or 'layers'")
         # the loader walks from "layer" through every later key of the top-level object

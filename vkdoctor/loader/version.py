@@ -118,7 +118,7 @@ class LoaderVersion:
 
     @property
     def json_lookup(self) -> str:
-        """How the loader finds a key in a driver manifest (`cjson.get`): from 1.4.303 without
+        """How the loader finds a key in a manifest (`cjson.get`): from 1.4.303 without
         regard to case (`"icd"` is read), an array having no keys; 1.3.302 to 1.4.302 stop at
         an array's first element and use it; older ones crash on an array. Unknown: old."""
         if self.version is not None and self.version >= ANY_CASE_LOOKUP_FROM:
