@@ -5,6 +5,8 @@ Found on the driver search list with the implicit_layer.d suffix (no variable ch
 loader_implicit_layer_is_enabled: enable_environment must equal its value exactly,
 VK_LOADER_LAYERS_ENABLE / _DISABLE (name globs, ~all~, ~implicit~) force on or off, and a
 disable_environment variable that is defined at all (even empty) turns the layer off.
+The rules that changed in later loaders (key lookup, field types and printing, the search
+variables) follow the loader that runs (`LoaderVersion`).
 """
 
 from __future__ import annotations
