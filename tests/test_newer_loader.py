@@ -19,7 +19,8 @@ import trixieloader
 from conftest import REPO, clean_env, validate_report
 from trixieloader import TrixieLoader
 
-from vkdoctor.loader import debuglog
+from vkdoctor.loader import debuglog, icd
+from vkdoctor.loader.icd import driver_scan
 from vkdoctor.loader.layers import explicit_layer_scan, implicit_layer_scan
 from vkdoctor.model.context import Context
 
@@ -343,3 +344,300 @@ def test_of_two_implicit_layers_with_one_name_the_loader_version_picks(
     assert debuglog.parse(real.stderr).layers.inserted == {"VK_LAYER_TEST_dup": winner}, real.stderr
     scan = implicit_layer_scan(predicted(loader, env, tmp_path))
     assert {x.name: x.library for x in scan.active} == {"VK_LAYER_TEST_dup": winner}
+
+
+def _triple(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in version.split("."))
+
+
+def _odd_layer(**fields: Any) -> dict[str, Any]:
+    layer = {
+        "name": "VK_LAYER_TEST_odd",
+        "type": "GLOBAL",
+        "library_path": "/nonexistent/libodd.so",
+        "api_version": "1.3.0",
+        "implementation_version": "1",
+        "description": "odd",
+        "disable_environment": {"DISABLE_ODD": "1"},
+    }
+    return {**layer, **fields}
+
+
+#: (case, the "layer" value, implicit or explicit, the first loader that skips the layer instead
+#:  of crashing (None: no loader crashes), the warning that loader prints when it skips it)
+CRASH_OR_SKIP_CASES = [
+    ("an array layer", [1], "implicit", "1.3.302", 'didn\'t find required layer value "name"'),
+    ("an array layer, explicit", [1], "explicit", "1.3.302", None),
+    (
+        "a numeric disable value",
+        _odd_layer(disable_environment={"DISABLE_ODD": 1}),
+        "implicit",
+        "1.3.251",
+        "doesn't contain required child value in object disable_environment",
+    ),
+    (
+        "a numeric disable value, explicit (never read)",
+        _odd_layer(disable_environment={"DISABLE_ODD": 1}),
+        "explicit",
+        None,
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize("version", LOADERS)
+@pytest.mark.parametrize(
+    ("layer", "kind", "skips_from", "warning"),
+    [c[1:] for c in CRASH_OR_SKIP_CASES],
+    ids=[c[0] for c in CRASH_OR_SKIP_CASES],
+)
+def test_a_layer_manifest_that_crashes_older_loaders_is_skipped_by_newer_ones(
+    trixie, built, tmp_path, version, layer, kind, skips_from, warning
+):
+    """Layer fields of the wrong type that 1.3.239 crashes on (every Vulkan program dies) and
+    1.4.309 skips the layer for, with a warning; vkdoctor's prediction and `vkdoctor check`'s
+    verdict follow the loader that runs (a failure naming the manifest, or a pass)."""
+    loader = _loader(version, trixie)
+    folder = tmp_path / "data" / "vulkan" / f"{kind}_layer.d"
+    folder.mkdir(parents=True)
+    manifest = folder / "odd.json"
+    manifest.write_text(json.dumps({"file_format_version": "1.1.0", "layer": layer}))
+    env = {**base_env(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data")}
+    real = trixieloader.run(
+        loader, [str(built["vkprobe"])], {**env, "VK_LOADER_DEBUG": "warn,layer"}, timeout=60
+    )
+    crashes = skips_from is not None and _triple(version) < _triple(skips_from)
+    scan = (explicit_layer_scan if kind == "explicit" else implicit_layer_scan)(
+        predicted(loader, env, tmp_path)
+    )
+    (odd,) = [f for f in scan.files if f.manifest == str(manifest)]
+    if crashes:
+        assert real.returncode < 0, real.stdout + real.stderr  # killed by a signal
+        assert odd.outcome == "loader-crash", odd
+    else:
+        assert "vkCreateInstance -> 0" in real.stdout, real.stdout + real.stderr
+        assert "VK_LAYER_TEST_odd" not in debuglog.parse(real.stderr).layers.inserted
+        if warning is not None and kind == "implicit":
+            assert f"{warning}" in real.stderr, real.stderr
+        assert odd.outcome == "ok", odd
+        assert not [x for x in odd.layers if x.active]
+        if kind == "implicit":
+            assert [x.invalid is not None for x in odd.layers] == [True]
+    proc, doc = check(loader, ["--cpu", "--select", "VKI002,VKI004"], env)
+    failed = [f for f in doc["findings"] if f["severity"] == "fail"]
+    if crashes:
+        assert proc.returncode == 1 and failed, doc["findings"]
+        assert str(manifest) in failed[0]["title"] + failed[0]["message"]
+    else:
+        assert proc.returncode == 0 and not failed, [(f["code"], f["title"]) for f in failed]
+
+
+@pytest.mark.parametrize("version", LOADERS)
+def test_a_numeric_file_format_version_skips_the_driver_on_newer_loaders(
+    trixie, built, tmp_path, version
+):
+    """lavapipe's manifest with `"file_format_version": 1` as the only driver: 1.3.239 prints
+    the number and loads lavapipe; 1.4.309 (from 1.4.303) wants a string and skips the driver,
+    so vkCreateInstance finds none. vkdoctor's prediction and verdict follow the loader."""
+    loader = _loader(version, trixie)
+    real_manifest = json.loads(Path(LVP_MANIFEST).read_text())
+    manifest = tmp_path / "icd" / "lvp_number.json"
+    manifest.parent.mkdir()
+    manifest.write_text(json.dumps({**real_manifest, "file_format_version": 1}))
+    env = {**base_env(tmp_path), "VK_DRIVER_FILES": str(manifest)}
+    real = trixieloader.run(loader, [str(built["vkprobe"])], env, timeout=60)
+    skips = version == "1.4.309"
+    assert ("vkCreateInstance -> -9" if skips else "vkCreateInstance -> 0") in real.stdout, (
+        real.stdout + real.stderr
+    )
+    scan = driver_scan(predicted(loader, env, tmp_path))
+    assert [d.outcome for d in scan.drivers] == [icd.NO_FILE_FORMAT if skips else icd.LOADS], (
+        scan.drivers
+    )
+    proc, doc = check(loader, ["--cpu"], env)
+    failed = [f for f in doc["findings"] if f["severity"] == "fail"]
+    if skips:
+        assert proc.returncode == 1 and failed
+        assert any(str(manifest) in f["message"] for f in failed), failed
+    else:
+        assert proc.returncode == 0, [(f["code"], f["title"]) for f in failed]
+
+
+#: (a non-string ICD.library_path, what 1.3.239 reads (None: it crashes), what 1.4.309 reads)
+LIBRARY_PATH_CASES = [
+    ("12345", "234", "12345"),
+    ("true", "ru", "true"),
+    ("5", None, "5"),
+]
+
+
+@pytest.mark.parametrize("version", LOADERS)
+@pytest.mark.parametrize(("value", "old", "new"), LIBRARY_PATH_CASES)
+def test_a_non_string_library_path_is_read_whole_by_newer_loaders(
+    trixie, built, tmp_path, version, value, old, new
+):
+    """A driver manifest whose library_path is a number or `true`: 1.3.239 prints it and drops
+    its first and last character (a one-digit number underflows: every Vulkan program crashes);
+    1.4.309 (from 1.3.251) uses the printed text whole. The library searched for, as the real
+    loader's log prints it, is the one vkdoctor predicts."""
+    loader = _loader(version, trixie)
+    manifest = tmp_path / "icd" / "odd.json"
+    manifest.parent.mkdir()
+    manifest.write_text(
+        '{"file_format_version": "1.0.0", "ICD": {"library_path": '
+        + value
+        + ', "api_version": "1.3.0"}}'
+    )
+    env = {**base_env(tmp_path), "VK_DRIVER_FILES": str(manifest)}
+    real = trixieloader.run(
+        loader, [str(built["vkprobe"])], {**env, "VK_LOADER_DEBUG": "driver"}, timeout=60
+    )
+    scan = driver_scan(predicted(loader, env, tmp_path))
+    (driver,) = scan.drivers
+    read = old if version == "1.3.239" else new
+    if read is None:
+        assert real.returncode < 0, real.stdout + real.stderr  # killed by a signal
+        assert driver.outcome == icd.CRASH, driver
+        return
+    assert "vkCreateInstance -> -9" in real.stdout, real.stdout + real.stderr
+    printed = debuglog.parse(real.stderr).drivers.library_paths
+    assert printed == {str(manifest): read}, real.stderr
+    assert driver.library_path == read, driver
+    assert driver.outcome == icd.LIBRARY_MISSING, driver
+
+
+def _lvp_text(icd_key: str = "ICD") -> str:
+    real = json.loads(Path(LVP_MANIFEST).read_text())
+    return json.dumps({"file_format_version": "1.0.0", icd_key: real["ICD"]})
+
+
+#: (case, the driver manifest's text, each loader's outcome, each loader's vkCreateInstance
+#:  result; None: the loader crashes)
+DRIVER_LOOKUP_CASES = [
+    ("a top-level array", "[1]", {"1.3.239": None, "1.4.309": icd.NO_FILE_FORMAT}),
+    (
+        "an ICD array",
+        '{"file_format_version": "1.0.0", "ICD": [1]}',
+        {"1.3.239": None, "1.4.309": icd.NO_LIBRARY_PATH},
+    ),
+    (
+        "an icd spelled in lower case",
+        _lvp_text("icd"),
+        {"1.3.239": icd.NO_ICD, "1.4.309": icd.LOADS},
+    ),
+]
+
+
+@pytest.mark.parametrize("version", LOADERS)
+@pytest.mark.parametrize(
+    ("text", "outcomes"),
+    [c[1:] for c in DRIVER_LOOKUP_CASES],
+    ids=[c[0] for c in DRIVER_LOOKUP_CASES],
+)
+def test_driver_manifest_keys_are_looked_up_as_the_loader_does(
+    trixie, built, tmp_path, version, text, outcomes
+):
+    """1.3.239 compares keys with strcmp (case matters) and crashes looking a key up in an
+    array; 1.4.309 (from 1.4.303, cJSON updated) ignores case and finds no key in an array,
+    skipping the driver. The real loader's result and vkdoctor's outcome for the manifest."""
+    loader = _loader(version, trixie)
+    manifest = tmp_path / "icd" / "odd.json"
+    manifest.parent.mkdir()
+    manifest.write_text(text)
+    env = {**base_env(tmp_path), "VK_DRIVER_FILES": str(manifest)}
+    real = trixieloader.run(loader, [str(built["vkprobe"])], env, timeout=60)
+    (driver,) = driver_scan(predicted(loader, env, tmp_path)).drivers
+    expected = outcomes[version]
+    if expected is None:
+        assert real.returncode < 0, real.stdout + real.stderr  # killed by a signal
+        assert driver.outcome == icd.CRASH, driver
+        return
+    created = "0" if expected == icd.LOADS else "-9"
+    assert f"vkCreateInstance -> {created}" in real.stdout, real.stdout + real.stderr
+    assert driver.outcome == expected, driver
+
+
+#: (case, the layer's odd field, what 1.3.239 reads (the layer then fails to load), the warning
+#:  1.4.309 skips the layer with)
+LAYER_STRING_CASES = [
+    ("a one-digit name", {"name": 5}, "", 'didn\'t find required layer value "name"'),
+    (
+        "a numeric library_path",
+        {"library_path": 12345},
+        "VK_LAYER_TEST_odd",
+        "is missing both library_path and component_layers",
+    ),
+]
+
+
+@pytest.mark.parametrize("version", LOADERS)
+@pytest.mark.parametrize(
+    ("fields", "old_name", "warning"),
+    [c[1:] for c in LAYER_STRING_CASES],
+    ids=[c[0] for c in LAYER_STRING_CASES],
+)
+def test_layer_fields_that_are_not_strings_by_loader_version(
+    trixie, built, tmp_path, version, fields, old_name, warning
+):
+    """An implicit layer whose name or library_path is a number: 1.3.239 prints it and strips
+    its first and last character (a one-digit name becomes "", 12345 the library "234"), so it
+    tries to load the layer and fails (the instance is still created); 1.4.309 (from 1.4.303) wants strings and skips the
+    layer with a warning. vkdoctor's active layers are the real loader's."""
+    loader = _loader(version, trixie)
+    folder = tmp_path / "data" / "vulkan" / "implicit_layer.d"
+    folder.mkdir(parents=True)
+    manifest = folder / "odd.json"
+    manifest.write_text(json.dumps({"file_format_version": "1.1.0", "layer": _odd_layer(**fields)}))
+    env = {
+        **base_env(tmp_path),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "VK_LOADER_LAYERS_DISABLE": "VK_LAYER_MESA_device_select",
+    }
+    real = trixieloader.run(
+        loader, [str(built["vkprobe"])], {**env, "VK_LOADER_DEBUG": "warn,layer"}, timeout=60
+    )
+    log = debuglog.parse(real.stderr).layers
+    scan = implicit_layer_scan(predicted(loader, env, tmp_path))
+    (odd,) = [f for f in scan.files if f.manifest == str(manifest)]
+    assert "vkCreateInstance -> 0" in real.stdout, real.stdout + real.stderr
+    if version == "1.3.239":
+        assert log.failed == [old_name], real.stderr
+        assert [(x.name, x.library_state != "ok") for x in scan.active] == [(old_name, True)]
+        if "library_path" in fields:
+            assert [x.library_path for x in scan.active] == ["234"]
+        return
+    assert warning in real.stderr and not log.failed and not log.inserted, real.stderr
+    assert not scan.active
+    assert [x.invalid is not None and "not a string" in x.invalid for x in odd.layers] == [True]
+
+
+@pytest.mark.parametrize("version", LOADERS)
+def test_layer_manifest_keys_in_another_case_by_loader_version(trixie, built, tmp_path, version):
+    """An implicit layer manifest whose keys are spelled in another case ("Layer",
+    "Library_Path", "DISABLE_ENVIRONMENT"): 1.3.239 compares keys with strcmp and finds no
+    layer; 1.4.309 (from 1.4.303) ignores case and inserts the layer. vkdoctor's active layers
+    are the real loader's."""
+    loader = _loader(version, trixie)
+    folder = tmp_path / "data" / "vulkan" / "implicit_layer.d"
+    manifest = write_layer(folder, "case", built["pass"])
+    text = manifest.read_text()
+    for key in ('"layer"', '"library_path"', '"disable_environment"'):
+        assert key in text
+    manifest.write_text(
+        text.replace('"layer"', '"Layer"')
+        .replace('"library_path"', '"Library_Path"')
+        .replace('"disable_environment"', '"DISABLE_ENVIRONMENT"')
+    )
+    env = {
+        **base_env(tmp_path),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "VK_LOADER_LAYERS_DISABLE": "VK_LAYER_MESA_device_select",
+    }
+    real = trixieloader.run(
+        loader, [str(built["vkprobe"])], {**env, "VK_LOADER_DEBUG": "layer"}, timeout=60
+    )
+    assert "vkCreateInstance -> 0" in real.stdout, real.stdout + real.stderr
+    expected = {"VK_LAYER_TEST_case": str(built["pass"])} if version == "1.4.309" else {}
+    assert debuglog.parse(real.stderr).layers.inserted == expected, real.stderr
+    scan = implicit_layer_scan(predicted(loader, env, tmp_path))
+    assert {x.name: x.library for x in scan.active} == expected

@@ -286,16 +286,27 @@ def _object_key(s: bytes, i: int) -> tuple[bytes, int]:
     return k, _skip(s, i + 1)
 
 
-def get(node: Node, key: str) -> Node | None:
-    """`cJSON_GetObjectItem`: first child whose key equals `key` exactly.
+#: How the loader's cJSON_GetObjectItem finds a key (LoaderVersion.json_lookup): `strcmp` on
+#: every key, crashing on a keyless (array) element; the same, stopping at and returning the
+#: first keyless element; or ignoring case, an array having no keys.
+STRCMP = "strcmp"
+STOP_AT_KEYLESS = "stop-at-keyless"
+ANY_CASE = "any-case"
 
-    On a non-empty array the loader compares against a NULL key and crashes.
-    """
+
+def get(node: Node, key: str, lookup: str = STRCMP) -> Node | None:
+    """`cJSON_GetObjectItem`: the first child whose key is `key`, as `lookup` compares."""
     want = key.encode()
     for child in node.children:
         if child.key is None:
-            raise LoaderCrash(f"looking up '{key}' in a JSON array dereferences NULL in the loader")
-        if child.key == want:
+            if lookup == STRCMP:
+                raise LoaderCrash(
+                    f"looking up '{key}' in a JSON array dereferences NULL in the loader"
+                )
+            if lookup == STOP_AT_KEYLESS:
+                return child
+            continue
+        if child.key == want or (lookup == ANY_CASE and child.key.lower() == want.lower()):
             return child
     return None
 
@@ -444,13 +455,16 @@ def print_value(node: Node, depth: int = 0) -> bytes:
     return bytes(out[:MAX_PRINTED])
 
 
-def field_text(node: Node) -> bytes:
+def field_text(node: Node, *, stripped: bool = True) -> bytes:
     """What the loader makes of a field it reads with cJSON_Print and strips of its quotes.
 
     For a string that is its (escaped) text; for any other type, the printed form minus its first
-    and last character, which is what the loader really uses.
+    and last character, which is what the loader really uses. Not `stripped` (loaders whose
+    cJSON prints strings without quotes): the printed form whole.
     """
     printed = print_value(node)
+    if not stripped and node.type != STRING:
+        return printed
     if len(printed) < 2:
         raise LoaderCrash(
             f"the value {printed.decode(errors='replace')} prints as one character; "

@@ -227,7 +227,9 @@ def _analyse(
             why = f"{mf.path} is not valid JSON ({exc}); loader {loader.text} skips it"
         return out(JSON_ERROR, why, evidence=evidence)
     try:
-        return _fields(ctx, mf, root, base, evidence, select, disable, portability_enumeration)
+        return _fields(
+            ctx, mf, root, base, evidence, loader, select, disable, portability_enumeration
+        )
     except cjson.LoaderHang as exc:
         return out(
             CRASH,
@@ -248,6 +250,7 @@ def _fields(
     root: cjson.Node,
     base: dict[str, Any],
     evidence: dict[str, Any],
+    loader: LoaderVersion,
     select: Filter,
     disable: Filter,
     portability_enumeration: bool,
@@ -257,8 +260,8 @@ def _fields(
     info: dict[str, Any] = dict(base)
     info["evidence"] = evidence
     outcome, reason = (
-        _manifest_fields(mf, root, info, evidence)
-        or _skipped_by_process(ctx, mf, root, info, portability_enumeration)
+        _manifest_fields(mf, root, info, evidence, loader)
+        or _skipped_by_process(ctx, mf, root, info, loader, portability_enumeration)
         or _filtered(info, select, disable)
         or _library_state(ctx, mf, info, evidence)
     )
@@ -266,34 +269,43 @@ def _fields(
 
 
 def _manifest_fields(
-    mf: ManifestFile, root: cjson.Node, info: dict[str, Any], evidence: dict[str, Any]
+    mf: ManifestFile,
+    root: cjson.Node,
+    info: dict[str, Any],
+    evidence: dict[str, Any],
+    loader: LoaderVersion,
 ) -> tuple[str, str] | None:
     """file_format_version, ICD.library_path and ICD.api_version into `info`; the outcome when
     one is missing or unusable."""
-    item = cjson.get(root, "file_format_version")
+    item = cjson.get(root, "file_format_version", loader.json_lookup)
     if item is None:
         return NO_FILE_FORMAT, f"{mf.path} has no 'file_format_version'; skipped"
+    if item.type != cjson.STRING and loader.file_format_version_must_be_string:
+        return (
+            NO_FILE_FORMAT,
+            f"{mf.path}: 'file_format_version' is not a string; loader {loader.text} skips it",
+        )
     ffv_printed = cjson.print_value(item)
     info["file_format_version"] = _text(item.string if item.type == cjson.STRING else ffv_printed)
     ffv = parse_version(ffv_printed)
     if (ffv & 0x1FFFFFFF) >= (1 << 22 | 0 << 12 | 2):
         evidence["unknown_file_format_version"] = version_text(ffv)
-    icd = cjson.get(root, "ICD")
+    icd = cjson.get(root, "ICD", loader.json_lookup)
     if icd is None:
         return NO_ICD, f"{mf.path} has no 'ICD' object; skipped"
-    lib = cjson.get(icd, "library_path")
+    lib = cjson.get(icd, "library_path", loader.json_lookup)
     if lib is None:
         return NO_LIBRARY_PATH, f"{mf.path} has no 'ICD.library_path'; skipped"
     if lib.type != cjson.STRING:
         evidence["library_path_type"] = lib.type
-    library_path = _text(cjson.field_text(lib))
+    library_path = _text(cjson.field_text(lib, stripped=loader.strips_printed_fields))
     info["library_path"] = library_path
     if not library_path:
         return EMPTY_LIBRARY_PATH, f"{mf.path}: 'ICD.library_path' is empty; skipped"
     library, rule = resolve_library(mf.path, library_path)
     info["library"] = library
     info["library_rule"] = rule
-    api = cjson.get(icd, "api_version")
+    api = cjson.get(icd, "api_version", loader.json_lookup)
     if api is None:
         return NO_API_VERSION, f"{mf.path} has no 'ICD.api_version'; skipped"
     api_v = parse_version(cjson.print_value(api))
@@ -312,12 +324,13 @@ def _skipped_by_process(
     mf: ManifestFile,
     root: cjson.Node,
     info: dict[str, Any],
+    loader: LoaderVersion,
     portability_enumeration: bool,
 ) -> tuple[str, str] | None:
     """A portability driver this process does not enumerate, or a library_arch it skips."""
-    icd = cjson.get(root, "ICD")
+    icd = cjson.get(root, "ICD", loader.json_lookup)
     assert icd is not None  # _manifest_fields checked it
-    port = cjson.get(icd, "is_portability_driver")
+    port = cjson.get(icd, "is_portability_driver", loader.json_lookup)
     info["is_portability_driver"] = port is not None and port.type == cjson.TRUE
     if info["is_portability_driver"] and not portability_enumeration:
         return (
@@ -325,7 +338,7 @@ def _skipped_by_process(
             f"{mf.path} is a portability driver: enumerated only by applications that enable "
             "VK_KHR_portability_enumeration and set the portability bit",
         )
-    arch = cjson.get(icd, "library_arch")
+    arch = cjson.get(icd, "library_arch", loader.json_lookup)
     if arch is None:
         return None
     arch_text = _text(cjson.print_value(arch))

@@ -5,6 +5,8 @@ Found on the driver search list with the implicit_layer.d suffix (no variable ch
 loader_implicit_layer_is_enabled: enable_environment must equal its value exactly,
 VK_LOADER_LAYERS_ENABLE / _DISABLE (name globs, ~all~, ~implicit~) force on or off, and a
 disable_environment variable that is defined at all (even empty) turns the layer off.
+The rules that changed in later loaders (key lookup, field types and printing, the search
+variables) follow the loader that runs (`LoaderVersion`).
 """
 
 from __future__ import annotations
@@ -63,22 +65,31 @@ def _text(b: bytes) -> str:
     return b.decode("utf-8", "surrogateescape")
 
 
-def _item_text(node: cjson.Node | None) -> str | None:
-    """GET_JSON_ITEM: cJSON_Print minus first and last character.
+def _item_text(node: cjson.Node | None, loader: LoaderVersion) -> str | None:
+    """GET_JSON_ITEM: cJSON_Print minus first and last character (loaders before 1.3.251),
+    the printed text whole on newer ones.
 
-    A one-character value (a digit) leaves the loader reading past the text; observed: empty.
+    A one-character value (a digit) leaves the old loader reading past the text; observed: empty.
     """
     if node is None:
         return None
+    if not loader.strips_printed_fields:
+        return _text(cjson.field_text(node, stripped=False))
     printed = cjson.print_value(node)
     return _text(printed[1:-1]) if len(printed) >= 2 else ""
 
 
-def _env_pair(node: cjson.Node) -> tuple[str, str] | None:
-    """The first key/value of an enable/disable_environment object, as the loader copies it."""
+def _env_pair(node: cjson.Node, non_string: str | None = None) -> tuple[str, str] | None:
+    """The first key/value of an enable/disable_environment object, as the loader copies it.
+
+    A value that is not a string: `non_string` is the loader's message when it skips the
+    layer (LayerSkipped), None when it copies the value from NULL (LoaderCrash).
+    """
     if not node.children or node.children[0].key is None:
         return None
     first = node.children[0]
+    if first.type != cjson.STRING and non_string is not None:
+        raise LayerSkipped(non_string)
     if first.type != cjson.STRING:
         raise cjson.LoaderCrash(
             f"the value of {_text(first.key or b'')!r} is not a string; the loader copies from NULL"
@@ -86,9 +97,22 @@ def _env_pair(node: cjson.Node) -> tuple[str, str] | None:
     return _text(first.key or b""), _text(first.string)
 
 
-def _names(node: cjson.Node) -> tuple[str, ...]:
-    """A JSON array of names as the loader copies each (cJSON_Print minus first and last)."""
-    return tuple(_item_text(c) or "" for c in node.children)
+class LayerSkipped(Exception):
+    """The loader skips this layer with a warning (the message)."""
+
+
+def _names(node: cjson.Node, loader: LoaderVersion) -> tuple[str, ...]:
+    """A JSON array of names as the loader copies each (`_item_text`)."""
+    return tuple(_item_text(c, loader) or "" for c in node.children)
+
+
+def _not_a_string(key: str, node: cjson.Node | None, loader: LoaderVersion) -> str | None:
+    """Why `loader` skips the layer for field `key`, when it wants a string and `node` is not."""
+    if node is None or node.type == cjson.STRING or not loader.layer_fields_must_be_strings:
+        return None
+    return (
+        f"'{key}' is not a string, which loader {loader.text} reads as missing: it skips the layer"
+    )
 
 
 _REQUIRED = ("name", "type", "api_version", "implementation_version", "description")
@@ -100,12 +124,24 @@ def _layer(
     node: cjson.Node,
     enable: Filter,
     disable: Filter,
+    loader: LoaderVersion,
     explicit: bool = False,
 ) -> Layer:
     base: dict[str, Any] = {"manifest": mf.path, "origin": mf.origin}
+    if node.type == cjson.ARRAY and node.children and not loader.array_lookup_crashes:
+        return Layer(
+            **base,
+            name=None,
+            invalid=f"'layer' is an array, not an object: loader {loader.text} finds no 'name' "
+            "in it and skips it",
+        )
     values: dict[str, str] = {}
     for key in _REQUIRED:
-        got = _item_text(cjson.get(node, key))
+        item = cjson.get(node, key, loader.json_lookup)
+        why = _not_a_string(key, item, loader)
+        if why is not None:
+            return Layer(**base, name=values.get("name"), invalid=why)
+        got = _item_text(item, loader)
         if got is None:
             return Layer(**base, name=values.get("name"), invalid=f"required field '{key}' missing")
         values[key] = got
@@ -117,30 +153,38 @@ def _layer(
         return Layer(**base, invalid="type DEVICE: device layers are no longer supported")
     if values["type"] not in ("INSTANCE", "GLOBAL"):
         return Layer(**base, invalid=f"type {values['type']!r} is not INSTANCE or GLOBAL")
-    lib = cjson.get(node, "library_path")
-    comps = cjson.get(node, "component_layers")
+    lib = cjson.get(node, "library_path", loader.json_lookup)
+    comps = cjson.get(node, "component_layers", loader.json_lookup)
     if lib is not None and comps is not None:
         return Layer(**base, invalid="has both library_path and component_layers")
+    why = _not_a_string("library_path", lib, loader)
+    if why is not None:
+        return Layer(**base, invalid=why)
     if lib is not None:
-        raw = _item_text(lib) or ""
+        raw = _item_text(lib, loader) or ""
         library, rule = resolve_library(mf.path, raw)
         base.update(library_path=raw, library=library, library_rule=rule)
         if rule == "bare":
             found = find_bare(ctx, library)
             base["library_found"] = found
-            base["library_state"] = _library_state(ctx, found, node) if found else "unknown"
+            base["library_state"] = _library_state(ctx, found, node, loader) if found else "unknown"
         else:
-            base["library_state"] = _library_state(ctx, library, node)
+            base["library_state"] = _library_state(ctx, library, node, loader)
     elif comps is not None:
-        base["component_layers"] = _names(comps)
+        base["component_layers"] = _names(comps, loader)
     else:
         return Layer(**base, invalid="has neither library_path nor component_layers")
     if name == OVERRIDE_LAYER:
         for key in ("blacklisted_layers", "override_paths", "app_keys"):
-            names = cjson.get(node, key)
-            base[key] = _names(names) if names is not None else ()
-    dis = cjson.get(node, "disable_environment")
-    pair = _env_pair(dis) if dis is not None else None
+            names = cjson.get(node, key, loader.json_lookup)
+            base[key] = _names(names, loader) if names is not None else ()
+    dis = cjson.get(node, "disable_environment", loader.json_lookup)
+    try:
+        pair = _env_pair(dis, _non_string_disable(loader, explicit)) if dis is not None else None
+    except LayerSkipped as exc:
+        if not explicit:
+            return Layer(**base, invalid=str(exc))
+        pair = None
     if pair is None and not explicit:
         return Layer(**base, invalid="required 'disable_environment' missing or empty")
     if pair is not None:
@@ -152,13 +196,13 @@ def _layer(
             invalid=f"api_version {values['api_version']} has a non-zero variant ({variant}); "
             "the loader skips the layer",
         )
-    ena = cjson.get(node, "enable_environment")
+    ena = cjson.get(node, "enable_environment", loader.json_lookup)
     pair = _env_pair(ena) if ena is not None else None
     if pair is not None:
         base["enable_env"], base["enable_value"] = pair
-    arch = cjson.get(node, "library_arch")
+    arch = cjson.get(node, "library_arch", loader.json_lookup)
     if arch is not None:
-        arch_text = _item_text(arch) or ""
+        arch_text = _item_text(arch, loader) or ""
         base["library_arch"] = arch_text
         bits = process_bits(ctx.machine)
         if (arch_text.startswith("32") and bits != 32) or (
@@ -175,15 +219,23 @@ def _layer(
     return Layer(**base, active=active, activation=why)
 
 
+def _non_string_disable(loader: LoaderVersion, explicit: bool) -> str | None:
+    """What `loader` does with a disable_environment value that is not a string: the reason it
+    skips the layer, or None when it crashes on it. An explicit layer's is never read."""
+    if not explicit and not loader.non_string_disable_skips:
+        return None
+    return f"the disable_environment value is not a string: loader {loader.text} skips the layer"
+
+
 #: the names loader_create_instance_chain looks up in a layer library unless "functions" renames them
 _ENTRY_POINTS = ("vkNegotiateLoaderLayerInterfaceVersion", "vkGetInstanceProcAddr")
 
 
-def _library_state(ctx: Context, path: str, node: cjson.Node) -> str:
+def _library_state(ctx: Context, path: str, node: cjson.Node, loader: LoaderVersion) -> str:
     """inspect_library's state; "no-entry-point" for a library that opens but exports neither
     entry point, which the loader skips like one that does not open."""
     state = inspect_library(ctx, path).state
-    if state != "ok" or cjson.get(node, "functions") is not None:
+    if state != "ok" or cjson.get(node, "functions", loader.json_lookup) is not None:
         return state
     table = symbol_table(ctx, path)
     if table.error is None and not any(table.defines(n) for n in _ENTRY_POINTS):
@@ -301,7 +353,7 @@ def _file(
             why = f"not valid JSON ({exc}); loader {loader.text} skips it"
         return LayerFile(**base, outcome=FILE_JSON_ERROR, reason=why)
     try:
-        return _layers_of(ctx, mf, root, base, enable, disable, explicit)
+        return _layers_of(ctx, mf, root, base, enable, disable, loader, explicit)
     except cjson.LoaderHang as exc:
         return LayerFile(
             **base, outcome=FILE_CRASH, reason=f"{exc}; vkCreateInstance stalls reading it"
@@ -317,22 +369,23 @@ def _layers_of(
     base: dict[str, Any],
     enable: Filter,
     disable: Filter,
+    loader: LoaderVersion,
     explicit: bool = False,
 ) -> LayerFile:
     if root.type != cjson.OBJECT:
         return LayerFile(**base, outcome=FILE_NOT_OBJECT, reason="top level is not a JSON object")
-    ffv = cjson.get(root, "file_format_version")
+    ffv = cjson.get(root, "file_format_version", loader.json_lookup)
     if ffv is None:
         return LayerFile(**base, outcome=FILE_NO_FILE_FORMAT, reason="no 'file_format_version'")
     printed = cjson.print_value(ffv)
     base["file_format_version"] = _text(ffv.string if ffv.type == cjson.STRING else printed)
     version = version_triple(parse_version(printed))
-    layers_node = cjson.get(root, "layers")
+    layers_node = cjson.get(root, "layers", loader.json_lookup)
     nodes: list[cjson.Node]
     if layers_node is not None:
         nodes = list(layers_node.children)
     else:
-        layer_node = cjson.get(root, "layer")
+        layer_node = cjson.get(root, "layer", loader.json_lookup)
         if layer_node is None:
             return LayerFile(**base, outcome=FILE_NO_LAYER, reason="no 'layer' or 'layers'")
         # the loader walks from "layer" through every later key of the top-level object
@@ -344,7 +397,7 @@ def _layers_of(
                 outcome=FILE_MULTIPLE_LAYER,
                 reason="keys after 'layer' read as more 'layer' objects, refused for file version >= 1.0.1",
             )
-    layers = tuple(_layer(ctx, mf, n, enable, disable, explicit) for n in nodes)
+    layers = tuple(_layer(ctx, mf, n, enable, disable, loader, explicit) for n in nodes)
     return LayerFile(**base, outcome=FILE_OK, reason="read", layers=layers)
 
 

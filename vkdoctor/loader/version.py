@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from vkdoctor.loader import cjson
 from vkdoctor.loader.stdlib import final_name
 from vkdoctor.model.context import Context
 from vkdoctor.model.record import record
@@ -20,6 +21,25 @@ NESTING_LIMIT = 1000
 FIRST_DUPLICATE_WINS_FROM = (1, 3, 247)
 #: first loader that reads VK_IMPLICIT_LAYER_PATH and VK_ADD_IMPLICIT_LAYER_PATH
 IMPLICIT_LAYER_PATH_FROM = (1, 3, 296)
+#: first loader that skips an implicit layer whose disable_environment value is not a string
+#: (commit caf8afb4, "Refactor to not use fixed length strings"; older ones copy from NULL)
+NON_STRING_DISABLE_SKIPS_FROM = (1, 3, 251)
+#: first loader whose cJSON_GetObjectItem stops at a keyless (array) element instead of calling
+#: strcmp on its NULL key (commit 399eb3f3, "cjson: add NULL check prior to strcmp")
+ARRAY_LOOKUP_SAFE_FROM = (1, 3, 302)
+#: first loader that skips a driver whose file_format_version is not a string
+#: (commit 14752967, "Refactor manifest parsing to use less allocations": cJSON_GetStringValue)
+STRING_FILE_FORMAT_FROM = (1, 4, 303)
+#: first loader whose cJSON prints a string without quotes, so that a field is used as printed
+#: instead of stripped of its first and last character (commit bca23b3f, "Make cJSON not add
+#: double quotes to strings")
+PRINTED_WHOLE_FROM = (1, 3, 251)
+#: first loader whose cJSON_GetObjectItem ignores the case of keys and finds no key in an array
+#: (commit b5e14e35, "Update cJSON to latest version")
+ANY_CASE_LOOKUP_FROM = (1, 4, 303)
+#: first loader that skips a layer whose name, type, versions, description or library_path is
+#: not a string (commits 87123c81, "Simplify json string copy routine", and 14752967)
+LAYER_STRINGS_FROM = (1, 4, 303)
 
 
 @record(frozen=True, kw_only=True)
@@ -67,6 +87,50 @@ class LoaderVersion:
         An unknown version is assumed to read them: a layer they bring is then a suspect.
         """
         return self.version is None or self.version >= IMPLICIT_LAYER_PATH_FROM
+
+    @property
+    def non_string_disable_skips(self) -> bool:
+        """An implicit layer whose disable_environment value is not a string is skipped with a
+        warning (loaders 1.3.251 and later); older ones copy the value from NULL and crash.
+
+        An unknown version is assumed old: the worse case is the one to warn about.
+        """
+        return self.version is not None and self.version >= NON_STRING_DISABLE_SKIPS_FROM
+
+    @property
+    def array_lookup_crashes(self) -> bool:
+        """Looking up a key in a non-empty JSON array (a "layer" that is an array) crashes the
+        loader (loaders before 1.3.302); newer ones find no such key. Unknown: the crash."""
+        return self.version is None or self.version < ARRAY_LOOKUP_SAFE_FROM
+
+    @property
+    def file_format_version_must_be_string(self) -> bool:
+        """A driver manifest whose file_format_version is not a string (a number) is skipped
+        (loaders 1.4.303 and later); older ones print it and read the driver. Unknown: old."""
+        return self.version is not None and self.version >= STRING_FILE_FORMAT_FROM
+
+    @property
+    def strips_printed_fields(self) -> bool:
+        """The loader prints a field with cJSON_Print and drops its first and last character
+        (loaders before 1.3.251): `12345` is read as `234`, a one-digit value underflows. Newer
+        ones use the printed text whole. Unknown: the old rule, whose crash is the worse case."""
+        return self.version is None or self.version < PRINTED_WHOLE_FROM
+
+    @property
+    def json_lookup(self) -> str:
+        """How the loader finds a key in a manifest (`cjson.get`): from 1.4.303 without
+        regard to case (`"icd"` is read), an array having no keys; 1.3.302 to 1.4.302 stop at
+        an array's first element and use it; older ones crash on an array. Unknown: old."""
+        if self.version is not None and self.version >= ANY_CASE_LOOKUP_FROM:
+            return cjson.ANY_CASE
+        return cjson.STRCMP if self.array_lookup_crashes else cjson.STOP_AT_KEYLESS
+
+    @property
+    def layer_fields_must_be_strings(self) -> bool:
+        """A layer whose name, type, api_version, implementation_version, description or
+        library_path is not a string is skipped (loaders 1.4.303 and later); older ones print
+        the value and read it. Unknown: old."""
+        return self.version is not None and self.version >= LAYER_STRINGS_FROM
 
 
 def find_loader(ctx: Context) -> str | None:
