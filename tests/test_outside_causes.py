@@ -148,8 +148,18 @@ def test_a_memory_limit_is_named_with_the_ulimit_that_fixes_it(limit, option, so
         # wgpu hid the device the loader gives, without a reason: the limit, not wgpu
         assert doc["probe"]["status"] == "no-adapter"
         (hidden,) = of(doc, "VKR002")
-        assert hidden["severity"] == "info" and hidden["evidence"]["explained_by"] == "VKE010"
-        assert "wgpu listed no adapter" in cause["message"]
+        assert hidden["severity"] == "info", hidden
+        if hidden["title"].startswith("No Vulkan device to compare"):
+            # this close to the limit the load test's own child (Python, more than vulkaninfo
+            # needs) may find no device either, now and then: that too is the limit's
+            failed = [f for f in doc["findings"] if f["code"].startswith("VKT")]
+            assert all(
+                f["severity"] in ("ok", "info") or f["evidence"].get("explained_by") == "VKE010"
+                for f in failed
+            ), failed
+        else:
+            assert hidden["evidence"]["explained_by"] == "VKE010", hidden
+            assert "wgpu listed no adapter" in cause["message"]
     no_driver_blame(doc)
     # the fix, applied as written, makes the oracle pass
     fix = re.search(rf"ulimit -S {ulimit_flag} unlimited", cause["remedy"])
