@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -145,10 +146,9 @@ def _without(env: dict[str, str], layer: Mapping[str, Any]) -> dict[str, str]:
     """`env` with `layer` turned off the way its remedy says (an implicit layer's
     disable_environment, VK_INSTANCE_LAYERS without it, VK_LOADER_LAYERS_DISABLE)."""
     env = dict(env)
-    name = str(layer["name"])
     for command in layer["disable"]:
         if command.startswith("export "):
-            var, _, value = command.removeprefix("export ").partition("=")
+            var, _, value = shlex.split(command.removeprefix("export "))[0].partition("=")
             env[var] = (
                 ",".join(v for v in (env.get(var, ""), value) if v)
                 if var.startswith("VK_LOADER_LAYERS_DISABLE")
@@ -156,9 +156,6 @@ def _without(env: dict[str, str], layer: Mapping[str, Any]) -> dict[str, str]:
             )
         elif command.startswith("unset "):
             env.pop(command.removeprefix("unset "), None)
-    if str(layer["activation"]).startswith("enabled by VK_INSTANCE_LAYERS"):
-        kept = [n for n in env.get("VK_INSTANCE_LAYERS", "").split(":") if n and n != name]
-        env["VK_INSTANCE_LAYERS"] = ":".join(kept)
     return env
 
 

@@ -34,19 +34,24 @@ def _may_ship_a_driver(pkg: Package) -> bool:
     return "vulkan" in pkg.name or any(r.name == "vulkan-icd" for r in pkg.provides)
 
 
-def _listed(db: DpkgDB, pkg: Package) -> list[str]:
+def _info(db: DpkgDB, pkg: Package, suffix: str) -> str | None:
+    """The text of the package's dpkg info file `suffix` (list, md5sums), or None."""
     info = db._admin / "info"
     for stem in (f"{pkg.name}:{pkg.arch}", pkg.name):
         try:
-            text = read_bytes(info / f"{stem}.list", LARGE).decode("utf-8", "surrogateescape")
+            return read_bytes(info / f"{stem}.{suffix}", LARGE).decode("utf-8", "surrogateescape")
         except OSError:
             continue
-        return [
-            line
-            for line in text.splitlines()
-            if line.startswith(MANIFEST_DIRS) and line.endswith(".json")
-        ]
-    return []
+    return None
+
+
+def _listed(db: DpkgDB, pkg: Package) -> list[str]:
+    text = _info(db, pkg, "list") or ""
+    return [
+        line
+        for line in text.splitlines()
+        if line.startswith(MANIFEST_DIRS) and line.endswith(".json")
+    ]
 
 
 #: what dpkg --verify may hash in all before it is not run (it reads every byte)
@@ -57,29 +62,23 @@ def _unhashable(ctx: Context, db: DpkgDB, pkg: Package) -> str | None:
     """Why dpkg --verify would not finish in time on this package's files (None: it will):
     it opens and hashes each file its md5sums list, following links (an absolute one in a tree
     leads into this machine), so a FIFO or device there blocks it, and a huge file stalls it."""
-    info = db._admin / "info"
-    for stem in (f"{pkg.name}:{pkg.arch}", pkg.name):
+    text = _info(db, pkg, "md5sums")
+    total = 0
+    for line in (text or "").splitlines():
+        path = "/" + line.partition("  ")[2].lstrip("/")
         try:
-            text = read_bytes(info / f"{stem}.md5sums", LARGE).decode("utf-8", "surrogateescape")
+            st = ctx.under(path).stat()
         except OSError:
-            continue
-        total = 0
-        for line in text.splitlines():
-            path = "/" + line.partition("  ")[2].lstrip("/")
-            try:
-                st = ctx.under(path).stat()
-            except OSError:
-                continue  # missing: dpkg says so without opening anything
-            if not stat.S_ISREG(st.st_mode):
-                return f"{path} is not a regular file, and dpkg would block reading it"
-            real = os.path.realpath(ctx.under(path))
-            if real.startswith(("/proc/", "/sys/", "/dev/")):
-                # "regular" files of the kernel's that never end or block (/proc/kmsg)
-                return f"{path} leads to {real}, and dpkg would block reading it"
-            total += st.st_size
-            if total > HASH_BUDGET:
-                return f"its files hold more than {HASH_BUDGET >> 30} GiB for dpkg to hash"
-        return None
+            continue  # missing: dpkg says so without opening anything
+        if not stat.S_ISREG(st.st_mode):
+            return f"{path} is not a regular file, and dpkg would block reading it"
+        real = os.path.realpath(ctx.under(path))
+        if real.startswith(("/proc/", "/sys/", "/dev/")):
+            # "regular" files of the kernel's that never end or block (/proc/kmsg)
+            return f"{path} leads to {real}, and dpkg would block reading it"
+        total += st.st_size
+        if total > HASH_BUDGET:
+            return f"its files hold more than {HASH_BUDGET >> 30} GiB for dpkg to hash"
     return None
 
 
