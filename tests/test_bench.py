@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from conftest import run_vkdoctor
@@ -168,3 +169,24 @@ def test_bench_with_wgpus_own_choice_of_adapter():
     proc = run_vkdoctor(["bench", "--sizes", "8x8", "--repeat", "1", "--json", "-"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads(proc.stdout)["adapter"]["type"] == "CPU"
+
+
+def test_a_gpu_bench_table_reads_at_80_columns() -> None:
+    """The H200's own result (scripts/gpu/verdicts.sh, 4 Dec 2026): each size one line under its
+    column heads, the kernels on a line of their own."""
+    from pathlib import Path
+
+    from vkdoctor.render.wrap import fit
+
+    doc = json.loads((Path(__file__).parent / "data" / "bench-h200.json").read_text())
+    lines = fit(render(doc), 80).splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    head = next(i for i, line in enumerate(lines) if "rows x d" in line)
+    row = next(line for line in lines if line.lstrip().startswith("16384x4096"))
+    assert row.split() == ["16384x4096", "3,953.3", "842.6", "4,144.6", "95%", "2.6e-07", "ok"]
+    # every value ends under the end of its column's head
+    ends = [m.end() for m in re.finditer(r"\S+", row)][:6]
+    for text in ("rows x d", "RMSNorm", "buffer", "kernel", "% of", "max rel"):
+        assert lines[head].index(text) + len(text) in ends, text
+    assert "    kernel: unrolled-2rows; the others: workgroup-tree 3,536.6" in "\n".join(lines)
+    assert not any("numpy" in line for line in lines[head : head + 2])
