@@ -17,8 +17,6 @@ its fixes are not simulated (`unsafe_source` says why).
 
 from __future__ import annotations
 
-import atexit
-import os
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -26,11 +24,9 @@ from pathlib import Path
 
 from vkdoctor.model.context import Context
 from vkdoctor.model.files import LARGE, read_text
+from vkdoctor.packages import scratch
 from vkdoctor.packages.proc import run_tool, which
 
-#: root -> this process's private apt directory for it
-_DIRS: dict[str, str] = {}
-_OWNER = [0]
 #: a Debian architecture name (dpkg's arch.c: lower-case letters, digits and '-')
 _ARCH = re.compile(r"^[a-z0-9][a-z0-9-]{0,31}$")
 #: the download methods apt ships (/usr/lib/apt/methods), by the URI schemes that name them
@@ -40,18 +36,6 @@ _SCHEME = re.compile(r"^(?:tor\+)?(?:https?|ftp|file|copy|cdrom)$")
 _UNQUOTABLE = re.compile(r'["\x00-\x1f\x7f]')
 #: root -> why its sources are not handed to apt ("" when they are), for this run
 _UNSAFE: dict[str, str] = {}
-
-
-def cleanup() -> None:
-    """Remove this process's apt directories (also called by a forked check's child, which
-    exits without atexit handlers)."""
-    if _OWNER[0] != os.getpid() or not _DIRS:
-        return
-    import shutil
-
-    for path in _DIRS.values():
-        shutil.rmtree(path, ignore_errors=True)
-    _DIRS.clear()
 
 
 def _inside(root: Path, path: str) -> Path:
@@ -156,25 +140,17 @@ def configuration(root: Path, private: Path, *, sources: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _private(root: str) -> str:
+def _private(root: str) -> Path:
     """This run's apt directory for `root`: the config file and the caches."""
-    import tempfile
-
-    if _OWNER[0] != os.getpid():
-        # a forked child: the parent's directories are the parent's to remove
-        _DIRS.clear()
-        _OWNER[0] = os.getpid()
-        atexit.register(cleanup)
-    if root not in _DIRS:
-        path = Path(tempfile.mkdtemp(prefix="vkdoctor-apt-"))
-        _DIRS[root] = str(path)
+    path, new = scratch.directory(f"apt {root}", "vkdoctor-apt-")
+    if new:
         (path / "apt.conf").write_text(configuration(Path(root), path), encoding="utf-8")
         (path / "archives" / "partial").mkdir(parents=True, exist_ok=True)
-    return _DIRS[root]
+    return path
 
 
 def apt_env(ctx: Context) -> Mapping[str, str]:
     """The environment an apt tool runs with to look at `ctx`'s tree (or the live machine)."""
     if ctx.live:
         return ctx.env
-    return {**ctx.env, "APT_CONFIG": str(Path(_private(str(ctx.root))) / "apt.conf")}
+    return {**ctx.env, "APT_CONFIG": str(_private(str(ctx.root)) / "apt.conf")}

@@ -21,7 +21,7 @@ from vkdoctor.model.context import Context
 from vkdoctor.model.files import SMALL, read_bytes, read_text
 from vkdoctor.packages.dnfrepos import CACHE_DIRS, caches
 from vkdoctor.packages.proc import ToolRun, run_tool, which
-from vkdoctor.packages.rpm import RpmDB
+from vkdoctor.packages.rpm import RpmDB, private_db
 from vkdoctor.packages.simulate import Simulation, simulated, tree_of, unsimulated
 
 #: the Vulkan loader's package on Fedora
@@ -93,10 +93,12 @@ def _copy_folder(ctx: Context, folder: str, private: Path) -> None:
 
 
 def _installroot(ctx: Context, db: RpmDB, private: Path) -> None:
-    """The private installroot: the tree's rpm database, repositories and cache, linked."""
+    """The private installroot: the rpm database (a tree's: its private copy, which rpm may
+    write), the tree's repositories and cache, linked. OSError when the database cannot be
+    copied."""
     dbdir = private / db.db_path.lstrip("/")
     dbdir.parent.mkdir(parents=True)
-    dbdir.symlink_to(ctx.resolve(db.db_path))
+    dbdir.symlink_to(ctx.resolve(db.db_path) if ctx.live else private_db(ctx, db.db_path))
     for folder in ("/etc/yum.repos.d", "/etc/dnf/vars"):
         _copy_folder(ctx, folder, private)
     for cache in caches(ctx):
@@ -148,7 +150,11 @@ def simulate(ctx: Context, db: RpmDB, fix: str, protect: Sequence[str]) -> Simul
         return unsimulated(fix, "it holds no dnf step to simulate", tool=TOOL, tree=tree)
     private = Path(tempfile.mkdtemp(prefix="vkdoctor-dnf-"))
     try:
-        _installroot(ctx, db, private)
+        try:
+            _installroot(ctx, db, private)
+        except OSError as exc:
+            why = f"the tree's rpm database is not copied ({exc.strerror or exc})"
+            return unsimulated(fix, why, tool=TOOL, tree=tree)
         base = ["dnf", "--installroot", str(private), "-C", "--assumeno", "--disableplugin=*"]
         # reposdir is taken as given (the cache, log and history under the installroot)
         base.append(f"--setopt=reposdir={private / 'etc/yum.repos.d'}")

@@ -1,19 +1,27 @@
 """rpm: one `rpm -qa --qf` for every package's fields, one batched `rpm -qf` for file owners.
 
-The database is a binary (sqlite/ndb/bdb) file, so the tool is needed. `--root` takes the tree,
-`--dbpath` the database's path inside it; `rpm -qf` then wants paths inside the tree too.
+The database is a binary (sqlite/ndb/bdb) file, so the tool is needed. `--root` takes the tree;
+`rpm -qf` then wants paths inside the tree. rpm opens a tree's database for writing even to
+query it (sqlite makes its -wal and -shm files beside it), and the tree is never written: rpm is
+given a private copy of the database (`private_db`), through a `--dbpath` that climbs out of
+the tree (rpm puts the root in front of it).
 """
 
 from __future__ import annotations
 
+import errno
 import fnmatch
+import os
 import re
+import stat
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from vkdoctor.model import files
 from vkdoctor.model.context import Context
 from vkdoctor.model.record import replace
+from vkdoctor.packages import scratch
 from vkdoctor.packages.deps import unmet
 from vkdoctor.packages.model import Consistency, Family, Package, PackageDBError, Relation
 from vkdoctor.packages.paths import resolve_in_root, spellings
@@ -40,6 +48,66 @@ def find_dbpath(ctx: Context) -> str | None:
         if any(ctx.resolve(f"{d}/{f}").is_file() for f in DBFILES):
             return d if ctx.live else resolve_in_root(ctx, d)
     return None
+
+
+#: what a tree's rpm database may hold before it is not copied (a full Fedora's: ~200 MiB)
+DB_BOUND = 1 << 30
+#: the files of a database directory copied at most (bdb's: about 20)
+_DB_FILES = 64
+
+
+def private_db(ctx: Context, dbpath: str) -> Path:
+    """This process's copy of the tree's rpm database at `dbpath` (resolved inside the tree):
+    its regular files only, each opened without following a link or blocking, within
+    `DB_BOUND` in all (sqlite's shared-memory index and rpm's lock are rebuilt, not copied).
+    OSError when the tree's database cannot be copied so."""
+    path, new = scratch.directory(f"rpm {ctx.root} {dbpath}", "vkdoctor-rpm-")
+    if new:
+        try:
+            _copy_db(ctx.under(dbpath), path)
+        except OSError:
+            scratch.forget(path)
+            raise
+    return path
+
+
+def _copy_db(source: Path, dest: Path) -> None:
+    with os.scandir(source) as it:
+        entries = sorted(e.name for e in it)
+    names = [n for n in entries if not n.endswith("-shm") and n not in (".rpm.lock", ".dbenv.lock")]
+    if len(names) > _DB_FILES:
+        raise OSError(errno.EFBIG, f"more than {_DB_FILES} files", str(source))
+    left = DB_BOUND
+    for name in names:
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+        try:
+            fd = os.open(source / name, flags)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # a link: not part of a database rpm made
+                continue
+            raise
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            left -= st.st_size
+            if left < 0:
+                raise OSError(errno.EFBIG, f"larger than {DB_BOUND >> 20} MiB", str(source))
+            with open(dest / name, "wb") as out:
+                done = 0
+                while done < st.st_size:
+                    sent = os.sendfile(out.fileno(), fd, done, st.st_size - done)
+                    if sent == 0:
+                        break
+                    done += sent
+        finally:
+            os.close(fd)
+
+
+def _climb(root: Path, host: Path) -> str:
+    """A --dbpath that leads from `root` (which rpm puts in front of it) to `host`."""
+    depth = len(Path(os.path.realpath(root)).parts)
+    return "/" + "../" * depth + str(host).lstrip("/")
 
 
 def _none(value: str) -> str | None:
@@ -193,15 +261,22 @@ class RpmDB:
         self.runs: list[ToolRun] = []
 
     def _argv(self, *args: str) -> list[str]:
-        argv = ["rpm", "--dbpath", self.db_path]
-        if not self._ctx.live:
-            argv = ["rpm", "--root", str(self._ctx.root), "--dbpath", self.db_path]
-        return [*argv, *args]
+        """rpm's command line; OSError when a tree's database cannot be copied."""
+        if self._ctx.live:
+            return ["rpm", "--dbpath", self.db_path, *args]
+        copy = private_db(self._ctx, self.db_path)
+        root = str(self._ctx.root)
+        return ["rpm", "--root", root, "--dbpath", _climb(self._ctx.root, copy), *args]
 
     def _run(self, *args: str) -> ToolRun:
-        run = run_tool(
-            self._argv(*args), env=self._ctx.env, timeout=min(self._ctx.options.timeout, 60.0)
-        )
+        try:
+            argv = self._argv(*args)
+        except OSError as exc:
+            where = self._ctx.under(self.db_path)
+            why = f"the rpm database {where} is not copied: {exc.strerror or exc}"
+            run = ToolRun(argv=("rpm", *args), returncode=None, problem=why)
+        else:
+            run = run_tool(argv, env=self._ctx.env, timeout=min(self._ctx.options.timeout, 60.0))
         self.runs.append(run)
         return run
 

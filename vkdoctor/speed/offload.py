@@ -127,9 +127,9 @@ class Fork:
                 out.write(data)
             status = 0
         finally:
-            apt = sys.modules.get("vkdoctor.packages.aptroot")
-            if apt is not None:
-                apt.cleanup()  # its temporary apt directories: atexit does not run here
+            scratch = sys.modules.get("vkdoctor.packages.scratch")
+            if scratch is not None:
+                scratch.cleanup()  # its private directories (apt's): atexit does not run here
             # no interpreter teardown, no atexit handlers, no flush of the parent's buffers
             os._exit(status)
 
