@@ -127,8 +127,11 @@ def test_the_tree_architectures_are_taken_from_its_dpkg_database_as_data(tmp_pat
     assert 'APT::Architectures { "arm64"; "armhf"; "i386"; };' in conf
     assert f'Dir::Etc::parts "{private}/parts/";' in conf and not any((private / "parts").iterdir())
     assert f'Dir::Etc::main "{private}/empty.conf";' in conf
-    # nothing of the tree's own apt configuration is named
-    assert "etc/apt" not in conf
+    # nothing of the tree's own apt configuration is named: of its /etc/apt, only the data
+    data = ("sourcelist", "sourceparts", "preferences", "preferencesparts")
+    named = [line.split()[0] for line in conf.splitlines() if "etc/apt" in line]
+    assert named and set(named) <= {f"Dir::Etc::{d}" for d in data}, named
+    assert "apt.conf" not in conf.replace(f"{private}/", "")
 
 
 def test_a_tree_that_does_not_say_its_architecture_gets_no_simulation(tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ machine, and every required symbol version, without loading anything.
 
 from __future__ import annotations
 
-import os
 import posixpath
 import re
 from collections.abc import Iterable, Mapping
@@ -45,7 +44,7 @@ from vkdoctor.elf.symbols import Undefined
 from vkdoctor.elf.wgpu import find_wgpu_native
 from vkdoctor.loader.icd import LIBRARY_MISSING, LIBRARY_UNLOADABLE
 from vkdoctor.loader.targets import LoadTarget
-from vkdoctor.model import Finding, Remedy, Severity, files
+from vkdoctor.model import Finding, Remedy, Severity, files, tree
 from vkdoctor.model.context import Context
 from vkdoctor.model.record import replace
 from vkdoctor.model.sonames import find_remedy
@@ -609,8 +608,7 @@ def _provider_hint(ctx: Context, name: str) -> Remedy:
 def _has_contents_lists(ctx: Context) -> bool:
     """apt has fetched the Contents files apt-file searches (after apt-file and apt update)."""
     try:
-        with os.scandir(ctx.under("/var/lib/apt/lists")) as it:
-            return any("Contents-" in e.name for e in it)
+        return any("Contents-" in n for n in tree.names(ctx, "/var/lib/apt/lists"))
     except OSError:
         return False
 

@@ -19,10 +19,12 @@ SMALL = 1 << 20  # os-release, ld.so.conf, pacman.conf, a package's desc or file
 LARGE = 256 << 20  # the dpkg status database, ld.so.cache
 
 
-def read_bytes(path: Path, limit: int = SMALL) -> bytes:
-    """The bytes of the regular file at `path`, at most `limit` of them."""
+def read_bytes(path: Path, limit: int = SMALL, *, follow: bool = True) -> bytes:
+    """The bytes of the regular file at `path`, at most `limit` of them (`follow=False`: ELOOP
+    where `path` itself is a link)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        fd = os.open(path, flags if follow else flags | os.O_NOFOLLOW)
     except ValueError as exc:  # a NUL in a name read from a database: no file has it
         raise OSError(errno.EINVAL, "the name holds a NUL byte", str(path)) from exc
     try:
@@ -48,9 +50,9 @@ def read_bytes(path: Path, limit: int = SMALL) -> bytes:
         os.close(fd)
 
 
-def read_text(path: Path, limit: int = SMALL) -> str:
+def read_text(path: Path, limit: int = SMALL, *, follow: bool = True) -> str:
     """The text of the regular file at `path` (UTF-8, undecodable bytes replaced)."""
-    return read_bytes(path, limit).decode("utf-8", "replace")
+    return read_bytes(path, limit, follow=follow).decode("utf-8", "replace")
 
 
 def _mode(path: Path) -> int | None:

@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
+from vkdoctor.model import tree
 from vkdoctor.model.context import Context
 from vkdoctor.model.files import LARGE, read_text
 from vkdoctor.packages import scratch
@@ -77,11 +78,54 @@ def unsafe_source(root: Path) -> str | None:
     return _UNSAFE[str(root)] or None
 
 
+#: what apt reads of a tree besides its dpkg status: (apt's name for it, the tree's path,
+#: a folder of files); each is handed to apt as the tree's path resolved inside the tree
+_DATA = (
+    ("Dir::State::lists", "/var/lib/apt/lists", True),
+    ("Dir::State::extended_states", "/var/lib/apt/extended_states", False),
+    ("Dir::Etc::sourcelist", "/etc/apt/sources.list", False),
+    ("Dir::Etc::sourceparts", "/etc/apt/sources.list.d", True),
+    ("Dir::Etc::preferences", "/etc/apt/preferences", False),
+    ("Dir::Etc::preferencesparts", "/etc/apt/preferences.d", True),
+)
+
+
+def _judge_data(root: Path) -> str | None:
+    """Why apt must not be given the tree's data (None: it may): apt opens each file with
+    links followed on this machine, so each is judged inside the tree first (vkdoctor.model.
+    tree.judge), and a package list must be within the read bound."""
+    ctx = Context(root=root)
+    for _, path, folder in _DATA:
+        real = ctx.resolve(path)
+        if _UNQUOTABLE.search(str(real)):
+            return f"the tree's {path} leads to a path apt's configuration cannot hold"
+        why, _ = tree.judge(ctx, ctx.inside(real), "apt", shown=path)
+        if why or not folder:
+            if why:
+                return f"the tree's {why}"
+            continue
+        try:
+            names = tree.names(ctx, path, tree.NAMES + 1)
+        except OSError:
+            continue
+        if len(names) > tree.NAMES:
+            return f"the tree's {path} holds more than {tree.NAMES} files"
+        for name in names:
+            why, size = tree.judge(ctx, f"{ctx.inside(real)}/{name}", "apt", shown=f"{path}/{name}")
+            if why:
+                return f"the tree's {why}"
+            if size > LARGE:
+                return f"the tree's {path}/{name} is larger than {LARGE >> 20} MiB"
+    return None
+
+
 def _judge_sources(root: Path) -> str | None:
     if _UNQUOTABLE.search(str(root)):
         return (
             "the tree's path holds a quote or a control character, which apt's configuration cannot"
         )
+    if why := _judge_data(root):
+        return why
     import tempfile
 
     env = {"PATH": "/usr/bin:/bin"}
@@ -131,9 +175,17 @@ def configuration(root: Path, private: Path, *, sources: bool = False) -> str:
     if not sources and unsafe_source(root):
         (private / "sources.list").write_text("", encoding="utf-8")
         lines += [
+            f'Dir::State::lists "{private}/parts/";',
             f'Dir::Etc::sourcelist "{private}/sources.list";',
             f'Dir::Etc::sourceparts "{private}/parts/";',
+            f'Dir::Etc::preferences "{private}/empty.conf";',
+            f'Dir::Etc::preferencesparts "{private}/parts/";',
         ]
+    else:
+        for name, path, folder in _DATA:
+            real = str(_inside(root, path)) + ("/" if folder else "")
+            empty = f"{private}/parts/" if folder else f"{private}/empty.conf"
+            lines.append(f'{name} "{empty if _UNQUOTABLE.search(real) else real}";')
     if native:
         archs = " ".join(f'"{a}";' for a in [native, *foreign])
         lines += [f'APT::Architecture "{native}";', f"APT::Architectures {{ {archs} }};"]

@@ -12,6 +12,7 @@ from functools import cmp_to_key
 from pathlib import Path
 from typing import Any
 
+from vkdoctor.model import tree
 from vkdoctor.model.context import Context
 from vkdoctor.model.factstore import FactKind
 from vkdoctor.model.files import LARGE, read_bytes, read_text
@@ -147,6 +148,18 @@ def _search_lists(lists: Sequence[tuple[str, str]], wanted: Set[bytes]) -> dict[
     return found
 
 
+#: where apt keeps the package lists it downloaded
+LISTS = "/var/lib/apt/lists"
+
+
+def _lists_names(ctx: Context) -> list[str]:
+    """The names in the package lists' folder (none when there is no such folder)."""
+    try:
+        return tree.names(ctx, LISTS)
+    except OSError:
+        return []
+
+
 class DpkgDB:
     """The dpkg database of `ctx.root`."""
 
@@ -220,6 +233,27 @@ class DpkgDB:
                 if parts and parts[0].startswith("/"):
                     out[parts[0]] = f"{name}:{arch}" if arch else name
         return out
+
+    def conffiles(self, pkg: Package) -> list[str]:
+        """The conffiles of the installed `pkg` its status lists (dpkg --verify hashes them)."""
+        text = read_text(self._admin / "status", LARGE)
+        for chunk in text.split("\n\n"):
+            fields = dict(_FIELD.findall("\n" + chunk))
+            if fields.get("Package") != pkg.name or fields.get("Architecture") != pkg.arch:
+                continue
+            conffiles = _CONFFILES.search("\n" + chunk)
+            lines = (conffiles.group(1) if conffiles else "").splitlines()
+            return [w[0] for w in map(str.split, lines) if w and w[0].startswith("/")]
+        return []
+
+    def diversions(self) -> dict[str, str]:
+        """Where dpkg-divert moved each diverted path (its `diversions` file: from, to,
+        package, three lines each)."""
+        try:
+            lines = read_text(self._admin / "diversions", LARGE).splitlines()
+        except OSError:
+            return {}
+        return {lines[i]: lines[i + 1] for i in range(0, len(lines) - 2, 3)}
 
     def holds(self) -> list[str]:
         """Every package on hold (apt-mark hold), installed or not ("hold ok not-installed":
@@ -354,8 +388,9 @@ class DpkgDB:
         names = [p.display_name for p in pkgs]
         # every run asks this: only where apt keeps plain lists, whose cache is cheap to read
         # (compressed lists, as in container images, make apt-cache rebuild it: ~0.6 s)
-        lists = self._ctx.under("/var/lib/apt/lists")
-        if not pkgs or not any(lists.glob("*_Packages")) or not which("apt-cache", self._ctx.env):
+        if not pkgs or not which("apt-cache", self._ctx.env):
+            return {}
+        if not any(n.endswith("_Packages") for n in _lists_names(self._ctx)):
             return {}
         if not self._sources_usable():
             return {}
@@ -395,10 +430,10 @@ class DpkgDB:
         None when there are none, or the tree's sources are not handed to apt."""
         if not self._sources_usable():
             return None
-        lists = self._ctx.under("/var/lib/apt/lists")
+        lists = self._ctx.resolve(LISTS)
         try:
             return max(
-                (p.stat().st_mtime for p in lists.iterdir() if "_Packages" in p.name),
+                (os.lstat(lists / n).st_mtime for n in _lists_names(self._ctx) if "_Packages" in n),
                 default=None,
             )
         except OSError:

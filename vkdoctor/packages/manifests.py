@@ -9,10 +9,10 @@ missing is confirmed with dpkg's own `dpkg --verify`.
 from __future__ import annotations
 
 import os
-import stat
 
+from vkdoctor.model import tree
 from vkdoctor.model.context import Context
-from vkdoctor.model.files import LARGE, read_bytes
+from vkdoctor.model.files import LARGE
 from vkdoctor.model.record import record
 from vkdoctor.packages.dpkg import DpkgDB
 from vkdoctor.packages.model import Package
@@ -34,12 +34,18 @@ def _may_ship_a_driver(pkg: Package) -> bool:
     return "vulkan" in pkg.name or any(r.name == "vulkan-icd" for r in pkg.provides)
 
 
+def _stems(pkg: Package) -> tuple[str, str]:
+    return f"{pkg.name}:{pkg.arch}", pkg.name
+
+
 def _info(db: DpkgDB, pkg: Package, suffix: str) -> str | None:
     """The text of the package's dpkg info file `suffix` (list, md5sums), or None."""
-    info = db._admin / "info"
-    for stem in (f"{pkg.name}:{pkg.arch}", pkg.name):
+    ctx = db._ctx
+    info = f"{ctx.inside(db._admin)}/info"
+    for stem in _stems(pkg):
         try:
-            return read_bytes(info / f"{stem}.{suffix}", LARGE).decode("utf-8", "surrogateescape")
+            data = tree.read_bytes(ctx, f"{info}/{stem}.{suffix}", LARGE)
+            return data.decode("utf-8", "surrogateescape")
         except OSError:
             continue
     return None
@@ -54,29 +60,37 @@ def _listed(db: DpkgDB, pkg: Package) -> list[str]:
     ]
 
 
-#: what dpkg --verify may hash in all before it is not run (it reads every byte)
-HASH_BUDGET = 4 << 30
+#: what dpkg --verify may hash in all before it is not run (it reads every byte: ~2 s a GiB)
+HASH_BUDGET = 1 << 30
+
+
+def _hashed(ctx: Context, db: DpkgDB, pkg: Package) -> list[str]:
+    """What dpkg --verify opens for `pkg`: its status and diversions, the package's own info
+    files, every file its md5sums lists, its conffiles, and where a diversion moved them."""
+    admin = ctx.inside(db._admin)
+    paths = [f"{admin}/status", f"{admin}/diversions"]
+    paths += [f"{admin}/info/{s}.{x}" for s in _stems(pkg) for x in ("list", "md5sums")]
+    sums = (_info(db, pkg, "md5sums") or "").splitlines()
+    files = ["/" + ln.partition("  ")[2].lstrip("/") for ln in sums]
+    try:
+        files += db.conffiles(pkg)
+        moved = db.diversions()
+    except OSError:
+        moved = {}
+    return paths + [m for f in files for m in (f, moved.get(f)) if m]
 
 
 def _unhashable(ctx: Context, db: DpkgDB, pkg: Package) -> str | None:
-    """Why dpkg --verify would not finish in time on this package's files (None: it will):
-    it opens and hashes each file its md5sums list, following links (an absolute one in a tree
-    leads into this machine), so a FIFO or device there blocks it, and a huge file stalls it."""
-    text = _info(db, pkg, "md5sums")
+    """Why dpkg --verify must not run on this package's files (None: it may). dpkg opens each
+    file it reads with links followed on this machine, so every one is judged inside the tree
+    first: one that leads out of it, that is not a regular file (a FIFO or a device would block
+    dpkg), that is the kernel's, or files too large to hash in seconds, and dpkg is not run."""
     total = 0
-    for line in (text or "").splitlines():
-        path = "/" + line.partition("  ")[2].lstrip("/")
-        try:
-            st = ctx.under(path).stat()
-        except OSError:
-            continue  # missing: dpkg says so without opening anything
-        if not stat.S_ISREG(st.st_mode):
-            return f"{path} is not a regular file, and dpkg would block reading it"
-        real = os.path.realpath(ctx.under(path))
-        if real.startswith(("/proc/", "/sys/", "/dev/")):
-            # "regular" files of the kernel's that never end or block (/proc/kmsg)
-            return f"{path} leads to {real}, and dpkg would block reading it"
-        total += st.st_size
+    for path in _hashed(ctx, db, pkg):
+        why, size = tree.judge(ctx, path, "dpkg")
+        if why:
+            return why
+        total += size
         if total > HASH_BUDGET:
             return f"its files hold more than {HASH_BUDGET >> 30} GiB for dpkg to hash"
     return None
@@ -85,7 +99,9 @@ def _unhashable(ctx: Context, db: DpkgDB, pkg: Package) -> str | None:
 def _verify(ctx: Context, db: DpkgDB, pkg: Package) -> ToolRun | None:
     if not which("dpkg", ctx.env):
         return None
-    argv = ["dpkg"] if ctx.live else ["dpkg", f"--root={ctx.root}"]
+    argv = ["dpkg"]
+    if not ctx.live:
+        argv += [f"--root={ctx.root}", f"--admindir={db._admin}"]
     unhashable = _unhashable(ctx, db, pkg)
     if unhashable:
         return ToolRun(

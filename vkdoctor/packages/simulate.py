@@ -16,8 +16,9 @@ import shlex
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from vkdoctor.model import tree as tree_files
 from vkdoctor.model.context import Context
-from vkdoctor.model.files import LARGE, read_text
+from vkdoctor.model.files import LARGE
 from vkdoctor.model.record import field, record, replace
 from vkdoctor.packages.aptroot import apt_env, architectures, unsafe_source
 from vkdoctor.packages.proc import ToolRun, run_tool, which
@@ -179,6 +180,13 @@ def _error(run: ToolRun) -> str:
     return f"fails (exit {run.returncode}" + (f": {text})" if text else ")")
 
 
+def _lists(ctx: Context) -> list[str]:
+    try:
+        return tree_files.names(ctx, "/var/lib/apt/lists")
+    except OSError:
+        return []
+
+
 def simulate(ctx: Context, fix: str, protect: Sequence[str]) -> Simulation:
     """apt-get -s of every apt step of `fix`; a step that removes a package of `protect` (the
     driver's, the loader's) or that apt refuses rejects the fix."""
@@ -187,7 +195,7 @@ def simulate(ctx: Context, fix: str, protect: Sequence[str]) -> Simulation:
     tree = tree_of(ctx)
     if not which("apt-get", ctx.env):
         return unsimulated(fix, "apt-get is not installed on this machine", tree=tree)
-    if not any(ctx.under("/var/lib/apt/lists").glob("*_Packages*")):
+    if not any("_Packages" in n for n in _lists(ctx)):
         return unsimulated(
             fix, "there are no package lists to simulate with (apt update never ran)", tree=tree
         )
@@ -225,7 +233,7 @@ def simulate(ctx: Context, fix: str, protect: Sequence[str]) -> Simulation:
     tmp: str | None = None
     try:
         if released:
-            text = read_text(ctx.resolve("/var/lib/dpkg/status"), LARGE)
+            text = tree_files.read_text(ctx, "/var/lib/dpkg/status", LARGE)
             fd, tmp = tempfile.mkstemp(prefix="vkdoctor-status-")
             with os.fdopen(fd, "w") as f:
                 f.write(_released(text, released))
