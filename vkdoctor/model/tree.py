@@ -40,16 +40,11 @@ def read_text(ctx: Context, path: str, limit: int = files.SMALL) -> str:
 def names(ctx: Context, folder: str, limit: int = NAMES) -> list[str]:
     """The sorted names in the tree's `folder` (links followed inside the tree), at most
     `limit` of them; OSError when it is no folder."""
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | (0 if ctx.live else os.O_NOFOLLOW)
     try:
-        fd = os.open(ctx.resolve(folder), flags)
+        with os.scandir(ctx.resolve(folder)) as it:
+            return sorted(e.name for e in islice(it, limit))
     except ValueError as exc:
         raise OSError(errno.EINVAL, "the name holds a NUL byte", folder) from exc
-    try:
-        with os.scandir(fd) as it:
-            return sorted(e.name for e in islice(it, limit))
-    finally:
-        os.close(fd)
 
 
 def judge(
