@@ -158,3 +158,85 @@ def test_the_decompressors_are_found_on_the_path_given(
     assert err.value.hint == "install zstd and libarchive-tools (bsdtar)"
     got = extract_libraries(packages["pkg"], ["libfoo.so.1"], tmp_path / "c2", env_path=PATH)
     assert sorted(got.found) == ["libfoo.so.1"]
+
+
+def _deb_around(tree: Path, out: Path, *, sparse: bool) -> Path:
+    """A .deb whose data.tar is `tree` as tar writes it (--sparse: a hole costs nothing, so a
+    few hundred bytes of package unpack to gigabytes), its control.tar as dpkg-deb's."""
+    import subprocess
+
+    work = out.with_suffix(".d")
+    (work / "ctl").mkdir(parents=True)
+    (work / "ctl" / "control").write_text(
+        "Package: libfoo1\nVersion: 1.0-1\nArchitecture: amd64\nMaintainer: t <t@example.org>\n"
+        "Description: test\n"
+    )
+    (work / "debian-binary").write_text("2.0\n")
+    for name, src in (("control.tar.zst", work / "ctl"), ("data.tar.zst", tree)):
+        flags = ["--sparse"] if sparse else []
+        tar = subprocess.run(
+            ["tar", *flags, "--numeric-owner", "-C", str(src), "-cf", "-", "."],
+            capture_output=True,
+            check=True,
+        )
+        zst = subprocess.run(
+            ["zstd", "-q", "-1"], input=tar.stdout, capture_output=True, check=True
+        )
+        (work / name).write_bytes(zst.stdout)
+    subprocess.run(
+        ["ar", "rc", str(out), "debian-binary", "control.tar.zst", "data.tar.zst"],
+        cwd=work,
+        check=True,
+    )
+    return out
+
+
+def _stored(cache: Path) -> int:
+    return sum(p.stat().st_size for p in cache.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def test_a_package_that_unpacks_to_gigabytes_writes_nothing(tmp_path: Path) -> None:
+    """A bomb: a 3 GiB member named like the soname, in a package of a few hundred bytes. It was
+    written whole into the store (and kept there) before the ELF check refused it."""
+    libdir = tmp_path / "root/usr/lib/x86_64-linux-gnu"
+    libdir.mkdir(parents=True)
+    os.truncate(os.open(libdir / "libfoo.so.1", os.O_CREAT | os.O_WRONLY, 0o644), 3 << 30)
+    package = _deb_around(tmp_path / "root", tmp_path / "bomb.deb", sparse=True)
+    assert package.stat().st_size < 4096
+    cache = tmp_path / "cache"
+    with pytest.raises(ArchiveError, match=r"3,221,225,472 bytes, more than any library"):
+        extract_libraries(package, ["libfoo.so.1"], cache, env_path=PATH)
+    assert _stored(cache) < 1 << 20
+
+
+def test_a_member_that_is_no_elf_file_keeps_only_its_first_bytes(tmp_path: Path) -> None:
+    libdir = tmp_path / "root/usr/lib/x86_64-linux-gnu"
+    libdir.mkdir(parents=True)
+    (libdir / "libfoo.so.1").write_bytes(b"\0" * (64 << 20))
+    package = _deb_around(tmp_path / "root", tmp_path / "zeros.deb", sparse=False)
+    cache = tmp_path / "cache"
+    got = extract_libraries(package, ["libfoo.so.1"], cache, env_path=PATH)
+    assert (got.directory / "libfoo.so.1").stat().st_size <= 1 << 20
+    assert _stored(cache) <= (1 << 20) + 4096  # and the store's markers
+
+
+def test_a_library_the_disk_cannot_spare_is_not_written(tmp_path: Path) -> None:
+    """The store on a 64 MiB filesystem: a 16 MiB library would leave less than 1 GiB free."""
+    import subprocess
+
+    from vkdoctor.overlay.errors import StoreError
+
+    libdir = tmp_path / "root/usr/lib/x86_64-linux-gnu"
+    lab.shared_lib(libdir / "libfoo.so.1", "libfoo.so.1")
+    with open(libdir / "libfoo.so.1", "ab") as f:
+        f.write(b"\0" * (16 << 20))
+    package = lab.deb(tmp_path / "root", tmp_path / "big.deb")
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(small)], check=True)
+    try:
+        with pytest.raises(StoreError, match=r"MiB free: not extracted"):
+            extract_libraries(package, ["libfoo.so.1"], small / "cache", env_path=PATH)
+        assert _stored(small) < 1 << 20
+    finally:
+        subprocess.run(["umount", str(small)], check=True)

@@ -395,6 +395,31 @@ def test_a_file_with_the_right_name_and_versions_but_not_the_symbols_is_no_overl
     assert "would still not load" in proc.stderr and "defined nowhere" in proc.stderr
 
 
+def test_an_env_file_line_never_gains_a_variable_from_ld_library_path(
+    seed: Seed, tmp_path: Path
+) -> None:
+    """`overlay --format env >> .env` with a line break in the environment's LD_LIBRARY_PATH:
+    printed raw, the rest of the value was a line of its own, a variable of the file."""
+    env = {**seed.env(tmp_path / "cache"), "LD_LIBRARY_PATH": "/y\nBASH_ENV=/tmp/x.sh"}
+    argv = ["overlay", "--search-path", str(seed.llvm_dir)]
+    proc = run_vkdoctor([*argv, "--format", "env"], env=env)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout
+    assert "holds a line break" in proc.stderr and "BASH_ENV" not in proc.stdout
+    shell = run_vkdoctor(argv, env=env)  # quoted: the shell reads one variable
+    assert shell.returncode == 0, shell.stderr
+    out = subprocess.run(
+        [
+            "bash",
+            "-c",
+            shell.stdout + '\nprintf %s "$LD_LIBRARY_PATH"; echo; printf %s "$BASH_ENV"',
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out.endswith(":/y\nBASH_ENV=/tmp/x.sh\n"), out
+
+
 def test_an_exported_overlay_whose_library_is_gone_is_named(seed: Seed, tmp_path: Path) -> None:
     import shutil
 

@@ -253,3 +253,31 @@ def test_summary_memory_does_not_grow_with_the_reports(tmp_path: Path) -> None:
 
     small, large = peak(40), peak(400)
     assert large < small * 1.5, f"{small} KiB for 40 reports, {large} KiB for 400"
+
+
+def test_a_number_of_thousands_of_digits_is_an_input_error_not_exit_3(tmp_path: Path) -> None:
+    """Python's json hands a digit run to int(), which refuses more than 4,300 digits with a
+    ValueError that is no JSONDecodeError: a report holding one was an internal error."""
+    text = json.dumps(_h200())
+    (tmp_path / "m" / "a").mkdir(parents=True)
+    bad = tmp_path / "m" / "a" / "vkdoctor.json"
+    bad.write_text(text[:-1] + ', "x": ' + "1" * 5000 + "}")
+    for argv in (["diff", str(H200), str(bad)], ["summary", str(tmp_path / "m")]):
+        proc = run_vkdoctor(argv)
+        assert proc.returncode == 2 and "internal error" not in proc.stderr, proc.stderr
+        assert "a JSON integer of 5,000 digits" in proc.stderr, proc.stderr
+
+
+def test_every_reader_of_outside_json_refuses_huge_numbers_and_depth() -> None:
+    """The one reader (files.json_value) and the child lines read with it: a driver that writes
+    such a line to the probe's stdout or stderr leaves no document, never an exception."""
+    from vkdoctor.children import loadtest, probe
+    from vkdoctor.model import files
+
+    for text in ("1" * 5000, "-" + "9" * 5000, "[" * 100_000 + "]" * 100_000):
+        with pytest.raises(ValueError):
+            files.json_value(text)
+        assert loadtest.parse_line(text) is None
+        assert probe._document(text) is None
+        assert probe.seen_of(probe.SEEN_PREFIX + text) is None
+    assert files.json_value('{"a": [1, -2, 3.5]}') == {"a": [1, -2, 3.5]}

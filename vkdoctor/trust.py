@@ -154,6 +154,52 @@ def untrusted(
         return f"{path} cannot be examined ({exc.strerror or exc})"
 
 
+def foreign_link(path: str, *, uid: int | None = None) -> str | None:
+    """Why a symbolic link on the way to `path`, a file vkdoctor is about to write, is one that
+    someone other than root and the user (`uid`, else this process's effective uid) could have
+    planted or can swap, or None. Writing through such a link (another user's link in /tmp, a
+    link in a folder others can write) writes wherever that user chose: /etc/shadow, /dev/port.
+    The kernel's fs.protected_symlinks refuses the same links, where it is on; vkdoctor follows
+    links itself, so it judges them itself. Only links are judged: a folder of another user's
+    named directly is the user's own choice."""
+    me = os.geteuid() if uid is None else uid
+    if not path.startswith("/"):
+        path = posixpath.join(os.getcwd(), path)
+    todo = [p for p in path.split("/") if p]
+    cur = "/"
+    links = 0
+    try:
+        st_cur = os.lstat(cur)
+        while todo:
+            part = todo.pop(0)
+            if part in (".", ".."):
+                cur = posixpath.dirname(cur) if part == ".." else cur
+                st_cur = os.lstat(cur)
+                continue
+            entry = posixpath.join(cur, part)
+            try:
+                st = os.lstat(entry)
+            except (FileNotFoundError, NotADirectoryError):
+                return None  # created by the write: nothing on the way to judge
+            if not stat.S_ISLNK(st.st_mode):
+                cur, st_cur = entry, st
+                continue
+            why = _passing(cur, st_cur, entry, st, me, "in")
+            if why:
+                return f"{entry} is a symbolic link {why}"
+            links += 1
+            if links > MAX_LINKS:
+                return f"{path} goes through more than {MAX_LINKS} symbolic links"
+            target = os.readlink(entry)
+            todo = [p for p in target.split("/") if p] + todo
+            if target.startswith("/"):
+                cur = "/"
+                st_cur = os.lstat(cur)
+    except OSError as exc:
+        return f"{path} cannot be examined ({exc.strerror or exc})"
+    return None
+
+
 def _through(via: str | None) -> str:
     return f" (where the symbolic link {via} leads)" if via else ""
 

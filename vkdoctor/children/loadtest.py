@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from vkdoctor import children, terminate
 from vkdoctor.cachedir import load_test_env
 from vkdoctor.loader.targets import LoadTarget
-from vkdoctor.model import Remedy, Severity
+from vkdoctor.model import Remedy, Severity, files
 from vkdoctor.model.context import Context, offer_facts
 from vkdoctor.model.factstore import NOTHING_KEPT, FactStore
 from vkdoctor.model.record import field, record, replace
@@ -206,7 +206,7 @@ class LoadTestRun:
 def parse_line(line: str) -> dict[str, Any] | None:
     """One protocol line, or None for anything that is not a JSON object with an event."""
     try:
-        doc = json.loads(line)
+        doc = files.json_value(line)
     except ValueError:
         return None
     return doc if isinstance(doc, dict) and isinstance(doc.get("event"), str) else None

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 from vkdoctor import children
 from vkdoctor.cachedir import driver_env
+from vkdoctor.model import files
 from vkdoctor.resources import probes_dir
 
 PROBE_SCRIPT = "rmsnorm_probe.py"
@@ -232,13 +233,12 @@ def stages_of(stderr: str) -> list[str]:
 def seen_of(stderr: str) -> dict[str, Any] | None:
     """The adapters the child saw and the one it chose, as it said before its first device
     call: what a child that then crashed or hung leaves of its document."""
-    import json
 
     for line in reversed(stderr.splitlines()):
         if line.startswith(SEEN_PREFIX):
             try:
-                seen = json.loads(line[len(SEEN_PREFIX) :])
-            except json.JSONDecodeError:
+                seen = files.json_value(line[len(SEEN_PREFIX) :])
+            except ValueError:
                 return None
             return seen if isinstance(seen, dict) else None
     return None
@@ -282,13 +282,12 @@ def stderr_tail(stderr: str) -> tuple[list[str], int]:
 
 
 def _document(stdout: str) -> dict[str, Any] | None:
-    import json
 
     for line in reversed(stdout.splitlines()):
         if line.strip():
             try:
-                doc = json.loads(line)
-            except json.JSONDecodeError:
+                doc = files.json_value(line)
+            except ValueError:
                 return None
             return doc if isinstance(doc, dict) else None
     return None

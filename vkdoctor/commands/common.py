@@ -6,6 +6,7 @@ import errno
 import os
 import stat
 import sys
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -17,6 +18,7 @@ from vkdoctor.cachedir import cache_home
 from vkdoctor.checkargs import MAX_TIMEOUT
 from vkdoctor.model import Report, exit_code, files
 from vkdoctor.model.context import Context, Options, take_facts
+from vkdoctor.trust import foreign_link
 
 if TYPE_CHECKING:
     from vkdoctor.model.redact import Identity
@@ -456,6 +458,9 @@ def write_file(path: str, text: str) -> None:
     if path == "-":
         out(text, nl=False)
         return
+    link = foreign_link(path)
+    if link:
+        raise click.ClickException(f"cannot write {path}: {link}; not followed")
     try:
         st = Path(path).stat()
     except (OSError, ValueError):
@@ -474,13 +479,26 @@ def write_file(path: str, text: str) -> None:
         return
     # through a link: the file it points to is replaced, not the link
     target = Path(os.path.realpath(path)) if st is not None else Path(path)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp: Path | None = None
     try:
-        tmp.write_text(text, encoding="utf-8")
+        # a name nobody can plant first (O_EXCL): a predictable one in /tmp could be a link
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        tmp = Path(name)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            os.fchmod(f.fileno(), stat.S_IMODE(st.st_mode) if st is not None else _new_file_mode())
+            f.write(text)
         tmp.replace(target)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
         raise click.ClickException(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def _new_file_mode() -> int:
+    """0666 less the umask, as open(2) would create the file."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def _is_stdout(st: os.stat_result) -> bool:
@@ -500,6 +518,9 @@ def _write_special(path: str, text: str, *, append: bool) -> None:
     file to append to, a FIFO with a reader, a terminal or a character device (/dev/null,
     /dev/stdout). Never blocks on the open: a FIFO nothing reads is refused (it would wait for
     a reader forever), and so is anything that is not a file or a character device."""
+    link = foreign_link(path)
+    if link:
+        raise OutputRefused(f"{link}; not followed")
     flags = os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
     if append:
         flags |= os.O_APPEND | os.O_CREAT

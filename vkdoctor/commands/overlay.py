@@ -90,6 +90,15 @@ def overlay(
     if fmt == "json":
         common.out(json_text(obj))
     elif fmt == "env":
+        if "\n" in plan.ld_path.value or "\r" in plan.ld_path.value:
+            # an env file has one variable a line: the rest of the value would be a line of
+            # its own, a variable of the file (BASH_ENV=...) that nobody asked for
+            common.say(
+                "vkdoctor overlay: --format env: the new LD_LIBRARY_PATH holds a line break "
+                f"(from this environment's LD_LIBRARY_PATH: {plan.ld_path.value!r}), which an "
+                "env file cannot hold; nothing printed (--format shell quotes it)"
+            )
+            sys.exit(2)
         common.out(f"LD_LIBRARY_PATH={plan.ld_path.value}")
     else:
         common.out(export_line(plan))

@@ -10,6 +10,7 @@ layer gives the Context a store that does.
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -26,6 +27,10 @@ T = TypeVar("T")
 
 #: symlinks followed in one path before giving up, as the kernel's MAXSYMLINKS
 _MAX_LINKS = 40
+#: a host path the kernel refuses with ELOOP (each /proc/self/root is a link it follows; without
+#: /proc it is missing): what a tree's path resolves to when it takes more links than the kernel
+#: follows, so that the host never follows the rest of the chain out of the tree
+_TOO_MANY_LINKS = Path("/proc/self/root" * (_MAX_LINKS + 1))
 
 
 @record(frozen=True, kw_only=True)
@@ -129,7 +134,9 @@ class Context:
 
         On the live machine this is realpath. Inspecting another root, an absolute link target
         such as /etc/alternatives/x is looked up inside that root, never on the host; links are
-        followed one component at a time, and a loop gives back a path that fails with ELOOP.
+        followed one component at a time, and a loop gives back a path that fails with ELOOP. A
+        `..` never undoes a component the kernel would stop at (missing, or not a directory): the
+        path then fails there, as it does inside the tree.
         """
         text = str(path)
         if not text.startswith("/"):
@@ -144,18 +151,25 @@ class Context:
             if part == ".":
                 continue
             if part == "..":
+                here = self.under("/" + "/".join(done))
+                if done and not here.is_dir():
+                    return here.joinpath(part, *todo)  # ENOTDIR, as in the tree
                 if done:
                     done.pop()
                 continue
             candidate = "/" + "/".join([*done, part])
             try:
                 target = str(self.under(candidate).readlink())
-            except OSError:
+            except OSError as exc:
+                if exc.errno != errno.EINVAL and todo:
+                    # the kernel stops at a component that is missing or not a directory (a
+                    # `..` after it does not undo it): the host stops at the same place
+                    return self.under(candidate).joinpath(*todo)
                 done.append(part)
                 continue
             links += 1
             if links > _MAX_LINKS:
-                return self.under(candidate)
+                return _TOO_MANY_LINKS
             if target.startswith("/"):
                 done = []
             todo = [p for p in target.split("/") if p] + todo

@@ -10,13 +10,34 @@ regular one, EFBIG for one over its bound), which its callers already handle as 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 #: bounds for what the readers read: far above any real file of each kind
 SMALL = 1 << 20  # os-release, ld.so.conf, pacman.conf, a package's desc or file list
 LARGE = 256 << 20  # the dpkg status database, ld.so.cache
+#: digits in one JSON integer at most: Python's int() refuses more than 4,300 (a ValueError
+#: that is no JSONDecodeError) and takes quadratic time below that; no real value has 100
+MAX_INT_DIGITS = 640
+
+
+def json_value(text: str | bytes) -> Any:
+    """JSON read from outside (a report, a manifest of a package tool, a child's line). Every
+    way it can be bad is a ValueError: not JSON, an integer of more than MAX_INT_DIGITS digits,
+    a nesting deeper than Python's recursion limit."""
+    try:
+        return json.loads(text, parse_int=_integer)
+    except RecursionError:
+        raise ValueError("JSON nested deeper than Python's recursion limit") from None
+
+
+def _integer(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"a JSON integer of {len(digits.lstrip('-')):,} digits")
+    return int(digits)
 
 
 def read_bytes(path: Path, limit: int = SMALL, *, follow: bool = True) -> bytes:

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from vkdoctor.model.report_records import OverlayReport
+from vkdoctor.trust import foreign_link
 
 
 class GithubEnvError(Exception):
@@ -103,6 +104,9 @@ def export_overlay(overlay: OverlayReport | None, path: str) -> str:
     value = overlay.ld_library_path
     if "\n" in value or "\r" in value:
         raise GithubEnvError("--github-env: the overlay's path holds a newline; not written")
+    link = foreign_link(path)
+    if link:
+        raise GithubEnvError(f"--github-env: {link}; not followed, nothing written")
     try:
         if not stat.S_ISREG(Path(path).stat().st_mode):
             raise GithubEnvError(f"--github-env: {path} is not a regular file; not written")

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from vkdoctor.model import SCHEMA_VERSION
+from vkdoctor.model import SCHEMA_VERSION, files
 
 T = TypeVar("T")
 
@@ -35,8 +35,8 @@ def load(path: str) -> dict[str, Any]:
             "report holds; not read"
         )
     try:
-        doc = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        doc = files.json_value(data)
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError among them
         raise ReportError(
             f"{path}: not JSON ({exc.__class__.__name__}: {str(exc)[:80]}); "
             "write reports with `vkdoctor check --json FILE`"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import posixpath
 import shutil
 import stat
@@ -303,7 +304,18 @@ def _link_target(member: tarfile.TarInfo) -> str:
     return _norm(member.linkname)
 
 
+#: the largest library extracted from a package: the biggest shipped ones (an LLVM, a CUDA
+#: library) are a few hundred MB; a package's few MB can unpack to terabytes of zeros
+MAX_LIBRARY = 2 << 30
+#: free space left on the store's filesystem after a library is written
+_SPARE = 1 << 30
+
+
 def _copy_member(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path) -> None:
+    """Copy one member into the store, bounded: more than MAX_LIBRARY, or more than the disk
+    can spare, is refused before a byte is written; what is not an ELF file keeps only its
+    first bytes (enough for the refusal to say why)."""
+    _fits(member, dest.parent)
     src = tar.extractfile(member)
     if src is None:
         raise ArchiveError(f"cannot read {member.name} from the package")
@@ -312,6 +324,7 @@ def _copy_member(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path) -> N
     except OSError as exc:
         raise StoreError(f"cannot write {dest}: {describe_os_error(exc)}", path=str(dest)) from exc
     with src, out:
+        first = True
         for block in iter(lambda: src.read(1 << 20), b""):
             try:
                 out.write(block)
@@ -321,7 +334,29 @@ def _copy_member(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path) -> N
                     hint=store_hint(exc),
                     path=str(dest),
                 ) from exc
+            if first and not block.startswith(b"\x7fELF"):
+                break
+            first = False
     dest.chmod(0o500)
+
+
+def _fits(member: tarfile.TarInfo, store_dir: Path) -> None:
+    if member.size > MAX_LIBRARY:
+        raise ArchiveError(
+            f"{member.name} in the package is {member.size:,} bytes, more than any library "
+            f"({MAX_LIBRARY >> 30} GiB): not extracted"
+        )
+    try:
+        st = os.statvfs(store_dir)
+    except OSError:
+        return  # the write says why
+    free = st.f_bavail * st.f_frsize
+    if member.size > free - _SPARE:
+        raise StoreError(
+            f"{member.name} in the package is {member.size:,} bytes, and {store_dir} has "
+            f"{max(free, 0) >> 20:,} MiB free: not extracted (at least 1 GiB is left free)",
+            path=str(store_dir),
+        )
 
 
 def _pass(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import PurePosixPath
 
 from vkdoctor.model import files
@@ -42,7 +41,7 @@ def conda_owner(ctx: Context, path: str) -> CondaPackage | None:
     meta = ctx.under(f"{prefix}/conda-meta")
     for entry in sorted(meta.glob("*.json")):
         try:
-            doc = json.loads(files.read_text(entry))
+            doc = files.json_value(files.read_text(entry))
         except (OSError, ValueError):
             continue
         if not isinstance(doc, dict) or rel not in (doc.get("files") or []):
