@@ -8,6 +8,7 @@ import posixpath
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from vkdoctor.model.digits import natural_key
 from vkdoctor.model.record import field, record, replace
 
 #: report status -> verdict (what `check` exits with)
@@ -427,7 +428,9 @@ def compare_packages(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[Change
     pa, pb = stack_packages(a), stack_packages(b)
     if pa is None or pb is None:
         return ()
-    return _changes((name, pa.get(name), pb.get(name)) for name in sorted({*pa, *pb}))
+    return _changes(
+        (name, pa.get(name), pb.get(name)) for name in sorted({*pa, *pb}, key=natural_key)
+    )
 
 
 def _host_line(doc: Mapping[str, Any]) -> str | None:
@@ -451,7 +454,9 @@ def compare_layers(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[Change, 
     """The active implicit layers that differ, and the variables that put explicit layers into
     every program or take layers out (VK_INSTANCE_LAYERS, VK_LOADER_LAYERS_*)."""
     la, lb = _layers(a), _layers(b)
-    rows = [(f"implicit layer {n}", la.get(n), lb.get(n)) for n in sorted({*la, *lb})]
+    rows = [
+        (f"implicit layer {n}", la.get(n), lb.get(n)) for n in sorted({*la, *lb}, key=natural_key)
+    ]
     env_a, env_b = _get(a, "host", "environment"), _get(b, "host", "environment")
     for name in _LAYER_SELECTION:
         va = env_a.get(name) if isinstance(env_a, Mapping) else None
@@ -718,7 +723,9 @@ def summarize(
 
 def fleet(rows: Sequence[Machine], unreadable: Sequence[tuple[str, str]] = ()) -> Fleet:
     """The machines' rows (made with `machine` as each report was read, labels left empty),
-    labelled by their paths, and their failures grouped by code."""
+    labelled by their paths and listed in their paths' natural order (report-2 before
+    report-10), and their failures grouped by code."""
+    rows = sorted(rows, key=lambda m: natural_key(m.path))
     names = labels([m.path for m in rows])
     machines = tuple(replace(m, label=label) for label, m in zip(names, rows, strict=True))
     groups: dict[tuple[str, str], list[str]] = {}
