@@ -215,6 +215,7 @@ def driver_search(ctx: Context) -> DriverSearch | None:
                 name=layer.name,
                 library=layer.library_found or layer.library,
                 disable_env=layer.disable_env,
+                library_state=layer.library_state,
             )
             for layer in layers
         ),

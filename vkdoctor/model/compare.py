@@ -10,6 +10,7 @@ from typing import Any
 
 from vkdoctor.model.digits import natural_key
 from vkdoctor.model.record import field, record, replace
+from vkdoctor.model.report_records import LAYER_LIBRARY_PROBLEMS
 
 #: report status -> verdict (what `check` exits with)
 VERDICTS = {"ok": "pass", "warn": "pass", "fail": "fail", "error": "error"}
@@ -437,25 +438,64 @@ def _host_line(doc: Mapping[str, Any]) -> str | None:
     return _s(_get(doc, "host", "distro", "name"))
 
 
-def _layers(doc: Mapping[str, Any]) -> dict[str, str]:
-    """The implicit layers every program of that machine loads: name -> library (and the
-    variable that turns it off)."""
-    out: dict[str, str] = {}
-    for layer in _get(doc, "driver_search", "implicit_layers") or ():
-        if isinstance(layer, Mapping) and layer.get("name"):
-            text = str(layer.get("library") or "no library")
-            if layer.get("disable_env"):
-                text += f"; off with {layer.get('disable_env')}=1"
-            out[str(layer["name"])] = text
-    return out
+#: an implicit layer's value where a report lists the active implicit layers and not it, or
+#: does not list them at all (a scan that broke, or a report of an older vkdoctor)
+LAYER_ABSENT = "absent"
+LAYER_NOT_RECORDED = "not recorded"
+
+
+@record(frozen=True, kw_only=True)
+class LayerSide:
+    """An active implicit layer as one report records it."""
+
+    #: one phrase: loaded (its library), or why the loader goes on without it
+    text: str
+    #: False when its library cannot be opened; None when the report does not say (older ones)
+    loaded: bool | None
+
+
+def _layer_side(layer: Mapping[str, Any]) -> LayerSide:
+    library = layer.get("library")
+    off = f"; off with {layer.get('disable_env')}=1" if layer.get("disable_env") else ""
+    if "library_state" not in layer:
+        return LayerSide(text=f"active, library {library or 'none'}{off}", loaded=None)
+    state = layer.get("library_state")
+    why = LAYER_LIBRARY_PROBLEMS.get(str(state)) if state is not None else None
+    if why is not None:
+        return LayerSide(text=f"not loaded: its library {library} {why}", loaded=False)
+    if library is None:
+        return LayerSide(text=f"loaded (a meta layer){off}", loaded=True)
+    return LayerSide(text=f"loaded: {library}{off}", loaded=state == "ok" or None)
+
+
+def layer_sides(doc: Mapping[str, Any]) -> dict[str, LayerSide] | None:
+    """The active implicit layers every program of that machine gets, by name; None when the
+    report does not list them."""
+    listed = _get(doc, "driver_search", "implicit_layers")
+    if not isinstance(listed, list):
+        return None
+    return {
+        str(layer["name"]): _layer_side(layer)
+        for layer in listed
+        if isinstance(layer, Mapping) and layer.get("name")
+    }
+
+
+def _layer_text(layers: Mapping[str, LayerSide] | None, name: str) -> str:
+    if layers is None:
+        return LAYER_NOT_RECORDED
+    side = layers.get(name)
+    return side.text if side is not None else LAYER_ABSENT
 
 
 def compare_layers(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[Change, ...]:
-    """The active implicit layers that differ, and the variables that put explicit layers into
-    every program or take layers out (VK_INSTANCE_LAYERS, VK_LOADER_LAYERS_*)."""
-    la, lb = _layers(a), _layers(b)
-    rows = [
-        (f"implicit layer {n}", la.get(n), lb.get(n)) for n in sorted({*la, *lb}, key=natural_key)
+    """The active implicit layers that differ (loaded, not loaded and why, absent), and the
+    variables that put explicit layers into every program or take layers out
+    (VK_INSTANCE_LAYERS, VK_LOADER_LAYERS_*)."""
+    la, lb = layer_sides(a), layer_sides(b)
+    names = sorted({*(la or {}), *(lb or {})}, key=natural_key)
+    rows: list[tuple[str, str | None, str | None]] = [
+        (f"implicit layer {n}", _layer_text(la, n), _layer_text(lb, n)) for n in names
     ]
     env_a, env_b = _get(a, "host", "environment"), _get(b, "host", "environment")
     for name in _LAYER_SELECTION:
@@ -463,6 +503,32 @@ def compare_layers(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[Change, 
         vb = env_b.get(name) if isinstance(env_b, Mapping) else None
         rows.append((name, _s(va), _s(vb)))
     return _changes(rows)
+
+
+def _layer_causes(a: Mapping[str, Any], b: Mapping[str, Any], bad: str) -> list[str]:
+    """The implicit layers that can explain why side `bad` fails: one that side loads and the
+    other does not (absent there, or its library will not open), or loads from another library.
+    A layer whose library will not open is loaded nowhere, so it explains nothing."""
+    la, lb = layer_sides(a), layer_sides(b)
+    if la is None or lb is None:
+        return []
+    good = "A" if bad == "B" else "B"
+    mine, theirs = (lb, la) if bad == "B" else (la, lb)
+    out = []
+    for name in sorted(mine, key=natural_key):
+        m, t = mine[name], theirs.get(name)
+        if m.loaded is False:
+            continue
+        if t is None or t.loaded is False:
+            there = "absent" if t is None else t.text
+            out.append(
+                f"implicit layer {name} is {'loaded' if m.loaded else 'active'} on {bad} only "
+                f"({m.text.removeprefix('loaded: ')}): every Vulkan program there loads it; "
+                f"on {good}: {there}"
+            )
+        elif t.text != m.text:
+            out.append(f"implicit layer {name} differs: {bad} {m.text}; {good} {t.text}")
+    return out
 
 
 #: the variables that put layers into every program, or take them out
@@ -541,13 +607,9 @@ def _causes(
                 f"{name} differs (A {c.a if c.a is not None else 'unset'}, B "
                 f"{c.b if c.b is not None else 'unset'}): it chooses the drivers the loader lists"
             )
+    out += _layer_causes(a, b, bad)
     for c in compare_layers(a, b):
-        mine, theirs = (c.b, c.a) if bad == "B" else (c.a, c.b)
-        if c.what.startswith("implicit layer") and mine is not None and theirs is None:
-            out.append(
-                f"{c.what} is loaded on {bad} only ({mine}): every Vulkan program there loads it"
-            )
-        elif not c.what.startswith("implicit layer"):
+        if not c.what.startswith("implicit layer"):
             out.append(
                 f"{c.what} differs (A {c.a if c.a is not None else 'unset'}, B "
                 f"{c.b if c.b is not None else 'unset'}): it chooses the layers every program loads"

@@ -116,6 +116,22 @@ class ImplicitLayer:
     library: str | None
     #: the variable that turns it off, when it has one
     disable_env: str | None
+    #: what the library file is: "ok", or why the loader cannot open it and goes on without
+    #: the layer (LAYER_LIBRARY_PROBLEMS); None for a meta layer, which has no library
+    library_state: str | None = None
+
+
+#: an implicit layer's library_state other than "ok": why the loader goes on without the layer
+LAYER_LIBRARY_PROBLEMS = {
+    "missing": "does not exist",
+    "directory": "is a directory",
+    "unreadable": "cannot be read",
+    "not-elf": "is not an ELF library",
+    "wrong-class": "is of the other ELF class (32/64-bit)",
+    "wrong-machine": "is built for another CPU",
+    "no-entry-point": "exports no layer entry point",
+    "unknown": "is not found where the dynamic linker looks",
+}
 
 
 @record(frozen=True, kw_only=True)
