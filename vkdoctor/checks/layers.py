@@ -307,6 +307,16 @@ class ExplicitLayersFromEnvironment(Check):
                     outcome=f.outcome,
                     every_instance_fails=True,
                 )
+            elif f.outcome == L.FILE_JSON_ERROR and scan.loader.version is None:
+                yield self.warn(
+                    f"Explicit layer manifest {f.manifest} is not valid JSON: loaders before "
+                    "1.3.268 fail every Vulkan application on it",
+                    f"{f.manifest}: {f.reason}.",
+                    remedy=Remedy(text=f"fix or remove {f.manifest}"),
+                    manifest=f.manifest,
+                    origin=f.origin,
+                    outcome=f.outcome,
+                )
 
     def _names_no_manifest_provides(
         self,
