@@ -130,9 +130,9 @@ def _broken_explicit_layer(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("readable", [True, False], ids=["version-read", "version-unknown"])
 @pytest.mark.parametrize("which", ["1.3.239", "1.4.309"])
 def test_the_verdict_follows_the_copy_that_runs(trixie, tmp_path, which, readable):
-    """A manifest 1.3.239 fails on and 1.4.309 skips, under plain copies of each: with the
-    version read, the verdict is the loader's; with it unknown, 1.4.309 is not failed (no false
-    red) and 1.3.239 still is, by the real load test."""
+    """A manifest 1.3.239 fails on and 1.4.309 skips, under plain copies of each: the verdict is
+    the loader's, whether its version is read from its code or, where that cannot be read, from
+    its answer to the load test (no false red on 1.4.309, the failure named on 1.3.239)."""
     loader, folder = _plain_copy(trixie, tmp_path, which, readable=readable)
     assert _real_version(loader, folder) == which  # the unreadable copy still says it
     data = _broken_explicit_layer(tmp_path)
@@ -145,14 +145,45 @@ def test_the_verdict_follows_the_copy_that_runs(trixie, tmp_path, which, readabl
     argv = [sys.executable, "-m", "vkdoctor", "check", "--no-probe", "--json", "-"]
     proc = _run(loader, argv, env)
     doc = json.loads(proc.stdout)
-    failed = [f["code"] for f in doc["findings"] if f["severity"] == "fail"]
+    failed = [f for f in doc["findings"] if f["severity"] == "fail"]
     assert doc["driver_search"]["loader_version"] == (which if readable else "unknown")
-    said = [(f["code"], f["severity"]) for f in doc["findings"] if "broken.json" in f["title"]]
-    if not readable:  # what older loaders do is said, not predicted
-        assert said == [("VKI004", "warn")], said
     if which == "1.4.309":
         assert proc.returncode == 0 and not failed, doc["findings"]
-    elif readable:
-        assert proc.returncode == 1 and failed == ["VKI004"], failed
-    else:
-        assert proc.returncode == 1 and failed, doc["findings"]
+        assert not [f for f in doc["findings"] if "broken.json" in f["title"]]
+        return
+    assert proc.returncode == 1 and [f["code"] for f in failed] == ["VKI004"], failed
+    answered = "The loader answered the load test that it is version 1.3.239."
+    assert (answered in failed[0]["message"]) is not readable
+
+
+@pytest.mark.parametrize("readable", [True, False], ids=["version-read", "version-unknown"])
+def test_under_root_an_unknown_version_says_what_older_loaders_do(trixie, tmp_path, readable):
+    """Under --root nothing of the tree runs: a copy whose version cannot be read is not failed
+    on what only older loaders do, and the warning says it; one that can be read is judged."""
+    _, folder = _plain_copy(trixie, tmp_path, "1.3.239", readable=readable)
+    root = tmp_path / "root"
+    lib = root / "usr/lib/x86_64-linux-gnu"
+    lib.mkdir(parents=True)
+    (lib / "libvulkan.so.1").write_bytes((folder / "libvulkan.so.1").read_bytes())
+    layers = root / "usr/share/vulkan/explicit_layer.d"
+    layers.mkdir(parents=True)
+    (layers / "broken.json").write_text('{"file_format_version": "1.0.0", "layer": {"name": ')
+    proc = _run(
+        None, [sys.executable, "-m", "vkdoctor", "check", "--root", str(root), "--json", "-"], {}
+    )
+    doc = json.loads(proc.stdout)
+    said = [
+        (f["code"], f["severity"], f["title"]) for f in doc["findings"] if "broken" in f["title"]
+    ]
+    if readable:
+        assert [s[:2] for s in said] == [("VKI004", "fail")], said
+        return
+    assert said == [
+        (
+            "VKI004",
+            "warn",
+            "Explicit layer manifest /usr/share/vulkan/explicit_layer.d/broken.json is not "
+            "valid JSON: loaders before 1.3.268 fail every Vulkan application on it",
+        )
+    ], said
+    assert not [f for f in doc["findings"] if f["severity"] == "fail" and f["code"] == "VKI004"]

@@ -72,7 +72,7 @@ class LoaderVersion:
             return f"{self.named} skips it"
         return (
             f"loaders {'.'.join(map(str, since))} and later skip it, older ones {older} (this "
-            "loader's version could not be read: the real load test shows which)"
+            "loader's version could not be read from its file)"
         )
 
     @property
