@@ -339,11 +339,14 @@ def test_summary_all_pass_exits_0(reports, tmp_path: Path):
     assert md.stdout.startswith("## vkdoctor summary: all 3 machines pass\n")
 
 
-def _layer_home(root: Path, name: str, flag: str | None, *, built: bool) -> dict[str, str]:
-    """XDG_DATA_HOME with an implicit layer VK_LAYER_TEST_pass: tests/data/drop_layer.c built
-    with gcc (with `flag`), or, with built=False, a manifest whose library does not exist."""
+def _layer_home(
+    root: Path, name: str, flag: str | None, *, built: bool, kind: str = "implicit"
+) -> dict[str, str]:
+    """XDG_DATA_HOME with a layer VK_LAYER_TEST_pass (implicit, or explicit: put in every
+    program by VK_INSTANCE_LAYERS): tests/data/drop_layer.c built with gcc (with `flag`), or,
+    with built=False, a manifest whose library does not exist."""
     home = root / name
-    folder = home / "vulkan" / "implicit_layer.d"
+    folder = home / "vulkan" / f"{kind}_layer.d"
     folder.mkdir(parents=True)
     lib = home / "libpass.so"
     if built:
@@ -359,14 +362,16 @@ def _layer_home(root: Path, name: str, flag: str | None, *, built: bool) -> dict
         "disable_environment": {"DISABLE_PASS": "1"},
     }
     (folder / "pass.json").write_text(json.dumps({"file_format_version": "1.1.0", "layer": layer}))
+    if kind == "explicit":
+        return {"XDG_DATA_HOME": str(home), "VK_INSTANCE_LAYERS": "VK_LAYER_TEST_pass"}
     return {"XDG_DATA_HOME": str(home)}
 
 
 @pytest.fixture(scope="module")
 def layer_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Real `check --no-probe --json` reports: the layer loaded, its library missing, no such
-    layer, a layer that crashes vkCreateInstance, and the missing layer beside a crashing
-    driver."""
+    layer, a layer that crashes vkCreateInstance, the missing layer beside a crashing driver,
+    and the crashing layer as an explicit one that VK_INSTANCE_LAYERS turns on."""
     root = tmp_path_factory.mktemp("layers")
     crash = root / "crash"
     crash.mkdir()
@@ -387,6 +392,10 @@ def layer_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "none": ({"XDG_DATA_HOME": str(root / "none")}, 0),
         "crashing": (_layer_home(root, "crashing", "CRASH_CREATE_INSTANCE", built=True), 1),
         "missing-crash-driver": ({**missing, "VK_DRIVER_FILES": str(crash / "crash_icd.json")}, 1),
+        "explicit-crashing": (
+            _layer_home(root, "explicit", "CRASH_CREATE_INSTANCE", built=True, kind="explicit"),
+            1,
+        ),
     }
     out = {}
     for name, (env, want) in setups.items():
@@ -418,10 +427,13 @@ def test_diff_says_what_each_report_records_of_a_layer(layer_reports):
     assert loaded.returncode == 0, loaded.stderr
     a_lib = str(layer_reports["loaded"].parent / "loaded" / "libpass.so")
     b_lib = str(layer_reports["loaded"].parent / "missing" / "libpass.so")
-    assert _layer_row(loaded.stdout) == (
-        f"A: loaded: {a_lib}; off with DISABLE_PASS=1 "
-        f"B: not loaded: its library {b_lib} does not exist"
-    ), loaded.stdout
+    a_json = str(layer_reports["loaded"].parent / "loaded" / "vulkan/implicit_layer.d/pass.json")
+    b_json = str(layer_reports["loaded"].parent / "missing" / "vulkan/implicit_layer.d/pass.json")
+    # compared without spaces: a path longer than the line is broken where it reaches the edge
+    assert _layer_row(loaded.stdout).replace(" ", "") == (
+        f"A: loaded: {a_lib}, API 1.3.0, from {a_json}; off with DISABLE_PASS=1 "
+        f"B: not loaded: its library {b_lib} does not exist, API 1.3.0, from {b_json}"
+    ).replace(" ", ""), loaded.stdout
     absent = _diff(layer_reports["loaded"], layer_reports["none"], columns="80")
     assert _layer_row(absent.stdout).endswith("B: absent"), absent.stdout
     assert "unknown" not in absent.stdout
@@ -433,7 +445,7 @@ def test_diff_says_what_each_report_records_of_a_layer(layer_reports):
         {
             "what": "implicit layer VK_LAYER_TEST_pass",
             "a": "absent",
-            "b": f"not loaded: its library {b_lib} does not exist",
+            "b": f"not loaded: its library {b_lib} does not exist, API 1.3.0, from {b_json}",
         }
     ]
 
@@ -449,12 +461,36 @@ def test_diff_blames_a_layer_only_where_it_is_loaded(layer_reports):
     data = json.loads(
         _diff(layer_reports["missing"], layer_reports["crashing"], "--format", "json").stdout
     )
-    crashing = str(layer_reports["crashing"].parent / "crashing" / "libpass.so")
-    missing = str(layer_reports["missing"].parent / "missing" / "libpass.so")
+    root = layer_reports["crashing"].parent
+    crashing, missing = root / "crashing", root / "missing"
+    manifest = "vulkan/implicit_layer.d/pass.json"
     assert data["causes"][0] == (
-        f"implicit layer VK_LAYER_TEST_pass is loaded on B only ({crashing}; off with "
-        "DISABLE_PASS=1): every Vulkan program there loads it; on A: not loaded: its library "
-        f"{missing} does not exist"
+        f"implicit layer VK_LAYER_TEST_pass is loaded on B only ({crashing / 'libpass.so'}, "
+        f"API 1.3.0, from {crashing / manifest}; off with DISABLE_PASS=1): every Vulkan program "
+        f"there loads it; on A: not loaded: its library {missing / 'libpass.so'} does not "
+        f"exist, API 1.3.0, from {missing / manifest}"
     ), data["causes"]
     text = _diff(layer_reports["missing"], layer_reports["crashing"], columns="80").stdout
     assert all(len(line) <= 80 for line in text.splitlines()), text
+
+
+def test_diff_offers_an_explicit_layer_the_environment_turns_on(layer_reports):
+    """VK_INSTANCE_LAYERS puts a layer that crashes into every program on B: the layer itself
+    (its library, version and manifest, no disable variable: the loader reads none for an
+    explicit layer) and the variable are offered, and A's environment without the variable
+    says "unset", not "unknown"."""
+    proc = _diff(layer_reports["none"], layer_reports["explicit-crashing"], columns="80")
+    assert proc.returncode == 1
+    data = json.loads(
+        _diff(layer_reports["none"], layer_reports["explicit-crashing"], "--format", "json").stdout
+    )
+    home = layer_reports["none"].parent / "explicit"
+    assert data["causes"][:2] == [
+        f"explicit layer VK_LAYER_TEST_pass is loaded on B only ({home / 'libpass.so'}, API "
+        f"1.3.0, from {home / 'vulkan/explicit_layer.d/pass.json'}): every Vulkan program "
+        "there loads it; on A: absent",
+        "VK_INSTANCE_LAYERS differs (A unset, B VK_LAYER_TEST_pass): it chooses the layers "
+        "every program loads",
+    ], data["causes"]
+    assert "  VK_INSTANCE_LAYERS: A unset; B VK_LAYER_TEST_pass" in proc.stdout.splitlines()
+    assert "unknown" not in proc.stdout

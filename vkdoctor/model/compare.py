@@ -457,28 +457,46 @@ class LayerSide:
 def _layer_side(layer: Mapping[str, Any]) -> LayerSide:
     library = layer.get("library")
     off = f"; off with {layer.get('disable_env')}=1" if layer.get("disable_env") else ""
+    declared = ", ".join(
+        part
+        for part in (
+            f"API {layer['api_version']}" if layer.get("api_version") else "",
+            f"from {layer['manifest']}" if layer.get("manifest") else "",
+        )
+        if part
+    )
+    source = f", {declared}" if declared else ""
     if "library_state" not in layer:
-        return LayerSide(text=f"active, library {library or 'none'}{off}", loaded=None)
+        return LayerSide(text=f"active, library {library or 'none'}{source}{off}", loaded=None)
     state = layer.get("library_state")
     why = LAYER_LIBRARY_PROBLEMS.get(str(state)) if state is not None else None
     if why is not None:
-        return LayerSide(text=f"not loaded: its library {library} {why}", loaded=False)
+        return LayerSide(text=f"not loaded: its library {library} {why}{source}", loaded=False)
     if library is None:
-        return LayerSide(text=f"loaded (a meta layer){off}", loaded=True)
-    return LayerSide(text=f"loaded: {library}{off}", loaded=state == "ok" or None)
+        return LayerSide(text=f"loaded (a meta layer){source}{off}", loaded=True)
+    return LayerSide(text=f"loaded: {library}{source}{off}", loaded=state == "ok" or None)
 
 
-def layer_sides(doc: Mapping[str, Any]) -> dict[str, LayerSide] | None:
-    """The active implicit layers every program of that machine gets, by name; None when the
-    report does not list them."""
-    listed = _get(doc, "driver_search", "implicit_layers")
-    if not isinstance(listed, list):
-        return None
-    return {
-        str(layer["name"]): _layer_side(layer)
-        for layer in listed
-        if isinstance(layer, Mapping) and layer.get("name")
-    }
+#: the report's lists of the layers every program gets, and what the diff calls each kind
+_LAYER_LISTS = (("implicit_layers", "implicit layer"), ("explicit_layers", "explicit layer"))
+
+
+def layer_sides(doc: Mapping[str, Any]) -> dict[str, dict[str, LayerSide] | None]:
+    """The layers every program of that machine gets, by kind ("implicit layer", "explicit
+    layer") and name; a kind's None when the report does not list them."""
+    out: dict[str, dict[str, LayerSide] | None] = {}
+    for key, kind in _LAYER_LISTS:
+        listed = _get(doc, "driver_search", key)
+        out[kind] = (
+            {
+                str(layer["name"]): _layer_side(layer)
+                for layer in listed
+                if isinstance(layer, Mapping) and layer.get("name")
+            }
+            if isinstance(listed, list)
+            else None
+        )
+    return out
 
 
 def _layer_text(layers: Mapping[str, LayerSide] | None, name: str) -> str:
@@ -489,45 +507,54 @@ def _layer_text(layers: Mapping[str, LayerSide] | None, name: str) -> str:
 
 
 def compare_layers(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[Change, ...]:
-    """The active implicit layers that differ (loaded, not loaded and why, absent), and the
-    variables that put explicit layers into every program or take layers out
-    (VK_INSTANCE_LAYERS, VK_LOADER_LAYERS_*)."""
-    la, lb = layer_sides(a), layer_sides(b)
-    names = sorted({*(la or {}), *(lb or {})}, key=natural_key)
-    rows: list[tuple[str, str | None, str | None]] = [
-        (f"implicit layer {n}", _layer_text(la, n), _layer_text(lb, n)) for n in names
-    ]
+    """The layers every program gets that differ (loaded, not loaded and why, absent; their
+    versions and manifests), and the variables that put explicit layers into every program or
+    take layers out (VK_INSTANCE_LAYERS, VK_LOADER_LAYERS_*)."""
+    sides_a, sides_b = layer_sides(a), layer_sides(b)
+    rows: list[tuple[str, str | None, str | None]] = []
+    for _, kind in _LAYER_LISTS:
+        la, lb = sides_a[kind], sides_b[kind]
+        for n in sorted({*(la or {}), *(lb or {})}, key=natural_key):
+            rows.append((f"{kind} {n}", _layer_text(la, n), _layer_text(lb, n)))
     env_a, env_b = _get(a, "host", "environment"), _get(b, "host", "environment")
     for name in _LAYER_SELECTION:
-        va = env_a.get(name) if isinstance(env_a, Mapping) else None
-        vb = env_b.get(name) if isinstance(env_b, Mapping) else None
-        rows.append((name, _s(va), _s(vb)))
+        rows.append((name, _variable(env_a, name), _variable(env_b, name)))
     return _changes(rows)
 
 
+def _variable(env: Any, name: str) -> str | None:
+    """A variable's value in a report's recorded environment: "unset" when the report records
+    the environment without it; None when it records no environment (an older report)."""
+    if not isinstance(env, Mapping):
+        return None
+    return _s(env.get(name)) if name in env else "unset"
+
+
 def _layer_causes(a: Mapping[str, Any], b: Mapping[str, Any], bad: str) -> list[str]:
-    """The implicit layers that can explain why side `bad` fails: one that side loads and the
-    other does not (absent there, or its library will not open), or loads from another library.
-    A layer whose library will not open is loaded nowhere, so it explains nothing."""
-    la, lb = layer_sides(a), layer_sides(b)
-    if la is None or lb is None:
-        return []
+    """The layers that can explain why side `bad` fails: one that side loads and the other does
+    not (absent there, or its library will not open), or loads from another library, version or
+    manifest. A layer whose library will not open is loaded nowhere, so it explains nothing."""
     good = "A" if bad == "B" else "B"
-    mine, theirs = (lb, la) if bad == "B" else (la, lb)
+    sides_a, sides_b = layer_sides(a), layer_sides(b)
     out = []
-    for name in sorted(mine, key=natural_key):
-        m, t = mine[name], theirs.get(name)
-        if m.loaded is False:
+    for _, kind in _LAYER_LISTS:
+        la, lb = sides_a[kind], sides_b[kind]
+        if la is None or lb is None:
             continue
-        if t is None or t.loaded is False:
-            there = "absent" if t is None else t.text
-            out.append(
-                f"implicit layer {name} is {'loaded' if m.loaded else 'active'} on {bad} only "
-                f"({m.text.removeprefix('loaded: ')}): every Vulkan program there loads it; "
-                f"on {good}: {there}"
-            )
-        elif t.text != m.text:
-            out.append(f"implicit layer {name} differs: {bad} {m.text}; {good} {t.text}")
+        mine, theirs = (lb, la) if bad == "B" else (la, lb)
+        for name in sorted(mine, key=natural_key):
+            m, t = mine[name], theirs.get(name)
+            if m.loaded is False:
+                continue
+            if t is None or t.loaded is False:
+                there = "absent" if t is None else t.text
+                out.append(
+                    f"{kind} {name} is {'loaded' if m.loaded else 'active'} on {bad} only "
+                    f"({m.text.removeprefix('loaded: ')}): every Vulkan program there loads it; "
+                    f"on {good}: {there}"
+                )
+            elif t.text != m.text:
+                out.append(f"{kind} {name} differs: {bad} {m.text}; {good} {t.text}")
     return out
 
 
@@ -609,10 +636,10 @@ def _causes(
             )
     out += _layer_causes(a, b, bad)
     for c in compare_layers(a, b):
-        if not c.what.startswith("implicit layer"):
+        if not c.what.startswith(("implicit layer", "explicit layer")):
             out.append(
-                f"{c.what} differs (A {c.a if c.a is not None else 'unset'}, B "
-                f"{c.b if c.b is not None else 'unset'}): it chooses the layers every program loads"
+                f"{c.what} differs (A {c.a or LAYER_NOT_RECORDED}, B "
+                f"{c.b or LAYER_NOT_RECORDED}): it chooses the layers every program loads"
             )
     for f in findings:
         items = f.b if bad == "B" else f.a
