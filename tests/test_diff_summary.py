@@ -337,3 +337,160 @@ def test_summary_all_pass_exits_0(reports, tmp_path: Path):
     assert "Failures by code" not in proc.stdout
     md = run_vkdoctor(["summary", "--format", "github", str(tmp_path / "artifacts")])
     assert md.stdout.startswith("## vkdoctor summary: all 3 machines pass\n")
+
+
+def _layer_home(
+    root: Path, name: str, flag: str | None, *, built: bool, kind: str = "implicit"
+) -> dict[str, str]:
+    """XDG_DATA_HOME with a layer VK_LAYER_TEST_pass (implicit, or explicit: put in every
+    program by VK_INSTANCE_LAYERS): tests/data/drop_layer.c built with gcc (with `flag`), or,
+    with built=False, a manifest whose library does not exist."""
+    home = root / name
+    folder = home / "vulkan" / f"{kind}_layer.d"
+    folder.mkdir(parents=True)
+    lib = home / "libpass.so"
+    if built:
+        cmd = ["gcc", "-shared", "-fPIC", *([f"-D{flag}"] if flag else [])]
+        subprocess.run([*cmd, "-o", str(lib), str(DATA / "drop_layer.c")], check=True, timeout=60)
+    layer = {
+        "name": "VK_LAYER_TEST_pass",
+        "type": "GLOBAL",
+        "library_path": str(lib),
+        "api_version": "1.3.0",
+        "implementation_version": "1",
+        "description": "a test layer",
+        "disable_environment": {"DISABLE_PASS": "1"},
+    }
+    (folder / "pass.json").write_text(json.dumps({"file_format_version": "1.1.0", "layer": layer}))
+    if kind == "explicit":
+        return {"XDG_DATA_HOME": str(home), "VK_INSTANCE_LAYERS": "VK_LAYER_TEST_pass"}
+    return {"XDG_DATA_HOME": str(home)}
+
+
+@pytest.fixture(scope="module")
+def layer_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Real `check --no-probe --json` reports: the layer loaded, its library missing, no such
+    layer, a layer that crashes vkCreateInstance, the missing layer beside a crashing driver,
+    and the crashing layer as an explicit one that VK_INSTANCE_LAYERS turns on."""
+    root = tmp_path_factory.mktemp("layers")
+    crash = root / "crash"
+    crash.mkdir()
+    subprocess.run(
+        [
+            *("gcc", "-shared", "-fPIC", "-O1", "-DCTOR_SEGV"),
+            *("-o", str(crash / "libvulkan_crash.so"), str(DATA / "fake_icd.c")),
+        ],
+        check=True,
+        timeout=60,
+    )
+    icd = {"library_path": str(crash / "libvulkan_crash.so"), "api_version": "1.3.0"}
+    (crash / "crash_icd.json").write_text(json.dumps({"file_format_version": "1.0.0", "ICD": icd}))
+    missing = _layer_home(root, "missing", None, built=False)
+    setups = {
+        "loaded": (_layer_home(root, "loaded", None, built=True), 0),
+        "missing": (missing, 0),
+        "none": ({"XDG_DATA_HOME": str(root / "none")}, 0),
+        "crashing": (_layer_home(root, "crashing", "CRASH_CREATE_INSTANCE", built=True), 1),
+        "missing-crash-driver": ({**missing, "VK_DRIVER_FILES": str(crash / "crash_icd.json")}, 1),
+        "explicit-crashing": (
+            _layer_home(root, "explicit", "CRASH_CREATE_INSTANCE", built=True, kind="explicit"),
+            1,
+        ),
+    }
+    out = {}
+    for name, (env, want) in setups.items():
+        proc, doc = run_json(["check", "--no-probe"], env=env)
+        assert proc.returncode == want, proc.stdout + proc.stderr
+        out[name] = root / f"{name}.json"
+        out[name].write_text(json.dumps(doc))
+    return out
+
+
+def _layer_row(text: str) -> str:
+    """The text diff's two sides of the layer's row, its wrapped lines joined."""
+    lines = text.splitlines()
+    at = lines.index("  implicit layer VK_LAYER_TEST_pass")
+    below = lines[at + 1 :]
+    rows = below[: next(i for i, line in enumerate(below) if not line.startswith("    "))]
+    return " ".join(line.strip() for line in rows)
+
+
+def test_diff_says_what_each_report_records_of_a_layer(layer_reports):
+    """Loaded on one side; on the other absent from the list, or listed with a library that
+    does not exist (so not loaded): never "unknown", never "loaded"."""
+    doc = _doc(layer_reports["missing"])
+    (layer,) = [
+        x for x in doc["driver_search"]["implicit_layers"] if x["name"] == "VK_LAYER_TEST_pass"
+    ]
+    assert layer["library_state"] == "missing"
+    loaded = _diff(layer_reports["loaded"], layer_reports["missing"], columns="80")
+    assert loaded.returncode == 0, loaded.stderr
+    a_lib = str(layer_reports["loaded"].parent / "loaded" / "libpass.so")
+    b_lib = str(layer_reports["loaded"].parent / "missing" / "libpass.so")
+    a_json = str(layer_reports["loaded"].parent / "loaded" / "vulkan/implicit_layer.d/pass.json")
+    b_json = str(layer_reports["loaded"].parent / "missing" / "vulkan/implicit_layer.d/pass.json")
+    # compared without spaces: a path longer than the line is broken where it reaches the edge
+    assert _layer_row(loaded.stdout).replace(" ", "") == (
+        f"A: loaded: {a_lib}, API 1.3.0, from {a_json}; off with DISABLE_PASS=1 "
+        f"B: not loaded: its library {b_lib} does not exist, API 1.3.0, from {b_json}"
+    ).replace(" ", ""), loaded.stdout
+    absent = _diff(layer_reports["loaded"], layer_reports["none"], columns="80")
+    assert _layer_row(absent.stdout).endswith("B: absent"), absent.stdout
+    assert "unknown" not in absent.stdout
+    data = json.loads(
+        _diff(layer_reports["none"], layer_reports["missing"], "--format", "json").stdout
+    )
+    rows = [c for c in data["rest"] if c["what"] == "implicit layer VK_LAYER_TEST_pass"]
+    assert rows == [
+        {
+            "what": "implicit layer VK_LAYER_TEST_pass",
+            "a": "absent",
+            "b": f"not loaded: its library {b_lib} does not exist, API 1.3.0, from {b_json}",
+        }
+    ]
+
+
+def test_diff_blames_a_layer_only_where_it_is_loaded(layer_reports):
+    """A layer whose library is missing explains no failure; the same layer loaded (and
+    crashing) on the failing side does, and the other side's missing library is said."""
+    proc = _diff(layer_reports["none"], layer_reports["missing-crash-driver"], columns="80")
+    assert proc.returncode == 1
+    why = proc.stdout.split("Why:\n")[1].split("\n\n")[0]
+    assert "VK_LAYER_TEST_pass" not in why, why
+    assert "crash_icd.json is on B only" in why
+    data = json.loads(
+        _diff(layer_reports["missing"], layer_reports["crashing"], "--format", "json").stdout
+    )
+    root = layer_reports["crashing"].parent
+    crashing, missing = root / "crashing", root / "missing"
+    manifest = "vulkan/implicit_layer.d/pass.json"
+    assert data["causes"][0] == (
+        f"implicit layer VK_LAYER_TEST_pass is loaded on B only ({crashing / 'libpass.so'}, "
+        f"API 1.3.0, from {crashing / manifest}; off with DISABLE_PASS=1): every Vulkan program "
+        f"there loads it; on A: not loaded: its library {missing / 'libpass.so'} does not "
+        f"exist, API 1.3.0, from {missing / manifest}"
+    ), data["causes"]
+    text = _diff(layer_reports["missing"], layer_reports["crashing"], columns="80").stdout
+    assert all(len(line) <= 80 for line in text.splitlines()), text
+
+
+def test_diff_offers_an_explicit_layer_the_environment_turns_on(layer_reports):
+    """VK_INSTANCE_LAYERS puts a layer that crashes into every program on B: the layer itself
+    (its library, version and manifest, no disable variable: the loader reads none for an
+    explicit layer) and the variable are offered, and A's environment without the variable
+    says "unset", not "unknown"."""
+    proc = _diff(layer_reports["none"], layer_reports["explicit-crashing"], columns="80")
+    assert proc.returncode == 1
+    data = json.loads(
+        _diff(layer_reports["none"], layer_reports["explicit-crashing"], "--format", "json").stdout
+    )
+    home = layer_reports["none"].parent / "explicit"
+    assert data["causes"][:2] == [
+        f"explicit layer VK_LAYER_TEST_pass is loaded on B only ({home / 'libpass.so'}, API "
+        f"1.3.0, from {home / 'vulkan/explicit_layer.d/pass.json'}): every Vulkan program "
+        "there loads it; on A: absent",
+        "VK_INSTANCE_LAYERS differs (A unset, B VK_LAYER_TEST_pass): it chooses the layers "
+        "every program loads",
+    ], data["causes"]
+    assert "  VK_INSTANCE_LAYERS: A unset; B VK_LAYER_TEST_pass" in proc.stdout.splitlines()
+    assert "unknown" not in proc.stdout

@@ -281,3 +281,32 @@ def test_every_reader_of_outside_json_refuses_huge_numbers_and_depth() -> None:
         assert probe._document(text) is None
         assert probe.seen_of(probe.SEEN_PREFIX + text) is None
     assert files.json_value('{"a": [1, -2, 3.5]}') == {"a": [1, -2, 3.5]}
+
+
+def test_summary_lists_machines_in_natural_order(tmp_path: Path) -> None:
+    """report-2 before report-10, whether a folder is walked or the shell's (text-sorted) glob
+    hands the files; folders below are walked in the same order."""
+    doc = _h200()
+    failed = copy.deepcopy(doc)
+    failed["status"] = "fail"
+    names = ["report-1", "report-10", "report-2", "report-20", "report-3"]
+    for name in names:
+        (tmp_path / "flat").mkdir(exist_ok=True)
+        report = failed if name == "report-10" else doc
+        (tmp_path / "flat" / f"{name}.json").write_text(json.dumps(report))
+        (tmp_path / "nested" / f"job-{name[7:]}").mkdir(parents=True)
+        (tmp_path / "nested" / f"job-{name[7:]}" / "vkdoctor.json").write_text(json.dumps(doc))
+    want = ["report-1", "report-2", "report-3", "report-10", "report-20"]
+    globbed = sorted(str(p) for p in (tmp_path / "flat").glob("*.json"))
+    assert [Path(p).stem for p in globbed] == names  # the shell's order, as text
+    for args, labels in (
+        ([str(tmp_path / "flat")], want),
+        (globbed, want),
+        ([str(tmp_path / "nested")], [f"job-{n[7:]}" for n in want]),
+    ):
+        proc = run_vkdoctor(["summary", *args], env={"COLUMNS": "80"})
+        assert "Traceback" not in proc.stderr
+        rows = [line.split()[0] for line in proc.stdout.splitlines()[3:] if line.strip()]
+        assert rows[: len(labels)] == labels, proc.stdout
+        data = json.loads(run_vkdoctor(["summary", "--format", "json", *args]).stdout)
+        assert [m["label"] for m in data["machines"]] == labels

@@ -117,3 +117,12 @@ def test_a_title_spans_the_missing_versions_of_a_family_from_the_first_to_the_hi
     missing = ["GLIBCXX_3.4.30", "CXXABI_1.3.13", "GLIBCXX_3.4.29", f"GLIBCXX_3.4.{HUGE}"]
     assert span_per_family(missing) == [f"GLIBCXX_3.4.29 to GLIBCXX_3.4.{HUGE}", "CXXABI_1.3.13"]
     assert span_per_family(["GLIBCXX_3.4.30"]) == ["GLIBCXX_3.4.30"]
+
+
+def test_natural_key_orders_numbers_by_value_and_takes_any_length() -> None:
+    from vkdoctor.model.digits import natural_key
+
+    names = ["gpu-10", "gpu-9", "gpu-009b", "gpu", "a2b10", "a2b9", "x" + "9" * 5000, "x10"]
+    assert sorted(names, key=natural_key) == [
+        "a2b9", "a2b10", "gpu", "gpu-9", "gpu-009b", "gpu-10", "x10", "x" + "9" * 5000,
+    ]  # fmt: skip

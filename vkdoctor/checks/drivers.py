@@ -456,7 +456,8 @@ class DriverManifestSyntax(Check):
         for d in scan.drivers:
             ev = _ev(d, scan)
             if d.outcome == I.JSON_ERROR:
-                if scan.loader.json_error_aborts:
+                running = facts.running_loader(ctx)
+                if running.json_error_aborts:
                     yield self.fail(
                         f"{d.manifest} is not valid JSON: every Vulkan application fails",
                         d.reason + ".",
@@ -466,8 +467,9 @@ class DriverManifestSyntax(Check):
                         **ev,
                     )
                 else:
+                    skips = "loaders before 1.3.268 fail on it" if running.version is None else ""
                     yield self.warn(
-                        f"{d.manifest} is not valid JSON; the loader skips it",
+                        f"{d.manifest} is not valid JSON; {skips or 'the loader skips it'}",
                         d.reason + ".",
                         remedy=Remedy(text=f"fix or remove {d.manifest}"),
                         **ev,

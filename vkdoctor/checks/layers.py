@@ -12,6 +12,7 @@ from vkdoctor.checks.base import Check
 from vkdoctor.loader import layers as L
 from vkdoctor.loader.filters import matches
 from vkdoctor.loader.layerrecords import OVERRIDE_LAYER, Layer, LayerScan, may_load
+from vkdoctor.loader.version import LoaderVersion
 from vkdoctor.model import Finding, Remedy
 from vkdoctor.model.context import Context
 from vkdoctor.model.record import replace
@@ -122,10 +123,10 @@ class BrokenImplicitLayer(Check):
         for f in scan.files:
             ev = {"manifest": f.manifest, "origin": f.origin, "outcome": f.outcome}
             if f.outcome == L.FILE_JSON_ERROR:
-                if scan.loader.json_error_aborts:
+                if facts.running_loader(ctx).json_error_aborts:
                     yield self.fail(
                         f"Implicit layer manifest {f.manifest} is not valid JSON: every Vulkan application fails",
-                        f"{f.manifest}: {f.reason}.",
+                        f"{f.manifest}: {f.reason}.{_answered(facts.running_loader(ctx), scan)}",
                         remedy=Remedy(
                             text=f"fix or remove {f.manifest} (VK_LOADER_LAYERS_DISABLE does not help)"
                         ),
@@ -276,7 +277,7 @@ class ExplicitLayersFromEnvironment(Check):
 
     def run(self, ctx: Context) -> Iterable[Finding]:
         scan = facts.explicit_layers(ctx)
-        yield from self._manifests_that_stop_the_loader(scan)
+        yield from self._manifests_that_stop_the_loader(scan, facts.running_loader(ctx))
         requested = L.instance_layers(ctx)
         if not requested and not scan.enable.active:
             return
@@ -286,18 +287,21 @@ class ExplicitLayersFromEnvironment(Check):
         yield from self._patterns_that_match_nothing(scan, {n for n in found | implicit if n})
         yield from self._layers_in_every_program(scan)
 
-    def _manifests_that_stop_the_loader(self, scan: LayerScan) -> Iterable[Finding]:
+    def _manifests_that_stop_the_loader(
+        self, scan: LayerScan, running: LoaderVersion
+    ) -> Iterable[Finding]:
+        answered = _answered(running, scan)
         for f in scan.files:
             # the loader reads every explicit manifest at vkCreateInstance, chosen or not
-            aborts = f.outcome == L.FILE_JSON_ERROR and scan.loader.json_error_aborts
+            aborts = f.outcome == L.FILE_JSON_ERROR and running.json_error_aborts
             if f.outcome in (L.FILE_FIFO, L.FILE_CRASH) or aborts:
                 what = "is not valid JSON: every Vulkan application fails"
                 yield self.fail(
                     f"Explicit layer manifest {f.manifest} "
                     + (what if aborts else "stops every Vulkan application"),
-                    f"{f.manifest}: {f.reason}. The loader reads every explicit layer manifest "
-                    "in vkCreateInstance, whether a program asks for the layer or not, so no "
-                    "driver is at fault and none gets an instance while the file is there.",
+                    f"{f.manifest}: {f.reason}.{answered} The loader reads every explicit layer "
+                    "manifest in vkCreateInstance, whether a program asks for the layer or not, "
+                    "so no driver is at fault and none gets an instance while the file is there.",
                     remedy=Remedy(
                         text=f"{'fix or remove' if aborts else 'remove'} {f.manifest} "
                         "(VK_LOADER_LAYERS_DISABLE does not help: the file is parsed first)"
@@ -306,6 +310,16 @@ class ExplicitLayersFromEnvironment(Check):
                     origin=f.origin,
                     outcome=f.outcome,
                     every_instance_fails=True,
+                )
+            elif f.outcome == L.FILE_JSON_ERROR and running.version is None:
+                yield self.warn(
+                    f"Explicit layer manifest {f.manifest} is not valid JSON: loaders before "
+                    "1.3.268 fail every Vulkan application on it",
+                    f"{f.manifest}: {f.reason}.",
+                    remedy=Remedy(text=f"fix or remove {f.manifest}"),
+                    manifest=f.manifest,
+                    origin=f.origin,
+                    outcome=f.outcome,
                 )
 
     def _names_no_manifest_provides(
@@ -499,6 +513,14 @@ def _override_effects(
             + " (VK_LAYER_PATH, VK_ADD_LAYER_PATH and the standard directories are ignored)"
         )
     return lines
+
+
+def _answered(running: LoaderVersion, scan: LayerScan) -> str:
+    """A sentence when the loader's version comes from its answer to the load test (its file
+    did not say), for a finding that follows that version."""
+    if running.version == scan.loader.version:
+        return ""
+    return f" The loader answered the load test that it is version {running.text}."
 
 
 CHECKS: tuple[type[Check], ...] = (

@@ -1172,7 +1172,10 @@ class VulkanLoaderLibrary(Check):
                 **m.as_dict(),
             )
             return
-        version = loader_version(root.realpath)
+        found = facts.loader_version(ctx)
+        # the file's name, else its code (a plain libvulkan.so.1 copy): as the emulation reads it
+        version = found.text if found.version and found.path == root.path else None
+        version = version or loader_version(root.realpath)
         ev = {
             "path": root.path,
             "realpath": root.realpath,

@@ -125,6 +125,14 @@ def loader_version(ctx: Context) -> LoaderVersion:
     return ctx.fact(compute)
 
 
+def running_loader(ctx: Context) -> LoaderVersion:
+    """The loader's version: as `loader_version` reads it from its file, else as the loader
+    answered the load test (what the JSON-error rule follows where the file does not say)."""
+    from vkdoctor.facts.loadtest import running_loader as compute
+
+    return ctx.fact(compute)
+
+
 def driver_scan(ctx: Context) -> DriverScan:
     """Every driver manifest the loader finds and what it does with each, short of dlopen."""
     from vkdoctor.loader import driver_scan as compute

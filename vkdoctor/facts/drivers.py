@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from vkdoctor.loader import driver_scan, layer_scan
+from vkdoctor.loader import driver_scan, explicit_layers, layer_scan
 from vkdoctor.loader.icd import LOADS, verdict
 from vkdoctor.loader.known import known_driver
+from vkdoctor.loader.layerrecords import Layer
 from vkdoctor.model import CheckResult
 from vkdoctor.model.context import Context
 from vkdoctor.model.record import ABSENT, replace
@@ -198,11 +199,12 @@ def with_packages(
 
 def driver_search(ctx: Context) -> DriverSearch | None:
     """The report's `driver_search`: the loader, the driver search path in its order, and the
-    implicit layers every application gets. None when the scan itself broke (the VKD checks
-    say so as VKX000)."""
+    layers every application gets (implicit ones, and explicit ones the environment turns on).
+    None when the scan itself broke (the VKD checks say so as VKX000)."""
     try:
         scan = driver_scan(ctx)
-        layers = layer_scan(ctx).active
+        implicit = layer_scan(ctx).active
+        explicit = explicit_layers(ctx).active
     except Exception:
         return None
     return DriverSearch(
@@ -210,12 +212,18 @@ def driver_search(ctx: Context) -> DriverSearch | None:
         loader_path=scan.loader.path,
         override=scan.plan.override,
         entries=tuple(SearchPathEntry(path=e.path, origin=e.origin) for e in scan.plan.entries),
-        implicit_layers=tuple(
-            ImplicitLayer(
-                name=layer.name,
-                library=layer.library_found or layer.library,
-                disable_env=layer.disable_env,
-            )
-            for layer in layers
-        ),
+        implicit_layers=tuple(_layer_row(layer) for layer in implicit),
+        explicit_layers=tuple(_layer_row(layer) for layer in explicit),
+    )
+
+
+def _layer_row(layer: Layer) -> ImplicitLayer:
+    return ImplicitLayer(
+        name=layer.name,
+        library=layer.library_found or layer.library,
+        # an explicit layer's disable_environment is never read by the loader
+        disable_env=None if layer.explicit else layer.disable_env,
+        library_state=layer.library_state,
+        manifest=layer.manifest,
+        api_version=layer.api_version,
     )

@@ -16,9 +16,11 @@ from vkdoctor.children.loadtest import (
 from vkdoctor.facts.selection import all_selected
 from vkdoctor.loader.targets import LoadTarget
 from vkdoctor.model.context import Context
+from vkdoctor.model.record import replace
 
 if TYPE_CHECKING:
     from vkdoctor.elf.resolve import Resolution
+    from vkdoctor.loader.version import LoaderVersion
 
 
 def targets_of(ctx: Context) -> tuple[LoadTarget, ...]:
@@ -122,3 +124,22 @@ def predicted(ctx: Context, failing: Iterable[TargetOutcome]) -> bool:
         and all_selected(ctx, *p.by)
         for o in failing
     )
+
+
+def running_loader(ctx: Context) -> LoaderVersion:
+    """The loader's version as the emulation reads it (its file's name, else its code); when
+    neither says and the load test ran here, the version the loader answered it
+    (vkEnumerateInstanceVersion in the child that loaded it)."""
+    from vkdoctor.loader.version import loader_version
+
+    static = ctx.fact(loader_version)
+    if static.version is not None or not ctx.live:
+        return static
+    try:
+        said = load_test(ctx).loader_version or ""
+    except Exception:  # the VKT checks report a load test that broke
+        return static
+    parts = said.split(".")
+    if len(parts) != 3 or not all(p.isascii() and p.isdigit() and len(p) < 6 for p in parts):
+        return static
+    return replace(static, version=(int(parts[0]), int(parts[1]), int(parts[2])))

@@ -162,13 +162,15 @@ def _without(env: dict[str, str], layer: Mapping[str, Any]) -> dict[str, str]:
 def stopped_by_a_layer_manifest(ctx: Context) -> str | None:
     """The layer manifest (implicit, or explicit: the loader reads them all) that makes this
     loader fail every vkCreateInstance before it asks any driver, or None."""
+    from vkdoctor.facts.loadtest import running_loader
     from vkdoctor.loader import explicit_layers, layer_scan
     from vkdoctor.loader import layers as L
 
+    aborts = ctx.fact(running_loader).json_error_aborts
     for scan in (layer_scan(ctx), explicit_layers(ctx)):
         for f in scan.files:
             if f.outcome in (L.FILE_FIFO, L.FILE_CRASH) or (
-                f.outcome == L.FILE_JSON_ERROR and scan.loader.json_error_aborts
+                f.outcome == L.FILE_JSON_ERROR and aborts
             ):
                 return f.manifest
     return None

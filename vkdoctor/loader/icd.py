@@ -218,13 +218,7 @@ def _analyse(
         )
     except cjson.ParseError as exc:
         evidence["parse_error"] = str(exc)
-        if loader.json_error_aborts:
-            why = (
-                f"{mf.path} is not valid JSON ({exc}); loader {loader.text} then fails every "
-                "vkCreateInstance with VK_ERROR_OUT_OF_HOST_MEMORY"
-            )
-        else:
-            why = f"{mf.path} is not valid JSON ({exc}); loader {loader.text} skips it"
+        why = f"{mf.path} is not valid JSON ({exc}); {loader.json_error_effect()}"
         return out(JSON_ERROR, why, evidence=evidence)
     try:
         return _fields(
@@ -283,7 +277,7 @@ def _manifest_fields(
     if item.type != cjson.STRING and loader.file_format_version_must_be_string:
         return (
             NO_FILE_FORMAT,
-            f"{mf.path}: 'file_format_version' is not a string; loader {loader.text} skips it",
+            f"{mf.path}: 'file_format_version' is not a string; {loader.named} skips it",
         )
     ffv_printed = cjson.print_value(item)
     info["file_format_version"] = _text(item.string if item.type == cjson.STRING else ffv_printed)

@@ -110,9 +110,7 @@ def _not_a_string(key: str, node: cjson.Node | None, loader: LoaderVersion) -> s
     """Why `loader` skips the layer for field `key`, when it wants a string and `node` is not."""
     if node is None or node.type == cjson.STRING or not loader.layer_fields_must_be_strings:
         return None
-    return (
-        f"'{key}' is not a string, which loader {loader.text} reads as missing: it skips the layer"
-    )
+    return f"'{key}' is not a string, which {loader.named} reads as missing: it skips the layer"
 
 
 _REQUIRED = ("name", "type", "api_version", "implementation_version", "description")
@@ -132,7 +130,7 @@ def _layer(
         return Layer(
             **base,
             name=None,
-            invalid=f"'layer' is an array, not an object: loader {loader.text} finds no 'name' "
+            invalid=f"'layer' is an array, not an object: {loader.named} finds no 'name' "
             "in it and skips it",
         )
     values: dict[str, str] = {}
@@ -224,7 +222,7 @@ def _non_string_disable(loader: LoaderVersion, explicit: bool) -> str | None:
     skips the layer, or None when it crashes on it. An explicit layer's is never read."""
     if not explicit and not loader.non_string_disable_skips:
         return None
-    return f"the disable_environment value is not a string: loader {loader.text} skips the layer"
+    return f"the disable_environment value is not a string: {loader.named} skips the layer"
 
 
 #: the names loader_create_instance_chain looks up in a layer library unless "functions" renames them
@@ -344,13 +342,9 @@ def _file(
             **base, outcome=FILE_TOO_DEEP, reason=f"has {exc}; vkdoctor stopped reading it"
         )
     except cjson.ParseError as exc:
+        why = f"not valid JSON ({exc}); {loader.json_error_effect()}"
         if loader.json_error_aborts:
-            why = (
-                f"not valid JSON ({exc}); loader {loader.text} then fails every "
-                "vkCreateInstance with VK_ERROR_OUT_OF_HOST_MEMORY, whatever the layer filters say"
-            )
-        else:
-            why = f"not valid JSON ({exc}); loader {loader.text} skips it"
+            why += ", whatever the layer filters say"
         return LayerFile(**base, outcome=FILE_JSON_ERROR, reason=why)
     try:
         return _layers_of(ctx, mf, root, base, enable, disable, loader, explicit)

@@ -8,7 +8,9 @@ import posixpath
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from vkdoctor.model.digits import natural_key
 from vkdoctor.model.record import field, record, replace
+from vkdoctor.model.report_records import LAYER_LIBRARY_PROBLEMS
 
 #: report status -> verdict (what `check` exits with)
 VERDICTS = {"ok": "pass", "warn": "pass", "fail": "fail", "error": "error"}
@@ -427,37 +429,133 @@ def compare_packages(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[Change
     pa, pb = stack_packages(a), stack_packages(b)
     if pa is None or pb is None:
         return ()
-    return _changes((name, pa.get(name), pb.get(name)) for name in sorted({*pa, *pb}))
+    return _changes(
+        (name, pa.get(name), pb.get(name)) for name in sorted({*pa, *pb}, key=natural_key)
+    )
 
 
 def _host_line(doc: Mapping[str, Any]) -> str | None:
     return _s(_get(doc, "host", "distro", "name"))
 
 
-def _layers(doc: Mapping[str, Any]) -> dict[str, str]:
-    """The implicit layers every program of that machine loads: name -> library (and the
-    variable that turns it off)."""
-    out: dict[str, str] = {}
-    for layer in _get(doc, "driver_search", "implicit_layers") or ():
-        if isinstance(layer, Mapping) and layer.get("name"):
-            text = str(layer.get("library") or "no library")
-            if layer.get("disable_env"):
-                text += f"; off with {layer.get('disable_env')}=1"
-            out[str(layer["name"])] = text
+#: an implicit layer's value where a report lists the active implicit layers and not it, or
+#: does not list them at all (a scan that broke, or a report of an older vkdoctor)
+LAYER_ABSENT = "absent"
+LAYER_NOT_RECORDED = "not recorded"
+
+
+@record(frozen=True, kw_only=True)
+class LayerSide:
+    """An active implicit layer as one report records it."""
+
+    #: one phrase: loaded (its library), or why the loader goes on without it
+    text: str
+    #: False when its library cannot be opened; None when the report does not say (older ones)
+    loaded: bool | None
+
+
+def _layer_side(layer: Mapping[str, Any]) -> LayerSide:
+    library = layer.get("library")
+    off = f"; off with {layer.get('disable_env')}=1" if layer.get("disable_env") else ""
+    declared = ", ".join(
+        part
+        for part in (
+            f"API {layer['api_version']}" if layer.get("api_version") else "",
+            f"from {layer['manifest']}" if layer.get("manifest") else "",
+        )
+        if part
+    )
+    source = f", {declared}" if declared else ""
+    if "library_state" not in layer:
+        return LayerSide(text=f"active, library {library or 'none'}{source}{off}", loaded=None)
+    state = layer.get("library_state")
+    why = LAYER_LIBRARY_PROBLEMS.get(str(state)) if state is not None else None
+    if why is not None:
+        return LayerSide(text=f"not loaded: its library {library} {why}{source}", loaded=False)
+    if library is None:
+        return LayerSide(text=f"loaded (a meta layer){source}{off}", loaded=True)
+    return LayerSide(text=f"loaded: {library}{source}{off}", loaded=state == "ok" or None)
+
+
+#: the report's lists of the layers every program gets, and what the diff calls each kind
+_LAYER_LISTS = (("implicit_layers", "implicit layer"), ("explicit_layers", "explicit layer"))
+
+
+def layer_sides(doc: Mapping[str, Any]) -> dict[str, dict[str, LayerSide] | None]:
+    """The layers every program of that machine gets, by kind ("implicit layer", "explicit
+    layer") and name; a kind's None when the report does not list them."""
+    out: dict[str, dict[str, LayerSide] | None] = {}
+    for key, kind in _LAYER_LISTS:
+        listed = _get(doc, "driver_search", key)
+        out[kind] = (
+            {
+                str(layer["name"]): _layer_side(layer)
+                for layer in listed
+                if isinstance(layer, Mapping) and layer.get("name")
+            }
+            if isinstance(listed, list)
+            else None
+        )
     return out
 
 
+def _layer_text(layers: Mapping[str, LayerSide] | None, name: str) -> str:
+    if layers is None:
+        return LAYER_NOT_RECORDED
+    side = layers.get(name)
+    return side.text if side is not None else LAYER_ABSENT
+
+
 def compare_layers(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[Change, ...]:
-    """The active implicit layers that differ, and the variables that put explicit layers into
-    every program or take layers out (VK_INSTANCE_LAYERS, VK_LOADER_LAYERS_*)."""
-    la, lb = _layers(a), _layers(b)
-    rows = [(f"implicit layer {n}", la.get(n), lb.get(n)) for n in sorted({*la, *lb})]
+    """The layers every program gets that differ (loaded, not loaded and why, absent; their
+    versions and manifests), and the variables that put explicit layers into every program or
+    take layers out (VK_INSTANCE_LAYERS, VK_LOADER_LAYERS_*)."""
+    sides_a, sides_b = layer_sides(a), layer_sides(b)
+    rows: list[tuple[str, str | None, str | None]] = []
+    for _, kind in _LAYER_LISTS:
+        la, lb = sides_a[kind], sides_b[kind]
+        for n in sorted({*(la or {}), *(lb or {})}, key=natural_key):
+            rows.append((f"{kind} {n}", _layer_text(la, n), _layer_text(lb, n)))
     env_a, env_b = _get(a, "host", "environment"), _get(b, "host", "environment")
     for name in _LAYER_SELECTION:
-        va = env_a.get(name) if isinstance(env_a, Mapping) else None
-        vb = env_b.get(name) if isinstance(env_b, Mapping) else None
-        rows.append((name, _s(va), _s(vb)))
+        rows.append((name, _variable(env_a, name), _variable(env_b, name)))
     return _changes(rows)
+
+
+def _variable(env: Any, name: str) -> str | None:
+    """A variable's value in a report's recorded environment: "unset" when the report records
+    the environment without it; None when it records no environment (an older report)."""
+    if not isinstance(env, Mapping):
+        return None
+    return _s(env.get(name)) if name in env else "unset"
+
+
+def _layer_causes(a: Mapping[str, Any], b: Mapping[str, Any], bad: str) -> list[str]:
+    """The layers that can explain why side `bad` fails: one that side loads and the other does
+    not (absent there, or its library will not open), or loads from another library, version or
+    manifest. A layer whose library will not open is loaded nowhere, so it explains nothing."""
+    good = "A" if bad == "B" else "B"
+    sides_a, sides_b = layer_sides(a), layer_sides(b)
+    out = []
+    for _, kind in _LAYER_LISTS:
+        la, lb = sides_a[kind], sides_b[kind]
+        if la is None or lb is None:
+            continue
+        mine, theirs = (lb, la) if bad == "B" else (la, lb)
+        for name in sorted(mine, key=natural_key):
+            m, t = mine[name], theirs.get(name)
+            if m.loaded is False:
+                continue
+            if t is None or t.loaded is False:
+                there = "absent" if t is None else t.text
+                out.append(
+                    f"{kind} {name} is {'loaded' if m.loaded else 'active'} on {bad} only "
+                    f"({m.text.removeprefix('loaded: ')}): every Vulkan program there loads it; "
+                    f"on {good}: {there}"
+                )
+            elif t.text != m.text:
+                out.append(f"{kind} {name} differs: {bad} {m.text}; {good} {t.text}")
+    return out
 
 
 #: the variables that put layers into every program, or take them out
@@ -536,16 +634,12 @@ def _causes(
                 f"{name} differs (A {c.a if c.a is not None else 'unset'}, B "
                 f"{c.b if c.b is not None else 'unset'}): it chooses the drivers the loader lists"
             )
+    out += _layer_causes(a, b, bad)
     for c in compare_layers(a, b):
-        mine, theirs = (c.b, c.a) if bad == "B" else (c.a, c.b)
-        if c.what.startswith("implicit layer") and mine is not None and theirs is None:
+        if not c.what.startswith(("implicit layer", "explicit layer")):
             out.append(
-                f"{c.what} is loaded on {bad} only ({mine}): every Vulkan program there loads it"
-            )
-        elif not c.what.startswith("implicit layer"):
-            out.append(
-                f"{c.what} differs (A {c.a if c.a is not None else 'unset'}, B "
-                f"{c.b if c.b is not None else 'unset'}): it chooses the layers every program loads"
+                f"{c.what} differs (A {c.a or LAYER_NOT_RECORDED}, B "
+                f"{c.b or LAYER_NOT_RECORDED}): it chooses the layers every program loads"
             )
     for f in findings:
         items = f.b if bad == "B" else f.a
@@ -718,7 +812,9 @@ def summarize(
 
 def fleet(rows: Sequence[Machine], unreadable: Sequence[tuple[str, str]] = ()) -> Fleet:
     """The machines' rows (made with `machine` as each report was read, labels left empty),
-    labelled by their paths, and their failures grouped by code."""
+    labelled by their paths and listed in their paths' natural order (report-2 before
+    report-10), and their failures grouped by code."""
+    rows = sorted(rows, key=lambda m: natural_key(m.path))
     names = labels([m.path for m in rows])
     machines = tuple(replace(m, label=label) for label, m in zip(names, rows, strict=True))
     groups: dict[tuple[str, str], list[str]] = {}

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 _ASCII_DIGITS = re.compile(r"[0-9]+")
+_DIGIT_RUNS = re.compile(r"([0-9]+)")
 
 
 def is_digits(text: str) -> bool:
@@ -25,6 +26,14 @@ def digits_key(text: str) -> tuple[int, str]:
 def numbers_key(text: str) -> tuple[tuple[int, str], ...]:
     """The digit runs of `text` as `digits_key`s: GLIBCXX_3.4.30 > GLIBCXX_3.4.9."""
     return tuple(digits_key(n) for n in _ASCII_DIGITS.findall(text))
+
+
+def natural_key(text: str) -> tuple[str | tuple[int, str], ...]:
+    """A sort key that orders names as a person reads them: the runs of ASCII digits by their
+    value, the rest as text (report-2 before report-10, gpu-9 before gpu-10)."""
+    parts = _DIGIT_RUNS.split(text)
+    # split with a group alternates text and digits, text first: each position keeps one type
+    return tuple(digits_key(part) if i % 2 else part for i, part in enumerate(parts))
 
 
 def saturated(text: str, limit: int) -> int:

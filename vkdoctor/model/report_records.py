@@ -109,13 +109,33 @@ class SearchPathEntry:
 
 @record(frozen=True, kw_only=True)
 class ImplicitLayer:
-    """An implicit layer the loader adds to every application."""
+    """A layer the loader adds to every application: an implicit one, or an explicit one the
+    environment turns on (VK_INSTANCE_LAYERS, VK_LOADER_LAYERS_ENABLE)."""
 
     name: str | None
     #: the file the loader opens (as found, else as the manifest names it)
     library: str | None
     #: the variable that turns it off, when it has one
     disable_env: str | None
+    #: what the library file is: "ok", or why the loader cannot open it and goes on without
+    #: the layer (LAYER_LIBRARY_PROBLEMS); None for a meta layer, which has no library
+    library_state: str | None = None
+    #: the manifest that declares it, and the Vulkan version it declares
+    manifest: str | None = None
+    api_version: str | None = None
+
+
+#: an implicit layer's library_state other than "ok": why the loader goes on without the layer
+LAYER_LIBRARY_PROBLEMS = {
+    "missing": "does not exist",
+    "directory": "is a directory",
+    "unreadable": "cannot be read",
+    "not-elf": "is not an ELF library",
+    "wrong-class": "is of the other ELF class (32/64-bit)",
+    "wrong-machine": "is built for another CPU",
+    "no-entry-point": "exports no layer entry point",
+    "unknown": "is not found where the dynamic linker looks",
+}
 
 
 @record(frozen=True, kw_only=True)
@@ -131,6 +151,8 @@ class DriverSearch:
     override: str | None
     entries: tuple[SearchPathEntry, ...]
     implicit_layers: tuple[ImplicitLayer, ...]
+    #: the explicit layers the environment puts into every application
+    explicit_layers: tuple[ImplicitLayer, ...] = ()
 
 
 #: the probe's statuses (the parent makes any other an "error")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from vkdoctor.model import SCHEMA_VERSION, files
+from vkdoctor.model.digits import natural_key
 
 T = TypeVar("T")
 
@@ -156,7 +157,7 @@ def _json_files(path: str) -> tuple[list[str], list[tuple[str, str]]]:
         folder, depth = todo.pop()
         try:
             with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = sorted(it, key=lambda e: natural_key(e.name))
         except OSError as exc:
             problems.append((folder, f"a folder that cannot be read ({exc.strerror or exc})"))
             continue

@@ -4,6 +4,7 @@ verdicts, the implicit layers, and the failures with their fixes. It reads only 
 from __future__ import annotations
 
 from vkdoctor.model import Report, Severity
+from vkdoctor.model.report_records import LAYER_LIBRARY_PROBLEMS
 from vkdoctor.render.escape import visible_report
 
 _MARK = {"ok": "✓", "info": "·", "warn": "!", "fail": "✗", "error": "✗"}
@@ -60,6 +61,9 @@ def render(report: Report, *, unicode: bool) -> str:
         out.append("Implicit layers the loader adds to every application:")
         for layer in layers:
             off = f" (off with {layer.disable_env}=1)" if layer.disable_env else ""
+            why = LAYER_LIBRARY_PROBLEMS.get(layer.library_state or "ok")
+            if why is not None:
+                off = f": {why}, so the loader goes on without it"
             out.append(f"  {layer.name} {arrow} {layer.library}{off}")
     problems = [
         (f.code, f.title, f.fix(sudo=report.sudo))
