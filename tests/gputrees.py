@@ -415,3 +415,220 @@ def arc_on_xe_old_mesa(root: Path) -> None:
 
 
 MACHINES["arc_on_xe_old_mesa"] = arc_on_xe_old_mesa
+
+
+# Machines of classes first checked by a red team (issue 31), each from a public report:
+#
+# - `nvidia_api_mismatch`: Pop!_OS 22.04, RTX 3090 (GA102, 10de:2204) on nvidia, the module
+#   510.73.05 still loaded after an upgrade of the libraries to 515.48.07 ("NVRM: API mismatch";
+#   saharmor/dalle-playground#104, stackhpc/ansible-slurm-appliance#287).
+# - `kepler_on_535`: Debian 12, GeForce GT 710 (GK208B, 10de:128b) with NVIDIA's 535.129.03
+#   installed, nouveau blacklisted by it, the nvidia module not loaded ("supported through the
+#   NVIDIA 470.xx Legacy drivers ... will ignore this GPU"; siderolabs/talos#8764).
+# - `nvidia_compute_only`: a Tesla V100 (10de:1db4) in an Ubuntu 24.04 container started with
+#   the toolkit's default capabilities: /dev/nvidia*, libcuda and libnvidia-ml, no
+#   nvidia_icd.json or libGLX_nvidia (NVIDIA/libnvidia-container#55, gfx-rs/wgpu#2123).
+# - `pi4_v3d`: a Raspberry Pi 4 on Ubuntu 22.04 arm64 (5.15.0-1012-raspi): the GPU is the v3d
+#   platform device fec00000.v3d (renderD128), vc4 the display (card1); the only PCI function
+#   is the VL805 USB controller (parasyte/pixels#139).
+# - `virtio_vm`: a QEMU guest whose GPU is virtio-gpu (1af4:1050 on virtio-pci, DRM nodes on
+#   its virtio0 child bound to virtio_gpu), with Mesa's Venus manifest (TrippleXC/VenusPatches#6).
+# - `mtl_blocked`: Ubuntu 24.04 on Linux 6.12.13 with Meteor Lake graphics (8086:7d45), booted
+#   with i915.force_probe=!7d45 and xe loaded unforced: nothing bound (intel/compute-runtime#811).
+
+
+def _nvidia_nodes(root: Path) -> None:
+    (root / "dev").mkdir(exist_ok=True)
+    for name, minor in (("nvidiactl", 255), ("nvidia0", 0)):
+        os.mknod(root / "dev" / name, 0o666 | 0o020000, os.makedev(195, minor))
+        (root / "dev" / name).chmod(0o666)
+
+
+def _nvidia_libraries(root: Path, version: str) -> None:
+    """NVIDIA's GL/Vulkan libraries as its packages install them (real ELF files)."""
+    folder = root / "usr/lib/x86_64-linux-gnu"
+    folder.mkdir(parents=True, exist_ok=True)
+    elf = Path("/usr/lib/x86_64-linux-gnu/libc.so.6").read_bytes()
+    for name in ("libGLX_nvidia.so", "libnvidia-glcore.so", "libnvidia-glvkspirv.so"):
+        (folder / f"{name}.{version}").write_bytes(elf)
+    (folder / "libGLX_nvidia.so.0").symlink_to(f"libGLX_nvidia.so.{version}")
+    icd(root, "nvidia_icd.json", "libGLX_nvidia.so.0")
+
+
+def _ubuntu(root: Path, version: str) -> None:
+    etc(root, debian=False)
+    _w(
+        root / "etc/os-release",
+        f'NAME="Ubuntu"\nID=ubuntu\nID_LIKE=debian\nVERSION_ID="{version}"\n',
+    )
+
+
+def nvidia_api_mismatch(root: Path) -> None:
+    _ubuntu(root, "22.04")
+    cmdline(root, "initrd=\\EFI\\Pop_OS-ce\\initrd.img root=UUID=3c2b ro quiet splash")
+    _w(root / "proc/sys/kernel/osrelease", "5.17.15-76051715-generic\n")
+    pci_gpu(
+        root,
+        parent="0000:00:01.0",
+        address="0000:01:00.0",
+        vendor="0x10de",
+        device="0x2204",
+        subsystem=("0x1458", "0x403b"),
+        driver="nvidia",
+    )
+    module(root, "nvidia")
+    _w(root / "sys/module/nvidia/version", "510.73.05\n")
+    module(root, "nvidia_drm", modeset="N")
+    _w(
+        root / "proc/driver/nvidia/version",
+        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  510.73.05  Sat May  7 05:30:26 UTC 2022\n",
+    )
+    dev_dri(root)
+    _nvidia_nodes(root)
+    _nvidia_libraries(root, "515.48.07")
+
+
+def kepler_on_535(root: Path) -> None:
+    etc(root)
+    cmdline(root, "BOOT_IMAGE=/boot/vmlinuz-6.1.0-18-amd64 root=UUID=6b1f ro quiet")
+    _w(root / "proc/sys/kernel/osrelease", "6.1.0-18-amd64\n")
+    pci_gpu(
+        root,
+        parent="0000:00:01.0",
+        address="0000:01:00.0",
+        vendor="0x10de",
+        device="0x128b",
+        subsystem=("0x1462", "0x8c93"),
+        driver=None,
+    )
+    _w(root / "etc/modprobe.d/nvidia-blacklists-nouveau.conf", "blacklist nouveau\n")
+    _nvidia_libraries(root, "535.129.03")
+
+
+def nvidia_compute_only(root: Path) -> None:
+    _ubuntu(root, "24.04")
+    cmdline(root, "BOOT_IMAGE=/boot/vmlinuz-6.1.0-50-amd64 root=UUID=6b1f ro quiet")
+    pci_gpu(
+        root,
+        parent="0000:00:03.0",
+        address="0000:3b:00.0",
+        vendor="0x10de",
+        device="0x1db4",
+        subsystem=("0x10de", "0x1214"),
+        pci_class="0x030200",
+        driver="nvidia",
+        minor=None,
+    )
+    module(root, "nvidia")
+    _w(root / "sys/module/nvidia/version", "580.126.09\n")
+    _w(root / ".dockerenv", "")
+    _nvidia_nodes(root)
+    folder = root / "usr/lib/x86_64-linux-gnu"
+    folder.mkdir(parents=True)
+    for name in ("libcuda.so", "libnvidia-ml.so", "libnvidia-ptxjitcompiler.so"):
+        (folder / f"{name}.580.126.09").write_bytes(b"")
+    icd(root, "lvp_icd.x86_64.json", "libvulkan_lvp.so")
+
+
+def pi4_v3d(root: Path) -> None:
+    _ubuntu(root, "22.04")
+    cmdline(root, "coherent_pool=1M 8250.nr_uarts=1 console=tty1 root=LABEL=writable rootwait")
+    _w(root / "proc/sys/kernel/osrelease", "5.15.0-1012-raspi\n")
+    pci_gpu(
+        root,
+        parent="0000:00:00.0",
+        address="0000:01:00.0",
+        vendor="0x1106",
+        device="0x3483",
+        subsystem=("0x1106", "0x3483"),
+        pci_class="0x0c0330",
+        driver="xhci_hcd",
+        minor=None,
+    )
+    for dev, drv, name, nodes, compat in (
+        ("v3dbus/fec00000.v3d", "v3d", "v3d", (("card0", 0), ("renderD128", 128)), "brcm,2711-v3d"),
+        ("gpu", "vc4-drm", "gpu", (("card1", 1),), "brcm,bcm2711-vc5"),
+    ):
+        sysdev = root / "sys/devices/platform" / dev
+        _w(
+            sysdev / "uevent",
+            f"DRIVER={drv}\nOF_NAME={name}\nOF_COMPATIBLE_0={compat}\nOF_COMPATIBLE_N=1\n"
+            f"MODALIAS=of:N{name}T(null)C{compat}\n",
+        )
+        (root / "sys/bus/platform/drivers" / drv).mkdir(parents=True, exist_ok=True)
+        _link(sysdev / "driver", "../" * (dev.count("/") + 3) + f"bus/platform/drivers/{drv}")
+        _link(root / "sys/bus/platform/devices" / sysdev.name, f"../../../devices/platform/{dev}")
+        for node, num in nodes:
+            _w(sysdev / "drm" / node / "dev", f"{DRM_MAJOR}:{num}\n")
+            _link(root / "sys/class/drm" / node, f"../../devices/platform/{dev}/drm/{node}")
+    module(root, "v3d")
+    module(root, "vc4")
+    dri = root / "dev/dri"
+    dri.mkdir(parents=True)
+    for node, num, gid in (("card0", 0, 44), ("card1", 1, 44), ("renderD128", 128, RENDER_GID)):
+        os.mknod(dri / node, 0o600 | 0o020000, os.makedev(DRM_MAJOR, num))
+        os.chown(dri / node, 0, gid)
+        (dri / node).chmod(0o660)
+    icd(root, "broadcom_icd.aarch64.json", "/usr/lib/aarch64-linux-gnu/libvulkan_broadcom.so")
+    icd(root, "lvp_icd.aarch64.json", "/usr/lib/aarch64-linux-gnu/libvulkan_lvp.so")
+
+
+def virtio_vm(root: Path) -> None:
+    _ubuntu(root, "22.04")
+    cmdline(root, "BOOT_IMAGE=/boot/vmlinuz-6.8.0-41-generic root=UUID=1e2f ro quiet splash")
+    sysdev = pci_gpu(
+        root,
+        parent="",
+        address="0000:00:01.0",
+        vendor="0x1af4",
+        device="0x1050",
+        subsystem=("0x1af4", "0x1100"),
+        driver="virtio-pci",
+        minor=None,
+    )
+    child = sysdev / "virtio0"
+    _w(child / "device", "0x0010\n")
+    _w(child / "vendor", "0x554d4551\n")
+    (root / "sys/bus/virtio/drivers/virtio_gpu").mkdir(parents=True)
+    _link(child / "driver", "../../../../bus/virtio/drivers/virtio_gpu")
+    for node, num in (("card0", 0), ("renderD128", 128)):
+        _w(child / "drm" / node / "dev", f"{DRM_MAJOR}:{num}\n")
+        _link(
+            root / "sys/class/drm" / node,
+            f"../../devices/pci0000:00/0000:00:01.0/virtio0/drm/{node}",
+        )
+    module(root, "virtio_gpu")
+    dev_dri(root)
+    icd(root, "virtio_icd.x86_64.json", "libvulkan_virtio.so")
+    icd(root, "lvp_icd.x86_64.json", "libvulkan_lvp.so")
+
+
+def mtl_blocked(root: Path) -> None:
+    _ubuntu(root, "24.04")
+    cmdline(
+        root,
+        "BOOT_IMAGE=/boot/vmlinuz-6.12.13 root=UUID=8a1c ro quiet splash i915.force_probe=!7d45",
+    )
+    _w(root / "proc/sys/kernel/osrelease", "6.12.13\n")
+    pci_gpu(
+        root,
+        parent="",
+        address="0000:00:02.0",
+        vendor="0x8086",
+        device="0x7d45",
+        subsystem=("0x17aa", "0x2234"),
+        driver=None,
+    )
+    module(root, "i915", force_probe="!7d45", modeset="-1")
+    module(root, "xe", force_probe="")
+    icd(root, "intel_icd.x86_64.json", "libvulkan_intel.so")
+
+
+MACHINES.update(
+    nvidia_api_mismatch=nvidia_api_mismatch,
+    kepler_on_535=kepler_on_535,
+    nvidia_compute_only=nvidia_compute_only,
+    pi4_v3d=pi4_v3d,
+    virtio_vm=virtio_vm,
+    mtl_blocked=mtl_blocked,
+)

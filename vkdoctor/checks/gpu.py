@@ -13,6 +13,7 @@ from vkdoctor.checks.base import Check
 from vkdoctor.children.loadtest import TargetOutcome, classify
 from vkdoctor.machine.gpuchain import (
     AMD,
+    DRM_VULKAN,
     INTEL,
     MICROSOFT,
     NVIDIA,
@@ -185,6 +186,12 @@ VULKAN_LIBRARIES = {
     "NVIDIA": ("libGLX_nvidia.so", "libEGL_nvidia.so"),
     "NVK": ("libvulkan_nouveau.so",),
     "dzn": ("libvulkan_dzn.so",),
+    "V3DV": ("libvulkan_broadcom.so",),
+    "Turnip": ("libvulkan_freedreno.so",),
+    "PanVK": ("libvulkan_panfrost.so",),
+    "Honeykrisp": ("libvulkan_asahi.so",),
+    "PowerVR": ("libvulkan_powervr_mesa.so",),
+    "Venus": ("libvulkan_virtio.so",),
 }
 #: the variable that makes wgpu list an adapter that reports conformance version 0
 WGPU_NONCOMPLIANT = "WGPU_ALLOW_UNDERLYING_NONCOMPLIANT_ADAPTER"
@@ -204,8 +211,10 @@ class Break:
     remedy: Remedy
 
 
-def _vulkan_for(gpu: Gpu) -> str | None:
+def _vulkan_for(gpu: Gpu, m: GpuMachine) -> str | None:
     if gpu.vendor == NVIDIA:
+        if gpu.driver is None and m.nvidia_userspace:
+            return "NVIDIA"
         return {"nvidia": "NVIDIA", "nouveau": "NVK"}.get(gpu.driver or "")
     return gpu.vulkan
 
@@ -242,6 +251,83 @@ def _unblacklist(module: str, where: str) -> Remedy:
     )
 
 
+def _refused_by_force_probe(m: GpuMachine, gpu: Gpu, loaded: list[str]) -> Break | None:
+    """i915 and xe skip a device their force_probe parameter names as `!ID` (or `!*`), however
+    well they support it (drivers/gpu/drm/i915/i915_pci.c, xe_pci.c: id_blocked)."""
+    device = gpu.device.removeprefix("0x")
+    blocked = [
+        d
+        for d in loaded
+        if {f"!{device}", "!*"} & set(gpu.parameters.get(d, {}).get("force_probe", "").split(","))
+    ]
+    if not blocked:
+        return None
+    words = [
+        w for w in m.cmdline.split() if w.startswith(tuple(f"{d}.force_probe=" for d in blocked))
+    ]
+    setting = (
+        words[0]
+        if words
+        else f"{blocked[0]}.force_probe={gpu.parameters[blocked[0]]['force_probe']}"
+    )
+    others = [d for d in loaded if d not in blocked]
+    then = (
+        f"; {others[0]} is loaded too and did not take it either ({others[0]} takes some "
+        f"platforms only when forced: {others[0]}.force_probe={device})"
+        if others
+        else ""
+    )
+    where = (
+        "the kernel command line"
+        if words
+        else "an `options` line in /etc/modprobe.d (modprobe -c | grep force_probe shows where)"
+    )
+    return Break(
+        link="kernel driver",
+        title=f"No kernel driver: {setting} keeps {blocked[0]} off the GPU",
+        why=f"{blocked[0]} is loaded with force_probe={gpu.parameters[blocked[0]]['force_probe']} "
+        f"(set by {setting} on {where}), which tells it to skip {gpu.vendor[2:]}:{device}; no "
+        "other driver took the GPU, so there is no render node and no Vulkan device.",
+        remedy=Remedy(
+            text=f"Remove {setting} from {where}"
+            + (
+                " (for GRUB, GRUB_CMDLINE_LINUX_DEFAULT in /etc/default/grub, then update-grub; "
+                "grub2-mkconfig -o /boot/grub2/grub.cfg on Fedora) and reboot"
+                if words
+                else ", rebuild the initramfs and reboot"
+            )
+            + then
+            + "."
+        ),
+    )
+
+
+def _nvidia_not_loaded(m: GpuMachine, gpu: Gpu) -> Break:
+    """NVIDIA's driver is installed (its libraries are) but its kernel module is not loaded, so
+    nothing drives the GPU: NVIDIA's packages blacklist nouveau, and the nvidia module failed."""
+    installed = ", ".join(m.nvidia_userspace)
+    where = m.blacklisted.get("nouveau")
+    also = f" nouveau is blacklisted ({where}), as NVIDIA's driver packages do." if where else ""
+    return Break(
+        link="kernel driver",
+        title=f"No kernel driver: NVIDIA's driver {installed} is installed, its module is not "
+        "loaded",
+        why=f"NVIDIA's libraries {installed} are installed and no driver is bound to "
+        f"{gpu.address}: the nvidia kernel module is not loaded.{also} The module fails when it "
+        "was not built for this kernel, when Secure Boot refuses it, or when this driver no "
+        'longer supports the GPU (the kernel log then says "supported through the NVIDIA '
+        'NNN.xx Legacy drivers ... will ignore this GPU").',
+        remedy=Remedy(
+            commands=("modprobe nvidia",),
+            needs_root=True,
+            text='; its error, and sudo journalctl -k -b | grep NVRM, name the cause: "Module nvidia not found": reinstall the '
+            "driver's kernel module package (dkms status shows why it did not build); \"Key was "
+            'rejected by service": enroll its signing key (mokutil --import) or disable '
+            'Secure Boot; "Legacy drivers": install that NNN.xx driver branch instead.',
+        ),
+    )
+
+
 def _kernel_before(release: str, version: tuple[int, int]) -> bool:
     """Whether the kernel release ("6.1.0-18-amd64") is older than `version`; False when unknown."""
     parts = release.split("-", 1)[0].split(".")
@@ -270,6 +356,8 @@ def _unbound(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break:
     """Why no kernel driver took the GPU, the first reason that holds."""
     wanted = _kernel_wanted(gpu)
     name = "/".join(wanted) or "a kernel driver"
+    if gpu.vendor == NVIDIA and m.nvidia_userspace and "nvidia" not in gpu.modules_loaded:
+        return _nvidia_not_loaded(m, gpu)
     if m.nomodeset:
         return Break(
             link="kernel driver",
@@ -310,6 +398,9 @@ def _unbound(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break:
         and forced != "*"
     ):
         return _force_probe(m, gpu)
+    refused = _refused_by_force_probe(m, gpu, loaded)
+    if refused is not None:
+        return refused
     if loaded:
         return Break(
             link="kernel driver",
@@ -422,6 +513,8 @@ def _kernel(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break | None:
         )
     if gpu.driver == "nouveau" and gpu.firmware.get("complete") is False:
         return _no_firmware(ctx, gpu, "nouveau")
+    if gpu.driver == "nvidia":
+        return _nvidia_mismatch(ctx, m)
     if gpu.driver in ("vfio-pci", "pci-stub"):
         return Break(
             link="kernel driver",
@@ -430,6 +523,40 @@ def _kernel(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break | None:
             remedy=Remedy(text="Give the GPU back to its driver (remove it from vfio-pci.ids)."),
         )
     return None
+
+
+def _nvidia_mismatch(ctx: Context, m: GpuMachine) -> Break | None:
+    """NVIDIA's libraries work only with a kernel module of their own version: with another,
+    the kernel logs "NVRM: API mismatch" and NVIDIA's Vulkan driver gives no device."""
+    module, libraries = m.nvidia_module, m.nvidia_userspace
+    if not module or not libraries or module in libraries:
+        return None
+    installed = ", ".join(libraries)
+    kind = container_kind(ctx)
+    if kind:
+        remedy = Remedy(
+            text=f"This {kind} container's image carries NVIDIA's libraries {installed}; the "
+            f"host runs {module}. Remove NVIDIA's driver packages from the image and let the "
+            "NVIDIA container toolkit mount the host's (docker run --gpus all -e "
+            "NVIDIA_DRIVER_CAPABILITIES=compute,graphics,utility)."
+        )
+    else:
+        remedy = Remedy(
+            text=f"Reboot: the driver was upgraded to {installed} while the {module} module "
+            "stayed loaded. If /sys/module/nvidia/version still shows "
+            f"{module} after the reboot, the module for this kernel was not rebuilt: "
+            "`modinfo -F version nvidia` shows the one on disk and `dkms status` why; reinstall "
+            "the driver's kernel module package of the same version."
+        )
+    return Break(
+        link="kernel driver",
+        title=f"NVIDIA's kernel module is {module} but its libraries are {installed}",
+        why=f"/sys/module/nvidia/version is {module}, and the libraries of NVIDIA's Vulkan "
+        f"driver (libGLX_nvidia.so, libnvidia-glcore.so) are {installed}: they refuse a module "
+        'of another version (the kernel log says "NVRM: API mismatch"), so NVIDIA\'s Vulkan '
+        'driver gives no device (nvidia-smi: "Driver/library version mismatch").',
+        remedy=remedy,
+    )
 
 
 def _node_break(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break | None:
@@ -554,6 +681,8 @@ def _vulkan_break(ctx: Context, gpu: Gpu, vulkan: str | None) -> Break | None:
         )
     if _manifests_for(ctx, vulkan):
         return None
+    if vulkan == "NVIDIA" and gpu.driver == "nvidia" and container_kind(ctx):
+        return _no_graphics_capability(ctx, gpu)
     fix = (
         _install_vulkan(ctx, vulkan)
         if vulkan not in ("NVIDIA", "dzn")
@@ -568,6 +697,32 @@ def _vulkan_break(ctx: Context, gpu: Gpu, vulkan: str | None) -> Break | None:
         title=f"{vulkan}, the Vulkan driver for {gpu.family or gpu.vendor_name}, is not installed",
         why=f"No manifest the loader reads names {' or '.join(VULKAN_LIBRARIES[vulkan])}.",
         remedy=fix,
+    )
+
+
+def _no_graphics_capability(ctx: Context, gpu: Gpu) -> Break:
+    """NVIDIA's GPU is in the container but its Vulkan driver is not: the NVIDIA container
+    toolkit mounts nvidia_icd.json and libGLX_nvidia only for the `graphics` capability, and the
+    libraries must be the host driver's own version, so nothing is installed in the image."""
+    caps = ctx.env.get("NVIDIA_DRIVER_CAPABILITIES")
+    said = (
+        f"NVIDIA_DRIVER_CAPABILITIES is {caps!r} here"
+        if caps is not None
+        else "NVIDIA_DRIVER_CAPABILITIES is not set here (the toolkit's default is compute,utility)"
+    )
+    return Break(
+        link="Vulkan driver",
+        title="The container has NVIDIA's GPU but not its Vulkan driver (no graphics capability)",
+        why=f"{gpu.address} is on the host's nvidia module and its device nodes are here, but no "
+        "manifest the loader reads names libGLX_nvidia.so or libEGL_nvidia.so. The NVIDIA "
+        "container toolkit mounts NVIDIA's Vulkan driver (nvidia_icd.json, libGLX_nvidia, "
+        f"libnvidia-glcore, ...) only when the graphics capability is asked for; {said}.",
+        remedy=Remedy(
+            text="Start the container with the graphics capability: docker run --gpus all -e "
+            "NVIDIA_DRIVER_CAPABILITIES=compute,graphics,utility (or =all; in Kubernetes the same "
+            "variable in the pod's env). Do not install NVIDIA's libraries in the image: they "
+            "must be the host driver's version."
+        ),
     )
 
 
@@ -622,6 +777,15 @@ def _found(ctx: Context, gpu: Gpu) -> list[tuple[TargetOutcome, Any]]:
         outcomes = facts.load_test(ctx).outcomes
     except Exception:  # the VKT checks report a broken load test
         return []
+    if gpu.driver in DRM_VULKAN:
+        # an SoC GPU has no PCI ID, and Venus reports the host's GPU: the driver's own devices
+        libraries = VULKAN_LIBRARIES.get(gpu.vulkan or "", ())
+        return [
+            (o, d)
+            for o in outcomes
+            if o.target.kind == "driver" and Path(o.target.dlopen_name).name.startswith(libraries)
+            for d in o.devices
+        ]
     return [
         (o, d)
         for o in outcomes
@@ -634,6 +798,21 @@ def _found(ctx: Context, gpu: Gpu) -> list[tuple[TargetOutcome, Any]]:
 def _device_break(ctx: Context, gpu: Gpu, vulkan: str) -> Break | None:
     if not ctx.live or _found(ctx, gpu):
         return None
+    if vulkan == "Venus":
+        return Break(
+            link="Vulkan device",
+            title="Venus lists no device: the VM's host does not offer Vulkan over virtio-gpu",
+            why="This is a virtual machine whose GPU is virtio-gpu; Mesa's Venus driver gives a "
+            "Vulkan device only when the host's virtio-gpu offers the Venus capability set "
+            "(QEMU's venus=on with blob=on and hostmem, virglrenderer built with Venus). "
+            "Without it only the CPU (llvmpipe, lavapipe) computes.",
+            remedy=Remedy(
+                text="On the host, start the VM with -device "
+                "virtio-gpu-gl-pci,venus=on,blob=on,hostmem=4G (QEMU 9.2 or newer, "
+                "virglrenderer 1.0 or newer with Venus, a host GPU with Vulkan), or pass a GPU "
+                "through with vfio-pci."
+            ),
+        )
     return Break(
         link="Vulkan device",
         title=f"{vulkan} loads but lists no device {gpu.vendor}:{gpu.device}",
@@ -666,10 +845,14 @@ def _wgpu_break(ctx: Context, gpu_name: str, vulkan: str, conformant: bool | Non
 def _chain_text(ctx: Context, gpu: Gpu, vulkan: str | None, devices: list[str]) -> str:
     key = tables()["amd_chips"].get(gpu.chip or "", {}).get("amdgpu_parameter")
     node = gpu.nodes[-1] if gpu.nodes else None
-    parts = [
+    where = (
         f"PCI {gpu.address} {gpu.vendor.removeprefix('0x') or '?'}:"
-        f"{gpu.device.removeprefix('0x') or '?'} "
-        f"{gpu.vendor_name} {gpu.family or 'GPU'}" + (f" ({gpu.chip})" if gpu.chip else ""),
+        f"{gpu.device.removeprefix('0x') or '?'} {gpu.vendor_name}"
+        if gpu.vendor
+        else f"platform device {gpu.address}"
+    )
+    parts = [
+        f"{where} {gpu.family or 'GPU'}" + (f" ({gpu.chip})" if gpu.chip else ""),
         f"kernel {gpu.driver or 'none'}"
         + "".join(f" {m}.{key}={p[key]}" for m, p in gpu.parameters.items() if key and key in p),
         (
@@ -802,9 +985,9 @@ class GpuChainCheck(Check):
             )
 
     def _one(self, ctx: Context, m: GpuMachine, gpu: Gpu) -> Finding:
-        vulkan = _vulkan_for(gpu)
+        vulkan = _vulkan_for(gpu, m)
         found = _found(ctx, gpu)
-        known = gpu.vendor in (AMD, INTEL, NVIDIA) or bool(found)
+        known = gpu.vendor in (AMD, INTEL, NVIDIA) or gpu.vulkan is not None or bool(found)
         # a GPU vkdoctor cannot name still has a node to judge
         cause = _first_break(ctx, m, gpu, vulkan, found) if known else _node_break(ctx, m, gpu)
         cause = cause or _unread_break(gpu)

@@ -24,8 +24,14 @@ from vkdoctor.model.record import record
 
 PCI_DEVICES = "/sys/bus/pci/devices"
 #: PCI vendor IDs
-AMD, INTEL, NVIDIA, MICROSOFT = "0x1002", "0x8086", "0x10de", "0x1414"
-VENDOR_NAMES = {AMD: "AMD", INTEL: "Intel", NVIDIA: "NVIDIA", MICROSOFT: "Microsoft"}
+AMD, INTEL, NVIDIA, MICROSOFT, VIRTIO = "0x1002", "0x8086", "0x10de", "0x1414", "0x1af4"
+VENDOR_NAMES = {
+    AMD: "AMD",
+    INTEL: "Intel",
+    NVIDIA: "NVIDIA",
+    MICROSOFT: "Microsoft",
+    VIRTIO: "Red Hat (virtio)",
+}
 MODPROBE_DIRS = ("/etc/modprobe.d", "/lib/modprobe.d", "/usr/lib/modprobe.d", "/run/modprobe.d")
 #: the kernel drivers of GPUs
 GPU_DRIVERS = ("radeon", "amdgpu", "i915", "xe", "nouveau", "nvidia")
@@ -49,6 +55,26 @@ _ACL_USER_OBJ, _ACL_USER, _ACL_GROUP_OBJ, _ACL_GROUP, _ACL_MASK, _ACL_OTHER = (
     0x10,
     0x20,
 )
+
+
+#: GPUs that the PCI ID tables do not place, known by the DRM driver bound to them (SoC GPUs
+#: on the platform bus, virtio-gpu in a virtual machine): the driver -> what the GPU is, and the
+#: Mesa Vulkan driver that opens that DRM driver's render nodes (Mesa's src/broadcom/vulkan,
+#: src/freedreno/vulkan, src/panfrost/vulkan, src/asahi/vulkan, src/imagination/vulkan,
+#: src/virtio/vulkan), None where Mesa has no Vulkan driver for it (lima, etnaviv, vc4)
+DRM_VULKAN: dict[str, tuple[str, str | None]] = {
+    "v3d": ("Broadcom VideoCore V3D", "V3DV"),
+    "msm": ("Qualcomm Adreno", "Turnip"),
+    "panfrost": ("Arm Mali", "PanVK"),
+    "panthor": ("Arm Mali (CSF)", "PanVK"),
+    "asahi": ("Apple AGX", "Honeykrisp"),
+    "powervr": ("Imagination PowerVR", "PowerVR"),
+    "virtio_gpu": ("virtio-gpu (virtual machine)", "Venus"),
+    "lima": ("Arm Mali Utgard", None),
+    "etnaviv": ("Vivante", None),
+}
+#: the PCI drivers under which a GPU's DRM device is a child device with its own driver
+PCI_TRANSPORTS = ("virtio-pci",)
 
 
 @record(frozen=True, kw_only=True)
@@ -104,6 +130,11 @@ class GpuMachine:
     blacklisted: dict[str, str]
     dev_dri: bool
     wsl: dict[str, Any] | None
+    #: the loaded nvidia module's version (/sys/module/nvidia/version), None when not loaded
+    nvidia_module: str | None = None
+    #: the versions of NVIDIA's GL/Vulkan libraries installed (libGLX_nvidia.so.V,
+    #: libnvidia-glcore.so.V), which work only with a kernel module of the same version
+    nvidia_userspace: tuple[str, ...] = ()
 
 
 @cache
@@ -487,6 +518,9 @@ def _gpu(ctx: Context, entry: Path, uid: int, gids: set[int]) -> Gpu | None:
         drm = sorted(p.name for p in islice((entry / "drm").iterdir(), LISTED))[:MANY]
     except OSError:
         drm = []
+    if driver in PCI_TRANSPORTS:
+        driver, drm = _transported(entry)
+        ident = {**ident, **_drm_identity(driver)}
     if driver == "nvidia":
         # NVIDIA's Vulkan driver opens its own nodes, not /dev/dri
         paths = ["/dev/nvidiactl", f"/dev/nvidia{_nvidia_minor(ctx, entry.name)}"]
@@ -520,6 +554,75 @@ def _gpu(ctx: Context, entry: Path, uid: int, gids: set[int]) -> Gpu | None:
         firmware=_firmware(ctx, vendor, device, ident["chip"], wanted),
         unreadable=tuple(unreadable),
     )
+
+
+def _drm_identity(driver: str | None) -> dict[str, Any]:
+    family, vulkan = DRM_VULKAN.get(driver or "", (None, None))
+    return {
+        "family": family,
+        "vulkan": vulkan,
+        "conformant": None,
+        "claimed_by": (driver,) if driver else (),
+    }
+
+
+def _transported(entry: Path) -> tuple[str | None, list[str]]:
+    """The driver and DRM nodes of the device a transport's PCI function carries (virtio-pci's
+    virtioN child, which virtio_gpu drives)."""
+    try:
+        children = sorted(p for p in islice(entry.iterdir(), LISTED) if (p / "drm").is_dir())
+    except OSError:
+        return None, []
+    for child in children[:MANY]:
+        try:
+            drm = sorted(p.name for p in islice((child / "drm").iterdir(), LISTED))[:MANY]
+        except OSError:
+            continue
+        return _link_name(child / "driver"), drm
+    return None, []
+
+
+def _platform_gpus(ctx: Context, uid: int, gids: set[int]) -> tuple[Gpu, ...]:
+    """GPUs off the PCI bus (an SoC's, on the platform bus): each device with a render node in
+    /sys/class/drm that is not a PCI function's, known by the DRM driver bound to it."""
+    devices: dict[Path, list[str]] = {}
+    for name in _listed(ctx, "/sys/class/drm", "renderD"):
+        try:
+            device = ctx.under(f"/sys/class/drm/{name}").resolve().parent.parent
+        except (OSError, RuntimeError):
+            continue
+        if not any(part.startswith("pci") for part in device.parts):
+            devices.setdefault(device, []).append(name)
+    modules = tuple(m for m in DRM_VULKAN if ctx.under(f"/sys/module/{m}").is_dir())
+    out = []
+    for device, renders in sorted(devices.items())[:MANY]:
+        driver = _link_name(device / "driver")
+        uevent = dict(
+            line.partition("=")[::2] for line in (_read(device / "uevent") or "").splitlines()
+        )
+        ident = _drm_identity(driver)
+        out.append(
+            Gpu(
+                address=device.name,
+                vendor="",
+                device="",
+                subsystem="",
+                pci_class="",
+                vendor_name="SoC",
+                chip=uevent.get("OF_COMPATIBLE_0") or None,
+                family=ident["family"],
+                vulkan=ident["vulkan"],
+                conformant=None,
+                claimed_by=ident["claimed_by"],
+                driver=driver,
+                parameters={},
+                modules_loaded=modules,
+                nodes=tuple(node(ctx, f"/dev/dri/{r}", uid, gids) for r in renders),
+                sysfs_nodes=tuple(renders),
+                firmware={},
+            )
+        )
+    return tuple(out)
 
 
 def blacklisted(ctx: Context, cmdline: str) -> dict[str, str]:
@@ -561,6 +664,30 @@ def wsl(ctx: Context) -> dict[str, Any] | None:
     return {"release": release, "dxg": dxg, "wsl_lib": libs}
 
 
+#: where distributions and NVIDIA's installer put NVIDIA's libraries
+LIBRARY_DIRS = (
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/usr/lib64",
+    "/usr/lib",
+    "/lib/x86_64-linux-gnu",
+    "/lib64",
+)
+NVIDIA_VERSIONED = ("libGLX_nvidia.so.", "libnvidia-glcore.so.")
+
+
+def nvidia_userspace(ctx: Context) -> tuple[str, ...]:
+    """The driver versions V of the libGLX_nvidia.so.V and libnvidia-glcore.so.V installed."""
+    found: set[str] = set()
+    for folder in LIBRARY_DIRS:
+        for prefix in NVIDIA_VERSIONED:
+            for name in _listed(ctx, folder, prefix):
+                version = name.removeprefix(prefix)
+                if version.count(".") in (1, 2) and version.replace(".", "").isdigit():
+                    found.add(version)
+    return tuple(sorted(found))
+
+
 def machine(ctx: Context) -> GpuMachine:
     """Every PCI display/3D controller and the kernel configuration around it."""
     uid, gids = os.getuid(), {os.getgid(), *os.getgroups()}
@@ -569,6 +696,7 @@ def machine(ctx: Context) -> GpuMachine:
     except OSError:
         entries = []
     gpus = tuple(g for e in entries if (g := _gpu(ctx, e, uid, gids)) is not None)
+    gpus += _platform_gpus(ctx, uid, gids)
     cmdline = _read(ctx.under("/proc/cmdline")) or ""
     return GpuMachine(
         gpus=gpus,
@@ -578,4 +706,6 @@ def machine(ctx: Context) -> GpuMachine:
         blacklisted=blacklisted(ctx, cmdline),
         dev_dri=ctx.under("/dev/dri").is_dir(),
         wsl=wsl(ctx),
+        nvidia_module=_read(ctx.under("/sys/module/nvidia/version")),
+        nvidia_userspace=nvidia_userspace(ctx),
     )

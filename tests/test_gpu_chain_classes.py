@@ -1,0 +1,124 @@
+"""VKG001 on classes of machine the first trees did not cover (tests/gputrees.py, each taken from
+a public report): NVIDIA's module and libraries of different versions, NVIDIA's driver installed
+with its module not loaded, a container without NVIDIA's graphics capability, an SoC GPU off the
+PCI bus, virtio-gpu in a virtual machine, and a force_probe=!ID that keeps i915 off the GPU."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gputrees
+from conftest import run_json, validate_report
+
+
+def _check(tmp_path: Path, name: str, *extra: str) -> tuple[int, list[dict], Path]:
+    root = tmp_path / name
+    if not root.exists():
+        root.mkdir()
+        gputrees.MACHINES[name](root)
+    proc, doc = run_json(["check", "--root", str(root), "--select", "VKG001", *extra])
+    validate_report(doc)
+    return proc.returncode, [f for f in doc["findings"] if f["code"] == "VKG001"], root
+
+
+def test_nvidia_module_and_libraries_of_different_versions_fail_the_gate(tmp_path: Path) -> None:
+    rc, (f,), root = _check(tmp_path, "nvidia_api_mismatch", "--gpu")
+    assert rc == 1 and f["severity"] == "fail"
+    assert f["evidence"]["broken_link"] == "kernel driver"
+    assert f["title"] == "NVIDIA's kernel module is 510.73.05 but its libraries are 515.48.07"
+    assert "NVRM: API mismatch" in f["message"] and f["remedy"].startswith("Reboot")
+    # after the reboot the module is the libraries' version: the chain holds
+    (root / "sys/module/nvidia/version").write_text("515.48.07\n")
+    rc, (f,), _ = _check(tmp_path, "nvidia_api_mismatch", "--gpu")
+    assert rc == 0 and f["severity"] == "ok"
+    # in a container the image's own libraries are the mismatch: the fix is the toolkit's
+    (root / "sys/module/nvidia/version").write_text("580.126.09\n")
+    (root / ".dockerenv").write_text("")
+    _, (f,), _ = _check(tmp_path, "nvidia_api_mismatch")
+    assert (
+        f["severity"] == "warn"
+        and "Remove NVIDIA's driver packages from the image" in (f["remedy"])
+    )
+
+
+def test_nvidia_driver_installed_without_its_module_is_not_blamed_on_nouveau(
+    tmp_path: Path,
+) -> None:
+    rc, (f,), root = _check(tmp_path, "kepler_on_535", "--gpu")
+    assert rc == 1 and f["evidence"]["broken_link"] == "kernel driver"
+    assert f["evidence"]["vulkan_driver"] == "NVIDIA"
+    assert "535.129.03 is installed, its module is not loaded" in f["title"]
+    assert "Legacy drivers" in f["message"] and "nvidia-blacklists-nouveau.conf" in f["message"]
+    assert (
+        f["remedy"].startswith("sudo modprobe nvidia")
+        and "Delete the blacklist" not in (f["remedy"])
+    )
+    # without NVIDIA's libraries, the nouveau blacklist is the cause again
+    for lib in (root / "usr/lib/x86_64-linux-gnu").glob("lib*nvidia*"):
+        lib.unlink()
+    _, (f,), _ = _check(tmp_path, "kepler_on_535")
+    assert "nouveau is blacklisted" in f["title"]
+
+
+def test_a_container_without_the_graphics_capability_is_told_to_ask_for_it(
+    tmp_path: Path,
+) -> None:
+    rc, (f,), root = _check(tmp_path, "nvidia_compute_only", "--gpu")
+    assert rc == 1 and f["evidence"]["broken_link"] == "Vulkan driver"
+    assert "no graphics capability" in f["title"]
+    assert "NVIDIA_DRIVER_CAPABILITIES=compute,graphics,utility" in f["remedy"]
+    assert "libnvidia-gl" not in f["remedy"]
+    _, doc = run_json(
+        ["check", "--root", str(root), "--select", "VKG001"],
+        env={"NVIDIA_DRIVER_CAPABILITIES": "compute,utility"},
+    )
+    (f,) = [f for f in doc["findings"] if f["code"] == "VKG001"]
+    assert "NVIDIA_DRIVER_CAPABILITIES is 'compute,utility' here" in f["message"]
+    # outside a container the same missing manifest is a missing package
+    (root / ".dockerenv").unlink()
+    _, (f,), _ = _check(tmp_path, "nvidia_compute_only")
+    assert "is not installed" in f["title"] and "libnvidia-gl" in f["remedy"]
+
+
+def test_an_soc_gpu_off_the_pci_bus_has_its_chain(tmp_path: Path) -> None:
+    rc, (f,), root = _check(tmp_path, "pi4_v3d", "--gpu")
+    assert rc == 0 and f["severity"] == "ok", f
+    gpu = f["evidence"]["gpu"]
+    assert gpu["address"] == "fec00000.v3d" and gpu["driver"] == "v3d"
+    assert gpu["chip"] == "brcm,2711-v3d" and f["evidence"]["vulkan_driver"] == "V3DV"
+    assert "No GPU on the PCI bus" not in f["title"]
+    assert "/dev/dri/renderD128 crw-rw---- root:render (usable)" in f["message"]
+    # the display controller (vc4, no render node) is not a second GPU; without V3DV's manifest
+    # the Vulkan driver is the broken link
+    (root / "usr/share/vulkan/icd.d/broadcom_icd.aarch64.json").unlink()
+    rc, (f,), _ = _check(tmp_path, "pi4_v3d", "--gpu")
+    assert rc == 1 and f["evidence"]["broken_link"] == "Vulkan driver"
+    assert "V3DV" in f["title"] and "apt install mesa-vulkan-drivers" in f["remedy"]
+
+
+def test_virtio_gpu_is_known_by_its_drm_driver(tmp_path: Path) -> None:
+    rc, (f,), root = _check(tmp_path, "virtio_vm", "--gpu")
+    assert rc == 0 and f["severity"] == "ok", f
+    assert f["evidence"]["gpu"]["driver"] == "virtio_gpu"
+    assert f["evidence"]["vulkan_driver"] == "Venus"
+    assert "no Vulkan driver known" not in f["title"]
+    (root / "usr/share/vulkan/icd.d/virtio_icd.x86_64.json").unlink()
+    rc, (f,), _ = _check(tmp_path, "virtio_vm", "--gpu")
+    assert rc == 1 and "Venus" in f["title"] and f["evidence"]["broken_link"] == "Vulkan driver"
+
+
+def test_a_force_probe_that_blocks_the_gpu_is_the_cause(tmp_path: Path) -> None:
+    rc, (f,), root = _check(tmp_path, "mtl_blocked", "--gpu")
+    assert rc == 1 and f["evidence"]["broken_link"] == "kernel driver"
+    assert f["title"] == "No kernel driver: i915.force_probe=!7d45 keeps i915 off the GPU"
+    assert f["remedy"].startswith("Remove i915.force_probe=!7d45 from the kernel command line")
+    assert "xe.force_probe=7d45" in f["remedy"]
+    # set by an options line instead: the fix points there
+    cmdline = root / "proc/cmdline"
+    cmdline.write_text(cmdline.read_text().replace(" i915.force_probe=!7d45", ""))
+    _, (f,), _ = _check(tmp_path, "mtl_blocked")
+    assert "/etc/modprobe.d" in f["remedy"] and f["severity"] == "warn"
+    # without the block, i915's silence is for the kernel log again
+    (root / "sys/module/i915/parameters/force_probe").write_text("\n")
+    _, (f,), _ = _check(tmp_path, "mtl_blocked")
+    assert "did not take the GPU" in f["title"]
