@@ -5,10 +5,12 @@ PCI bus, virtio-gpu in a virtual machine, and a force_probe=!ID that keeps i915 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import gputrees
 from conftest import run_json, validate_report
+from nobody import as_nobody, world_readable_dir
 
 
 def _check(tmp_path: Path, name: str, *extra: str) -> tuple[int, list[dict], Path]:
@@ -122,3 +124,23 @@ def test_a_force_probe_that_blocks_the_gpu_is_the_cause(tmp_path: Path) -> None:
     (root / "sys/module/i915/parameters/force_probe").write_text("\n")
     _, (f,), _ = _check(tmp_path, "mtl_blocked")
     assert "did not take the GPU" in f["title"]
+
+
+def test_a_node_of_the_hosts_group_unmapped_in_a_rootless_container(tmp_path: Path) -> None:
+    with world_readable_dir() as top:
+        root = top / "podman"
+        root.mkdir()
+        gputrees.podman_rootless(root)
+        args = ["python", "-m", "vkdoctor", "check", "--root", str(root), "--select", "VKG001"]
+        proc = as_nobody([*args, "--gpu", "--json", "-"], uid=1000)
+        doc = json.loads(proc.stdout)
+        validate_report(doc)
+        (f,) = [f for f in doc["findings"] if f["code"] == "VKG001"]
+        assert proc.returncode == 1 and f["evidence"]["broken_link"] == "device node", proc.stderr
+        assert "unmapped" in f["title"] and "--group-add keep-groups" in f["remedy"]
+        assert "usermod -aG nogroup" not in f["remedy"]
+        # outside a user namespace the same node's group is a group to join
+        (root / "proc/self/uid_map").write_text("         0          0 4294967295\n")
+        doc = json.loads(as_nobody([*args, "--json", "-"], uid=1000).stdout)
+        (f,) = [f for f in doc["findings"] if f["code"] == "VKG001"]
+        assert "not in group nogroup" in f["title"]

@@ -598,6 +598,21 @@ def _denied(ctx: Context, bad: Node, kind: str | None) -> Break:
                 "podman run; podman can also keep the host's with --group-add keep-groups)."
             ),
         )
+    if bad.why == "unmapped":
+        return Break(
+            link="device node",
+            title=f"This user cannot open {bad.path}: its group is the host's, unmapped here",
+            why=f"{shown}: this "
+            + (f"{kind} container" if kind else "process")
+            + " runs in a user namespace (/proc/self/uid_map) that does not map the host's "
+            f"group of the node, so it shows as {bad.gid}; no group inside can give access.",
+            remedy=Remedy(
+                text="Run the rootless container as a host user in the node's group (on the "
+                "host: sudo usermod -aG render $USER, log in again) and start it with "
+                "--device /dev/dri --group-add keep-groups (podman with the crun runtime), "
+                "which keeps the host groups for the container's processes."
+            ),
+        )
     if bad.why == "root-only":
         return Break(
             link="device node",

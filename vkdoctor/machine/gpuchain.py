@@ -330,8 +330,22 @@ def may_open(
     return next((p for t, _, p in acl if t == _ACL_OTHER), 0) & want == want
 
 
-def _why_not(st: os.stat_result, group: str | None, user: str) -> str:
+#: the id a user namespace shows for a host id it does not map (/proc/sys/kernel/overflowgid)
+OVERFLOW_ID = 65534
+
+
+def user_namespace(ctx: Context) -> bool:
+    """Whether this process runs in a user namespace that maps only part of the host's ids (a
+    rootless container): /proc/self/uid_map is not the whole-range identity `0 0 4294967295`."""
+    words = (_read(ctx.under("/proc/self/uid_map")) or "").split()
+    return bool(words) and words != ["0", "0", "4294967295"]
+
+
+def _why_not(st: os.stat_result, group: str | None, user: str, userns: bool = False) -> str:
     """Why `user` may not open a node it was refused."""
+    if userns and st.st_gid == OVERFLOW_ID:
+        # the host's group of the node has no id in this namespace: no group here is it
+        return "unmapped"
     if st.st_uid == 0 and st.st_gid == 0 and stat.S_IMODE(st.st_mode) & 0o077 == 0:
         return "root-only"
     if group is None:
@@ -365,7 +379,7 @@ def node(ctx: Context, path: str, uid: int, gids: set[int]) -> Node:
         group=group,
         acl=_acl_text(acl, users, groups),
         usable=usable,
-        why=None if usable else _why_not(st, group, users.get(uid, str(uid))),
+        why=None if usable else _why_not(st, group, users.get(uid, str(uid)), user_namespace(ctx)),
     )
 
 
