@@ -659,6 +659,11 @@ ARCH_VULKAN = {
     "ANV": "vulkan-intel",
     "hasvk": "vulkan-intel",
     "NVK": "vulkan-nouveau",
+    "V3DV": "vulkan-broadcom",
+    "Turnip": "vulkan-freedreno",
+    "PanVK": "vulkan-panfrost",
+    "Honeykrisp": "vulkan-asahi",
+    "Venus": "vulkan-virtio",
 }
 
 
@@ -675,8 +680,15 @@ def _install_vulkan(ctx: Context, vulkan: str) -> Remedy:
             f"mesa-vulkan-drivers, on Arch {arch}."
         )
     package = arch if manager == "pacman" else "mesa-vulkan-drivers"
+    library = VULKAN_LIBRARIES[vulkan][0]
     return Remedy(
-        commands=(commands.TABLE[manager].install.format(names=package),), needs_root=True
+        commands=(commands.TABLE[manager].install.format(names=package),),
+        needs_root=True,
+        # distributions leave Mesa's SoC and virtio drivers out of some builds
+        text=f"(it must ship {library}; where it does not, this release's Mesa lacks {vulkan} "
+        "and a newer release or Mesa is needed)"
+        if vulkan in ("V3DV", "Turnip", "PanVK", "Honeykrisp", "PowerVR", "Venus")
+        else "",
     )
 
 
@@ -810,10 +822,20 @@ def _found(ctx: Context, gpu: Gpu) -> list[tuple[TargetOutcome, Any]]:
     ]
 
 
+def _loaded(ctx: Context, vulkan: str) -> bool:
+    """Whether the load test opened the Vulkan driver and created an instance with it."""
+    libraries = VULKAN_LIBRARIES[vulkan]
+    return any(
+        o.dlopen == "ok" and o.instance == "ok"
+        for o in facts.load_test(ctx).outcomes
+        if Path(o.target.dlopen_name).name.startswith(libraries)
+    )
+
+
 def _device_break(ctx: Context, gpu: Gpu, vulkan: str) -> Break | None:
     if not ctx.live or _found(ctx, gpu):
         return None
-    if vulkan == "Venus":
+    if vulkan == "Venus" and _loaded(ctx, "Venus"):
         return Break(
             link="Vulkan device",
             title="Venus lists no device: the VM's host does not offer Vulkan over virtio-gpu",
@@ -956,7 +978,9 @@ def _first_break(
 class GpuChainCheck(Check):
     """Each GPU in the machine and the chain below its Vulkan device.
 
-    For every PCI display or 3D controller (and for WSL2's /dev/dxg): the PCI IDs and the family
+    For every PCI display or 3D controller, every GPU off the PCI bus with a render node (an
+    SoC's: v3d, msm, panfrost, asahi; known by its DRM driver, as virtio-gpu is), and WSL2's
+    /dev/dxg: the PCI IDs and the family
     vkdoctor's tables (vkdoctor/data/gpu_ids.json, from the Linux kernel's ID lists and Mesa's
     support rules; gpu_chips.json, generated from pci.ids and the kernel source, for NVIDIA
     Turing-and-newer and AMD RDNA 3+ chips) give it; the kernel driver bound to it and the module parameters that decide

@@ -1,5 +1,6 @@
-"""Below the Vulkan driver: each GPU on the PCI bus, the kernel driver bound to it, the firmware it
-needs, its DRM nodes and who may open them, and the Vulkan driver that serves its generation.
+"""Below the Vulkan driver: each GPU on the PCI bus (and each off it with a render node), the
+kernel driver bound to it, the firmware it needs, its DRM nodes and who may open them, and the
+Vulkan driver that serves its generation.
 
 Everything is read through `ctx.under`, so a snapshot of another machine under `--root` reads the
 same as this one: sysfs (/sys/bus/pci/devices, /sys/module), /dev/dri, /proc/cmdline, the
