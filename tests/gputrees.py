@@ -657,7 +657,39 @@ def podman_rootless(root: Path) -> None:
     icd(root, "intel_icd.x86_64.json", "libvulkan_intel.so")
 
 
+def pascal_open_module(root: Path) -> None:
+    """TrueNAS SCALE 25.10.7 (Debian 12 based, Linux 6.12.105) with a Tesla P4 (GP104GL,
+    10de:1bb3, Pascal: no GSP) bound to NVIDIA's open nvidia.ko 580.178.04, which cannot start
+    it ("not supported by open nvidia.ko because it does not include the required GPU System
+    Processor"; zzzhouuu/truenas-nvidia-drivers#20, negativo17/nvidia-driver#158)."""
+    etc(root)
+    cmdline(root, "BOOT_IMAGE=/ROOT/25.10.7@/boot/vmlinuz-6.12.105-production+truenas ro")
+    _w(root / "proc/sys/kernel/osrelease", "6.12.105-production+truenas\n")
+    pci_gpu(
+        root,
+        parent="0000:00:02.0",
+        address="0000:03:00.0",
+        vendor="0x10de",
+        device="0x1bb3",
+        subsystem=("0x10de", "0x11d8"),
+        pci_class="0x030200",
+        driver="nvidia",
+        minor=None,
+    )
+    module(root, "nvidia")
+    _w(root / "sys/module/nvidia/version", "580.178.04\n")
+    _w(
+        root / "proc/driver/nvidia/version",
+        "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.178.04  Release Build  "
+        "(dvs-builder@U22-I3-AE18-23-3)  Tue Jul  7 12:38:21 UTC 2026\n"
+        "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n",
+    )
+    _nvidia_nodes(root)
+    _nvidia_libraries(root, "580.178.04")
+
+
 MACHINES.update(
+    pascal_open_module=pascal_open_module,
     podman_rootless=podman_rootless,
     nvidia_api_mismatch=nvidia_api_mismatch,
     kepler_on_535=kepler_on_535,

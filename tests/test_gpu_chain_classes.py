@@ -236,3 +236,23 @@ def test_live_venus_without_the_hosts_venus_is_the_hosts_to_fix(tmp_path: Path) 
     assert f["severity"] == "warn" and f["evidence"]["broken_link"] == "Vulkan device", f
     assert "host does not offer Vulkan over virtio-gpu" in f["title"]
     assert "venus=on,blob=on,hostmem" in f["remedy"]
+
+
+def test_a_gpu_older_than_turing_on_nvidias_open_module(tmp_path: Path) -> None:
+    rc, (f,), root = _check(tmp_path, "pascal_open_module", "--gpu")
+    assert rc == 1 and f["evidence"]["broken_link"] == "kernel driver"
+    assert f["title"].startswith("NVIDIA's open kernel module cannot run this GPU (1bb3")
+    assert "GSP" in f["message"] and "proprietary kernel module 580.178.04" in f["remedy"]
+    # the proprietary module drives it: the chain holds
+    version = root / "proc/driver/nvidia/version"
+    version.write_text(
+        version.read_text().replace("Open Kernel Module for x86_64", "Kernel Module")
+    )
+    rc, (f,), _ = _check(tmp_path, "pascal_open_module", "--gpu")
+    assert rc == 0 and f["severity"] == "ok"
+    # a Turing card (Tesla T4, TU104) on the open module is what it is made for
+    version.write_text(version.read_text().replace("Kernel Module", "Open Kernel Module"))
+    device = root / "sys/devices/pci0000:00/0000:00:02.0/0000:03:00.0/device"
+    device.write_text("0x1eb8\n")
+    rc, (f,), _ = _check(tmp_path, "pascal_open_module", "--gpu")
+    assert rc == 0 and f["severity"] == "ok", f

@@ -22,6 +22,7 @@ from vkdoctor.machine.gpuchain import (
     GpuMachine,
     Node,
     linux,
+    nvidia_before_gsp,
     tables,
 )
 from vkdoctor.machine.host import container_kind
@@ -514,7 +515,7 @@ def _kernel(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break | None:
     if gpu.driver == "nouveau" and gpu.firmware.get("complete") is False:
         return _no_firmware(ctx, gpu, "nouveau")
     if gpu.driver == "nvidia":
-        return _nvidia_mismatch(ctx, m)
+        return _nvidia_mismatch(ctx, m) or _open_module_too_new(m, gpu)
     if gpu.driver in ("vfio-pci", "pci-stub"):
         return Break(
             link="kernel driver",
@@ -556,6 +557,35 @@ def _nvidia_mismatch(ctx: Context, m: GpuMachine) -> Break | None:
         'of another version (the kernel log says "NVRM: API mismatch"), so NVIDIA\'s Vulkan '
         'driver gives no device (nvidia-smi: "Driver/library version mismatch").',
         remedy=remedy,
+    )
+
+
+def _open_module_too_new(m: GpuMachine, gpu: Gpu) -> Break | None:
+    """NVIDIA's open kernel module drives only GPUs with a GSP (Turing and newer): it binds an
+    older one and fails to start it ("not supported by open nvidia.ko because it does not
+    include the required GPU System Processor (GSP)"), and Vulkan gets no device."""
+    if "Open Kernel Module" not in (m.nvidia_proc_version or "") or not nvidia_before_gsp(
+        gpu.device
+    ):
+        return None
+    version = m.nvidia_module or "of this driver"
+    return Break(
+        link="kernel driver",
+        title=f"NVIDIA's open kernel module cannot run this GPU ({gpu.device[2:]}, older than "
+        "Turing)",
+        why=f"{gpu.address} ({gpu.vendor[2:]}:{gpu.device[2:]}) is older than Turing: it has no "
+        "GPU System Processor (GSP), which NVIDIA's open kernel module needs. The loaded module "
+        f"is the open one ({m.nvidia_proc_version}); it binds the GPU and fails to start it "
+        '(the kernel log: "not supported by open nvidia.ko", "RmInitAdapter failed"), so '
+        "nvidia-smi finds no device and neither does Vulkan.",
+        remedy=Remedy(
+            text=f"Install NVIDIA's proprietary kernel module {version} instead of the open "
+            "one (Debian: nvidia-kernel-dkms, not nvidia-open-kernel-dkms; Ubuntu: "
+            "nvidia-driver-NNN, not nvidia-driver-NNN-open; Arch: nvidia-dkms, not "
+            "nvidia-open-dkms; RPM Fusion/negativo17: the kernel, not kernel-open, flavour), "
+            "then reboot; if this driver branch no longer ships it for the GPU, its legacy "
+            "branch."
+        ),
     )
 
 

@@ -136,6 +136,9 @@ class GpuMachine:
     #: the versions of NVIDIA's GL/Vulkan libraries installed (libGLX_nvidia.so.V,
     #: libnvidia-glcore.so.V), which work only with a kernel module of the same version
     nvidia_userspace: tuple[str, ...] = ()
+    #: the loaded nvidia module's own first line in /proc/driver/nvidia/version ("NVRM version:
+    #: NVIDIA UNIX Open Kernel Module for x86_64  580.178.04 ..." for the open module)
+    nvidia_proc_version: str | None = None
 
 
 @cache
@@ -244,6 +247,13 @@ def _identify(vendor: str, device: str) -> dict[str, Any]:
             "claimed_by": ("nvidia", "nouveau"),
         }
     return {"chip": None, "family": None, "vulkan": None, "conformant": None, "claimed_by": ()}
+
+
+def nvidia_before_gsp(device: str) -> bool:
+    """An NVIDIA GPU older than Turing (no GSP): pci.ids lists its ID, and the chip tables,
+    which hold every Turing-and-newer chip, do not."""
+    dev = device.lower().removeprefix("0x")
+    return _unlisted(NVIDIA, dev) is None and nvidia_chip(dev) is None
 
 
 def nvidia_chip(device: str) -> str | None:
@@ -723,4 +733,6 @@ def machine(ctx: Context) -> GpuMachine:
         wsl=wsl(ctx),
         nvidia_module=_read(ctx.under("/sys/module/nvidia/version")),
         nvidia_userspace=nvidia_userspace(ctx),
+        nvidia_proc_version=(_read(ctx.under("/proc/driver/nvidia/version")) or "").split("\n")[0]
+        or None,
     )
