@@ -575,7 +575,8 @@ def _open_module_too_new(m: GpuMachine, gpu: Gpu) -> Break | None:
         "Turing)",
         why=f"{gpu.address} ({gpu.vendor[2:]}:{gpu.device[2:]}) is older than Turing: it has no "
         "GPU System Processor (GSP), which NVIDIA's open kernel module needs. The loaded module "
-        f"is the open one ({m.nvidia_proc_version}); it binds the GPU and fails to start it "
+        f'{m.nvidia_module or ""} is the open one (/proc/driver/nvidia/version: "Open Kernel '
+        'Module"); it binds the GPU and fails to start it '
         '(the kernel log: "not supported by open nvidia.ko", "RmInitAdapter failed"), so '
         "nvidia-smi finds no device and neither does Vulkan.",
         remedy=Remedy(
