@@ -97,6 +97,15 @@ def test_an_soc_gpu_off_the_pci_bus_has_its_chain(tmp_path: Path) -> None:
     rc, (f,), _ = _check(tmp_path, "pi4_v3d", "--gpu")
     assert rc == 1 and f["evidence"]["broken_link"] == "Vulkan driver"
     assert "V3DV" in f["title"] and "apt install mesa-vulkan-drivers" in f["remedy"]
+    # a DRM driver vkdoctor does not know (Jetson's GPU on nouveau, a platform device) is named
+    # by its driver, and nothing is claimed about it
+    driver = root / "sys/devices/platform/v3dbus/fec00000.v3d/driver"
+    driver.unlink()
+    (root / "sys/bus/platform/drivers/nouveau").mkdir()
+    driver.symlink_to("../../../../bus/platform/drivers/nouveau")
+    rc, (f,), _ = _check(tmp_path, "pi4_v3d", "--gpu")
+    assert rc == 0 and f["severity"] == "info"
+    assert f["title"] == "SoC GPU at fec00000.v3d: no Vulkan driver known for its driver nouveau"
 
 
 def test_virtio_gpu_is_known_by_its_drm_driver(tmp_path: Path) -> None:

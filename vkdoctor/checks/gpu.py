@@ -1077,11 +1077,12 @@ class GpuChainCheck(Check):
             "blacklisted": m.blacklisted,
             "broken_link": cause.link if cause else None,
         }
-        name = f"{gpu.vendor_name} {gpu.family or gpu.device} at {gpu.address}"
+        name = f"{gpu.vendor_name} {gpu.family or gpu.device or 'GPU'} at {gpu.address}"
         if cause is None and vulkan is None and not found:
             # the tables do not know it and no driver listed it: nothing here is proven
             return self.info(
-                f"{name}: no Vulkan driver known for {gpu.vendor}:{gpu.device}",
+                f"{name}: no Vulkan driver known for "
+                + (f"{gpu.vendor}:{gpu.device}" if gpu.vendor else f"its driver {gpu.driver}"),
                 f"vkdoctor's GPU tables do not know this device, and no Vulkan device with its "
                 f"PCI ID was found. Chain: {chain}.",
                 **evidence,
