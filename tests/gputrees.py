@@ -624,7 +624,73 @@ def mtl_blocked(root: Path) -> None:
     icd(root, "intel_icd.x86_64.json", "libvulkan_intel.so")
 
 
+def podman_rootless(root: Path) -> None:
+    """A rootless podman container (podman 5.6, openSUSE host) started with --device /dev/dri:
+    the nodes keep the host's owner and group, which its user namespace does not map, so they
+    show as nobody:nogroup (mviereck/x11docker#518, containers/podman#25000); Alder Lake-N
+    graphics (8086:46d4) on i915, the container's user uid 1000."""
+    etc(root)
+    _w(root / "etc/group", "root:x:0:\nvideo:x:44:\nrender:x:993:\nnogroup:x:65534:\n")
+    _w(root / "etc/passwd", "root:x:0:0::/root:/bin/sh\nuser:x:1000:1000::/home/user:/bin/sh\n")
+    cmdline(root, "BOOT_IMAGE=/boot/vmlinuz-6.16.3-1-default root=UUID=1c0e ro quiet")
+    pci_gpu(
+        root,
+        parent="",
+        address="0000:00:02.0",
+        vendor="0x8086",
+        device="0x46d4",
+        subsystem=("0x8086", "0x7270"),
+        driver="i915",
+        minor=1,
+    )
+    module(root, "i915", modeset="-1")
+    _w(root / "run/.containerenv", 'engine="podman-5.6.0"\nrootless=1\n')
+    for name in ("uid_map", "gid_map"):
+        _w(
+            root / "proc/self" / name,
+            "         0       1000          1\n         1     100000      65536\n",
+        )
+    dev_dri(root, 1, gid=65534)
+    for node in (root / "dev/dri").iterdir():
+        os.chown(node, 65534, 65534)
+        node.chmod(0o660)
+    icd(root, "intel_icd.x86_64.json", "libvulkan_intel.so")
+
+
+def pascal_open_module(root: Path) -> None:
+    """TrueNAS SCALE 25.10.7 (Debian 12 based, Linux 6.12.105) with a Tesla P4 (GP104GL,
+    10de:1bb3, Pascal: no GSP) bound to NVIDIA's open nvidia.ko 580.178.04, which cannot start
+    it ("not supported by open nvidia.ko because it does not include the required GPU System
+    Processor"; zzzhouuu/truenas-nvidia-drivers#20, negativo17/nvidia-driver#158)."""
+    etc(root)
+    cmdline(root, "BOOT_IMAGE=/ROOT/25.10.7@/boot/vmlinuz-6.12.105-production+truenas ro")
+    _w(root / "proc/sys/kernel/osrelease", "6.12.105-production+truenas\n")
+    pci_gpu(
+        root,
+        parent="0000:00:02.0",
+        address="0000:03:00.0",
+        vendor="0x10de",
+        device="0x1bb3",
+        subsystem=("0x10de", "0x11d8"),
+        pci_class="0x030200",
+        driver="nvidia",
+        minor=None,
+    )
+    module(root, "nvidia")
+    _w(root / "sys/module/nvidia/version", "580.178.04\n")
+    _w(
+        root / "proc/driver/nvidia/version",
+        "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.178.04  Release Build  "
+        "(dvs-builder@U22-I3-AE18-23-3)  Tue Jul  7 12:38:21 UTC 2026\n"
+        "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n",
+    )
+    _nvidia_nodes(root)
+    _nvidia_libraries(root, "580.178.04")
+
+
 MACHINES.update(
+    pascal_open_module=pascal_open_module,
+    podman_rootless=podman_rootless,
     nvidia_api_mismatch=nvidia_api_mismatch,
     kepler_on_535=kepler_on_535,
     nvidia_compute_only=nvidia_compute_only,

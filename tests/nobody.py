@@ -38,13 +38,16 @@ def as_nobody(
     env: Mapping[str, str] | None = None,
     timeout: float = 120,
     cwd: str = "/",
+    uid: int = NOBODY,
 ) -> subprocess.CompletedProcess[str]:
-    """`argv` as nobody:nogroup with no supplementary groups; "python" as argv[0] is this
-    interpreter with vkdoctor (and click) importable. `env` goes over a clean environment."""
+    """`argv` as nobody:nogroup (or `uid` with the group of the same number) with no
+    supplementary groups; "python" as argv[0] is this interpreter with vkdoctor (and click)
+    importable. `env` goes over a clean environment."""
     setpriv = shutil.which("setpriv")
     assert setpriv, "setpriv (util-linux) is needed for this test"
     import click
 
+    gid = NOGROUP if uid == NOBODY else uid
     code_dir = Path(tempfile.mkdtemp(prefix="vkdoctor-code-"))
     try:
         code_dir.chmod(0o755)
@@ -55,7 +58,7 @@ def as_nobody(
         full.update(env or {})
         cmd = [sys.executable, *argv[1:]] if argv and argv[0] == "python" else list(argv)
         return subprocess.run(
-            [setpriv, f"--reuid={NOBODY}", f"--regid={NOGROUP}", "--clear-groups", *cmd],
+            [setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", *cmd],
             capture_output=True,
             text=True,
             env=full,

@@ -22,6 +22,7 @@ from vkdoctor.machine.gpuchain import (
     GpuMachine,
     Node,
     linux,
+    nvidia_before_gsp,
     tables,
 )
 from vkdoctor.machine.host import container_kind
@@ -514,7 +515,7 @@ def _kernel(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break | None:
     if gpu.driver == "nouveau" and gpu.firmware.get("complete") is False:
         return _no_firmware(ctx, gpu, "nouveau")
     if gpu.driver == "nvidia":
-        return _nvidia_mismatch(ctx, m)
+        return _nvidia_mismatch(ctx, m) or _open_module_too_new(m, gpu)
     if gpu.driver in ("vfio-pci", "pci-stub"):
         return Break(
             link="kernel driver",
@@ -559,6 +560,36 @@ def _nvidia_mismatch(ctx: Context, m: GpuMachine) -> Break | None:
     )
 
 
+def _open_module_too_new(m: GpuMachine, gpu: Gpu) -> Break | None:
+    """NVIDIA's open kernel module drives only GPUs with a GSP (Turing and newer): it binds an
+    older one and fails to start it ("not supported by open nvidia.ko because it does not
+    include the required GPU System Processor (GSP)"), and Vulkan gets no device."""
+    if "Open Kernel Module" not in (m.nvidia_proc_version or "") or not nvidia_before_gsp(
+        gpu.device
+    ):
+        return None
+    version = m.nvidia_module or "of this driver"
+    return Break(
+        link="kernel driver",
+        title=f"NVIDIA's open kernel module cannot run this GPU ({gpu.device[2:]}, older than "
+        "Turing)",
+        why=f"{gpu.address} ({gpu.vendor[2:]}:{gpu.device[2:]}) is older than Turing: it has no "
+        "GPU System Processor (GSP), which NVIDIA's open kernel module needs. The loaded module "
+        f'{m.nvidia_module or ""} is the open one (/proc/driver/nvidia/version: "Open Kernel '
+        'Module"); it binds the GPU and fails to start it '
+        '(the kernel log: "not supported by open nvidia.ko", "RmInitAdapter failed"), so '
+        "nvidia-smi finds no device and neither does Vulkan.",
+        remedy=Remedy(
+            text=f"Install NVIDIA's proprietary kernel module {version} instead of the open "
+            "one (Debian: nvidia-kernel-dkms, not nvidia-open-kernel-dkms; Ubuntu: "
+            "nvidia-driver-NNN, not nvidia-driver-NNN-open; Arch: nvidia-dkms, not "
+            "nvidia-open-dkms; RPM Fusion/negativo17: the kernel, not kernel-open, flavour), "
+            "then reboot; if this driver branch no longer ships it for the GPU, its legacy "
+            "branch."
+        ),
+    )
+
+
 def _node_break(ctx: Context, m: GpuMachine, gpu: Gpu) -> Break | None:
     if not gpu.nodes:
         return None
@@ -596,6 +627,21 @@ def _denied(ctx: Context, bad: Node, kind: str | None) -> Break:
             remedy=Remedy(
                 text=f"Start the container with --group-add {bad.gid} (docker or "
                 "podman run; podman can also keep the host's with --group-add keep-groups)."
+            ),
+        )
+    if bad.why == "unmapped":
+        return Break(
+            link="device node",
+            title=f"This user cannot open {bad.path}: its group is the host's, unmapped here",
+            why=f"{shown}: this "
+            + (f"{kind} container" if kind else "process")
+            + " runs in a user namespace (/proc/self/uid_map) that does not map the host's "
+            f"group of the node, so it shows as {bad.gid}; no group inside can give access.",
+            remedy=Remedy(
+                text="Run the rootless container as a host user in the node's group (on the "
+                "host: sudo usermod -aG render $USER, log in again) and start it with "
+                "--device /dev/dri --group-add keep-groups (podman with the crun runtime), "
+                "which keeps the host groups for the container's processes."
             ),
         )
     if bad.why == "root-only":
@@ -644,6 +690,11 @@ ARCH_VULKAN = {
     "ANV": "vulkan-intel",
     "hasvk": "vulkan-intel",
     "NVK": "vulkan-nouveau",
+    "V3DV": "vulkan-broadcom",
+    "Turnip": "vulkan-freedreno",
+    "PanVK": "vulkan-panfrost",
+    "Honeykrisp": "vulkan-asahi",
+    "Venus": "vulkan-virtio",
 }
 
 
@@ -660,8 +711,15 @@ def _install_vulkan(ctx: Context, vulkan: str) -> Remedy:
             f"mesa-vulkan-drivers, on Arch {arch}."
         )
     package = arch if manager == "pacman" else "mesa-vulkan-drivers"
+    library = VULKAN_LIBRARIES[vulkan][0]
     return Remedy(
-        commands=(commands.TABLE[manager].install.format(names=package),), needs_root=True
+        commands=(commands.TABLE[manager].install.format(names=package),),
+        needs_root=True,
+        # distributions leave Mesa's SoC and virtio drivers out of some builds
+        text=f"(it must ship {library}; where it does not, this release's Mesa lacks {vulkan} "
+        "and a newer release or Mesa is needed)"
+        if vulkan in ("V3DV", "Turnip", "PanVK", "Honeykrisp", "PowerVR", "Venus")
+        else "",
     )
 
 
@@ -795,10 +853,20 @@ def _found(ctx: Context, gpu: Gpu) -> list[tuple[TargetOutcome, Any]]:
     ]
 
 
+def _loaded(ctx: Context, vulkan: str) -> bool:
+    """Whether the load test opened the Vulkan driver and created an instance with it."""
+    libraries = VULKAN_LIBRARIES[vulkan]
+    return any(
+        o.dlopen == "ok" and o.instance == "ok"
+        for o in facts.load_test(ctx).outcomes
+        if Path(o.target.dlopen_name).name.startswith(libraries)
+    )
+
+
 def _device_break(ctx: Context, gpu: Gpu, vulkan: str) -> Break | None:
     if not ctx.live or _found(ctx, gpu):
         return None
-    if vulkan == "Venus":
+    if vulkan == "Venus" and _loaded(ctx, "Venus"):
         return Break(
             link="Vulkan device",
             title="Venus lists no device: the VM's host does not offer Vulkan over virtio-gpu",
@@ -941,7 +1009,9 @@ def _first_break(
 class GpuChainCheck(Check):
     """Each GPU in the machine and the chain below its Vulkan device.
 
-    For every PCI display or 3D controller (and for WSL2's /dev/dxg): the PCI IDs and the family
+    For every PCI display or 3D controller, every GPU off the PCI bus with a render node (an
+    SoC's: v3d, msm, panfrost, asahi; known by its DRM driver, as virtio-gpu is), and WSL2's
+    /dev/dxg: the PCI IDs and the family
     vkdoctor's tables (vkdoctor/data/gpu_ids.json, from the Linux kernel's ID lists and Mesa's
     support rules; gpu_chips.json, generated from pci.ids and the kernel source, for NVIDIA
     Turing-and-newer and AMD RDNA 3+ chips) give it; the kernel driver bound to it and the module parameters that decide
@@ -1007,11 +1077,12 @@ class GpuChainCheck(Check):
             "blacklisted": m.blacklisted,
             "broken_link": cause.link if cause else None,
         }
-        name = f"{gpu.vendor_name} {gpu.family or gpu.device} at {gpu.address}"
+        name = f"{gpu.vendor_name} {gpu.family or gpu.device or 'GPU'} at {gpu.address}"
         if cause is None and vulkan is None and not found:
             # the tables do not know it and no driver listed it: nothing here is proven
             return self.info(
-                f"{name}: no Vulkan driver known for {gpu.vendor}:{gpu.device}",
+                f"{name}: no Vulkan driver known for "
+                + (f"{gpu.vendor}:{gpu.device}" if gpu.vendor else f"its driver {gpu.driver}"),
                 f"vkdoctor's GPU tables do not know this device, and no Vulkan device with its "
                 f"PCI ID was found. Chain: {chain}.",
                 **evidence,

@@ -1,5 +1,6 @@
-"""Below the Vulkan driver: each GPU on the PCI bus, the kernel driver bound to it, the firmware it
-needs, its DRM nodes and who may open them, and the Vulkan driver that serves its generation.
+"""Below the Vulkan driver: each GPU on the PCI bus (and each off it with a render node), the
+kernel driver bound to it, the firmware it needs, its DRM nodes and who may open them, and the
+Vulkan driver that serves its generation.
 
 Everything is read through `ctx.under`, so a snapshot of another machine under `--root` reads the
 same as this one: sysfs (/sys/bus/pci/devices, /sys/module), /dev/dri, /proc/cmdline, the
@@ -135,6 +136,9 @@ class GpuMachine:
     #: the versions of NVIDIA's GL/Vulkan libraries installed (libGLX_nvidia.so.V,
     #: libnvidia-glcore.so.V), which work only with a kernel module of the same version
     nvidia_userspace: tuple[str, ...] = ()
+    #: the loaded nvidia module's own first line in /proc/driver/nvidia/version ("NVRM version:
+    #: NVIDIA UNIX Open Kernel Module for x86_64  580.178.04 ..." for the open module)
+    nvidia_proc_version: str | None = None
 
 
 @cache
@@ -245,6 +249,13 @@ def _identify(vendor: str, device: str) -> dict[str, Any]:
     return {"chip": None, "family": None, "vulkan": None, "conformant": None, "claimed_by": ()}
 
 
+def nvidia_before_gsp(device: str) -> bool:
+    """An NVIDIA GPU older than Turing (no GSP): pci.ids lists its ID, and the chip tables,
+    which hold every Turing-and-newer chip, do not."""
+    dev = device.lower().removeprefix("0x")
+    return _unlisted(NVIDIA, dev) is None and nvidia_chip(dev) is None
+
+
 def nvidia_chip(device: str) -> str | None:
     """The Turing-or-newer chip of an NVIDIA PCI device ID, as nouveau names its firmware folder
     (pci.ids names the device after it); None for an older chip or an ID the tables lack."""
@@ -330,8 +341,22 @@ def may_open(
     return next((p for t, _, p in acl if t == _ACL_OTHER), 0) & want == want
 
 
-def _why_not(st: os.stat_result, group: str | None, user: str) -> str:
+#: the id a user namespace shows for a host id it does not map (/proc/sys/kernel/overflowgid)
+OVERFLOW_ID = 65534
+
+
+def user_namespace(ctx: Context) -> bool:
+    """Whether this process runs in a user namespace that maps only part of the host's ids (a
+    rootless container): /proc/self/uid_map is not the whole-range identity `0 0 4294967295`."""
+    words = (_read(ctx.under("/proc/self/uid_map")) or "").split()
+    return bool(words) and words != ["0", "0", "4294967295"]
+
+
+def _why_not(st: os.stat_result, group: str | None, user: str, userns: bool = False) -> str:
     """Why `user` may not open a node it was refused."""
+    if userns and st.st_gid == OVERFLOW_ID:
+        # the host's group of the node has no id in this namespace: no group here is it
+        return "unmapped"
     if st.st_uid == 0 and st.st_gid == 0 and stat.S_IMODE(st.st_mode) & 0o077 == 0:
         return "root-only"
     if group is None:
@@ -365,7 +390,7 @@ def node(ctx: Context, path: str, uid: int, gids: set[int]) -> Node:
         group=group,
         acl=_acl_text(acl, users, groups),
         usable=usable,
-        why=None if usable else _why_not(st, group, users.get(uid, str(uid))),
+        why=None if usable else _why_not(st, group, users.get(uid, str(uid)), user_namespace(ctx)),
     )
 
 
@@ -708,4 +733,6 @@ def machine(ctx: Context) -> GpuMachine:
         wsl=wsl(ctx),
         nvidia_module=_read(ctx.under("/sys/module/nvidia/version")),
         nvidia_userspace=nvidia_userspace(ctx),
+        nvidia_proc_version=(_read(ctx.under("/proc/driver/nvidia/version")) or "").split("\n")[0]
+        or None,
     )
