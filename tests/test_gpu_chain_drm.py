@@ -1,0 +1,77 @@
+"""vkdoctor/data/drm_vulkan.json: the Mesa Vulkan driver of a GPU known by its DRM kernel driver
+(SoC GPUs, virtio-gpu). Every row names the Mesa probe it comes from, and the code holds no
+driver of its own beside the table."""
+
+from __future__ import annotations
+
+import ast
+import json
+
+from conftest import REPO
+
+from vkdoctor.checks.gpu import ARCH_VULKAN, VULKAN_LIBRARIES
+from vkdoctor.machine.gpuchain import _drm_identity, drm_vulkan, tables
+
+TABLE = REPO / "vkdoctor/data/drm_vulkan.json"
+#: the Vulkan drivers that serve PCI GPUs by vendor, not by a DRM driver of this table
+BY_VENDOR = {"NVIDIA", "NVK", "dzn"}
+
+
+def _rows() -> dict[str, dict]:
+    rows: dict[str, dict] = json.loads(TABLE.read_text())["drivers"]
+    return rows
+
+
+def test_every_row_names_the_mesa_probe_it_comes_from() -> None:
+    doc = json.loads(TABLE.read_text())
+    assert "26.1.0-rc1" in doc["mesa"]["read"] and "Unknown" in doc["mesa"]["conformance"]
+    rows = _rows()
+    assert set(rows) == {
+        "v3d", "msm", "panfrost", "panthor", "asahi", "powervr", "virtio_gpu", "lima", "etnaviv"
+    }  # fmt: skip
+    for driver, row in rows.items():
+        assert row["gpu"] and row["probe"], driver
+        assert row["mesa_file"].startswith("src/"), driver
+        # no row claims a conformance its source does not give
+        assert row["conformant"] is None, driver
+        if row["vulkan"] is None:
+            assert row["library"] is None and "no Vulkan driver" in row["probe"], driver
+        else:
+            assert row["mesa_file"].split("/")[2] == "vulkan", driver
+            assert row["library"].startswith("libvulkan_"), driver
+    # a probe that matches the DRM driver by name quotes that name
+    for driver in ("msm", "panfrost", "panthor", "asahi", "powervr"):
+        assert f'"{driver}"' in rows[driver]["probe"], driver
+    assert '"brcm,2711-v3d"' in rows["v3d"]["probe"]
+
+
+def test_the_chain_reads_the_table_and_nothing_else() -> None:
+    rows = _rows()
+    assert drm_vulkan() == {d: (r["gpu"], r["vulkan"]) for d, r in rows.items()}
+    assert _drm_identity("lima")["vulkan"] is None
+    assert _drm_identity("v3d")["family"] == "Broadcom VideoCore V3D"
+    assert _drm_identity("vc4") == {
+        "family": None, "vulkan": None, "conformant": None, "claimed_by": ("vc4",)
+    }  # fmt: skip
+    # no DRM driver of the table is written into the code that reads it
+    for module in ("vkdoctor/machine/gpuchain.py", "vkdoctor/checks/gpu.py"):
+        constants = {
+            n.value
+            for n in ast.walk(ast.parse((REPO / module).read_text()))
+            if isinstance(n, ast.Constant) and isinstance(n.value, str)
+        }
+        assert not constants & set(rows), module
+
+
+def test_every_vulkan_driver_the_checks_name_is_in_a_table() -> None:
+    by_id = {
+        row["vulkan"]
+        for key in ("amd_chips", "intel_platforms")
+        for row in tables()[key].values()
+        if row.get("vulkan")
+    }
+    by_drm = {r["vulkan"]: r["library"] for r in _rows().values() if r["vulkan"]}
+    assert set(VULKAN_LIBRARIES) == by_id | set(by_drm) | BY_VENDOR
+    assert set(ARCH_VULKAN) <= set(VULKAN_LIBRARIES)
+    for vulkan, library in by_drm.items():
+        assert VULKAN_LIBRARIES[vulkan][0] == library, vulkan
