@@ -920,7 +920,8 @@ def _chain_text(ctx: Context, gpu: Gpu, vulkan: str | None, devices: list[str]) 
         else f"platform device {gpu.address}"
     )
     parts = [
-        f"{where} {gpu.family or 'GPU'}" + (f" ({gpu.chip})" if gpu.chip else ""),
+        f"{where} {gpu.family or gpu.model or 'GPU'}"
+        + (f" ({gpu.chip})" if gpu.chip and not gpu.model else ""),
         f"kernel {gpu.driver or 'none'}"
         + "".join(f" {m}.{key}={p[key]}" for m, p in gpu.parameters.items() if key and key in p),
         (
@@ -1077,7 +1078,9 @@ class GpuChainCheck(Check):
             "blacklisted": m.blacklisted,
             "broken_link": cause.link if cause else None,
         }
-        name = f"{gpu.vendor_name} {gpu.family or gpu.device or 'GPU'} at {gpu.address}"
+        name = (
+            f"{gpu.vendor_name} {gpu.family or gpu.model or gpu.device or 'GPU'} at {gpu.address}"
+        )
         if cause is None and vulkan is None and not found:
             # the tables do not know it and no driver listed it: nothing here is proven
             return self.info(

@@ -101,6 +101,9 @@ class Gpu:
     firmware: dict[str, Any]
     #: the device's sysfs files that could not be read, each with why
     unreadable: tuple[str, ...] = ()
+    #: the product as pci.ids names the device ID, "H100 SXM5 80GB (GH100)"; None where the
+    #: chip tables keep no name for it
+    model: str | None = None
 
 
 @record(frozen=True, kw_only=True)
@@ -249,6 +252,19 @@ def nvidia_before_gsp(device: str) -> bool:
     which hold every Turing-and-newer chip, do not."""
     dev = device.lower().removeprefix("0x")
     return _unlisted(NVIDIA, dev) is None and nvidia_chip(dev) is None
+
+
+def model(vendor: str, device: str) -> str | None:
+    """The product pci.ids names the device ID as, "GH100 [H100 SXM5 80GB]" given as
+    "H100 SXM5 80GB (GH100)"; None where the chip tables keep no name (AMD's, Intel's, an ID
+    newer than them)."""
+    name: str | None = chips()["names"].get(vendor, {}).get(device.lower().removeprefix("0x"))
+    if not name:
+        return None
+    chip, bracket, product = name.partition(" [")
+    if not bracket or not product.endswith("]"):
+        return name
+    return f"{product.removesuffix(']')} ({chip})"
 
 
 def nvidia_chip(device: str) -> str | None:
@@ -573,6 +589,7 @@ def _gpu(ctx: Context, entry: Path, uid: int, gids: set[int]) -> Gpu | None:
         sysfs_nodes=tuple(drm),
         firmware=_firmware(ctx, vendor, device, ident["chip"], wanted),
         unreadable=tuple(unreadable),
+        model=model(vendor, device),
     )
 
 
