@@ -1,11 +1,15 @@
 """vkdoctor/data/drm_vulkan.json: the Mesa Vulkan driver of a GPU known by its DRM kernel driver
-(SoC GPUs, virtio-gpu). Every row names the Mesa probe it comes from, and the code holds no
-driver of its own beside the table."""
+(SoC GPUs, virtio-gpu). Every row names the Mesa probe it comes from, which the test reads in the
+Mesa release the table names (Debian's orig tarball, SHA256 checked, cached under
+~/.cache/vkdoctor-tests/gpu-chips), and the code holds no driver of its own beside the table."""
 
 from __future__ import annotations
 
 import ast
 import json
+import re
+import sys
+import tarfile
 
 from conftest import REPO
 
@@ -81,3 +85,43 @@ def test_every_vulkan_driver_the_checks_name_is_in_a_table() -> None:
     assert set(ARCH_VULKAN) <= set(VULKAN_LIBRARIES)
     for vulkan, library in by_drm.items():
         assert VULKAN_LIBRARIES[vulkan][0] == library, vulkan
+
+
+def _mesa_files(names: set[str]) -> tuple[dict[str, list[str]], set[str]]:
+    """The lines of `names` (paths under src/) in the Mesa tarball the table names, and every
+    file of its Vulkan drivers (src/*/vulkan/) that mentions lima or etnaviv."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        import gen_gpu_chips
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    source = json.loads(TABLE.read_text())["mesa"]["source"]
+    tarball = gen_gpu_chips.fetch_deb(
+        source["pool"], source["sha256"], gen_gpu_chips.CACHE / "gpu-chips"
+    )
+    lines: dict[str, list[str]] = {}
+    others: set[str] = set()
+    with tarfile.open(tarball, mode="r|xz") as tar:
+        for member in tar:
+            rel = member.name.split("/", 1)[-1]
+            if not member.isfile() or not (rel in names or re.match(r"src/\w+/vulkan/", rel)):
+                continue
+            f = tar.extractfile(member)
+            text = f.read().decode("utf-8", errors="replace") if f else ""
+            if rel in names:
+                lines[rel] = text.splitlines()
+            if re.search(r'"(lima|etnaviv)"', text):
+                others.add(rel)
+    return lines, others
+
+
+def test_each_probe_is_in_mesa_where_the_row_says() -> None:
+    rows = _rows()
+    served = {d: r for d, r in rows.items() if r["vulkan"]}
+    lines, others = _mesa_files({r["mesa_file"] for r in served.values()})
+    for driver, row in served.items():
+        line = lines[row["mesa_file"]][row["line"] - 1]
+        wanted = "VIRGL_RENDERER_CAPSET_VENUS" if driver == "virtio_gpu" else f'"{driver}"'
+        assert wanted in line, (driver, line)
+    # no Vulkan driver of this Mesa opens a lima or etnaviv node
+    assert not others, others
