@@ -69,6 +69,16 @@ REQUESTS = {
     "sdma": (("amdgpu_sdma.c", ""),),
     "psp": (("amdgpu_psp.c", "_{psp}"),),
 }
+#: words that name a function of a GPU's chip (or of a chipset) that is not the GPU itself, in
+#: a pci.ids name outside its "[...]": pci.ids gives no class per device, and the
+#: chain names only a display-class device (sysfs gives its class), so this only keeps the
+#: table small
+NOT_A_GPU = re.compile(
+    r"\b(audio|usb|ucsi|smbus|ethernet|ide|sata|pci|bridge|host|lpc|isa|memory controller|"
+    r"coprocessor|co-processor|serial|raid|network|switch|controller|port|modem|firewire|"
+    r"nvswitch|sound|apm|timer|dma|pmu|i2c|iommu|sensor)\b",
+    re.I,
+)
 #: GFX IP major -> the family AMD's graphics architecture names (Mesa src/amd/common/amd_family.h)
 GFX_FAMILY = {11: "RDNA 3 (GFX11)", 12: "RDNA 4 (GFX12)"}
 
@@ -215,6 +225,17 @@ def parse_pci_ids(text: str) -> tuple[str, dict[str, dict[str, str]]]:
         elif vendor in out and (m := re.match(r"\t([0-9a-f]{4})  (.+)", line)):
             out[vendor][m[1]] = m[2].strip()
     return version, out
+
+
+def gpu_names(names: dict[str, str]) -> dict[str, str]:
+    """device ID -> pci.ids name, for the devices whose name is not that of another function
+    (HDMI audio, USB, bridges, a chipset's parts); a name that is not printable text is left
+    out (pci.ids is data: it never reaches a terminal unescaped, and the table keeps none)."""
+    return {
+        dev: name
+        for dev, name in sorted(names.items())
+        if not NOT_A_GPU.search(re.sub(r"\[[^]]*\]", "", name)) and name.isprintable()
+    }
 
 
 def nouveau_gsp(tree: Path) -> dict[str, dict[str, Any]]:
@@ -471,6 +492,11 @@ def generate(
         "nvidia": {"chips": nvidia_ids(names["10de"], gsp), "nouveau_gsp": gsp},
         "amd": {**amd, "firmware": {k: fw[k] for k in sorted(used)}},
         "listed": {"0x1002": sorted(names["1002"]), "0x10de": sorted(names["10de"])},
+        "names_rule": "pci.ids' names of NVIDIA's devices, less those whose name outside its "
+        '[...] names another function (audio, USB, bridge, controller, port ...): "GH100 [H100 '
+        "SXM5 80GB]\" is the chip, then the product. AMD's GPUs are named by their family "
+        "(gpu_ids.json), and their names would add 38 KB.",
+        "names": {"0x10de": gpu_names(names["10de"])},
     }
 
 

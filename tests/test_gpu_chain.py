@@ -500,6 +500,10 @@ def test_an_nvidia_gpu_in_a_container_is_whole(tmp_path: Path) -> None:
     assert [n["path"] for n in f["evidence"]["gpu"]["nodes"]] == ["/dev/nvidiactl", "/dev/nvidia0"]
     assert f["evidence"]["gpu"]["firmware"]["module_version"] == "580.159.04"
     assert "Vulkan NVIDIA" in f["message"]
+    # no Vulkan device is found under --root: pci.ids' name for 10de:2330 names it
+    assert f["title"].startswith("NVIDIA H100 SXM5 80GB (GH100) at 0000:05:00.0: kernel nvidia")
+    assert f["evidence"]["gpu"]["model"] == "H100 SXM5 80GB (GH100)"
+    assert "10de:2330 NVIDIA H100 SXM5 80GB (GH100) -> kernel nvidia" in f["message"]
     # the toolkit started without the graphics capability: no manifest, the Vulkan driver is missing
     (root / "usr/share/vulkan/icd.d/nvidia_icd.json").unlink()
     f = _edit_and_check(root)

@@ -10,7 +10,8 @@ import sys
 
 from conftest import REPO
 
-from vkdoctor.machine.gpuchain import chips, nvidia_chip
+from vkdoctor.machine.gpuchain import chips, model, nvidia_chip
+from vkdoctor.render.escape import visible
 
 
 def test_the_generator_remakes_the_committed_tables_from_their_sources() -> None:
@@ -59,3 +60,35 @@ def test_the_tables_name_their_sources_and_place_real_chips() -> None:
         assert all(n.startswith(prefix) for n in declared), prefix
     # MI300 (GC 9.4.3) is found by IP discovery but is not an RDNA 3+ chip of the tables
     assert "74a1" not in amd["ids"] and "74a1" in t["listed"]["0x1002"]
+
+
+def test_nvidia_gpus_are_named_by_pci_ids_and_no_other_function_is() -> None:
+    names = chips()["names"]
+    assert set(names) == {"0x10de"}  # AMD's GPUs are named by their family (gpu_ids.json)
+    assert model("0x10de", "0x2330") == "H100 SXM5 80GB (GH100)"
+    assert model("0x10de", "2335") == "H200 SXM 141GB (GH100)"
+    assert model("0x10de", "0x1b80") == "GeForce GTX 1080 (GP104)"  # older than Turing too
+    # the chip's HDMI audio function, a chipset's SMBus; an ID pci.ids does not list; AMD
+    assert "1aef" in chips()["listed"]["0x10de"] and model("0x10de", "0x1aef") is None
+    assert model("0x10de", "0x0aa2") is None and model("0x10de", "0x3f00") is None
+    assert model("0x1002", "0x744c") is None
+    # pci.ids is data: every name kept is printable and reads the same escaped
+    assert all(n.isprintable() and visible(n) == n for n in names["0x10de"].values())
+
+
+def test_the_generator_keeps_no_name_a_terminal_would_act_on() -> None:
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        import gen_gpu_chips
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    kept = gen_gpu_chips.gpu_names(
+        {
+            "2330": "GH100 [H100 SXM5 80GB]",
+            "2331": "GH100 [H100 \x1b]52;c;ZWNobw==\x07]",
+            "2332": "GH100 [H100\u202e]",
+            "1aef": "GA102 High Definition Audio Controller",
+            "0aa2": "MCP79 SMBus Controller",
+        }
+    )
+    assert kept == {"2330": "GH100 [H100 SXM5 80GB]"}

@@ -13,7 +13,6 @@ from vkdoctor.checks.base import Check
 from vkdoctor.children.loadtest import TargetOutcome, classify
 from vkdoctor.machine.gpuchain import (
     AMD,
-    DRM_VULKAN,
     INTEL,
     MICROSOFT,
     NVIDIA,
@@ -21,6 +20,7 @@ from vkdoctor.machine.gpuchain import (
     Gpu,
     GpuMachine,
     Node,
+    drm_vulkan,
     linux,
     nvidia_before_gsp,
     tables,
@@ -718,7 +718,7 @@ def _install_vulkan(ctx: Context, vulkan: str) -> Remedy:
         # distributions leave Mesa's SoC and virtio drivers out of some builds
         text=f"(it must ship {library}; where it does not, this release's Mesa lacks {vulkan} "
         "and a newer release or Mesa is needed)"
-        if vulkan in ("V3DV", "Turnip", "PanVK", "Honeykrisp", "PowerVR", "Venus")
+        if vulkan in {v for _, v in drm_vulkan().values()}
         else "",
     )
 
@@ -835,7 +835,7 @@ def _found(ctx: Context, gpu: Gpu) -> list[tuple[TargetOutcome, Any]]:
         outcomes = facts.load_test(ctx).outcomes
     except Exception:  # the VKT checks report a broken load test
         return []
-    if gpu.driver in DRM_VULKAN:
+    if gpu.driver in drm_vulkan():
         # an SoC GPU has no PCI ID, and Venus reports the host's GPU: the driver's own devices
         libraries = VULKAN_LIBRARIES.get(gpu.vulkan or "", ())
         return [
@@ -920,7 +920,8 @@ def _chain_text(ctx: Context, gpu: Gpu, vulkan: str | None, devices: list[str]) 
         else f"platform device {gpu.address}"
     )
     parts = [
-        f"{where} {gpu.family or 'GPU'}" + (f" ({gpu.chip})" if gpu.chip else ""),
+        f"{where} {gpu.family or gpu.model or 'GPU'}"
+        + (f" ({gpu.chip})" if gpu.chip and not gpu.model else ""),
         f"kernel {gpu.driver or 'none'}"
         + "".join(f" {m}.{key}={p[key]}" for m, p in gpu.parameters.items() if key and key in p),
         (
@@ -1077,7 +1078,9 @@ class GpuChainCheck(Check):
             "blacklisted": m.blacklisted,
             "broken_link": cause.link if cause else None,
         }
-        name = f"{gpu.vendor_name} {gpu.family or gpu.device or 'GPU'} at {gpu.address}"
+        name = (
+            f"{gpu.vendor_name} {gpu.family or gpu.model or gpu.device or 'GPU'} at {gpu.address}"
+        )
         if cause is None and vulkan is None and not found:
             # the tables do not know it and no driver listed it: nothing here is proven
             return self.info(

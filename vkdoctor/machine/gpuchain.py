@@ -58,22 +58,6 @@ _ACL_USER_OBJ, _ACL_USER, _ACL_GROUP_OBJ, _ACL_GROUP, _ACL_MASK, _ACL_OTHER = (
 )
 
 
-#: GPUs that the PCI ID tables do not place, known by the DRM driver bound to them (SoC GPUs
-#: on the platform bus, virtio-gpu in a virtual machine): the driver -> what the GPU is, and the
-#: Mesa Vulkan driver that opens that DRM driver's render nodes (Mesa's src/broadcom/vulkan,
-#: src/freedreno/vulkan, src/panfrost/vulkan, src/asahi/vulkan, src/imagination/vulkan,
-#: src/virtio/vulkan), None where Mesa has no Vulkan driver for it (lima, etnaviv, vc4)
-DRM_VULKAN: dict[str, tuple[str, str | None]] = {
-    "v3d": ("Broadcom VideoCore V3D", "V3DV"),
-    "msm": ("Qualcomm Adreno", "Turnip"),
-    "panfrost": ("Arm Mali", "PanVK"),
-    "panthor": ("Arm Mali (CSF)", "PanVK"),
-    "asahi": ("Apple AGX", "Honeykrisp"),
-    "powervr": ("Imagination PowerVR", "PowerVR"),
-    "virtio_gpu": ("virtio-gpu (virtual machine)", "Venus"),
-    "lima": ("Arm Mali Utgard", None),
-    "etnaviv": ("Vivante", None),
-}
 #: the PCI drivers under which a GPU's DRM device is a child device with its own driver
 PCI_TRANSPORTS = ("virtio-pci",)
 
@@ -117,6 +101,9 @@ class Gpu:
     firmware: dict[str, Any]
     #: the device's sysfs files that could not be read, each with why
     unreadable: tuple[str, ...] = ()
+    #: the product as pci.ids names the device ID, "H100 SXM5 80GB (GH100)"; None where the
+    #: chip tables keep no name for it
+    model: str | None = None
 
 
 @record(frozen=True, kw_only=True)
@@ -170,6 +157,17 @@ def _unlisted(vendor: str, dev: str) -> str | None:
         f"{vendor.removeprefix('0x')}:{dev} is not in {_pci_ids()}, which vkdoctor's chip tables "
         "were made from: a GPU newer than them, so its chip and the firmware it needs are unknown"
     )
+
+
+@cache
+def drm_vulkan() -> dict[str, tuple[str, str | None]]:
+    """GPUs that the PCI ID tables do not place (SoC GPUs on the platform bus, virtio-gpu in a
+    virtual machine), by the DRM driver bound to them: the driver -> what the GPU is and the Mesa
+    Vulkan driver that opens its render nodes (None where Mesa has none), from
+    vkdoctor/data/drm_vulkan.json, which names the Mesa probe each row comes from."""
+    path = Path(__file__).parent.parent / "data" / "drm_vulkan.json"
+    rows = json.loads(files.read_text(path, limit=1 << 20))["drivers"]
+    return {driver: (row["gpu"], row["vulkan"]) for driver, row in rows.items()}
 
 
 @cache
@@ -254,6 +252,19 @@ def nvidia_before_gsp(device: str) -> bool:
     which hold every Turing-and-newer chip, do not."""
     dev = device.lower().removeprefix("0x")
     return _unlisted(NVIDIA, dev) is None and nvidia_chip(dev) is None
+
+
+def model(vendor: str, device: str) -> str | None:
+    """The product pci.ids names the device ID as, "GH100 [H100 SXM5 80GB]" given as
+    "H100 SXM5 80GB (GH100)"; None where the chip tables keep no name (AMD's, Intel's, an ID
+    newer than them)."""
+    name: str | None = chips()["names"].get(vendor, {}).get(device.lower().removeprefix("0x"))
+    if not name:
+        return None
+    chip, bracket, product = name.partition(" [")
+    if not bracket or not product.endswith("]"):
+        return name
+    return f"{product.removesuffix(']')} ({chip})"
 
 
 def nvidia_chip(device: str) -> str | None:
@@ -578,11 +589,12 @@ def _gpu(ctx: Context, entry: Path, uid: int, gids: set[int]) -> Gpu | None:
         sysfs_nodes=tuple(drm),
         firmware=_firmware(ctx, vendor, device, ident["chip"], wanted),
         unreadable=tuple(unreadable),
+        model=model(vendor, device),
     )
 
 
 def _drm_identity(driver: str | None) -> dict[str, Any]:
-    family, vulkan = DRM_VULKAN.get(driver or "", (None, None))
+    family, vulkan = drm_vulkan().get(driver or "", (None, None))
     return {
         "family": family,
         "vulkan": vulkan,
@@ -618,7 +630,7 @@ def _platform_gpus(ctx: Context, uid: int, gids: set[int]) -> tuple[Gpu, ...]:
             continue
         if not any(part.startswith("pci") for part in device.parts):
             devices.setdefault(device, []).append(name)
-    modules = tuple(m for m in DRM_VULKAN if ctx.under(f"/sys/module/{m}").is_dir())
+    modules = tuple(m for m in drm_vulkan() if ctx.under(f"/sys/module/{m}").is_dir())
     out = []
     for device, renders in sorted(devices.items())[:MANY]:
         driver = _link_name(device / "driver")
