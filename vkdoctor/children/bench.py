@@ -86,14 +86,19 @@ def _verdict_lines(verdict: Mapping[str, Any] | None) -> list[str]:
     lines = [f"verdict: {verdict['line']}"]
     spec = verdict.get("spec")
     if spec:
-        lines.append(f"  specification: {spec['source']}")
+        lines += [
+            f"  specification: {part['name']}: {part['source']}"
+            for part in (spec, *(spec.get("shares_id_with") or ()))
+        ]
+    low = verdict["verdict"] in ("below-expectation", "undetermined")
     if verdict["reasons"]:
-        head = "likely reasons" if verdict["verdict"] == "below-expectation" else "also found"
-        lines += [f"  {head}:", *(f"    - {r}" for r in verdict["reasons"])]
-    elif verdict["verdict"] == "below-expectation":
+        lines += [f"  {'likely reasons' if low else 'also found'}:"]
+        lines += [f"    - {r}" for r in verdict["reasons"]]
+    elif low:
         lines.append(
             "  none of the causes vkdoctor can check was found (another process on the GPU, "
-            "clocks or power held down, a narrow PCIe link)"
+            "clocks or power held down as nvidia-smi, amdgpu, i915 or xe report them, a narrow "
+            "PCIe link)"
         )
     return lines
 
