@@ -9,10 +9,12 @@ import re
 import shlex
 import shutil
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from vkdoctor.machine import drmclients
 from vkdoctor.model import files
 from vkdoctor.packages.proc import run_tool
 from vkdoctor.resources import bandwidth_table_path
@@ -229,7 +231,16 @@ def nvidia_gpus(env: Mapping[str, str]) -> list[dict[str, Any]]:
 def machine_state(env: Mapping[str, str]) -> dict[str, Any]:
     """What nvidia-smi says about every NVIDIA GPU now (nothing where it is not installed), and
     what amdgpu, i915 and xe say in sysfs about theirs."""
-    return {"nvidia_smi": nvidia_gpus(env), "drm": driver_readings(PCI_DEVICES)}
+    return {
+        "nvidia_smi": nvidia_gpus(env),
+        "drm": driver_readings(PCI_DEVICES),
+        "drm_clients": drmclients.busy_clients(_wait, drmclients.PROC),
+    }
+
+
+def _wait() -> float:
+    time.sleep(0.25)
+    return 0.25
 
 
 class Sampler:
@@ -289,6 +300,13 @@ def _busy(before: Mapping[str, Any], vendor_id: int, device_id: int) -> list[str
         )
     if gpu is not None and (gpu["utilization_pct"] or 0) >= 10:
         out.append(f"the GPU was {gpu['utilization_pct']:.0f}% busy when the bench began")
+    pdevs = {link["device"] for link in pcie_links(vendor_id, device_id, PCI_DEVICES)}
+    for c in before.get("drm_clients") or []:
+        if c["device"] in pdevs:
+            out.append(
+                f"{c['process']} kept {c['device']} {c['busy_pct']:.0f}% busy when the bench "
+                "began (its DRM usage statistics in /proc)"
+            )
     for d in _drm(before, vendor_id, device_id):
         if (d.get("busy_pct") or 0) >= 10:
             out.append(
