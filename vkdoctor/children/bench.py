@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from vkdoctor.children.probe import ProbeRequest, run_probe
 from vkdoctor.machine import gpuspec
@@ -80,20 +81,29 @@ def _gbps(v: float | None) -> str:
     return f"{v:,.1f}" if isinstance(v, (int, float)) else "-"
 
 
+def _spec_line(part: Mapping[str, Any]) -> str:
+    """A part's figure and where it comes from, the page by its host (the JSON has the URL)."""
+    url, _, said = str(part["source"]).partition(" ")
+    host = urlsplit(url).netloc or url
+    return f"  specification: {part['name']}, {part['gbps']:,g} GB/s: {host} {said}".rstrip()
+
+
 def _verdict_lines(verdict: Mapping[str, Any] | None) -> list[str]:
     if not verdict:
         return []
     lines = [f"verdict: {verdict['line']}"]
     spec = verdict.get("spec")
     if spec:
-        lines.append(f"  specification: {spec['source']}")
+        lines += [_spec_line(part) for part in (spec, *(spec.get("shares_id_with") or ()))]
+    low = verdict["verdict"] in ("below-expectation", "undetermined")
     if verdict["reasons"]:
-        head = "likely reasons" if verdict["verdict"] == "below-expectation" else "also found"
-        lines += [f"  {head}:", *(f"    - {r}" for r in verdict["reasons"])]
-    elif verdict["verdict"] == "below-expectation":
+        lines += [f"  {'likely reasons' if low else 'also found'}:"]
+        lines += [f"    - {r}" for r in verdict["reasons"]]
+    elif low:
         lines.append(
             "  none of the causes vkdoctor can check was found (another process on the GPU, "
-            "clocks or power held down, a narrow PCIe link)"
+            "clocks or power held down as nvidia-smi, amdgpu, i915 or xe report them, a narrow "
+            "PCIe link)"
         )
     return lines
 
