@@ -16,8 +16,9 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
+from vkdoctor.model import tree as tree_files
 from vkdoctor.model.context import Context
-from vkdoctor.model.files import SMALL, read_bytes, read_text
+from vkdoctor.model.files import SMALL, read_bytes
 from vkdoctor.packages.model import Consistency, Family, Package, Relation
 from vkdoctor.packages.paths import spellings
 from vkdoctor.packages.proc import RunningTool, ToolRun, run_tool, start_tool
@@ -108,7 +109,7 @@ def parse_relation(text: str) -> Relation:
 def dbpath_from_conf(ctx: Context) -> str:
     """DBPath from the tree's /etc/pacman.conf, else the default."""
     try:
-        text = read_text(ctx.under("/etc/pacman.conf"))
+        text = tree_files.read_text(ctx, "/etc/pacman.conf")
     except OSError:
         return DBPATH
     for line in text.splitlines():
@@ -129,7 +130,7 @@ def _options(
     """(key, value, file) of the [options] section of `path` and the files it includes, in
     order. An included file continues the section of its Include line."""
     try:
-        text = read_text(ctx.under(path))
+        text = tree_files.read_text(ctx, path)
     except OSError:
         return []
     out: list[tuple[str, str, str]] = []
@@ -142,18 +143,30 @@ def _options(
         if not sep or section not in ("options", None):
             continue
         if key == "Include" and value.startswith("/") and depth < _MAX_INCLUDE_DEPTH:
-            for host in sorted(glob.glob(str(ctx.under(value)))):  # noqa: PTH207 (absolute)
-                tree = host if ctx.live else "/" + os.path.relpath(host, ctx.root)
-                out += _options(ctx, tree, depth + 1, section)
+            for included in _included(ctx, value):
+                out += _options(ctx, included, depth + 1, section)
         elif section == "options":
             out.append((key, value, path))
     return out
 
 
+def _included(ctx: Context, pattern: str) -> list[str]:
+    """The tree's files an Include line names: a glob in its last component (pacman's own,
+    /etc/pacman.d/*.conf), matched in the folder as the tree has it."""
+    folder, _, name = pattern.rpartition("/")
+    if not glob.has_magic(name):
+        return [pattern]
+    try:
+        names = tree_files.names(ctx, folder or "/")
+    except OSError:
+        return []
+    return [f"{folder}/{n}" for n in names if fnmatch.fnmatchcase(n, name) and n[:1] != "."]
+
+
 def configured_repos(ctx: Context) -> list[str]:
     """The [repository] sections of the tree's pacman.conf, in order (pacman asks them so)."""
     try:
-        text = read_text(ctx.under(CONF))
+        text = tree_files.read_text(ctx, CONF)
     except OSError:
         return []
     out = []
