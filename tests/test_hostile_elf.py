@@ -220,10 +220,12 @@ def test_conf_files_that_include_one_another_cost_their_number(
 ) -> None:
     # each of n files includes all n: n^2 includes, but one glob and n reads
     globs: list[str] = []
-    reads: list[Path] = []
-    real_glob, real_read = ldcache.glob.iglob, ldcache.read_text
+    reads: list[str] = []
+    real_glob, real_read = ldcache.glob.iglob, ldcache.tree.read_text
     monkeypatch.setattr(ldcache.glob, "iglob", lambda p: globs.append(p) or real_glob(p))
-    monkeypatch.setattr(ldcache, "read_text", lambda p: reads.append(p) or real_read(p))
+    monkeypatch.setattr(
+        ldcache.tree, "read_text", lambda ctx, p: reads.append(p) or real_read(ctx, p)
+    )
     n = 800
     _conf_tree(tmp_path, n)
     t0 = time.perf_counter()

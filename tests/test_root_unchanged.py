@@ -17,6 +17,7 @@ import debroot
 import pytest
 from conftest import run_vkdoctor
 from pkgtrees import arch_skew_tree, debian_skew_tree, fedora_skew_tree
+from test_packages_dnfsim import fedora, llvm23
 
 Snapshot = dict[str, tuple[object, ...]]
 
@@ -65,6 +66,15 @@ def test_an_rpm_tree_is_not_written(tmp_path: Path) -> None:
     out = _check_leaves_unchanged(root)
     # the database was read all the same: the skewed driver package is named
     assert "mesa-vulkan-drivers" in out
+
+
+def test_an_rpm_tree_whose_fix_dnf_checks_is_not_written(tmp_path: Path) -> None:
+    root = fedora(tmp_path, *llvm23(tmp_path))
+    db = root / "var/lib/rpm"
+    for leftover in (*db.glob("rpmdb.sqlite-*"), db / ".rpm.lock"):
+        leftover.unlink(missing_ok=True)
+    out = _check_leaves_unchanged(root)
+    assert "Checked with dnf --assumeno" in out  # dnf read the tree's database and metadata
 
 
 def test_an_rpm_database_linked_out_of_the_tree_is_not_copied(tmp_path: Path) -> None:

@@ -23,6 +23,17 @@ def cache_path(env: Mapping[str, str]) -> str:
     return ("/" if base.startswith("/") else "") + "/".join(parts)
 
 
+def distrusted(env: Mapping[str, str]) -> str | None:
+    """Why vkdoctor's cache in `env` is not used at all (nothing read from it, nothing written
+    to it), or None: someone other than root and this user could change it or a folder above
+    it (vkdoctor.trust), as when root runs with another user's HOME or XDG_CACHE_HOME (sudo -E).
+    What a cache holds is believed (a kept report is printed again, kept facts are used), so
+    only this user's own may be."""
+    from vkdoctor.trust import untrusted
+
+    return untrusted(cache_path(env), container=True)
+
+
 def nothing_kept(env: Mapping[str, str]) -> bool:
     """Whether no run has kept anything in env's cache yet (its facts/ folder, where
     vkdoctor.speed.factcache keeps them, is not there): a first run, as in a fresh CI container."""

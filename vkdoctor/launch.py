@@ -223,11 +223,11 @@ def _start_recording() -> Path | None:
 
     if not replay.eligible(sys.argv[1:]):
         return None
-    from vkdoctor.cachedir import cache_home, nothing_kept
+    from vkdoctor.cachedir import cache_home, distrusted, nothing_kept
 
     try:
         cache_dir = cache_home(os.environ)
-        if nothing_kept(os.environ):
+        if nothing_kept(os.environ) or distrusted(os.environ):
             # a first run starts the package tools (dpkg --audit, grep over its lists), so it
             # is never kept: it is not recorded either
             return None

@@ -12,7 +12,7 @@ from vkdoctor.checks.base import Check
 from vkdoctor.elf.resolve import resolve
 from vkdoctor.loader.search import driver_plan, implicit_layer_plan
 from vkdoctor.machine.host import container_kind
-from vkdoctor.model import Finding, Remedy, files
+from vkdoctor.model import Finding, Remedy, tree
 from vkdoctor.model.context import Context
 from vkdoctor.packages import commands
 
@@ -25,7 +25,7 @@ _DEFAULT_CAPS = "utility,compute"
 def nvidia_driver_version(ctx: Context) -> str | None:
     """From /proc/driver/nvidia/version: 'NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.03 ...'."""
     try:
-        text = files.read_text(ctx.under("/proc/driver/nvidia/version"))
+        text = tree.read_text(ctx, "/proc/driver/nvidia/version")
     except OSError:
         return None
     for word in text.split():
@@ -205,7 +205,7 @@ def _off_path_manifests(ctx: Context, kind: str, searched: tuple[str, ...]) -> l
     seen_real: set[Path] = set()
     for d in searched:
         try:
-            names = [e.name for e in ctx.resolve(d).iterdir()]
+            names = tree.names(ctx, d)
         except OSError:
             continue
         seen_real |= {ctx.resolve(f"{d.rstrip('/')}/{n}") for n in names}

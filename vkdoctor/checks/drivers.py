@@ -13,7 +13,7 @@ from vkdoctor.loader import icd as I
 from vkdoctor.loader.fields import process_bits
 from vkdoctor.loader.icd import Driver, DriverScan
 from vkdoctor.loader.known import known_driver
-from vkdoctor.model import Finding, Remedy, Severity
+from vkdoctor.model import Finding, Remedy, Severity, tree
 from vkdoctor.model.context import Context
 from vkdoctor.model.record import replace
 
@@ -309,7 +309,7 @@ def hidden_system_manifests(ctx: Context, scan: DriverScan) -> list[tuple[str, s
         if directory in searched or not ctx.getenv(var):
             continue
         try:
-            count = sum(1 for p in ctx.under(directory).iterdir() if p.name.endswith(".json"))
+            count = sum(1 for n in tree.names(ctx, directory) if n.endswith(".json"))
         except OSError:
             continue
         if count:

@@ -716,7 +716,7 @@ def shadowing_files(ctx: Context, directory: str) -> list[str]:
     """Libraries in `directory` of which the system has its own copy: putting the directory
     in the ld.so configuration (or exporting it) would replace those for every program."""
     try:
-        names = sorted(p.name for p in ctx.under(directory).iterdir() if ".so" in p.name)
+        names = [n for n in tree.names(ctx, directory) if ".so" in n]
     except OSError:
         return []
     out = []

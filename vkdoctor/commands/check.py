@@ -96,6 +96,8 @@ def check(
         raise click.UsageError(str(exc)) from exc
     common.check_outputs(fmt, json_file)
     _check_disk_limits(disk_warn, disk_fail)
+    if verbose:
+        common.say_cache_unused()
     ctx = common.host_context(
         root=root,
         search_path=search_path,

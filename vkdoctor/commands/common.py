@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from vkdoctor import __version__
-from vkdoctor.cachedir import cache_home
+from vkdoctor.cachedir import cache_home, cache_path, distrusted
 from vkdoctor.checkargs import MAX_TIMEOUT
 from vkdoctor.model import Report, exit_code, files
 from vkdoctor.model.context import Context, Options, take_facts
@@ -357,6 +357,16 @@ def err(text: str) -> None:
     from vkdoctor.render.escape import no_commands, visible
 
     click.echo(no_commands(visible(text, prose=True)), err=True)
+
+
+def say_cache_unused() -> None:
+    """Say on stderr when vkdoctor's cache is not used, and why (vkdoctor.cachedir.distrusted)."""
+    why = distrusted(os.environ)
+    if why:
+        say(
+            f"vkdoctor: the cache {cache_path(os.environ)} is not used (nothing is read from it "
+            f"or written to it): {why}"
+        )
 
 
 def say(text: str) -> None:

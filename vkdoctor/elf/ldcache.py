@@ -15,9 +15,9 @@ import struct
 from pathlib import Path
 from typing import Any
 
+from vkdoctor.model import tree
 from vkdoctor.model.context import Context
 from vkdoctor.model.factstore import FactKind
-from vkdoctor.model.files import read_bytes, read_text
 from vkdoctor.model.record import record
 
 NEW_MAGIC = b"glibc-ld.so.cache1.1"
@@ -206,7 +206,7 @@ def load_cache(ctx: Context) -> LdCache | None:
     if isinstance(kept, LdCache):
         return kept
     try:
-        data = read_bytes(host, MAX_CACHE_BYTES)
+        data = tree.read_bytes(ctx, path, MAX_CACHE_BYTES)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -265,7 +265,7 @@ def load_conf(ctx: Context) -> LdConf:
                 cut.append(f"{MAX_CONF_FILES} files read; {path} and any after it not read")
             return
         try:
-            text = read_text(ctx.resolve(path))
+            text = tree.read_text(ctx, path)
         except OSError:
             return
         files.append(path)

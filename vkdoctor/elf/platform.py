@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 
-from vkdoctor.model import files
+from vkdoctor.model import tree
 from vkdoctor.model.context import Context
 from vkdoctor.model.factstore import FactKind
 from vkdoctor.model.record import record
@@ -86,7 +86,7 @@ class LdsoPlatform:
 
 def _cpu_flags(ctx: Context) -> tuple[set[str], str]:
     try:
-        text = files.read_text(ctx.under("/proc/cpuinfo"))
+        text = tree.read_text(ctx, "/proc/cpuinfo")
     except OSError:
         return set(), ""
     flags: set[str] = set()

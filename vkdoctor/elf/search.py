@@ -14,7 +14,6 @@ ELF at all (or truncated) ends the search with an error, as it does in glibc.
 from __future__ import annotations
 
 import enum
-import os
 import posixpath
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -23,6 +22,7 @@ from vkdoctor.elf.ldcache import LdCache, load_cache
 from vkdoctor.elf.mounts import noexec_mount
 from vkdoctor.elf.platform import LdsoPlatform, ldso_platform
 from vkdoctor.elf.reader import ElfError, ElfInfo, read_elf, resolved
+from vkdoctor.model import tree
 from vkdoctor.model.context import Context
 from vkdoctor.model.record import field, record
 
@@ -445,12 +445,17 @@ class Searcher:
         return Lookup(name=name, found=obj, how=how, tried=tuple(tried))
 
 
+#: the names of one folder listed at most (a lib folder of a large system: ~10,000)
+_LISTED = 1 << 20
+
+
 def list_dir(ctx: Context, directory: str) -> tuple[str, ...]:
-    """Names in `directory` (inside the root), listed once per Context."""
+    """Names in `directory` (inside the root, its links followed there), listed once per
+    Context."""
     listings: dict[str, tuple[str, ...]] = ctx.fact(_listings)
     if directory not in listings:
         try:
-            listings[directory] = tuple(sorted(os.listdir(ctx.under(directory))))  # noqa: PTH208
+            listings[directory] = tuple(tree.names(ctx, directory, _LISTED))
         except OSError:
             listings[directory] = ()
     return listings[directory]

@@ -9,9 +9,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from vkdoctor import __version__
+from vkdoctor.model import tree
 from vkdoctor.model.context import Context
 from vkdoctor.model.factstore import FactKind
-from vkdoctor.model.files import read_text
 from vkdoctor.model.report_records import Distro, HostCpu, HostLoader, HostMemory, HostReport
 
 #: an os-release file is a few hundred bytes; one larger than this is not read
@@ -234,7 +234,7 @@ def container_kind(ctx: Context) -> str | None:
     if ctx.env.get("KUBERNETES_SERVICE_HOST"):
         return "kubernetes"
     try:
-        cgroup = read_text(ctx.under("/proc/1/cgroup"))
+        cgroup = tree.read_text(ctx, "/proc/1/cgroup")
     except OSError:
         return None
     for marker in ("kubepods", "docker", "containerd", "libpod", "lxc"):

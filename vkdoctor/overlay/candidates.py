@@ -18,6 +18,7 @@ from vkdoctor import trust
 from vkdoctor.elf.defect import diagnose
 from vkdoctor.elf.reader import ElfError, read_elf
 from vkdoctor.elf.search import MAP_FAILED
+from vkdoctor.model import files, tree
 from vkdoctor.model.context import Context
 from vkdoctor.model.record import field, record
 
@@ -105,7 +106,12 @@ def likely_places(ctx: Context) -> list[SearchDir]:
     home = ctx.getenv("HOME")
     if home and home.startswith("/"):
         out.append(f"{home.rstrip('/')}/.local/lib")
-    opt = sorted(p.parent.name for p in ctx.under("/opt").glob("*/lib"))[:MAX_OPT_DIRS]
+    try:
+        opt = tree.names(ctx, "/opt")
+    except OSError:
+        opt = []
+    opt = [n for n in opt if n[:1] != "." and files.is_dir(ctx.resolve(f"/opt/{n}/lib"))]
+    opt = opt[:MAX_OPT_DIRS]
     out.extend(f"/opt/{name}/lib" for name in opt)
     return [
         SearchDir(path=p, origin="likely place", explicit=False) for p in out if _is_dir(ctx, p)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from vkdoctor.model import files
+from vkdoctor.model import files, tree
 from vkdoctor.model.context import Context
 from vkdoctor.model.record import record
 
@@ -38,17 +38,21 @@ def conda_owner(ctx: Context, path: str) -> CondaPackage | None:
     if prefix is None:
         return None
     rel = str(PurePosixPath(path).relative_to(prefix))
-    meta = ctx.under(f"{prefix}/conda-meta")
-    for entry in sorted(meta.glob("*.json")):
+    meta = f"{prefix}/conda-meta"
+    try:
+        names = [n for n in tree.names(ctx, meta) if n.endswith(".json")]
+    except OSError:
+        names = []
+    for name in names:
         try:
-            doc = files.json_value(files.read_text(entry))
+            doc = files.json_value(tree.read_text(ctx, f"{meta}/{name}"))
         except (OSError, ValueError):
             continue
         if not isinstance(doc, dict) or rel not in (doc.get("files") or []):
             continue
         return CondaPackage(
             prefix=prefix,
-            name=str(doc.get("name", entry.stem)),
+            name=str(doc.get("name", name.removesuffix(".json"))),
             version=str(doc.get("version", "")),
             build=str(doc.get("build", "")),
             channel=doc.get("channel") if isinstance(doc.get("channel"), str) else None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from vkdoctor.model import tree
 from vkdoctor.model.context import Context
 from vkdoctor.packages.dpkg import ADMINDIR, DpkgDB
 from vkdoctor.packages.model import Inventory, PackageDB, PackageDBError
@@ -25,8 +26,11 @@ def inventory(ctx: Context) -> Inventory:
         absent["dpkg"] = f"no {ADMINDIR}/status"
 
     dbpath = dbpath_from_conf(ctx)
-    local = ctx.under(f"{dbpath}/local")
-    if local.is_dir() and any(p.name != "ALPM_DB_VERSION" for p in local.iterdir()):
+    try:
+        local = tree.names(ctx, f"{dbpath}/local", 2)
+    except OSError:
+        local = []
+    if any(n != "ALPM_DB_VERSION" for n in local):
         dbs.append(PacmanDB(ctx, dbpath))
     else:
         absent["pacman"] = f"no packages in {dbpath}/local"

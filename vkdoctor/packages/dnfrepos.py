@@ -23,8 +23,9 @@ from functools import cmp_to_key
 from pathlib import Path
 from typing import IO
 
+from vkdoctor.model import tree
 from vkdoctor.model.context import Context
-from vkdoctor.model.files import SMALL, read_bytes, read_text
+from vkdoctor.model.files import SMALL
 from vkdoctor.model.record import record
 from vkdoctor.packages.proc import which
 from vkdoctor.packages.versions import rpm_compare
@@ -48,18 +49,17 @@ class RepoCache:
 
 def enabled_repos(ctx: Context) -> set[str] | None:
     """The ids of the repositories enabled in /etc/yum.repos.d; None when there is no .repo file."""
-    folder = ctx.resolve("/etc/yum.repos.d")
     try:
-        files = sorted(folder.glob("*.repo"))
+        files = [n for n in tree.names(ctx, "/etc/yum.repos.d") if n.endswith(".repo")]
     except OSError:
         return None
     if not files:
         return None
     enabled: set[str] = set()
-    for path in files:
+    for name in files:
         parser = configparser.ConfigParser(interpolation=None, strict=False)
         try:
-            parser.read_string(read_text(ctx.resolve(f"/etc/yum.repos.d/{path.name}")))
+            parser.read_string(tree.read_text(ctx, f"/etc/yum.repos.d/{name}"))
         except (OSError, configparser.Error):
             continue
         for section in parser.sections():
@@ -74,19 +74,18 @@ def caches(ctx: Context) -> list[RepoCache]:
     enabled = enabled_repos(ctx)
     newest: dict[str, RepoCache] = {}
     for base in CACHE_DIRS:
-        folder = ctx.resolve(base)
         try:
-            entries = sorted(folder.iterdir())
+            entries = tree.names(ctx, base)
         except OSError:
             continue
-        for entry in entries:
-            m = _CACHE_NAME.match(entry.name)
+        for name in entries:
+            m = _CACHE_NAME.match(name)
             if not m or (enabled is not None and m.group("repo") not in enabled):
                 continue
-            repomd = ctx.resolve(f"{base}/{entry.name}/repodata/repomd.xml")
+            repomd = f"{base}/{name}/repodata/repomd.xml"
             try:
-                data = read_bytes(repomd, SMALL)
-                refreshed = repomd.stat().st_mtime
+                data = tree.read_bytes(ctx, repomd, SMALL)
+                refreshed = ctx.resolve(repomd).lstat().st_mtime
             except OSError:
                 continue
             href = _PRIMARY.search(data)
@@ -95,13 +94,13 @@ def caches(ctx: Context) -> list[RepoCache]:
             where = href.group(1).decode("utf-8", "replace")
             if where.startswith("/") or ".." in where.split("/"):
                 continue  # repomd.xml names a file outside its repository's folder
-            primary = ctx.resolve(f"{base}/{entry.name}/{where}")
+            primary = ctx.resolve(f"{base}/{name}/{where}")
             if not primary.is_file():
                 continue
             cache = RepoCache(
                 repo=m.group("repo"),
-                repomd=f"{base}/{entry.name}/repodata/repomd.xml",
-                primary=f"{base}/{entry.name}/{where}",
+                repomd=repomd,
+                primary=f"{base}/{name}/{where}",
                 refreshed=refreshed,
             )
             known = newest.get(cache.repo)
@@ -209,7 +208,7 @@ def copr_projects(ctx: Context, vendor: str) -> list[str]:
         return []
     owner = m.group(2) if m.group(1) == "user" else f"group_{m.group(2)}"
     try:
-        names = sorted(p.name for p in ctx.under("/etc/yum.repos.d").iterdir())
+        names = tree.names(ctx, "/etc/yum.repos.d")
     except OSError:
         return []
     found = []

@@ -17,8 +17,9 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from vkdoctor.model import tree
 from vkdoctor.model.context import Context
-from vkdoctor.model.files import SMALL, read_bytes, read_text
+from vkdoctor.model.files import SMALL
 from vkdoctor.packages.dnfrepos import CACHE_DIRS, caches
 from vkdoctor.packages.proc import ToolRun, run_tool, which
 from vkdoctor.packages.rpm import RpmDB, private_db
@@ -67,7 +68,7 @@ def _error(run: ToolRun) -> str:
 
 def _releasever(ctx: Context) -> str | None:
     try:
-        text = read_text(ctx.under("/etc/os-release"))
+        text = tree.read_text(ctx, "/etc/os-release")
     except OSError:
         return None
     m = re.search(r'^VERSION_ID="?([\w.]+)"?$', text, re.M)
@@ -80,13 +81,13 @@ def _copy_folder(ctx: Context, folder: str, private: Path) -> None:
     FIFO or a file too large is left out, so a link to /dev/zero cannot fill the disk."""
     out = private / folder.lstrip("/")
     try:
-        names = sorted(e.name for e in ctx.resolve(folder).iterdir())
+        names = tree.names(ctx, folder)
     except OSError:
         return
     out.mkdir(parents=True, exist_ok=True)
     for name in names[:_FOLDER_FILES]:
         try:
-            data = read_bytes(ctx.resolve(f"{folder}/{name}"), SMALL)
+            data = tree.read_bytes(ctx, f"{folder}/{name}", SMALL)
         except OSError:
             continue
         (out / name).write_bytes(data)

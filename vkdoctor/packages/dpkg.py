@@ -15,7 +15,7 @@ from typing import Any
 from vkdoctor.model import tree
 from vkdoctor.model.context import Context
 from vkdoctor.model.factstore import FactKind
-from vkdoctor.model.files import LARGE, read_bytes, read_text
+from vkdoctor.model.files import LARGE, read_bytes
 from vkdoctor.packages.aptroot import apt_env, unsafe_source
 from vkdoctor.packages.deps import unmet
 from vkdoctor.packages.listgrep import ListSearch
@@ -140,7 +140,8 @@ def _search_lists(lists: Sequence[tuple[str, str]], wanted: Set[bytes]) -> dict[
     for name, path in lists:
         try:
             # a package's file list can be megabytes (google-cloud-cli's: 4 MB)
-            lines = read_bytes(Path(path), LARGE).split(b"\n")
+            # the info folder is resolved inside the tree; dpkg makes no link in it
+            lines = read_bytes(Path(path), LARGE, follow=False).split(b"\n")
         except OSError:
             continue
         for hit in want.intersection(lines):
@@ -186,13 +187,19 @@ class DpkgDB:
             self._admin_dir = self._ctx.resolve(self.db_path)
         return self._admin_dir
 
+    def _read(self, name: str, errors: str = "replace") -> str:
+        """The text of the database's file `name` (vkdoctor.model.tree: links followed inside
+        the tree, a regular file within the read bound)."""
+        data = tree.read_bytes(self._ctx, f"{self._ctx.inside(self._admin)}/{name}", LARGE)
+        return data.decode("utf-8", errors)
+
     def packages(self) -> tuple[Package, ...]:
         if self._packages is None:
             kept = self._status_kept("packages")
             if isinstance(kept, tuple) and all(isinstance(p, Package) for p in kept):
                 self._packages = kept
             else:
-                text = read_text(self._admin / "status", LARGE)
+                text = self._read("status")
                 memo: dict[str, Relation | None] = {}
                 pkgs = (_package(p, memo) for p in parse_status(text))
                 self._packages = tuple(p for p in pkgs if p is not None)
@@ -218,7 +225,7 @@ class DpkgDB:
     def leftovers(self) -> dict[str, str]:
         """Conffile path -> the package (name:arch) that left it: removed, not purged (state
         config-files, `rc` in dpkg -l). Read only when a file turns out to be nobody's."""
-        text = read_text(self._admin / "status", LARGE)
+        text = self._read("status")
         out: dict[str, str] = {}
         for chunk in text.split("\n\n"):
             if " config-files\n" not in chunk + "\n":
@@ -236,7 +243,7 @@ class DpkgDB:
 
     def conffiles(self, pkg: Package) -> list[str]:
         """The conffiles of the installed `pkg` its status lists (dpkg --verify hashes them)."""
-        text = read_text(self._admin / "status", LARGE)
+        text = self._read("status")
         for chunk in text.split("\n\n"):
             fields = dict(_FIELD.findall("\n" + chunk))
             if fields.get("Package") != pkg.name or fields.get("Architecture") != pkg.arch:
@@ -250,7 +257,7 @@ class DpkgDB:
         """Where dpkg-divert moved each diverted path (its `diversions` file: from, to,
         package, three lines each)."""
         try:
-            lines = read_text(self._admin / "diversions", LARGE).splitlines()
+            lines = self._read("diversions").splitlines()
         except OSError:
             return {}
         return {lines[i]: lines[i + 1] for i in range(0, len(lines) - 2, 3)}
@@ -258,7 +265,7 @@ class DpkgDB:
     def holds(self) -> list[str]:
         """Every package on hold (apt-mark hold), installed or not ("hold ok not-installed":
         apt will not install it while the hold stays)."""
-        text = read_text(self._admin / "status", LARGE)
+        text = self._read("status")
         out: list[str] = []
         for chunk in text.split("\n\n"):
             if "Status: hold " not in chunk:
@@ -367,9 +374,7 @@ class DpkgDB:
 
         for stem in (f"{pkg.name}:{pkg.arch}", pkg.name):
             try:
-                text = read_bytes(self._admin / "info" / f"{stem}.md5sums", LARGE).decode(
-                    "utf-8", "surrogateescape"
-                )
+                text = self._read(f"info/{stem}.md5sums", "surrogateescape")
             except OSError:
                 continue
             recorded = md5sums_entry(text, spellings(self._ctx, path))

@@ -16,8 +16,9 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
+from vkdoctor.model import tree as tree_files
 from vkdoctor.model.context import Context
-from vkdoctor.model.files import SMALL, read_bytes, read_text
+from vkdoctor.model.files import SMALL, read_bytes
 from vkdoctor.packages.model import Consistency, Family, Package, Relation
 from vkdoctor.packages.paths import spellings
 from vkdoctor.packages.proc import RunningTool, ToolRun, run_tool, start_tool
@@ -39,9 +40,62 @@ _LINE = 1023
 INDEXED = 64 << 20
 
 
+#: how the database's files are opened: never blocking (a FIFO), never through a link
+_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NOFOLLOW
+
+
+#: the entries of a tree's pacman database judged at most before pacman is run on it
+_JUDGED = 500_000
+
+
+def _database_trap(ctx: Context, db: Path) -> str | None:
+    """Why pacman must not open the tree's database at `db` (resolved inside the tree): a
+    package's entry in local/ that is not a folder of regular files (pacman makes no link
+    there; a link leads pacman anywhere on this machine, a FIFO blocks it), or a sync database
+    that vkdoctor.model.tree.judge refuses (repo-add links them to their archives)."""
+    judged = 0
+    for sub in ("local", "sync"):
+        try:
+            top = tree_files.names(ctx, ctx.inside(db / sub), _JUDGED)
+        except OSError:
+            continue
+        for name in top:
+            judged += 1
+            if judged > _JUDGED:
+                return f"its database holds more than {_JUDGED} files"
+            entry = db / sub / name
+            why = _sync_trap(ctx, entry) if sub == "sync" else _local_trap(ctx, entry)
+            if why:
+                return why
+    return None
+
+
+def _sync_trap(ctx: Context, entry: Path) -> str | None:
+    return tree_files.judge(ctx, ctx.inside(entry), "pacman")[0]
+
+
+def _local_trap(ctx: Context, entry: Path) -> str | None:
+    try:
+        inner = tree_files.names(ctx, ctx.inside(entry), 64) if entry.is_dir() else []
+    except OSError:
+        inner = []
+    for path in (entry, *(entry / n for n in inner)):
+        try:
+            mode = path.lstat().st_mode
+        except OSError:
+            continue  # gone meanwhile: pacman finds nothing there either
+        if not (stat.S_ISREG(mode) or (path == entry and stat.S_ISDIR(mode))):
+            return (
+                f"{ctx.inside(path)} is not a regular file, and pacman would block or be led "
+                "out of the tree reading it"
+            )
+    return None
+
+
 def head(path: Path, limit: int) -> bytes:
-    """At most the first `limit` bytes of the regular file at `path`."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    """At most the first `limit` bytes of the regular file at `path` (not a link to one: the
+    database's folder is resolved inside the tree, and pacman makes no link in it)."""
+    fd = os.open(path, _FLAGS)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
@@ -64,7 +118,7 @@ def file_list(path: Path, wanted: set[str] | None = None) -> list[str]:
     of its newlines; `%FILES%` runs to the first empty line or the end, a later `%FILES%`
     replaces an earlier one, `%BACKUP%` runs to an empty line. With `wanted`, only those paths
     are kept (memory stays bounded on a file list of any size)."""
-    with path.open("rb") as f:
+    with os.fdopen(os.open(path, _FLAGS), "rb") as f:
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
         out: list[str] = []
@@ -108,7 +162,7 @@ def parse_relation(text: str) -> Relation:
 def dbpath_from_conf(ctx: Context) -> str:
     """DBPath from the tree's /etc/pacman.conf, else the default."""
     try:
-        text = read_text(ctx.under("/etc/pacman.conf"))
+        text = tree_files.read_text(ctx, "/etc/pacman.conf")
     except OSError:
         return DBPATH
     for line in text.splitlines():
@@ -129,7 +183,7 @@ def _options(
     """(key, value, file) of the [options] section of `path` and the files it includes, in
     order. An included file continues the section of its Include line."""
     try:
-        text = read_text(ctx.under(path))
+        text = tree_files.read_text(ctx, path)
     except OSError:
         return []
     out: list[tuple[str, str, str]] = []
@@ -142,18 +196,30 @@ def _options(
         if not sep or section not in ("options", None):
             continue
         if key == "Include" and value.startswith("/") and depth < _MAX_INCLUDE_DEPTH:
-            for host in sorted(glob.glob(str(ctx.under(value)))):  # noqa: PTH207 (absolute)
-                tree = host if ctx.live else "/" + os.path.relpath(host, ctx.root)
-                out += _options(ctx, tree, depth + 1, section)
+            for included in _included(ctx, value):
+                out += _options(ctx, included, depth + 1, section)
         elif section == "options":
             out.append((key, value, path))
     return out
 
 
+def _included(ctx: Context, pattern: str) -> list[str]:
+    """The tree's files an Include line names: a glob in its last component (pacman's own,
+    /etc/pacman.d/*.conf), matched in the folder as the tree has it."""
+    folder, _, name = pattern.rpartition("/")
+    if not glob.has_magic(name):
+        return [pattern]
+    try:
+        names = tree_files.names(ctx, folder or "/")
+    except OSError:
+        return []
+    return [f"{folder}/{n}" for n in names if fnmatch.fnmatchcase(n, name) and n[:1] != "."]
+
+
 def configured_repos(ctx: Context) -> list[str]:
     """The [repository] sections of the tree's pacman.conf, in order (pacman asks them so)."""
     try:
-        text = read_text(ctx.under(CONF))
+        text = tree_files.read_text(ctx, CONF)
     except OSError:
         return []
     out = []
@@ -207,11 +273,12 @@ class PacmanDB:
         self._files: dict[str, list[Package]] | None = None
         #: file lists too large to index: (path, package), scanned per question
         self._large: list[tuple[Path, Package]] = []
-        self._check: RunningTool | None = None
+        self._check: RunningTool | ToolRun | None = None
+        self._trap: str | None = None
 
     @property
     def _local(self) -> Path:
-        return self._ctx.under(self.db_path) / "local"
+        return self._ctx.resolve(self.db_path) / "local"  # the tree's links followed in it
 
     def packages(self) -> tuple[Package, ...]:
         if self._packages is None:
@@ -299,7 +366,7 @@ class PacmanDB:
         from vkdoctor.packages.digests import file_digest, mtree_entry
 
         try:
-            data = read_bytes(self._local / f"{pkg.name}-{pkg.version}" / "mtree")
+            data = read_bytes(self._local / f"{pkg.name}-{pkg.version}" / "mtree", follow=False)
         except OSError:
             return None
         recorded = mtree_entry(data, spellings(self._ctx, path))
@@ -315,8 +382,30 @@ class PacmanDB:
     def _argv(self, *args: str) -> list[str]:
         argv = ["pacman", "--config", "/dev/stdin"]
         if not self._ctx.live:
-            argv += ["--root", str(self._ctx.root), "--dbpath", str(self._ctx.under(self.db_path))]
+            argv += [
+                "--root",
+                str(self._ctx.root),
+                "--dbpath",
+                str(self._ctx.resolve(self.db_path)),
+            ]
         return [*argv, *args]
+
+    def trap(self) -> str | None:
+        """Why pacman must not be run on the tree's database (None: it may; always on the live
+        machine): pacman opens each of its files with links followed on this machine, and a
+        FIFO or a device there blocks it."""
+        if self._ctx.live:
+            return None
+        if self._trap is None:
+            self._trap = _database_trap(self._ctx, self._ctx.resolve(self.db_path)) or ""
+        return self._trap or None
+
+    def _run(self, *args: str, stdin: str) -> ToolRun:
+        trap = self.trap()
+        if trap:
+            return ToolRun(argv=tuple(self._argv(*args)), returncode=None, problem=trap)
+        timeout = min(self._ctx.options.timeout, 60.0)
+        return run_tool(self._argv(*args), env=self._ctx.env, timeout=timeout, stdin=stdin)
 
     def sync_repos(self) -> list[str]:
         """The repositories pacman asks, in pacman.conf's order, that have a sync database;
@@ -341,12 +430,7 @@ class PacmanDB:
         repos = self.sync_repos()
         if not repos:
             return None
-        run = run_tool(
-            self._argv("-Qqm"),
-            env=self._ctx.env,
-            timeout=min(self._ctx.options.timeout, 60.0),
-            stdin=self._config(repos),
-        )
+        run = self._run("-Qqm", stdin=self._config(repos))
         if run.returncode not in (0, 1):
             return None
         return frozenset(run.stdout.split()), run
@@ -366,12 +450,7 @@ class PacmanDB:
         repos = self.sync_repos()
         if not repos or not wanted:
             return None
-        run = run_tool(
-            self._argv("-Si", *wanted),
-            env=self._ctx.env,
-            timeout=min(self._ctx.options.timeout, 60.0),
-            stdin=self._config(repos),
-        )
+        run = self._run("-Si", *wanted, stdin=self._config(repos))
         if run.returncode is None:
             return None
         found: dict[str, str] = {}
@@ -388,6 +467,8 @@ class PacmanDB:
         return {n: found.get(n) for n in wanted}
 
     def prefetch(self) -> None:
+        if self._check is None and self.trap():
+            self._check = self._run("-Dk", stdin="")
         if self._check is None:
             self._check = start_tool(
                 self._argv("-Dk"),

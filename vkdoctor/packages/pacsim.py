@@ -138,6 +138,8 @@ def simulate(ctx: Context, db: PacmanDB, fix: str, protect: Sequence[str]) -> Si
     tree = tree_of(ctx)
     if not which("pacman", ctx.env):
         return unsimulated(fix, "pacman is not installed here", tool=TOOL, tree=tree)
+    if trap := db.trap():
+        return unsimulated(fix, f"the tree's database is not used: {trap}", tool=TOOL, tree=tree)
     released = _RELEASE.findall(fix)
     planned = _planned(db, fix, released)
     if isinstance(planned, str):
@@ -209,7 +211,7 @@ def _private_pacman(
     dbdir = private / "db"
     dbdir.mkdir()
     for sub in ("local", "sync"):
-        (dbdir / sub).symlink_to(ctx.under(db.db_path) / sub)
+        (dbdir / sub).symlink_to(ctx.resolve(db.db_path) / sub)
     conf = private / "pacman.conf"
     conf.write_text(_config(db, ctx, released))
     return [

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from vkdoctor.model import files
+from vkdoctor.model import tree
 from vkdoctor.model.context import Context
 from vkdoctor.model.record import replace
 from vkdoctor.packages import scratch
@@ -180,7 +180,7 @@ def versionlocks(ctx: Context) -> list[tuple[str, str | None, str]]:
     package name glob and the version it is locked to from dnf5's TOML file."""
     locks: list[tuple[str, str | None, str]] = []
     try:
-        text = files.read_text(ctx.under(VERSIONLOCK_LIST))
+        text = tree.read_text(ctx, VERSIONLOCK_LIST)
     except OSError:
         text = ""
     for raw in text.splitlines():
@@ -189,7 +189,7 @@ def versionlocks(ctx: Context) -> list[tuple[str, str | None, str]]:
             locks.append((line, None, VERSIONLOCK_LIST))
     doc: dict[str, Any] = {}
     try:
-        text = files.read_text(ctx.under(VERSIONLOCK_TOML))
+        text = tree.read_text(ctx, VERSIONLOCK_TOML)
     except (OSError, UnicodeDecodeError):
         text = ""
     if text:

@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from vkdoctor.model import Remedy, Severity
+from vkdoctor.model import Remedy, Severity, tree
 from vkdoctor.model.context import Context
-from vkdoctor.model.files import LARGE, read_text
+from vkdoctor.model.files import LARGE
 from vkdoctor.model.record import replace
 from vkdoctor.packages import commands
 from vkdoctor.packages import remedy as fixes
@@ -159,9 +159,8 @@ def _shared_files(ctx: Context, names: Sequence[str]) -> list[str]:
     """The regular files that every instance's dpkg file list holds."""
     common: set[str] | None = None
     for n in names:
-        path = ctx.under(f"/var/lib/dpkg/info/{n}.list")
         try:
-            listed = set(read_text(path, LARGE).splitlines())
+            listed = set(tree.read_text(ctx, f"/var/lib/dpkg/info/{n}.list", LARGE).splitlines())
         except OSError:
             return []
         common = listed if common is None else common & listed

@@ -187,13 +187,27 @@ def store(
 ) -> Store | None:
     """The store of `kind` under `cache_dir` (vkdoctor's cache directory), None without one;
     `keep` bounds its entries (the used ones first)."""
-    if cache_dir is None or OFF:
+    if cache_dir is None or OFF or not _usable(str(cache_dir)):
         return None
     file = os.path.join(cache_dir, "facts", f"{kind}.marshal")
     hit = _open.get(file)
     if hit is None:
         hit = _open[file] = Store(file, sources=sources, keep=keep)
     return hit
+
+
+#: cache directory -> whether only root and this user can change it (judged once a process)
+_judged: dict[str, bool] = {}
+
+
+def _usable(cache_dir: str) -> bool:
+    """Whether the cache directory is this user's alone: another's is neither read nor
+    written (a marshal store is believed, and marshal.loads is no parser for hostile data)."""
+    if cache_dir not in _judged:
+        from vkdoctor.trust import untrusted
+
+        _judged[cache_dir] = untrusted(cache_dir, container=True) is None
+    return _judged[cache_dir]
 
 
 def save_all() -> None:
