@@ -131,3 +131,44 @@ def test_a_driver_library_behind_a_missing_folder_and_dot_dot_is_missing(tmp_pat
     failing = {f["code"] for f in report["findings"] if f["severity"] in ("fail", "warn")}
     assert "VKD005" in failing, failing  # the library the manifest names cannot be opened
     assert report["status"] == "fail" and proc.returncode == 1, proc.stderr
+
+
+def _kernel_realpath(root: Path, path: str) -> str | None:
+    """realpath inside a chroot of `root`, or None when the path does not open there."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            os.close(r)
+            os.chroot(root)
+            os.chdir("/")
+            os.close(os.open(path, os.O_RDONLY))
+            os.write(w, os.path.realpath(path).encode())
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        text = f.read().decode()
+    _, status = os.waitpid(pid, 0)
+    return text if os.waitstatus_to_exitcode(status) == 0 else None
+
+
+def test_package_path_spellings_agree_with_the_kernel_in_a_chroot(tmp_path):
+    """packages.paths.resolve_in_root spells a path for the package databases: the kernel's
+    realpath where the path opens, and never an existing file's name where it does not (a
+    lexical `..` after a missing folder made a file look owned by a package)."""
+    from vkdoctor.packages.paths import resolve_in_root
+
+    host_file = tmp_path / "host-only.so"
+    host_file.write_bytes(b"host")
+    root = _tree(tmp_path, host_file)
+    ctx = Context(root=root, env={})
+    for name in sorted(p.name for p in (root / LIB).iterdir()):
+        path = f"/{LIB}/{name}"
+        spelt = resolve_in_root(ctx, path)
+        kernel = _kernel_realpath(root, path)
+        if kernel is not None:
+            assert spelt == kernel, (name, spelt, kernel)
+        else:
+            assert _kernel_realpath(root, spelt) is None, (name, spelt)

@@ -65,8 +65,9 @@ def driver_env(env: Mapping[str, str]) -> dict[str, str]:
     A cache the user chose (MESA_SHADER_CACHE_DIR or MESA_GLSL_CACHE_DIR set) stays theirs: it
     is where their programs write, so a full or read-only one must fail the probe as it fails
     them (VKS002 names it), not be stepped around."""
+    env = {**env, **foreign_code_off(env)}
     if env.get("MESA_SHADER_CACHE_DIR") or env.get("MESA_GLSL_CACHE_DIR"):
-        return dict(env)
+        return env
     mesa = os.path.join(cache_path(env), "mesa")
     if _untrusted_above(mesa):
         # nothing is created where another user can swap it (the overlay store falls back to a
@@ -83,3 +84,44 @@ def driver_env(env: Mapping[str, str]) -> dict[str, str]:
 def load_test_env(env: Mapping[str, str]) -> dict[str, str]:
     """The load test's child's environment for a run in `env`."""
     return {**driver_env(env), "LC_ALL": "C"}
+
+
+def foreign_code_off(env: Mapping[str, str]) -> dict[str, str]:
+    """What keeps vkdoctor's children from loading the drivers and implicit layers that another
+    user could have put where the loader finds them (a manifest or library of theirs to change,
+    by vkdoctor.trust): the layers' disable_environment variables, and the drivers' manifest
+    names in VK_LOADER_DRIVERS_DISABLE. A child of vkdoctor's, often run as root, must not run
+    their code; every application run in `env` does, and the load test fails on it (VKT001,
+    VKT003)."""
+    from vkdoctor.loader.search import driver_plan, implicit_layer_plan
+    from vkdoctor.model.context import Context
+    from vkdoctor.trust import untrusted
+
+    ctx = Context(env=dict(env))
+    try:
+        folders = [e.path for plan in (driver_plan, implicit_layer_plan) for e in plan(ctx).entries]
+    except Exception:
+        return {}
+    if all(not os.path.exists(f) or untrusted(f) is None for f in folders):
+        return {}  # the usual case, decided by a few lstat calls: no manifest is read
+
+    def foreign(*paths: str | None) -> bool:
+        return any(p and p.startswith("/") and untrusted(p) for p in paths)
+
+    from vkdoctor.loader.icd import driver_scan
+    from vkdoctor.loader.layers import implicit_layer_scan
+
+    off: dict[str, str] = {}
+    try:
+        layers = implicit_layer_scan(ctx).layers
+        drivers = driver_scan(ctx).drivers
+    except Exception:
+        return {}
+    for layer in layers:
+        if layer.disable_env and foreign(layer.manifest, layer.library_found or layer.library):
+            off[layer.disable_env] = "1"
+    names = sorted({d.basename for d in drivers if foreign(d.manifest, d.library)})
+    if names:
+        given = env.get("VK_LOADER_DRIVERS_DISABLE")
+        off["VK_LOADER_DRIVERS_DISABLE"] = ",".join([*([given] if given else []), *names])
+    return off

@@ -5,6 +5,7 @@ by VKH002 (the loader), VKL001 (a driver's own file) and VKL002 (a library a dri
 from __future__ import annotations
 
 import posixpath
+import shlex
 from typing import Any
 
 from vkdoctor import facts
@@ -76,7 +77,9 @@ def _unset(ctx: Context, directory: str) -> str:
     entries = ctx.env.get("LD_LIBRARY_PATH", "").split(":")
     norm = posixpath.normpath(directory) if directory else ""
     kept = [e for e in entries if e and posixpath.normpath(e) != norm]
-    return f"export LD_LIBRARY_PATH={':'.join(kept)}" if kept else "unset LD_LIBRARY_PATH"
+    return (
+        f"export LD_LIBRARY_PATH={shlex.quote(':'.join(kept))}" if kept else "unset LD_LIBRARY_PATH"
+    )
 
 
 def _files(ctx: Context, path: str) -> str:

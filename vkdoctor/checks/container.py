@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import stat
 from collections.abc import Iterable
 from pathlib import Path
@@ -249,9 +250,9 @@ class ManifestsOutsideSearchPath(Check):
                 f"{manifest} is not in any directory the Vulkan loader searches, and no searched "
                 "directory links to it: the loader never reads it, so its driver is not used.",
                 remedy=Remedy(
-                    commands=(f"export VK_ADD_DRIVER_FILES={manifest}",),
+                    commands=(f"export VK_ADD_DRIVER_FILES={shlex.quote(manifest)}",),
                     text="(for one shell or CI step), or link it into the system directory: "
-                    f"sudo ln -s {manifest} /usr/share/vulkan/icd.d/",
+                    f"sudo ln -s {shlex.quote(manifest)} /usr/share/vulkan/icd.d/",
                 ),
                 manifest=manifest,
                 kind="driver",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import shlex
 from collections.abc import Iterable, Mapping
 
 from vkdoctor import facts
@@ -53,7 +54,9 @@ class LdLibraryPathSyntax(Check):
                 "directory for each.",
                 remedy=Remedy(
                     commands=(
-                        f"export LD_LIBRARY_PATH={kept}" if kept else "unset LD_LIBRARY_PATH",
+                        f"export LD_LIBRARY_PATH={shlex.quote(kept)}"
+                        if kept
+                        else "unset LD_LIBRARY_PATH",
                     )
                 ),
                 variable="LD_LIBRARY_PATH",
@@ -150,7 +153,12 @@ class LdPreloadEntries(Check):
                 f"\"ERROR: ld.so: object '{entry}' from LD_PRELOAD cannot be preloaded ... "
                 'ignored" on the stderr of every program and goes on without it.',
                 remedy=Remedy(
-                    commands=(f"export LD_PRELOAD={rest!r}" if rest else "unset LD_PRELOAD",)
+                    commands=(
+                        # always quoted (as before); !r quoted with " where the value held a '
+                        "export LD_PRELOAD='" + rest.replace("'", "'\"'\"'") + "'"
+                        if rest
+                        else "unset LD_PRELOAD",
+                    )
                 ),
                 entry=entry,
                 error=lk.error,
@@ -291,7 +299,7 @@ class IcdFilenamesDeprecated(Check):
             )
         else:
             remedy = Remedy(
-                commands=(f"export VK_DRIVER_FILES={value}", "unset VK_ICD_FILENAMES"),
+                commands=(f"export VK_DRIVER_FILES={shlex.quote(value)}", "unset VK_ICD_FILENAMES"),
                 text="(VK_DRIVER_FILES needs loader 1.3.207 or newer)",
             )
         yield self.warn(

@@ -16,6 +16,7 @@ from vkdoctor.loader.version import LoaderVersion
 from vkdoctor.model import Finding, Remedy
 from vkdoctor.model.context import Context
 from vkdoctor.model.record import replace
+from vkdoctor.model.shellwords import export_command
 from vkdoctor.packages.commands import install_each
 
 
@@ -478,7 +479,13 @@ class OverrideLayer(Check):
                 "Vulkan application",
                 "\n".join(lines),
                 remedy=Remedy(
-                    commands=(f"export {layer.disable_env}={layer.disable_value or '1'}",),
+                    commands=tuple(
+                        c
+                        for c in [
+                            export_command(layer.disable_env or "", layer.disable_value or "1")
+                        ]
+                        if c
+                    ),
                     text=f", or in vkconfig let the applications choose their layers, or "
                     f"remove {layer.manifest}",
                 ),

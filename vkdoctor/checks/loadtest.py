@@ -3,6 +3,7 @@ vkCreateInstance for real, in one child process (vkdoctor.children.loadtest)."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -326,7 +327,7 @@ def _ways_to_a_device(
 def _disable_all(drivers: Iterable[TargetOutcome]) -> Remedy:
     """Keeps the loader away from these drivers."""
     names = ",".join(Path(o.target.manifest).name for o in drivers)
-    return Remedy(commands=(f"export VK_LOADER_DRIVERS_DISABLE={names}",))
+    return Remedy(commands=(f"export VK_LOADER_DRIVERS_DISABLE={shlex.quote(names)}",))
 
 
 def _options_fix(options: list[str], first: Remedy | None) -> Remedy:

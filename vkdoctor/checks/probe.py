@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -253,7 +254,8 @@ def _crashing_layers(ctx: Context) -> dict[str, str]:
     except Exception:  # the VKT checks report a broken load test
         return {}
     return {
-        o.target.name: o.target.off or f"export VK_LOADER_LAYERS_DISABLE={o.target.name}"
+        o.target.name: o.target.off
+        or f"export VK_LOADER_LAYERS_DISABLE={shlex.quote(o.target.name)}"
         for o in outcomes
         if o.target.kind == "layer" and o.failed_step
     }

@@ -121,6 +121,8 @@ class TargetOutcome:
     crashed_in: str | None = None
     #: why a step was skipped or not run
     reason: str | None = None
+    #: why vkdoctor loaded nothing of it: another user could have chosen its code (vkdoctor.trust)
+    foreign: str | None = None
     #: the child's word that the driver, failing alone, may break the other drivers too
     suspect: bool = False
     #: for a suspect, the loader with it beside the drivers that gave a device: "result",
@@ -528,7 +530,7 @@ class LoadTest:
         self.step_timeout = step_timeout
         self.total_timeout = total_timeout
         self.loader = loader
-        self.outcomes = {i: TargetOutcome(target=t) for i, t in enumerate(self.targets)}
+        self.outcomes = {i: _unloaded(t) for i, t in enumerate(self.targets)}
         # Drivers first: a layer's instance step runs on top of the drivers that already passed.
         self.order = sorted(self.outcomes, key=lambda i: (self.targets[i].kind != "driver", i))
         self.loader_version: str | None = None
@@ -773,6 +775,27 @@ def _child_broke(logdir: Path, rc: int | None, how: str, step_timeout: float) ->
     else:
         what = f"ended with status {rc}"
     return f"the load test child {what} between steps: {tail or 'no output'}"
+
+
+def foreign_code(target: LoadTarget) -> str | None:
+    """Why another user could have chosen what loading `target` runs (its manifest, or the
+    library it names, is theirs to change: vkdoctor.trust), or None. vkdoctor's children run
+    none of it: run as root, that ran the other user's code as root."""
+    from vkdoctor.trust import untrusted
+
+    for path in (target.manifest, target.dlopen_name):
+        if path.startswith("/"):
+            why = untrusted(path)
+            if why:
+                return f"{path}: {why}"
+    return None
+
+
+def _unloaded(target: LoadTarget) -> TargetOutcome:
+    why = foreign_code(target)
+    if why is None:
+        return TargetOutcome(target=target)
+    return TargetOutcome(target=target, instance="skipped", reason=why, foreign=why)
 
 
 def load_test_for(ctx: Context, targets: Sequence[LoadTarget]) -> LoadTest:
@@ -1231,6 +1254,18 @@ def _child_bug(asked: _Asked) -> Verdict:
 def _not_tried(asked: _Asked) -> Verdict:
     """The target was not load-tested, or loaded without trying vkCreateInstance."""
     outcome, what = asked.outcome, asked.what
+    if outcome.foreign:
+        return Verdict(
+            severity=Severity.FAIL,
+            kind="not-run",
+            title=f"{what} is another user's code: not loaded",
+            message=f"{outcome.foreign}. Every Vulkan application started in this environment "
+            "loads it and runs what that user put there, as you; vkdoctor loaded none of it.",
+            remedy=Remedy(
+                text="Remove the manifest from the loader's search path, or make its folder and "
+                "library yours or root's (the VKE checks name them)"
+            ),
+        )
     if outcome.dlopen == "not-run" or outcome.instance == "not-run":
         return Verdict(
             severity=Severity.WARN,

@@ -487,8 +487,10 @@ def write_file(path: str, text: str) -> None:
         except OutputRefused as exc:
             raise click.ClickException(f"cannot write {path}: {exc}") from exc
         return
-    # through a link: the file it points to is replaced, not the link
-    target = Path(os.path.realpath(path)) if st is not None else Path(path)
+    # through a link: the file it points to is replaced, not the link (a link foreign_link
+    # passed). Anything else is renamed over as it is, never resolved: another user's file
+    # swapped for a link of theirs after the check is replaced, not followed
+    target = Path(os.path.realpath(path)) if Path(path).is_symlink() else Path(path)
     tmp: Path | None = None
     try:
         # a name nobody can plant first (O_EXCL): a predictable one in /tmp could be a link

@@ -82,6 +82,11 @@ def run_probe(
     from vkdoctor.model.report_records import probe_result_of
 
     host = _light_host()
+    from vkdoctor.cachedir import foreign_code_off
+
+    for name, value in foreign_code_off(env).items():
+        # the probe ran without them (vkdoctor runs no other user's code); `check` fails on them
+        common.say(f"vkdoctor run-probe: left out another user's driver or layer: {name}={value}")
     result = probe.finish(running)
     wgpu = result.get("wgpu")
     host = replace(host, wgpu=None if wgpu is None else str(wgpu))

@@ -11,6 +11,7 @@ from vkdoctor.loader.search import SearchPlan
 from vkdoctor.loader.version import LoaderVersion
 from vkdoctor.model import Remedy
 from vkdoctor.model.record import field, record
+from vkdoctor.model.shellwords import export_command
 
 #: the meta layer vkconfig writes; its blacklisted_layers, override_paths and app_keys count
 OVERRIDE_LAYER = "VK_LAYER_LUNARG_override"
@@ -73,9 +74,10 @@ class Layer:
         """How to keep this layer out of every instance, by the loader's precedence: an
         implicit layer's disable_environment wins over everything; for an explicit layer,
         VK_LOADER_LAYERS_ENABLE wins over VK_LOADER_LAYERS_DISABLE."""
-        if self.disable_env and not self.explicit:
+        own = export_command(self.disable_env or "", self.disable_value or "1")
+        if own and not self.explicit:
             return Remedy(
-                commands=(f"export {self.disable_env}={self.disable_value or '1'}",),
+                commands=(own,),
                 text=f"(any value, even empty, turns {self.name} off)",
             )
         if self.activation.startswith("forced on by VK_LOADER_LAYERS_ENABLE"):
@@ -86,7 +88,7 @@ class Layer:
             )
         if self.activation.startswith("enabled by VK_INSTANCE_LAYERS="):
             return without_instance_layer(self.activation.partition("=")[2], self.name or "")
-        return Remedy(commands=(f"export VK_LOADER_LAYERS_DISABLE={self.name}",))
+        return Remedy(commands=(f"export VK_LOADER_LAYERS_DISABLE={shlex.quote(self.name or '')}",))
 
     @property
     def remedy(self) -> str:

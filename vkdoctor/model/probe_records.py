@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vkdoctor.model.record import record
+from vkdoctor.model.shellwords import export_command, unset_command
 
 
 @record(frozen=True, kw_only=True)
@@ -268,12 +269,14 @@ def disabled_setting(off: Mapping[str, Sequence[str]]) -> tuple[str, tuple[str, 
     for var, names in off.items():
         if var == FORCING:
             said.append(f"{var} unset")
-            shell.append(f"unset {var}")
+            command = unset_command(var)
         elif not var.startswith("VK_LOADER_"):
             # a layer's own disable_environment: defined at all turns the layer off
             said.append(f"{var}=1")
-            shell.append(f"export {var}=1")
+            command = export_command(var, "1")
         else:
             said.append(f"{var}={','.join(names)}")
-            shell.append(f"export {var}={','.join(names)}")
+            command = export_command(var, ",".join(names))
+        if command:  # a manifest's variable no shell can set gets no command
+            shell.append(command)
     return " ".join(said), tuple(shell)

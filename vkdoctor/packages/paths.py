@@ -8,6 +8,7 @@ inside the tree, the /lib <-> /usr/lib alias, and the fully resolved file.
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import PurePosixPath
 
@@ -56,6 +57,9 @@ def _walk(
         if name in ("", "."):
             continue
         if name == "..":
+            if done and not ctx.under("/" + "/".join(done)).is_dir():
+                # the kernel stops at a file before `..` (ENOTDIR): no file has this spelling
+                return "/" + "/".join([*done, name, *parts]), hops
             if done:
                 done.pop()
             continue
@@ -66,13 +70,15 @@ def _walk(
         host = ctx.under(candidate)
         try:
             target = str(host.readlink())
-        except OSError:
+        except OSError as exc:
+            if exc.errno != errno.EINVAL and parts:
+                # missing, or not a folder: the kernel stops here, a `..` after it undoes nothing
+                return "/" + "/".join([*done, name, *parts]), hops
             done.append(name)
             continue
         hops += 1
-        if hops > _MAX_LINKS:
-            done.append(name)
-            continue
+        if hops > _MAX_LINKS:  # ELOOP in the tree: no file has this spelling
+            return "/" + "/".join([*done, name, *parts]), hops
         if target.startswith("/"):
             done = []
         parts = [p for p in PurePosixPath(target).parts if p != "/"] + parts

@@ -361,6 +361,8 @@ def hand_ahead(
             return
     except (TypeError, ValueError):  # not what remember() writes
         return
+    if _foreign_target(kept):
+        return  # the load test leaves it out (loadtest.foreign_code): never run it ahead
     logdir = private_directory(env)
     if logdir is None:
         return  # the waiting child stays for the load test, which makes its folder elsewhere
@@ -374,6 +376,21 @@ def hand_ahead(
         os.rmdir(logdir)
         return
     _ahead.append(Ahead(_unplaced(request), child_env, cwd, logdir, child))
+
+
+def _foreign_target(request: Mapping[str, Any]) -> bool:
+    """Whether a kept request names a manifest or library another user could now change."""
+    from vkdoctor.trust import untrusted
+
+    targets = request.get("targets")
+    for t in targets if isinstance(targets, list) else [None]:
+        if not isinstance(t, dict):
+            return True  # not what remember() writes
+        for key in ("manifest", "dlopen_name"):
+            path = t.get(key)
+            if isinstance(path, str) and path.startswith("/") and untrusted(path):
+                return True
+    return False
 
 
 def take_ahead(request: Mapping[str, Any], env: Mapping[str, str], cwd: Path) -> Ahead | None:
