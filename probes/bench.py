@@ -417,7 +417,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 #: (sizes, repeat, warm-up seconds) when not given: a GPU gets tensors of 256 MiB and 1 GiB; a
 #: CPU adapter (lavapipe) runs about a gigabyte a second, so it gets smaller ones and fewer runs
 GPU_DEFAULTS = ("16384x4096,65536x4096", 30, 1.0)
-CPU_DEFAULTS = ("1024x4096,4096x4096", 5, 0.2)
+CPU_DEFAULTS = ("256x4096,1024x4096", 5, 0.2)
 
 
 def run(args: argparse.Namespace, doc: dict[str, Any]) -> None:

@@ -17,7 +17,7 @@ from vkdoctor.commands import common
     "--sizes",
     metavar="ROWSxD[,...]",
     help="Tensor shapes; d a multiple of 4. Default: 16384x4096,65536x4096 on a GPU, "
-    "1024x4096,4096x4096 on a CPU adapter.",
+    "256x4096,1024x4096 on a CPU adapter.",
 )
 @click.option(
     "--repeat",
