@@ -90,7 +90,7 @@ def test_a_soname_from_an_elf_file_stays_a_word_of_the_find_command(tmp_path: Pa
     fix gives was `-name '{glob}'`, which a `'` in the name closed."""
     from vkdoctor.model.sonames import find_remedy
 
-    text = find_remedy("libx'$(touch PWNED-9)'`touch PWNED-10`.so.1", "vkdoctor overlay")
+    text = find_remedy("libx'$(touch PWNEDx)'y.so.1", "vkdoctor overlay")
     command = text.split("`")[1]
     assert command.startswith("find / -name ")
     subprocess.run(["bash", "-c", f"set -- {command}"], cwd=tmp_path, check=False)
