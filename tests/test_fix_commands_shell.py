@@ -83,3 +83,15 @@ def test_export_and_unset_commands_quote_values_and_refuse_odd_names() -> None:
         assert export_command(name, "1") is None
         assert unset_command(name) is None
     assert unset_command("VK_ICD_FILENAMES") == "unset VK_ICD_FILENAMES"
+
+
+def test_a_soname_from_an_elf_file_stays_a_word_of_the_find_command(tmp_path: Path) -> None:
+    """DT_NEEDED names come from the library (a tree's, a driver's): the `find` a missing one's
+    fix gives was `-name '{glob}'`, which a `'` in the name closed."""
+    from vkdoctor.model.sonames import find_remedy
+
+    text = find_remedy("libx'$(touch PWNEDx)'y.so.1", "vkdoctor overlay")
+    command = text.split("`")[1]
+    assert command.startswith("find / -name ")
+    subprocess.run(["bash", "-c", f"set -- {command}"], cwd=tmp_path, check=False)
+    assert list(tmp_path.iterdir()) == [], command

@@ -17,6 +17,8 @@ from vkdoctor.children.bench import render
 from vkdoctor.machine import gpuspec
 from vkdoctor.resources import bandwidth_table_path
 
+#: figures in the table with no vendor document, TechPowerUp, Wikipedia or major review site found
+WEAK_FIGURES = 42
 H200 = {"type": "DiscreteGPU", "vendor_id": 0x10DE, "device_id": 0x2335, "name": "NVIDIA H200"}
 
 
@@ -64,13 +66,20 @@ def test_the_table_is_keyed_by_unique_pci_ids_each_with_its_source():
     assert len(ids) == len(set(ids))
     vendors = {i.split(":")[0] for i in ids}
     assert vendors == {"10de", "1002", "8086"}  # NVIDIA, AMD, Intel
+    weak = rows = 0
     for part in table["parts"]:
         assert re.fullmatch(r"[0-9a-f]{4}:[0-9a-f]{4}", part["id"]), part
         for one in (part, *part.get("shares_id_with", ())):
-            assert set(one) <= {"id", "name", "gbps", "source", "shares_id_with"}, one
+            assert set(one) <= {"id", "name", "gbps", "source", "weak", "shares_id_with"}, one
             assert 100 <= one["gbps"] <= 10000 and one["name"], one
             # each figure names the page it was checked against and what that page says
             assert re.match(r"https?://\S+ .*\(.*\d.*\)", one["source"]), one
+            # weak: no vendor document, TechPowerUp, Wikipedia or major review site was found
+            assert one.get("weak", False) in (True, False), one
+            weak += one.get("weak", False)
+            rows += 1
+    # a change in how many figures rest on a secondary source only is made on purpose
+    assert (weak, rows) == (WEAK_FIGURES, 77)
     assert gpuspec.spec_for(0x10DE, 0x2335)["gbps"] == 4800
     assert gpuspec.spec_for(0x10DE, 0xFFFF) is None
 
@@ -85,6 +94,15 @@ def test_the_h200_as_measured_performs_as_expected():
     assert "specification: NVIDIA H200 SXM 141GB, 4,800 GB/s: m.anandtech.com (AnandTech" in render(
         {"status": "pass", "verdict": v}
     )
+
+
+def test_a_figure_from_a_secondary_source_says_so():
+    v = gpuspec.verdict(bench_doc(841.9, 4177.6), {}, {})
+    weak = {**v, "spec": {**v["spec"], "weak": True}}
+    assert "4,800 GB/s (figure from a secondary source): m.anandtech.com" in render(
+        {"status": "pass", "verdict": weak}
+    )
+    assert "secondary" not in render({"status": "pass", "verdict": v})
 
 
 def test_a_slow_copy_is_below_expectation_with_the_reasons_nvidia_smi_gives(tmp_path):

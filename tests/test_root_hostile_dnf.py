@@ -59,6 +59,25 @@ def test_repo_files_that_are_devices_or_fifos_are_left_out_and_the_fix_still_che
     assert proc.stdout.strip().endswith(CHECKED), proc.stdout
 
 
+def test_a_fifo_in_the_metadata_cache_is_not_handed_to_dnf(tmp_path: Path) -> None:
+    """dnf reads a repository's cached metadata itself: a FIFO among it blocked dnf until its
+    timeout. The fix is then not simulated, and says why, in seconds."""
+    import time
+
+    root = fedora(tmp_path, *llvm23(tmp_path))
+    [filelists] = root.glob("var/cache/*/fedora-*/repodata/*filelists.xml*")
+    filelists.unlink()
+    os.mkfifo(filelists)
+    started = time.monotonic()
+    proc = _skew_message(root)
+    assert time.monotonic() - started < 30
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    said = (
+        f"the tree's dnf metadata is not used: /{filelists.relative_to(root)} is not a regular file"
+    )
+    assert said in proc.stdout, proc.stdout
+
+
 def test_a_repo_file_linked_with_an_absolute_target_is_read_inside_the_tree(
     tmp_path: Path,
 ) -> None:

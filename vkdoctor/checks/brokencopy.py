@@ -88,9 +88,9 @@ def _files(ctx: Context, path: str) -> str:
     try:
         real = ctx.resolve(path)
     except OSError:
-        return path
+        return shlex.quote(path)
     target = ctx.inside(real)
-    return path if target == path else f"{path} {target}"
+    return shlex.quote(path) if target == path else f"{shlex.quote(path)} {shlex.quote(target)}"
 
 
 def _remedy(ctx: Context, t: Tried, d: Defect) -> Remedy:

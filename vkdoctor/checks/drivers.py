@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import shlex
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
@@ -241,7 +242,8 @@ class DriversFound(Check):
             # a directory this user cannot list holds manifests the loader never sees
             them = "them" if len(closed) > 1 else "it"
             remedy = Remedy(
-                commands=(f"chmod a+rx {' '.join(closed)}",), text=f"(this user cannot read {them})"
+                commands=(f"chmod a+rx {' '.join(map(shlex.quote, closed))}",),
+                text=f"(this user cannot read {them})",
             )
         else:
             remedy = install_drivers(ctx)
@@ -533,7 +535,7 @@ class DriverManifestContent(Check):
                     if d.evidence.get("read_problem") == "unreadable":
                         fix = Remedy(
                             text=f"make {d.listed_as} readable for the users who run Vulkan "
-                            f"programs (sudo chmod a+r {d.listed_as}), or remove it"
+                            f"programs (sudo chmod a+r {shlex.quote(d.listed_as)}), or remove it"
                         )
                     yield self.warn(
                         f"{d.listed_as} is skipped by the loader",
@@ -597,7 +599,8 @@ class DriverLibrary(Check):
                     ),
                     # there, but not for this user: its mode is the fix, not a reinstall
                     remedy=Remedy(
-                        commands=(f"chmod a+r {d.library}",), text="(this user cannot read it)"
+                        commands=(f"chmod a+r {shlex.quote(d.library or '')}",),
+                        text="(this user cannot read it)",
                     )
                     if unreadable
                     else stale_manifest_remedy(ctx, d.manifest),

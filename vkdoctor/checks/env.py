@@ -249,7 +249,7 @@ def _writable_remedy(h: eh.WritableByOthers) -> Remedy:
             "only you can write (for example under ~/.local/share)."
         )
     return Remedy(
-        text=f"Make {h.culprit} writable only by you and root (chmod go-w {h.culprit}; chown it "
+        text=f"Make {h.culprit} writable only by you and root (chmod go-w {shlex.quote(h.culprit)}; chown it "
         f"if another user owns it), or stop using {h.path}"
     )
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import shlex
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -504,7 +505,7 @@ def _missing_remedy(ctx: Context, name: str, m: Miss) -> tuple[str, Remedy]:
             f"{renamed[0].path} has the soname {name}, but ld.so opens a file named {name}, "
             f"and {d} has none.",
             Remedy(
-                text=f"`ln -s {file} {d}/{name}` if that file is the build the driver needs (ldconfig "
+                text=f"`ln -s {shlex.quote(str(file))} {shlex.quote(f'{d}/{name}')}` if that file is the build the driver needs (ldconfig "
                 "makes such links in the directories of ld.so.conf), or install the package that "
                 "provides it."
             ),

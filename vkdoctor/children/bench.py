@@ -85,7 +85,8 @@ def _spec_line(part: Mapping[str, Any]) -> str:
     """A part's figure and where it comes from, the page by its host (the JSON has the URL)."""
     url, _, said = str(part["source"]).partition(" ")
     host = urlsplit(url).netloc or url
-    return f"  specification: {part['name']}, {part['gbps']:,g} GB/s: {host} {said}".rstrip()
+    weak = " (figure from a secondary source)" if part.get("weak") else ""
+    return f"  specification: {part['name']}, {part['gbps']:,g} GB/s{weak}: {host} {said}".rstrip()
 
 
 def _verdict_lines(verdict: Mapping[str, Any] | None) -> list[str]:

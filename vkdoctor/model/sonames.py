@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import shlex
 
 _FAMILY = re.compile(r"^(?P<stem>.+?)(?:-[0-9][^/]*?)?\.so(?:[.-].*)?$")
 
@@ -33,7 +34,7 @@ def find_remedy(name: str, command: str = "vkdoctor check") -> str:
     m = _MAJOR.search(name[len(stem) :])
     glob = f"{stem}*{m.group(1) or m.group(2)}*" if m else f"{stem}*.so*"
     return (
-        f"`find / -name '{glob}' -not -path '*/vkdoctor/overlays/*' 2>/dev/null`, then "
+        f"`find / -name {shlex.quote(glob)} -not -path '*/vkdoctor/overlays/*' 2>/dev/null`, then "
         f"`{command} --search-path DIR` with the folder that holds {name} (vkdoctor checks the "
         "copy before it uses it)."
     )

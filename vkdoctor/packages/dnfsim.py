@@ -93,6 +93,24 @@ def _copy_folder(ctx: Context, folder: str, private: Path) -> None:
         (out / name).write_bytes(data)
 
 
+def _cache_trap(ctx: Context) -> str | None:
+    """Why dnf must not be given the tree's metadata (None: it may): dnf opens the files of a
+    repository's cache with links followed on this machine, and a FIFO there blocks it."""
+    for cache in caches(ctx):
+        base = next(b for b in CACHE_DIRS if cache.repomd.startswith(b + "/"))
+        entry = cache.repomd[len(base) + 1 :].split("/", 1)[0]
+        folder = f"{base}/{entry}/repodata"
+        try:
+            names = tree.names(ctx, folder)
+        except OSError:
+            continue
+        for name in names:
+            why = tree.judge(ctx, f"{folder}/{name}", "dnf")[0]
+            if why:
+                return why
+    return None
+
+
 def _installroot(ctx: Context, db: RpmDB, private: Path) -> None:
     """The private installroot: the rpm database (a tree's: its private copy, which rpm may
     write), the tree's repositories and cache, linked. OSError when the database cannot be
@@ -149,6 +167,10 @@ def simulate(ctx: Context, db: RpmDB, fix: str, protect: Sequence[str]) -> Simul
             return unsimulated(fix, why, tool=TOOL, tree=tree)
     if not actions:
         return unsimulated(fix, "it holds no dnf step to simulate", tool=TOOL, tree=tree)
+    if not ctx.live and (trap := _cache_trap(ctx)):
+        return unsimulated(
+            fix, f"the tree's dnf metadata is not used: {trap}", tool=TOOL, tree=tree
+        )
     private = Path(tempfile.mkdtemp(prefix="vkdoctor-dnf-"))
     try:
         try:
