@@ -410,14 +410,36 @@ def finding(probe: Mapping[str, Any], *, in_check: bool = False) -> Finding:
     )
 
 
-def check_result(probe: Mapping[str, Any]) -> CheckResult:
-    """A VKR001 result for a probe run outside the check runner (vkdoctor run-probe)."""
+def check_result(probe: Mapping[str, Any], left_out: Mapping[str, str]) -> CheckResult:
+    """A VKR001 result for a probe run outside the check runner (vkdoctor run-probe).
+    `left_out`: the settings that kept another user's drivers and layers out of the probe
+    (vkdoctor.cachedir.foreign_code_off): every Vulkan program run here loads them, so a pass
+    without them says nothing of those programs and is not a pass."""
+    findings: tuple[Finding, ...] = (finding(probe),)
+    if left_out:
+        settings = " ".join(f"{name}={value}" for name, value in left_out.items())
+        findings += (
+            Finding(
+                code=CODE,
+                severity=Severity.FAIL,
+                title="The probe ran without another user's driver or layer that every Vulkan "
+                "program here loads",
+                message=f"vkdoctor runs no other user's code, so the probe ran with {settings}; "
+                "programs run in this environment load them, and the probe's result says "
+                "nothing of what they do there.",
+                remedy=Remedy(
+                    text="vkdoctor check names each one (VKT001, VKT003): remove it or take "
+                    "its folder out of the loader's search, or run as the user who owns it"
+                ),
+                evidence={"left_out": dict(left_out)},
+            ),
+        )
     return CheckResult(
         code=CODE,
         family=FAMILY,
         title=TITLE,
         status=CheckStatus.RAN,
-        findings=(finding(probe),),
+        findings=findings,
         seconds=float(probe.get("seconds") or 0.0),
     )
 
