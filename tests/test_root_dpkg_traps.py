@@ -78,3 +78,42 @@ def test_dpkg_verify_runs_on_an_honest_tree(debian_root: Path) -> None:
     _, doc = run_json(["check", "--root", str(debian_root), "--no-probe", "--select", "VKP010"])
     [gone] = [f for f in doc["findings"] if f["code"] == "VKP010"]
     assert "(dpkg --verify lists it as missing)" in gone["message"], gone["message"]
+
+
+#: dpkg --audit's own reads: trap -> (the file of the tree made a trap, what the finding says)
+AUDIT_TRAPS = {
+    "FIFO in the journal": ("var/lib/dpkg/updates/0001", "is not a regular file"),
+    "FIFO of the triggers": ("var/lib/dpkg/triggers/Unincorp", "is not a regular file"),
+    "list link to /dev/zero": (
+        "var/lib/dpkg/info/mesa-vulkan-drivers:amd64.list",
+        "leads out of the tree to /dev/zero",
+    ),
+}
+
+
+@pytest.mark.parametrize("trap", list(AUDIT_TRAPS))
+def test_dpkg_audit_is_not_run_on_a_trap(debian_root: Path, trap: str) -> None:
+    """A FIFO where dpkg --audit reads its journal or triggers stalled `check --root` for the
+    whole 60 s timeout (and then said nothing but "timed out")."""
+    target, said = AUDIT_TRAPS[trap]
+    path = debian_root / target
+    path.unlink(missing_ok=True)
+    if "FIFO" in trap:
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    started = time.monotonic()
+    _, doc = run_json(
+        ["check", "--root", str(debian_root), "--no-probe", "--select", "VKP006"], timeout=120
+    )
+    took = time.monotonic() - started
+    assert took < 20, f"{took:.0f} s"
+    [audit] = [f for f in doc["findings"] if f["code"] == "VKP006"]
+    assert audit["title"] == "dpkg: could not run the database check", audit
+    assert f"/{target} {said}" in audit["message"], audit["message"]
+
+
+def test_dpkg_audit_runs_on_an_honest_tree(debian_root: Path) -> None:
+    _, doc = run_json(["check", "--root", str(debian_root), "--no-probe", "--select", "VKP006"])
+    [audit] = [f for f in doc["findings"] if f["code"] == "VKP006"]
+    assert audit["severity"] == "ok", audit

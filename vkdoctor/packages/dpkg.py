@@ -5,6 +5,7 @@ Only the consistency check runs tools: `dpkg --audit` and `apt-get check`, each 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence, Set
@@ -159,6 +160,11 @@ def _lists_names(ctx: Context) -> list[str]:
         return tree.names(ctx, LISTS)
     except OSError:
         return []
+
+
+#: the most files of one folder of a tree's database judged before dpkg --audit may run (a
+#: full desktop's info/ holds ~10,000)
+_AUDIT_NAMES = 1 << 17
 
 
 class DpkgDB:
@@ -511,9 +517,33 @@ class DpkgDB:
     def prefetch(self) -> None:
         if self._audit is None:
             argv = ["dpkg", f"--admindir={self._admin}", "--audit"]
-            self._audit = self._audit_kept(argv) or start_tool(
-                argv, env=self._ctx.env, timeout=min(self._ctx.options.timeout, 60.0)
+            refused = None if self._ctx.live else self._audit_refused()
+            self._audit = (
+                ToolRun(argv=tuple(argv), returncode=None, problem=refused)
+                if refused
+                else self._audit_kept(argv)
+                or start_tool(argv, env=self._ctx.env, timeout=min(self._ctx.options.timeout, 60.0))
             )
+
+    def _audit_refused(self) -> str | None:
+        """Why `dpkg --audit` must not be run on a tree's database (None: it may): every file
+        of the database it may open is judged inside the tree first (vkdoctor.model.tree), since
+        a FIFO, a device or a link out of the tree (to /dev/zero, /proc/kmsg) would stall it
+        until its timeout or have it read this machine's files."""
+        ctx = self._ctx
+        admin = ctx.inside(self._admin)
+        paths = [f"{admin}/{n}" for n in ("status", "available", "diversions", "statoverride")]
+        for folder in ("updates", "info", "triggers"):
+            with contextlib.suppress(OSError):
+                names = tree.names(ctx, f"{admin}/{folder}", limit=_AUDIT_NAMES)
+                if len(names) == _AUDIT_NAMES:
+                    return f"{admin}/{folder} holds more than {_AUDIT_NAMES:,} files to judge"
+                paths += [f"{admin}/{folder}/{n}" for n in names]
+        for path in paths:
+            why, _ = tree.judge(ctx, path, "dpkg")
+            if why:
+                return why
+        return None
 
     def _audit_question(
         self, argv: Sequence[str]
