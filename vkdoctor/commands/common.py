@@ -6,7 +6,6 @@ import errno
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -493,7 +492,10 @@ def write_file(path: str, text: str) -> None:
     target = Path(os.path.realpath(path)) if Path(path).is_symlink() else Path(path)
     tmp: Path | None = None
     try:
-        # a name nobody can plant first (O_EXCL): a predictable one in /tmp could be a link
+        # a name nobody can plant first (O_EXCL): a predictable one in /tmp could be a link;
+        # tempfile (and the random and hashlib it imports) only where a file is written
+        import tempfile
+
         fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
         tmp = Path(name)
         with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 from collections.abc import Mapping
 from pathlib import Path
@@ -39,9 +38,9 @@ def target(env: Mapping[str, str]) -> str:
 
 def entry(name: str, value: str) -> str:
     """One `NAME<<DELIMITER` entry of an environment file, with a delimiter `value` cannot end."""
-    delimiter = "vkdoctor_" + secrets.token_hex(16)
+    delimiter = "vkdoctor_" + os.urandom(16).hex()
     while delimiter in value:
-        delimiter = "vkdoctor_" + secrets.token_hex(16)
+        delimiter = "vkdoctor_" + os.urandom(16).hex()
     return f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
 
 

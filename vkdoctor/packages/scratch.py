@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import atexit
 import os
-import shutil
-import tempfile
 from pathlib import Path
+
+# shutil and tempfile (with the random, hashlib, bz2 and lzma they import) only where a directory
+# is made or removed: most runs make none, and every run imports this module
 
 #: key -> this process's private directory for it
 _DIRS: dict[str, Path] = {}
@@ -26,6 +27,8 @@ def directory(key: str, prefix: str) -> tuple[Path, bool]:
         atexit.register(cleanup)
     if key in _DIRS:
         return _DIRS[key], False
+    import tempfile
+
     path = Path(tempfile.mkdtemp(prefix=prefix))
     _DIRS[key] = path
     return path, True
@@ -33,8 +36,10 @@ def directory(key: str, prefix: str) -> tuple[Path, bool]:
 
 def cleanup() -> None:
     """Remove this process's private directories."""
-    if _OWNER[0] != os.getpid():
+    if _OWNER[0] != os.getpid() or not _DIRS:
         return
+    import shutil
+
     for path in _DIRS.values():
         shutil.rmtree(path, ignore_errors=True)
     _DIRS.clear()
@@ -45,4 +50,6 @@ def forget(path: Path) -> None:
     for key, made in list(_DIRS.items()):
         if made == path:
             del _DIRS[key]
+    import shutil
+
     shutil.rmtree(path, ignore_errors=True)

@@ -25,8 +25,8 @@ from __future__ import annotations
 import enum
 import html
 import json
+import os
 import re
-import secrets
 import unicodedata
 from typing import Any, TypeVar
 
@@ -80,7 +80,8 @@ def xml_no_commands(xml: str) -> str:
 
 def stop_token() -> str:
     """A token for `::stop-commands::TOKEN`, which nothing in the text can guess."""
-    return "vkdoctor-" + secrets.token_hex(16)
+    # secrets.token_hex's own source (os.urandom), without the hashlib and hmac it imports
+    return "vkdoctor-" + os.urandom(16).hex()
 
 
 def json_text(doc: object) -> str:
