@@ -334,3 +334,35 @@ def test_a_copr_driver_gets_the_copr_to_disable(rpm_tree: Path, tmp_path: Path):
     assert (foreign.fix() or "").startswith(
         "Disable the COPR it came from (mesa-fan/mesa-git or mesa-fan/mesa-stable: "
     )
+
+
+@pytest.mark.parametrize("trap", ["link to /dev/zero", "FIFO", "sparse 2 GiB", "honest"])
+def test_rpm_verify_is_not_run_on_a_trap(tmp_path: Path, trap: str) -> None:
+    """rpm -V opens the package's files with links followed on this machine: a tree's library
+    made a link to /dev/zero, a FIFO or a 2 GiB sparse file kept it hashing or blocked until its
+    60 s timeout. Each file is judged inside the tree first, as dpkg --verify's are."""
+    import os
+    import time
+
+    root = fedora_skew_tree(tmp_path)
+    lvp = root / "usr/lib64/libvulkan_lvp.so"
+    if trap != "honest":
+        lvp.unlink()
+        if trap == "FIFO":
+            os.mkfifo(lvp)
+        elif trap == "sparse 2 GiB":
+            with open(lvp, "wb") as f:
+                f.truncate(2 << 30)
+        else:
+            lvp.symlink_to("/dev/zero")
+    (db,) = inventory(ctx_for(root)).databases
+    assert isinstance(db, RpmDB)
+    (mesa,) = db.by_name("mesa-vulkan-drivers")
+    started = time.monotonic()
+    modified = db.modified(mesa, "/usr/lib64/libvulkan_lvp.so")
+    assert time.monotonic() - started < 20
+    verified = [r for r in db.runs if "-V" in r.argv]
+    if trap == "honest":
+        assert modified is False and verified  # rpm ran, and the digest matches
+    else:
+        assert modified is None and not verified

@@ -47,6 +47,11 @@ def names(ctx: Context, folder: str, limit: int = NAMES) -> list[str]:
         raise OSError(errno.EINVAL, "the name holds a NUL byte", folder) from exc
 
 
+#: what a package tool may hash in all (dpkg --verify, rpm -V) before it is not run on a tree's
+#: files: it reads every byte, ~2 s a GiB
+HASH_BUDGET = 1 << 30
+
+
 def judge(
     ctx: Context, path: str, tool: str, *, shown: str | None = None
 ) -> tuple[str | None, int]:

@@ -60,10 +60,6 @@ def _listed(db: DpkgDB, pkg: Package) -> list[str]:
     ]
 
 
-#: what dpkg --verify may hash in all before it is not run (it reads every byte: ~2 s a GiB)
-HASH_BUDGET = 1 << 30
-
-
 def _hashed(ctx: Context, db: DpkgDB, pkg: Package) -> list[str]:
     """What dpkg --verify opens for `pkg`: its status and diversions, the package's own info
     files, every file its md5sums lists, its conffiles, and where a diversion moved them."""
@@ -91,8 +87,8 @@ def _unhashable(ctx: Context, db: DpkgDB, pkg: Package) -> str | None:
         if why:
             return why
         total += size
-        if total > HASH_BUDGET:
-            return f"its files hold more than {HASH_BUDGET >> 30} GiB for dpkg to hash"
+        if total > tree.HASH_BUDGET:
+            return f"its files hold more than {tree.HASH_BUDGET >> 30} GiB for dpkg to hash"
     return None
 
 
