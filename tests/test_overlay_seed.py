@@ -639,6 +639,44 @@ def test_a_github_env_the_runner_will_reject_is_named_and_left_alone(
     assert github_env.read_text() == earlier
 
 
+@pytest.mark.parametrize(
+    "earlier", ["LD_LIBRARY_PATH=/opt/earlier step\n", "LD_LIBRARY_PATH<<X\n/opt/a\nX\n"]
+)
+def test_an_ld_library_path_an_earlier_command_set_is_not_dropped(
+    seed: Seed, tmp_path: Path, earlier: str
+) -> None:
+    """The runner keeps the last setting of a name: vkdoctor's entry after an earlier one lost
+    that value for the later steps, in silence. The entry is not written (exit 2, the line
+    named); the fix it gives, the value exported before vkdoctor runs, gives the later steps
+    both, and a device."""
+    github_env = tmp_path / "github_env"
+    github_env.write_text(earlier)
+    env = seed.env(tmp_path / "cache", GITHUB_ENV=str(github_env))
+    args = ["check", "--no-probe", "--search-path", str(seed.llvm_dir), "--github-env"]
+    proc = run_vkdoctor(args, env=env)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    said = " ".join(proc.stderr.split())
+    assert "nothing written" in said and "sets LD_LIBRARY_PATH already (line 1" in said, said
+    assert "Export that value in the shell before vkdoctor runs" in said
+    assert github_env.read_text() == earlier
+    # the fix: the value exported in the step's shell, the file as the runner starts a step
+    value = parse_env_file(earlier)["LD_LIBRARY_PATH"]
+    github_env.write_text("")
+    proc = run_vkdoctor(args, env={**env, "LD_LIBRARY_PATH": value})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    read = parse_env_file(github_env.read_text())
+    assert value in read["LD_LIBRARY_PATH"].split(":")
+    gate = subprocess.run(
+        ["vulkaninfo", "--summary"],
+        env=clean_env({**seed.env(tmp_path / "cache"), **read}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert gate.returncode == 0 and re.search(r"deviceName\s+= llvmpipe", gate.stdout), gate.stderr
+
+
 def test_github_env_needs_the_variable_and_a_plain_file(seed: Seed, tmp_path: Path) -> None:
     proc = run_vkdoctor(["check", "--no-probe", "--github-env"], env=seed.env(tmp_path / "c"))
     assert proc.returncode == 2 and "GITHUB_ENV is not set" in proc.stderr

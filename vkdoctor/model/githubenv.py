@@ -51,38 +51,64 @@ MAX_READ = 16 << 20
 def rejected(text: str) -> str | None:
     """Why the runner would reject an environment file holding `text` (the line and what is
     wrong with it), or None: lines split at "\n", a "\r" before it dropped, empty ones skipped."""
+    return _read(text)[1]
+
+
+def _read(text: str) -> tuple[dict[str, int], str | None]:
+    """The names an environment file holding `text` sets (each with the line of its last
+    setting: the runner keeps the last), and why the runner would reject it (None: it reads it)."""
     lines = [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
     if lines and lines[-1] == "":
         lines.pop()
+    names: dict[str, int] = {}
     number = 0
     while number < len(lines):
         line = lines[number]
         number += 1
         if not line:
             continue
+        start = number
         eq, here = line.find("="), line.find("<<")
         if eq >= 0 and (here < 0 or eq < here):
             name = line[:eq]
         elif here >= 0:
             name, delimiter = line[:here], line[here + 2 :]
-            start = number
             while number < len(lines) and lines[number] != delimiter:
                 number += 1
             if number == len(lines):
-                return f"line {start}: `{line[:80]}` opens a value that no `{delimiter[:40]}` line closes"
+                why = f"`{line[:80]}` opens a value that no `{delimiter[:40]}` line closes"
+                return names, f"line {start}: {why}"
             number += 1
         else:
-            return f"line {number}: `{line[:80]}` is neither NAME=value nor NAME<<DELIMITER"
+            return names, f"line {number}: `{line[:80]}` is neither NAME=value nor NAME<<DELIMITER"
         if not name:
-            return f"line {number}: `{line[:80]}` has no name"
-    return None
+            return names, f"line {number}: `{line[:80]}` has no name"
+        names[name] = start
+    return names, None
 
 
-def _earlier_steps(fd: int, size: int) -> str | None:
-    """Why the runner would reject what is in the file already (None when it reads it)."""
+def _earlier_steps(fd: int, size: int, path: str) -> str | None:
+    """Why what earlier commands of this step left in the file stops vkdoctor's entry (None
+    when it may be appended): the runner would reject it, or it sets LD_LIBRARY_PATH already,
+    which the runner would then drop for vkdoctor's (it keeps the last), a value the overlay
+    was not proven with."""
     if size > MAX_READ:
         return None
-    return rejected(os.pread(fd, size, 0).decode("utf-8", "surrogateescape"))
+    names, wrong = _read(os.pread(fd, size, 0).decode("utf-8", "surrogateescape"))
+    if wrong:
+        return (
+            f"{path} already holds what the runner rejects ({wrong}): an earlier command of "
+            "this step wrote it, and the runner will fail the step and set none of the file's "
+            "variables, the overlay neither"
+        )
+    if "LD_LIBRARY_PATH" in names:
+        return (
+            f"{path} sets LD_LIBRARY_PATH already (line {names['LD_LIBRARY_PATH']}, an earlier "
+            "command of this step): the runner keeps only the last setting, so that value "
+            "would be lost for the later steps, and the overlay was not proven with it. Export "
+            "that value in the shell before vkdoctor runs, and the overlay carries it"
+        )
+    return None
 
 
 def _append_whole(fd: int, data: bytes, size: int) -> None:
@@ -122,13 +148,9 @@ def export_overlay(overlay: OverlayReport | None, path: str) -> str:
             raise GithubEnvError(f"--github-env: {path} is not a regular file; not written")
         line = entry("LD_LIBRARY_PATH", value).encode("utf-8", "surrogateescape")
         size = os.fstat(fd).st_size
-        wrong = _earlier_steps(fd, size)
+        wrong = _earlier_steps(fd, size, path)
         if wrong:
-            raise GithubEnvError(
-                f"--github-env: {path} already holds what the runner rejects ({wrong}): an "
-                "earlier command of this step wrote it, and the runner will fail the step and "
-                "set none of the file's variables, the overlay neither; not written"
-            )
+            raise GithubEnvError(f"--github-env: nothing written: {wrong}")
         if size and os.pread(fd, 1, size - 1) != b"\n":
             line = b"\n" + line
         _append_whole(fd, line, size)
