@@ -245,6 +245,10 @@ def test_unreadable_input_exits_2_and_says_which(tmp_path: Path, content: str, s
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "1 machine, 0 failed" in proc.stdout and "Not read (1):" in proc.stdout
     assert f"vkdoctor summary: {bad}: {says}" in proc.stderr, proc.stderr
+    # the job page's heading does not say "all pass" over an input it could not read
+    md = run_vkdoctor(["summary", "--format", "github", str(H200), str(bad)])
+    assert md.returncode == 1, md.stdout + md.stderr
+    assert md.stdout.startswith("## vkdoctor summary: 1 not read; 1 machine read, none failed\n")
     proc = run_vkdoctor(["summary", str(bad)])
     assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr
     assert "no report could be read" in proc.stderr and "Traceback" not in proc.stderr

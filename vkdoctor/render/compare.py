@@ -248,11 +248,14 @@ def summary_github(fleet: Fleet) -> str:
     from vkdoctor.render.github import _cell, _code, _table
 
     total = len(fleet.machines)
-    head = (
-        f"## vkdoctor summary: {fleet.failed} of {total} machines failed"
-        if fleet.failed
-        else f"## vkdoctor summary: all {total} machines pass"
-    )
+    machines = "1 machine" if total == 1 else f"{total} machines"
+    unread = len(fleet.unreadable)
+    if fleet.failed:
+        head = f"## vkdoctor summary: {fleet.failed} of {machines} failed"
+    elif unread:
+        head = f"## vkdoctor summary: {unread} not read; {machines} read, none failed"
+    else:
+        head = f"## vkdoctor summary: all {machines} pass"
     rows: Iterable[Iterable[str]] = (
         (
             _cell(m.label),
