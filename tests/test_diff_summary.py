@@ -149,7 +149,7 @@ def test_diff_names_the_missing_library_first(reports):
         "B",
         "Verdict",
         "Why",
-        "Drivers that give a device on one side only",
+        "Drivers that fail or give a device on one side only",
     ]
     assert (
         sections.index("Environment (Vulkan, loader, ld.so, XDG, wgpu variables)")
@@ -161,7 +161,7 @@ def test_diff_names_the_missing_library_first(reports):
     assert "lvp_icd.x86_64.json loads on A and not on B" in first
     assert "libLLVM-99.so.1: cannot open shared object file" in " ".join(first.split())
     # the driver: the library missing on B, the LLVM that A resolves and the package behind it
-    driver = text.split("Drivers that give a device on one side only:\n")[1].split("\n\n")[0]
+    driver = text.split("Drivers that fail or give a device on one side only:\n")[1].split("\n\n")[0]
     assert "libLLVM-99.so.1: A not in its closure; B missing" in driver
     llvm = _llvm_needed(LVP)
     name, version = _owner(f"/lib/x86_64-linux-gnu/{llvm}")
@@ -187,6 +187,16 @@ def test_diff_a_crashing_driver(reports):
     assert "VK_DRIVER_FILES differs (A unset, B " in why
     assert "lvp_icd.x86_64.json loads, llvmpipe" in why
     assert all(len(line) <= 60 for line in proc.stdout.splitlines()), proc.stdout
+
+
+def test_a_driver_listed_and_failing_on_one_side_is_not_said_to_give_a_device(reports):
+    """Both fail: the driver that crashes is listed on B only and gives no device on either
+    side; the heading it is offered under says it fails there, not that it gives a device."""
+    proc = _diff(reports["missing"], reports["crash"])
+    text = proc.stdout
+    assert "Drivers that give a device" not in text, text
+    section = text.split("Drivers that fail or give a device on one side only:\n")[1]
+    assert "  crash_icd.json\n    A: not listed\n    B: fails: " in section.split("\n\n")[0]
 
 
 def test_same_verdict_on_another_machine_exits_0(reports):

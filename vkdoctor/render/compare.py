@@ -74,7 +74,7 @@ def diff_text(c: Comparison, name_a: str, name_b: str, *, width: int = 80) -> st
     decisive = [d for d in c.drivers if d.decisive]
     other = [d for d in c.drivers if not d.decisive]
     for title, group in (
-        ("Drivers that give a device on one side only:", decisive),
+        ("Drivers that fail or give a device on one side only:", decisive),
         ("Other drivers that differ:", other),
     ):
         if not group:
