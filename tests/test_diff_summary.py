@@ -199,6 +199,16 @@ def test_a_driver_listed_and_failing_on_one_side_is_not_said_to_give_a_device(re
     assert "  crash_icd.json\n    A: not listed\n    B: fails: " in section.split("\n\n")[0]
 
 
+def test_a_skipped_driver_is_said_skipped_once(reports, tmp_path: Path):
+    absent = tmp_path / "absent.json"
+    proc, doc = run_json(["check", "--no-probe"], env={"VK_DRIVER_FILES": str(absent)})
+    assert proc.returncode == 1, proc.stderr
+    report = tmp_path / "absent-report.json"
+    report.write_text(json.dumps(doc))
+    text = _diff(report, reports["crash"]).stdout
+    assert "A: skipped: cannot be opened (No such file or directory)\n" in text, text
+
+
 def test_same_verdict_on_another_machine_exits_0(reports):
     proc = _diff(reports["h200"], reports["healthy"])
     assert proc.returncode == 0, proc.stderr
