@@ -149,7 +149,7 @@ def test_diff_names_the_missing_library_first(reports):
         "B",
         "Verdict",
         "Why",
-        "Drivers that give a device on one side only",
+        "Drivers that fail or give a device on one side only",
     ]
     assert (
         sections.index("Environment (Vulkan, loader, ld.so, XDG, wgpu variables)")
@@ -161,7 +161,7 @@ def test_diff_names_the_missing_library_first(reports):
     assert "lvp_icd.x86_64.json loads on A and not on B" in first
     assert "libLLVM-99.so.1: cannot open shared object file" in " ".join(first.split())
     # the driver: the library missing on B, the LLVM that A resolves and the package behind it
-    driver = text.split("Drivers that give a device on one side only:\n")[1].split("\n\n")[0]
+    driver = text.split("Drivers that fail or give a device on one side only:\n")[1].split("\n\n")[0]
     assert "libLLVM-99.so.1: A not in its closure; B missing" in driver
     llvm = _llvm_needed(LVP)
     name, version = _owner(f"/lib/x86_64-linux-gnu/{llvm}")
@@ -187,6 +187,26 @@ def test_diff_a_crashing_driver(reports):
     assert "VK_DRIVER_FILES differs (A unset, B " in why
     assert "lvp_icd.x86_64.json loads, llvmpipe" in why
     assert all(len(line) <= 60 for line in proc.stdout.splitlines()), proc.stdout
+
+
+def test_a_driver_listed_and_failing_on_one_side_is_not_said_to_give_a_device(reports):
+    """Both fail: the driver that crashes is listed on B only and gives no device on either
+    side; the heading it is offered under says it fails there, not that it gives a device."""
+    proc = _diff(reports["missing"], reports["crash"])
+    text = proc.stdout
+    assert "Drivers that give a device" not in text, text
+    section = text.split("Drivers that fail or give a device on one side only:\n")[1]
+    assert "  crash_icd.json\n    A: not listed\n    B: fails: " in section.split("\n\n")[0]
+
+
+def test_a_skipped_driver_is_said_skipped_once(reports, tmp_path: Path):
+    absent = tmp_path / "absent.json"
+    proc, doc = run_json(["check", "--no-probe"], env={"VK_DRIVER_FILES": str(absent)})
+    assert proc.returncode == 1, proc.stderr
+    report = tmp_path / "absent-report.json"
+    report.write_text(json.dumps(doc))
+    text = _diff(report, reports["crash"]).stdout
+    assert "A: skipped: cannot be opened (No such file or directory)\n" in text, text
 
 
 def test_same_verdict_on_another_machine_exits_0(reports):
@@ -245,6 +265,10 @@ def test_unreadable_input_exits_2_and_says_which(tmp_path: Path, content: str, s
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "1 machine, 0 failed" in proc.stdout and "Not read (1):" in proc.stdout
     assert f"vkdoctor summary: {bad}: {says}" in proc.stderr, proc.stderr
+    # the job page's heading does not say "all pass" over an input it could not read
+    md = run_vkdoctor(["summary", "--format", "github", str(H200), str(bad)])
+    assert md.returncode == 1, md.stdout + md.stderr
+    assert md.stdout.startswith("## vkdoctor summary: 1 not read; 1 machine read, none failed\n")
     proc = run_vkdoctor(["summary", str(bad)])
     assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr
     assert "no report could be read" in proc.stderr and "Traceback" not in proc.stderr

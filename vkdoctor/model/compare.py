@@ -155,10 +155,10 @@ def driver_state(row: Mapping[str, Any] | None) -> str | None:
             return "loads, " + (", ".join(names) if names else "no device")
         return "loads (" + str(row.get("verdict")) + ")"
     reason = str(row.get("reason") or row.get("outcome") or "does not load")
-    prefix = f"{row.get('manifest')}: "
-    return f"{'fails' if row.get('verdict') in ('fail', 'error') else 'skipped'}: " + (
-        reason.removeprefix(prefix)
-    )
+    said = reason.removeprefix(f"{row.get('manifest')}: ")
+    if row.get("verdict") in ("fail", "error"):
+        return "fails: " + said
+    return "skipped: " + said.removesuffix("; skipped")
 
 
 def _match_drivers(

@@ -74,7 +74,7 @@ def diff_text(c: Comparison, name_a: str, name_b: str, *, width: int = 80) -> st
     decisive = [d for d in c.drivers if d.decisive]
     other = [d for d in c.drivers if not d.decisive]
     for title, group in (
-        ("Drivers that give a device on one side only:", decisive),
+        ("Drivers that fail or give a device on one side only:", decisive),
         ("Other drivers that differ:", other),
     ):
         if not group:
@@ -248,11 +248,14 @@ def summary_github(fleet: Fleet) -> str:
     from vkdoctor.render.github import _cell, _code, _table
 
     total = len(fleet.machines)
-    head = (
-        f"## vkdoctor summary: {fleet.failed} of {total} machines failed"
-        if fleet.failed
-        else f"## vkdoctor summary: all {total} machines pass"
-    )
+    machines = "1 machine" if total == 1 else f"{total} machines"
+    unread = len(fleet.unreadable)
+    if fleet.failed:
+        head = f"## vkdoctor summary: {fleet.failed} of {machines} failed"
+    elif unread:
+        head = f"## vkdoctor summary: {unread} not read; {machines} read, none failed"
+    else:
+        head = f"## vkdoctor summary: all {machines} pass"
     rows: Iterable[Iterable[str]] = (
         (
             _cell(m.label),
