@@ -161,7 +161,9 @@ def test_diff_names_the_missing_library_first(reports):
     assert "lvp_icd.x86_64.json loads on A and not on B" in first
     assert "libLLVM-99.so.1: cannot open shared object file" in " ".join(first.split())
     # the driver: the library missing on B, the LLVM that A resolves and the package behind it
-    driver = text.split("Drivers that fail or give a device on one side only:\n")[1].split("\n\n")[0]
+    driver = text.split("Drivers that fail or give a device on one side only:\n")[1].split("\n\n")[
+        0
+    ]
     assert "libLLVM-99.so.1: A not in its closure; B missing" in driver
     llvm = _llvm_needed(LVP)
     name, version = _owner(f"/lib/x86_64-linux-gnu/{llvm}")
